@@ -1,0 +1,37 @@
+# failsafe: `make demo` brings up a real Kafka cluster and runs the seed lab's steps;
+# `make test` runs the test suite. Both run `make setup` first and are idempotent.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+FAILSAFE := $(VENV)/bin/failsafe
+KAFKA_VERSION ?= 4.3.1
+DEMO_DIR ?= failsafe-cluster
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint bench clean-demo
+
+$(VENV)/.installed: pyproject.toml
+	@command -v python3 >/dev/null || { echo "make setup: python3 (3.11+) is missing: install it (Debian: apt-get install python3 python3-venv)" >&2; exit 2; }
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+	@bash scripts/ensure-java-maven.sh
+	$(FAILSAFE) setup --kafka-version $(KAFKA_VERSION)
+
+demo: setup
+	bash scripts/demo.sh $(DEMO_DIR)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+
+bench: setup
+	$(PY) benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json
+
+clean-demo:
+	-$(FAILSAFE) clean --dir $(DEMO_DIR)

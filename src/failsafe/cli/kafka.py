@@ -1,0 +1,29 @@
+"""failsafe kafka TOOL ARGS...: Kafka's own tools from the cached jars."""
+
+from __future__ import annotations
+
+import click
+
+from failsafe.cli.options import resolve_dir
+from failsafe.clients.kafka_tools import run_tool, tool_names
+from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.state import ClusterDir
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
+
+
+@click.command("kafka", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+               epilog="Tools: " + ", ".join(tool_names()))
+@click.argument("tool")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--kafka-version", default=None, help="Kafka release whose tools to run [default: the cluster's, else the default].")
+def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -> None:
+    """Run Kafka's TOOL (e.g. topics, console-producer, consumer-groups) with ARGS, verbatim.
+
+    Without --bootstrap-server, the tool is pointed at the failsafe cluster in $FAILSAFE_DIR
+    (or ./failsafe-cluster) when one is there.
+    """
+    root = resolve_dir(None)
+    cluster = Cluster.open(root) if ClusterDir(root).has_state() else None
+    version = kafka_version or (cluster.spec.kafka_version if cluster else DEFAULT_KAFKA_VERSION)
+    code = run_tool(kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None)
+    raise click.exceptions.Exit(code)

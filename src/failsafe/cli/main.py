@@ -1,0 +1,67 @@
+"""The ``failsafe`` command: one line on stderr for every error, never a traceback."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from failsafe import __version__
+from failsafe.cli.clients import consume_command, groups, leader_election_command, produce_command
+from failsafe.cli.cluster import broker, clean_command, controller, down_command, setup_command, status_command, up_command
+from failsafe.cli.kafka import kafka_command
+from failsafe.cli.topics import topics
+from failsafe.errors import FailsafeError
+from failsafe.waiting import WaitTimeout
+
+USAGE_EXIT = 2
+INTERRUPTED_EXIT = 130
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="failsafe")
+def cli() -> None:
+    """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
+
+
+for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, topics,
+                produce_command, consume_command, groups, leader_election_command, kafka_command):
+    cli.add_command(command)
+
+
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C, so every 'finally' that stops what we started runs.
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = cli.main(args=argv, prog_name="failsafe", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.Abort:
+        return INTERRUPTED_EXIT
+    except click.UsageError as e:
+        where = e.ctx.command_path if e.ctx is not None else "failsafe"
+        print(f"{where}: {e.format_message()} (see '{where} --help')", file=sys.stderr)
+        return USAGE_EXIT
+    except FailsafeError as e:
+        print(f"failsafe: {e}", file=sys.stderr)
+        return e.exit_code
+    except WaitTimeout as e:
+        print(f"failsafe: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("failsafe: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    except BrokenPipeError:
+        # The reader went away (| head); nothing to report.
+        return 0
+    return code if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Kafka clients on confluent-kafka (librdkafka): admin, produce, consume, groups."""

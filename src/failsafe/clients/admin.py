@@ -1,0 +1,54 @@
+"""One way to build a confluent-kafka AdminClient, and to tell "nobody answered" apart."""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ClusterMetadata
+
+from failsafe.errors import BrokerUnreachable, KafkaClientError
+
+DEFAULT_TIMEOUT_S = 10.0
+
+# librdkafka logs every refused connection; route that into Python logging, silent by default.
+_librdkafka_log = logging.getLogger("failsafe.librdkafka")
+_librdkafka_log.addHandler(logging.NullHandler())
+_librdkafka_log.propagate = False
+
+
+def client_config(bootstrap_servers: str, **extra: object) -> dict[str, object]:
+    return {"bootstrap.servers": bootstrap_servers, "logger": _librdkafka_log, **extra}
+
+
+def new_admin(bootstrap_servers: str, **extra: object) -> AdminClient:
+    return AdminClient(client_config(bootstrap_servers, **extra))
+
+
+def fetch_metadata(admin: AdminClient, bootstrap_servers: str, timeout_s: float, topic: str | None = None) -> ClusterMetadata:
+    """Cluster metadata, or one clear error when no broker answered in time."""
+    try:
+        return admin.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as e:
+        raise unreachable(bootstrap_servers, timeout_s, e) from e
+
+
+def unreachable(bootstrap_servers: str, timeout_s: float, cause: Exception) -> KafkaClientError:
+    err = cause.args[0] if cause.args and isinstance(cause.args[0], KafkaError) else None
+    if err is not None and err.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN):
+        return BrokerUnreachable(
+            f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:g}s: "
+            "start the cluster ('failsafe up') or pass the right --bootstrap-server"
+        )
+    return KafkaClientError(f"Kafka at {bootstrap_servers}: {describe_error(cause)}")
+
+
+def describe_error(error: object) -> str:
+    """A KafkaError or KafkaException as Kafka names it: 'NOT_ENOUGH_REPLICAS: message'."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if isinstance(error, KafkaError):
+        name = error.name().lstrip("_")
+        text = error.str()
+        return f"{name}: {text}" if text and text != name else name
+    return str(error)

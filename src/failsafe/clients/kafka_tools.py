@@ -1,0 +1,97 @@
+"""Kafka's own command-line tools, run from the cached jars: ``failsafe kafka TOOL ARGS...``.
+
+Each tool maps to the main classes it has had across Kafka versions; the first class present
+in the jars wins, so the same name works for Kafka 4.x and 3.9.x.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from failsafe.cluster.process import pdeathsig_kill
+from failsafe.dist.java import find_java
+from failsafe.dist.jvm import tool_command
+from failsafe.dist.kafka import KafkaDist
+from failsafe.errors import UserError
+
+TOOLS: dict[str, tuple[str, ...]] = {
+    "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
+    "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
+    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
+    "consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"),
+    "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
+    "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
+    "consumer-perf-test": ("org.apache.kafka.tools.ConsumerPerformance", "kafka.tools.ConsumerPerformance"),
+    "verifiable-producer": ("org.apache.kafka.tools.VerifiableProducer",),
+    "verifiable-consumer": ("org.apache.kafka.tools.VerifiableConsumer",),
+    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
+    "reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "kafka.admin.ReassignPartitionsCommand"),
+    "log-dirs": ("org.apache.kafka.tools.LogDirsCommand", "kafka.admin.LogDirsCommand"),
+    "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
+    "features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
+    "broker-api-versions": ("org.apache.kafka.tools.BrokerApiVersionsCommand", "kafka.admin.BrokerApiVersionsCommand"),
+    "delete-records": ("org.apache.kafka.tools.DeleteRecordsCommand", "kafka.admin.DeleteRecordsCommand"),
+    "e2e-latency": ("org.apache.kafka.tools.EndToEndLatency", "kafka.tools.EndToEndLatency"),
+    "transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+    "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
+    "cluster": ("org.apache.kafka.tools.ClusterTool",),
+    "storage": ("kafka.tools.StorageTool",),
+    "replica-verification": ("org.apache.kafka.tools.ReplicaVerificationTool",),
+    "groups": ("org.apache.kafka.tools.GroupsCommand",),
+    "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
+}
+
+# Options through which a tool is told where the cluster is; failsafe adds the local cluster's
+# bootstrap servers only when none of them is given.
+_CONNECT_OPTIONS = ("--bootstrap-server", "--broker-list", "--bootstrap-controller", "--zookeeper", "--command-config")
+_TOOLS_TAKING_BOOTSTRAP = {
+    "topics", "console-producer", "console-consumer", "consumer-groups", "leader-election", "configs",
+    "get-offsets", "reassign-partitions", "log-dirs", "features", "broker-api-versions", "delete-records",
+    "transactions", "acls", "groups", "share-groups", "verifiable-producer", "verifiable-consumer",
+}
+# --version and --help print and exit without any cluster.
+_STANDALONE_OPTIONS = ("--version", "--help", "-h")
+
+
+def tool_names() -> list[str]:
+    return sorted(TOOLS)
+
+
+def main_class(dist: KafkaDist, tool: str) -> str:
+    candidates = TOOLS.get(tool.removeprefix("kafka-").removesuffix(".sh"))
+    if candidates is None:
+        raise UserError(f"unknown Kafka tool {tool!r}: choose one of {', '.join(tool_names())}")
+    for cls in candidates:
+        if dist.has_class(cls):
+            return cls
+    raise UserError(f"Kafka {dist.version} has no {tool} tool (looked for {', '.join(candidates)})")
+
+
+def needs_bootstrap(tool: str, args: list[str]) -> bool:
+    tool = tool.removeprefix("kafka-").removesuffix(".sh")
+    if tool not in _TOOLS_TAKING_BOOTSTRAP:
+        return False
+    given = {a.split("=", 1)[0] for a in args}
+    return not (given & set(_CONNECT_OPTIONS) or given & set(_STANDALONE_OPTIONS))
+
+
+def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str | None = None) -> int:
+    """Run a Kafka tool in the foreground with our terminal; it dies with us (PR_SET_PDEATHSIG)."""
+    cls = main_class(dist, tool)
+    if bootstrap_servers and needs_bootstrap(tool, args):
+        args = ["--bootstrap-server", bootstrap_servers, *args]
+    cmd = tool_command(find_java(), dist, cls, args)
+    proc = subprocess.Popen(cmd, preexec_fn=pdeathsig_kill, env=os.environ.copy())
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        # The tool got the terminal's SIGINT too; give it a moment to close cleanly.
+        try:
+            return proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            return proc.wait()

@@ -1,0 +1,180 @@
+"""Topics through the Admin API, described exactly as kafka-topics.sh --describe prints them."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+
+from failsafe.clients.admin import DEFAULT_TIMEOUT_S, describe_error, fetch_metadata, new_admin
+from failsafe.errors import KafkaClientError, UserError
+
+# Kafka's Topic.validate: legal characters and the 249-character limit.
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME_LENGTH = 249
+DESCRIBE_ATTEMPT_S = 3.0
+
+
+def validate_topic_name(name: str) -> None:
+    if name in ("", ".", ".."):
+        raise UserError(f"topic name {name!r} is not allowed: use letters, digits, '.', '_' or '-'")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise UserError(f"topic name is {len(name)} characters long, Kafka allows {MAX_TOPIC_NAME_LENGTH}: choose a shorter one")
+    if not _LEGAL_TOPIC.fullmatch(name):
+        bad = sorted(set(re.sub(r"[a-zA-Z0-9._-]", "", name)))
+        raise UserError(f"topic name {name!r} has illegal characters {''.join(bad)!r}: use only letters, digits, '.', '_' and '-'")
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: tuple[PartitionInfo, ...]
+    configs: tuple[tuple[str, str], ...]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+class Topics:
+    def __init__(self, bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout_s = timeout_s
+        self.admin: AdminClient = new_admin(bootstrap_servers)
+
+    def _result(self, future, what: str):
+        try:
+            return future.result(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise KafkaClientError(f"{what}: {describe_error(e)}") from e
+        except TimeoutError as e:
+            raise KafkaClientError(f"{what}: no answer within {self.timeout_s:g}s (is the controller quorum up?)") from e
+
+    def broker_ids(self) -> list[int]:
+        return sorted(fetch_metadata(self.admin, self.bootstrap_servers, self.timeout_s).brokers)
+
+    def list(self) -> list[str]:
+        return sorted(fetch_metadata(self.admin, self.bootstrap_servers, self.timeout_s).topics)
+
+    def create(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+        validate_topic_name(name)
+        if partitions < 1:
+            raise UserError(f"--partitions {partitions}: a topic needs at least 1 partition")
+        brokers = self.broker_ids()
+        if replication_factor < 1 or replication_factor > len(brokers):
+            raise UserError(
+                f"--replication-factor {replication_factor} is not possible with {len(brokers)} live brokers "
+                f"({', '.join(map(str, brokers))}): use 1 to {len(brokers)}"
+            )
+        futures = self.admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=configs)], request_timeout=self.timeout_s
+        )
+        self._result(futures[name], f"cannot create topic {name}")
+
+    def delete(self, name: str) -> None:
+        futures = self.admin.delete_topics([name], request_timeout=self.timeout_s)
+        self._result(futures[name], f"cannot delete topic {name}")
+
+    def alter(self, name: str, configs: dict[str, str]) -> None:
+        """Incremental SET of topic configs (what kafka-configs.sh --alter --add-config does)."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        resource = ConfigResource(
+            ResourceType.TOPIC, name,
+            incremental_configs=[ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()],
+        )
+        futures = self.admin.incremental_alter_configs([resource])
+        self._result(futures[resource], f"cannot alter topic {name}")
+
+    def _describe_topics(self, names: list[str]) -> dict:
+        """librdkafka sends DescribeTopics to the broker that metadata names as controller, which
+        in KRaft is a random live broker; right after a broker dies it can still be named and the
+        request hangs. Each attempt gets a fresh client (fresh metadata) and a short timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            attempt_s = min(DESCRIBE_ATTEMPT_S, max(0.1, deadline - time.monotonic()))
+            futures = self.admin.describe_topics(TopicCollection(names), request_timeout=attempt_s)
+            try:
+                return {name: future.result(timeout=attempt_s + 1) for name, future in futures.items()}
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                timed_out = isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
+                if not timed_out or time.monotonic() >= deadline:
+                    raise KafkaClientError(f"cannot describe topics {', '.join(names)}: {describe_error(e)}") from e
+            except TimeoutError as e:
+                if time.monotonic() >= deadline:
+                    raise KafkaClientError(f"cannot describe topics {', '.join(names)}: no answer within {self.timeout_s:g}s") from e
+            self.admin = new_admin(self.bootstrap_servers)
+
+    def describe(self, names: list[str] | None = None) -> list[TopicInfo]:
+        names = sorted(names) if names else self.list()
+        if not names:
+            return []
+        for name in names:
+            validate_topic_name(name)
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        config_futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+        descriptions = self._describe_topics(names)
+        out = []
+        for name, resource in zip(names, resources, strict=True):
+            desc = descriptions[name]
+            entries = self._result(config_futures[resource], f"cannot describe the configs of topic {name}")
+            out.append(TopicInfo(
+                name=name,
+                topic_id=kafka_uuid(str(desc.topic_id)),
+                partitions=tuple(
+                    PartitionInfo(
+                        p.id,
+                        p.leader.id if p.leader is not None else None,
+                        tuple(r.id for r in p.replicas),
+                        tuple(r.id for r in p.isr),
+                    )
+                    for p in sorted(desc.partitions, key=lambda p: p.id)
+                ),
+                configs=_topic_configs(entries),
+            ))
+        return out
+
+
+def _topic_configs(entries: dict) -> tuple[tuple[str, str], ...]:
+    """The configs kafka-topics.sh shows: every one not at Kafka's default (set on the topic,
+    on the brokers, or cluster-wide, like the min.insync.replicas a 4.x controller sets), in
+    the order the broker returned them."""
+    return tuple(
+        (name, "null" if entry.value is None else entry.value)
+        for name, entry in entries.items()
+        if entry.source != ConfigSource.DEFAULT_CONFIG.value
+    )
+
+
+def kafka_uuid(text: str) -> str:
+    """librdkafka prints a Uuid in standard base64; Kafka prints it base64url, unpadded."""
+    return text.replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def format_describe(topic: TopicInfo) -> str:
+    """The exact text of kafka-topics.sh --describe (Kafka 4.x) for one topic."""
+    configs = ",".join(f"{k}={v}" for k, v in topic.configs)
+    lines = [
+        f"Topic: {topic.name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(topic.partitions)}\t"
+        f"ReplicationFactor: {topic.replication_factor}\tConfigs: {configs}"
+    ]
+    for p in topic.partitions:
+        leader = str(p.leader) if p.leader is not None else "none"
+        lines.append(
+            f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: \tLastKnownElr: "
+        )
+    return "\n".join(lines)

@@ -1,0 +1,330 @@
+"""Bringing a cluster's nodes up and down, and acting on one node at a time."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from failsafe.cluster.config import render_server_properties
+from failsafe.cluster.process import DOWN, PAUSED, UP, TrackedProcess, pdeathsig_kill, read_pidfile, start_process
+from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader, registered_brokers
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
+from failsafe.cluster.watchdog import Leash
+from failsafe.dist.java import Java, find_java
+from failsafe.dist.jvm import server_command, tool_command
+from failsafe.dist.kafka import KafkaDist, kafka_dist
+from failsafe.dist.logging_config import write_logging_configs
+from failsafe.errors import (
+    ClusterAlreadyRunning,
+    ClusterNotRunning,
+    ClusterStartError,
+    PortInUse,
+    UnknownNode,
+    UserError,
+)
+from failsafe.waiting import WaitTimeout, wait_until
+
+DEFAULT_READY_TIMEOUT_S = 120.0
+DEFAULT_STOP_TIMEOUT_S = 60.0
+KILL_TIMEOUT_S = 15.0
+FORMAT_TIMEOUT_S = 120.0
+READY_POLL_S = 0.25
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    node: NodeSpec
+    state: str
+    pid: int | None
+    active_controller: bool
+
+
+class Cluster:
+    def __init__(self, cdir: ClusterDir, state: ClusterState) -> None:
+        self.dir = cdir
+        self.state = state
+
+    # -- opening and creating -------------------------------------------------------------
+    @classmethod
+    def open(cls, root: Path) -> Cluster:
+        cdir = ClusterDir(Path(root))
+        return cls(cdir, cdir.load())
+
+    @classmethod
+    def create(cls, root: Path, spec: ClusterSpec, java: Java, dist: KafkaDist, progress: Progress = _quiet) -> Cluster:
+        """Write every node's config and format its storage; starts nothing that outlives this call."""
+        cdir = ClusterDir(Path(root))
+        state = ClusterState(spec=spec, cluster_id=new_cluster_id(), created_at=utc_now())
+        cluster = cls(cdir, state)
+        write_logging_configs(cdir.root)
+        for node in spec.nodes():
+            # No state file means no failsafe cluster owns these dirs: a failed earlier create.
+            shutil.rmtree(cdir.data_dir(node), ignore_errors=True)
+            cdir.config_file(node).write_text(render_server_properties(spec, node, cdir.root.resolve()))
+        progress(f"formatting storage of {len(spec.nodes())} nodes (cluster id {state.cluster_id})")
+        cluster._format_storage(java, dist)
+        cdir.save(state)
+        return cluster
+
+    def _format_storage(self, java: Java, dist: KafkaDist) -> None:
+        procs = []
+        for node in self.spec.nodes():
+            args = ["format", "-t", self.state.cluster_id, "-c", str(self.dir.config_file(node).resolve())]
+            cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
+            procs.append((node, subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=pdeathsig_kill
+            )))
+        failures = []
+        for node, proc in procs:
+            try:
+                out, _ = proc.communicate(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            if proc.returncode != 0:
+                failures.append(f"{node.name}: {_last_meaningful_line(out)}")
+        if failures:
+            raise ClusterStartError(f"kafka-storage format failed for {'; '.join(failures)}")
+
+    # -- looking ----------------------------------------------------------------------------
+    @property
+    def spec(self) -> ClusterSpec:
+        return self.state.spec
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.spec.bootstrap_servers()
+
+    def node(self, node_id: int, role: str | None = None) -> NodeSpec:
+        for node in self.spec.nodes():
+            if node.node_id == node_id and (role is None or role in node.roles):
+                return node
+        ids = [n.node_id for n in self.spec.nodes() if role is None or role in n.roles]
+        kind = role or "node"
+        raise UnknownNode(f"no {kind} with id {node_id} in the cluster at {self.dir.root}: its {kind}s are {', '.join(map(str, ids))}")
+
+    def tracked(self, node: NodeSpec) -> TrackedProcess | None:
+        return read_pidfile(self.dir.pidfile(node))
+
+    def node_state(self, node: NodeSpec) -> str:
+        tracked = self.tracked(node)
+        return DOWN if tracked is None else tracked.state()
+
+    def running_nodes(self) -> list[NodeSpec]:
+        return [n for n in self.spec.nodes() if self.node_state(n) != DOWN]
+
+    def active_controller(self) -> int | None:
+        live = [n for n in self.spec.controller_nodes() if self.node_state(n) == UP]
+        leader = quorum_leader([self.dir.data_dir(n) for n in live])
+        return leader if leader in {n.node_id for n in live} else None
+
+    def status(self) -> list[NodeStatus]:
+        active = self.active_controller()
+        out = []
+        for node in self.spec.nodes():
+            tracked = self.tracked(node)
+            state = DOWN if tracked is None else tracked.state()
+            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node.node_id == active))
+        return out
+
+    # -- starting ---------------------------------------------------------------------------
+    def start(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist, timeout_s: float = DEFAULT_READY_TIMEOUT_S, progress: Progress = _quiet) -> None:
+        """Start ``nodes`` (all down) and wait until the cluster is ready; on any failure or
+        interruption, stop what was started. The leash covers a SIGKILL of this command."""
+        for node in nodes:
+            for port in (node.port, node.controller_port):
+                if port is not None and not port_is_free(port):
+                    raise PortInUse(f"port {port} ({node.role} {node.node_id}) is already in use: stop what listens there or choose another --base-port")
+        pidfiles = [self.dir.pidfile(n) for n in nodes]
+        with Leash(self.dir.root, pidfiles, self.dir.logs_dir / "watchdog.log") as leash:
+            try:
+                for node in nodes:
+                    cmd = server_command(java, dist, self.dir.config_file(node).resolve(), self.dir.root.resolve(), self.spec.heap)
+                    start_process(cmd, self.dir.log_file(node), self.dir.pidfile(node), cwd=self.dir.root)
+                progress(f"started {', '.join(n.name for n in nodes)}")
+                self.wait_ready(nodes, timeout_s, progress)
+            except BaseException:
+                self._stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
+                raise
+            leash.release()
+
+    def wait_ready(self, started: list[NodeSpec], timeout_s: float, progress: Progress = _quiet) -> None:
+        deadline = time.monotonic() + timeout_s
+
+        def remaining() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        def none_died() -> None:
+            for node in started:
+                if self.node_state(node) == DOWN:
+                    log = self.dir.log_file(node)
+                    raise ClusterStartError(f"{node.name} ({node.role}) exited during start-up: {_log_reason(log)} (log: {log})")
+
+        controllers = [n for n in started if n.is_controller]
+        if controllers:
+            progress(f"waiting for controller listeners ({', '.join(str(n.controller_port) for n in controllers)})")
+            self._wait(lambda: none_died() or all(port_accepts(n.controller_port) for n in controllers),
+                       remaining(), f"controllers {_ids(controllers)} did not open their ports within {timeout_s:g}s")
+
+        def brokers_ready() -> bool:
+            none_died()
+            up = [n for n in self.spec.brokers_nodes() if self.node_state(n) == UP]
+            want = {n.node_id for n in up}
+            seen = [registered_brokers(n.port) for n in up]
+            progress(f"brokers registered and unfenced: {len(set.intersection(*seen) if seen else set())}/{len(want)}")
+            return all(s >= want for s in seen)
+
+        if any(n.is_broker for n in started):
+            self._wait(brokers_ready, remaining(),
+                       f"brokers {_ids([n for n in started if n.is_broker])} did not register with the controller quorum within {timeout_s:g}s: "
+                       f"see the logs in {self.dir.logs_dir}")
+
+    @staticmethod
+    def _wait(condition: Callable[[], object], timeout_s: float, message: str) -> None:
+        try:
+            wait_until(condition, timeout_s, message, poll_interval_s=READY_POLL_S)
+        except WaitTimeout as e:
+            raise ClusterStartError(str(e)) from e
+
+    # -- stopping ---------------------------------------------------------------------------
+    def _stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
+        """Signal all first, then wait for each: stopping in parallel, not one after another."""
+        tracked = [t for t in (self.tracked(n) for n in nodes) if t is not None]
+        for t in tracked:
+            if sig != signal.SIGKILL and t.state() == PAUSED:
+                t.signal_group(signal.SIGCONT)
+            t.signal_group(sig)
+        for t in tracked:
+            try:
+                t.wait_gone(timeout_s)
+            except WaitTimeout:
+                t.signal_group(signal.SIGKILL)
+                t.wait_gone(KILL_TIMEOUT_S)
+        for node in nodes:
+            self.dir.pidfile(node).unlink(missing_ok=True)
+
+    def down(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec]:
+        """Controlled shutdown of brokers first (they need the quorum for it), then controllers."""
+        running = self.running_nodes()
+        brokers_only = [n for n in running if n.is_broker and not n.is_controller]
+        rest = [n for n in running if n not in brokers_only]
+        self._stop_nodes(brokers_only, signal.SIGTERM, timeout_s)
+        self._stop_nodes(rest, signal.SIGTERM, timeout_s)
+        return running
+
+    def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
+        tracked = self.tracked(node)
+        state = DOWN if tracked is None else tracked.state()
+        if state == DOWN or tracked is None:
+            raise UserError(f"{node.role} {node.node_id} is not running: start it with 'failsafe {_role_word(node)} start {node.node_id}'")
+        if action == "kill":
+            self._stop_nodes([node], signal.SIGKILL, timeout_s)
+        elif action == "stop":
+            self._stop_nodes([node], signal.SIGTERM, timeout_s)
+        elif action == "pause":
+            tracked.signal_group(signal.SIGSTOP)
+            wait_until(lambda: tracked.state() == PAUSED, timeout_s, f"{node.name} did not stop on SIGSTOP")
+        elif action == "resume":
+            if state != PAUSED:
+                raise UserError(f"{node.role} {node.node_id} is not paused: nothing to resume")
+            tracked.signal_group(signal.SIGCONT)
+            wait_until(lambda: tracked.state() == UP, timeout_s, f"{node.name} did not continue on SIGCONT")
+        else:
+            raise ValueError(action)
+
+
+def _ids(nodes: list[NodeSpec]) -> str:
+    return ",".join(str(n.node_id) for n in nodes)
+
+
+def _role_word(node: NodeSpec) -> str:
+    return "broker" if node.is_broker else "controller"
+
+
+def _last_meaningful_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if "ERROR" in line or "Exception" in line or "error" in line.lower():
+            return line[:300]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _log_reason(log: Path) -> str:
+    try:
+        text = log.read_text(errors="replace")[-20000:]
+    except OSError:
+        return "no log"
+    return _last_meaningful_line(text)
+
+
+# -- the commands, composed ----------------------------------------------------------------
+def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, progress: Progress = _quiet) -> Cluster:
+    """Create (or restart, with its saved spec) the cluster at ``root`` and wait until ready.
+
+    ``explicit`` names the spec fields the user set: on an existing cluster they must match.
+    """
+    spec.validate()
+    cdir = ClusterDir(Path(root))
+    with cdir.lock():
+        if cdir.has_state():
+            cluster = Cluster(cdir, cdir.load())
+            running = cluster.running_nodes()
+            if running:
+                raise ClusterAlreadyRunning(
+                    f"a cluster is already running at {cdir.root} (bootstrap {cluster.bootstrap_servers}): "
+                    f"use it, or stop it first with 'failsafe down --dir {cdir.root}'"
+                )
+            saved = cluster.spec.to_json()
+            wanted = spec.to_json()
+            differ = sorted(f for f in explicit if saved.get(f) != wanted.get(f))
+            if differ:
+                raise UserError(
+                    f"the stopped cluster at {cdir.root} was made with other {', '.join(differ)}: "
+                    f"run 'failsafe up' without them to restart it, or 'failsafe clean --dir {cdir.root}' to start over"
+                )
+            progress(f"restarting the stopped cluster at {cdir.root} (data kept)")
+        else:
+            cluster = None
+        java = find_java()
+        dist = kafka_dist((cluster.spec if cluster else spec).kafka_version)
+        for port in (cluster.spec if cluster else spec).ports():
+            if not port_is_free(port):
+                raise PortInUse(f"port {port} is already in use: stop what listens there or choose another --base-port")
+        if cluster is None:
+            cluster = Cluster.create(cdir.root, spec, java, dist, progress)
+        cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
+        return cluster
+
+
+def start_node(cluster: Cluster, node: NodeSpec, timeout_s: float, progress: Progress = _quiet) -> None:
+    with cluster.dir.lock():
+        if cluster.node_state(node) != DOWN:
+            raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.tracked(node).pid})")
+        cluster.start([node], find_java(), kafka_dist(cluster.spec.kafka_version), timeout_s, progress)
+
+
+def down(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec]:
+    cluster = Cluster.open(root)
+    with cluster.dir.lock():
+        return cluster.down(timeout_s)
+
+
+def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+    cdir = ClusterDir(Path(root))
+    if not (cdir.has_state() or (cdir.root / LOCK_FILE).exists()):
+        raise ClusterNotRunning(f"no failsafe cluster at {cdir.root}: nothing to clean (failsafe only deletes directories it made)")
+    if cdir.has_state():
+        down(root, timeout_s)
+    shutil.rmtree(cdir.root)

@@ -1,0 +1,137 @@
+"""Process supervision: start a JVM in its own session, track it by pid, signal its group.
+
+A pidfile holds ``pid create_time``; the creation time guards against a recycled pid, so
+failsafe only ever signals the process it started. Processes are never looked up by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from failsafe.waiting import WaitTimeout, wait_until
+
+UP = "up"
+PAUSED = "paused"
+DOWN = "down"
+
+# psutil reports create_time rounded from clock ticks; allow for that.
+_CREATE_TIME_TOLERANCE_S = 0.05
+
+
+@dataclass(frozen=True)
+class TrackedProcess:
+    pid: int
+    create_time: float
+
+    def process(self) -> psutil.Process | None:
+        """The live process, or None if it exited, was reaped, or the pid now names another."""
+        try:
+            proc = psutil.Process(self.pid)
+            if abs(proc.create_time() - self.create_time) > _CREATE_TIME_TOLERANCE_S:
+                return None
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                _reap(self.pid)
+                return None
+            return proc
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            return None
+
+    def state(self) -> str:
+        proc = self.process()
+        if proc is None:
+            return DOWN
+        try:
+            status = proc.status()
+        except psutil.NoSuchProcess:
+            return DOWN
+        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            return PAUSED
+        return UP
+
+    def alive(self) -> bool:
+        return self.process() is not None
+
+    def signal_group(self, sig: signal.Signals) -> bool:
+        """Signal the process group this process leads. False if it is already gone."""
+        if self.process() is None:
+            return False
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def wait_gone(self, timeout_s: float) -> None:
+        wait_until(lambda: not self.alive(), timeout_s, f"process {self.pid} still running after {timeout_s:g}s")
+
+    def stop(self, timeout_s: float, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Send ``sig``; if the process is still there after ``timeout_s``, SIGKILL its group."""
+        if not self.signal_group(sig):
+            return
+        if sig != signal.SIGKILL and self.state() == PAUSED:
+            # A stopped process cannot handle SIGTERM until it is continued.
+            self.signal_group(signal.SIGCONT)
+        try:
+            self.wait_gone(timeout_s)
+        except WaitTimeout:
+            self.signal_group(signal.SIGKILL)
+            self.wait_gone(timeout_s)
+
+
+_children: dict[int, subprocess.Popen] = {}
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status of our own child so it does not stay a zombie."""
+    popen = _children.get(pid)
+    if popen is not None and popen.poll() is not None:
+        del _children[pid]
+
+
+def start_process(cmd: list[str], log_file: Path, pidfile: Path, cwd: Path, env: dict[str, str] | None = None) -> TrackedProcess:
+    """Start ``cmd`` in a new session with output to ``log_file`` and record its pidfile at once."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        popen = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        tracked = TrackedProcess(popen.pid, psutil.Process(popen.pid).create_time())
+    except psutil.NoSuchProcess:
+        # Exited already; the pidfile still records it so the caller sees it as down.
+        tracked = TrackedProcess(popen.pid, 0.0)
+    write_pidfile(pidfile, tracked)
+    # The process outlives this command; while this command runs, its Popen is kept so that
+    # _reap can collect its exit status (after this command exits, init does).
+    _children[popen.pid] = popen
+    return tracked
+
+
+def write_pidfile(pidfile: Path, tracked: TrackedProcess) -> None:
+    tmp = pidfile.with_suffix(".tmp")
+    tmp.write_text(f"{tracked.pid} {tracked.create_time!r}\n")
+    tmp.replace(pidfile)
+
+
+def read_pidfile(pidfile: Path) -> TrackedProcess | None:
+    try:
+        pid_text, time_text = pidfile.read_text().split()
+        return TrackedProcess(int(pid_text), float(time_text))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def pdeathsig_kill() -> None:
+    """preexec_fn: the child gets SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)

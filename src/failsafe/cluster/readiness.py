@@ -1,0 +1,65 @@
+"""When is a cluster ready? Observable conditions only, each with a timeout.
+
+A controller is ready when its CONTROLLER listener accepts connections; a broker when the
+metadata served by every broker lists it (a broker appears in metadata only once it has
+registered with the controller quorum and is unfenced).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from failsafe.clients.admin import new_admin
+
+CONNECT_TIMEOUT_S = 0.5
+
+
+def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def registered_brokers(port: int, timeout_s: float = 2.0) -> set[int]:
+    """The broker ids in the metadata served by the broker on ``port`` (empty if it does not answer)."""
+    if not port_accepts(port):
+        return set()
+    admin = new_admin(f"127.0.0.1:{port}")
+    try:
+        return set(admin.list_topics(timeout=timeout_s).brokers)
+    except KafkaException:
+        return set()
+
+
+def quorum_leader(metadata_log_dirs: list[Path]) -> int | None:
+    """The KRaft quorum leader as the controllers last persisted it (highest epoch wins).
+
+    Each voter writes ``__cluster_metadata-0/quorum-state`` when it learns of a new leader.
+    """
+    best: tuple[int, int] | None = None
+    for log_dir in metadata_log_dirs:
+        path = log_dir / "__cluster_metadata-0" / "quorum-state"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        leader, epoch = data.get("leaderId", -1), data.get("leaderEpoch", -1)
+        if leader is not None and leader >= 0 and (best is None or epoch > best[1]):
+            best = (leader, epoch)
+    return best[0] if best else None

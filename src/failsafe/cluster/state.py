@@ -1,0 +1,128 @@
+"""A cluster is a directory: configs, data, logs, pidfiles and a state file.
+
+    DIR/failsafe-state.json     the spec, the cluster id, the Kafka version
+    DIR/server-N.properties     one per node, seed style
+    DIR/kafka-N/                each node's log.dirs
+    DIR/logs/server-N.log       each node's own log
+    DIR/pids/server-N.pid       "pid create_time" of each running node
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.errors import ClusterNotRunning, UserError
+
+STATE_FILE = "failsafe-state.json"
+LOCK_FILE = ".failsafe.lock"
+DEFAULT_DIR = "failsafe-cluster"
+STATE_FORMAT = 1
+
+
+def default_cluster_dir() -> Path:
+    return Path(os.environ.get("FAILSAFE_DIR") or DEFAULT_DIR)
+
+
+def new_cluster_id() -> str:
+    """A Kafka Uuid in its base64url form, as kafka-storage random-uuid prints it."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # Kafka's own generator avoids a leading '-', which a command line would read as an option.
+        if not text.startswith("-"):
+            return text
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    spec: ClusterSpec
+    cluster_id: str
+    created_at: str
+
+    def to_json(self) -> dict:
+        return {
+            "format": STATE_FORMAT,
+            "cluster_id": self.cluster_id,
+            "created_at": self.created_at,
+            "kafka_version": self.spec.kafka_version,
+            "spec": self.spec.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> ClusterState:
+        return cls(spec=ClusterSpec.from_json(data["spec"]), cluster_id=data["cluster_id"], created_at=data["created_at"])
+
+
+@dataclass(frozen=True)
+class ClusterDir:
+    root: Path
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / STATE_FILE
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def pids_dir(self) -> Path:
+        return self.root / "pids"
+
+    def config_file(self, node: NodeSpec) -> Path:
+        return self.root / f"{node.name}.properties"
+
+    def data_dir(self, node: NodeSpec) -> Path:
+        return self.root / f"kafka-{node.node_id}"
+
+    def log_file(self, node: NodeSpec) -> Path:
+        return self.logs_dir / f"{node.name}.log"
+
+    def pidfile(self, node: NodeSpec) -> Path:
+        return self.pids_dir / f"{node.name}.pid"
+
+    def has_state(self) -> bool:
+        return self.state_file.is_file()
+
+    def load(self) -> ClusterState:
+        try:
+            data = json.loads(self.state_file.read_text())
+        except FileNotFoundError as e:
+            raise ClusterNotRunning(
+                f"no failsafe cluster at {self.root}: start one with 'failsafe up --dir {self.root}' or set FAILSAFE_DIR"
+            ) from e
+        except (json.JSONDecodeError, OSError) as e:
+            raise UserError(f"{self.state_file} is unreadable ({e}): run 'failsafe clean --dir {self.root}' and start again") from e
+        if data.get("format") != STATE_FORMAT:
+            raise UserError(f"{self.state_file} has state format {data.get('format')!r}, this failsafe reads {STATE_FORMAT}: run 'failsafe clean --dir {self.root}'")
+        return ClusterState.from_json(data)
+
+    def save(self, state: ClusterState) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+        tmp.replace(self.state_file)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Serialise commands that start or stop nodes of this cluster."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK_FILE, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,8 @@
+"""Kafka's jars and Java: resolve them from Maven Central, cache them, find them."""
+
+from __future__ import annotations
+
+from failsafe.dist.java import Java, find_java
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, resolve_kafka
+
+__all__ = ["DEFAULT_KAFKA_VERSION", "Java", "KafkaDist", "find_java", "resolve_kafka"]

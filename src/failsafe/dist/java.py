@@ -1,0 +1,53 @@
+"""Finding a Java runtime of version 17 or later."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from failsafe.errors import ProvisionError
+
+MIN_JAVA_MAJOR = 17
+INSTALL_HINT = "install Java 17 or later (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+
+
+@dataclass(frozen=True)
+class Java:
+    executable: Path
+    major: int
+
+
+def _major_version(version_output: str) -> int | None:
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if not match:
+        return None
+    first = int(match.group(1))
+    # Java 8 and older report "1.8.0_x".
+    return int(match.group(2)) if first == 1 and match.group(2) else first
+
+
+def find_java() -> Java:
+    """The Java to run Kafka with: $JAVA_HOME/bin/java, else java on the PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = Path(java_home) / "bin" / "java" if java_home else None
+    if candidate is None or not candidate.is_file():
+        found = shutil.which("java")
+        if found is None:
+            raise ProvisionError(f"no Java found: {INSTALL_HINT}")
+        candidate = Path(found)
+    try:
+        out = subprocess.run(
+            [str(candidate), "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ProvisionError(f"{candidate} -version failed ({e}): {INSTALL_HINT}") from e
+    major = _major_version(out.stderr + out.stdout)
+    if major is None:
+        raise ProvisionError(f"cannot read the version of {candidate}: {INSTALL_HINT}")
+    if major < MIN_JAVA_MAJOR:
+        raise ProvisionError(f"{candidate} is Java {major}, Kafka needs {MIN_JAVA_MAJOR}+: {INSTALL_HINT}")
+    return Java(executable=candidate, major=major)

@@ -1,0 +1,55 @@
+"""Command lines for Kafka's JVMs, as kafka-run-class.sh builds them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
+from failsafe.dist.java import Java
+from failsafe.dist.kafka import KafkaDist, cache_root
+
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+SERVER_JVM_OPTS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+)
+# kafka-run-class.sh gives tools a 256M heap unless KAFKA_HEAP_OPTS says otherwise.
+TOOL_HEAP = "256M"
+
+
+def tools_logging_option(dist: KafkaDist) -> str:
+    config_dir = cache_root() / "config"
+    write_logging_configs(config_dir)
+    return logging_jvm_option(config_dir, log4j2=dist.uses_log4j2, tools=True)
+
+
+def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str) -> list[str]:
+    return [
+        str(java.executable),
+        f"-Xmx{heap}",
+        f"-Xms{heap}",
+        *SERVER_JVM_OPTS,
+        logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False),
+        "-cp",
+        dist.classpath,
+        "kafka.Kafka",
+        str(properties),
+    ]
+
+
+def tool_command(java: Java, dist: KafkaDist, main_class: str, args: list[str], heap: str = TOOL_HEAP) -> list[str]:
+    return [
+        str(java.executable),
+        f"-Xmx{heap}",
+        "-Djava.awt.headless=true",
+        tools_logging_option(dist),
+        "-cp",
+        dist.classpath,
+        main_class,
+        *args,
+    ]

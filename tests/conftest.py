@@ -1,0 +1,85 @@
+"""One shared cluster per test session for tests that do not break it.
+
+Tests marked ``breaks_cluster`` start clusters of their own; they are ordered last, after the
+shared cluster is stopped, so that two clusters never run at once on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import TEST_HEAP, alive_pids, cluster_ports, run_cli
+
+_started_dirs: list[Path] = []
+
+
+@dataclass
+class RunningCluster:
+    dir: Path
+    bootstrap: str
+
+    def cli(self, *args: str, **kwargs):
+        """Run failsafe against this cluster, found through FAILSAFE_DIR as a user's shell would."""
+        return run_cli(*args, env={"FAILSAFE_DIR": str(self.dir)}, **kwargs)
+
+
+def start_cluster(path: Path, *extra: str, brokers: int = 3, controllers: int = 1) -> RunningCluster:
+    _started_dirs.append(path)
+    result = run_cli("up", "--dir", str(path), "--heap", TEST_HEAP, *cluster_ports(brokers, controllers), *extra)
+    assert result.returncode == 0, result.stderr
+    return RunningCluster(path, result.stdout.strip().splitlines()[-1])
+
+
+def stop_cluster(cluster: RunningCluster) -> None:
+    result = run_cli("down", "--dir", str(cluster.dir))
+    assert result.returncode == 0, result.stderr
+    assert alive_pids(cluster.dir) == []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("breaks_cluster") is not None)
+
+
+_shared: RunningCluster | None = None
+
+
+@pytest.fixture(scope="session")
+def shared_cluster_holder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    holder: dict = {}
+    yield holder
+    if "cluster" in holder:
+        stop_cluster(holder["cluster"])
+
+
+@pytest.fixture
+def shared_cluster(request: pytest.FixtureRequest, shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory) -> RunningCluster:
+    """A 3-broker, 1-controller cluster shared by every test that leaves it as it found it."""
+    assert request.node.get_closest_marker("breaks_cluster") is None, "breaking tests must use their own cluster"
+    if "cluster" not in shared_cluster_holder:
+        shared_cluster_holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
+    return shared_cluster_holder["cluster"]
+
+
+@pytest.fixture
+def own_cluster_dir(request: pytest.FixtureRequest, shared_cluster_holder: dict, tmp_path: Path) -> Iterator[Path]:
+    """A directory for a cluster of the test's own; the shared cluster is stopped first."""
+    assert request.node.get_closest_marker("breaks_cluster") is not None
+    if "cluster" in shared_cluster_holder:
+        stop_cluster(shared_cluster_holder.pop("cluster"))
+    path = tmp_path / "cluster"
+    yield path
+    if (path / "failsafe-state.json").exists():
+        run_cli("down", "--dir", str(path), "--timeout-s", "20")
+    assert alive_pids(path) == [], "a test left Kafka processes running"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    yield
+    leftovers = {str(d): alive_pids(d) for d in _started_dirs if alive_pids(d)}
+    assert not leftovers, f"Kafka processes left running: {json.dumps(leftovers)}"
