@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from tests.conftest import start_cluster
-from tests.helpers import TEST_HEAP, alive_pids, cluster_ports, run_cli, tracked_processes
 
 from failsafe.waiting import wait_until
+from tests.conftest import start_cluster
+from tests.helpers import TEST_HEAP, alive_pids, cluster_ports, run_cli, tracked_processes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster]
 

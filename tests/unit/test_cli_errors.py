@@ -8,10 +8,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from tests.helpers import free_port_block, run_cli
 
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
+from tests.helpers import free_port_block, run_cli
 
 
 def assert_one_line_error(result, *fragments: str) -> None:

@@ -106,7 +106,9 @@ def format_group(desc: GroupDescription) -> str:
     return "\n".join(lines)
 
 
-def elect_preferred_leaders(bootstrap_servers: str, partitions: list[tuple[str, int]] | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[list[str], list[str], list[str]]:
+def elect_preferred_leaders(
+    bootstrap_servers: str, partitions: list[tuple[str, int]] | None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> tuple[list[str], list[str], list[str]]:
     """Preferred leader election; returns (elected, already preferred, failed with reason)."""
     admin = new_admin(bootstrap_servers)
     fetch_metadata(admin, bootstrap_servers, timeout_s)

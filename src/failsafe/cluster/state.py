@@ -103,7 +103,10 @@ class ClusterDir:
         except (json.JSONDecodeError, OSError) as e:
             raise UserError(f"{self.state_file} is unreadable ({e}): run 'failsafe clean --dir {self.root}' and start again") from e
         if data.get("format") != STATE_FORMAT:
-            raise UserError(f"{self.state_file} has state format {data.get('format')!r}, this failsafe reads {STATE_FORMAT}: run 'failsafe clean --dir {self.root}'")
+            raise UserError(
+                f"{self.state_file} has state format {data.get('format')!r}, this failsafe reads {STATE_FORMAT}: "
+                f"run 'failsafe clean --dir {self.root}'"
+            )
         return ClusterState.from_json(data)
 
     def save(self, state: ClusterState) -> None:
