@@ -53,8 +53,9 @@ def test_failed_up_stops_whatever_it_started(own_cluster_dir: Path) -> None:
 
 
 def test_sigkill_of_up_while_it_waits_leaves_no_process(own_cluster_dir: Path) -> None:
-    up = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "up", "--dir", str(own_cluster_dir), "--heap", TEST_HEAP,
-                           *cluster_ports()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A relative --dir, as a user types it: the watchdog must still find the pidfiles.
+    up = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "up", "--dir", own_cluster_dir.name, "--heap", TEST_HEAP,
+                           *cluster_ports()], cwd=own_cluster_dir.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: len(alive_pids(own_cluster_dir)) == 4, 120, "up never started its 4 nodes")
         started = alive_pids(own_cluster_dir)

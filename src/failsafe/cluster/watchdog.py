@@ -29,7 +29,8 @@ class Leash:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(log_file, "ab") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "failsafe.cluster.watchdog", *map(str, pidfiles)],
+                # Absolute paths: the watchdog runs in the cluster directory, not in our cwd.
+                [sys.executable, "-m", "failsafe.cluster.watchdog", *(str(p.resolve()) for p in pidfiles)],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=root,
                 start_new_session=True,
             )
