@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
@@ -15,7 +16,7 @@ from failsafe.errors import KafkaClientError, UserError
 # Kafka's Topic.validate: legal characters and the 249-character limit.
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
-DESCRIBE_ATTEMPT_S = 3.0
+READ_ATTEMPT_S = 2.0
 
 
 def validate_topic_name(name: str) -> None:
@@ -98,25 +99,31 @@ class Topics:
         futures = self.admin.incremental_alter_configs([resource])
         self._result(futures[resource], f"cannot alter topic {name}")
 
-    def _describe_topics(self, names: list[str]) -> dict:
-        """librdkafka sends DescribeTopics to the broker that metadata names as controller, which
-        in KRaft is a random live broker; right after a broker dies it can still be named and the
-        request hangs. Each attempt gets a fresh client (fresh metadata) and a short timeout."""
+    def _read_with_retry(self, what: str, request: Callable[[AdminClient, float], dict]) -> dict:
+        """A read-only admin request, retried on a fresh client when it times out.
+
+        librdkafka sends DescribeTopics and DescribeConfigs to the broker that metadata names as
+        controller, which in KRaft is a random live broker. Right after a broker dies, and until
+        it is fenced, it can still be named and the request hangs. A fresh client gets fresh
+        metadata, so each attempt is short and uses a new one."""
         deadline = time.monotonic() + self.timeout_s
+        admin = self.admin
         while True:
-            attempt_s = min(DESCRIBE_ATTEMPT_S, max(0.1, deadline - time.monotonic()))
-            futures = self.admin.describe_topics(TopicCollection(names), request_timeout=attempt_s)
+            attempt_s = min(READ_ATTEMPT_S, max(0.1, deadline - time.monotonic()))
+            futures = request(admin, attempt_s)
             try:
-                return {name: future.result(timeout=attempt_s + 1) for name, future in futures.items()}
+                result = {key: future.result(timeout=attempt_s + 1) for key, future in futures.items()}
+                self.admin = admin
+                return result
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 timed_out = isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
                 if not timed_out or time.monotonic() >= deadline:
-                    raise KafkaClientError(f"cannot describe topics {', '.join(names)}: {describe_error(e)}") from e
+                    raise KafkaClientError(f"cannot {what}: {describe_error(e)}") from e
             except TimeoutError as e:
                 if time.monotonic() >= deadline:
-                    raise KafkaClientError(f"cannot describe topics {', '.join(names)}: no answer within {self.timeout_s:g}s") from e
-            self.admin = new_admin(self.bootstrap_servers)
+                    raise KafkaClientError(f"cannot {what}: no answer within {self.timeout_s:g}s") from e
+            admin = new_admin(self.bootstrap_servers)
 
     def describe(self, names: list[str] | None = None) -> list[TopicInfo]:
         names = sorted(names) if names else self.list()
@@ -124,13 +131,19 @@ class Topics:
             return []
         for name in names:
             validate_topic_name(name)
-        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
-        config_futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
-        descriptions = self._describe_topics(names)
+        descriptions = self._read_with_retry(
+            f"describe topics {', '.join(names)}",
+            lambda admin, t: admin.describe_topics(TopicCollection(names), request_timeout=t),
+        )
+        configs = self._read_with_retry(
+            f"describe the configs of topics {', '.join(names)}",
+            lambda admin, t: {r.name: f for r, f in admin.describe_configs(
+                [ConfigResource(ResourceType.TOPIC, n) for n in names], request_timeout=t).items()},
+        )
         out = []
-        for name, resource in zip(names, resources, strict=True):
+        for name in names:
             desc = descriptions[name]
-            entries = self._result(config_futures[resource], f"cannot describe the configs of topic {name}")
+            entries = configs[name]
             out.append(TopicInfo(
                 name=name,
                 topic_id=kafka_uuid(str(desc.topic_id)),
