@@ -11,7 +11,8 @@ from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, reso
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S
 from failsafe.clients.consume import DEFAULT_FORMAT, ConsumeOptions, consume
 from failsafe.clients.groups import describe_group, elect_preferred_leaders, format_group, list_groups
-from failsafe.clients.produce import ACKS, key_separator, produce_lines
+from failsafe.clients.produce import ACKS, produce_lines
+from failsafe.clients.produce import key_separator as key_separator_for
 from failsafe.errors import UserError
 
 _connect_timeout = timeout_option(DEFAULT_TIMEOUT_S, "How long to wait for Kafka to answer.")
@@ -33,17 +34,13 @@ def produce_command(topic: str, key_separator: str | None, acks: str, properties
     props = parse_pairs(properties, "--property")
     report = produce_lines(
         resolve_bootstrap(bootstrap_server, cluster_dir), topic, sys.stdin,
-        separator=key_separator_option(key_separator, props), acks=acks, properties=props,
+        separator=key_separator_for(key_separator, props), acks=acks, properties=props,
         print_acks=print_acks, timeout_s=timeout_s,
     )
     failed = report.failed + len(report.skipped_lines)
     if failed:
         stderr.print(f"{failed} of {report.sent + len(report.skipped_lines)} messages were not delivered")
         raise click.exceptions.Exit(1)
-
-
-def key_separator_option(separator: str | None, props: dict[str, str]) -> str | None:
-    return key_separator(separator, props)
 
 
 @click.command("consume")

@@ -141,12 +141,8 @@ class Cluster:
 
     # -- starting ---------------------------------------------------------------------------
     def start(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist, timeout_s: float = DEFAULT_READY_TIMEOUT_S, progress: Progress = _quiet) -> None:
-        """Start ``nodes`` (all down) and wait until the cluster is ready; on any failure or
+        """Start ``nodes`` (all down, their ports checked free) and wait until the cluster is ready; on any failure or
         interruption, stop what was started. The leash covers a SIGKILL of this command."""
-        for node in nodes:
-            for port in (node.port, node.controller_port):
-                if port is not None and not port_is_free(port):
-                    raise PortInUse(f"port {port} ({node.role} {node.node_id}) is already in use: stop what listens there or choose another --base-port")
         pidfiles = [self.dir.pidfile(n) for n in nodes]
         with Leash(self.dir.root, pidfiles, self.dir.logs_dir / "watchdog.log") as leash:
             try:
@@ -203,15 +199,9 @@ class Cluster:
         """Signal all first, then wait for each: stopping in parallel, not one after another."""
         tracked = [t for t in (self.tracked(n) for n in nodes) if t is not None]
         for t in tracked:
-            if sig != signal.SIGKILL and t.state() == PAUSED:
-                t.signal_group(signal.SIGCONT)
-            t.signal_group(sig)
+            t.begin_stop(sig)
         for t in tracked:
-            try:
-                t.wait_gone(timeout_s)
-            except WaitTimeout:
-                t.signal_group(signal.SIGKILL)
-                t.wait_gone(KILL_TIMEOUT_S)
+            t.finish_stop(timeout_s if sig != signal.SIGKILL else KILL_TIMEOUT_S)
         for node in nodes:
             self.dir.pidfile(node).unlink(missing_ok=True)
 
@@ -243,6 +233,15 @@ class Cluster:
             wait_until(lambda: tracked.state() == UP, timeout_s, f"{node.name} did not continue on SIGCONT")
         else:
             raise ValueError(action)
+
+
+def ensure_ports_free(nodes: list[NodeSpec]) -> None:
+    for node in nodes:
+        for port in (node.port, node.controller_port):
+            if port is not None and not port_is_free(port):
+                raise PortInUse(
+                    f"port {port} ({node.role} {node.node_id}) is already in use: stop what listens there or choose another --base-port"
+                )
 
 
 def _ids(nodes: list[NodeSpec]) -> str:
@@ -299,9 +298,7 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
             cluster = None
         java = find_java()
         dist = kafka_dist((cluster.spec if cluster else spec).kafka_version)
-        for port in (cluster.spec if cluster else spec).ports():
-            if not port_is_free(port):
-                raise PortInUse(f"port {port} is already in use: stop what listens there or choose another --base-port")
+        ensure_ports_free((cluster.spec if cluster else spec).nodes())
         if cluster is None:
             cluster = Cluster.create(cdir.root, spec, java, dist, progress)
         cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
@@ -312,6 +309,7 @@ def start_node(cluster: Cluster, node: NodeSpec, timeout_s: float, progress: Pro
     with cluster.dir.lock():
         if cluster.node_state(node) != DOWN:
             raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.tracked(node).pid})")
+        ensure_ports_free([node])
         cluster.start([node], find_java(), kafka_dist(cluster.spec.kafka_version), timeout_s, progress)
 
 

@@ -70,18 +70,23 @@ class TrackedProcess:
     def wait_gone(self, timeout_s: float) -> None:
         wait_until(lambda: not self.alive(), timeout_s, f"process {self.pid} still running after {timeout_s:g}s")
 
-    def stop(self, timeout_s: float, sig: signal.Signals = signal.SIGTERM) -> None:
-        """Send ``sig``; if the process is still there after ``timeout_s``, SIGKILL its group."""
-        if not self.signal_group(sig):
-            return
+    def begin_stop(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the group; a paused process is continued so it can act on SIGTERM."""
         if sig != signal.SIGKILL and self.state() == PAUSED:
-            # A stopped process cannot handle SIGTERM until it is continued.
             self.signal_group(signal.SIGCONT)
+        self.signal_group(sig)
+
+    def finish_stop(self, timeout_s: float) -> None:
+        """Wait for the process to exit; SIGKILL its group if it has not after ``timeout_s``."""
         try:
             self.wait_gone(timeout_s)
         except WaitTimeout:
             self.signal_group(signal.SIGKILL)
             self.wait_gone(timeout_s)
+
+    def stop(self, timeout_s: float, sig: signal.Signals = signal.SIGTERM) -> None:
+        self.begin_stop(sig)
+        self.finish_stop(timeout_s)
 
 
 _children: dict[int, subprocess.Popen] = {}
