@@ -1,4 +1,5 @@
-# failsafe: `make demo` brings up a real Kafka cluster and runs the seed lab's steps;
+# failsafe: `make demo` runs the whole seed lab (every tutorial experiment as a checked scenario) on a
+# fresh local cluster; `make tour` walks through seed 000 command by command;
 # `make test` runs the test suite. Both run `make setup` first and are idempotent.
 SHELL := /bin/bash
 VENV := .venv
@@ -7,8 +8,9 @@ FAILSAFE := $(VENV)/bin/failsafe
 KAFKA_VERSION ?= 4.3.1
 DEMO_DIR ?= failsafe-cluster
 PYTEST_ARGS ?=
+BENCH_DIR ?= /tmp/failsafe-bench-cluster
 
-.PHONY: setup demo test lint bench clean-demo
+.PHONY: setup demo tour test lint bench clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	@command -v python3 >/dev/null || { echo "make setup: python3 (3.11+) is missing: install it (Debian: apt-get install python3 python3-venv)" >&2; exit 2; }
@@ -24,6 +26,9 @@ setup: $(VENV)/.installed
 demo: setup
 	bash scripts/demo.sh $(DEMO_DIR)
 
+tour: setup
+	bash scripts/tour.sh $(DEMO_DIR)
+
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -32,6 +37,9 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json
+	$(PY) benchmarks/bench_producer.py --dir $(BENCH_DIR) --records 200000 --rounds 3 --out docs/benchmarks/producer.json
+	$(PY) benchmarks/bench_check.py --out docs/benchmarks/check.json
+	$(PY) benchmarks/bench_failover.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/failover.json
 
 clean-demo:
 	-$(FAILSAFE) clean --dir $(DEMO_DIR)

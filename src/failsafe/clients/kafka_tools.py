@@ -52,6 +52,7 @@ _TOOLS_TAKING_BOOTSTRAP = {
     "topics", "console-producer", "console-consumer", "consumer-groups", "leader-election", "configs",
     "get-offsets", "reassign-partitions", "log-dirs", "features", "broker-api-versions", "delete-records",
     "transactions", "acls", "groups", "share-groups", "verifiable-producer", "verifiable-consumer",
+    "producer-perf-test", "consumer-perf-test",
 }
 # --version and --help print and exit without any cluster.
 _STANDALONE_OPTIONS = ("--version", "--help", "-h")

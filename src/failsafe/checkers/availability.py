@@ -1,0 +1,214 @@
+"""Availability: how long each partition led by a faulted node could not take writes.
+
+Measured, not judged, unless the scenario says what to expect (max_unavailable_ms,
+expect_no_rebalance). Windows come from the producer's own acknowledgements (the last before the
+fault, the first after it) and leadership from the topology samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from failsafe.checkers.common import UNKNOWN, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.history.model import History
+
+DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None}
+BROKER_TARGETS = ["broker", "controller", "quorum"]
+# Kafka's system tests give the group this long after a broker comes back before a rebalance
+# stops counting as caused by the fault.
+REBALANCE_GRACE_NS = 10_000_000_000
+_FP = ["fault_id", "topic", "partition"]
+
+
+def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+    opts = read_options(options, DEFAULTS, "availability")
+    faults = history.faults.filter(pl.col("target").is_in(BROKER_TARGETS))
+    topology = history.topology
+    # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
+    # so it says nothing about when the partition was available.
+    acked = history.sends.filter((pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null()
+                                 & pl.col("offset").is_not_null())
+
+    partitions = _affected_partitions(faults, topology)
+    partitions = _windows(partitions, acked)
+    partitions = _leadership(partitions, topology)
+    rebalances = _rebalances_during(faults, history)
+
+    limit_ms = opts["max_unavailable_ms"]
+    measured = partitions.filter(pl.col("last_ok_before_ns").is_not_null() | pl.col("first_ok_after_ns").is_not_null())
+    never_again = measured.filter(pl.col("first_ok_after_ns").is_null())
+    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | (pl.col("unavailable_ms") > (limit_ms if limit_ms is not None else float("inf"))))
+    if limit_ms is None:
+        too_slow = too_slow.head(0)
+    rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
+
+    end_state = _end_state(topology)
+    counts = {
+        "faults": faults.height,
+        "affected-partitions": partitions.height,
+        "never-available-again": never_again.height,
+        "rebalances-during-faults": int(rebalances["rebalances_during"].sum()),
+        "slow-failover": too_slow.height,
+        "leaderless-at-end": end_state["leaderless_at_end"],
+    }
+    example_rows = {
+        "never-available-again": examples(never_again, "fault_id", "topic", "partition", "last_ok_before_ns"),
+        "slow-failover": examples(too_slow, "fault_id", "topic", "partition", "unavailable_ms"),
+        "rebalance-during-fault": examples(rebalancing_faults, "fault_id", "rebalances_during"),
+    }
+    if faults.height and (topology.height == 0 or acked.height == 0):
+        valid: bool | str = UNKNOWN
+    else:
+        valid = not (too_slow.height or (opts["expect_no_rebalance"] and rebalancing_faults.height))
+    unavailable = partitions["unavailable_ms"].drop_nulls()
+    new_leader = partitions["new_leader_ms"].drop_nulls()
+    return result(
+        valid,
+        counts,
+        example_rows,
+        faults=_per_fault(faults, partitions, rebalances),
+        max_unavailable_ms=_float(unavailable.max()),
+        median_unavailable_ms=_float(unavailable.median()),
+        median_new_leader_ms=_float(new_leader.median()),
+        max_sample_gap_ms=_max_gap_ms(topology),
+        **end_state,
+    )
+
+
+def _affected_partitions(faults: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
+    """(fault, partition) pairs: led by a faulted node in the last sample before the fault starts.
+
+    Without a sample before the fault, the first sample stands in for it.
+    """
+    sample_times = topology.select(pl.col("time_ns").unique().sort().alias("sample_ns"))
+    if faults.height == 0 or sample_times.height == 0:
+        return _empty_partitions()
+    starts = faults.select("fault_id", "target", "start_ns", pl.col("nodes").list.eval(pl.element().cast(pl.Int64, strict=False)).alias("node_ids"))
+    starts = starts.sort("start_ns").join_asof(sample_times, left_on="start_ns", right_on="sample_ns", strategy="backward")
+    starts = starts.with_columns(pl.col("sample_ns").fill_null(sample_times["sample_ns"].min()))
+    before = topology.rename({"time_ns": "sample_ns", "leader": "leader_before", "isr": "isr_before"}).drop("replicas")
+    pairs = starts.join(before, on="sample_ns", how="inner")
+    affected = pairs.filter((pl.col("target") == "quorum") | pl.col("node_ids").list.contains(pl.col("leader_before")))
+    return affected.select(*_FP, "start_ns", "node_ids", "leader_before", "isr_before").sort(_FP)
+
+
+def _empty_partitions() -> pl.DataFrame:
+    schema = {
+        "fault_id": pl.Int64,
+        "topic": pl.String,
+        "partition": pl.Int64,
+        "start_ns": pl.Int64,
+        "node_ids": pl.List(pl.Int64),
+        "leader_before": pl.Int64,
+        "isr_before": pl.List(pl.Int64),
+    }
+    return pl.DataFrame(schema=schema)
+
+
+def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
+    acks = acked.select("topic", "partition", pl.col("complete_ns").alias("ack_ns")).sort("ack_ns")
+    by_start = partitions.sort("start_ns")
+    before = by_start.join_asof(acks, left_on="start_ns", right_on="ack_ns", by=["topic", "partition"], strategy="backward", check_sortedness=False)
+    after = by_start.join_asof(
+        acks, left_on="start_ns", right_on="ack_ns", by=["topic", "partition"], strategy="forward", allow_exact_matches=False, check_sortedness=False
+    )
+    joined = before.rename({"ack_ns": "last_ok_before_ns"}).join(after.select(*_FP, pl.col("ack_ns").alias("first_ok_after_ns")), on=_FP, how="left")
+    return joined.with_columns(ns_to_ms(pl.col("first_ok_after_ns") - pl.col("last_ok_before_ns")).alias("unavailable_ms")).sort(_FP)
+
+
+def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
+    samples = partitions.select(*_FP, "start_ns", "node_ids", "isr_before").join(topology, on=["topic", "partition"], how="inner")
+    samples = samples.filter(pl.col("time_ns") > pl.col("start_ns"))
+    new_leaders = (
+        samples.filter((pl.col("leader") >= 0) & ~pl.col("node_ids").list.contains(pl.col("leader")))
+        .sort("time_ns")
+        .group_by(_FP)
+        .agg(pl.col("leader").first().alias("new_leader"), pl.col("time_ns").first().alias("new_leader_ns"))
+    )
+    # The faulted nodes that were in the ISR: the ISR shrank once one of them left it.
+    faulted_in_isr = pl.col("node_ids").list.set_intersection(pl.col("isr_before"))
+    shrinks = samples.filter(faulted_in_isr.list.set_difference(pl.col("isr")).list.len() > 0).group_by(_FP).agg(pl.col("time_ns").min().alias("isr_shrank_ns"))
+    joined = partitions.join(new_leaders, on=_FP, how="left").join(shrinks, on=_FP, how="left")
+    return joined.with_columns(
+        ns_to_ms(pl.col("new_leader_ns") - pl.col("start_ns")).alias("new_leader_ms"),
+        pl.when(pl.col("new_leader").is_null()).then(None).otherwise(pl.col("isr_before").list.contains(pl.col("new_leader"))).alias("new_leader_in_isr"),
+        pl.col("isr_shrank_ns").is_not_null().alias("isr_shrank"),
+        ns_to_ms(pl.col("isr_shrank_ns") - pl.col("start_ns")).alias("isr_shrank_ms"),
+    ).sort(_FP)
+
+
+def _rebalances_during(faults: pl.DataFrame, history: History) -> pl.DataFrame:
+    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase)."""
+    targeted = history.faults.filter(pl.col("target") == "consumer").select(pl.col("nodes").explode().alias("process")).drop_nulls()
+    events = history.membership.select("process", "time_ns", "f").unique().join(targeted, on="process", how="anti")
+    last_ns = end_ns(history) or 0
+    # The drain phase stops every consumer, and a member leaving rebalances its group: that is the
+    # runner's doing, not the fault's, so the window ends where the drain begins.
+    drain_ns = history.phases.filter(pl.col("phase") == "drain")["time_ns"].min()
+    window_end = pl.when(pl.col("stop_ns").is_null()).then(pl.lit(last_ns)).otherwise(pl.col("stop_ns") + REBALANCE_GRACE_NS)
+    if drain_ns is not None:
+        window_end = pl.when(pl.col("start_ns") < drain_ns).then(pl.min_horizontal(window_end, pl.lit(drain_ns))).otherwise(window_end)
+    windows = faults.select("fault_id", "start_ns", window_end.alias("until_ns"))
+    if windows.height == 0:
+        return windows.select("fault_id", pl.lit(0, dtype=pl.Int64).alias("rebalances_during"))
+    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns")) & (pl.col("time_ns") <= pl.col("until_ns")))
+    per_fault = during.group_by("fault_id").agg(pl.len().cast(pl.Int64).alias("rebalances_during"))
+    return windows.select("fault_id").join(per_fault, on="fault_id", how="left").with_columns(pl.col("rebalances_during").fill_null(0))
+
+
+def _end_state(topology: pl.DataFrame) -> dict[str, Any]:
+    if topology.height == 0:
+        return {"isr_full_at_end": None, "preferred_leaders_at_end": None, "leaderless_at_end": 0}
+    last = topology.filter(pl.col("time_ns") == pl.col("time_ns").max())
+    state = last.select(
+        (pl.col("isr").list.sort() == pl.col("replicas").list.sort()).all().alias("isr_full_at_end"),
+        (pl.col("leader") == pl.col("replicas").list.first()).fill_null(False).all().alias("preferred_leaders_at_end"),
+        (pl.col("leader").is_null() | (pl.col("leader") < 0)).sum().cast(pl.Int64).alias("leaderless_at_end"),
+    ).row(0, named=True)
+    return {name: (bool(value) if name != "leaderless_at_end" else int(value)) for name, value in state.items()}
+
+
+def _per_fault(faults: pl.DataFrame, partitions: pl.DataFrame, rebalances: pl.DataFrame) -> list[dict[str, Any]]:
+    columns = [
+        "topic",
+        "partition",
+        "leader_before",
+        "last_ok_before_ns",
+        "first_ok_after_ns",
+        "unavailable_ms",
+        "new_leader",
+        "new_leader_ms",
+        "new_leader_in_isr",
+        "isr_shrank",
+        "isr_shrank_ms",
+    ]
+    by_fault: dict[int, list[dict[str, Any]]] = {}
+    for row in partitions.select("fault_id", *columns).to_dicts():
+        by_fault.setdefault(row.pop("fault_id"), []).append(row)
+    counts = dict(rebalances.select("fault_id", "rebalances_during").iter_rows())
+    listed = []
+    for fault in faults.select("fault_id", "fault", "target", "nodes", "role", "start_ns", "stop_ns").to_dicts():
+        affected = by_fault.get(fault["fault_id"], [])
+        unavailable = [row["unavailable_ms"] for row in affected if row["unavailable_ms"] is not None]
+        listed.append(
+            {
+                **fault,
+                "affected_partitions": affected,
+                "max_unavailable_ms": max(unavailable) if unavailable else None,
+                "rebalances_during": int(counts.get(fault["fault_id"], 0)),
+            }
+        )
+    return listed
+
+
+def _max_gap_ms(topology: pl.DataFrame) -> float | None:
+    """The longest stretch without a topology sample: how blind the leadership numbers may be."""
+    gap_ns = topology.select(pl.col("time_ns").unique().sort().diff().max()).item()
+    return None if gap_ns is None else gap_ns / 1e6
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,91 @@
+"""What every checker shares: reading options strictly, examples, the shape of a result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from failsafe.checkers.keys import IDENTITY, POSITION, key
+from failsafe.history.model import History
+
+EXAMPLES_PER_ANOMALY = 5
+Validity = bool | str  # True, False or "unknown"
+UNKNOWN = "unknown"
+
+
+class CheckerOptionError(ValueError):
+    """An option a checker does not know, or one of the wrong type."""
+
+
+def read_options(options: Mapping | None, defaults: Mapping[str, Any], checker: str) -> dict[str, Any]:
+    """The options merged over defaults; an unknown name or a wrong type raises, naming both."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise CheckerOptionError(f"{checker}: unknown option(s) {unknown}; known: {sorted(defaults)}")
+    merged = dict(defaults)
+    for name, value in options.items():
+        default = defaults[name]
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif name.endswith("_ms"):
+            ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+        else:
+            ok = value is None or (isinstance(value, list | tuple) and all(isinstance(item, str) for item in value))
+        if not ok:
+            raise CheckerOptionError(f"{checker}: option {name!r} has the wrong type or value: {value!r}")
+        merged[name] = value
+    return merged
+
+
+def examples(frame: pl.DataFrame, *columns: str) -> list[dict[str, Any]]:
+    """A few rows as plain dicts: results name examples, never the whole list."""
+    if frame.height == 0:
+        return []
+    picked = frame.select(columns) if columns else frame
+    return picked.head(EXAMPLES_PER_ANOMALY).to_dicts()
+
+
+def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], **fields: Any) -> dict[str, Any]:
+    return {
+        "valid": valid,
+        "counts": {name: int(count) for name, count in counts.items()},
+        "examples": {name: rows for name, rows in example_rows.items() if rows},
+        **fields,
+    }
+
+
+def end_ns(history: History) -> int | None:
+    """The latest time anywhere in the history: where 'until the end' stops."""
+    candidates = [
+        history.sends["complete_ns"].max(),
+        history.sends["invoke_ns"].max(),
+        history.reads["time_ns"].max(),
+        history.membership["time_ns"].max(),
+        history.client_events["time_ns"].max(),
+        history.faults["start_ns"].max(),
+        history.faults["stop_ns"].max(),
+        history.topology["time_ns"].max(),
+        history.phases["time_ns"].max(),
+        history.commits["time_ns"].max(),
+    ]
+    present = [int(value) for value in candidates if value is not None]
+    return max(present) if present else None
+
+
+def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
+    expr = pl.col(column) if isinstance(column, str) else column
+    return expr / 1_000_000
+
+
+def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
+    """The writes (rows with topic, value, partition, offset and their key k) that no read read."""
+    read_keys = reads.filter(pl.col("value").is_not_null()).select(key(IDENTITY))
+    unread = writes.join(read_keys, on="k", how="anti", maintain_order="left")
+    valueless = reads.filter(pl.col("value").is_null())
+    if unread.height and valueless.height:
+        # A read without a value (and none in the log to fill it) still proves the offset was read.
+        unread = unread.join(valueless.select(POSITION), on=list(POSITION), how="anti", maintain_order="left")
+    return unread

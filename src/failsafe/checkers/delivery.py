@@ -1,0 +1,187 @@
+"""Delivery: every acknowledged write was read, once, where the broker said it was.
+
+A write is known by (topic, value): failsafe's producers write values unique across the run, so a
+value read at some offset is that write, whatever offset the producer was told. The anomalies
+are defined in docs/checkers.md. Questions over all records are asked of 64-bit keys
+(checkers/keys.py); what they find is confirmed on the real columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from failsafe.checkers.common import examples, read_options, result, unread_writes
+from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, distinct, having_keys, key
+from failsafe.history.model import History
+
+DEFAULTS = {"allow_loss": False, "allow_duplicates": False}
+_SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value")
+_UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == "info")
+
+
+def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+    opts = read_options(options, DEFAULTS, "delivery")
+    sends = history.sends.filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
+    observed = _observed_keys(history)
+
+    acked = sends.filter(pl.col("outcome") == "ok")
+    unread = unread_writes(acked, history.reads)
+    lost = _classify_lost(unread, history)
+    duplicates, conflicting = _observed_anomalies(history, observed)
+    misplaced = _misplaced_acks(acked, observed, history)
+    failed = sends.filter(pl.col("outcome") == "fail")
+    failed_present = _present(failed, observed, history)
+    unknown = sends.filter(_UNKNOWN)
+    recovered = _present(unknown, observed, history)
+
+    n_duplicate = duplicates.select(pl.struct(IDENTITY).n_unique()).item() if duplicates.height else 0
+    n_conflicting = conflicting.select(pl.struct(POSITION).n_unique()).item() if conflicting.height else 0
+    n_inconsistent = n_conflicting + misplaced.height
+    lost_write = lost.filter(pl.col("jepsen") == "lost-write")
+    unseen = lost.filter(pl.col("jepsen") == "unseen")
+    by_log = {name: lost.filter(pl.col("log") == name) for name in ("lost-not-in-log", "lost-in-log-not-consumed", "lost-unverified")}
+    counts = {
+        "acknowledged": acked.height,
+        "acknowledged-without-offset": acked["offset"].null_count(),
+        "read": acked.height - unread.height,
+        "lost": lost.height,
+        "lost-write": lost_write.height,
+        "unseen": unseen.height,
+        **{name: frame.height for name, frame in by_log.items()},
+        "duplicate": n_duplicate,
+        "inconsistent-offsets": n_inconsistent,
+        "failed": failed.height,
+        "failed-but-present": failed_present.height,
+        "unknown": unknown.height,
+        "recovered": recovered.height,
+        "unknown-not-recovered": unknown.height - recovered.height,
+    }
+    example_rows = {
+        "lost-write": examples(lost_write, *_SEND_EXAMPLE),
+        "unseen": examples(unseen, *_SEND_EXAMPLE),
+        **{name: examples(frame, *_SEND_EXAMPLE) for name, frame in by_log.items()},
+        "duplicate": _grouped_examples(duplicates, IDENTITY, "partition", "offset"),
+        "inconsistent-offsets": (
+            _grouped_examples(conflicting, POSITION, "value")
+            + examples(misplaced, "id", "process", "topic", "value", "partition", "offset", "read_partition", "read_offset")
+        )[:5],
+        "failed-but-present": examples(failed_present, *_SEND_EXAMPLE, "error"),
+        "unknown-not-recovered": examples(unknown.join(recovered, on=["process", "id"], how="anti"), *_SEND_EXAMPLE),
+    }
+    valid = not ((lost.height and not opts["allow_loss"]) or (n_duplicate and not opts["allow_duplicates"]) or n_inconsistent or failed_present.height)
+    return result(valid, counts, example_rows, by_process=_by_process(history.sends, unread, recovered))
+
+
+def _observed_keys(history: History) -> pl.DataFrame:
+    """k (the write), p (the place) and c (the write at the place) of every read and log record."""
+    columns = [key(IDENTITY, "k"), key(POSITION, "p"), key(PLACED, "c")]
+    return pl.concat([frame.filter(pl.col("value").is_not_null()).select(columns) for frame in (history.reads, history.log)])
+
+
+def observed_rows(history: History, columns: tuple[str, ...], keys: pl.Series) -> pl.DataFrame:
+    """The distinct (topic, partition, offset, value) read or logged whose key over columns is in keys."""
+    frames = [having_keys(frame.filter(pl.col("value").is_not_null()), columns, keys).select(PLACED) for frame in (history.reads, history.log)]
+    return pl.concat(frames).unique(maintain_order=True)
+
+
+def _observed_anomalies(history: History, observed: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Values seen at two places (duplicates), places seen with two values (conflicts)."""
+    n_placed = distinct(observed, "c")
+    empty = pl.DataFrame(schema={column: history.log.schema[column] for column in PLACED})
+    duplicates = conflicting = empty
+    # One distinct (write, place) pair per write means no write was seen at two places.
+    if distinct(observed, "k") != n_placed:
+        suspects = observed.unique(subset="c").filter(pl.col("k").is_duplicated())["k"].unique()
+        rows = observed_rows(history, IDENTITY, suspects)
+        duplicates = rows.filter(pl.struct(IDENTITY).is_duplicated()).sort(*IDENTITY, "partition", "offset")
+    if distinct(observed, "p") != n_placed:
+        suspects = observed.unique(subset="c").filter(pl.col("p").is_duplicated())["p"].unique()
+        rows = observed_rows(history, POSITION, suspects)
+        conflicting = rows.filter(pl.struct(POSITION).is_duplicated()).sort(*POSITION)
+    return duplicates, conflicting
+
+
+def _misplaced_acks(acked: pl.DataFrame, observed: pl.DataFrame, history: History) -> pl.DataFrame:
+    """Acknowledged writes read or logged at another (partition, offset) than the broker acknowledged."""
+    with_offset = acked.filter(pl.col("offset").is_not_null()).with_columns(key(PLACED, "c"))
+    if pl.concat([observed["c"], with_offset["c"]]).n_unique() == distinct(observed, "c"):
+        return with_offset.select("id", "process", "topic", "value", "partition", "offset").head(0)
+    elsewhere = with_offset.join(observed.select("c"), on="c", how="anti")
+    if elsewhere.height == 0:
+        return with_offset.select("id", "process", "topic", "value", "partition", "offset").head(0)
+    seen = observed_rows(history, IDENTITY, elsewhere["k"].unique())
+    seen = seen.select(*IDENTITY, pl.col("partition").alias("read_partition"), pl.col("offset").alias("read_offset"))
+    joined = elsewhere.select("id", "process", "topic", "value", "partition", "offset").join(seen, on=list(IDENTITY), how="inner")
+    wrong = joined.filter((pl.col("partition") != pl.col("read_partition")) | (pl.col("offset") != pl.col("read_offset")))
+    # A write seen at its own place and elsewhere too is a duplicate, not a misplaced ack.
+    return wrong.unique(subset=["process", "id"], keep="first", maintain_order=True).sort("process", "id")
+
+
+def _present(sends: pl.DataFrame, observed: pl.DataFrame, history: History) -> pl.DataFrame:
+    """The sends whose write some consumer read or the log holds."""
+    if sends.height == 0:
+        return sends
+    hits = observed.filter(pl.col("k").is_in(sends["k"].implode()))["k"].unique()
+    suspects = sends.filter(pl.col("k").is_in(hits.implode()))
+    rows = observed_rows(history, IDENTITY, hits)
+    return suspects.join(rows.select(IDENTITY).unique(), on=list(IDENTITY), how="semi", maintain_order="left")
+
+
+def _classify_lost(unread: pl.DataFrame, history: History) -> pl.DataFrame:
+    """Each unread acknowledged write, with its Jepsen class and what the log says of it."""
+    if unread.height == 0:
+        return unread.with_columns(pl.lit(None, dtype=pl.String).alias("log"), pl.lit(None, dtype=pl.String).alias("jepsen"))
+    in_log = having_keys(history.log, IDENTITY, unread["k"].unique())
+    log_positions = in_log.select(*IDENTITY, pl.col("offset").alias("log_offset")).unique(subset=list(IDENTITY), keep="first")
+    partitions = unread.select("topic", "partition").unique()
+    # The log reader reads every partition of a topic after the run, so a topic in the log had
+    # all its partitions read, empty ones included, except those it reports as failed.
+    logged_topics = history.log.filter(pl.col("topic").is_in(partitions["topic"].unique().implode()))["topic"].unique()
+    logged_partitions = (
+        partitions.filter(pl.col("topic").is_in(logged_topics.implode()))
+        .join(history.log_failures, on=["topic", "partition"], how="anti")
+        .with_columns(pl.lit(True).alias("partition_in_log"))
+    )
+    reads = history.reads.join(partitions, on=["topic", "partition"], how="semi")
+    highest_read = reads.group_by("topic", "partition").agg(pl.col("offset").max().alias("highest_read"))
+    frame = (
+        unread.join(log_positions, on=list(IDENTITY), how="left", maintain_order="left")
+        .join(logged_partitions, on=["topic", "partition"], how="left", maintain_order="left")
+        .join(highest_read, on=["topic", "partition"], how="left", maintain_order="left")
+    )
+    # acks=0 writes have no offset: where the log has them, the log says where they are.
+    position = pl.coalesce("offset", "log_offset")
+    return frame.with_columns(
+        pl.when(pl.col("log_offset").is_not_null())
+        .then(pl.lit("lost-in-log-not-consumed"))
+        .when(pl.col("partition_in_log").fill_null(False))
+        .then(pl.lit("lost-not-in-log"))
+        .otherwise(pl.lit("lost-unverified"))
+        .alias("log"),
+        pl.when(pl.col("highest_read").is_not_null() & (position.is_null() | (position <= pl.col("highest_read"))))
+        .then(pl.lit("lost-write"))
+        .otherwise(pl.lit("unseen"))
+        .alias("jepsen"),
+    )
+
+
+def _grouped_examples(frame: pl.DataFrame, by: tuple[str, ...], *collected: str) -> list[dict[str, Any]]:
+    if frame.height == 0:
+        return []
+    return examples(frame.group_by(list(by), maintain_order=True).agg([pl.col(column) for column in collected]))
+
+
+def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, recovered: pl.DataFrame) -> dict[str, dict[str, int]]:
+    totals = sends.group_by("process").agg(
+        (pl.col("outcome") == "ok").sum().alias("acknowledged"),
+        (pl.col("outcome") == "fail").sum().alias("failed"),
+        _UNKNOWN.sum().alias("unknown"),
+    )
+    lost = unread.group_by("process").agg(pl.len().alias("lost"))
+    recovered_counts = recovered.group_by("process").agg(pl.len().alias("recovered"))
+    table = totals.join(lost, on="process", how="left").join(recovered_counts, on="process", how="left").fill_null(0).sort("process")
+    names = ("acknowledged", "lost", "failed", "unknown", "recovered")
+    return {row["process"]: {name: int(row[name]) for name in names} for row in table.to_dicts()}

@@ -1,0 +1,195 @@
+"""Rebalance: after a consumer dies or leaves, how long until its group owns every partition again.
+
+A consumer event is a consumer fault (kill-consumer, close-consumer) or a client crash/close of a
+group member that no such fault explains. The partitions its group owned at that moment must all
+be assigned again to live members; pause_ms is how long that took, measured from the membership
+events the consumers recorded (with the eager protocol even the survivors' partitions are revoked
+and assigned again; with the cooperative one they are kept, and count as owned all along).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from statistics import median
+from typing import Any
+
+import polars as pl
+
+from failsafe.checkers.common import UNKNOWN, read_options, result
+from failsafe.history.model import History
+
+DEFAULTS: dict[str, Any] = {"max_pause_ms": None}
+CONSUMER_FAULTS = ["kill-consumer", "close-consumer"]
+# A client's own crash/close record of a fault lands within this of the fault's start or stop.
+_SAME_EVENT_NS = 30_000_000_000
+_PARTITION = ["topic", "partition"]
+
+
+def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+    opts = read_options(options, DEFAULTS, "rebalance")
+    membership = history.membership.filter(pl.col("group").is_not_null()).sort("time_ns", maintain_order=True)
+    events = consumer_events(history, membership)
+    measured: list[dict[str, Any]] = []
+    unmeasured_faults = 0
+    for event in events:
+        groups = membership.filter(pl.col("process").is_in(event["processes"]) & (pl.col("time_ns") <= event["start_ns"]))["group"].unique().to_list()
+        if not groups:
+            unmeasured_faults += event["source"] == "fault"
+            continue
+        for group in sorted(groups):
+            measured.append(_measure(event, group, membership.filter(pl.col("group") == group), history))
+    _add_first_polls(measured, history.reads)
+
+    limit_ms = opts["max_pause_ms"]
+    stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
+    slow = [event for event in measured if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
+    pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
+    counts = {
+        "consumer-events": len(measured),
+        "unmeasured-consumer-faults": unmeasured_faults,
+        "moved-partitions": sum(len(event["moved_partitions"]) for event in measured),
+        "never-reassigned": len(stuck),
+        "slow-rebalance": len(slow),
+    }
+    example_rows = {
+        "never-reassigned": [
+            {"processes": event["processes"], "group": event["group"], "topic": moved["topic"], "partition": moved["partition"]} for event, moved in stuck[:5]
+        ],
+        "slow-rebalance": [{"processes": event["processes"], "group": event["group"], "pause_ms": event["pause_ms"]} for event in slow[:5]],
+    }
+    if stuck or slow:
+        valid: bool | str = False
+    elif unmeasured_faults and not measured:
+        valid = UNKNOWN
+    else:
+        valid = True
+    return result(
+        valid,
+        counts,
+        example_rows,
+        events=measured,
+        max_pause_ms=max(pauses) if pauses else None,
+        median_pause_ms=float(median(pauses)) if pauses else None,
+    )
+
+
+def _slower(pause_ms: float | None, limit_ms: float) -> bool:
+    return pause_ms is None or pause_ms > limit_ms
+
+
+def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str, Any]]:
+    """Consumer faults, then crashes and closes of group members that no consumer fault explains."""
+    faults = history.faults.filter(pl.col("fault").is_in(CONSUMER_FAULTS) | (pl.col("target") == "consumer"))
+    events = [
+        {"source": "fault", "fault_id": row["fault_id"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"]}
+        for row in faults.sort("start_ns").to_dicts()
+    ]
+    members = membership.group_by("process").agg(pl.col("time_ns").min().alias("joined_ns"))
+    covered = faults.select(
+        pl.col("nodes").alias("process"),
+        (pl.col("start_ns") - _SAME_EVENT_NS).alias("from_ns"),
+        (pl.max_horizontal("start_ns", "stop_ns") + _SAME_EVENT_NS).alias("to_ns"),
+    ).explode("process")
+    client = history.client_events.join(members, on="process", how="inner").filter(pl.col("time_ns") >= pl.col("joined_ns"))
+    explained = client.join(covered, on="process", how="inner").filter(pl.col("time_ns").is_between(pl.col("from_ns"), pl.col("to_ns")))
+    client = client.join(explained.select("process", "time_ns"), on=["process", "time_ns"], how="anti")
+    events += [{"source": row["f"], "fault_id": None, "processes": [row["process"]], "start_ns": row["time_ns"]} for row in client.sort("time_ns").to_dicts()]
+    return sorted(events, key=lambda event: event["start_ns"])
+
+
+def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, history: History) -> dict[str, Any]:
+    start_ns = event["start_ns"]
+    faulted = event["processes"]
+    before = membership.filter(pl.col("time_ns") <= start_ns)
+    after = membership.filter(pl.col("time_ns") > start_ns)
+    latest = before.group_by("process", *_PARTITION).agg(pl.col("f").last(), pl.col("time_ns").last())
+    owned = latest.filter(pl.col("f") == "assign").select("process", *_PARTITION).sort(_PARTITION)
+    moved = owned.filter(pl.col("process").is_in(faulted))
+    kept = owned.filter(~pl.col("process").is_in(faulted))
+    assigns = after.filter(pl.col("f") == "assign").select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
+    first_assign = assigns.sort("assigned_ns").group_by(_PARTITION).first()
+
+    moved = moved.join(first_assign, on=_PARTITION, how="left")
+    moved_rows = moved.to_dicts()
+    reassigned_all = all(row["assigned_ns"] is not None for row in moved_rows)
+    handover_end_ns = max((row["assigned_ns"] for row in moved_rows), default=start_ns) if reassigned_all else None
+
+    # Survivors' partitions taken away during the handover must also be given back.
+    revokes = after.filter(pl.col("f") == "revoke")
+    if handover_end_ns is not None:
+        revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns)
+    revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns")), on=["process", *_PARTITION], how="inner")
+    revoked = revoked.group_by(_PARTITION).agg(pl.col("revoked_ns").min())
+    regained = (
+        revoked.join(assigns, on=_PARTITION, how="left")
+        .group_by(_PARTITION)
+        .agg(pl.col("assigned_ns").filter(pl.col("assigned_ns") >= pl.col("revoked_ns")).min())
+    )
+    all_back = reassigned_all and regained["assigned_ns"].null_count() == 0
+    back_ns = [row["assigned_ns"] for row in moved_rows] + regained["assigned_ns"].drop_nulls().to_list()
+    pause_ms = (max(back_ns, default=start_ns) - start_ns) / 1e6 if all_back else None
+
+    return {
+        "source": event["source"],
+        "fault_id": event["fault_id"],
+        "processes": faulted,
+        "group": group,
+        "start_ns": start_ns,
+        "pause_ms": pause_ms,
+        "all_reassigned": all_back,
+        "members_alive_at_end": _members_alive_at_end(membership, faulted, start_ns, history),
+        "moved_partitions": [
+            {
+                "topic": row["topic"],
+                "partition": row["partition"],
+                "previous_owner": row["process"],
+                "new_owner": row["new_owner"],
+                "reassigned": row["assigned_ns"] is not None,
+                "reassigned_ms": None if row["assigned_ns"] is None else (row["assigned_ns"] - start_ns) / 1e6,
+                "first_poll_after_ms": None,
+            }
+            for row in moved_rows
+        ],
+    }
+
+
+def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns: int, history: History) -> list[str]:
+    """Other members of the group at start_ns that had not stopped for good by the end.
+
+    A member stopped for good if it crashed, closed or was faulted after its last assign or revoke
+    (a consumer restarted under the same name records an assign again).
+    """
+    others = membership.filter((pl.col("time_ns") <= start_ns) & ~pl.col("process").is_in(faulted))["process"].unique()
+    last_seen = membership.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
+    stops = pl.concat(
+        [
+            history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
+            history.faults.filter(pl.col("target") == "consumer")
+            .select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns"))
+            .explode("process"),
+        ]
+    )
+    stopped = stops.join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
+    return sorted(set(others.to_list()) - set(stopped.to_list()))
+
+
+def _add_first_polls(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
+    """first_poll_after_ms: the first read of each moved partition, by any member, after the event."""
+    rows = [
+        {"event": index, "group": event["group"], "topic": moved["topic"], "partition": moved["partition"], "start_ns": event["start_ns"]}
+        for index, event in enumerate(measured)
+        for moved in event["moved_partitions"]
+    ]
+    if not rows:
+        return
+    wanted = pl.DataFrame(rows, schema={"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64})
+    relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
+    relevant = relevant.select("group", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
+    found = wanted.sort("start_ns").join_asof(
+        relevant, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy="forward", allow_exact_matches=False, check_sortedness=False
+    )
+    first_ns = {(row["event"], row["topic"], row["partition"]): row["read_ns"] for row in found.to_dicts()}
+    for index, event in enumerate(measured):
+        for moved in event["moved_partitions"]:
+            read_ns = first_ns.get((index, moved["topic"], moved["partition"]))
+            moved["first_poll_after_ms"] = None if read_ns is None else (read_ns - event["start_ns"]) / 1e6

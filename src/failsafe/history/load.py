@@ -1,0 +1,273 @@
+"""Read a history.jsonl into a History.
+
+Parsing every line against one schema that is the union of every op's fields builds every column
+for every line, and that is most of the cost at millions of lines. So the file is read as raw
+lines (polars' CSV reader with a separator JSON never contains unescaped), each line's ``f`` is
+found with one regular expression, and each kind of op is decoded with only its own fields. Any
+surprise (a line the fast path cannot place) sends the whole input to the plain one-schema reader,
+and only when that fails too are the lines examined one by one, to name the bad one.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from failsafe.history.model import FRAME_SCHEMAS, History, HistoryFormatError
+
+_RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String})
+# assign/revoke partitions and topology partitions share one struct: absent fields are null.
+_PARTITION = pl.Struct({"topic": pl.String, "partition": pl.Int64, "leader": pl.Int64, "replicas": pl.List(pl.Int64), "isr": pl.List(pl.Int64)})
+_OFFSET = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
+_COMMON = {"time_ns": pl.Int64, "process": pl.String, "type": pl.String, "f": pl.String, "error": pl.String}
+
+# The fields each kind of op carries (docs/history.md); OTHER is every field of every op.
+SEND_SCHEMA = {**_COMMON, "id": pl.Int64, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String}
+POLL_SCHEMA = {**_COMMON, "group": pl.String, "records": pl.List(_RECORD)}
+LOG_READ_SCHEMA = {**_COMMON, "topic": pl.String, "partition": pl.Int64, "records": pl.List(_RECORD)}
+OTHER_SCHEMA: dict[str, pl.DataType] = {
+    **SEND_SCHEMA,
+    **POLL_SCHEMA,
+    "partitions": pl.List(_PARTITION),
+    "offsets": pl.List(_OFFSET),
+    "lost": pl.Boolean,
+    "fault_id": pl.Int64,
+    "fault": pl.String,
+    "target": pl.String,
+    # broker ids are JSON ints, consumer names strings: a String list makes both strings.
+    "nodes": pl.List(pl.String),
+    "role": pl.String,
+    "ok": pl.Boolean,
+    "phase": pl.String,
+}
+_BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
+_REQUIRED = ("time_ns", "process", "type", "f")
+_F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
+# No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
+_LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
+
+
+class _NotFast(Exception):
+    """The fast path cannot place some line; the plain reader decides."""
+
+
+def load_history(path: str | Path) -> History:
+    """Read history.jsonl at path. Raises HistoryFormatError naming the first malformed line."""
+    path = Path(path)
+    return _parse(path, path.read_bytes)
+
+
+def history_from_ops(ops: Iterable[dict]) -> History:
+    """The History of ops given as dicts, as if each were one line of a file (line 1 first)."""
+    lines = []
+    for number, op in enumerate(ops, start=1):
+        try:
+            lines.append(orjson.dumps(op))
+        except TypeError as e:
+            raise HistoryFormatError(f"line {number}: cannot be written as JSON: {e}") from e
+    data = b"\n".join(lines)
+    return _parse(io.BytesIO(data), lambda: data)
+
+
+def _parse(source: Path | io.BytesIO, read_bytes) -> History:
+    try:
+        kinds = _kinds_fast(source)
+    except (_NotFast, pl.exceptions.PolarsError):
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        try:
+            kinds = _kinds_plain(source)
+        except (_NotFast, pl.exceptions.PolarsError) as e:
+            raise _locate_error(read_bytes()) from e
+    return history_from_kinds(kinds)
+
+
+def _kinds_fast(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
+    lines = pl.read_csv(source, raise_if_empty=False, **_LINE_READER).drop_nulls()
+    # Sends are most lines: a literal search finds them faster than the regular expression.
+    is_send = lines["line"].str.contains('"f":"send"', literal=True)
+    rest = lines.filter(~is_send).with_columns(pl.col("line").str.extract(_F_PATTERN, 1).alias("kind"))
+    # rest may hold sends written with spaces ("f": "send") that the literal search missed.
+    kinds = {"send": _decode(pl.concat([lines.filter(is_send), rest.filter(pl.col("kind") == "send").drop("kind")]), SEND_SCHEMA)}
+    for kind in ("poll", "log-read"):
+        kinds[kind] = _decode(rest.filter(pl.col("kind") == kind), _BULK[kind])
+    kinds["other"] = _decode(rest.filter(~pl.col("kind").is_in(list(_BULK)) | pl.col("kind").is_null()), OTHER_SCHEMA)
+    # The first "f" in a line could in principle be a nested one: trust only the decoded field.
+    if any(kinds[kind].height and (kinds[kind]["f"] != kind).any() for kind in _BULK):
+        raise _NotFast
+    return kinds
+
+
+def _decode(lines: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    if lines.height == 0:
+        return pl.DataFrame(schema=schema)
+    frame = lines.select(pl.col("line").str.json_decode(pl.Struct(schema))).unnest("line")
+    if any(frame[name].null_count() for name in _REQUIRED):
+        raise _NotFast
+    return frame
+
+
+def _kinds_plain(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
+    try:
+        raw = pl.read_ndjson(source, schema=OTHER_SCHEMA)
+    except pl.exceptions.NoDataError:
+        raw = pl.DataFrame(schema=OTHER_SCHEMA)
+    if any(raw[name].null_count() for name in _REQUIRED):
+        raise _NotFast
+    kinds = {kind: raw.filter(pl.col("f") == kind).select(list(schema)) for kind, schema in _BULK.items()}
+    kinds["other"] = raw.filter(~pl.col("f").is_in(list(_BULK)))
+    return kinds
+
+
+def _locate_error(data: bytes) -> HistoryFormatError:
+    """The error naming the first bad line; slow, so only called once both readers refused."""
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            op = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            return HistoryFormatError(f"line {number}: not JSON: {e}")
+        if not isinstance(op, dict):
+            return HistoryFormatError(f"line {number}: not a JSON object: {line[:80].decode(errors='replace')}")
+        for name in _REQUIRED:
+            if op.get(name) is None:
+                return HistoryFormatError(f"line {number}: no {name!r}")
+        if not isinstance(op["time_ns"], int) or isinstance(op["time_ns"], bool):
+            return HistoryFormatError(f"line {number}: time_ns is not an integer: {op['time_ns']!r}")
+    # Every line is a JSON object with the required fields, so some field has a type the schema
+    # rejects: bisect with the plain reader to find the line.
+    low, high = 0, len(lines)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _plain_error(lines[low:middle]) is not None:
+            high = middle
+        else:
+            low = middle
+    return HistoryFormatError(f"line {low + 1}: {_plain_error(lines[low:high]) or 'a field has the wrong type'}")
+
+
+def _plain_error(lines: list[bytes]) -> str | None:
+    data = b"\n".join(line for line in lines if line.strip())
+    if not data:
+        return None
+    try:
+        pl.read_ndjson(io.BytesIO(data), schema=OTHER_SCHEMA)
+    except pl.exceptions.PolarsError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
+    """The History's frames from the decoded ops of each kind (send, poll, log-read, other)."""
+    other = kinds["other"]
+    log_reads = kinds["log-read"]
+    log = _select(_records(log_reads.filter(pl.col("type") == "ok")), "log")
+    return History(
+        sends=_sends(kinds["send"]),
+        reads=_reads(kinds["poll"], log),
+        log=log,
+        log_failures=_select(log_reads.filter(pl.col("type") == "fail"), "log_failures"),
+        membership=_membership(other),
+        commits=_commits(other),
+        client_events=_select(other.filter(pl.col("f").is_in(["close", "crash"])), "client_events"),
+        faults=_faults(other),
+        topology=_topology(other),
+        topology_errors=_select(other.filter((pl.col("f") == "topology") & pl.col("error").is_not_null()), "topology_errors"),
+        phases=_select(other.filter(pl.col("f") == "phase"), "phases"),
+        admin=_select(other.filter(pl.col("f") == "create-topic"), "admin"),
+        op_count=sum(frame.height for frame in kinds.values()),
+    )
+
+
+def _select(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    return frame.select([pl.col(column).cast(dtype) for column, dtype in FRAME_SCHEMAS[name].items()])
+
+
+def _sends(sends: pl.DataFrame) -> pl.DataFrame:
+    invokes = sends.filter(pl.col("type") == "invoke").select("process", "id", "topic", "key", "value", "partition", pl.col("time_ns").alias("invoke_ns"))
+    completions = sends.filter(pl.col("type") != "invoke").select(
+        "process",
+        "id",
+        pl.col("topic").alias("topic_c"),
+        pl.col("key").alias("key_c"),
+        pl.col("value").alias("value_c"),
+        pl.col("partition").alias("partition_c"),
+        "offset",
+        pl.col("type").alias("outcome"),
+        "error",
+        pl.col("time_ns").alias("complete_ns"),
+    )
+    if invokes["id"].n_unique() == invokes.height and completions["id"].n_unique() == completions.height and invokes["id"].null_count() == 0:
+        joined = _pair_by_id(invokes, completions)
+    else:
+        # ids repeat across producers (or a completion was written twice): pair within a process.
+        key = ["process", "id"]
+        invokes = invokes.unique(subset=key, keep="first", maintain_order=True)
+        completions = completions.unique(subset=key, keep="first", maintain_order=True)
+        joined = invokes.join(completions, on=key, how="full", coalesce=True, maintain_order="left_right")
+    # The invoke says what was sent; the completion fills in what only it knows (an orphan
+    # completion, the partition the partitioner chose).
+    filled = [pl.coalesce(f"{name}_c", name).alias(name) for name in ("topic", "key", "value") if joined[name].null_count()]
+    return _select(joined.with_columns(*filled, pl.coalesce("partition_c", "partition").alias("partition")), "sends")
+
+
+def _pair_by_id(invokes: pl.DataFrame, completions: pl.DataFrame) -> pl.DataFrame:
+    """Invokes with their completions when ids are unique: a merge join on sorted ids is cheap."""
+    invokes = invokes if invokes["id"].is_sorted() else invokes.sort("id")
+    completions = completions.sort("id")
+    joined = invokes.set_sorted("id").join(completions.drop("process").set_sorted("id"), on="id", how="left")
+    matched = joined.height - joined["complete_ns"].null_count()
+    if matched < completions.height:
+        orphans = completions.join(invokes.select("id"), on="id", how="anti")
+        joined = pl.concat([joined, orphans], how="diagonal_relaxed")
+    return joined
+
+
+def _records(frame: pl.DataFrame, *keep: str) -> pl.DataFrame:
+    return frame.select(*keep, "records").explode("records").drop_nulls("records").unnest("records")
+
+
+def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
+    polls = polls.filter(pl.col("type") == "ok").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq"))
+    reads = _records(polls, "process", "group", "time_ns", "poll_seq")
+    if reads.height and reads["value"].null_count() and log.height:
+        # Kafka's VerifiableConsumer reports offsets only: take the record from the log.
+        from_log = log.unique(subset=["topic", "partition", "offset"], keep="first").rename({"key": "key_log", "value": "value_log"})
+        reads = reads.join(from_log, on=["topic", "partition", "offset"], how="left", maintain_order="left").with_columns(
+            pl.when(pl.col("value").is_null()).then(pl.col("key_log")).otherwise(pl.col("key")).alias("key"),
+            pl.coalesce("value", "value_log").alias("value"),
+        )
+    return _select(reads, "reads")
+
+
+def _membership(other: pl.DataFrame) -> pl.DataFrame:
+    events = other.filter(pl.col("f").is_in(["assign", "revoke"])).select("process", "group", "time_ns", "f", pl.col("lost").fill_null(False), "partitions")
+    exploded = events.explode("partitions").drop_nulls("partitions")
+    return _select(exploded.with_columns(pl.col("partitions").struct.field("topic", "partition")), "membership")
+
+
+def _commits(other: pl.DataFrame) -> pl.DataFrame:
+    commits = other.filter(pl.col("f") == "commit").select("process", "group", "time_ns", "type", "error", "offsets")
+    return _select(commits.explode("offsets").with_columns(pl.col("offsets").struct.field("topic", "partition", "offset")), "commits")
+
+
+def _faults(other: pl.DataFrame) -> pl.DataFrame:
+    starts = other.filter(pl.col("f") == "fault-start").select(
+        "fault_id", "fault", "target", "nodes", "role", pl.col("time_ns").alias("start_ns"), pl.col("error").alias("start_error")
+    )
+    starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
+    stops = other.filter(pl.col("f") == "fault-stop").select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error")
+    stops = stops.unique(subset=["fault_id"], keep="first", maintain_order=True)
+    joined = starts.join(stops, on="fault_id", how="left", maintain_order="left").with_columns(pl.coalesce("error", "start_error").alias("error"))
+    return _select(joined, "faults").sort("start_ns", maintain_order=True)
+
+
+def _topology(other: pl.DataFrame) -> pl.DataFrame:
+    samples = other.filter((pl.col("f") == "topology") & pl.col("error").is_null()).select("time_ns", "partitions")
+    return _select(samples.explode("partitions").drop_nulls("partitions").unnest("partitions"), "topology")

@@ -1,0 +1,144 @@
+"""The loaded history: one polars DataFrame per kind of op, every time an Int64 of nanoseconds.
+
+The format of the file these frames come from is docs/history.md. Rows are in file order (the
+order the recorder received them, which is time order within one process only). Every frame has
+its columns and dtypes even when empty, so a checker never has to ask whether a column exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+class HistoryFormatError(ValueError):
+    """A history line that is not an op: not a JSON object, a missing field, a wrong type."""
+
+
+SENDS_SCHEMA = {
+    "id": pl.Int64,
+    "process": pl.String,
+    "topic": pl.String,
+    "key": pl.String,
+    "value": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "outcome": pl.String,
+    "error": pl.String,
+    "invoke_ns": pl.Int64,
+    "complete_ns": pl.Int64,
+}
+READS_SCHEMA = {
+    "process": pl.String,
+    "group": pl.String,
+    "time_ns": pl.Int64,
+    "poll_seq": pl.Int64,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "key": pl.String,
+    "value": pl.String,
+}
+LOG_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String}
+LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String}
+MEMBERSHIP_SCHEMA = {
+    "process": pl.String,
+    "group": pl.String,
+    "time_ns": pl.Int64,
+    "f": pl.String,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "lost": pl.Boolean,
+}
+COMMITS_SCHEMA = {
+    "process": pl.String,
+    "group": pl.String,
+    "time_ns": pl.Int64,
+    "type": pl.String,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "error": pl.String,
+}
+CLIENT_EVENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "f": pl.String}
+FAULTS_SCHEMA = {
+    "fault_id": pl.Int64,
+    "fault": pl.String,
+    "target": pl.String,
+    "nodes": pl.List(pl.String),
+    "role": pl.String,
+    "start_ns": pl.Int64,
+    "stop_ns": pl.Int64,
+    "ok": pl.Boolean,
+    "error": pl.String,
+}
+TOPOLOGY_SCHEMA = {
+    "time_ns": pl.Int64,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "leader": pl.Int64,
+    "replicas": pl.List(pl.Int64),
+    "isr": pl.List(pl.Int64),
+}
+TOPOLOGY_ERRORS_SCHEMA = {"time_ns": pl.Int64, "error": pl.String}
+PHASES_SCHEMA = {"phase": pl.String, "time_ns": pl.Int64}
+ADMIN_SCHEMA = {
+    "process": pl.String,
+    "id": pl.Int64,
+    "f": pl.String,
+    "type": pl.String,
+    "time_ns": pl.Int64,
+    "topic": pl.String,
+    "error": pl.String,
+}
+
+FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "sends": SENDS_SCHEMA,
+    "reads": READS_SCHEMA,
+    "log": LOG_SCHEMA,
+    "log_failures": LOG_FAILURES_SCHEMA,
+    "membership": MEMBERSHIP_SCHEMA,
+    "commits": COMMITS_SCHEMA,
+    "client_events": CLIENT_EVENTS_SCHEMA,
+    "faults": FAULTS_SCHEMA,
+    "topology": TOPOLOGY_SCHEMA,
+    "topology_errors": TOPOLOGY_ERRORS_SCHEMA,
+    "phases": PHASES_SCHEMA,
+    "admin": ADMIN_SCHEMA,
+}
+
+
+def empty_frame(name: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=FRAME_SCHEMAS[name])
+
+
+@dataclass(frozen=True)
+class History:
+    """One run's history, split by kind of op (columns: the *_SCHEMA constants above).
+
+    sends: one row per send id (invoke joined with its completion; outcome null when the send
+        never completed). reads: one row per record returned by a poll ok, poll_seq numbering a
+        process's polls 0, 1, 2... in file order; null values filled from the log where the log
+        has that offset. log: records of log-read ok. membership: one row per partition of an
+        assign or revoke. commits: one row per committed offset. faults: one row per fault_id
+        (start joined with stop). topology: one row per partition per sample.
+    """
+
+    sends: pl.DataFrame
+    reads: pl.DataFrame
+    log: pl.DataFrame
+    log_failures: pl.DataFrame
+    membership: pl.DataFrame
+    commits: pl.DataFrame
+    client_events: pl.DataFrame
+    faults: pl.DataFrame
+    topology: pl.DataFrame
+    topology_errors: pl.DataFrame
+    phases: pl.DataFrame
+    admin: pl.DataFrame
+    op_count: int
+
+    @classmethod
+    def empty(cls) -> History:
+        return cls(**{name: empty_frame(name) for name in FRAME_SCHEMAS}, op_count=0)

@@ -1,0 +1,89 @@
+"""The terminal summary of one run: verdict, expectations, checkers, measured failover times, acks matrix."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from failsafe.reports.summary import (
+    PRODUCER_COLUMNS,
+    availability_totals,
+    checker_rows,
+    expectation_rows,
+    fault_rows,
+    producer_rows,
+    verdict,
+)
+
+if TYPE_CHECKING:
+    from failsafe.history.model import History
+
+# FaultRow.HEADERS folded to fit 100 columns.
+TERMINAL_FAULT_HEADERS = ("#", "fault", "nodes", "partitions affected", "max\nunavailable\nms", "new\nleader\nms", "rebalances\nduring",
+                          "rebalance\npause ms")
+VERDICT_STYLE = {"VALID": "bold green", "INVALID": "bold red", "UNKNOWN": "bold yellow"}
+
+
+def _verdict_text(word: str) -> Text:
+    return Text(word, style=VERDICT_STYLE.get(word, ""))
+
+
+def _table(title: str, *headers: str, numeric_from: int | None = None, min_widths: dict[int, int] | None = None) -> Table:
+    """A table; text columns fold when the terminal is narrow, numeric ones (from ``numeric_from``) never do."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=False, pad_edge=False, padding=(0, 1, 0, 0))
+    for i, header in enumerate(headers):
+        numeric = numeric_from is not None and i >= numeric_from
+        table.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric,
+                         min_width=(min_widths or {}).get(i))
+    return table
+
+
+def render_summary(console: Console, results: dict, history: History | None = None) -> None:
+    """Print the summary of one run's results (and the fault windows of its history, when given)."""
+    word = verdict(results.get("valid"))
+    line = Text.assemble(_verdict_text(word), "  ", (str(results.get("scenario") or "scenario"), "bold"))
+    if history is not None:
+        line.append(f"  ({history.op_count:,} ops)", style="dim")
+    console.print(line)
+
+    expectations = expectation_rows(results)
+    if expectations:
+        table = _table("Expectations", "expectation", "expected", "observed", "verdict")
+        for name, expected, observed, v in expectations:
+            table.add_row(name, expected, observed, _verdict_text(v))
+        console.print(table)
+    else:
+        console.print("No expectations.", style="dim")
+
+    checkers = checker_rows(results)
+    if checkers:
+        table = _table("Checkers", "checker", "valid", "counts")
+        for name, v, detail in checkers:
+            table.add_row(name, _verdict_text(v), detail)
+        console.print(table)
+
+    faults = fault_rows(results, history)
+    totals = availability_totals(results)
+    if faults:
+        table = _table("Measured times", *TERMINAL_FAULT_HEADERS, numeric_from=4, min_widths={1: 11, 3: 18})
+        for row in faults:
+            table.add_row(*row.cells())
+        console.print(table)
+    if totals:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column()
+        grid.add_column(justify="right")
+        for label, value in totals:
+            grid.add_row(label, value)
+        console.print(grid)
+
+    producers = producer_rows(results)
+    if producers:
+        table = _table("Producers (sends by outcome)", "producer", *PRODUCER_COLUMNS, numeric_from=1)
+        for row in producers:
+            table.add_row(*row)
+        console.print(table)

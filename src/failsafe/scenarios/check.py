@@ -1,0 +1,52 @@
+"""Checking a run: load its history, run the checkers with the scenario's options, evaluate its expectations."""
+
+from __future__ import annotations
+
+import json
+
+from failsafe.checkers import combine_validity, run_checkers
+from failsafe.checkers.measurements import measure
+from failsafe.errors import UserError
+from failsafe.history.load import load_history
+from failsafe.history.model import History, HistoryFormatError
+from failsafe.scenarios.expectations import evaluate_all
+from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
+
+EXIT_CODES = {True: 0, False: 1, "unknown": 3}
+
+
+def scenario_of(run_dir: RunDir) -> Scenario | None:
+    data = run_dir.scenario_data()
+    if data is None:
+        return None
+    try:
+        return parse_scenario(data)
+    except ScenarioError as e:
+        raise UserError(f"{run_dir.path}/scenario.json: {e}") from e
+
+
+def check_history(history: History, scenario: Scenario | None) -> dict:
+    options = scenario.checkers if scenario is not None else {}
+    checkers = run_checkers(history, options)
+    results: dict = {"format": 1, "scenario": scenario.name if scenario else None, "checkers": checkers}
+    try:
+        results["measurements"] = measure(history)
+    except Exception as e:  # a measurement that crashes leaves the expectations on it unknown, never a crash
+        results["measurements"] = {"error": f"{type(e).__name__}: {e}"}
+    # Expectation paths may start at a checker's name ("delivery.counts.lost") or at "measurements".
+    view = {**checkers, **results}
+    results["expectations"] = evaluate_all(scenario.expect, view) if scenario else []
+    results["valid"] = combine_validity([c.get("valid", "unknown") for c in checkers.values()] +
+                                        [e["valid"] for e in results["expectations"]])
+    return results
+
+
+def check_run(run_dir: RunDir) -> tuple[dict, History]:
+    try:
+        history = load_history(run_dir.history_path)
+    except HistoryFormatError as e:
+        raise UserError(f"{run_dir.history_path}: {e}: the history is damaged; re-run the scenario") from e
+    results = check_history(history, scenario_of(run_dir))
+    run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return results, history

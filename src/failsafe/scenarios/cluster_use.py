@@ -1,0 +1,66 @@
+"""Which cluster a scenario runs on: the one running at --dir when it fits, otherwise one started for the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from failsafe.cluster import lifecycle
+from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, Cluster
+from failsafe.cluster.process import UP
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.state import ClusterDir
+from failsafe.errors import UserError
+from failsafe.scenarios.schema import ClusterNeeds, Scenario
+
+
+def needs_of(scenarios: list[Scenario]) -> ClusterNeeds:
+    return ClusterNeeds(
+        brokers=max(s.cluster.brokers for s in scenarios),
+        controllers=max(s.cluster.controllers for s in scenarios),
+        combined=all(s.cluster.combined for s in scenarios),
+    )
+
+
+def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str | None:
+    if spec.brokers < needs.brokers:
+        return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
+    if quorum_faults and spec.combined:
+        return "it runs in combined mode and the scenario stops the controller quorum"
+    return None
+
+
+@contextmanager
+def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, heap: str | None,
+                progress: Callable[[str], None]) -> Iterator[Cluster]:
+    """Yield a ready cluster at ``root``; stop it afterwards only if this run started it."""
+    needs = needs_of(scenarios)
+    quorum_faults = any(f.fault == "quorum-loss" for s in scenarios for f in s.faults)
+    cdir = ClusterDir(root)
+    if cdir.has_state():
+        cluster = Cluster.open(root)
+        reason = misfit(cluster.spec, needs, quorum_faults)
+        if reason:
+            raise UserError(f"the cluster at {root} does not fit: {reason}; run the scenario with another --dir")
+        running = cluster.running_nodes()
+        if running:
+            not_up = [n for n in cluster.spec.nodes() if cluster.node_state(n) != UP]
+            if not_up:
+                raise UserError(f"the cluster at {root} is not whole ({', '.join(f'{n.role} {n.node_id} is {cluster.node_state(n)}' for n in not_up)}): "
+                                f"start or resume those nodes first, a scenario needs every node up")
+            progress(f"using the cluster running at {root} ({cluster.bootstrap_servers})")
+            yield cluster
+            return
+        progress(f"restarting the stopped cluster at {root}")
+        cluster = lifecycle.up(root, cluster.spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
+    else:
+        spec = ClusterSpec(brokers=needs.brokers, controllers=needs.controllers, combined=needs.combined,
+                           **({"base_port": base_port} if base_port is not None else {}), **({"heap": heap} if heap else {}))
+        progress(f"starting a {spec.brokers}-broker cluster in {root} for the run")
+        cluster = lifecycle.up(root, spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
+    try:
+        yield cluster
+    finally:
+        progress(f"stopping the cluster this run started at {root}")
+        lifecycle.down(root)

@@ -1,0 +1,112 @@
+"""What the runner observes of the cluster from outside: topology samples and, after the run, the log itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from failsafe.clients.admin import client_config, describe_error, new_admin
+from failsafe.history.recorder import Recorder
+
+SAMPLE_INTERVAL_S = 0.25
+METADATA_TIMEOUT_S = 1.0
+
+
+def partitions_of(metadata, topics: list[str]) -> list[dict]:
+    out = []
+    for topic in topics:
+        tm = metadata.topics.get(topic)
+        if tm is None:
+            continue
+        for pid in sorted(tm.partitions):
+            p = tm.partitions[pid]
+            out.append({"topic": topic, "partition": pid, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)})
+    return out
+
+
+class TopologySampler:
+    """Leader, replicas and ISR of every partition of the scenario's topics, every 250 ms, into the history.
+
+    A sample that takes longer than the interval (a dead broker answering nothing) is followed at
+    once by the next: the interval is a floor, never a sleep added after a slow request.
+    """
+
+    def __init__(self, bootstrap_servers: str, topics: list[str], recorder: Recorder) -> None:
+        self.topics = topics
+        self.recorder = recorder
+        self.admin = new_admin(bootstrap_servers)
+        self.latest: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="topology", daemon=True)
+
+    def start(self) -> TopologySampler:
+        self._thread.start()
+        return self
+
+    def sample(self) -> list[dict] | None:
+        now = time.time_ns()
+        try:
+            metadata = self.admin.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException as e:
+            self.recorder.record({"time_ns": now, "process": "topology", "type": "info", "f": "topology", "error": describe_error(e)})
+            return None
+        partitions = partitions_of(metadata, self.topics)
+        controller = metadata.controller_id if metadata.controller_id >= 0 else None
+        self.recorder.record({"time_ns": now, "process": "topology", "type": "info", "f": "topology", "partitions": partitions,
+                              "brokers": sorted(metadata.brokers), "controller": controller})
+        self.latest = partitions
+        return partitions
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.sample()
+            self._stop.wait(max(0.0, SAMPLE_INTERVAL_S - (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+
+def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder: Recorder, timeout_s: float = 30.0) -> None:
+    """Read every partition from its first offset to its high watermark into ``log-read`` ops.
+
+    This is how the delivery checker tells a write that is not in the log from one no consumer read
+    (kafkatest searches the log segments for the same reason).
+    """
+    consumer = Consumer(client_config(bootstrap_servers, **{"group.id": "failsafe-log-reader", "enable.auto.commit": False,
+                                                            "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+    try:
+        for topic, partition in partitions:
+            tp = TopicPartition(topic, partition)
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            except KafkaException as e:
+                recorder.record({"process": "log-reader", "type": "fail", "f": "log-read", "topic": topic, "partition": partition,
+                                 "error": describe_error(e)})
+                continue
+            records: list[dict] = []
+            consumer.assign([TopicPartition(topic, partition, low)])
+            deadline = time.monotonic() + timeout_s
+            done = high <= low
+            while not done and time.monotonic() < deadline:
+                for m in consumer.consume(1000, 0.5):
+                    if m.error() is not None:
+                        done = done or m.error().code() == KafkaError._PARTITION_EOF
+                        continue
+                    records.append({"topic": topic, "partition": partition, "offset": m.offset(),
+                                    "key": None if m.key() is None else m.key().decode(errors="replace"),
+                                    "value": None if m.value() is None else m.value().decode(errors="replace")})
+                    done = done or m.offset() >= high - 1
+            if done:
+                recorder.record({"process": "log-reader", "type": "ok", "f": "log-read", "topic": topic, "partition": partition,
+                                 "records": records})
+            else:
+                recorder.record({"process": "log-reader", "type": "fail", "f": "log-read", "topic": topic, "partition": partition,
+                                 "error": f"read {len(records)} records but not up to the high watermark {high} within {timeout_s:g}s"})
+            consumer.unassign()
+    finally:
+        consumer.close()

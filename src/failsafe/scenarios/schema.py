@@ -1,0 +1,246 @@
+"""A scenario is data: cluster, topics, workloads, fault schedule, checker options and expectations.
+
+``parse_scenario`` validates a whole scenario before anything touches a process, with messages that
+name the field and the value (as chaostoolkit's ``ensure_experiment_is_valid`` does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from failsafe.errors import UserError
+
+FAULTS = ("kill", "terminate", "pause", "restart", "kill-consumer", "close-consumer", "quorum-loss")
+ROLES = ("leader", "follower", "replicas", "controller", "any")
+ACTIONS = ("elect-leaders", "create-topic")
+COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
+
+
+class ScenarioError(UserError):
+    """A scenario that cannot be run as written."""
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    brokers: int = 3
+    controllers: int = 1
+    combined: bool = False
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProducerGroup:
+    name: str
+    topic: str
+    count: int = 1
+    rate_per_s: float = 200.0
+    keys: int = 16
+    acks: str = "all"
+    idempotence: bool | None = None
+    retries: int | None = None
+    linger_ms: int | None = None
+    delivery_timeout_ms: int | None = None
+    record_size: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    name: str
+    topics: tuple[str, ...]
+    group: str | None
+    count: int = 1
+    session_timeout_ms: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    fault: str
+    at_s: float
+    duration_s: float | None = None
+    role: str = "any"
+    partition: str | None = None
+    node: int | None = None
+    consumer: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    action: str
+    phase: str = "chaos"
+    at_s: float = 0.0
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class Phases:
+    warmup_s: float = 3.0
+    chaos_s: float = 20.0
+    recover_s: float = 3.0
+    recover_timeout_s: float = 90.0
+    drain_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Expectation:
+    name: str
+    check: str
+    op: str
+    value: Any = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    seed: str
+    cluster: ClusterNeeds
+    topics: tuple[TopicSpec, ...]
+    producers: tuple[ProducerGroup, ...]
+    consumers: tuple[ConsumerGroup, ...]
+    faults: tuple[FaultSpec, ...]
+    actions: tuple[ActionSpec, ...]
+    phases: Phases
+    checkers: dict[str, dict]
+    expect: tuple[Expectation, ...]
+    raw: dict = field(default_factory=dict, compare=False)
+
+
+def _fail(where: str, message: str) -> ScenarioError:
+    return ScenarioError(f"scenario {where}: {message}")
+
+
+def _take(data: dict, where: str, cls: type, required: tuple[str, ...], converters: dict | None = None) -> Any:
+    """Build ``cls`` from ``data``, naming an unknown or missing field and a value of the wrong type."""
+    if not isinstance(data, dict):
+        raise _fail(where, f"expected a table, got {data!r}")
+    known = set(cls.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise _fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    missing = [f for f in required if f not in data]
+    if missing:
+        raise _fail(where, f"missing field {missing[0]!r}")
+    values = dict(data)
+    for name, convert in (converters or {}).items():
+        if name in values:
+            try:
+                values[name] = convert(values[name])
+            except (TypeError, ValueError) as e:
+                raise _fail(f"{where}.{name}", f"{values[name]!r} is not valid: {e}") from e
+    return cls(**values)
+
+
+def _positive(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def _str_dict(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TypeError("expected a table of key = value")
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+def parse_scenario(data: dict) -> Scenario:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError("scenario: missing field 'name'")
+    where = name
+    top = {"name", "description", "seed", "cluster", "topics", "producers", "consumers", "faults", "actions", "phases", "checkers", "expect"}
+    unknown = sorted(set(data) - top)
+    if unknown:
+        raise _fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(top))})")
+    cluster = _take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, ())
+    topics = tuple(_take(t, f"{where}.topics[{i}]", TopicSpec, ("name", "partitions", "replication_factor"), {"configs": _str_dict})
+                   for i, t in enumerate(data.get("topics", [])))
+    producers = tuple(_take(p, f"{where}.producers[{i}]", ProducerGroup, ("name", "topic"),
+                            {"rate_per_s": _positive, "properties": _str_dict, "acks": str})
+                      for i, p in enumerate(data.get("producers", [])))
+    consumers = tuple(_take(c, f"{where}.consumers[{i}]", ConsumerGroup, ("name", "topics", "group"),
+                            {"topics": tuple, "properties": _str_dict})
+                      for i, c in enumerate(_with_group_default(data.get("consumers", []))))
+    faults = tuple(_take(f, f"{where}.faults[{i}]", FaultSpec, ("fault", "at_s"), {"at_s": _positive, "duration_s": _positive})
+                   for i, f in enumerate(data.get("faults", [])))
+    actions = tuple(_take(a, f"{where}.actions[{i}]", ActionSpec, ("action",), {"at_s": _positive})
+                    for i, a in enumerate(data.get("actions", [])))
+    phases = _take(data.get("phases", {}), f"{where}.phases", Phases, (), {k: _positive for k in Phases.__dataclass_fields__})
+    expect = tuple(_take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op")) for i, e in enumerate(data.get("expect", [])))
+    scenario = Scenario(
+        name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
+        topics=topics, producers=producers, consumers=consumers, faults=faults, actions=actions, phases=phases,
+        checkers=dict(data.get("checkers", {})), expect=expect, raw=data,
+    )
+    _validate(scenario)
+    return scenario
+
+
+def _with_group_default(consumers: list) -> list:
+    # A consumer table without 'group' means manual assignment; make that explicit for _take.
+    return [{"group": None, **c} if isinstance(c, dict) else c for c in consumers]
+
+
+def _validate(s: Scenario) -> None:
+    where = s.name
+    topic_names = {t.name for t in s.topics}
+    if s.cluster.brokers < 1 or s.cluster.controllers < 1:
+        raise _fail(f"{where}.cluster", "needs at least one broker and one controller")
+    for i, t in enumerate(s.topics):
+        if t.partitions < 1:
+            raise _fail(f"{where}.topics[{i}].partitions", f"{t.partitions} must be at least 1")
+        if not 1 <= t.replication_factor <= s.cluster.brokers:
+            raise _fail(f"{where}.topics[{i}].replication_factor",
+                        f"{t.replication_factor} must be between 1 and the {s.cluster.brokers} brokers")
+    names = [p.name for p in s.producers] + [c.name for c in s.consumers]
+    if len(names) != len(set(names)):
+        raise _fail(where, f"producer and consumer names must be unique: {names}")
+    for i, p in enumerate(s.producers):
+        if p.topic not in topic_names:
+            raise _fail(f"{where}.producers[{i}].topic", f"{p.topic!r} is not one of the scenario's topics {sorted(topic_names)}")
+        if p.acks not in ("0", "1", "all", "-1"):
+            raise _fail(f"{where}.producers[{i}].acks", f"{p.acks!r} must be 0, 1 or all")
+        if p.count < 1:
+            raise _fail(f"{where}.producers[{i}].count", f"{p.count} must be at least 1")
+    consumer_names = {c.name for c in s.consumers}
+    for i, c in enumerate(s.consumers):
+        bad = [t for t in c.topics if t not in topic_names]
+        if bad or not c.topics:
+            raise _fail(f"{where}.consumers[{i}].topics", f"{list(c.topics)!r} must name the scenario's topics {sorted(topic_names)}")
+        if c.count < 1:
+            raise _fail(f"{where}.consumers[{i}].count", f"{c.count} must be at least 1")
+    for i, f in enumerate(s.faults):
+        at = f"{where}.faults[{i}]"
+        if f.fault not in FAULTS:
+            raise _fail(f"{at}.fault", f"{f.fault!r} is not one of {', '.join(FAULTS)}")
+        if f.role not in ROLES:
+            raise _fail(f"{at}.role", f"{f.role!r} is not one of {', '.join(ROLES)}")
+        if f.fault in ("kill-consumer", "close-consumer"):
+            if f.consumer is None or f.consumer.rsplit("-", 1)[0] not in consumer_names:
+                raise _fail(f"{at}.consumer", f"{f.consumer!r} must name a consumer as NAME-INDEX, e.g. {next(iter(consumer_names), 'queue')}-0")
+        elif f.role in ("leader", "follower", "replicas") and f.node is None:
+            if f.partition is None or f.partition.rsplit("-", 1)[0] not in topic_names or not f.partition.rsplit("-", 1)[-1].isdigit():
+                raise _fail(f"{at}.partition", f"{f.partition!r} must name a partition of the scenario's topics as TOPIC-N")
+        if f.fault == "quorum-loss" and s.cluster.combined:
+            raise _fail(at, "quorum-loss needs separate controllers (cluster.combined = false)")
+        if f.at_s > s.phases.chaos_s:
+            raise _fail(f"{at}.at_s", f"{f.at_s:g} is after the chaos phase ends ({s.phases.chaos_s:g}s)")
+    for i, a in enumerate(s.actions):
+        if a.action not in ACTIONS:
+            raise _fail(f"{where}.actions[{i}].action", f"{a.action!r} is not one of {', '.join(ACTIONS)}")
+        if a.phase not in ("chaos", "recover"):
+            raise _fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
+    for i, e in enumerate(s.expect):
+        if e.op not in COMPARATORS:
+            raise _fail(f"{where}.expect[{i}].op", f"{e.op!r} is not one of {' '.join(COMPARATORS)}")

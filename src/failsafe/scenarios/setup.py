@@ -1,0 +1,92 @@
+"""Setting up a scenario's topics and groups on a cluster, and the admin actions a scenario can take."""
+
+from __future__ import annotations
+
+import itertools
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import NewTopic
+
+from failsafe.clients.admin import describe_error, new_admin
+from failsafe.clients.groups import elect_preferred_leaders, list_groups
+from failsafe.history.recorder import Recorder
+from failsafe.scenarios.schema import TopicSpec
+from failsafe.waiting import wait_until
+
+ADMIN_TIMEOUT_S = 30.0
+CREATE_DURING_FAULT_TIMEOUT_S = 5.0
+
+
+def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str]) -> None:
+    """Delete the scenario's topics and groups left by an earlier run, then create the topics and wait for their leaders.
+
+    A scenario reuses the seeds' topic names (my-failsafe-topic, foo), so an earlier run's records
+    and committed offsets must not leak into this run's history.
+    """
+    admin = new_admin(bootstrap_servers)
+    names = [t.name for t in topics]
+    existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    stale = [n for n in names if n in existing]
+    if stale:
+        for name, future in admin.delete_topics(stale, request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as e:
+                raise RuntimeError(f"cannot delete the earlier run's topic {name}: {describe_error(e)}") from e
+        wait_until(lambda: not (set(stale) & set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)), ADMIN_TIMEOUT_S,
+                   f"topics {stale} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
+    stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
+    if stale_groups:
+        for group, future in admin.delete_consumer_groups(stale_groups, request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as e:
+                raise RuntimeError(f"cannot delete the earlier run's consumer group {group}: {describe_error(e)}") from e
+    new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in topics]
+    for name, future in admin.create_topics(new, request_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            future.result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as e:
+            raise RuntimeError(f"cannot create topic {name}: {describe_error(e)}") from e
+
+    def all_led_and_in_sync() -> bool:
+        metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+        for t in topics:
+            tm = metadata.topics.get(t.name)
+            if tm is None or tm.error is not None or len(tm.partitions) != t.partitions:
+                return False
+            if any(p.leader < 0 or len(p.isrs) < len(p.replicas) for p in tm.partitions.values()):
+                return False
+        return True
+
+    wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+_admin_ids = itertools.count()
+
+
+def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder, timeout_s: float = CREATE_DURING_FAULT_TIMEOUT_S) -> str:
+    """Try to create a topic, recording the attempt as a ``create-topic`` op; returns its outcome type."""
+    op_id = next(_admin_ids)
+    base = {"process": "admin", "f": "create-topic", "id": op_id, "topic": topic}
+    recorder.record({**base, "type": "invoke"})
+    admin = new_admin(bootstrap_servers)
+    futures = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=timeout_s, operation_timeout=timeout_s)
+    try:
+        futures[topic].result(timeout=timeout_s + 2)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        name = describe_error(e).split(":")[0]
+        outcome = "info" if err is not None and getattr(err, "retriable", lambda: False)() else "fail"
+        recorder.record({**base, "type": outcome, "error": name})
+        return outcome
+    except TimeoutError:
+        recorder.record({**base, "type": "info", "error": f"no answer within {timeout_s + 2:g}s"})
+        return "info"
+    recorder.record({**base, "type": "ok"})
+    return "ok"
+
+
+def elect_leaders(bootstrap_servers: str, recorder: Recorder) -> None:
+    elected, already, failed = elect_preferred_leaders(bootstrap_servers, None, ADMIN_TIMEOUT_S)
+    recorder.record({"process": "admin", "type": "info", "f": "elect-leaders", "elected": elected, "already": len(already), "failed": failed})

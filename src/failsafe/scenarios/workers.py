@@ -1,0 +1,182 @@
+"""Workload worker processes: started, watched, stopped politely or killed, their ops copied into the history."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+from failsafe.history.recorder import Recorder
+from failsafe.waiting import wait_until
+from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
+
+STOP_TIMEOUT_S = 45.0
+
+
+@dataclass
+class Counters:
+    """What the progress display shows; updated by the pipe readers."""
+
+    sends: int = 0
+    acked: int = 0
+    failed: int = 0
+    unknown: int = 0
+    records_read: int = 0
+
+
+@dataclass
+class Worker:
+    spec: ProducerSpec | ConsumerSpec
+    popen: subprocess.Popen
+    reader: threading.Thread
+    # Highest offset read, per (topic, partition): what the drain phase waits on.
+    read_upto: dict[tuple[str, int], int] = field(default_factory=dict)
+    assigned: set[tuple[str, int]] = field(default_factory=set)
+    acked: int = 0
+    stderr_tail: list[str] = field(default_factory=list)
+    crashed: bool = False
+
+    @property
+    def process(self) -> str:
+        return self.spec.process
+
+    @property
+    def group(self) -> str | None:
+        return self.spec.group if isinstance(self.spec, ConsumerSpec) else None
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+
+class WorkerPool:
+    """Every worker process the runner starts, so every one of them is stopped."""
+
+    def __init__(self, recorder: Recorder, preexec_fn: Callable[[], None] | None = None) -> None:
+        self.recorder = recorder
+        self.counters = Counters()
+        self.workers: dict[str, Worker] = {}
+        self._preexec_fn = preexec_fn
+        self._lock = threading.Lock()
+
+    # -- starting -------------------------------------------------------------------------------
+    def start(self, spec: ProducerSpec | ConsumerSpec) -> Worker:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=self._preexec_fn, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        worker = Worker(spec, popen, threading.Thread())
+        worker.reader = threading.Thread(target=self._copy_ops, args=(worker,), name=f"ops-{spec.process}", daemon=True)
+        worker.reader.start()
+        threading.Thread(target=self._keep_stderr, args=(worker,), daemon=True).start()
+        self.workers[spec.process] = worker
+        return worker
+
+    def _copy_ops(self, worker: Worker) -> None:
+        record = self.recorder.write_line
+        counters = self.counters
+        is_producer = isinstance(worker.spec, ProducerSpec)
+        for line in worker.popen.stdout:  # type: ignore[union-attr]
+            record(line)
+            if is_producer:
+                # Cheap byte tests keep the producer's lines from being parsed twice.
+                if b'"type":"invoke"' in line:
+                    counters.sends += 1
+                elif b'"type":"ok","f":"send"' in line:
+                    counters.acked += 1
+                    worker.acked += 1
+                elif b'"type":"fail","f":"send"' in line:
+                    counters.failed += 1
+                elif b'"type":"info","f":"send"' in line:
+                    counters.unknown += 1
+                continue
+            op = orjson.loads(line)
+            f = op.get("f")
+            if f == "poll" and op.get("type") == "ok":
+                upto = worker.read_upto
+                for r in op["records"]:
+                    tp = (r["topic"], r["partition"])
+                    if r["offset"] > upto.get(tp, -1):
+                        upto[tp] = r["offset"]
+                counters.records_read += len(op["records"])
+            elif f == "assign":
+                worker.assigned |= {(p["topic"], p["partition"]) for p in op["partitions"]}
+            elif f == "revoke":
+                worker.assigned -= {(p["topic"], p["partition"]) for p in op["partitions"]}
+
+    def _keep_stderr(self, worker: Worker) -> None:
+        for raw in worker.popen.stderr:  # type: ignore[union-attr]
+            worker.stderr_tail = (worker.stderr_tail + [raw.decode(errors="replace").rstrip()])[-20:]
+
+    # -- looking --------------------------------------------------------------------------------
+    def producers(self) -> list[Worker]:
+        return [w for w in self.workers.values() if isinstance(w.spec, ProducerSpec)]
+
+    def consumers(self) -> list[Worker]:
+        return [w for w in self.workers.values() if isinstance(w.spec, ConsumerSpec)]
+
+    def live_consumers(self) -> list[Worker]:
+        return [w for w in self.consumers() if w.alive()]
+
+    def assigned_by_group(self) -> dict[str | None, set[tuple[str, int]]]:
+        out: dict[str | None, set[tuple[str, int]]] = defaultdict(set)
+        for w in self.live_consumers():
+            out[w.group] |= w.assigned
+        return out
+
+    def read_upto_by_group(self) -> dict[str, dict[tuple[str, int], int]]:
+        """Per group (manual consumers by their process name), the highest offset read of each partition."""
+        out: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
+        for w in self.consumers():
+            merged = out[w.group or w.process]
+            for tp, offset in list(w.read_upto.items()):
+                merged[tp] = max(merged.get(tp, -1), offset)
+        return out
+
+    def check_alive(self, workers: list[Worker]) -> None:
+        """Raise when a worker died on its own: its stderr says why."""
+        for w in workers:
+            if not w.alive() and not w.crashed:
+                tail = " | ".join(w.stderr_tail[-3:]) or "no output"
+                raise RuntimeError(f"{w.process} exited with code {w.popen.returncode}: {tail}")
+
+    # -- stopping -------------------------------------------------------------------------------
+    def kill(self, process: str) -> None:
+        """SIGKILL a worker (a crash, not a close) and record that it crashed."""
+        worker = self.workers[process]
+        worker.crashed = True
+        os.killpg(worker.popen.pid, signal.SIGKILL)
+        worker.popen.wait(STOP_TIMEOUT_S)
+        worker.reader.join(STOP_TIMEOUT_S)
+        self.recorder.record({"process": process, "type": "info", "f": "crash"})
+
+    def stop(self, workers: list[Worker], timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM: producers flush and record what is still in flight; consumers close and leave their group."""
+        live = [w for w in workers if w.alive()]
+        for w in live:
+            w.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for w in live:
+            try:
+                w.popen.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                w.crashed = True
+                os.killpg(w.popen.pid, signal.SIGKILL)
+                w.popen.wait(STOP_TIMEOUT_S)
+                self.recorder.record({"process": w.process, "type": "info", "f": "crash", "error": "did not stop on SIGTERM"})
+            w.reader.join(STOP_TIMEOUT_S)
+
+    def stop_all(self) -> None:
+        self.stop(self.producers())
+        self.stop(self.consumers())
+
+    def wait_all_gone(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        wait_until(lambda: not any(w.alive() for w in self.workers.values()), timeout_s, "workers did not exit")

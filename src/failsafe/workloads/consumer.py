@@ -1,0 +1,88 @@
+"""The verifying consumer: every poll, assignment, revocation and commit recorded."""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from failsafe.history.recorder import OpWriter
+from failsafe.workloads.outcomes import error_name
+from failsafe.workloads.specs import ConsumerSpec
+
+_BATCH = 500
+_POLL_S = 0.1
+
+
+def _partitions(tps: list[TopicPartition]) -> list[dict]:
+    return [{"topic": tp.topic, "partition": tp.partition} for tp in tps]
+
+
+def _decode(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logger: object | None = None) -> None:
+    """Consume until ``stop`` is set, then close politely (leaving the group)."""
+    config = spec.consumer_config()
+    group = spec.group
+
+    def on_commit(error: KafkaError | None, tps: list[TopicPartition]) -> None:
+        offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in tps if tp.error is None]
+        if error is None:
+            out.op("ok", "commit", group=group, offsets=offsets)
+        elif error.code() != KafkaError._NO_OFFSET:
+            out.op("fail", "commit", group=group, offsets=offsets, error=error_name(error))
+
+    if group is not None:
+        config["on_commit"] = on_commit
+    if logger is not None:
+        config["logger"] = logger
+    consumer = Consumer(config)
+
+    def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op("info", "assign", group=group, partitions=_partitions(tps))
+        out.flush()
+
+    def on_revoke(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op("info", "revoke", group=group, partitions=_partitions(tps))
+        out.flush()
+
+    def on_lost(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op("info", "revoke", group=group, partitions=_partitions(tps), lost=True)
+        out.flush()
+
+    try:
+        if group is not None:
+            consumer.subscribe(list(spec.topics), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        else:
+            metadata = consumer.list_topics(timeout=30)
+            tps = [TopicPartition(t, p) for t in spec.topics for p in sorted(metadata.topics[t].partitions)]
+            consumer.assign(tps)
+            on_assign(consumer, tps)
+        while not stop.is_set():
+            msgs = consumer.consume(_BATCH, _POLL_S)
+            if not msgs:
+                continue
+            records = []
+            good = []
+            for m in msgs:
+                error = m.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        out.op("fail", "poll", group=group, error=error_name(error))
+                    continue
+                records.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
+                                "key": _decode(m.key()), "value": _decode(m.value())})
+                good.append(m)
+            if records:
+                out.op("ok", "poll", group=group, records=records)
+                # Into the pipe before the offsets are stored: what is committed was recorded.
+                out.flush()
+                if group is not None:
+                    for m in good:
+                        consumer.store_offsets(m)
+    finally:
+        consumer.close()
+        out.op("info", "close", group=group)
+        out.flush()

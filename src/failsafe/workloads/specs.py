@@ -1,0 +1,90 @@
+"""What a worker is asked to do: small frozen dataclasses that travel to the worker as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+DEFAULT_RATE_PER_S = 200.0
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """A verifying producer: every value unique, every attempt recorded.
+
+    ``rate_per_s`` 0 means as fast as the client allows. ``keys`` 0 means unkeyed records;
+    otherwise keys ``k0`` .. ``k{keys-1}`` in turn. ``idempotence`` None keeps librdkafka's
+    default for the acks (failsafe turns it on for acks=all, as Kafka's Java client does).
+    """
+
+    process: str
+    topic: str
+    bootstrap_servers: str = ""
+    rate_per_s: float = DEFAULT_RATE_PER_S
+    count: int | None = None
+    keys: int = 16
+    acks: str = "all"
+    idempotence: bool | None = None
+    retries: int | None = None
+    linger_ms: int | None = None
+    delivery_timeout_ms: int | None = None
+    record_size: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    flush_timeout_s: float = 30.0
+
+    def producer_config(self) -> dict[str, object]:
+        config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, "acks": self.acks, "client.id": self.process}
+        idempotent = self.idempotence if self.idempotence is not None else self.acks in ("all", "-1")
+        config["enable.idempotence"] = idempotent
+        if self.retries is not None:
+            config["retries"] = self.retries
+        if self.linger_ms is not None:
+            config["linger.ms"] = self.linger_ms
+        if self.delivery_timeout_ms is not None:
+            config["delivery.timeout.ms"] = self.delivery_timeout_ms
+        config.update(self.properties)
+        return config
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A verifying consumer in ``group``, or with manual assignment of every partition when group is None."""
+
+    process: str
+    topics: tuple[str, ...]
+    bootstrap_servers: str = ""
+    group: str | None = None
+    session_timeout_ms: int | None = None
+    auto_commit_interval_ms: int = 1000
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def consumer_config(self) -> dict[str, object]:
+        config: dict[str, object] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "client.id": self.process,
+            "auto.offset.reset": "earliest",
+            # Offsets are stored only after the poll is written to the history pipe: a killed
+            # consumer never commits a record the history does not show it read.
+            "enable.auto.offset.store": False,
+            "enable.auto.commit": self.group is not None,
+            "auto.commit.interval.ms": self.auto_commit_interval_ms,
+            "group.id": self.group or f"failsafe-manual-{self.process}",
+        }
+        if self.session_timeout_ms is not None:
+            config["session.timeout.ms"] = self.session_timeout_ms
+        config.update(self.properties)
+        return config
+
+
+def spec_to_json(spec: ProducerSpec | ConsumerSpec) -> dict:
+    return {"kind": "producer" if isinstance(spec, ProducerSpec) else "consumer", **asdict(spec)}
+
+
+def spec_from_json(data: dict) -> ProducerSpec | ConsumerSpec:
+    data = dict(data)
+    kind = data.pop("kind")
+    cls = ProducerSpec if kind == "producer" else ConsumerSpec
+    known = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in known}
+    if cls is ConsumerSpec:
+        values["topics"] = tuple(values["topics"])
+    return cls(**values)

@@ -1,0 +1,529 @@
+"""Kafka's own VerifiableProducer and VerifiableConsumer as workload drivers.
+
+Both tools print one JSON event per line on stdout (``{"timestamp": MS, "name": ..., ...}``).
+The translators here turn each event into history ops (docs/history.md), so a run driven by
+Kafka's tools is checked by the same checkers as one driven by failsafe's own workers:
+
+    producer_send_success  -> send invoke + ok
+    producer_send_error    -> send invoke + fail or info (by the Java exception's class)
+    record_data            -> poll ok with that record (the consumer runs with --verbose)
+    records_consumed       -> poll ok with offset-only records (value null), without --verbose
+    partitions_assigned    -> assign       partitions_revoked -> revoke
+    offsets_committed      -> commit ok / fail
+    shutdown_complete      -> close        startup_complete, shutdown_requested, tool_data -> nothing
+
+``run_verifiable`` runs one tool as a child JVM of the worker process and writes the translated
+ops through the worker's OpWriter, as failsafe's own producer and consumer do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import ClassVar
+
+import orjson
+from confluent_kafka import KafkaError
+
+from failsafe.clients.kafka_tools import main_class
+from failsafe.cluster.process import pdeathsig_kill
+from failsafe.dist.java import Java, find_java
+from failsafe.dist.jvm import tool_command
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
+from failsafe.errors import UserError
+from failsafe.history.recorder import OpWriter
+from failsafe.workloads.outcomes import error_name, send_outcome
+from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
+
+# The Java client's own default; VerifiableProducer overrides it with 0 unless told otherwise.
+JAVA_DEFAULT_RETRIES = 2_147_483_647
+# Below the worker pool's 45 s SIGKILL, so the JVM is stopped (and what it left unreported is
+# recorded) by this worker rather than by the pool killing the worker.
+DEFAULT_STOP_TIMEOUT_S = 40.0
+_STOPPED_IN_FLIGHT = "PRODUCER_STOPPED_IN_FLIGHT"
+
+# A Java producer exception's simple class name -> the librdkafka error it corresponds to, so that
+# outcomes.send_outcome decides fail or info exactly as for failsafe's own producer, and the
+# history names the error as failsafe's producer would (measurements group sends by it).
+JAVA_EXCEPTION_ERRORS: dict[str, int] = {
+    # Proved not appended (outcomes.DEFINITE_FAILURES): fail.
+    "NotEnoughReplicasException": KafkaError.NOT_ENOUGH_REPLICAS,
+    "RecordTooLargeException": KafkaError.MSG_SIZE_TOO_LARGE,
+    "RecordBatchTooLargeException": KafkaError.RECORD_LIST_TOO_LARGE,
+    "InvalidRecordException": KafkaError.INVALID_RECORD,
+    "InvalidRequiredAcksException": KafkaError.INVALID_REQUIRED_ACKS,
+    "TopicAuthorizationException": KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    "ClusterAuthorizationException": KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    "UnknownTopicOrPartitionException": KafkaError.UNKNOWN_TOPIC_OR_PART,
+    "InvalidTopicException": KafkaError.TOPIC_EXCEPTION,
+    # Outcome unknown: info. Java's TimeoutException covers both an expired batch (librdkafka's
+    # _MSG_TIMED_OUT) and a request timeout; either may come after the leader appended.
+    "NotEnoughReplicasAfterAppendException": KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    "TimeoutException": KafkaError._MSG_TIMED_OUT,
+    "NetworkException": KafkaError.NETWORK_EXCEPTION,
+    "DisconnectException": KafkaError._TRANSPORT,
+    # With retries an earlier attempt of the same batch may have been appended, so a final
+    # NOT_LEADER is no proof: info, as outcomes.py has it.
+    "NotLeaderOrFollowerException": KafkaError.NOT_LEADER_FOR_PARTITION,
+    "LeaderNotAvailableException": KafkaError.LEADER_NOT_AVAILABLE,
+    "KafkaStorageException": KafkaError.KAFKA_STORAGE_ERROR,
+    "CorruptRecordException": KafkaError.INVALID_MSG,
+    "OutOfOrderSequenceException": KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    "UnknownProducerIdException": KafkaError.UNKNOWN_PRODUCER_ID,
+    "InvalidProducerEpochException": KafkaError.INVALID_PRODUCER_EPOCH,
+}
+
+
+# -- specs ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerifiableProducerSpec(ProducerSpec):
+    """A ProducerSpec run by Kafka's VerifiableProducer instead of failsafe's producer.
+
+    Values are ``{value_prefix}.{seq}`` (the tool's format; ``value_prefix`` defaults to a hash of
+    the process name, so each producer's values are unique across the run), keys ``0`` ..
+    ``{keys-1}`` in turn. The tool sets ``retries=0``, which also turns idempotence off; here
+    ``retries`` None means the Java client's default and ``idempotence`` None means on for
+    acks=all, as for failsafe's producer. ``retries = 0`` gives the tool's own behaviour.
+    ``properties`` are Java producer configs, passed with ``--producer.config``.
+    """
+
+    KIND: ClassVar[str] = "verifiable-producer"
+
+    value_prefix: int | None = None
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if self.acks not in ("all", "-1", "1", "0"):
+            raise UserError(f"{self.process}: acks = {self.acks!r}: the VerifiableProducer takes all, 1 or 0")
+        if self.record_size:
+            raise UserError(f"{self.process}: record_size = {self.record_size}: the VerifiableProducer cannot pad its values; use 0")
+        if self.value_prefix is not None and not 0 <= self.value_prefix < 2**31:
+            raise UserError(f"{self.process}: value_prefix = {self.value_prefix}: must be a Java int >= 0")
+        if self.idempotence and self.acks not in ("all", "-1"):
+            raise UserError(f"{self.process}: idempotence = true needs acks = all, not {self.acks!r}")
+        if self.idempotence and self.retries == 0:
+            raise UserError(f"{self.process}: idempotence = true needs retries > 0")
+
+    @property
+    def prefix(self) -> int:
+        if self.value_prefix is not None:
+            return self.value_prefix
+        return zlib.crc32(self.process.encode()) & 0x7FFFFFFF
+
+    def java_properties(self) -> dict[str, str]:
+        """The --producer.config file's contents (acks travels as --acks)."""
+        retries = self.retries if self.retries is not None else JAVA_DEFAULT_RETRIES
+        # Idempotence with retries=0 is a ConfigException in the Java client: off, as it would be.
+        idempotent = self.idempotence if self.idempotence is not None else self.acks in ("all", "-1") and retries > 0
+        props = {"client.id": self.process, "retries": str(retries), "enable.idempotence": str(idempotent).lower()}
+        if self.linger_ms is not None:
+            props["linger.ms"] = str(self.linger_ms)
+        if self.delivery_timeout_ms is not None:
+            props["delivery.timeout.ms"] = str(self.delivery_timeout_ms)
+        props.update({k: str(v) for k, v in self.properties.items()})
+        return props
+
+
+@dataclass(frozen=True)
+class VerifiableConsumerSpec(ConsumerSpec):
+    """A ConsumerSpec run by Kafka's VerifiableConsumer: one topic, always in a group.
+
+    Without ``auto_commit`` the tool commits synchronously after every poll and reports each
+    commit; with it, the client commits in the background and no commit is recorded.
+    ``verbose`` makes the tool print every record; without it only offset ranges are known, and
+    the history loader takes keys and values from the log read after the run.
+    ``properties`` are Java consumer configs, passed with ``--consumer.config``.
+    """
+
+    KIND: ClassVar[str] = "verifiable-consumer"
+
+    count: int | None = None
+    auto_commit: bool = False
+    verbose: bool = True
+    group_protocol: str | None = None
+    assignment_strategy: str | None = None
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if len(self.topics) != 1:
+            raise UserError(f"{self.process}: topics = {list(self.topics)}: the VerifiableConsumer reads exactly one topic")
+        if not self.group:
+            raise UserError(f"{self.process}: group is required: the VerifiableConsumer always joins a consumer group")
+
+    def java_properties(self) -> dict[str, str]:
+        props = {"client.id": self.process}
+        if self.auto_commit:
+            props["auto.commit.interval.ms"] = str(self.auto_commit_interval_ms)
+        props.update({k: str(v) for k, v in self.properties.items()})
+        return props
+
+
+VerifiableSpec = VerifiableProducerSpec | VerifiableConsumerSpec
+VERIFIABLE_KINDS: dict[str, type[VerifiableProducerSpec] | type[VerifiableConsumerSpec]] = {
+    VerifiableProducerSpec.KIND: VerifiableProducerSpec,
+    VerifiableConsumerSpec.KIND: VerifiableConsumerSpec,
+}
+
+
+def verifiable_spec_from_json(data: dict) -> VerifiableSpec:
+    """The spec of a ``spec_to_json`` dict whose kind is verifiable-producer or verifiable-consumer."""
+    data = dict(data)
+    cls = VERIFIABLE_KINDS[data.pop("kind")]
+    known = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in known}
+    if "topics" in values:
+        values["topics"] = tuple(values["topics"])
+    return cls(**values)
+
+
+# -- translating events ---------------------------------------------------------------------------
+@dataclass
+class ProducerState:
+    """What translating one producer's events remembers: which of its sends were reported.
+
+    The tool sends ``{prefix}.0``, ``{prefix}.1``, ... one after the other and prints only
+    completions, so a sequence number below the highest reported one that was not reported
+    yet is a send in flight.
+    """
+
+    topic: str
+    value_prefix: int | None = None
+    keys: int = 0
+    high: int = 0
+    missing: set[int] = field(default_factory=set)
+    # From tool_data: how many times the tool called send().
+    sent: int | None = None
+    _next_unparsed_id: int = -1
+
+    def value(self, seq: int) -> str:
+        return f"{seq}" if self.value_prefix is None else f"{self.value_prefix}.{seq}"
+
+    def key(self, seq: int) -> str | None:
+        return str(seq % self.keys) if self.keys > 0 else None
+
+    def reported(self, value: object) -> int:
+        """The send's id: its sequence number, parsed from the value."""
+        try:
+            seq = int(str(value).rsplit(".", 1)[-1])
+        except ValueError:
+            seq = -1
+        if seq < 0:
+            # Not a value this tool makes; negative ids cannot collide with sequence numbers.
+            self._next_unparsed_id -= 1
+            return self._next_unparsed_id + 1
+        if seq >= self.high:
+            self.missing.update(range(self.high, seq))
+            self.high = seq + 1
+        else:
+            self.missing.discard(seq)
+        return seq
+
+    def unreported(self) -> list[int]:
+        """Sequence numbers sent whose outcome was never printed."""
+        upto = max(self.high, self.sent or 0)
+        return sorted(self.missing | set(range(self.high, upto)))
+
+
+def parse_event(line: bytes | str) -> dict | None:
+    """The event on one stdout line, or None for anything else (log lines, deprecation notices)."""
+    line = line.strip()
+    if not line.startswith(b"{" if isinstance(line, bytes) else "{"):
+        return None
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("name"), str) else None
+
+
+def event_time_ns(event: dict) -> int:
+    timestamp = event.get("timestamp")
+    if isinstance(timestamp, int) and not isinstance(timestamp, bool):
+        return timestamp * 1_000_000
+    return time.time_ns()
+
+
+def java_simple_name(exception: object) -> str:
+    """``TimeoutException`` of ``class org.apache.kafka.common.errors.TimeoutException``."""
+    text = str(exception or "").strip().removeprefix("class ").strip()
+    return text.rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+
+
+def java_send_outcome(exception: object) -> tuple[str, str]:
+    """(``fail`` or ``info``, error name) of a producer_send_error's ``exception`` field."""
+    name = java_simple_name(exception)
+    code = JAVA_EXCEPTION_ERRORS.get(name)
+    if code is None:
+        # An exception we cannot place proves nothing about the write.
+        return "info", name or "UNKNOWN"
+    error = KafkaError(code)
+    return send_outcome(error), error_name(error)
+
+
+def _op(time_ns: int, process: str, type: str, f: str, **fields: object) -> dict:
+    return {"time_ns": time_ns, "process": process, "type": type, "f": f, **fields}
+
+
+def producer_event_to_ops(event: dict, process: str, state: ProducerState) -> list[dict]:
+    """The history ops of one VerifiableProducer event (none for events that are not ops)."""
+    name = event.get("name")
+    now_ns = event_time_ns(event)
+    if name in ("producer_send_success", "producer_send_error"):
+        topic = event.get("topic") or state.topic
+        key, value = event.get("key"), event.get("value")
+        send_id = state.reported(value)
+        # The tool prints nothing when it calls send(), only when the send completes: the invoke
+        # is written just before its outcome, at the same time, so every send is still an
+        # invoke/completion pair. Its latency is unknown (zero here), not measured.
+        invoke = _op(now_ns, process, "invoke", "send", id=send_id, topic=topic, key=key, value=value)
+        if name == "producer_send_success":
+            offset = event.get("offset")
+            # With acks=0 the Java client reports offset -1: the broker confirmed nothing.
+            offset = offset if isinstance(offset, int) and offset >= 0 else None
+            done = _op(now_ns, process, "ok", "send", id=send_id, topic=topic, partition=event.get("partition"), offset=offset, key=key, value=value)
+        else:
+            outcome, error = java_send_outcome(event.get("exception"))
+            done = _op(now_ns, process, outcome, "send", id=send_id, topic=topic, key=key, value=value, partition=None, error=error)
+        return [invoke, done]
+    if name == "tool_data":
+        sent = event.get("sent")
+        state.sent = sent if isinstance(sent, int) else state.sent
+        return []
+    if name == "shutdown_complete":
+        return [_op(now_ns, process, "info", "close")]
+    return []
+
+
+def producer_stopped_ops(state: ProducerState, process: str, time_ns: int | None = None) -> list[dict]:
+    """Sends the tool made but never reported (it was killed): each an invoke and an info."""
+    now_ns = time.time_ns() if time_ns is None else time_ns
+    ops = []
+    for seq in state.unreported():
+        base = {"id": seq, "topic": state.topic, "key": state.key(seq), "value": state.value(seq)}
+        ops.append(_op(now_ns, process, "invoke", "send", **base))
+        ops.append(_op(now_ns, process, "info", "send", **base, partition=None, error=_STOPPED_IN_FLIGHT))
+        state.reported(state.value(seq))
+    state.sent = state.high
+    return ops
+
+
+def _partitions(items: object) -> list[dict]:
+    return [{"topic": p["topic"], "partition": p["partition"]} for p in items or []]
+
+
+def consumer_event_to_ops(event: dict, process: str, group: str | None, *, verbose: bool = True) -> list[dict]:
+    """The history ops of one VerifiableConsumer event (none for events that are not ops).
+
+    With ``verbose`` (the tool's --verbose) each record_data is one poll ok of that record, and
+    records_consumed, which only summarises the same records, is dropped. Without it,
+    records_consumed is the poll, its records known by offset only (key and value null).
+    """
+    name = event.get("name")
+    now_ns = event_time_ns(event)
+    if name == "record_data":
+        record = {k: event.get(k) for k in ("topic", "partition", "offset", "key", "value")}
+        return [_op(now_ns, process, "ok", "poll", group=group, records=[record])]
+    if name == "records_consumed":
+        if verbose:
+            return []
+        records = [
+            # Offsets in a range may be transaction markers; those stay without a value in the log.
+            {"topic": s["topic"], "partition": s["partition"], "offset": offset, "key": None, "value": None}
+            for s in event.get("partitions") or []
+            for offset in range(s["minOffset"], s["maxOffset"] + 1)
+        ]
+        return [_op(now_ns, process, "ok", "poll", group=group, records=records)] if records else []
+    if name == "partitions_assigned":
+        return [_op(now_ns, process, "info", "assign", group=group, partitions=_partitions(event.get("partitions")))]
+    if name == "partitions_revoked":
+        # The Java listener's onPartitionsLost defaults to onPartitionsRevoked: a loss looks the same.
+        return [_op(now_ns, process, "info", "revoke", group=group, partitions=_partitions(event.get("partitions")))]
+    if name == "offsets_committed":
+        offsets = [{"topic": o["topic"], "partition": o["partition"], "offset": o["offset"]} for o in event.get("offsets") or []]
+        if event.get("success", False):
+            # After an empty poll the tool commits nothing and still says so.
+            return [_op(now_ns, process, "ok", "commit", group=group, offsets=offsets)] if offsets else []
+        # The tool reports the exception's message, not its class.
+        return [_op(now_ns, process, "fail", "commit", group=group, offsets=offsets, error=event.get("error") or "UNKNOWN")]
+    if name == "shutdown_complete":
+        return [_op(now_ns, process, "info", "close", group=group)]
+    return []
+
+
+# -- command lines --------------------------------------------------------------------------------
+def java_acks(acks: str) -> str:
+    """The tool's --acks takes only -1, 1 and 0."""
+    return "-1" if acks == "all" else acks
+
+
+def verifiable_producer_command(spec: VerifiableProducerSpec, java: Java, dist: KafkaDist, config_path: Path | None = None) -> list[str]:
+    """The JVM command line; config_path is where java_properties() was written."""
+    throughput = max(1, round(spec.rate_per_s)) if spec.rate_per_s > 0 else -1
+    args = [
+        "--bootstrap-server", spec.bootstrap_servers,
+        "--topic", spec.topic,
+        "--acks", java_acks(spec.acks),
+        "--value-prefix", str(spec.prefix),
+        "--throughput", str(throughput),
+        "--max-messages", str(spec.count if spec.count is not None else -1),
+    ]
+    if spec.keys > 0:
+        args += ["--repeating-keys", str(spec.keys)]
+    # --producer.config is in every supported Kafka (3.9 has no --command-config); 4.x prints a
+    # deprecation notice for it on stdout, which parse_event skips.
+    if config_path is not None:
+        args += ["--producer.config", str(config_path)]
+    return tool_command(java, dist, main_class(dist, "verifiable-producer"), args)
+
+
+def verifiable_consumer_command(spec: VerifiableConsumerSpec, java: Java, dist: KafkaDist, config_path: Path | None = None) -> list[str]:
+    """The JVM command line; config_path is where java_properties() was written."""
+    args = [
+        "--bootstrap-server", spec.bootstrap_servers,
+        "--topic", spec.topics[0],
+        "--group-id", str(spec.group),
+        "--reset-policy", "earliest",
+        "--max-messages", str(spec.count if spec.count is not None else -1),
+    ]
+    if spec.verbose:
+        args.append("--verbose")
+    if spec.auto_commit:
+        args.append("--enable-autocommit")
+    if spec.session_timeout_ms is not None:
+        args += ["--session-timeout", str(spec.session_timeout_ms)]
+    if spec.group_protocol is not None:
+        args += ["--group-protocol", spec.group_protocol]
+    if spec.assignment_strategy is not None:
+        args += ["--assignment-strategy", spec.assignment_strategy]
+    if config_path is not None:
+        args += ["--consumer.config", str(config_path)]
+    return tool_command(java, dist, main_class(dist, "verifiable-consumer"), args)
+
+
+def properties_text(props: dict[str, str]) -> str:
+    """A Java .properties file: backslash, separators and line breaks escaped."""
+
+    def escape(text: str, is_key: bool) -> str:
+        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        if is_key:
+            for ch in "=: #!":
+                text = text.replace(ch, "\\" + ch)
+        return text
+
+    return "".join(f"{escape(k, True)}={escape(v, False)}\n" for k, v in props.items())
+
+
+# -- running --------------------------------------------------------------------------------------
+def _write(out: OpWriter, op: dict) -> None:
+    fields = {k: v for k, v in op.items() if k not in ("type", "f")}
+    # OpWriter stamps time_ns and process first; these fields replace their values in place.
+    out.op(op["type"], op["f"], **fields)
+
+
+def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *, java: Java | None = None, dist: KafkaDist | None = None) -> int:
+    """Run the tool until it ends or ``stop`` is set; returns its exit code.
+
+    The JVM gets SIGTERM when ``stop`` is set (its shutdown hook closes the client, which reports
+    what was in flight) and SIGKILL after ``stop_timeout_s``; it is never left running.
+    Raises RuntimeError, after recording what it printed, when it ended without being asked.
+    """
+    java = java or find_java()
+    dist = dist or kafka_dist(spec.kafka_version)
+    state = ProducerState(spec.topic, spec.prefix, spec.keys) if isinstance(spec, VerifiableProducerSpec) else None
+
+    def translate(event: dict) -> list[dict]:
+        if state is not None:
+            return producer_event_to_ops(event, spec.process, state)
+        return consumer_event_to_ops(event, spec.process, spec.group, verbose=spec.verbose)
+
+    with tempfile.TemporaryDirectory(prefix="failsafe-verifiable-") as tmp:
+        config = Path(tmp) / "client.properties"
+        config.write_text(properties_text(spec.java_properties()))
+        if isinstance(spec, VerifiableProducerSpec):
+            cmd = verifiable_producer_command(spec, java, dist, config)
+        else:
+            cmd = verifiable_consumer_command(spec, java, dist, config)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=pdeathsig_kill,
+        )
+        stderr_tail: list[str] = []
+        killed = threading.Event()
+        stopper = threading.Thread(target=_stop_when_asked, args=(proc, stop, killed, spec.stop_timeout_s), name=f"stop-{spec.process}", daemon=True)
+        stopper.start()
+        tail = threading.Thread(target=_keep_tail, args=(proc, stderr_tail), name=f"stderr-{spec.process}", daemon=True)
+        tail.start()
+        try:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                event = parse_event(line)
+                if event is None:
+                    continue
+                try:
+                    ops = translate(event)
+                except (KeyError, TypeError, ValueError) as e:
+                    # One malformed event must not end the workload: say so, keep reading.
+                    print(f"{spec.process}: cannot translate {line[:200]!r}: {type(e).__name__}: {e}", file=sys.stderr)
+                    continue
+                for op in ops:
+                    _write(out, op)
+                if ops and ops[-1]["f"] in ("poll", "assign", "revoke", "close"):
+                    # Into the pipe now: the tool commits right after printing a poll.
+                    out.flush()
+            # Its stdout is closed, so the JVM is on its way out: give it the time to get there.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(spec.stop_timeout_s)
+        finally:
+            if proc.poll() is None:
+                killed.set()
+                _kill_group(proc)
+            returncode = proc.wait()
+            stopper.join()
+            tail.join(5)
+            if state is not None:
+                for op in producer_stopped_ops(state, spec.process):
+                    _write(out, op)
+            if killed.is_set():
+                group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec) else {}
+                out.op("info", "crash", **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
+            out.flush()
+    if not stop.is_set() and not (spec.count is not None and returncode == 0):
+        detail = " | ".join(stderr_tail[-3:]) or "no output on stderr"
+        raise RuntimeError(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
+    return returncode
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    # A session of its own: the JVM leads its process group, which holds nothing else of ours.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _stop_when_asked(proc: subprocess.Popen, stop: threading.Event, killed: threading.Event, timeout_s: float) -> None:
+    while not stop.wait(0.1):
+        if proc.poll() is not None:
+            return
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        killed.set()
+        _kill_group(proc)
+
+
+def _keep_tail(proc: subprocess.Popen, tail: list[str]) -> None:
+    for raw in proc.stderr:  # type: ignore[union-attr]
+        tail.append(raw.decode(errors="replace").rstrip())
+        del tail[:-20]

@@ -1,0 +1,46 @@
+"""A workload worker process: ``python -m failsafe.workloads.worker SPEC_JSON``.
+
+It writes its ops as JSON lines to stdout and stops cleanly on SIGTERM or when stdin closes
+(the runner went away). The runner kills it with SIGKILL to simulate a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+import orjson
+
+from failsafe.history.recorder import OpWriter
+from failsafe.workloads.consumer import run_consumer
+from failsafe.workloads.producer import run_producer
+from failsafe.workloads.specs import ProducerSpec, spec_from_json
+
+
+def _watch_stdin(stop: threading.Event) -> None:
+    sys.stdin.buffer.read()
+    stop.set()
+
+
+def main(argv: list[str]) -> int:
+    spec = spec_from_json(orjson.loads(argv[0]))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    # librdkafka's connection-refused chatter while brokers are down is expected: keep stderr for real errors.
+    logger = logging.getLogger("failsafe.worker.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    out = OpWriter(sys.stdout.buffer, spec.process)
+    if isinstance(spec, ProducerSpec):
+        run_producer(spec, out, stop, logger)
+    else:
+        run_consumer(spec, out, stop, logger)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

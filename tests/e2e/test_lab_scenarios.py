@@ -1,0 +1,116 @@
+"""The failover lab on real clusters: scenarios pass, and a lossy history is reported as lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import TEST_HEAP, alive_pids, cluster_ports, run_cli
+
+pytestmark = pytest.mark.cluster
+
+RUN_TIMEOUT_S = 280
+
+
+def only_run_dir(runs: Path, scenario: str) -> Path:
+    dirs = sorted((runs / scenario).iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def assert_valid_run(run_dir: Path) -> dict:
+    results = json.loads((run_dir / "results.json").read_text())
+    failing = {n: c for n, c in results["checkers"].items() if c["valid"] is not True}
+    failing_exps = [e for e in results["expectations"] if e["valid"] is not True]
+    assert results["valid"] is True, (failing, failing_exps)
+    for name in ("scenario.json", "manifest.json", "history.jsonl", "report.html"):
+        assert (run_dir / name).is_file(), name
+    return results
+
+
+@pytest.fixture(scope="module")
+def queue_run(shared_cluster_holder, tmp_path_factory) -> Path:
+    from tests.conftest import start_cluster
+
+    if "cluster" not in shared_cluster_holder:
+        shared_cluster_holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
+    cluster = shared_cluster_holder["cluster"]
+    runs = tmp_path_factory.mktemp("runs")
+    result = cluster.cli("run", "queue", "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return only_run_dir(runs, "queue")
+
+
+def test_queue_shares_partitions_and_delivers_each_record_once(queue_run: Path) -> None:
+    results = assert_valid_run(queue_run)
+    assert results["checkers"]["delivery"]["counts"]["lost"] == 0
+    history = [orjson.loads(line) for line in (queue_run / "history.jsonl").read_bytes().splitlines()]
+    readers = {op["process"] for op in history if op["f"] == "poll" and op["type"] == "ok"}
+    assert readers == {"member-0", "member-1", "member-2"}
+    acked = {op["value"] for op in history if op["f"] == "send" and op["type"] == "ok"}
+    read = [r["value"] for op in history if op["f"] == "poll" and op["type"] == "ok" for r in op["records"]]
+    assert acked and acked <= set(read)
+    samples = [op["time_ns"] for op in history if op["f"] == "topology" and "partitions" in op]
+    gaps_ms = [(b - a) / 1e6 for a, b in zip(samples, samples[1:], strict=False)]
+    assert max(gaps_ms) < 1500 and sorted(gaps_ms)[len(gaps_ms) // 2] <= 300
+
+
+def test_check_reports_a_consumed_record_removed_from_the_history_as_lost(queue_run: Path, tmp_path: Path) -> None:
+    lines = (queue_run / "history.jsonl").read_bytes().splitlines()
+    ops = [orjson.loads(line) for line in lines]
+    victim = next(op["value"] for op in ops if op["f"] == "send" and op["type"] == "ok")
+    lossy = tmp_path / "lossy"
+    lossy.mkdir()
+    for name in ("scenario.json", "manifest.json"):
+        (lossy / name).write_bytes((queue_run / name).read_bytes())
+    with open(lossy / "history.jsonl", "wb") as out:
+        for op in ops:
+            if op["f"] in ("poll", "log-read") and op["type"] == "ok":
+                op["records"] = [r for r in op["records"] if r["value"] != victim]
+            out.write(orjson.dumps(op) + b"\n")
+    result = run_cli("check", str(lossy), "--json")
+    assert result.returncode == 1, result.stderr
+    results = json.loads(result.stdout)
+    delivery = results["checkers"]["delivery"]
+    assert results["valid"] is False and delivery["valid"] is False
+    assert delivery["counts"]["lost"] == 1
+    assert victim in json.dumps(delivery["examples"])
+    # The original run still checks valid: the verdict comes from the history, not from a flag.
+    assert run_cli("check", str(queue_run)).returncode == 0
+
+
+def test_report_re_renders_a_stored_run(queue_run: Path) -> None:
+    (queue_run / "report.html").unlink()
+    result = run_cli("report", str(queue_run))
+    assert result.returncode == 0, result.stderr
+    assert (queue_run / "report.html").stat().st_size > 10_000
+
+
+def test_check_on_a_directory_without_a_history_is_one_line(tmp_path: Path) -> None:
+    result = run_cli("check", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "not a failsafe run directory" in result.stderr
+
+
+def test_consumer_failover_moves_the_killed_members_partitions(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    result = shared_cluster.cli("run", "consumer-failover", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    results = assert_valid_run(only_run_dir(tmp_path, "consumer-failover"))
+    assert results["checkers"]["rebalance"]["valid"] is True
+
+
+@pytest.mark.breaks_cluster
+def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: Path, tmp_path: Path) -> None:
+    ports = cluster_ports()
+    result = run_cli("run", "broker-failover", "--dir", str(own_cluster_dir), "--heap", TEST_HEAP,
+                     "--base-port", ports[1], "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S + 60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    results = assert_valid_run(only_run_dir(tmp_path, "broker-failover"))
+    availability = results["checkers"]["availability"]
+    fault = availability["faults"][0]
+    assert fault["affected_partitions"], "the killed broker led no partition"
+    assert all(p["new_leader_ms"] is not None and p["new_leader_ms"] > 0 for p in fault["affected_partitions"])
+    assert alive_pids(own_cluster_dir) == [], "the run left the cluster it started running"

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+from failsafe.checkers.delivery import check
+from tests.unit.test_checker_builders import assign, history, log_read, poll, rec, send
+
+ASSIGN = assign("c0", [0])
+
+
+def test_every_acknowledged_write_read_once_is_valid() -> None:
+    h = history(
+        *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), log_read([rec(0, "v1"), rec(1, "v2")])
+    )
+    result = check(h)
+    assert result["valid"] is True
+    assert result["counts"]["acknowledged"] == 2 and result["counts"]["read"] == 2 and result["counts"]["lost"] == 0
+    assert result["examples"] == {}
+
+
+def test_a_write_missing_from_reads_and_log_is_lost_not_in_log_and_unseen() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]))
+    result = check(h)
+    assert result["valid"] is False
+    counts = result["counts"]
+    assert (counts["lost"], counts["lost-not-in-log"], counts["unseen"], counts["lost-write"]) == (1, 1, 1, 0)
+    assert result["examples"]["lost-not-in-log"][0]["value"] == "v2"
+
+
+def test_a_write_below_the_highest_read_offset_is_a_lost_write() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 2), ASSIGN, poll("c0", [rec(0, "v1"), rec(2, "v3")], ms=5))
+    result = check(h)
+    assert result["valid"] is False
+    assert (result["counts"]["lost-write"], result["counts"]["unseen"]) == (1, 0)
+    assert result["examples"]["lost-write"][0]["value"] == "v2"
+
+
+def test_a_write_in_the_log_but_never_consumed() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1"), rec(1, "v2")]))
+    result = check(h)
+    assert result["valid"] is False
+    assert result["counts"]["lost-in-log-not-consumed"] == 1 and result["counts"]["lost-not-in-log"] == 0
+
+
+def test_without_a_log_read_a_loss_is_unverified() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h)
+    assert result["valid"] is False and result["counts"]["lost-unverified"] == 1
+
+
+def test_allow_loss_counts_but_does_not_invalidate() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h, {"allow_loss": True})
+    assert result["valid"] is True and result["counts"]["lost"] == 1
+
+
+def test_an_acks0_write_without_offset_counts_as_acknowledged() -> None:
+    lost = history(*send("p0", 1, "v1", None), *send("p0", 2, "v2", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(lost)
+    assert result["counts"]["acknowledged-without-offset"] == 2
+    assert result["valid"] is False and result["counts"]["lost"] == 1
+    read = history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    assert check(read)["valid"] is True
+
+
+def test_one_value_at_two_offsets_is_a_duplicate() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "v1")], ms=5))
+    result = check(h)
+    assert result["valid"] is False
+    assert result["counts"]["duplicate"] == 1
+    assert result["examples"]["duplicate"] == [{"topic": "t", "value": "v1", "partition": [0, 0], "offset": [0, 1]}]
+    assert check(h, {"allow_duplicates": True})["valid"] is True
+
+
+def test_a_duplicate_in_the_log_alone_counts() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1"), rec(1, "v1")]))
+    result = check(h)
+    assert result["valid"] is False and result["counts"]["duplicate"] == 1
+
+
+def test_two_values_at_one_offset_are_inconsistent() -> None:
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 0, partition=1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        poll("c1", [rec(0, "v9")], ms=6),
+    )
+    result = check(h)
+    assert result["valid"] is False
+    assert result["counts"]["inconsistent-offsets"] == 1
+    assert result["examples"]["inconsistent-offsets"][0]["value"] == ["v1", "v9"]
+
+
+def test_an_ack_at_another_offset_than_the_read_is_inconsistent() -> None:
+    h = history(*send("p0", 1, "v1", 5), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h)
+    assert result["valid"] is False and result["counts"]["inconsistent-offsets"] == 1
+    example = result["examples"]["inconsistent-offsets"][0]
+    assert (example["offset"], example["read_offset"]) == (5, 0)
+
+
+def test_a_failed_write_that_was_read_is_failed_but_present() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", None, outcome="fail"), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5))
+    result = check(h)
+    assert result["valid"] is False
+    assert result["counts"]["failed-but-present"] == 1
+    assert result["examples"]["failed-but-present"][0]["error"] == "NOT_ENOUGH_REPLICAS"
+
+
+def test_a_failed_write_in_the_log_is_failed_but_present() -> None:
+    h = history(*send("p0", 2, "v2", None, outcome="fail"), log_read([rec(0, "v2")]))
+    assert check(h)["counts"]["failed-but-present"] == 1
+
+
+def test_unknown_writes_are_recovered_or_not_and_neither_invalidates() -> None:
+    h = history(
+        *send("p0", 1, "v1", None, outcome="info"),
+        *send("p0", 2, "v2", None, outcome="info"),
+        *send("p0", 3, "v3", None, outcome=None),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+    )
+    result = check(h)
+    assert result["valid"] is True
+    assert (result["counts"]["unknown"], result["counts"]["recovered"], result["counts"]["unknown-not-recovered"]) == (3, 1, 2)
+
+
+def test_by_process_breaks_outcomes_down_per_producer() -> None:
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        *send("p1", 3, "v3", None, outcome="fail"),
+        *send("p1", 4, "v4", None, outcome="info"),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(2, "v4")], ms=5),
+    )
+    assert check(h, {"allow_loss": True})["by_process"] == {
+        "p0": {"acknowledged": 2, "lost": 1, "failed": 0, "unknown": 0, "recovered": 0},
+        "p1": {"acknowledged": 0, "lost": 0, "failed": 1, "unknown": 1, "recovered": 1},
+    }
+
+
+def test_offsets_only_reads_are_matched_through_the_log() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, None)], ms=5), log_read([rec(0, "v1")]))
+    assert check(h)["valid"] is True
+
+
+def test_an_empty_history_is_valid() -> None:
+    result = check(history())
+    assert result["valid"] is True and result["by_process"] == {}
+
+
+def test_an_empty_partition_of_a_logged_topic_was_read_by_the_log_reader() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]))
+    assert check(h)["counts"]["lost-not-in-log"] == 1
+
+
+def test_a_partition_the_log_reader_could_not_read_is_unverified() -> None:
+    failed = {"time_ns": 1, "process": "log-reader", "type": "fail", "f": "log-read", "topic": "t", "partition": 1, "error": "LEADER_NOT_AVAILABLE"}
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]), failed)
+    assert check(h)["counts"]["lost-unverified"] == 1
+
+
+def test_a_read_without_value_still_proves_its_offset_was_read() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, None)], ms=5))
+    assert check(h)["valid"] is True

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from failsafe.checkers import CHECKERS, combine_validity, run_checkers
+from tests.unit.test_checker_builders import assign, client_event, fault, history, log_read, poll, rec, send, topology
+
+
+def _busy_history():
+    return history(
+        topology(0, [(0, 1, [1, 2, 3], [1, 2, 3]), (1, 2, [2, 3, 1], [2, 3, 1])]),
+        assign("c0", [0], ms=0),
+        assign("c1", [1], ms=0),
+        *send("p0", 1, "a", 0, ms=1),
+        *send("p0", 2, "b", 0, ms=2, partition=1),
+        *send("p0", 3, "c", None, ms=3, outcome="info"),
+        poll("c0", [rec(0, "a", key="k")], ms=10),
+        poll("c1", [rec(0, "b", partition=1)], ms=10),
+        *fault(1, start_ms=20, stop_ms=30, nodes=[1]),
+        *fault(2, start_ms=40, stop_ms=None, nodes=["c1"], fault_name="kill-consumer", target="consumer"),
+        client_event("crash", "c1", ms=41),
+        assign("c0", [0, 1], ms=50),
+        topology(60, [(0, 2, [1, 2, 3], [2, 3]), (1, 2, [2, 3, 1], [2, 3])]),
+        *send("p0", 4, "d", 1, ms=70),
+        poll("c0", [rec(1, "d")], ms=80),
+        log_read([rec(0, "a", key="k"), rec(1, "d")]),
+        log_read([rec(0, "b", partition=1)]),
+    )
+
+
+def test_the_checkers_are_named() -> None:
+    assert list(CHECKERS) == ["delivery", "order", "semantics", "availability", "rebalance"]
+
+
+def test_every_checker_runs_and_its_result_is_json() -> None:
+    results = run_checkers(_busy_history())
+    assert set(results) == set(CHECKERS)
+    for name, result in results.items():
+        assert result["valid"] is True, (name, result)
+        assert set(result) >= {"valid", "counts", "examples"}
+        assert all(isinstance(count, int) for count in result["counts"].values())
+    assert orjson.loads(orjson.dumps(results)) == results
+
+
+def test_a_checker_that_raises_is_unknown_and_the_others_still_run() -> None:
+    results = run_checkers(_busy_history(), {"delivery": {"allow_loss": "yes"}, "order": {"no_such_option": 1}})
+    assert results["delivery"]["valid"] == "unknown"
+    assert results["delivery"]["error"].startswith("CheckerOptionError: delivery: option 'allow_loss'")
+    assert results["order"]["valid"] == "unknown" and "no_such_option" in results["order"]["error"]
+    assert results["semantics"]["valid"] is True
+
+
+def test_only_the_named_checkers_run() -> None:
+    assert list(run_checkers(history(), names=["order", "delivery"])) == ["order", "delivery"]
+    with pytest.raises(ValueError, match="no checker named"):
+        run_checkers(history(), names=["nope"])
+
+
+def test_every_checker_works_on_an_empty_history() -> None:
+    assert {name: result["valid"] for name, result in run_checkers(history()).items()} == dict.fromkeys(CHECKERS, True)
+
+
+@pytest.mark.parametrize(
+    ("values", "combined"),
+    [([], True), ([True, True], True), ([True, "unknown"], "unknown"), ([True, "unknown", False], False), ([False], False)],
+)
+def test_combine_validity(values: list, combined: object) -> None:
+    assert combine_validity(values) == combined

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from failsafe.checkers.semantics import check
+from tests.unit.test_checker_builders import assign, history, poll, rec, revoke, send
+
+SENDS = [*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1)]
+
+
+def test_each_record_to_one_member_and_all_read_is_valid() -> None:
+    h = history(*SENDS, assign("c0", [0]), assign("c1", [1]), poll("c0", [rec(0, "v1")], ms=5), poll("c1", [rec(0, "v2", partition=1)], ms=5))
+    result = check(h)
+    assert result["valid"] is True
+    assert result["groups"] == ["g"] and result["missing_by_group"] == {"g": 0}
+
+
+def test_one_record_to_two_members_without_rebalance_is_a_double_delivery() -> None:
+    h = history(
+        *SENDS,
+        assign("c0", [0, 1], ms=0),
+        assign("c1", [0], ms=0),
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        poll("c1", [rec(0, "v1")], ms=6),
+    )
+    result = check(h)
+    assert result["valid"] is False
+    assert result["counts"]["double-delivery"] == 1
+    example = result["examples"]["double-delivery"][0]
+    assert (example["previous_process"], example["process"], example["offset"]) == ("c0", "c1", 0)
+
+
+def test_redelivery_after_a_rebalance_is_tolerated_and_counted() -> None:
+    h = history(
+        *SENDS,
+        assign("c0", [0, 1], ms=0),
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        revoke("c0", [0, 1], ms=10),
+        assign("c0", [1], ms=11),
+        assign("c1", [0], ms=11),
+        poll("c1", [rec(0, "v1")], ms=12),
+    )
+    result = check(h)
+    assert result["valid"] is True
+    assert result["counts"]["redelivered-across-rebalance"] == 1 and result["counts"]["double-delivery"] == 0
+
+
+def test_another_group_rebalancing_does_not_excuse_a_double_delivery() -> None:
+    h = history(
+        *SENDS,
+        assign("c0", [0, 1]),
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        assign("x0", [0], ms=6, group="other"),
+        poll("c1", [rec(0, "v1")], ms=7),
+    )
+    assert check(h)["counts"]["double-delivery"] == 1
+
+
+def test_a_group_that_missed_an_acknowledged_write_is_invalid() -> None:
+    h = history(
+        *SENDS,
+        assign("c0", [0, 1]),
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        assign("d0", [0, 1], group="late"),
+        poll("d0", [rec(0, "v1")], ms=5, group="late"),
+    )
+    result = check(h)
+    assert result["valid"] is False
+    assert result["missing_by_group"] == {"g": 0, "late": 1}
+    assert result["examples"]["missing"][0] | {"id": None} == {
+        "group": "late",
+        "id": None,
+        "process": "p0",
+        "topic": "t",
+        "partition": 1,
+        "offset": 0,
+        "value": "v2",
+    }
+    assert check(h, {"allow_loss": True})["valid"] is True
+    assert check(h, {"groups": ["g"]})["valid"] is True
+
+
+def test_an_expected_group_that_read_nothing_misses_everything() -> None:
+    h = history(*SENDS, assign("c0", [0, 1]), poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5))
+    result = check(h, {"groups": ["g", "absent"]})
+    assert result["valid"] is False and result["missing_by_group"] == {"g": 0, "absent": 2}
+
+
+def test_a_group_is_only_expected_to_read_its_topics() -> None:
+    h = history(*SENDS, *send("p0", 3, "w1", 0, topic="elsewhere"), assign("c0", [0, 1]), poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5))
+    assert check(h)["valid"] is True
+
+
+def test_an_empty_history_is_valid() -> None:
+    assert check(history())["valid"] is True
