@@ -79,8 +79,13 @@ def one_run(root: Path) -> dict:
             raise RuntimeError("no failover within 120 s")
         time.sleep(POLL_S)  # the sampling period of the measurement, not a synchronisation
     cli("clean", "--dir", str(root))
-    return {"create_to_ready_s": create_to_ready_s, "restart_to_ready_s": restart_to_ready_s, "rss_mib": rss,
-            "kill_to_new_leader_s": new_leader_s, "kill_to_isr_shrunk_s": isr_shrunk_s}
+    return {
+        "create_to_ready_s": create_to_ready_s,
+        "restart_to_ready_s": restart_to_ready_s,
+        "rss_mib": rss,
+        "kill_to_new_leader_s": new_leader_s,
+        "kill_to_isr_shrunk_s": isr_shrunk_s,
+    }
 
 
 def summary(values: list[float]) -> dict:
@@ -99,8 +104,12 @@ def main() -> None:
         print(f"run {i + 1}/{args.runs}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
     brokers_rss = [v for r in runs for k, v in r["rss_mib"].items() if k != "server-1000"]
     result = {
-        "machine": {"cpus": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-                    "python": platform.python_version(), "java": find_java().major},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version(),
+            "java": find_java().major,
+        },
         "kafka_version": DEFAULT_KAFKA_VERSION,
         "runs": runs,
         "create_to_ready_s": summary([r["create_to_ready_s"] for r in runs]),

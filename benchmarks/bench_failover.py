@@ -28,16 +28,20 @@ from tests.helpers import free_port_block  # noqa: E402
 
 def one_run(root: Path, runs: Path) -> dict:
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "failsafe.cli.main", "run", "broker-failover", "--dir", str(root), "--runs", str(runs)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "failsafe.cli.main", "run", "broker-failover", "--dir", str(root), "--runs", str(runs)], capture_output=True, text=True
+    )
     wall_s = time.monotonic() - t0
     run_dir = sorted((runs / "broker-failover").iterdir())[-1]
     results = json.loads((run_dir / "results.json").read_text())
     availability = results["checkers"]["availability"]
     fault = availability["faults"][0] if availability.get("faults") else {}
     return {
-        "valid": results["valid"], "exit_code": proc.returncode, "wall_s": round(wall_s, 1),
-        "killed_broker": fault.get("nodes"), "partitions_affected": len(fault.get("affected_partitions", [])),
+        "valid": results["valid"],
+        "exit_code": proc.returncode,
+        "wall_s": round(wall_s, 1),
+        "killed_broker": fault.get("nodes"),
+        "partitions_affected": len(fault.get("affected_partitions", [])),
         "max_unavailable_ms": availability.get("max_unavailable_ms"),
         "median_unavailable_ms": availability.get("median_unavailable_ms"),
         "median_new_leader_ms": availability.get("median_new_leader_ms"),

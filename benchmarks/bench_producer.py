@@ -43,8 +43,21 @@ def cli(*args: str, root: Path | None = None) -> str:
 
 
 def perf_test(root: Path, records: int, size: int) -> float:
-    out = cli("kafka", "producer-perf-test", "--topic", TOPIC, "--num-records", str(records),
-              "--record-size", str(size), "--throughput", "-1", "--producer-props", "acks=all", root=root)
+    out = cli(
+        "kafka",
+        "producer-perf-test",
+        "--topic",
+        TOPIC,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(size),
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "acks=all",
+        root=root,
+    )
     last = [line for line in out.splitlines() if "records sent" in line][-1]
     return float(re.search(r"([\d.]+) records/sec", last).group(1))
 
@@ -54,8 +67,9 @@ def ours(bootstrap: str, records: int, size: int, round_no: int) -> tuple[float,
         history = Path(tmp) / "history.jsonl"
         recorder = Recorder(history)
         pool = WorkerPool(recorder)
-        spec = ProducerSpec(process=f"bench-{round_no}", topic=TOPIC, bootstrap_servers=bootstrap, rate_per_s=0, count=records,
-                            keys=0, acks="all", record_size=size)
+        spec = ProducerSpec(
+            process=f"bench-{round_no}", topic=TOPIC, bootstrap_servers=bootstrap, rate_per_s=0, count=records, keys=0, acks="all", record_size=size
+        )
         t0 = time.monotonic()
         worker = pool.start(spec)
         wait_until(lambda: not worker.alive(), 600, "the benchmark producer did not finish", poll_interval_s=0.05)
@@ -98,7 +112,9 @@ def main() -> None:
             lifecycle.down(args.dir)
     summary = {
         "what": "verifying producer (worker process, history recorded) vs kafka producer-perf-test, acks=all, same topic (6 partitions, RF 3)",
-        "records": args.records, "record_size": args.record_size, "rounds": rounds,
+        "records": args.records,
+        "record_size": args.record_size,
+        "rounds": rounds,
         "median_ratio": statistics.median(r["ratio"] for r in rounds),
         "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -114,3 +114,46 @@ def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: 
     assert fault["affected_partitions"], "the killed broker led no partition"
     assert all(p["new_leader_ms"] is not None and p["new_leader_ms"] > 0 for p in fault["affected_partitions"])
     assert alive_pids(own_cluster_dir) == [], "the run left the cluster it started running"
+
+
+def test_an_interrupted_run_stops_every_worker_it_started(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    """SIGTERM in the middle of a scenario: exit 130, no worker process left, the cluster still whole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    from failsafe.waiting import wait_until
+
+    proc = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "run", "queue", "--runs", str(tmp_path)],
+                            env={**os.environ, "FAILSAFE_DIR": str(shared_cluster.dir)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        history = tmp_path / "queue"
+        wait_until(lambda: any(b'"f":"poll"' in p.read_bytes() for p in history.glob("*/history.jsonl")), 120,
+                   "the run never recorded a poll")
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert len(workers) >= 4, workers  # three consumers and a producer
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+        assert proc.returncode == 130, stderr.decode()
+        assert stderr.decode().rstrip().endswith("failsafe: interrupted")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert alive == [], f"workers left running: {alive}"
+    status = json.loads(shared_cluster.cli("status", "--json").stdout)
+    assert all(n["state"] == "up" for n in status["nodes"])
+
+
+def test_kafkas_verifiable_clients_drive_the_same_checks(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    result = shared_cluster.cli("run", "queue-verifiable", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = only_run_dir(tmp_path, "queue-verifiable")
+    results = assert_valid_run(run_dir)
+    assert results["checkers"]["delivery"]["counts"]["acknowledged"] > 0
+    ops = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+    assert {op["process"] for op in ops if op["f"] == "poll"} == {"vmember-0", "vmember-1"}

@@ -142,3 +142,14 @@ def test_poll_seq_counts_each_process_in_file_order() -> None:
 
 def test_frames_are_polars() -> None:
     assert isinstance(history_from_ops(OPS).sends, pl.DataFrame)
+
+
+def test_an_unknown_op_is_ignored_whatever_its_fields() -> None:
+    future = {"time_ns": 1, "process": "runner", "type": "info", "f": "from-the-future", "records": "not a list", "nodes": {"a": 1}}
+    h = history_from_ops([OPS[0], future])
+    assert h.op_count == 2 and h.sends.height == 1
+
+
+def test_an_unknown_op_still_needs_the_common_fields() -> None:
+    with pytest.raises(HistoryFormatError, match="line 2: no 'process'"):
+        history_from_ops([OPS[0], {"time_ns": 1, "type": "info", "f": "from-the-future"}])

@@ -29,8 +29,9 @@ def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
     topology = history.topology
     # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
     # so it says nothing about when the partition was available.
-    acked = history.sends.filter((pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null()
-                                 & pl.col("offset").is_not_null())
+    acked = history.sends.select("topic", "partition", "offset", "outcome", "complete_ns").filter(
+        (pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
+    )
 
     partitions = _affected_partitions(faults, topology)
     partitions = _windows(partitions, acked)
@@ -109,7 +110,8 @@ def _empty_partitions() -> pl.DataFrame:
 
 
 def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
-    acks = acked.select("topic", "partition", pl.col("complete_ns").alias("ack_ns")).sort("ack_ns")
+    acks = acked.join(partitions.select("topic", "partition").unique(), on=["topic", "partition"], how="semi")
+    acks = acks.select("topic", "partition", pl.col("complete_ns").alias("ack_ns")).sort("ack_ns")
     by_start = partitions.sort("start_ns")
     before = by_start.join_asof(acks, left_on="start_ns", right_on="ack_ns", by=["topic", "partition"], strategy="backward", check_sortedness=False)
     after = by_start.join_asof(

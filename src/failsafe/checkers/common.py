@@ -82,7 +82,7 @@ def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
 
 def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
     """The writes (rows with topic, value, partition, offset and their key k) that no read read."""
-    read_keys = reads.filter(pl.col("value").is_not_null()).select(key(IDENTITY))
+    read_keys = reads.select(IDENTITY).drop_nulls("value").select(key(IDENTITY))
     unread = writes.join(read_keys, on="k", how="anti", maintain_order="left")
     valueless = reads.filter(pl.col("value").is_null())
     if unread.height and valueless.height:

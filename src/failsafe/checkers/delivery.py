@@ -24,7 +24,8 @@ _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == "info")
 
 def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
     opts = read_options(options, DEFAULTS, "delivery")
-    sends = history.sends.filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
+    columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
+    sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     observed = _observed_keys(history)
 
     acked = sends.filter(pl.col("outcome") == "ok")
@@ -78,7 +79,7 @@ def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
 def _observed_keys(history: History) -> pl.DataFrame:
     """k (the write), p (the place) and c (the write at the place) of every read and log record."""
     columns = [key(IDENTITY, "k"), key(POSITION, "p"), key(PLACED, "c")]
-    return pl.concat([frame.filter(pl.col("value").is_not_null()).select(columns) for frame in (history.reads, history.log)])
+    return pl.concat([frame.select(PLACED).drop_nulls("value").select(columns) for frame in (history.reads, history.log)])
 
 
 def observed_rows(history: History, columns: tuple[str, ...], keys: pl.Series) -> pl.DataFrame:

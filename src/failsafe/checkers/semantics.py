@@ -35,7 +35,8 @@ def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
 
     missing_by_group: dict[str, int] = {}
     missing_examples: list[dict[str, Any]] = []
-    acked = history.sends.filter((pl.col("outcome") == "ok") & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
+    acked = history.sends.select("id", "process", "topic", "partition", "offset", "value", "outcome")
+    acked = acked.filter((pl.col("outcome") == "ok") & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     for group in groups:
         reads = group_reads.filter(pl.col("group") == group)
         topics = pl.concat([reads["topic"].unique(), history.membership.filter(pl.col("group") == group)["topic"]]).unique().to_frame()

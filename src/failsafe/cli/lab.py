@@ -55,7 +55,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     outcomes: list[tuple[str, RunDir, dict]] = []
     with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event) as cluster:
         for scenario in scenarios:
-            event(f"[bold]{scenario.name}[/]: {scenario.description.splitlines()[0] if scenario.description else ''}")
+            event(f"[bold]{scenario.name}[/]: {' '.join(scenario.description.split()).split('. ')[0]}")
             run_dir = run_scenario(scenario, cluster, runs_root, status.update, event)
             status.update(f"{scenario.name} · checking")
             results, history = check_run(run_dir)
@@ -109,7 +109,7 @@ def report_command(run_dir: Path) -> int:
         from failsafe.history.load import load_history
 
         results = json.loads(rd.results_path.read_text())
-        history = load_history(rd.history_path)
+        history = load_history(rd.history_path, columnar_copy=True)
     else:
         results, history = check_run(rd)
     scenario_of(rd)

@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.Abort:
+        # click turns Ctrl-C (and our SIGTERM) inside a command into Abort.
+        print("failsafe: interrupted", file=sys.stderr)
         return INTERRUPTED_EXIT
     except click.UsageError as e:
         where = e.ctx.command_path if e.ctx is not None else "failsafe"

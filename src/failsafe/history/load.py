@@ -3,9 +3,11 @@
 Parsing every line against one schema that is the union of every op's fields builds every column
 for every line, and that is most of the cost at millions of lines. So the file is read as raw
 lines (polars' CSV reader with a separator JSON never contains unescaped), each line's ``f`` is
-found with one regular expression, and each kind of op is decoded with only its own fields. Any
-surprise (a line the fast path cannot place) sends the whole input to the plain one-schema reader,
-and only when that fails too are the lines examined one by one, to name the bad one.
+found (a literal search for sends, a regular expression for the rest), and each kind of op is
+decoded with only its own fields; ops of a kind this version does not know only need the fields
+every op has. Any surprise (a line the fast path cannot place) sends the whole input to the plain
+one-schema reader, and only when that fails too are the lines examined one by one, to name the
+bad one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
+from failsafe.history.columnar import read_frames, write_frames
 from failsafe.history.model import FRAME_SCHEMAS, History, HistoryFormatError
 
 _RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String})
@@ -46,6 +49,9 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
 }
 _BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
+_REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
+# The rare ops, decoded with every field: their frames are small.
+OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic"]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
@@ -55,10 +61,21 @@ class _NotFast(Exception):
     """The fast path cannot place some line; the plain reader decides."""
 
 
-def load_history(path: str | Path) -> History:
-    """Read history.jsonl at path. Raises HistoryFormatError naming the first malformed line."""
+def load_history(path: str | Path, columnar_copy: bool = False) -> History:
+    """Read history.jsonl at path. Raises HistoryFormatError naming the first malformed line.
+
+    With ``columnar_copy``, use the Parquet copy next to it when it was made from this very file,
+    and write one after parsing (see history/columnar.py): a re-check then skips the JSON.
+    """
     path = Path(path)
-    return _parse(path, path.read_bytes)
+    if columnar_copy:
+        cached = read_frames(path)
+        if cached is not None:
+            return cached
+    history = _parse(path, path.read_bytes)
+    if columnar_copy:
+        write_frames(path, history)
+    return history
 
 
 def history_from_ops(ops: Iterable[dict]) -> History:
@@ -95,9 +112,12 @@ def _kinds_fast(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
     kinds = {"send": _decode(pl.concat([lines.filter(is_send), rest.filter(pl.col("kind") == "send").drop("kind")]), SEND_SCHEMA)}
     for kind in ("poll", "log-read"):
         kinds[kind] = _decode(rest.filter(pl.col("kind") == kind), _BULK[kind])
-    kinds["other"] = _decode(rest.filter(~pl.col("kind").is_in(list(_BULK)) | pl.col("kind").is_null()), OTHER_SCHEMA)
+    kinds["other"] = _decode(rest.filter(pl.col("kind").is_in(OTHER_KINDS)), OTHER_SCHEMA)
+    # An op this version does not know is checked for the fields every op has, then ignored:
+    # its other fields may have any shape.
+    kinds["unknown"] = _decode(rest.filter(~pl.col("kind").is_in([*_BULK, *OTHER_KINDS]) | pl.col("kind").is_null()), _REQUIRED_SCHEMA)
     # The first "f" in a line could in principle be a nested one: trust only the decoded field.
-    if any(kinds[kind].height and (kinds[kind]["f"] != kind).any() for kind in _BULK):
+    if any(kinds[kind].height and (kinds[kind]["f"] != kind).any() for kind in _BULK) or not kinds["other"]["f"].is_in(OTHER_KINDS).all():
         raise _NotFast
     return kinds
 
@@ -119,7 +139,8 @@ def _kinds_plain(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
     if any(raw[name].null_count() for name in _REQUIRED):
         raise _NotFast
     kinds = {kind: raw.filter(pl.col("f") == kind).select(list(schema)) for kind, schema in _BULK.items()}
-    kinds["other"] = raw.filter(~pl.col("f").is_in(list(_BULK)))
+    kinds["other"] = raw.filter(pl.col("f").is_in(OTHER_KINDS))
+    kinds["unknown"] = raw.filter(~pl.col("f").is_in([*_BULK, *OTHER_KINDS])).select(_REQUIRED)
     return kinds
 
 
@@ -164,14 +185,15 @@ def _plain_error(lines: list[bytes]) -> str | None:
 
 
 def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
-    """The History's frames from the decoded ops of each kind (send, poll, log-read, other)."""
+    """The History's frames from the decoded ops of each kind (send, poll, log-read, other, unknown)."""
     other = kinds["other"]
     log_reads = kinds["log-read"]
     log = _select(_records(log_reads.filter(pl.col("type") == "ok")), "log")
+    # Explode and join leave frames in many chunks; one contiguous copy makes every later scan faster.
     return History(
-        sends=_sends(kinds["send"]),
-        reads=_reads(kinds["poll"], log),
-        log=log,
+        sends=_sends(kinds["send"]).rechunk(),
+        reads=_reads(kinds["poll"], log).rechunk(),
+        log=log.rechunk(),
         log_failures=_select(log_reads.filter(pl.col("type") == "fail"), "log_failures"),
         membership=_membership(other),
         commits=_commits(other),

@@ -1,8 +1,9 @@
 """The loaded history: one polars DataFrame per kind of op, every time an Int64 of nanoseconds.
 
 The format of the file these frames come from is docs/history.md. Rows are in file order (the
-order the recorder received them, which is time order within one process only). Every frame has
-its columns and dtypes even when empty, so a checker never has to ask whether a column exists.
+order the recorder received them, which is time order within one process only), except sends,
+which are in id order when ids are unique. Every frame has its columns and dtypes even when
+empty, so a checker never has to ask whether a column exists.
 """
 
 from __future__ import annotations

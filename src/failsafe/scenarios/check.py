@@ -44,7 +44,7 @@ def check_history(history: History, scenario: Scenario | None) -> dict:
 
 def check_run(run_dir: RunDir) -> tuple[dict, History]:
     try:
-        history = load_history(run_dir.history_path)
+        history = load_history(run_dir.history_path, columnar_copy=True)
     except HistoryFormatError as e:
         raise UserError(f"{run_dir.history_path}: {e}: the history is damaged; re-run the scenario") from e
     results = check_history(history, scenario_of(run_dir))

@@ -28,6 +28,7 @@ from failsafe.scenarios.schema import ActionSpec, FaultSpec, Scenario
 from failsafe.scenarios.workers import WorkerPool
 from failsafe.waiting import WaitTimeout
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
+from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
 
 ASSIGN_TIMEOUT_S = 60.0
 FIRST_ACK_TIMEOUT_S = 60.0
@@ -128,8 +129,11 @@ class ScenarioRun:
         self._enter("warm-up")
         for c in s.consumers:
             for i in range(c.count):
-                self.pool.start(ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=self.bootstrap, group=c.group,
-                                             session_timeout_ms=c.session_timeout_ms, properties=c.properties))
+                spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=self.bootstrap, group=c.group,
+                                    session_timeout_ms=c.session_timeout_ms, properties=c.properties)
+                if c.driver == "kafka-verifiable":
+                    spec = VerifiableConsumerSpec(**vars(spec), kafka_version=self.cluster.spec.kafka_version)
+                self.pool.start(spec)
         partitions = {t.name: t.partitions for t in s.topics}
 
         def every_group_assigned() -> bool:
@@ -146,11 +150,14 @@ class ScenarioRun:
         self._wait(every_group_assigned, ASSIGN_TIMEOUT_S, f"consumer groups did not get every partition assigned within {ASSIGN_TIMEOUT_S:g}s")
         for p in s.producers:
             for i in range(p.count):
-                self.pool.start(ProducerSpec(
+                producer = ProducerSpec(
                     process=f"{p.name}-{i}" if p.count > 1 else p.name, topic=p.topic, bootstrap_servers=self.bootstrap,
                     rate_per_s=p.rate_per_s, keys=p.keys, acks=p.acks, idempotence=p.idempotence, retries=p.retries,
                     linger_ms=p.linger_ms, delivery_timeout_ms=p.delivery_timeout_ms, record_size=p.record_size,
-                    properties=p.properties))
+                    properties=p.properties)
+                if p.driver == "kafka-verifiable":
+                    producer = VerifiableProducerSpec(**vars(producer), kafka_version=self.cluster.spec.kafka_version)
+                self.pool.start(producer)
         self._wait(lambda: all(w.acked > 0 for w in self.pool.producers()), FIRST_ACK_TIMEOUT_S,
                    f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
         self._hold(s.phases.warmup_s)

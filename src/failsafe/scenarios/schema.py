@@ -14,6 +14,8 @@ from failsafe.errors import UserError
 FAULTS = ("kill", "terminate", "pause", "restart", "kill-consumer", "close-consumer", "quorum-loss")
 ROLES = ("leader", "follower", "replicas", "controller", "any")
 ACTIONS = ("elect-leaders", "create-topic")
+# failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
+DRIVERS = ("failsafe", "kafka-verifiable")
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
 
 
@@ -50,6 +52,7 @@ class ProducerGroup:
     delivery_timeout_ms: int | None = None
     record_size: int = 0
     properties: dict[str, str] = field(default_factory=dict)
+    driver: str = "failsafe"
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class ConsumerGroup:
     count: int = 1
     session_timeout_ms: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    driver: str = "failsafe"
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,8 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{where}.producers[{i}].acks", f"{p.acks!r} must be 0, 1 or all")
         if p.count < 1:
             raise _fail(f"{where}.producers[{i}].count", f"{p.count} must be at least 1")
+        if p.driver not in DRIVERS:
+            raise _fail(f"{where}.producers[{i}].driver", f"{p.driver!r} is not one of {', '.join(DRIVERS)}")
     consumer_names = {c.name for c in s.consumers}
     for i, c in enumerate(s.consumers):
         bad = [t for t in c.topics if t not in topic_names]
@@ -220,6 +226,10 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{where}.consumers[{i}].topics", f"{list(c.topics)!r} must name the scenario's topics {sorted(topic_names)}")
         if c.count < 1:
             raise _fail(f"{where}.consumers[{i}].count", f"{c.count} must be at least 1")
+        if c.driver not in DRIVERS:
+            raise _fail(f"{where}.consumers[{i}].driver", f"{c.driver!r} is not one of {', '.join(DRIVERS)}")
+        if c.driver == "kafka-verifiable" and (c.group is None or len(c.topics) != 1):
+            raise _fail(f"{where}.consumers[{i}]", "Kafka's VerifiableConsumer needs a group and exactly one topic")
     for i, f in enumerate(s.faults):
         at = f"{where}.faults[{i}]"
         if f.fault not in FAULTS:

@@ -76,10 +76,16 @@ class ConsumerSpec:
 
 
 def spec_to_json(spec: ProducerSpec | ConsumerSpec) -> dict:
-    return {"kind": "producer" if isinstance(spec, ProducerSpec) else "consumer", **asdict(spec)}
+    # The specs of Kafka's verifiable clients subclass these and name their own kind.
+    kind = getattr(spec, "KIND", None) or ("producer" if isinstance(spec, ProducerSpec) else "consumer")
+    return {"kind": kind, **asdict(spec)}
 
 
 def spec_from_json(data: dict) -> ProducerSpec | ConsumerSpec:
+    if data.get("kind") in ("verifiable-producer", "verifiable-consumer"):
+        from failsafe.workloads.verifiable import verifiable_spec_from_json  # verifiable imports this module
+
+        return verifiable_spec_from_json(data)
     data = dict(data)
     kind = data.pop("kind")
     cls = ProducerSpec if kind == "producer" else ConsumerSpec

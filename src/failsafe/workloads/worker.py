@@ -17,6 +17,7 @@ from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.producer import run_producer
 from failsafe.workloads.specs import ProducerSpec, spec_from_json
+from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec, run_verifiable
 
 
 def _watch_stdin(stop: threading.Event) -> None:
@@ -35,7 +36,9 @@ def main(argv: list[str]) -> int:
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     out = OpWriter(sys.stdout.buffer, spec.process)
-    if isinstance(spec, ProducerSpec):
+    if isinstance(spec, VerifiableProducerSpec | VerifiableConsumerSpec):  # first: they subclass ours
+        run_verifiable(spec, out, stop)
+    elif isinstance(spec, ProducerSpec):
         run_producer(spec, out, stop, logger)
     else:
         run_consumer(spec, out, stop, logger)

@@ -1,0 +1,61 @@
+"""A columnar copy of a loaded history, next to history.jsonl, so a re-check does not parse the JSON again.
+
+history.jsonl stays the contract (append-only, what the recorder writes, what users read). The copy
+in ``history.frames/`` holds one Parquet file per frame and the size and modification time of the
+history.jsonl it was made from: when either differs, the copy is ignored and rebuilt, so an edited
+history is always re-read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+
+from failsafe.history.model import FRAME_SCHEMAS, History
+
+FRAMES_DIR = "history.frames"
+SOURCE_FILE = "source.json"
+FORMAT = 1
+
+
+def _source_of(history_path: Path) -> dict:
+    st = history_path.stat()
+    return {"format": FORMAT, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def read_frames(history_path: Path) -> History | None:
+    """The columnar copy of history_path when it was made from the file as it is now, else None."""
+    frames = history_path.parent / FRAMES_DIR
+    try:
+        saved = json.loads((frames / SOURCE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if {k: saved.get(k) for k in ("format", "size", "mtime_ns")} != _source_of(history_path):
+        return None
+    try:
+        loaded = {name: pl.read_parquet(frames / f"{name}.parquet") for name in FRAME_SCHEMAS}
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+    if any(dict(loaded[name].schema) != dict(schema) for name, schema in FRAME_SCHEMAS.items()):
+        return None
+    return History(**loaded, op_count=int(saved["op_count"]))
+
+
+def write_frames(history_path: Path, history: History) -> None:
+    """Write the copy atomically (a temporary directory renamed into place); a read-only run dir just goes without."""
+    frames = history_path.parent / FRAMES_DIR
+    tmp = history_path.parent / f".{FRAMES_DIR}.{os.getpid()}"
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for name in FRAME_SCHEMAS:
+            getattr(history, name).write_parquet(tmp / f"{name}.parquet")
+        (tmp / SOURCE_FILE).write_text(json.dumps({**_source_of(history_path), "op_count": history.op_count}))
+        shutil.rmtree(frames, ignore_errors=True)
+        tmp.rename(frames)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
