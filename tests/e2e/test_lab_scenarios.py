@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -31,8 +32,13 @@ def assert_valid_run(run_dir: Path) -> dict:
     return results
 
 
+# What the scenarios run on the shared cluster (queue, consumer-failover, queue-verifiable) leave there.
+SHARED_TOPICS = ("my-failsafe-topic", "verifiable-topic")
+SHARED_GROUPS = ("mygroup", "vgroup")
+
+
 @pytest.fixture(scope="module")
-def queue_run(shared_cluster_holder, tmp_path_factory) -> Path:
+def queue_run(shared_cluster_holder, tmp_path_factory) -> Iterator[Path]:
     from tests.conftest import start_cluster
 
     if "cluster" not in shared_cluster_holder:
@@ -41,7 +47,17 @@ def queue_run(shared_cluster_holder, tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
     result = cluster.cli("run", "queue", "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    return only_run_dir(runs, "queue")
+    yield only_run_dir(runs, "queue")
+    # Leave the shared cluster as the other tests expect it: without the scenarios' topics and groups.
+    listed = cluster.cli("topics", "list").stdout.split()
+    for topic in SHARED_TOPICS:
+        if topic in listed:
+            assert cluster.cli("topics", "delete", topic).returncode == 0
+    groups = cluster.cli("groups", "list").stdout
+    for group in SHARED_GROUPS:
+        if group in groups.split():
+            deleted = cluster.cli("kafka", "consumer-groups", "--delete", "--group", group)
+            assert deleted.returncode == 0, deleted.stdout + deleted.stderr
 
 
 def test_queue_shares_partitions_and_delivers_each_record_once(queue_run: Path) -> None:
