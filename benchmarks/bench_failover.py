@@ -20,10 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from failsafe.cluster import lifecycle  # noqa: E402
-from failsafe.cluster.spec import ClusterSpec  # noqa: E402
-from failsafe.cluster.state import ClusterDir  # noqa: E402
-from tests.helpers import free_port_block  # noqa: E402
+from benchmarks.common import cluster_at, write_summary  # noqa: E402
 
 
 def one_run(root: Path, runs: Path) -> dict:
@@ -56,17 +53,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    started = not ClusterDir(args.dir).has_state()
-    if started:
-        lifecycle.up(args.dir, ClusterSpec(base_port=free_port_block(3), controller_base_port=free_port_block(1)), set(), 120)
     rows = []
-    try:
+    with cluster_at(args.dir):
         for _ in range(args.runs):
             rows.append(one_run(args.dir, args.dir / "bench-runs"))
             print(json.dumps(rows[-1]), flush=True)
-    finally:
-        if started:
-            lifecycle.down(args.dir)
 
     def median(key: str) -> float | None:
         values = [r[key] for r in rows if r[key] is not None]
@@ -81,9 +72,7 @@ def main() -> None:
         "median_wall_s": median("wall_s"),
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    print(json.dumps(summary, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

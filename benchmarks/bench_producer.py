@@ -24,15 +24,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from failsafe.cluster import lifecycle  # noqa: E402
-from failsafe.cluster.lifecycle import Cluster  # noqa: E402
-from failsafe.cluster.spec import ClusterSpec  # noqa: E402
-from failsafe.cluster.state import ClusterDir  # noqa: E402
+from benchmarks.common import cluster_at, write_summary  # noqa: E402
 from failsafe.history.recorder import Recorder  # noqa: E402
 from failsafe.scenarios.workers import WorkerPool  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.specs import ProducerSpec  # noqa: E402
-from tests.helpers import free_port_block  # noqa: E402
 
 TOPIC = "producer-bench"
 
@@ -91,11 +87,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    started = not ClusterDir(args.dir).has_state()
-    if started:
-        lifecycle.up(args.dir, ClusterSpec(base_port=free_port_block(3), controller_base_port=free_port_block(1)), set(), 120)
-    try:
-        cluster = Cluster.open(args.dir)
+    with cluster_at(args.dir) as cluster:
         if TOPIC in cli("topics", "list", "--dir", str(args.dir)).split():
             cli("topics", "delete", TOPIC, "--dir", str(args.dir))
             wait_until(lambda: TOPIC not in cli("topics", "list", "--dir", str(args.dir)).split(), 30, f"{TOPIC} was not deleted")
@@ -107,21 +99,16 @@ def main() -> None:
             rounds.append({"perf_test_records_per_s": kafka, "failsafe_records_per_s": mine, "ratio": mine / kafka, "history_lines": lines})
             print(json.dumps(rounds[-1]), flush=True)
         cli("topics", "delete", TOPIC, "--dir", str(args.dir))
-    finally:
-        if started:
-            lifecycle.down(args.dir)
     summary = {
         "what": "verifying producer (worker process, history recorded) vs kafka producer-perf-test, acks=all, same topic (6 partitions, RF 3)",
         "records": args.records,
         "record_size": args.record_size,
         "rounds": rounds,
         "median_ratio": statistics.median(r["ratio"] for r in rounds),
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    print(json.dumps(summary, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

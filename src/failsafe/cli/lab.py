@@ -102,17 +102,14 @@ def check_command(run_dir: Path, as_json: bool) -> int:
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.reports.html import write_report
-    from failsafe.scenarios.check import check_run, scenario_of
+    from failsafe.scenarios.check import check_run, load_run_history, stored_results
 
     rd = RunDir.open(run_dir)
-    if rd.results_path.is_file():
-        from failsafe.history.load import load_history
-
-        results = json.loads(rd.results_path.read_text())
-        history = load_history(rd.history_path, columnar_copy=True)
-    else:
+    results = stored_results(rd)
+    if results is None:
         results, history = check_run(rd)
-    scenario_of(rd)
+    else:
+        history = load_run_history(rd)
     path = write_report(rd.path, results, history, rd.scenario_data(), rd.manifest())
     click.echo(str(path))
     return 0

@@ -13,8 +13,6 @@ from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
 
-EXIT_CODES = {True: 0, False: 1, "unknown": 3}
-
 
 def scenario_of(run_dir: RunDir) -> Scenario | None:
     data = run_dir.scenario_data()
@@ -42,11 +40,24 @@ def check_history(history: History, scenario: Scenario | None) -> dict:
     return results
 
 
-def check_run(run_dir: RunDir) -> tuple[dict, History]:
+def load_run_history(run_dir: RunDir) -> History:
     try:
-        history = load_history(run_dir.history_path, columnar_copy=True)
+        return load_history(run_dir.history_path, columnar_copy=True)
     except HistoryFormatError as e:
         raise UserError(f"{run_dir.history_path}: {e}: the history is damaged; re-run the scenario") from e
+
+
+def stored_results(run_dir: RunDir) -> dict | None:
+    """results.json as the last check wrote it, or None when it is missing or unreadable."""
+    try:
+        results = json.loads(run_dir.results_path.read_text())
+    except (OSError, ValueError):
+        return None
+    return results if isinstance(results, dict) and "valid" in results else None
+
+
+def check_run(run_dir: RunDir) -> tuple[dict, History]:
+    history = load_run_history(run_dir)
     results = check_history(history, scenario_of(run_dir))
     run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
     return results, history

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -74,7 +75,7 @@ class RunDir:
             "kafka_version": spec.kafka_version,
             "java": {"executable": str(java.executable), "major": java.major},
             "python": platform.python_version(),
-            "machine": {"system": platform.system(), "release": platform.release(), "cpus": _cpus()},
+            "machine": {"system": platform.system(), "release": platform.release(), "cpus": os.cpu_count()},
             "cluster_dir": str(cluster.dir.root.resolve()),
             "bootstrap_servers": cluster.bootstrap_servers,
             "cluster": spec.to_json(),
@@ -85,9 +86,3 @@ class RunDir:
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-
-
-def _cpus() -> int | None:
-    import os
-
-    return os.cpu_count()

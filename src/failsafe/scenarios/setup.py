@@ -28,26 +28,14 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
     existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
     stale = [n for n in names if n in existing]
     if stale:
-        for name, future in admin.delete_topics(stale, request_timeout=ADMIN_TIMEOUT_S).items():
-            try:
-                future.result(timeout=ADMIN_TIMEOUT_S)
-            except KafkaException as e:
-                raise RuntimeError(f"cannot delete the earlier run's topic {name}: {describe_error(e)}") from e
+        _await_all(admin.delete_topics(stale, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's topic")
         wait_until(lambda: not (set(stale) & set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)), ADMIN_TIMEOUT_S,
                    f"topics {stale} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
     if stale_groups:
-        for group, future in admin.delete_consumer_groups(stale_groups, request_timeout=ADMIN_TIMEOUT_S).items():
-            try:
-                future.result(timeout=ADMIN_TIMEOUT_S)
-            except KafkaException as e:
-                raise RuntimeError(f"cannot delete the earlier run's consumer group {group}: {describe_error(e)}") from e
+        _await_all(admin.delete_consumer_groups(stale_groups, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group")
     new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in topics]
-    for name, future in admin.create_topics(new, request_timeout=ADMIN_TIMEOUT_S).items():
-        try:
-            future.result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as e:
-            raise RuntimeError(f"cannot create topic {name}: {describe_error(e)}") from e
+    _await_all(admin.create_topics(new, request_timeout=ADMIN_TIMEOUT_S), "cannot create topic")
 
     def all_led_and_in_sync() -> bool:
         metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
@@ -60,6 +48,14 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def _await_all(futures: dict, what: str) -> None:
+    for name, future in futures.items():
+        try:
+            future.result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as e:
+            raise RuntimeError(f"{what} {name}: {describe_error(e)}") from e
 
 
 _admin_ids = itertools.count()

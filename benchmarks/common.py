@@ -1,0 +1,36 @@
+"""What the benchmarks that need a cluster share: the cluster at --dir, and writing their summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from failsafe.cluster import lifecycle
+from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.state import ClusterDir
+from tests.helpers import free_port_block
+
+READY_TIMEOUT_S = 120
+
+
+@contextmanager
+def cluster_at(root: Path) -> Iterator[Cluster]:
+    """The cluster at root; when there is none, one started on free ports and stopped afterwards."""
+    if ClusterDir(root).has_state():
+        yield Cluster.open(root)
+        return
+    cluster = lifecycle.up(root, ClusterSpec(base_port=free_port_block(3), controller_base_port=free_port_block(1)), set(), READY_TIMEOUT_S)
+    try:
+        yield cluster
+    finally:
+        lifecycle.down(root)
+
+
+def write_summary(summary: dict, out: Path | None) -> None:
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if out:
+        out.write_text(text + "\n")
