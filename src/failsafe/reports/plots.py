@@ -67,6 +67,16 @@ def _no_data(ax: Axes, tl: Timeline | None, what: str = "no data") -> None:
         ax.set_xticks([])
 
 
+def _axis_or_no_data(ax: Axes, history: History, tl: Timeline | None, data: pl.DataFrame | None) -> list[Patch] | None:
+    """The time axis with the faults shaded (their legend handles), or None after drawing "no data"."""
+    if tl is None or data is None or data.is_empty():
+        _no_data(ax, tl)
+        if tl is not None:
+            _legend(ax, _time_axis(ax, tl, history))
+        return None
+    return _time_axis(ax, tl, history)
+
+
 def _time_axis(ax: Axes, tl: Timeline, history: History) -> list[Patch]:
     """x axis in seconds since the first event; shade faults, mark phases. Returns legend handles for faults."""
     ax.set_xlim(0, max(tl.end_s, 1e-3))
@@ -118,12 +128,9 @@ def _legend(ax: Axes, extra: list[Patch] | None = None) -> None:
 def sends_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"]) -> Figure:
     fig, ax = _figure("Sends per second, by outcome", left)
     rates = series.send_rates(history, tl) if tl is not None else None
-    if tl is None or rates is None or rates.is_empty():
-        _no_data(ax, tl)
-        if tl is not None:
-            _legend(ax, _time_axis(ax, tl, history))
+    faults = _axis_or_no_data(ax, history, tl, rates)
+    if faults is None:
         return fig
-    faults = _time_axis(ax, tl, history)
     t = rates["t_s"].to_numpy()
     for column, colour in (("acknowledged", "#2ca02c"), ("failed", "#d62728"), ("unknown", "#ff7f0e")):
         ax.plot(t, rates[column].to_numpy(), drawstyle="steps-post", color=colour, linewidth=1.2, label=column)
@@ -140,12 +147,9 @@ def _bin_label(tl: Timeline) -> str:
 def latency_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"]) -> Figure:
     fig, ax = _figure("End-to-end latency (poll time minus send invoke time)", left)
     lat = series.latency(history, tl) if tl is not None else None
-    if tl is None or lat is None or lat.is_empty():
-        _no_data(ax, tl)
-        if tl is not None:
-            _legend(ax, _time_axis(ax, tl, history))
+    faults = _axis_or_no_data(ax, history, tl, lat)
+    if faults is None:
         return fig
-    faults = _time_axis(ax, tl, history)
     t = lat["t_s"].to_numpy()
     for column, colour, label in (("max_ms", "#bbbbbb", "max"), ("p99_ms", "#ff7f0e", "p99"), ("p50_ms", "#1f77b4", "p50")):
         ax.plot(t, lat[column].to_numpy(), color=colour, linewidth=1.2, marker="o", markersize=2, label=label)
@@ -175,12 +179,9 @@ def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["le
     rows = _partition_rows(history)
     fig, ax = _figure("Leader of each partition (broker id; black = no leader)", left, rows=len(rows))
     runs = series.leader_runs(history, tl) if tl is not None else None
-    if tl is None or runs is None or runs.is_empty():
-        _no_data(ax, tl)
-        if tl is not None:
-            _legend(ax, _time_axis(ax, tl, history))
+    faults = _axis_or_no_data(ax, history, tl, runs)
+    if faults is None:
         return fig
-    faults = _time_axis(ax, tl, history)
     _partition_axis(ax, rows)
     brokers = sorted(b for b in runs["value"].unique().to_list() if b >= 0)
     # Colour by id, not by rank, so broker 2 has the same colour in every report.
@@ -206,12 +207,9 @@ def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["le
 def isr_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"]) -> Figure:
     fig, ax = _figure("In-sync replicas per partition (ISR size)", left)
     runs = series.isr_runs(history, tl) if tl is not None else None
-    if tl is None or runs is None or runs.is_empty():
-        _no_data(ax, tl)
-        if tl is not None:
-            _legend(ax, _time_axis(ax, tl, history))
+    faults = _axis_or_no_data(ax, history, tl, runs)
+    if faults is None:
         return fig
-    faults = _time_axis(ax, tl, history)
     labels = list(_partition_rows(history))
     many = len(labels) > MAX_ISR_LINES
     # Partitions usually share the same ISR size: a small offset per line keeps each visible.
