@@ -71,8 +71,10 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
 def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float) -> None:
     table = Table(title=f"seed lab: {len(outcomes)} scenarios in {elapsed_s:.0f}s")
-    for col in ("scenario", "verdict", "expectations", "report"):
-        table.add_column(col)
+    for col in ("scenario", "verdict", "expectations"):
+        table.add_column(col, no_wrap=True)
+    # A report path cut to fit the terminal is no use: fold it onto more lines instead.
+    table.add_column("report", overflow="fold")
     for name, run_dir, results in outcomes:
         exps = results.get("expectations", [])
         passed = sum(1 for e in exps if e["valid"] is True)
