@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -38,13 +39,25 @@ def _free(port: int) -> bool:
         return True
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_block(count: int) -> int:
-    """The first port of ``count`` consecutive free ports, found by binding port 0 and probing."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count < 65000 and all(_free(p) for p in range(base, base + count)):
+    """The first port of ``count`` consecutive free ports below the ephemeral range.
+
+    Not from port 0: the kernel hands ephemeral ports to outgoing connections too, so while a
+    test's broker is down a client socket could take its port and the restart would fail to bind.
+    """
+    # Room above the block for the controller ports a cluster puts at base-port + 100 by default.
+    high = _ephemeral_low() - count - 100
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(15000, high)
+        if all(_free(p) for p in range(base, base + count)):
             return base
     raise RuntimeError("no block of free ports")
 
