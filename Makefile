@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	@command -v python3 >/dev/null || { echo "make setup: python3 (3.11+) is missing: install it (Debian: apt-get install python3 python3-venv)" >&2; exit 2; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,spark]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -40,6 +40,8 @@ bench: setup
 	$(PY) benchmarks/bench_producer.py --dir $(BENCH_DIR) --records 200000 --rounds 3 --out docs/benchmarks/producer.json
 	$(PY) benchmarks/bench_check.py --out docs/benchmarks/check.json
 	$(PY) benchmarks/bench_failover.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/failover.json
+	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 5 --out docs/benchmarks/simulator.json
+	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json
 
 clean-demo:
 	-$(FAILSAFE) clean --dir $(DEMO_DIR)

@@ -7,7 +7,8 @@
     │   ├── ClusterAlreadyRunning `up` on a running cluster
     │   ├── PortInUse             a port the cluster needs is taken
     │   ├── UnknownNode           no broker or controller with that id
-    │   └── BrokerUnreachable     nobody answered at the bootstrap servers in time
+    │   ├── BrokerUnreachable     nobody answered at the bootstrap servers in time
+    │   └── LedgerError           a sales ledger is missing, not a ledger, or incomplete
     ├── ClusterStartError         a node died or the cluster was not ready in time
     └── KafkaClientError          Kafka answered with an error, or nobody answered
 
@@ -47,6 +48,10 @@ class UnknownNode(UserError):
 
 
 class BrokerUnreachable(UserError):
+    pass
+
+
+class LedgerError(UserError):
     pass
 
 

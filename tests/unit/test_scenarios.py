@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from failsafe.scenarios.expectations import evaluate, resolve
+from failsafe.scenarios.pipeline_schema import PipelineScenario
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
 from failsafe.scenarios.schema import Expectation, ScenarioError, parse_scenario
 
@@ -21,6 +22,8 @@ def test_every_seed_lab_scenario_is_in_the_catalog_and_parses() -> None:
     for name in catalog_names():
         scenario = load_scenario(name)
         assert scenario.name == name
+        if isinstance(scenario, PipelineScenario):
+            continue  # its claim is fixed: the sink equals the ledger and the queries never stop
         assert scenario.expect, f"{name} has no expectations: a scenario must claim something"
 
 

@@ -14,6 +14,8 @@ from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIM
 from failsafe.cluster.spec import BROKER, CONTROLLER, DEFAULT_BASE_PORT, DEFAULT_BROKERS, DEFAULT_CONTROLLERS, ClusterSpec
 from failsafe.dist.java import find_java
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, resolve_kafka
+from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
+from failsafe.errors import ProvisionError
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
@@ -31,6 +33,14 @@ def setup_command(kafka_version: str) -> None:
         dist = resolve_kafka(kafka_version)
     stdout.print(f"Java {java.major} at {java.executable}")
     stdout.print(f"Kafka {dist.version} jars in {dist.libs_dir}")
+    try:
+        installed_pyspark()
+    except ProvisionError as e:
+        stdout.print(f"Spark: {e} (only 'failsafe pipeline' needs it)")
+        return
+    with stderr.status("resolving Spark's Kafka source from Maven Central"):
+        spark = resolve_spark_kafka()
+    stdout.print(f"Spark {spark.spark_version}: Kafka source jars {', '.join(j.name for j in spark.jars)}")
 
 
 @click.command("up")

@@ -10,6 +10,8 @@ import click
 from rich.table import Table
 
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
+from failsafe.errors import UserError
+from failsafe.scenarios.pipeline_schema import PipelineScenario
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
 from failsafe.scenarios.rundir import RunDir
 
@@ -56,6 +58,9 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event) as cluster:
         for scenario in scenarios:
             event(f"[bold]{scenario.name}[/]: {' '.join(scenario.description.split()).split('. ')[0]}")
+            if isinstance(scenario, PipelineScenario):
+                outcomes.append((scenario.name, *_run_pipeline_scenario(scenario, cluster, runs_root, status, event)))
+                continue
             run_dir = run_scenario(scenario, cluster, runs_root, status.update, event)
             status.update(f"{scenario.name} · checking")
             results, history = check_run(run_dir)
@@ -67,6 +72,18 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         _print_lab_table(outcomes, time.monotonic() - started)
     worst = [r["valid"] for _, _, r in outcomes]
     return 1 if False in worst else (3 if any(v is not True for v in worst) else 0)
+
+
+def _run_pipeline_scenario(scenario: PipelineScenario, cluster, runs_root: Path, status, event) -> tuple[RunDir, dict]:
+    from failsafe.scenarios.pipeline_check import check_pipeline_run, render_pipeline_results
+    from failsafe.scenarios.pipeline_runner import run_pipeline_scenario
+
+    run_dir, _ = run_pipeline_scenario(scenario, cluster, runs_root, status.update, event)
+    status.update(f"{scenario.name} · verifying the sink against the ledger")
+    results = check_pipeline_run(run_dir)
+    render_pipeline_results(stdout, results)
+    stdout.print(f"run directory: {run_dir.path}")
+    return run_dir, results
 
 
 def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float) -> None:
@@ -89,8 +106,16 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     """Re-run the checkers on a stored run and rewrite its results.json."""
     from failsafe.reports.terminal import render_summary
     from failsafe.scenarios.check import check_run
+    from failsafe.scenarios.pipeline_check import check_pipeline_run, is_pipeline_run, render_pipeline_results
 
     rd = RunDir.open(run_dir)
+    if is_pipeline_run(rd):
+        results = check_pipeline_run(rd)
+        if as_json:
+            click.echo(json.dumps(results, indent=2, default=str))
+        else:
+            render_pipeline_results(stdout, results)
+        return _verdict_exit(results["valid"])
     results, history = check_run(rd)
     if as_json:
         click.echo(json.dumps(results, indent=2, default=str))
@@ -105,8 +130,11 @@ def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.reports.html import write_report
     from failsafe.scenarios.check import check_run, load_run_history, stored_results
+    from failsafe.scenarios.pipeline_check import is_pipeline_run
 
     rd = RunDir.open(run_dir)
+    if is_pipeline_run(rd):
+        raise UserError(f"{run_dir} is a pipeline scenario's run: 'failsafe check {run_dir}' shows its results (HTML reports cover lab scenarios)")
     results = stored_results(rd)
     if results is None:
         results, history = check_run(rd)

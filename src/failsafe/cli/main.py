@@ -12,6 +12,8 @@ from failsafe.cli.clients import consume_command, groups, leader_election_comman
 from failsafe.cli.cluster import broker, clean_command, controller, down_command, setup_command, status_command, up_command
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
+from failsafe.cli.pipeline import pipeline
+from failsafe.cli.simulate import simulate
 from failsafe.cli.topics import topics
 from failsafe.errors import FailsafeError
 from failsafe.waiting import WaitTimeout
@@ -28,7 +30,7 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, scenarios_command):
+                run_command, check_command, report_command, scenarios_command, pipeline, simulate):
     cli.add_command(command)
 
 

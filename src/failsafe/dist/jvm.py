@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
 from failsafe.dist.java import Java
 from failsafe.dist.kafka import KafkaDist, cache_root
+from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
 
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
 SERVER_JVM_OPTS = (

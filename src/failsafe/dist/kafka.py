@@ -112,7 +112,7 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
             cmd.insert(1, "-q")
         proc = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
     if proc.returncode != 0:
-        detail = _first_maven_error(proc.stdout or "") if quiet else "see Maven's output above"
+        detail = first_maven_error(proc.stdout or "") if quiet else "see Maven's output above"
         raise ProvisionError(f"Maven could not resolve Kafka {version}: {detail}")
     libs = home / "libs"
     shutil.rmtree(libs, ignore_errors=True)
@@ -121,7 +121,7 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
     return KafkaDist(version=version, libs_dir=libs)
 
 
-def _first_maven_error(output: str) -> str:
+def first_maven_error(output: str) -> str:
     for line in output.splitlines():
         if "[ERROR]" in line:
             return re.sub(r"\x1b\[[0-9;]*m", "", line).replace("[ERROR]", "").strip()[:300]

@@ -6,6 +6,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from failsafe.scenarios.pipeline_schema import PipelineScenario, parse_pipeline_scenario
 from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
 
 SEED_LAB = ("pubsub", "queue", "consumer-failover", "broker-failover", "broker-failover-sigterm", "broker-restart",
@@ -17,15 +18,20 @@ def catalog_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in files.iterdir() if p.name.endswith(".toml"))
 
 
-def _parse_toml(text: str, origin: str) -> Scenario:
+def _parse_toml(text: str, origin: str) -> Scenario | PipelineScenario:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{origin} is not valid TOML: {e}") from e
+    kind = data.pop("kind", "lab") if isinstance(data, dict) else "lab"
+    if kind == "pipeline":
+        return parse_pipeline_scenario({**data, "kind": kind})
+    if kind != "lab":
+        raise ScenarioError(f"{origin}: kind {kind!r} is not lab or pipeline")
     return parse_scenario(data)
 
 
-def load_scenario(name_or_path: str) -> Scenario:
+def load_scenario(name_or_path: str) -> Scenario | PipelineScenario:
     """A catalog scenario by name, or a scenario file (``*.toml``) by path."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)

@@ -13,6 +13,7 @@ from failsafe import __version__
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.dist.java import find_java
 from failsafe.errors import UserError
+from failsafe.scenarios.pipeline_schema import PipelineScenario
 from failsafe.scenarios.schema import Scenario
 
 HISTORY = "history.jsonl"
@@ -32,7 +33,7 @@ class RunDir:
     path: Path
 
     @classmethod
-    def create(cls, runs_root: Path, scenario: Scenario) -> RunDir:
+    def create(cls, runs_root: Path, scenario: Scenario | PipelineScenario) -> RunDir:
         path = Path(runs_root) / scenario.name / _stamp()
         path.mkdir(parents=True)
         (path / SCENARIO).write_text(json.dumps(scenario.raw, indent=2, default=str) + "\n")
@@ -65,7 +66,7 @@ class RunDir:
         p = self.path / MANIFEST
         return json.loads(p.read_text()) if p.is_file() else None
 
-    def write_manifest(self, cluster: Cluster, scenario: Scenario) -> None:
+    def write_manifest(self, cluster: Cluster, scenario: Scenario | PipelineScenario) -> None:
         java = find_java()
         spec = cluster.spec
         manifest = {
@@ -80,9 +81,9 @@ class RunDir:
             "bootstrap_servers": cluster.bootstrap_servers,
             "cluster": spec.to_json(),
             "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port} for n in spec.nodes()],
-            "topics": [asdict(t) for t in scenario.topics],
-            "producers": [asdict(p) for p in scenario.producers],
-            "consumers": [asdict(c) for c in scenario.consumers],
+            "topics": [asdict(t) for t in getattr(scenario, "topics", ())],
+            "producers": [asdict(p) for p in getattr(scenario, "producers", ())],
+            "consumers": [asdict(c) for c in getattr(scenario, "consumers", ())],
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")

@@ -1,0 +1,145 @@
+"""The pipeline on local[2]: how many purchases per second it keeps up with, and its latency at half that.
+
+    .venv/bin/python benchmarks/bench_pipeline.py --dir /tmp/failsafe-bench-cluster --out docs/benchmarks/pipeline.json
+
+1. Backlog: the simulator writes --backlog purchases as fast as it can; then the pipeline reads
+   them with --available-now in micro-batches of at most --batch records. The steady rate is the
+   records of every batch after the first (which pays for JIT and planning) over their time.
+2. Live: a fresh topic, the pipeline running with a 1 s trigger, the simulator at half the steady
+   rate for --live-s seconds. Latency of a purchase = the time its batch's output was renamed into
+   the sink (``sales_by_product/_commits.jsonl``) minus the record's Kafka CreateTime. Both runs
+   are verified against their ledgers; a run whose sink differs is reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from failsafe.clients.admin import client_config  # noqa: E402
+from failsafe.pipeline.progress import latest_by_query  # noqa: E402
+from failsafe.pipeline.sink import read_progress  # noqa: E402
+from failsafe.pipeline.verify import verify_output  # noqa: E402
+from failsafe.scenarios import setup  # noqa: E402
+from failsafe.scenarios.child import ChildCommand  # noqa: E402
+from failsafe.scenarios.pipeline_runner import DEMO_TOPICS, log_end_offsets  # noqa: E402
+from failsafe.waiting import wait_until  # noqa: E402
+from failsafe.workloads.sales.run import publish_products  # noqa: E402
+
+TOPIC = "demo.purchases"
+
+
+def cli(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "failsafe", *args], check=True)
+
+
+def sales_batches(output: Path) -> dict[int, dict]:
+    """The last progress line of each sales-by-product batch that read something."""
+    return {line["batch_id"]: line for line in read_progress(output) if line["query"] == "sales-by-product" and line["num_input_rows"]}
+
+
+def backlog(bootstrap: str, work: Path, records: int, batch: int) -> dict:
+    setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
+    cli("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", "0", "--count", str(records), "--ledger", str(work / "ledger-backlog"))
+    output = work / "backlog"
+    t0 = time.monotonic()
+    cli("pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output), "--checkpoint", str(work / "ck-backlog"),
+        "--available-now", "--max-offsets-per-trigger", str(batch))
+    wall_s = time.monotonic() - t0
+    batches = sorted(sales_batches(output).items())
+    steady = batches[1:] or batches
+    rows = sum(b["num_input_rows"] for _, b in steady)
+    busy_s = sum(b["duration_ms"]["triggerExecution"] for _, b in steady) / 1000
+    verified = verify_output(output, work / "ledger-backlog")
+    return {"records": records, "max_records_per_batch": batch, "batches": len(batches), "wall_s_with_spark_start": round(wall_s, 1),
+            "steady_records_per_s": round(rows / busy_s), "first_batch_s": round(batches[0][1]["duration_ms"]["triggerExecution"] / 1000, 1),
+            "sink_equals_ledger": verified["valid"]}
+
+
+def create_times(bootstrap: str, ends: dict[int, int]) -> dict[tuple[int, int], float]:
+    consumer = Consumer(client_config(bootstrap, **{"group.id": "bench-pipeline", "enable.auto.commit": False}))
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in ends])
+    out: dict[tuple[int, int], float] = {}
+    deadline = time.monotonic() + 120
+    while len(out) < sum(ends.values()) and time.monotonic() < deadline:
+        for msg in consumer.consume(10000, timeout=1.0):
+            if msg.error() is None:
+                out[(msg.partition(), msg.offset())] = msg.timestamp()[1] / 1000
+    consumer.close()
+    return out
+
+
+def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[float]:
+    commits = {}
+    for line in (output / "sales_by_product" / "_commits.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        commits.setdefault(entry["batch_id"], entry["written_at"])  # the first write is when it became visible
+    batches = sorted(sales_batches(output).items())
+    previous: dict[int, int] = {}
+    out = []
+    for batch_id, line in batches:
+        ends = {int(p): o for p, o in line["end_offsets"][TOPIC].items()}
+        if batch_id in commits:
+            for p, end in ends.items():
+                out += [commits[batch_id] - created[(p, o)] for o in range(previous.get(p, 0), end) if (p, o) in created]
+        previous = ends
+    return out
+
+
+def live(bootstrap: str, work: Path, rate: int, live_s: float) -> dict:
+    setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
+    publish_products(bootstrap, "demo.products", 60)
+    output = work / "live"
+    pipeline = ChildCommand("pipeline", ["pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output),
+                                         "--checkpoint", str(work / "ck-live"), "--trigger-s", "1"], work / "pipeline.log").start()
+    try:
+        wait_until(lambda: "sales-by-product" in latest_by_query(output), 180, "the pipeline did not start")
+        cli("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", str(rate), "--duration", f"{live_s:g}",
+            "--ledger", str(work / "ledger-live"))
+        ends = log_end_offsets(bootstrap, TOPIC, 6)
+
+        def caught_up() -> bool:
+            read = (latest_by_query(output).get("sales-by-product", {}).get("end_offsets") or {}).get(TOPIC, {})
+            return all(int(read.get(str(p), 0)) >= end for p, end in ends.items())
+
+        wait_until(caught_up, 300, "the pipeline did not catch up")
+    finally:
+        pipeline.stop()
+    lat = sorted(latencies_s(output, create_times(bootstrap, ends)))
+    verified = verify_output(output, work / "ledger-live")
+    return {"rate_per_s": rate, "duration_s": live_s, "records": len(lat), "latency_p50_s": round(statistics.median(lat), 2),
+            "latency_p99_s": round(lat[int(0.99 * (len(lat) - 1))], 2), "latency_max_s": round(lat[-1], 2),
+            "trigger_s": 1, "sink_equals_ledger": verified["valid"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/failsafe-bench-pipeline"))
+    parser.add_argument("--backlog", type=int, default=300_000)
+    parser.add_argument("--batch", type=int, default=50_000)
+    parser.add_argument("--live-s", type=float, default=60)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    with cluster_at(args.dir) as cluster:
+        first = backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)
+        second = live(cluster.bootstrap_servers, args.work, max(1, first["steady_records_per_s"] // 2), args.live_s)
+    write_summary({"master": "local[2]", "backlog": first, "live_at_half_rate": second,
+                   "real_time_mode": "not offered by pyspark 4.0.0 (DataStreamWriter.trigger has processingTime, once, continuous, availableNow)"},
+                  args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The PySpark pipeline: pure transforms, its I/O edges, and reading its output back to verify it."""

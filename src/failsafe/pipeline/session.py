@@ -1,0 +1,67 @@
+"""The SparkSession failsafe runs on: loopback only, UTC, few shuffle partitions, UI off.
+
+On ``local[*]`` Spark binds the machine's external address unless told otherwise, and its Python
+workers start with whatever ``python3`` is first on the PATH, which lacks our packages:
+both are pinned here before the JVM starts. On a Spark cluster (``spark-submit``) the session
+already exists and ``build_session`` only adds what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+DEFAULT_SHUFFLE_PARTITIONS = 4
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    app_name: str = "failsafe-pipeline"
+    master: str | None = DEFAULT_MASTER  # None: take the master spark-submit gave
+    jars: tuple[str, ...] = ()
+    shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
+    driver_memory: str = "1g"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def session_conf(spec: SessionSpec) -> dict[str, str]:
+    """Every setting the session gets, as Spark configuration keys."""
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(spec.shuffle_partitions),
+        # Parquet readers other than Spark (polars in 'pipeline verify') read INT96 poorly.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": spec.driver_memory,
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    }
+    if spec.master is None or spec.master.startswith("local"):
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    if spec.jars:
+        conf["spark.jars"] = ",".join(spec.jars)
+    return conf | spec.extra
+
+
+def build_session(spec: SessionSpec = SessionSpec()) -> SparkSession:
+    """Start (or join) the SparkSession described by ``spec``."""
+    if spec.master is None or spec.master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(spec.app_name)
+    if spec.master is not None:
+        builder = builder.master(spec.master)
+    for key, value in session_conf(spec).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

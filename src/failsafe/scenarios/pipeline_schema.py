@@ -1,0 +1,102 @@
+"""Pipeline scenarios: the sales simulator and the Spark pipeline on the cluster, with faults.
+
+A TOML scenario with ``kind = "pipeline"`` is one of these. It is validated completely before
+anything starts, with the same field-naming messages as the lab's scenarios.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from failsafe.scenarios.schema import ClusterNeeds, FaultSpec, ScenarioError, _fail, _positive, _take
+
+PIPELINE_FAULTS = ("kill", "terminate", "pause", "kill-driver")
+PIPELINE_ROLES = ("leader", "follower", "replicas", "any")
+PURCHASES_TOPIC = "demo.purchases"
+PURCHASES_PARTITIONS = 6
+
+
+@dataclass(frozen=True)
+class SimulatorSpec:
+    rate_per_s: float = 200.0
+    seed: int = 3
+    malformed_every: int = 0
+    instances: int = 1
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    trigger_s: float = 2.0
+    watermark: str = "2 minutes"
+    start_timeout_s: float = 180.0
+
+
+@dataclass(frozen=True)
+class PipelinePhases:
+    warmup_s: float = 5.0  # simulator and pipeline both running, before the first fault
+    chaos_s: float = 30.0  # the simulator stops at the end of chaos
+    drain_timeout_s: float = 180.0
+
+
+@dataclass(frozen=True)
+class PipelineScenario:
+    name: str
+    description: str
+    seed: str
+    cluster: ClusterNeeds
+    simulator: SimulatorSpec
+    pipeline: PipelineSpec
+    faults: tuple[FaultSpec, ...]
+    phases: PipelinePhases
+    raw: dict
+
+    @property
+    def simulated_s(self) -> float:
+        return self.phases.warmup_s + self.phases.chaos_s
+
+
+def parse_pipeline_scenario(data: dict) -> PipelineScenario:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError("scenario: missing field 'name'")
+    top = {"name", "kind", "description", "seed", "cluster", "simulator", "pipeline", "faults", "phases"}
+    unknown = sorted(set(data) - top)
+    if unknown:
+        raise _fail(name, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(top))})")
+    scenario = PipelineScenario(
+        name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")),
+        cluster=_take(data.get("cluster", {}), f"{name}.cluster", ClusterNeeds, ()),
+        simulator=_take(data.get("simulator", {}), f"{name}.simulator", SimulatorSpec, (), {"rate_per_s": _positive}),
+        pipeline=_take(data.get("pipeline", {}), f"{name}.pipeline", PipelineSpec, (),
+                       {"trigger_s": _positive, "start_timeout_s": _positive}),
+        faults=tuple(_take(f, f"{name}.faults[{i}]", FaultSpec, ("fault", "at_s"), {"at_s": _positive, "duration_s": _positive})
+                     for i, f in enumerate(data.get("faults", []))),
+        phases=_take(data.get("phases", {}), f"{name}.phases", PipelinePhases, (), {k: _positive for k in PipelinePhases.__dataclass_fields__}),
+        raw=data,
+    )
+    _validate(scenario)
+    return scenario
+
+
+def _validate(s: PipelineScenario) -> None:
+    if s.cluster.brokers < 3:
+        raise _fail(f"{s.name}.cluster.brokers", f"{s.cluster.brokers}: the demo topics have replication factor 3, so 3 brokers at least")
+    if s.simulator.rate_per_s <= 0:
+        raise _fail(f"{s.name}.simulator.rate_per_s", "a pipeline scenario needs a fixed rate above 0")
+    if s.simulator.instances < 1 or s.simulator.malformed_every < 0:
+        raise _fail(f"{s.name}.simulator", "instances must be at least 1 and malformed_every not negative")
+    for i, f in enumerate(s.faults):
+        at = f"{s.name}.faults[{i}]"
+        if f.fault not in PIPELINE_FAULTS:
+            raise _fail(f"{at}.fault", f"{f.fault!r} is not one of {', '.join(PIPELINE_FAULTS)}")
+        if f.fault != "kill-driver":
+            if f.role not in PIPELINE_ROLES:
+                raise _fail(f"{at}.role", f"{f.role!r} is not one of {', '.join(PIPELINE_ROLES)}")
+            if f.role != "any" and f.node is None:
+                topic, _, number = (f.partition or "").rpartition("-")
+                if topic != PURCHASES_TOPIC or not number.isdigit() or int(number) >= PURCHASES_PARTITIONS:
+                    raise _fail(f"{at}.partition", f"{f.partition!r} must name a partition of {PURCHASES_TOPIC}, e.g. {PURCHASES_TOPIC}-0")
+        if f.at_s > s.phases.chaos_s:
+            raise _fail(f"{at}.at_s", f"{f.at_s:g} is after the chaos phase ends ({s.phases.chaos_s:g}s)")
+        if f.duration_s is None:
+            raise _fail(f"{at}.duration_s", "a pipeline scenario restores every fault it applies: give duration_s")

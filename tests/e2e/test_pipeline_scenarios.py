@@ -1,0 +1,82 @@
+"""The pipeline scenarios end to end on the shared cluster: exactly-once through a broker kill and a driver kill.
+
+Each takes two to three minutes (Spark's start, 30 s of purchases, a restart, the drain), hence `slow`.
+Both leave the cluster whole: the killed broker is restarted, the demo topics are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RunningCluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+RUN_TIMEOUT_S = 420
+DEMO_TOPICS = ("demo.products", "demo.purchases", "demo.inventories", "demo.sales-by-product")
+
+
+def delete_demo_topics(cluster: RunningCluster) -> None:
+    listed = cluster.cli("topics", "list").stdout.split()
+    for topic in DEMO_TOPICS:
+        if topic in listed:
+            assert cluster.cli("topics", "delete", topic).returncode == 0
+
+
+def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path) -> tuple[Path, dict]:
+    result = cluster.cli("run", name, "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
+    run_dir = sorted((runs / name).iterdir())[-1]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:], (run_dir / "pipeline.log").read_text()[-3000:])
+    return run_dir, results
+
+
+@pytest.fixture
+def demo_topics_cleaned(shared_cluster: RunningCluster) -> Iterator[RunningCluster]:
+    yield shared_cluster
+    delete_demo_topics(shared_cluster)
+
+
+def assert_exact(results: dict) -> dict:
+    assert results["valid"] is True, results
+    v = results["verification"]
+    assert v["valid"] is True
+    totals = v["totals"]
+    assert totals["ledger"]["purchases"] > 1000, "the simulator wrote too little to prove anything"
+    assert totals["ledger"] == totals["sink"]
+    assert v["counts"]["dead_letters"] == v["counts"]["ledger_malformed"] > 0
+    return v
+
+
+def test_pipeline_broker_failover_keeps_the_sink_equal_to_the_ledger(demo_topics_cleaned: RunningCluster, tmp_path: Path) -> None:
+    run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-broker-failover", tmp_path / "runs")
+    assert_exact(results)
+    facts = results["pipeline"]
+    assert results["query_never_stopped"] and facts["starts"] == 1 and facts["unexpected_exits"] == []
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    killed = [op for op in history if op.get("f") == "fault-start"]
+    assert len(killed) == 1 and killed[0]["target"] == "broker"
+    restored = [op for op in history if op.get("f") == "fault-stop"]
+    assert restored and restored[0]["ok"] is True
+
+    # The same run with one batch of output removed must be reported as lost: the check can fail.
+    tampered = tmp_path / "tampered"
+    shutil.copytree(run_dir, tampered)
+    batches = sorted((tampered / "output" / "sales_by_product").glob("batch_id=*"))
+    shutil.rmtree(batches[-1])
+    check = demo_topics_cleaned.cli("check", str(tampered), "--json")
+    assert check.returncode == 1, check.stdout + check.stderr
+    verification = json.loads(check.stdout)["verification"]
+    assert verification["counts"]["undercounted"] + verification["counts"]["missing_windows"] > 0
+
+
+def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(demo_topics_cleaned: RunningCluster, tmp_path: Path) -> None:
+    run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-restart", tmp_path / "runs")
+    assert_exact(results)
+    facts = results["pipeline"]
+    assert facts["starts"] == 2 and facts["planned_kills"] == 1 and facts["unexpected_exits"] == []

@@ -1,0 +1,74 @@
+"""The pipeline on a real cluster with Spark's own Kafka source: a known set in, exact totals out.
+
+Shares the session's cluster; uses the demo topics and deletes them afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RunningCluster
+from tests.helpers import run_cli
+
+pytestmark = [pytest.mark.spark]
+
+PIPELINE_TIMEOUT_S = 300
+DEMO_TOPICS = ("demo.products", "demo.purchases", "demo.inventories", "demo.sales-by-product")
+
+
+def delete_demo_topics(cluster: RunningCluster) -> None:
+    listed = cluster.cli("topics", "list").stdout.split()
+    for topic in DEMO_TOPICS:
+        if topic in listed:
+            assert cluster.cli("topics", "delete", topic).returncode == 0
+
+
+@pytest.fixture
+def clean_demo(shared_cluster: RunningCluster) -> Iterator[RunningCluster]:
+    delete_demo_topics(shared_cluster)
+    yield shared_cluster
+    delete_demo_topics(shared_cluster)
+
+
+def test_an_unreachable_cluster_is_one_line() -> None:
+    result = run_cli("pipeline", "run", "--bootstrap-server", "127.0.0.1:1", "--available-now", timeout_s=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "no Kafka broker answered at 127.0.0.1:1" in result.stderr
+
+
+@pytest.mark.cluster
+def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(clean_demo: RunningCluster, tmp_path: Path) -> None:
+    out, ck, ledger = tmp_path / "out", tmp_path / "ck", tmp_path / "ledger"
+    run = ("pipeline", "run", "--available-now", "--output", str(out), "--checkpoint", str(ck))
+
+    missing = clean_demo.cli(*run, timeout_s=PIPELINE_TIMEOUT_S)
+    assert missing.returncode == 2 and "topic demo.purchases does not exist" in missing.stderr, missing.stderr
+
+    sim = clean_demo.cli("simulate", "sales", "--rate", "0", "--count", "3000", "--malformed-every", "100", "--seed", "11",
+                         "--ledger", str(ledger), timeout_s=PIPELINE_TIMEOUT_S)
+    assert sim.returncode == 0, sim.stderr
+
+    first = clean_demo.cli(*run, timeout_s=PIPELINE_TIMEOUT_S)
+    assert first.returncode == 0, first.stderr[-3000:]
+    verify = run_cli("pipeline", "verify", "--output", str(out), "--ledger", str(ledger), "--json")
+    assert verify.returncode == 0, verify.stdout
+    result = json.loads(verify.stdout)
+    assert result["totals"]["ledger"] == result["totals"]["sink"]
+    manifest = json.loads((ledger / "manifest.json").read_text())
+    assert result["totals"]["ledger"]["purchases"] == manifest["acknowledged"] == 3000
+    assert result["counts"]["dead_letters"] == result["counts"]["ledger_malformed"] == manifest["malformed"] > 0
+
+    # Started again on the same checkpoint, the pipeline finds nothing new and the sink is unchanged.
+    batches_before = sorted(p.name for p in (out / "sales_by_product").glob("batch_id=*"))
+    again = clean_demo.cli(*run, timeout_s=PIPELINE_TIMEOUT_S)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(p.name for p in (out / "sales_by_product").glob("batch_id=*")) == batches_before
+    assert run_cli("pipeline", "verify", "--output", str(out), "--ledger", str(ledger)).returncode == 0
+
+    published = clean_demo.cli("consume", "demo.sales-by-product", "--from-beginning", "--max-messages", "5", "--timeout-s", "30")
+    assert published.returncode == 0, published.stderr
+    assert len(published.stdout.splitlines()) == 5 and '"revenue"' in published.stdout
