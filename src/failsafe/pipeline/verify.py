@@ -24,20 +24,10 @@ from failsafe.errors import UserError
 from failsafe.pipeline.sink import read_dead_letters, read_progress, read_sales_by_product, rows_dropped_by_watermark
 from failsafe.reports.summary import verdict
 from failsafe.reports.terminal import VERDICT_STYLE
+from failsafe.workloads.sales.ledger import MALFORMED_SCHEMA, PURCHASES_SCHEMA
 
 LEDGER_FORMAT = 1
 MANIFEST = "manifest.json"
-PURCHASE_SCHEMA = {
-    "transaction_id": pl.String,
-    "transaction_time": pl.Datetime("us"),
-    "product_id": pl.String,
-    "quantity": pl.Int32,
-    "is_member": pl.Boolean,
-    "total_purchase_cents": pl.Int64,
-    "partition": pl.Int32,
-    "offset": pl.Int64,
-}
-MALFORMED_SCHEMA = {"partition": pl.Int32, "offset": pl.Int64, "value": pl.String}
 _LEDGER_FILE = r"{kind}-\d+-\d+\.parquet"
 _READ_ERRORS = (OSError, ValueError, TypeError, pl.exceptions.PolarsError)
 
@@ -99,10 +89,10 @@ def _read_ledger(ledger_dir: Path) -> _Ledger:
             f"the ledger in {ledger_dir} is incomplete (complete: {manifest.get('complete')!r}): the simulator did not finish "
             "writing it, so it cannot prove what was acknowledged; let `failsafe simulate sales` end cleanly and verify again"
         )
-    return _Ledger(manifest, _read_chunks(ledger_dir, "purchases", PURCHASE_SCHEMA), _read_chunks(ledger_dir, "malformed", MALFORMED_SCHEMA))
+    return _Ledger(manifest, _read_chunks(ledger_dir, "purchases", PURCHASES_SCHEMA), _read_chunks(ledger_dir, "malformed", MALFORMED_SCHEMA))
 
 
-def _read_chunks(ledger_dir: Path, kind: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+def _read_chunks(ledger_dir: Path, kind: str, schema: pl.Schema) -> pl.DataFrame:
     pattern = re.compile(_LEDGER_FILE.format(kind=kind))
     files = sorted(p for p in ledger_dir.iterdir() if pattern.fullmatch(p.name) and p.is_file())
     if not files:
