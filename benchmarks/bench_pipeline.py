@@ -31,8 +31,8 @@ from failsafe.pipeline.progress import latest_by_query  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
 from failsafe.pipeline.verify import verify_output  # noqa: E402
 from failsafe.scenarios import setup  # noqa: E402
-from failsafe.scenarios.child import ChildCommand  # noqa: E402
-from failsafe.scenarios.pipeline_runner import DEMO_TOPICS, log_end_offsets  # noqa: E402
+from failsafe.scenarios.kinds.pipeline import DEMO_TOPICS, failsafe_command, purchases_log_end  # noqa: E402
+from failsafe.supervisor import spawn  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.run import publish_products  # noqa: E402
 
@@ -100,13 +100,13 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float) -> dict:
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     publish_products(bootstrap, "demo.products", 60)
     output = work / "live"
-    pipeline = ChildCommand("pipeline", ["pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output),
-                                         "--checkpoint", str(work / "ck-live"), "--trigger-s", "1"], work / "pipeline.log").start()
+    pipeline = spawn(failsafe_command("pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output),
+                                      "--checkpoint", str(work / "ck-live"), "--trigger-s", "1"), name="pipeline", log_path=work / "pipeline.log")
     try:
         wait_until(lambda: "sales-by-product" in latest_by_query(output), 180, "the pipeline did not start")
         cli("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", str(rate), "--duration", f"{live_s:g}",
             "--ledger", str(work / "ledger-live"))
-        ends = log_end_offsets(bootstrap, TOPIC, 6)
+        ends = purchases_log_end(bootstrap)
 
         def caught_up() -> bool:
             read = (latest_by_query(output).get("sales-by-product", {}).get("end_offsets") or {}).get(TOPIC, {})

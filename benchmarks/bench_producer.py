@@ -26,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
 from failsafe.history.recorder import Recorder  # noqa: E402
-from failsafe.scenarios.workers import WorkerPool  # noqa: E402
+from failsafe.supervisor import Supervisor  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
+from failsafe.workloads.pool import WorkerPool  # noqa: E402
 from failsafe.workloads.specs import ProducerSpec  # noqa: E402
 
 TOPIC = "producer-bench"
@@ -62,7 +63,8 @@ def ours(bootstrap: str, records: int, size: int, round_no: int) -> tuple[float,
     with tempfile.TemporaryDirectory() as tmp:
         history = Path(tmp) / "history.jsonl"
         recorder = Recorder(history)
-        pool = WorkerPool(recorder)
+        supervisor = Supervisor()
+        pool = WorkerPool(recorder, supervisor, Path(tmp) / "logs")
         spec = ProducerSpec(
             process=f"bench-{round_no}", topic=TOPIC, bootstrap_servers=bootstrap, rate_per_s=0, count=records, keys=0, acks="all", record_size=size
         )
@@ -72,6 +74,7 @@ def ours(bootstrap: str, records: int, size: int, round_no: int) -> tuple[float,
         worker.reader.join()
         elapsed = time.monotonic() - t0
         recorder.close()
+        supervisor.stop_all()
         acked = worker.acked
         lines = sum(1 for _ in open(history, "rb"))
     if acked != records:

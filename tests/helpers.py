@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from failsafe.cluster.process import read_pidfile
+from failsafe.supervisor import read_pidfile
 
 TEST_HEAP = "384M"
 

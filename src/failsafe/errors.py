@@ -10,7 +10,10 @@
     │   ├── BrokerUnreachable     nobody answered at the bootstrap servers in time
     │   └── LedgerError           a sales ledger is missing, not a ledger, or incomplete
     ├── ClusterStartError         a node died or the cluster was not ready in time
-    └── KafkaClientError          Kafka answered with an error, or nobody answered
+    ├── KafkaClientError          Kafka answered with an error, or nobody answered
+    └── ScenarioFailed            a scenario could not be carried out (not: Kafka misbehaved, which checkers report)
+        ├── WorkloadFailed        a client process died that no fault killed
+        └── ClusterNotWhole       a node is still down or paused after a heal: the next scenario cannot run
 
 Third-party errors are wrapped at the boundary with the cause kept (``raise ... from e``).
 Every message says what is wrong and, where there is one, what to do.
@@ -60,4 +63,16 @@ class ClusterStartError(FailsafeError):
 
 
 class KafkaClientError(FailsafeError):
+    pass
+
+
+class ScenarioFailed(FailsafeError):
+    pass
+
+
+class WorkloadFailed(ScenarioFailed):
+    pass
+
+
+class ClusterNotWhole(ScenarioFailed):
     pass

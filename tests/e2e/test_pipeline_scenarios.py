@@ -31,6 +31,7 @@ def delete_demo_topics(cluster: RunningCluster) -> None:
 def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path) -> tuple[Path, dict]:
     result = cluster.cli("run", name, "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
     run_dir = sorted((runs / name).iterdir())[-1]
+    assert (run_dir / "results.json").is_file(), (result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     results = json.loads((run_dir / "results.json").read_text())
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:], (run_dir / "pipeline.log").read_text()[-3000:])
     return run_dir, results

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from failsafe.cluster.process import read_pidfile
+from failsafe.supervisor import read_pidfile
 from failsafe.waiting import wait_until
 
 pytestmark = pytest.mark.cluster

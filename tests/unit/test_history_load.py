@@ -59,6 +59,7 @@ def test_every_kind_of_op_lands_in_its_frame() -> None:
         "stop_ns": at(30),
         "ok": True,
         "error": None,
+        "undo_attempts": 1,
     }
     assert h.faults["nodes"].to_list() == [["2"]]  # broker ids normalised to strings
     assert h.topology.row(0, named=True)["isr"] == [2, 1, 3]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +9,6 @@ import pytest
 from failsafe.dist.spark import artifact_of, drop_shipped
 from failsafe.pipeline.progress import ProgressLog, progress_line
 from failsafe.pipeline.session import SessionSpec, session_conf
-from failsafe.scenarios.child import ChildCommand, _group_alive
 from failsafe.scenarios.pipeline_schema import parse_pipeline_scenario
 from failsafe.scenarios.registry import load_scenario
 from failsafe.scenarios.schema import ScenarioError
@@ -99,30 +95,3 @@ PIPELINE = {"name": "p", "kind": "pipeline", "faults": [{"fault": "kill", "role"
 def test_bad_pipeline_scenarios_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         parse_pipeline_scenario({**PIPELINE, **change})
-
-
-def test_kill_group_takes_the_grandchildren_too(tmp_path: Path) -> None:
-    # 'python -m failsafe' here is replaced by a child that starts a grandchild in its own group, as the
-    # pipeline's driver starts Spark's JVM.
-    child = ChildCommand("sleeper", [], tmp_path / "log")
-    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); print('up', flush=True); time.sleep(120)"
-    import subprocess
-
-    with open(child.log_path, "ab") as log:
-        child.popen = subprocess.Popen([sys.executable, "-c", script], stdout=log, start_new_session=True)
-    from failsafe.waiting import wait_until
-
-    wait_until(lambda: "up" in child.log_path.read_text(), 30, "the child did not start")
-    assert _group_alive(child.pid)
-    child.kill_group()
-    assert not _group_alive(child.pid)
-    assert child.exit_code() == -signal.SIGKILL
-
-
-def test_stop_of_a_finished_child_reports_its_exit(tmp_path: Path) -> None:
-    child = ChildCommand("version", ["--version"], tmp_path / "log").start()
-    assert child.wait(60) == 0
-    assert child.stop() == 0
-    assert "failsafe" in child.log_path.read_text()
-    assert not _group_alive(child.pid)
-    assert os.path.exists(child.log_path)

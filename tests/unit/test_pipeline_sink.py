@@ -11,15 +11,8 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from failsafe.errors import UserError
-from failsafe.pipeline.sink import (
-    committed_files,
-    read_dead_letters,
-    read_progress,
-    read_sales_by_product,
-    read_sales_rows,
-    rows_dropped_by_watermark,
-)
+from failsafe.errors import LedgerError, UserError
+from failsafe.pipeline.sink import committed_files, read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
 from failsafe.pipeline.verify import money, render_verification, verify_output
 from tests.unit.test_sales_checker import LEDGER, MALFORMED, letters, sink, total
 
@@ -65,10 +58,12 @@ def write_log(directory: Path, name: str, *entries: dict, version: str = "v1") -
     (log / name).write_text("\n".join([version, *(json.dumps(entry) for entry in entries)]) + "\n")
 
 
-def write_ledger(directory: Path, complete: bool = True, purchases: pl.DataFrame = LEDGER, malformed: pl.DataFrame = MALFORMED) -> Path:
+def write_ledger(directory: Path, complete: bool = True, purchases: pl.DataFrame = LEDGER, malformed: pl.DataFrame = MALFORMED,
+                 acknowledged: int | None = None) -> Path:
+    """A ledger as the simulator writes it: ``acknowledged`` counts the purchase rows (malformed records apart)."""
     directory.mkdir(parents=True, exist_ok=True)
-    manifest = {"format": 1, "seed": 7, "instances": 1, "complete": complete, "acknowledged": purchases.height + malformed.height,
-                "malformed": malformed.height}
+    manifest = {"format": 1, "seed": 7, "instances": 1, "complete": complete,
+                "acknowledged": purchases.height if acknowledged is None else acknowledged, "malformed": malformed.height}
     (directory / "manifest.json").write_text(json.dumps(manifest))
     purchases.write_parquet(directory / "purchases-00-00000.parquet")
     malformed.write_parquet(directory / "malformed-00-00000.parquet")
@@ -86,12 +81,12 @@ def full_output(output: Path) -> Path:
 # sales_by_product
 
 
-def test_the_latest_batch_of_each_key_is_its_current_total(tmp_path: Path) -> None:
+def test_every_row_of_every_batch_is_read_with_its_batch_id(tmp_path: Path) -> None:
     write_sales(tmp_path, SALES_ROWS)
-    current = read_sales_by_product(tmp_path).sort("product_id")
-    assert current.select("product_id", "purchases", "batch_id").rows() == [("CS01", 1, 1), ("SF05", 2, 1)]
-    assert current.schema["revenue"] == pl.Decimal(18, 2)
-    assert read_sales_rows(tmp_path).height == 3
+    rows = read_sales_rows(tmp_path).sort("batch_id", "product_id")
+    # All cumulative rows, not only the current ones: choosing those is the checker's part.
+    assert rows.select("product_id", "purchases", "batch_id").rows() == [("SF05", 1, 0), ("CS01", 1, 1), ("SF05", 2, 1)]
+    assert rows.schema["revenue"] == pl.Decimal(18, 2) and rows.schema["window_start"] == pl.Datetime("us", "UTC")
 
 
 def test_temporary_hidden_and_other_entries_are_not_output(tmp_path: Path) -> None:
@@ -101,7 +96,9 @@ def test_temporary_hidden_and_other_entries_are_not_output(tmp_path: Path) -> No
     write_batch(tmp_path, 7, stray, name=".batch_id=000000000007")
     write_batch(tmp_path, 7, stray, name="batch_id=000000000007.old")
     (tmp_path / "sales_by_product" / "_commits.jsonl").write_text('{"batch_id": 0}\n')
-    assert read_sales_by_product(tmp_path).filter(pl.col("product_id") == "SF05")["purchases"].to_list() == [2]
+    rows = read_sales_rows(tmp_path)
+    assert rows.height == 3 and rows["batch_id"].unique().sort().to_list() == [0, 1]
+    assert rows.filter(pl.col("product_id") == "SF05")["purchases"].sort().to_list() == [1, 2]
 
 
 def test_a_replayed_batch_under_a_later_id_does_not_count_twice(tmp_path: Path) -> None:
@@ -110,17 +107,18 @@ def test_a_replayed_batch_under_a_later_id_does_not_count_twice(tmp_path: Path) 
     # The directory names the batch, whatever batch_id the replayed files carry.
     replay = write_batch(tmp_path, 2, last)
     sink(*last).write_parquet(replay / "part-00000-c000.snappy.parquet")
-    current = read_sales_by_product(tmp_path)
-    assert current["batch_id"].unique().to_list() == [2] and current["purchases"].sum() == 3
+    replayed = read_sales_rows(tmp_path).filter(pl.col("batch_id") == 2)
+    assert replayed.select("product_id", "purchases").rows() == [("SF05", 2), ("CS01", 1)]
     ledger_dir = write_ledger(tmp_path / "ledger")
     write_log(tmp_path / "dead_letters", "0", log_entry(write_letters(tmp_path / "dead_letters", "a", (1, 0))))
     assert verify_output(tmp_path, ledger_dir)["valid"] is True
 
 
 def test_no_sales_directory_reads_as_no_rows(tmp_path: Path) -> None:
-    assert read_sales_by_product(tmp_path).height == 0
+    assert read_sales_rows(tmp_path).height == 0
     (tmp_path / "sales_by_product" / "batch_id=000000000000").mkdir(parents=True)
-    assert read_sales_by_product(tmp_path).height == 0
+    empty = read_sales_rows(tmp_path)
+    assert empty.height == 0 and empty.schema["revenue"] == pl.Decimal(18, 2) and "batch_id" in empty.columns
 
 
 # dead_letters and its _spark_metadata log
@@ -260,21 +258,39 @@ def test_an_unreadable_output_is_unknown_with_the_reason(tmp_path: Path) -> None
     assert "UNKNOWN" in text and "v9" in text
 
 
-def test_a_ledger_without_manifest_or_incomplete_is_refused(tmp_path: Path) -> None:
+def _refused(output: Path, ledger_dir: Path) -> str:
+    """verify_output's one-line LedgerError (exit code 2) for a ledger it must not trust."""
+    with pytest.raises(LedgerError) as info:
+        verify_output(output, ledger_dir)
+    assert info.value.exit_code == 2 and "\n" not in str(info.value)
+    return str(info.value)
+
+
+def test_a_missing_or_incomplete_ledger_or_output_is_refused(tmp_path: Path) -> None:
     output = full_output(tmp_path / "out")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UserError, match="no manifest.json"):
-        verify_output(output, tmp_path / "empty")
-    with pytest.raises(UserError, match="incomplete"):
-        verify_output(output, write_ledger(tmp_path / "partial", complete=False))
+    assert "not a sales ledger (no manifest.json)" in _refused(output, tmp_path / "empty")
+    assert "no ledger at" in _refused(output, tmp_path / "nowhere")
+    assert "incomplete" in _refused(output, write_ledger(tmp_path / "partial", complete=False))
     with pytest.raises(UserError, match="no pipeline output"):
         verify_output(tmp_path / "nowhere", write_ledger(tmp_path / "ledger"))
 
 
-def test_a_ledger_chunk_without_the_contracts_columns_is_refused(tmp_path: Path) -> None:
-    ledger_dir = write_ledger(tmp_path / "ledger", purchases=LEDGER.drop("is_member"))
-    with pytest.raises(UserError, match="purchases chunks"):
-        verify_output(full_output(tmp_path / "out"), ledger_dir)
+def test_a_ledger_whose_chunks_disagree_with_its_manifest_is_refused_not_blamed_on_the_pipeline(tmp_path: Path) -> None:
+    # verify's own reader used to accept this: a chunk lost from the ledger made a correct sink look overcounted.
+    output = full_output(tmp_path / "out")
+    lost_chunk = write_ledger(tmp_path / "lost", purchases=LEDGER.head(2), acknowledged=LEDGER.height)
+    assert "has 2 acknowledged rows but its manifest says 3" in _refused(output, lost_chunk)
+    counted_malformed = write_ledger(tmp_path / "counted", acknowledged=LEDGER.height + MALFORMED.height)
+    assert "has 3 acknowledged rows but its manifest says 4" in _refused(output, counted_malformed)
+
+
+def test_a_ledger_chunk_other_than_the_contract_is_refused(tmp_path: Path) -> None:
+    output = full_output(tmp_path / "out")
+    assert "has columns" in _refused(output, write_ledger(tmp_path / "missing", purchases=LEDGER.drop("is_member")))
+    # verify's own reader used to cast these to the contract's types, or drop the extra column, and go on.
+    assert "has columns" in _refused(output, write_ledger(tmp_path / "wider", purchases=LEDGER.with_columns(pl.col("quantity").cast(pl.Int64))))
+    assert "has columns" in _refused(output, write_ledger(tmp_path / "extra", purchases=LEDGER.with_columns(pl.lit("x").alias("note"))))
 
 
 def test_money_is_exact() -> None:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import polars as pl
 
-from failsafe.checkers.sales import ANOMALIES, CATEGORY_BY_PREFIX, check_sales
+from failsafe.checkers.sales import ANOMALIES, CATEGORY_BY_PREFIX, check_sales, current_totals
 
 T0 = datetime(2024, 8, 25, 13, 22)
 PURCHASE_SCHEMA = {
@@ -204,6 +204,20 @@ def test_a_key_updated_in_later_batches_counts_its_latest_total_once() -> None:
     result = check_sales(LEDGER, MALFORMED, cumulative, LETTERS)
     assert result["valid"] is True, result
     assert result["totals"]["sink"]["purchases"] == 3
+
+
+def test_the_current_total_of_a_key_is_its_row_of_the_largest_batch_id() -> None:
+    # Update mode, as the sink reader returns it: every batch's cumulative rows; the checker decides which one counts.
+    rows = sink(
+        total(0, "SF05", 1, 3, "23.94", batch_id=0),
+        total(1, "CS01", 1, 2, "9.98", batch_id=1),
+        total(0, "SF05", 2, 4, "28.88", members=1, batch_id=4),
+        total(1, "CS01", 1, 2, "9.98", batch_id=2),  # a replay under a later id
+    )
+    current = current_totals(rows).sort("product_id")
+    assert current.select("product_id", "purchases", "batch_id").rows() == [("CS01", 1, 2), ("SF05", 2, 4)]
+    assert current_totals(rows.drop("batch_id")).height == 4  # rows without a batch are current totals already
+    assert current_totals(sink()).height == 0
 
 
 def test_a_later_batch_with_a_lower_total_is_what_counts() -> None:

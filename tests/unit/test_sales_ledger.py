@@ -114,8 +114,12 @@ def test_not_a_ledger(tmp_path: Path) -> None:
 def test_unreadable_or_foreign_manifest(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{not json")
     assert "not a readable ledger manifest" in _error(tmp_path)
+    (tmp_path / "manifest.json").write_bytes(b'{"format": 1, "seed": "\xff"}')  # verify's own reader let this UnicodeDecodeError out
+    assert "not a readable ledger manifest" in _error(tmp_path)
     (tmp_path / "manifest.json").write_text(json.dumps({"format": 99}))
     assert "format 99" in _error(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps([1]))
+    assert "format None" in _error(tmp_path)
 
 
 def test_incomplete_ledger_is_refused_unless_asked_for(tmp_path: Path) -> None:
@@ -125,15 +129,49 @@ def test_incomplete_ledger_is_refused_unless_asked_for(tmp_path: Path) -> None:
 
 
 def test_rows_that_disagree_with_the_manifest(tmp_path: Path) -> None:
-    write(tmp_path, ROWS)
+    write(tmp_path, ROWS, malformed=[(3, 11, "{")])
     (tmp_path / "purchases-00-00001.parquet").unlink()
     assert "has 4 acknowledged rows but its manifest says 5" in _error(tmp_path)
+    # An incomplete ledger is read as far as it was written: its counts are not checked.
+    write_manifest(tmp_path, manifest(acknowledged=5, malformed=1, complete=False))
+    assert read_ledger(tmp_path, require_complete=False).purchases.height == 4
+    # The malformed records are not acknowledged purchases: a manifest that counts them among those is refused.
+    both = tmp_path / "both"
+    both.mkdir()
+    write(both, ROWS[:2], malformed=[(3, 11, "{")])
+    write_manifest(both, manifest(acknowledged=3, malformed=1))
+    assert "has 2 acknowledged rows but its manifest says 3" in _error(both)
+
+
+def test_a_chunk_under_another_name_is_not_read_so_the_counts_disagree(tmp_path: Path) -> None:
+    write(tmp_path, ROWS[:2])
+    (tmp_path / "purchases-00-00000.parquet").rename(tmp_path / "purchases-0-0.parquet")
+    assert "has 0 acknowledged rows but its manifest says 2" in _error(tmp_path)
 
 
 def test_a_file_with_other_columns(tmp_path: Path) -> None:
     write(tmp_path, [])
     pl.DataFrame({"transaction_id": [1]}).write_parquet(tmp_path / "purchases-00-00000.parquet")
-    assert "has columns" in _error(tmp_path)
+    message = _error(tmp_path)
+    assert "has columns other than the contract's" in message and "transaction_id is Int64, not String" in message
+    assert "is_member is missing" in message and "\n" not in message
+
+
+def test_a_file_with_castable_types_or_an_extra_column_is_refused_not_converted(tmp_path: Path) -> None:
+    # verify's own reader cast these to the contract's types, or dropped the column, and went on.
+    good = rows_frame(ROWS[:1])
+    variants = {
+        "quantity is Int64, not Int32": good.with_columns(pl.col("quantity").cast(pl.Int64)),
+        "transaction_time is Datetime(time_unit='us', time_zone='UTC'), not Datetime": good.with_columns(
+            pl.col("transaction_time").dt.replace_time_zone("UTC")),
+        "note is extra": good.with_columns(pl.lit("x").alias("note")),
+    }
+    for n, (difference, frame) in enumerate(variants.items()):
+        directory = tmp_path / f"ledger-{n}"
+        directory.mkdir()
+        write(directory, ROWS[:1])
+        frame.write_parquet(directory / "purchases-00-00000.parquet")
+        assert difference in _error(directory)
 
 
 def test_prepare_replaces_an_old_ledger_and_refuses_anything_else(tmp_path: Path) -> None:

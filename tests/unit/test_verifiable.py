@@ -21,11 +21,10 @@ import pytest
 from failsafe.checkers import run_checkers
 from failsafe.dist.java import Java
 from failsafe.dist.kafka import KafkaDist
-from failsafe.errors import UserError
+from failsafe.errors import UserError, WorkloadFailed
 from failsafe.history.load import history_from_ops
 from failsafe.history.recorder import OpWriter
 from failsafe.waiting import wait_until
-from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable import (
     VerifiableConsumerSpec,
     VerifiableProducerSpec,
@@ -43,6 +42,7 @@ from failsafe.workloads.verifiable_events import (
     producer_event_to_ops,
     producer_stopped_ops,
 )
+from failsafe.workloads.worker import decode_spec
 
 TOPIC = "verifiable-probe"
 PRODUCED = [
@@ -291,13 +291,14 @@ def test_value_prefixes_differ_between_producers_and_fit_a_java_int() -> None:
     assert VerifiableProducerSpec("vp-0", TOPIC, value_prefix=7).prefix == 7
 
 
-def test_specs_survive_the_trip_through_json_and_stay_producer_and_consumer_specs() -> None:
+def test_specs_survive_the_trip_through_json_to_the_worker() -> None:
     producer = VerifiableProducerSpec("vp-0", TOPIC, bootstrap_servers="b:1", count=10, properties={"linger.ms": "5"})
     consumer = VerifiableConsumerSpec("vc-0", (TOPIC,), group="g", session_timeout_ms=10000)
     for spec in (producer, consumer):
         data = orjson.loads(orjson.dumps({"kind": spec.KIND, **asdict(spec)}))
         assert verifiable_spec_from_json(data) == spec
-    assert isinstance(producer, ProducerSpec) and isinstance(consumer, ConsumerSpec)
+        # What the worker process does with its argument: the same spec, and the verifiable driver for it.
+        assert decode_spec(data) == spec and type(decode_spec(data)) is type(spec)
 
 
 @pytest.fixture
@@ -395,7 +396,7 @@ def run_tool(fake_java: Java, fake_dist: KafkaDist, tmp_path: Path, monkeypatch:
         def run() -> None:
             try:
                 outcome["rc"] = run_verifiable(spec, OpWriter(buffer, spec.process), stop, java=fake_java, dist=fake_dist)
-            except RuntimeError as e:
+            except WorkloadFailed as e:
                 outcome["error"] = e
 
         thread = threading.Thread(target=run, daemon=True)

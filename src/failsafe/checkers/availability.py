@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, end_ns, examples, ns_to_ms, read_options, result
 from failsafe.history.model import History
 
 DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None}
@@ -23,7 +23,7 @@ REBALANCE_GRACE_NS = 10_000_000_000
 _FP = ["fault_id", "topic", "partition"]
 
 
-def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "availability")
     faults = history.faults.filter(pl.col("target").is_in(BROKER_TARGETS))
     topology = history.topology

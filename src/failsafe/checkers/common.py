@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal, TypedDict
 
 import polars as pl
 
@@ -11,8 +12,33 @@ from failsafe.checkers.keys import IDENTITY, POSITION, key
 from failsafe.history.model import History
 
 EXAMPLES_PER_ANOMALY = 5
-Validity = bool | str  # True, False or "unknown"
-UNKNOWN = "unknown"
+UNKNOWN: Literal["unknown"] = "unknown"
+Validity = bool | Literal["unknown"]  # as results.json has it: true, false or "unknown"
+
+
+class Verdict(StrEnum):
+    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it."""
+
+    VALID = "VALID"
+    INVALID = "INVALID"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def of(cls, valid: object) -> Verdict:
+        return cls.VALID if valid is True else cls.INVALID if valid is False else cls.UNKNOWN
+
+    @property
+    def exit_code(self) -> int:
+        return {Verdict.VALID: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3}[self]
+
+
+class CheckerResult(TypedDict, total=False):
+    """What every checker returns (docs/checkers.md); each adds its own fields (faults, events, ...)."""
+
+    valid: Validity
+    counts: dict[str, int]
+    examples: dict[str, list[dict[str, Any]]]
+    error: str  # only when the checker raised: then valid is "unknown"
 
 
 class CheckerOptionError(ValueError):
@@ -48,8 +74,8 @@ def examples(frame: pl.DataFrame, *columns: str) -> list[dict[str, Any]]:
     return picked.head(EXAMPLES_PER_ANOMALY).to_dicts()
 
 
-def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], **fields: Any) -> dict[str, Any]:
-    return {
+def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], **fields: Any) -> CheckerResult:
+    return {  # type: ignore[typeddict-unknown-key]
         "valid": valid,
         "counts": {name: int(count) for name, count in counts.items()},
         "examples": {name: rows for name, rows in example_rows.items() if rows},

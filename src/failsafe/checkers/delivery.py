@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import examples, read_options, result, unread_writes
+from failsafe.checkers.common import CheckerResult, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, distinct, having_keys, key
 from failsafe.history.model import History
 
@@ -22,7 +22,7 @@ _SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value")
 _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == "info")
 
 
-def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "delivery")
     columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))

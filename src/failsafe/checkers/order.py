@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import examples, read_options, result
+from failsafe.checkers.common import CheckerResult, examples, read_options, result
 from failsafe.history.model import History
 
 DEFAULTS: dict[str, Any] = {"idempotent_producers": None}
@@ -21,7 +21,7 @@ _PARTITION_EPOCH = ["process", "topic", "partition", "epoch_ns"]
 _POLL_EXAMPLE = ("process", "group", "topic", "partition", "poll_seq", "previous_offset", "offset")
 
 
-def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "order")
     # value is never needed here and is the widest column: leave it behind.
     reads = with_epochs(history.reads.drop("value").with_row_index("seq"), history.membership)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, read_options, result
 from failsafe.history.model import History
 
 DEFAULTS: dict[str, Any] = {"max_pause_ms": None}
@@ -25,7 +25,7 @@ _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
 
 
-def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "rebalance")
     membership = history.membership.filter(pl.col("group").is_not_null()).sort("time_ns", maintain_order=True)
     events = consumer_events(history, membership)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from failsafe.checkers import availability, delivery, order, rebalance, semantics
-from failsafe.checkers.common import UNKNOWN, Validity
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Validity
 from failsafe.history.model import History
 
-Checker = Callable[[History, Mapping | None], dict[str, Any]]
+Checker = Callable[[History, Mapping | None], CheckerResult]
 
 CHECKERS: dict[str, Checker] = {
     "delivery": delivery.check,
@@ -24,14 +23,14 @@ def run_checkers(
     history: History,
     options_by_checker: Mapping[str, Mapping] | None = None,
     names: Sequence[str] | None = None,
-) -> dict[str, dict]:
+) -> dict[str, CheckerResult]:
     """Each named checker's result (all of them by default), in CHECKERS order."""
     options_by_checker = options_by_checker or {}
     wanted = list(CHECKERS) if names is None else list(names)
     unknown = sorted(set(wanted) - set(CHECKERS))
     if unknown:
         raise ValueError(f"no checker named {unknown}; known: {sorted(CHECKERS)}")
-    results: dict[str, dict] = {}
+    results: dict[str, CheckerResult] = {}
     for name in wanted:
         try:
             results[name] = CHECKERS[name](history, options_by_checker.get(name))

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import examples, read_options, result, unread_writes
+from failsafe.checkers.common import CheckerResult, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
 
@@ -20,7 +20,7 @@ DEFAULTS: dict[str, Any] = {"groups": None, "allow_loss": False}
 _POSITION = ["group", "topic", "partition", "offset"]
 
 
-def check(history: History, options: Mapping | None = None) -> dict[str, Any]:
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "semantics")
     group_reads = history.reads.filter(pl.col("group").is_not_null())
     groups = _groups(history, opts["groups"])

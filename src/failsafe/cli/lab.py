@@ -9,20 +9,17 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from failsafe.checkers.common import Verdict
+from failsafe.checkers.run import combine_validity
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
 from failsafe.errors import UserError
-from failsafe.scenarios.pipeline_schema import PipelineScenario
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
 from failsafe.scenarios.rundir import RunDir
 
-# Checkers, reports and the runner load polars and matplotlib: imported by the commands that use
+# Checkers, reports and the engine load polars and matplotlib: imported by the commands that use
 # them, so 'failsafe up' and friends start fast.
 
-VERDICT_STYLE = {True: "[bold green]VALID[/]", False: "[bold red]INVALID[/]", "unknown": "[bold yellow]UNKNOWN[/]"}
-
-
-def _verdict_exit(valid: object) -> int:
-    return 0 if valid is True else 1 if valid is False else 3
+VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.INVALID: "[bold red]INVALID[/]", Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]"}
 
 
 @click.command("run")
@@ -39,11 +36,10 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
     Exits 0 when every scenario is valid, 1 when one is invalid, 3 when one could not be decided.
     """
-    from failsafe.reports.html import write_report
-    from failsafe.reports.terminal import render_summary
-    from failsafe.scenarios.check import check_run
-    from failsafe.scenarios.cluster_use import cluster_for
-    from failsafe.scenarios.runner import run_scenario
+    from failsafe.errors import ClusterNotWhole
+    from failsafe.scenarios.cluster_use import cluster_facts, cluster_for
+    from failsafe.scenarios.engine import Engine, require_whole, run_scenario
+    from failsafe.scenarios.kinds import KINDS
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     scenarios = [load_scenario(n) for n in expanded]
@@ -56,34 +52,26 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
     outcomes: list[tuple[str, RunDir, dict]] = []
     with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event) as cluster:
+        facts = cluster_facts(cluster)
         for scenario in scenarios:
             event(f"[bold]{scenario.name}[/]: {' '.join(scenario.description.split()).split('. ')[0]}")
-            if isinstance(scenario, PipelineScenario):
-                outcomes.append((scenario.name, *_run_pipeline_scenario(scenario, cluster, runs_root, status, event)))
-                continue
-            run_dir = run_scenario(scenario, cluster, runs_root, status.update, event)
+            kind = KINDS[scenario.kind]
+            engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
+                            kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event)
+            run_dir = run_scenario(engine)
             status.update(f"{scenario.name} · checking")
-            results, history = check_run(run_dir)
-            write_report(run_dir.path, results, history, run_dir.scenario_data(), run_dir.manifest())
-            render_summary(stdout, results, history)
-            stdout.print(f"report: {run_dir.report_path}")
+            results = kind.check(run_dir)
+            kind.show(stdout, run_dir, results)
             outcomes.append((scenario.name, run_dir, results))
+            try:
+                require_whole(cluster, after=scenario.name)
+            except ClusterNotWhole:
+                if len(outcomes) > 1:
+                    _print_lab_table(outcomes, time.monotonic() - started)
+                raise
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
-    worst = [r["valid"] for _, _, r in outcomes]
-    return 1 if False in worst else (3 if any(v is not True for v in worst) else 0)
-
-
-def _run_pipeline_scenario(scenario: PipelineScenario, cluster, runs_root: Path, status, event) -> tuple[RunDir, dict]:
-    from failsafe.scenarios.pipeline_check import check_pipeline_run, render_pipeline_results
-    from failsafe.scenarios.pipeline_runner import run_pipeline_scenario
-
-    run_dir, _ = run_pipeline_scenario(scenario, cluster, runs_root, status.update, event)
-    status.update(f"{scenario.name} · verifying the sink against the ledger")
-    results = check_pipeline_run(run_dir)
-    render_pipeline_results(stdout, results)
-    stdout.print(f"run directory: {run_dir.path}")
-    return run_dir, results
+    return Verdict.of(combine_validity([r["valid"] for _, _, r in outcomes])).exit_code
 
 
 def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float) -> None:
@@ -95,7 +83,8 @@ def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float)
     for name, run_dir, results in outcomes:
         exps = results.get("expectations", [])
         passed = sum(1 for e in exps if e["valid"] is True)
-        table.add_row(name, VERDICT_STYLE.get(results["valid"], str(results["valid"])), f"{passed}/{len(exps)}", str(run_dir.report_path))
+        report = run_dir.report_path if run_dir.report_path.is_file() else run_dir.path
+        table.add_row(name, VERDICT_STYLE[Verdict.of(results["valid"])], f"{passed}/{len(exps)}", str(report))
     stdout.print(table)
 
 
@@ -104,24 +93,23 @@ def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float)
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the summary.")
 def check_command(run_dir: Path, as_json: bool) -> int:
     """Re-run the checkers on a stored run and rewrite its results.json."""
-    from failsafe.reports.terminal import render_summary
-    from failsafe.scenarios.check import check_run
-    from failsafe.scenarios.pipeline_check import check_pipeline_run, is_pipeline_run, render_pipeline_results
+    from failsafe.scenarios.kinds import KINDS, RunKind
 
     rd = RunDir.open(run_dir)
-    if is_pipeline_run(rd):
-        results = check_pipeline_run(rd)
-        if as_json:
-            click.echo(json.dumps(results, indent=2, default=str))
-        else:
-            render_pipeline_results(stdout, results)
-        return _verdict_exit(results["valid"])
-    results, history = check_run(rd)
+    kind = KINDS.get(rd.kind)
+    if kind is None:
+        raise UserError(f"{run_dir} is a run of kind {rd.kind!r}, which this failsafe does not know: check it with the failsafe that made it")
+    results = kind.check(rd)
     if as_json:
         click.echo(json.dumps(results, indent=2, default=str))
+    elif rd.kind == RunKind.PIPELINE:
+        kind.show(stdout, rd, results)
     else:
-        render_summary(stdout, results, history)
-    return _verdict_exit(results["valid"])
+        from failsafe.reports.terminal import render_summary
+        from failsafe.scenarios.check import load_run_history
+
+        render_summary(stdout, results, load_run_history(rd))
+    return Verdict.of(results["valid"]).exit_code
 
 
 @click.command("report")
@@ -130,10 +118,9 @@ def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.reports.html import write_report
     from failsafe.scenarios.check import check_run, load_run_history, stored_results
-    from failsafe.scenarios.pipeline_check import is_pipeline_run
 
     rd = RunDir.open(run_dir)
-    if is_pipeline_run(rd):
+    if rd.kind != "lab":
         raise UserError(f"{run_dir} is a pipeline scenario's run: 'failsafe check {run_dir}' shows its results (HTML reports cover lab scenarios)")
     results = stored_results(rd)
     if results is None:

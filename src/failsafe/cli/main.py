@@ -12,6 +12,7 @@ from failsafe.cli.clients import consume_command, groups, leader_election_comman
 from failsafe.cli.cluster import broker, clean_command, controller, down_command, setup_command, status_command, up_command
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
+from failsafe.cli.options import INTERRUPTED_EXIT
 from failsafe.cli.pipeline import pipeline
 from failsafe.cli.simulate import simulate
 from failsafe.cli.topics import topics
@@ -19,7 +20,6 @@ from failsafe.errors import FailsafeError
 from failsafe.waiting import WaitTimeout
 
 USAGE_EXIT = 2
-INTERRUPTED_EXIT = 130
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except WaitTimeout as e:
         print(f"failsafe: {e}", file=sys.stderr)
+        return 1
+    except TimeoutError as e:
+        # A client library's bare timeout that no layer below named: still one line, never a traceback.
+        print(f"failsafe: a request timed out{': ' + str(e) if str(e) else ''} (is the cluster up? see 'failsafe status')", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("failsafe: interrupted", file=sys.stderr)

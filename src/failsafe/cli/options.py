@@ -8,9 +8,12 @@ import click
 from rich.console import Console
 
 from failsafe.cluster.lifecycle import Cluster
-from failsafe.cluster.process import UP
 from failsafe.cluster.state import default_cluster_dir
 from failsafe.errors import ClusterNotRunning, UserError
+from failsafe.supervisor import UP
+
+# The shell's convention for a command ended by Ctrl-C (128 + SIGINT).
+INTERRUPTED_EXIT = 130
 
 stderr = Console(stderr=True, highlight=False)
 stdout = Console(highlight=False)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from failsafe.cli.options import bootstrap_option, dir_option, resolve_bootstrap, stderr, stdout
+from failsafe.cli.options import INTERRUPTED_EXIT, bootstrap_option, dir_option, resolve_bootstrap, stderr, stdout
 
 DEFAULT_OUTPUT = Path("pipeline-output")
 DEFAULT_CHECKPOINT = Path("pipeline-checkpoint")
@@ -34,7 +38,7 @@ def pipeline() -> None:
 @click.option("--max-offsets-per-trigger", type=click.IntRange(min=1), default=None, help="Cap on records per micro-batch.")
 @click.option("--no-publish", is_flag=True, help="Do not publish results to demo.sales-by-product.")
 def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_dir: Path, checkpoint_dir: Path, trigger_s: float,
-                available_now: bool, watermark_delay: str, master: str, max_offsets_per_trigger: int | None, no_publish: bool) -> None:
+                available_now: bool, watermark_delay: str, master: str, max_offsets_per_trigger: int | None, no_publish: bool) -> int:
     """Aggregate purchases per product and 1-minute window, exactly once, until stopped (Ctrl-C)."""
     from failsafe.dist.spark import spark_kafka_dist
     from failsafe.pipeline.job import RESULTS_TOPIC, PipelineConfig
@@ -53,9 +57,33 @@ def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_d
             status.update(f"{progress['query']}: batch {progress['batch_id']} · {progress['num_input_rows']} rows · "
                           f"{rate:,.0f} rows/s · watermark {progress['watermark'] or '-'}")
 
-        summary = run_pipeline(config, SessionSpec(master=master, jars=tuple(str(j) for j in dist.jars)), show)
+        with stop_on_signals() as stop:
+            summary = run_pipeline(config, SessionSpec(master=master, jars=tuple(str(j) for j in dist.jars)), show, stop)
     stdout.print(f"pipeline stopped after {summary.batches} batches of sales-by-product, {summary.input_rows} records read, "
                  f"{summary.rows_dropped_by_watermark} dropped as later than the watermark; sink in {output_dir}")
+    if stop.is_set():
+        stderr.print("failsafe: interrupted (the queries were stopped between micro-batches; the checkpoint is kept)")
+        return INTERRUPTED_EXIT
+    return 0
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """Ctrl-C and SIGTERM set an event the run polls, instead of raising wherever Python happens to be
+    (inside a py4j call, that leaves the gateway out of step and the stop hangs). A second one raises."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @pipeline.command("verify")

@@ -9,13 +9,12 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from failsafe.cli.options import bootstrap_option, dir_option, resolve_bootstrap, stderr, timeout_option
+from failsafe.cli.options import INTERRUPTED_EXIT, bootstrap_option, dir_option, resolve_bootstrap, stderr, timeout_option
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S
 from failsafe.workloads.sales.run import SalesOptions, SimulatorError, run_sales
 from failsafe.workloads.sales.simulator import ACKS
 
 RATE_WINDOW_S = 2.0
-INTERRUPTED_EXIT = 130
 
 
 @click.group("simulate")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ClusterMetadata
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
 from failsafe.errors import BrokerUnreachable, KafkaClientError
 
@@ -52,3 +52,19 @@ def describe_error(error: object) -> str:
         text = error.str()
         return f"{name}: {text}" if text and text != name else name
     return str(error)
+
+
+def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
+    """Each partition's log end offset (ListOffsets latest), or one clear error."""
+    if not partitions:
+        return {}
+    # The admin client must outlive its futures: a client collected early never completes them.
+    admin = new_admin(bootstrap_servers)
+    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=timeout_s)
+    try:
+        return {(tp.topic, tp.partition): future.result(timeout=timeout_s + 5).offset for tp, future in futures.items()}
+    except KafkaException as e:
+        raise KafkaClientError(f"cannot read the log end offsets at {bootstrap_servers}: {describe_error(e)}") from e
+    except TimeoutError as e:
+        raise KafkaClientError(f"the log end offsets of {len(partitions)} partitions were not returned within {timeout_s + 5:g}s "
+                               f"by {bootstrap_servers}") from e

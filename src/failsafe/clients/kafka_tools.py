@@ -7,14 +7,12 @@ in the jars wins, so the same name works for Kafka 4.x and 3.9.x.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
-from failsafe.cluster.process import pdeathsig_kill
 from failsafe.dist.java import find_java
 from failsafe.dist.jvm import tool_command
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
+from failsafe.supervisor import spawn
 
 TOOLS: dict[str, tuple[str, ...]] = {
     "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
@@ -80,19 +78,21 @@ def needs_bootstrap(tool: str, args: list[str]) -> bool:
     return not (given & set(_CONNECT_OPTIONS) or given & set(_STANDALONE_OPTIONS))
 
 
+TOOL_STOP_TIMEOUT_S = 10.0
+
+
 def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str | None = None) -> int:
-    """Run a Kafka tool in the foreground with our terminal; it dies with us (PR_SET_PDEATHSIG)."""
+    """Run a Kafka tool with our terminal's stdin and stdout; it dies with us.
+
+    It runs in a session of its own, so the terminal's Ctrl-C reaches only us: we then stop it
+    with SIGTERM (its shutdown hook prints what a console consumer had processed).
+    """
     cls = main_class(dist, tool)
     if bootstrap_servers and needs_bootstrap(tool, args):
         args = ["--bootstrap-server", bootstrap_servers, *args]
-    cmd = tool_command(find_java(), dist, cls, args)
-    proc = subprocess.Popen(cmd, preexec_fn=pdeathsig_kill, env=os.environ.copy())
+    child = spawn(tool_command(find_java(), dist, cls, args), name=f"kafka {tool}", stdin=None, env=os.environ.copy())
     try:
-        return proc.wait()
+        return child.wait(timeout_s=None)
     except KeyboardInterrupt:
-        # The tool got the terminal's SIGINT too; give it a moment to close cleanly.
-        try:
-            return proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            return proc.wait()
+        child.stop(TOOL_STOP_TIMEOUT_S)
+        raise

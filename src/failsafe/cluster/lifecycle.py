@@ -8,10 +8,10 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from failsafe.cluster.config import render_server_properties
-from failsafe.cluster.process import DOWN, PAUSED, UP, TrackedProcess, pdeathsig_kill, read_pidfile, start_process
 from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader, registered_brokers
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
@@ -28,6 +28,7 @@ from failsafe.errors import (
     UnknownNode,
     UserError,
 )
+from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
 DEFAULT_READY_TIMEOUT_S = 120.0
@@ -46,7 +47,7 @@ def _quiet(_: str) -> None:
 @dataclass(frozen=True)
 class NodeStatus:
     node: NodeSpec
-    state: str
+    state: ProcessState
     pid: int | None
     active_controller: bool
 
@@ -83,20 +84,28 @@ class Cluster:
         for node in self.spec.nodes():
             args = ["format", "-t", self.state.cluster_id, "-c", str(self.dir.config_file(node).resolve())]
             cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
-            procs.append((node, subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=pdeathsig_kill
-            )))
+            procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         failures = []
-        for node, proc in procs:
+        for node, child in procs:
             try:
-                out, _ = proc.communicate(timeout=FORMAT_TIMEOUT_S)
+                out, _ = child.popen.communicate(timeout=FORMAT_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            if proc.returncode != 0:
-                failures.append(f"{node.name}: {_last_meaningful_line(out)}")
+                child.kill()
+                out, _ = child.popen.communicate()
+            if child.popen.returncode != 0:
+                failures.append(f"{node.name}: {_last_meaningful_line(out.decode(errors='replace'))}")
         if failures:
             raise ClusterStartError(f"kafka-storage format failed for {'; '.join(failures)}")
+
+    # -- its Java and Kafka --------------------------------------------------------------------
+    @cached_property
+    def java(self) -> Java:
+        return find_java()
+
+    @cached_property
+    def dist(self) -> KafkaDist:
+        """The Kafka distribution the cluster was made with (its jars, resolved once)."""
+        return kafka_dist(self.spec.kafka_version)
 
     # -- looking ----------------------------------------------------------------------------
     @property
@@ -118,7 +127,7 @@ class Cluster:
     def tracked(self, node: NodeSpec) -> TrackedProcess | None:
         return read_pidfile(self.dir.pidfile(node))
 
-    def node_state(self, node: NodeSpec) -> str:
+    def node_state(self, node: NodeSpec) -> ProcessState:
         tracked = self.tracked(node)
         return DOWN if tracked is None else tracked.state()
 
@@ -148,7 +157,9 @@ class Cluster:
             try:
                 for node in nodes:
                     cmd = server_command(java, dist, self.dir.config_file(node).resolve(), self.dir.root.resolve(), self.spec.heap)
-                    start_process(cmd, self.dir.log_file(node), self.dir.pidfile(node), cwd=self.dir.root)
+                    # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
+                    spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
+                          dies_with_parent=False)
                 progress(f"started {', '.join(n.name for n in nodes)}")
                 self.wait_ready(nodes, timeout_s, progress)
             except BaseException:
@@ -193,6 +204,32 @@ class Cluster:
             wait_until(condition, timeout_s, message, poll_interval_s=READY_POLL_S)
         except WaitTimeout as e:
             raise ClusterStartError(str(e)) from e
+
+    def restart(self, nodes: list[NodeSpec], timeout_s: float = DEFAULT_READY_TIMEOUT_S, progress: Progress = _quiet) -> list[NodeSpec]:
+        """Start those of ``nodes`` that are down, all at once, and wait until the cluster is ready; returns them.
+
+        All at once and one wait: two brokers restarted one after the other would double a heal.
+        """
+        with self.dir.lock():
+            down = [n for n in nodes if self.node_state(n) == DOWN]
+            if down:
+                ensure_ports_free(down)
+                self.start(down, self.java, self.dist, timeout_s, progress)
+            return down
+
+    def not_whole(self) -> list[str]:
+        """Why the cluster is not whole (a node down or paused, a broker not registered); empty when it is."""
+        problems = [f"{n.role} {n.node_id} is {state}" for n in self.spec.nodes() if (state := self.node_state(n)) != UP]
+        if problems:
+            return problems
+        brokers = self.spec.brokers_nodes()
+        want = {n.node_id for n in brokers}
+        for node in brokers:
+            missing = sorted(want - registered_brokers(node.port))
+            if missing:
+                problems.append(f"broker {node.node_id} does not see broker{'s' if len(missing) > 1 else ''} "
+                                f"{', '.join(map(str, missing))} registered and unfenced")
+        return problems
 
     # -- stopping ---------------------------------------------------------------------------
     def _stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
@@ -310,7 +347,7 @@ def start_node(cluster: Cluster, node: NodeSpec, timeout_s: float, progress: Pro
         if cluster.node_state(node) != DOWN:
             raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.tracked(node).pid})")
         ensure_ports_free([node])
-        cluster.start([node], find_java(), kafka_dist(cluster.spec.kafka_version), timeout_s, progress)
+        cluster.start([node], cluster.java, cluster.dist, timeout_s, progress)
 
 
 def down(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec]:

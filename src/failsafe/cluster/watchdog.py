@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from failsafe.cluster.process import read_pidfile
+from failsafe.supervisor import read_pidfile, spawn
 
 RELEASE = "release"
 KILL_TIMEOUT_S = 15.0
@@ -26,14 +26,10 @@ class Leash:
     """Context manager: on a clean exit call ``release()``; otherwise the nodes are killed."""
 
     def __init__(self, root: Path, pidfiles: list[Path], log_file: Path) -> None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_file, "ab") as log:
-            self._proc = subprocess.Popen(
-                # Absolute paths: the watchdog runs in the cluster directory, not in our cwd.
-                [sys.executable, "-m", "failsafe.cluster.watchdog", *(str(p.resolve()) for p in pidfiles)],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-                start_new_session=True,
-            )
+        # Absolute paths: the watchdog runs in the cluster directory, not in our cwd. It must outlive
+        # us (acting on our death is its whole purpose), so no parent-death guard.
+        self._proc = spawn([sys.executable, "-m", "failsafe.cluster.watchdog", *(str(p.resolve()) for p in pidfiles)],
+                           name="watchdog", log_path=log_file, stdin=subprocess.PIPE, cwd=root, dies_with_parent=False).popen
 
     def release(self) -> None:
         assert self._proc.stdin is not None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from failsafe.errors import ProvisionError
+from failsafe.supervisor import run_to_end
 
 MIN_JAVA_MAJOR = 17
 INSTALL_HINT = "install Java 17 or later (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
@@ -40,12 +41,10 @@ def find_java() -> Java:
             raise ProvisionError(f"no Java found: {INSTALL_HINT}")
         candidate = Path(found)
     try:
-        out = subprocess.run(
-            [str(candidate), "-version"], capture_output=True, text=True, timeout=60, check=False
-        )
+        out = run_to_end([str(candidate), "-version"], name="java -version", timeout_s=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise ProvisionError(f"{candidate} -version failed ({e}): {INSTALL_HINT}") from e
-    major = _major_version(out.stderr + out.stdout)
+    major = _major_version(out.output)
     if major is None:
         raise ProvisionError(f"cannot read the version of {candidate}: {INSTALL_HINT}")
     if major < MIN_JAVA_MAJOR:

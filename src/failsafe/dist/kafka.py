@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from failsafe.errors import ProvisionError
+from failsafe.supervisor import run_to_end
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 _RESOLVED_MARKER = ".resolved"
@@ -110,9 +111,9 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
             cmd.append("-Dkafka.legacy.logging")
         if quiet:
             cmd.insert(1, "-q")
-        proc = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
+        proc = run_to_end(cmd, name="mvn (Kafka)", capture=quiet)
     if proc.returncode != 0:
-        detail = first_maven_error(proc.stdout or "") if quiet else "see Maven's output above"
+        detail = first_maven_error(proc.output) if quiet else "see Maven's output above"
         raise ProvisionError(f"Maven could not resolve Kafka {version}: {detail}")
     libs = home / "libs"
     shutil.rmtree(libs, ignore_errors=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from failsafe.dist.kafka import MAVEN_HINT, cache_root, first_maven_error
 from failsafe.errors import ProvisionError
+from failsafe.supervisor import run_to_end
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 PYSPARK_HINT = "install it with 'make setup' (or: pip install 'failsafe[spark]')"
@@ -90,9 +91,9 @@ def resolve_spark_kafka(*, quiet: bool = True) -> SparkKafkaDist:
                f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
         if quiet:
             cmd.insert(1, "-q")
-        proc = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
+        proc = run_to_end(cmd, name="mvn (Spark's Kafka source)", capture=quiet)
     if proc.returncode != 0:
-        detail = first_maven_error(proc.stdout or "") if quiet else "see Maven's output above"
+        detail = first_maven_error(proc.output) if quiet else "see Maven's output above"
         raise ProvisionError(f"Maven could not resolve {CONNECTOR} {version} (the installed pyspark's version): {detail}")
     _, dropped = drop_shipped(sorted(staging.glob("*.jar")), [p.name for p in pyspark_jars.glob("*.jar")])
     for jar in dropped:

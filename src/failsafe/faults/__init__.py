@@ -1,1 +1,31 @@
-"""Faults on a cluster's processes, each with an undo that the runner always runs."""
+"""Faults as plug-ins: a registry from kind to the function that starts it (docs/lab.md lists them).
+
+    base.py     FaultKind, Role, Target, FaultSpec, AppliedFault (undo marked done only on success)
+    nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss
+    clients.py  the workload's processes: kill-consumer, close-consumer, kill-driver
+
+Scenario files and the engine name faults through ``FAULTS``; a new kind of fault is one more entry.
+"""
+
+from __future__ import annotations
+
+from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets, Role, Target
+from failsafe.faults.clients import close_consumer, kill_consumer, kill_driver
+from failsafe.faults.nodes import kill, pause, quorum_loss, restart, terminate
+
+FAULTS: dict[FaultKind, FaultStart] = {
+    FaultKind.KILL: kill,
+    FaultKind.TERMINATE: terminate,
+    FaultKind.PAUSE: pause,
+    FaultKind.RESTART: restart,
+    FaultKind.QUORUM_LOSS: quorum_loss,
+    FaultKind.KILL_CONSUMER: kill_consumer,
+    FaultKind.CLOSE_CONSUMER: close_consumer,
+    FaultKind.KILL_DRIVER: kill_driver,
+}
+# Faults that act on brokers chosen by role, and those that act on the workload's clients.
+BROKER_FAULTS = (FaultKind.KILL, FaultKind.TERMINATE, FaultKind.PAUSE, FaultKind.RESTART)
+CONSUMER_FAULTS = (FaultKind.KILL_CONSUMER, FaultKind.CLOSE_CONSUMER)
+
+__all__ = ["BROKER_FAULTS", "CONSUMER_FAULTS", "FAULTS", "AppliedFault", "FaultError", "FaultKind", "FaultSpec", "FaultStart",
+           "FaultTargets", "Role", "Target"]

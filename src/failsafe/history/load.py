@@ -46,12 +46,17 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "role": pl.String,
     "ok": pl.Boolean,
     "phase": pl.String,
+    "exit_code": pl.Int64,
+    "drain_s": pl.Float64,
+    "attempt": pl.Int64,
 }
 _BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
 _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
 # The rare ops, decoded with every field: their frames are small.
-OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic"]
+# What the engine and the workloads record about the run itself (the ``events`` frame).
+EVENT_KINDS = ["recover-timeout", "elect-leaders", "pipeline-start", "pipeline-exit", "pipeline-stop", "simulator-exit", "drained"]
+OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", *EVENT_KINDS]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
@@ -203,6 +208,7 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         topology_errors=_select(other.filter((pl.col("f") == "topology") & pl.col("error").is_not_null()), "topology_errors"),
         phases=_select(other.filter(pl.col("f") == "phase"), "phases"),
         admin=_select(other.filter(pl.col("f") == "create-topic"), "admin"),
+        events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 
@@ -284,8 +290,14 @@ def _faults(other: pl.DataFrame) -> pl.DataFrame:
         "fault_id", "fault", "target", "nodes", "role", pl.col("time_ns").alias("start_ns"), pl.col("error").alias("start_error")
     )
     starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
-    stops = other.filter(pl.col("f") == "fault-stop").select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error")
-    stops = stops.unique(subset=["fault_id"], keep="first", maintain_order=True)
+    stops = other.filter(pl.col("f") == "fault-stop").select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error",
+                                                              pl.col("attempt").fill_null(1))
+    # A failed undo is recorded and tried again: the fault stopped at its first successful undo, else
+    # it is still open, failed at its last attempt.
+    attempts = stops.group_by("fault_id", maintain_order=True).agg(pl.len().alias("undo_attempts"))
+    ok = stops.filter(pl.col("ok").fill_null(True)).unique(subset=["fault_id"], keep="first", maintain_order=True)
+    failed = stops.join(ok.select("fault_id"), on="fault_id", how="anti").unique(subset=["fault_id"], keep="last", maintain_order=True)
+    stops = pl.concat([ok, failed.with_columns(pl.lit(None, pl.Int64).alias("stop_ns"))]).drop("attempt").join(attempts, on="fault_id")
     joined = starts.join(stops, on="fault_id", how="left", maintain_order="left").with_columns(pl.coalesce("error", "start_error").alias("error"))
     return _select(joined, "faults").sort("start_ns", maintain_order=True)
 

@@ -8,7 +8,7 @@ empty, so a checker never has to ask whether a column exists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -73,6 +73,7 @@ FAULTS_SCHEMA = {
     "stop_ns": pl.Int64,
     "ok": pl.Boolean,
     "error": pl.String,
+    "undo_attempts": pl.UInt32,
 }
 TOPOLOGY_SCHEMA = {
     "time_ns": pl.Int64,
@@ -93,6 +94,9 @@ ADMIN_SCHEMA = {
     "topic": pl.String,
     "error": pl.String,
 }
+# Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained.
+EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
+                 "drain_s": pl.Float64}
 
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "sends": SENDS_SCHEMA,
@@ -107,6 +111,7 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "topology_errors": TOPOLOGY_ERRORS_SCHEMA,
     "phases": PHASES_SCHEMA,
     "admin": ADMIN_SCHEMA,
+    "events": EVENTS_SCHEMA,
 }
 
 
@@ -123,7 +128,9 @@ class History:
         process's polls 0, 1, 2... in file order; null values filled from the log where the log
         has that offset. log: records of log-read ok. membership: one row per partition of an
         assign or revoke. commits: one row per committed offset. faults: one row per fault_id
-        (start joined with stop). topology: one row per partition per sample.
+        (start joined with its first successful stop; stop_ns null while no undo succeeded;
+        undo_attempts counts every fault-stop). topology: one row per partition per sample.
+        events: the run's own ops (pipeline start, exit and stop, simulator exit, drained, ...).
     """
 
     sends: pl.DataFrame
@@ -139,6 +146,7 @@ class History:
     phases: pl.DataFrame
     admin: pl.DataFrame
     op_count: int
+    events: pl.DataFrame = field(default_factory=lambda: empty_frame("events"))
 
     @classmethod
     def empty(cls) -> History:

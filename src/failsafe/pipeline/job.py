@@ -18,6 +18,7 @@ under N's name and a replay replaces them. A reader takes, per key, the row of t
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -140,9 +141,14 @@ def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFra
 
 
 def watch(spark: SparkSession, queries: dict[str, StreamingQuery], log: ProgressLog, on_batch: Callable[[dict], None],
-          poll_s: float = 1.0) -> None:
-    """Until every query has stopped: log each finished micro-batch; a failed query stops them all."""
-    while True:
+          poll_s: float = 1.0, stop: threading.Event | None = None) -> None:
+    """Until every query has stopped, or ``stop`` is set: log each finished micro-batch; a failed query stops them all.
+
+    ``stop`` is how a signal ends the run: raising in the signal handler instead could land inside a
+    py4j call, leave the gateway out of step with the JVM, and hang the stop of the queries.
+    """
+    stop = stop or threading.Event()
+    while not stop.is_set():
         for name, query in queries.items():
             for progress in log.record_new(name, query.recentProgress):
                 on_batch(progress)

@@ -6,6 +6,7 @@ before the JVM starts, and said in one line.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,7 +48,9 @@ def preflight(config: PipelineConfig) -> None:
                 raise
 
 
-def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None] = lambda _: None) -> RunSummary:
+def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None] = lambda _: None,
+                 stop: threading.Event | None = None) -> RunSummary:
+    """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls)."""
     preflight(config)
     spark = build_session(session)
     summary = RunSummary()
@@ -63,7 +66,7 @@ def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callabl
     try:
         queries = start_queries(spark, config, read_products(spark, config))
         try:
-            watch(spark, queries, ProgressLog(config.output_dir), count)
+            watch(spark, queries, ProgressLog(config.output_dir), count, stop=stop)
         except QueryFailed as e:
             raise PipelineError(f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume") from e
         finally:

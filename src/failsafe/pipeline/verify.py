@@ -1,17 +1,17 @@
 """``failsafe pipeline verify``: a pipeline's output against the simulator's ledger, and its terminal rendering.
 
-A ledger that is absent or incomplete proves nothing, so it is refused (a ``UserError``); an
-output directory that cannot be read becomes ``valid: "unknown"`` with the reason, as a checker
-that raises does.
+This is the composition point: it reads the sink (``pipeline.sink``) and the ledger (the
+simulator's own ``read_ledger``, the one reader of that format) and hands both to the pure checker
+``checkers.sales``. A ledger that is absent, incomplete, or whose chunks disagree with its manifest
+proves nothing, so it is refused (a ``LedgerError``, exit code 2); an output directory that cannot
+be read becomes ``valid: "unknown"`` with the reason, as a checker that raises does.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import polars as pl
 from rich import box
@@ -21,35 +21,27 @@ from rich.text import Text
 
 from failsafe.checkers.sales import ANOMALIES, DEFAULT_WINDOW_S, UNKNOWN, check_sales
 from failsafe.errors import UserError
-from failsafe.pipeline.sink import read_dead_letters, read_progress, read_sales_by_product, rows_dropped_by_watermark
+from failsafe.pipeline.sink import read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
 from failsafe.reports.summary import verdict
 from failsafe.reports.terminal import VERDICT_STYLE
-from failsafe.workloads.sales.ledger import MALFORMED_SCHEMA, PURCHASES_SCHEMA
+from failsafe.workloads.sales.ledger import Ledger, read_ledger
 
-LEDGER_FORMAT = 1
-MANIFEST = "manifest.json"
-_LEDGER_FILE = r"{kind}-\d+-\d+\.parquet"
 _READ_ERRORS = (OSError, ValueError, TypeError, pl.exceptions.PolarsError)
 
 
-class _Ledger(NamedTuple):
-    manifest: dict[str, Any]
-    purchases: pl.DataFrame
-    malformed: pl.DataFrame
-
-
 def verify_output(output_dir: Path | str, ledger_dir: Path | str, *, window_s: int | None = None) -> dict[str, Any]:
-    """check_sales over the output's current totals and committed dead letters against a complete ledger.
+    """check_sales over the output's sales rows and committed dead letters against a complete ledger.
 
     ``window_s`` defaults to the sink's own window length (window_end - window_start), else 60.
     """
     output = Path(output_dir)
     if not output.is_dir():
         raise UserError(f"no pipeline output at {output}: pass the --output directory `failsafe pipeline run` wrote")
-    ledger = _read_ledger(Path(ledger_dir))
+    ledger = read_ledger(ledger_dir)
     where = {"output_dir": str(output), "ledger_dir": str(ledger_dir), "ledger": _ledger_summary(ledger)}
     try:
-        sink = read_sales_by_product(output)
+        # Every batch's rows: the checker takes each key's current total (its row of the largest batch_id).
+        sink = read_sales_rows(output)
         dead_letters = read_dead_letters(output)
         dropped = rows_dropped_by_watermark(read_progress(output))
         window = window_s if window_s is not None else _window_s(sink)
@@ -72,40 +64,7 @@ def _window_s(sink: pl.DataFrame) -> int:
     return int(lengths[0]) // 1_000_000
 
 
-def _read_ledger(ledger_dir: Path) -> _Ledger:
-    """The manifest and every purchases/malformed chunk, refusing a ledger the simulator did not finish."""
-    manifest_path = ledger_dir / MANIFEST
-    if not manifest_path.is_file():
-        raise UserError(f"no {MANIFEST} in {ledger_dir}: pass the --ledger directory `failsafe simulate sales` wrote")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise UserError(f"cannot read {manifest_path}: {e}") from e
-    if not isinstance(manifest, dict) or manifest.get("format") != LEDGER_FORMAT:
-        found = manifest.get("format") if isinstance(manifest, dict) else manifest
-        raise UserError(f"{manifest_path} is not a ledger manifest of format {LEDGER_FORMAT} (format: {found!r})")
-    if manifest.get("complete") is not True:
-        raise UserError(
-            f"the ledger in {ledger_dir} is incomplete (complete: {manifest.get('complete')!r}): the simulator did not finish "
-            "writing it, so it cannot prove what was acknowledged; let `failsafe simulate sales` end cleanly and verify again"
-        )
-    return _Ledger(manifest, _read_chunks(ledger_dir, "purchases", PURCHASES_SCHEMA), _read_chunks(ledger_dir, "malformed", MALFORMED_SCHEMA))
-
-
-def _read_chunks(ledger_dir: Path, kind: str, schema: pl.Schema) -> pl.DataFrame:
-    pattern = re.compile(_LEDGER_FILE.format(kind=kind))
-    files = sorted(p for p in ledger_dir.iterdir() if pattern.fullmatch(p.name) and p.is_file())
-    if not files:
-        return pl.DataFrame(schema=schema)
-    try:
-        frame = pl.scan_parquet(files, glob=False, hive_partitioning=False).select(list(schema)).collect()
-        # The checker normalises timestamps (naive or UTC-aware); the other columns get the contract's types.
-        return frame.cast({name: dtype for name, dtype in schema.items() if name != "transaction_time"})
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise UserError(f"cannot read the {kind} chunks of the ledger in {ledger_dir}: {e}") from e
-
-
-def _ledger_summary(ledger: _Ledger) -> dict[str, Any]:
+def _ledger_summary(ledger: Ledger) -> dict[str, Any]:
     keys = ("seed", "instances", "acknowledged", "malformed", "started_at", "finished_at")
     return {**{k: ledger.manifest.get(k) for k in keys}, "purchase_rows": ledger.purchases.height, "malformed_rows": ledger.malformed.height}
 

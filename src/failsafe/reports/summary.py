@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from failsafe.checkers.common import Verdict
+
 if TYPE_CHECKING:
     from failsafe.history.model import History
 
@@ -19,13 +21,9 @@ MAX_LISTED_PARTITIONS = 6
 PRODUCER_COLUMNS = ("acknowledged", "lost", "failed", "unknown", "recovered")
 
 
-def verdict(value: object) -> str:
+def verdict(value: object) -> Verdict:
     """results.json's three-valued ``valid``: only the booleans decide, anything else is UNKNOWN."""
-    if value is True:
-        return "VALID"
-    if value is False:
-        return "INVALID"
-    return "UNKNOWN"
+    return Verdict.of(value)
 
 
 def fmt(value: object) -> str:

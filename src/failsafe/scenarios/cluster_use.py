@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from failsafe.cluster import lifecycle
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, Cluster
-from failsafe.cluster.process import UP
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir
+from failsafe.dist.java import find_java
 from failsafe.errors import UserError
+from failsafe.faults import FaultKind
 from failsafe.scenarios.schema import ClusterNeeds, Scenario
+from failsafe.supervisor import UP
 
 
 def needs_of(scenarios: list[Scenario]) -> ClusterNeeds:
@@ -36,7 +39,7 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
                 progress: Callable[[str], None]) -> Iterator[Cluster]:
     """Yield a ready cluster at ``root``; stop it afterwards only if this run started it."""
     needs = needs_of(scenarios)
-    quorum_faults = any(f.fault == "quorum-loss" for s in scenarios for f in s.faults)
+    quorum_faults = any(f.fault == FaultKind.QUORUM_LOSS for s in scenarios for f in s.faults)
     cdir = ClusterDir(root)
     if cdir.has_state():
         cluster = Cluster.open(root)
@@ -64,3 +67,17 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
     finally:
         progress(f"stopping the cluster this run started at {root}")
         lifecycle.down(root)
+
+
+def cluster_facts(cluster: Cluster) -> dict[str, Any]:
+    """The cluster's part of a run's manifest.json."""
+    java = find_java()
+    spec = cluster.spec
+    return {
+        "kafka_version": spec.kafka_version,
+        "java": {"executable": str(java.executable), "major": java.major},
+        "cluster_dir": str(cluster.dir.root.resolve()),
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "cluster": spec.to_json(),
+        "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port} for n in spec.nodes()],
+    }

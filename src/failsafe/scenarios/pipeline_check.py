@@ -1,4 +1,4 @@
-"""The verdict of a pipeline scenario: the sink equals the ledger, and the queries never stopped."""
+"""The verdict of a pipeline scenario: the queries never stopped (from the history) and the sink equals the ledger."""
 
 from __future__ import annotations
 
@@ -8,38 +8,30 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from failsafe.scenarios.pipeline_runner import PIPELINE_RESULTS
+from failsafe.checkers import pipeline_run
+from failsafe.checkers.common import UNKNOWN
+from failsafe.checkers.run import combine_validity
+from failsafe.scenarios.check import load_run_history
 from failsafe.scenarios.rundir import RunDir
-
-UNKNOWN = "unknown"
-
-
-def is_pipeline_run(run_dir: RunDir) -> bool:
-    return (run_dir.path / PIPELINE_RESULTS).is_file()
 
 
 def check_pipeline_run(run_dir: RunDir) -> dict[str, Any]:
-    """Verify the run's sink against its ledger; write and return results.json."""
+    """Judge the run from its history, then verify its sink against its ledger; write and return results.json."""
     from failsafe.pipeline.verify import verify_output
 
-    facts = json.loads((run_dir.path / PIPELINE_RESULTS).read_text())
-    reasons: list[str] = []
-    if facts.get("simulator_exit") != 0:
-        reasons.append(f"the simulator exited with {facts.get('simulator_exit')}, so its ledger is not complete")
-    if not facts.get("drained"):
-        reasons.append("the pipeline did not read up to the log end before the drain timeout")
-    verification = verify_output(run_dir.path / "output", run_dir.path / "ledger") if not reasons else None
-    never_stopped = not facts.get("unexpected_exits")
-    if reasons:
-        valid: object = UNKNOWN
-    elif verification is not None and verification["valid"] is True and never_stopped:
-        valid = True
-    elif verification is not None and verification["valid"] == UNKNOWN and never_stopped:
+    facts = pipeline_run.check(load_run_history(run_dir))
+    # Without a complete ledger or a drained pipeline there is nothing the sink could be compared with.
+    decidable = not facts["reasons"]
+    verification = verify_output(run_dir.path / "output", run_dir.path / "ledger") if decidable else None
+    if facts["valid"] is False:
+        valid: object = False
+    elif verification is None:
         valid = UNKNOWN
     else:
-        valid = False
-    results = {"valid": valid, "kind": "pipeline", "scenario": (run_dir.scenario_data() or {}).get("name"), "reasons": reasons,
-               "query_never_stopped": never_stopped, "pipeline": facts, "verification": verification}
+        valid = combine_validity([facts["valid"], verification["valid"]])
+    results = {"format": 2, "valid": valid, "kind": "pipeline", "scenario": (run_dir.scenario_data() or {}).get("name"),
+               "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "pipeline": facts,
+               "verification": verification}
     run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
     return results
 

@@ -7,11 +7,13 @@ anything starts, with the same field-naming messages as the lab's scenarios.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from failsafe.scenarios.schema import ClusterNeeds, FaultSpec, ScenarioError, _fail, _positive, _take
+from failsafe.faults import FaultKind, FaultSpec, Role
+from failsafe.scenarios.schema import ActionSpec, ClusterNeeds, ScenarioError, _fail, _positive, _take
 
-PIPELINE_FAULTS = ("kill", "terminate", "pause", "kill-driver")
-PIPELINE_ROLES = ("leader", "follower", "replicas", "any")
+PIPELINE_FAULTS = (FaultKind.KILL, FaultKind.TERMINATE, FaultKind.PAUSE, FaultKind.KILL_DRIVER)
+PIPELINE_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS, Role.ANY)
 PURCHASES_TOPIC = "demo.purchases"
 PURCHASES_PARTITIONS = 6
 
@@ -36,6 +38,8 @@ class PipelinePhases:
     warmup_s: float = 5.0  # simulator and pipeline both running, before the first fault
     chaos_s: float = 30.0  # the simulator stops at the end of chaos
     drain_timeout_s: float = 180.0
+    recover_s: float = 0.0
+    recover_timeout_s: float = 90.0  # every partition of demo.purchases led, with a full ISR, before the drain
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class PipelineScenario:
     faults: tuple[FaultSpec, ...]
     phases: PipelinePhases
     raw: dict
+    kind: ClassVar[str] = "pipeline"
+    actions: ClassVar[tuple[ActionSpec, ...]] = ()
 
     @property
     def simulated_s(self) -> float:
@@ -89,7 +95,7 @@ def _validate(s: PipelineScenario) -> None:
         at = f"{s.name}.faults[{i}]"
         if f.fault not in PIPELINE_FAULTS:
             raise _fail(f"{at}.fault", f"{f.fault!r} is not one of {', '.join(PIPELINE_FAULTS)}")
-        if f.fault != "kill-driver":
+        if f.fault != FaultKind.KILL_DRIVER:
             if f.role not in PIPELINE_ROLES:
                 raise _fail(f"{at}.role", f"{f.role!r} is not one of {', '.join(PIPELINE_ROLES)}")
             if f.role != "any" and f.node is None:

@@ -8,10 +8,9 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from failsafe import __version__
-from failsafe.cluster.lifecycle import Cluster
-from failsafe.dist.java import find_java
 from failsafe.errors import UserError
 from failsafe.scenarios.pipeline_schema import PipelineScenario
 from failsafe.scenarios.schema import Scenario
@@ -66,24 +65,27 @@ class RunDir:
         p = self.path / MANIFEST
         return json.loads(p.read_text()) if p.is_file() else None
 
-    def write_manifest(self, cluster: Cluster, scenario: Scenario | PipelineScenario) -> None:
-        java = find_java()
-        spec = cluster.spec
+    def write_manifest(self, cluster_facts: dict[str, Any], scenario: Scenario | PipelineScenario) -> None:
+        """What the run ran on: failsafe, Kafka, Java, Python, the machine, the cluster (``cluster_facts``), the clients."""
         manifest = {
             "format": 1,
             "scenario": scenario.name,
+            "kind": scenario.kind,
             "failsafe_version": __version__,
-            "kafka_version": spec.kafka_version,
-            "java": {"executable": str(java.executable), "major": java.major},
+            **cluster_facts,
             "python": platform.python_version(),
             "machine": {"system": platform.system(), "release": platform.release(), "cpus": os.cpu_count()},
-            "cluster_dir": str(cluster.dir.root.resolve()),
-            "bootstrap_servers": cluster.bootstrap_servers,
-            "cluster": spec.to_json(),
-            "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port} for n in spec.nodes()],
             "topics": [asdict(t) for t in getattr(scenario, "topics", ())],
             "producers": [asdict(p) for p in getattr(scenario, "producers", ())],
             "consumers": [asdict(c) for c in getattr(scenario, "consumers", ())],
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+
+    @property
+    def kind(self) -> str:
+        """The scenario kind the run was of (runs made before kinds were recorded: lab, or pipeline by its results file)."""
+        data = self.scenario_data() or {}
+        if "kind" in data:
+            return str(data["kind"])
+        return "pipeline" if (self.path / "pipeline-results.json").is_file() else "lab"

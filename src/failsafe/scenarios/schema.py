@@ -7,13 +7,25 @@ name the field and the value (as chaostoolkit's ``ensure_experiment_is_valid`` d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
 from failsafe.errors import UserError
+from failsafe.faults import CONSUMER_FAULTS, FaultKind, FaultSpec, Role
 
-FAULTS = ("kill", "terminate", "pause", "restart", "kill-consumer", "close-consumer", "quorum-loss")
-ROLES = ("leader", "follower", "replicas", "controller", "any")
-ACTIONS = ("elect-leaders", "create-topic")
+# Every fault but the Spark driver's: the lab's workload has no driver.
+FAULTS = tuple(k for k in FaultKind if k != FaultKind.KILL_DRIVER)
+ROLES = tuple(Role)
+
+
+class ActionKind(StrEnum):
+    """Admin actions a scenario takes at a time, recorded as ops."""
+
+    ELECT_LEADERS = "elect-leaders"
+    CREATE_TOPIC = "create-topic"
+
+
+ACTIONS = tuple(ActionKind)
 # failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
 DRIVERS = ("failsafe", "kafka-verifiable")
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
@@ -67,17 +79,6 @@ class ConsumerGroup:
 
 
 @dataclass(frozen=True)
-class FaultSpec:
-    fault: str
-    at_s: float
-    duration_s: float | None = None
-    role: str = "any"
-    partition: str | None = None
-    node: int | None = None
-    consumer: str | None = None
-
-
-@dataclass(frozen=True)
 class ActionSpec:
     action: str
     phase: str = "chaos"
@@ -118,6 +119,7 @@ class Scenario:
     checkers: dict[str, dict]
     expect: tuple[Expectation, ...]
     raw: dict = field(default_factory=dict, compare=False)
+    kind: ClassVar[str] = "lab"
 
 
 def _fail(where: str, message: str) -> ScenarioError:
@@ -236,13 +238,13 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{at}.fault", f"{f.fault!r} is not one of {', '.join(FAULTS)}")
         if f.role not in ROLES:
             raise _fail(f"{at}.role", f"{f.role!r} is not one of {', '.join(ROLES)}")
-        if f.fault in ("kill-consumer", "close-consumer"):
+        if f.fault in CONSUMER_FAULTS:
             if f.consumer is None or f.consumer.rsplit("-", 1)[0] not in consumer_names:
                 raise _fail(f"{at}.consumer", f"{f.consumer!r} must name a consumer as NAME-INDEX, e.g. {next(iter(consumer_names), 'queue')}-0")
-        elif f.role in ("leader", "follower", "replicas") and f.node is None:
+        elif f.role in (Role.LEADER, Role.FOLLOWER, Role.REPLICAS) and f.node is None:
             if f.partition is None or f.partition.rsplit("-", 1)[0] not in topic_names or not f.partition.rsplit("-", 1)[-1].isdigit():
                 raise _fail(f"{at}.partition", f"{f.partition!r} must name a partition of the scenario's topics as TOPIC-N")
-        if f.fault == "quorum-loss" and s.cluster.combined:
+        if f.fault == FaultKind.QUORUM_LOSS and s.cluster.combined:
             raise _fail(at, "quorum-loss needs separate controllers (cluster.combined = false)")
         if f.at_s > s.phases.chaos_s:
             raise _fail(f"{at}.at_s", f"{f.at_s:g} is after the chaos phase ends ({s.phases.chaos_s:g}s)")

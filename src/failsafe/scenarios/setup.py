@@ -9,6 +9,7 @@ from confluent_kafka.admin import NewTopic
 
 from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import elect_preferred_leaders, list_groups
+from failsafe.errors import KafkaClientError
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios.schema import TopicSpec
 from failsafe.waiting import wait_until
@@ -55,7 +56,7 @@ def _await_all(futures: dict, what: str) -> None:
         try:
             future.result(timeout=ADMIN_TIMEOUT_S)
         except KafkaException as e:
-            raise RuntimeError(f"{what} {name}: {describe_error(e)}") from e
+            raise KafkaClientError(f"{what} {name}: {describe_error(e)}") from e
 
 
 _admin_ids = itertools.count()

@@ -19,7 +19,6 @@ ops through the worker's OpWriter, as failsafe's own producer and consumer do.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -32,12 +31,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from failsafe.clients.kafka_tools import main_class
-from failsafe.cluster.process import pdeathsig_kill
 from failsafe.dist.java import Java, find_java
 from failsafe.dist.jvm import tool_command
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
-from failsafe.errors import UserError
+from failsafe.errors import UserError, WorkloadFailed
 from failsafe.history.recorder import OpWriter
+from failsafe.supervisor import Child, spawn
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable_events import (
     ProducerState,
@@ -233,7 +232,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
 
     The JVM gets SIGTERM when ``stop`` is set (its shutdown hook closes the client, which reports
     what was in flight) and SIGKILL after ``stop_timeout_s``; it is never left running.
-    Raises RuntimeError, after recording what it printed, when it ended without being asked.
+    Raises WorkloadFailed, after recording what it printed, when it ended without being asked.
     """
     java = java or find_java()
     dist = dist or kafka_dist(spec.kafka_version)
@@ -251,21 +250,18 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             cmd = verifiable_producer_command(spec, java, dist, config)
         else:
             cmd = verifiable_consumer_command(spec, java, dist, config)
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=pdeathsig_kill,
-        )
-        stderr_tail: list[str] = []
+        # The tool's own log (log4j to stderr) is kept as a tail for the error below.
+        child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         killed = threading.Event()
-        stopper = threading.Thread(target=_stop_when_asked, args=(proc, stop, killed, spec.stop_timeout_s), name=f"stop-{spec.process}", daemon=True)
+        stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s), name=f"stop-{spec.process}", daemon=True)
         stopper.start()
-        tail = threading.Thread(target=_keep_tail, args=(proc, stderr_tail), name=f"stderr-{spec.process}", daemon=True)
-        tail.start()
+        stdout = child.popen.stdout
+        assert stdout is not None
         try:
             pending = b""
             # Chunks as they come, the ops of each flushed before the next read can block: the
             # history stays as current as the tool's stdout, whose poll lines precede its commits.
-            while chunk := proc.stdout.read1(1 << 16):  # type: ignore[union-attr]
+            while chunk := stdout.read1(1 << 16):
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     _translate_line(line, translate, out, spec.process)
@@ -273,16 +269,14 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             _translate_line(pending, translate, out, spec.process)
             # Its stdout is closed, so the JVM is on its way out: give it the time to get there.
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(spec.stop_timeout_s)
+                child.wait(spec.stop_timeout_s)
         finally:
-            if proc.poll() is None:
+            if child.running():
                 killed.set()
-                _kill_group(proc)
-            returncode = proc.wait()
+                child.kill()
+            returncode = child.wait(spec.stop_timeout_s)
             stopper.join()
-            tail.join(5)
-            proc.stdout.close()  # type: ignore[union-attr]
-            proc.stderr.close()  # type: ignore[union-attr]
+            stdout.close()
             if state is not None:
                 for op in producer_stopped_ops(state, spec.process):
                     _write(out, op)
@@ -291,8 +285,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
                 out.op("info", "crash", **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
             out.flush()
     if not stop.is_set() and not (spec.count is not None and returncode == 0):
-        detail = " | ".join(stderr_tail[-3:]) or "no output on stderr"
-        raise RuntimeError(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
+        detail = child.tail() or "no output on stderr"
+        raise WorkloadFailed(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
     return returncode
 
 
@@ -310,27 +304,15 @@ def _translate_line(line: bytes, translate: Callable[[dict], list[dict]], out: O
         _write(out, op)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    # A session of its own: the JVM leads its process group, which holds nothing else of ours.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _stop_when_asked(proc: subprocess.Popen, stop: threading.Event, killed: threading.Event, timeout_s: float) -> None:
+def _stop_when_asked(child: Child, stop: threading.Event, killed: threading.Event, timeout_s: float) -> None:
     while not stop.wait(0.1):
-        if proc.poll() is not None:
+        if not child.running():
             return
-    if proc.poll() is not None:
+    if not child.running():
         return
-    proc.send_signal(signal.SIGTERM)
+    child.signal(signal.SIGTERM)
     try:
-        proc.wait(timeout_s)
+        child.wait(timeout_s)
     except subprocess.TimeoutExpired:
         killed.set()
-        _kill_group(proc)
-
-
-def _keep_tail(proc: subprocess.Popen, tail: list[str]) -> None:
-    for raw in proc.stderr:  # type: ignore[union-attr]
-        tail.append(raw.decode(errors="replace").rstrip())
-        del tail[:-20]
+        child.kill()

@@ -13,11 +13,12 @@ import threading
 
 import orjson
 
+from failsafe.errors import FailsafeError
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.producer import run_producer
-from failsafe.workloads.specs import ProducerSpec, spec_from_json
-from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec, run_verifiable
+from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
+from failsafe.workloads.verifiable import VERIFIABLE_KINDS, VerifiableSpec, run_verifiable, verifiable_spec_from_json
 
 
 def _watch_stdin(stop: threading.Event) -> None:
@@ -25,8 +26,12 @@ def _watch_stdin(stop: threading.Event) -> None:
     stop.set()
 
 
+def decode_spec(data: dict) -> ProducerSpec | ConsumerSpec | VerifiableSpec:
+    return verifiable_spec_from_json(data) if data.get("kind") in VERIFIABLE_KINDS else spec_from_json(data)
+
+
 def main(argv: list[str]) -> int:
-    spec = spec_from_json(orjson.loads(argv[0]))
+    spec = decode_spec(orjson.loads(argv[0]))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -36,12 +41,17 @@ def main(argv: list[str]) -> int:
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     out = OpWriter(sys.stdout.buffer, spec.process)
-    if isinstance(spec, VerifiableProducerSpec | VerifiableConsumerSpec):  # first: they subclass ours
-        run_verifiable(spec, out, stop)
-    elif isinstance(spec, ProducerSpec):
-        run_producer(spec, out, stop, logger)
-    else:
-        run_consumer(spec, out, stop, logger)
+    try:
+        if isinstance(spec, VerifiableSpec):  # first: they subclass ours
+            run_verifiable(spec, out, stop)
+        elif isinstance(spec, ProducerSpec):
+            run_producer(spec, out, stop, logger)
+        else:
+            run_consumer(spec, out, stop, logger)
+    except FailsafeError as e:
+        # One line in the worker's log, which the pool quotes when it reports the worker's exit.
+        print(f"{spec.process}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -8,6 +8,9 @@ Each instance writes its own chunks, each chunk whole or not at all (written und
 name, then renamed), so memory stays bounded however long a run is. The manifest says
 ``complete: true`` only once every instance flushed its producer and wrote its last chunk:
 only then is every acknowledged purchase in the files.
+
+``read_ledger`` is the one reader of this format; ``failsafe pipeline verify`` reads ledgers with
+it too, so verify accepts exactly the ledgers this module accepts.
 """
 
 from __future__ import annotations
@@ -148,7 +151,7 @@ def read_manifest(directory: Path) -> dict:
     if not directory.is_dir() or not path.is_file():
         raise LedgerError(f"{directory} is not a sales ledger (no {MANIFEST}): give the directory of 'failsafe simulate sales --ledger'")
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise LedgerError(f"{path} is not a readable ledger manifest ({e}): run the simulator again") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -175,14 +178,27 @@ def _read_files(directory: Path, prefix: str, schema: pl.Schema) -> pl.DataFrame
         except (OSError, pl.exceptions.PolarsError) as e:
             raise LedgerError(f"ledger file {path} cannot be read ({e}): run the simulator again") from e
         if frame.schema != schema:
-            raise LedgerError(f"ledger file {path} has columns {dict(frame.schema)}, expected {dict(schema)}")
+            raise LedgerError(f"ledger file {path} has columns other than the contract's ({_schema_difference(frame.schema, schema)}): "
+                              "run the simulator again")
         frames.append(frame)
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
+def _schema_difference(found: pl.Schema, expected: pl.Schema) -> str:
+    """How a chunk's columns differ from the contract's, e.g. 'quantity is Int64, not Int32; is_member is missing'."""
+    parts = [f"{name} is {found[name]}, not {dtype}" for name, dtype in expected.items() if name in found and found[name] != dtype]
+    parts += [f"{name} is missing" for name in expected if name not in found]
+    parts += [f"{name} is extra" for name in found if name not in expected]
+    return "; ".join(parts) or f"in the order {list(found)}, not {list(expected)}"
+
+
 def read_ledger(directory: Path | str, require_complete: bool = True) -> Ledger:
-    """The ledger at ``directory``; a LedgerError when there is none, it is not one, or (unless
-    ``require_complete`` is False) the run that wrote it did not finish cleanly."""
+    """The ledger at ``directory``; a LedgerError (one line) when there is none, it is not one, a chunk
+    has other columns or types than the contract's, or (unless ``require_complete`` is False) the run
+    that wrote it did not finish cleanly or its chunks hold other row counts than its manifest.
+
+    Only ``purchases-NN-NNNNN.parquet`` and ``malformed-NN-NNNNN.parquet`` are chunks; an
+    incomplete ledger (``require_complete=False``) is read as far as it was written."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     if require_complete and manifest.get("complete") is not True:
@@ -195,5 +211,6 @@ def read_ledger(directory: Path | str, require_complete: bool = True) -> Ledger:
     if require_complete:
         for what, frame in (("acknowledged", purchases), ("malformed", malformed)):
             if manifest.get(what) != frame.height:
-                raise LedgerError(f"the ledger at {directory} has {frame.height} {what} rows but its manifest says {manifest.get(what)}")
+                raise LedgerError(f"the ledger at {directory} has {frame.height} {what} rows but its manifest says "
+                                  f"{manifest.get(what)}: a chunk is missing or not this run's; run the simulator again")
     return Ledger(directory, manifest, purchases, malformed)

@@ -25,8 +25,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S, client_config, describe_error, fetch_metadata, new_admin
-from failsafe.cluster.process import pdeathsig_kill
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
+from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import wait_until
 from failsafe.workloads.sales import ledger
 from failsafe.workloads.sales.catalogue import PRODUCTS
@@ -148,48 +148,44 @@ def publish_products(bootstrap: str, topic: str, timeout_s: float) -> None:
 @dataclass
 class Worker:
     instance: int
-    popen: subprocess.Popen
+    child: Child
     counters: dict = field(default_factory=dict)
     done: dict | None = None
-    stderr_tail: list[str] = field(default_factory=list)
-    readers: list[threading.Thread] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return self.child.running()
 
 
 class Workers:
-    """The instances' processes: started, read, stopped, never left behind."""
+    """The instances' processes, started and stopped by one supervisor: never left behind.
+
+    Each dies with us, stops when its stdin closes, and is asked to stop with SIGTERM.
+    """
 
     def __init__(self) -> None:
+        self.supervisor = Supervisor()
         self.workers: list[Worker] = []
 
     def start(self, spec: InstanceSpec) -> Worker:
-        popen = subprocess.Popen(
+        child = self.supervisor.spawn(
             [sys.executable, "-m", "failsafe.workloads.sales.simulator", orjson.dumps(asdict(spec)).decode()],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=pdeathsig_kill, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            name=f"simulator instance {spec.instance}", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        worker = Worker(spec.instance, popen)
-        worker.readers = [threading.Thread(target=self._read, args=(worker,), daemon=True),
-                          threading.Thread(target=self._keep_stderr, args=(worker,), daemon=True)]
-        for reader in worker.readers:
-            reader.start()
+        worker = Worker(spec.instance, child)
+        worker.reader = threading.Thread(target=self._read, args=(worker,), daemon=True)
+        worker.reader.start()
         self.workers.append(worker)
         return worker
 
     @staticmethod
     def _read(worker: Worker) -> None:
-        for line in worker.popen.stdout:  # type: ignore[union-attr]
+        for line in worker.child.popen.stdout:  # type: ignore[union-attr]
             counters = orjson.loads(line)
             worker.counters = counters
             if counters.get("done"):
                 worker.done = counters
-
-    @staticmethod
-    def _keep_stderr(worker: Worker) -> None:
-        for raw in worker.popen.stderr:  # type: ignore[union-attr]
-            worker.stderr_tail = (worker.stderr_tail + [raw.decode(errors="replace").rstrip()])[-5:]
 
     def running(self) -> bool:
         return any(w.alive() for w in self.workers)
@@ -199,32 +195,23 @@ class Workers:
         deadline = time.monotonic() + timeout_s
         for w in self.workers:
             try:
-                w.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+                w.child.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 return False
         for w in self.workers:
-            for reader in w.readers:
-                reader.join()
+            if w.reader is not None:
+                w.reader.join()
         return True
 
     def stop(self) -> None:
         """Ask every worker to stop sending, flush and write its ledger."""
         for w in self.workers:
-            if w.alive():
-                try:
-                    os.killpg(w.popen.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass  # it exited in the meantime
+            w.child.signal(signal.SIGTERM)
 
     def kill(self) -> None:
         for w in self.workers:
-            if w.alive():
-                try:
-                    os.killpg(w.popen.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for w in self.workers:
-            w.popen.wait()
+            if w.child.running() or w.child.group_alive():
+                w.child.kill()
 
     def totals(self) -> dict[str, int]:
         keys = ("sent", "acknowledged", "malformed", "failed", "restocks", "restocks_failed")
@@ -305,9 +292,10 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
 def _errors(workers: list[Worker], forced: bool) -> list[str]:
     out = []
     for w in workers:
-        if w.done is None or w.popen.returncode != 0:
-            tail = " | ".join(w.stderr_tail[-2:]) or "no output"
-            why = "was killed before it finished" if forced else f"exited with code {w.popen.returncode}: {tail}"
+        code = w.child.exit_code()
+        if w.done is None or code != 0:
+            tail = w.child.tail(2) or "no output"
+            why = "was killed before it finished" if forced else f"exited with code {code}: {tail}"
             out.append(f"instance {w.instance} {why}")
         elif not w.done.get("clean"):
             out.append(f"instance {w.instance} still had records in flight when its flush timed out "

@@ -1,4 +1,8 @@
-"""Workload worker processes: started, watched, stopped politely or killed, their ops copied into the history."""
+"""Workload worker processes: started, watched, stopped politely or killed, their ops copied into the history.
+
+Each worker is a child of the run's supervisor: its own session, dies with us, its stderr (the
+client library's complaints, a traceback) in ``logs/<process>.log`` of the run directory.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,14 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
+from failsafe.errors import WorkloadFailed
 from failsafe.history.recorder import Recorder
+from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import wait_until
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 
@@ -35,14 +41,15 @@ class Counters:
 @dataclass
 class Worker:
     spec: ProducerSpec | ConsumerSpec
-    popen: subprocess.Popen
+    child: Child
     reader: threading.Thread
     # Highest offset read, per (topic, partition): what the drain phase waits on.
     read_upto: dict[tuple[str, int], int] = field(default_factory=dict)
     assigned: set[tuple[str, int]] = field(default_factory=set)
     acked: int = 0
-    stderr_tail: list[str] = field(default_factory=list)
     crashed: bool = False
+    # Asked to stop or killed on purpose: its exit is no failure of the workload.
+    expected_exit: bool = False
 
     @property
     def process(self) -> str:
@@ -53,30 +60,29 @@ class Worker:
         return self.spec.group if isinstance(self.spec, ConsumerSpec) else None
 
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return self.child.running()
 
 
 class WorkerPool:
-    """Every worker process the runner starts, so every one of them is stopped."""
+    """Every worker process a run starts, so every one of them is stopped."""
 
-    def __init__(self, recorder: Recorder, preexec_fn: Callable[[], None] | None = None) -> None:
+    def __init__(self, recorder: Recorder, supervisor: Supervisor, logs_dir: Path) -> None:
         self.recorder = recorder
+        self.supervisor = supervisor
+        self.logs_dir = logs_dir
         self.counters = Counters()
         self.workers: dict[str, Worker] = {}
-        self._preexec_fn = preexec_fn
-        self._lock = threading.Lock()
 
     # -- starting -------------------------------------------------------------------------------
     def start(self, spec: ProducerSpec | ConsumerSpec) -> Worker:
-        popen = subprocess.Popen(
+        child = self.supervisor.spawn(
             [sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=self._preexec_fn, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            name=spec.process, log_path=self.logs_dir / f"{spec.process}.log", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        worker = Worker(spec, popen, threading.Thread())
+        worker = Worker(spec, child, threading.Thread())
         worker.reader = threading.Thread(target=self._copy_ops, args=(worker,), name=f"ops-{spec.process}", daemon=True)
         worker.reader.start()
-        threading.Thread(target=self._keep_stderr, args=(worker,), daemon=True).start()
         self.workers[spec.process] = worker
         return worker
 
@@ -84,7 +90,7 @@ class WorkerPool:
         record = self.recorder.write_line
         counters = self.counters
         is_producer = isinstance(worker.spec, ProducerSpec)
-        for line in worker.popen.stdout:  # type: ignore[union-attr]
+        for line in worker.child.popen.stdout:  # type: ignore[union-attr]
             record(line)
             if is_producer:
                 # Cheap byte tests keep the producer's lines from being parsed twice.
@@ -111,10 +117,6 @@ class WorkerPool:
                 worker.assigned |= {(p["topic"], p["partition"]) for p in op["partitions"]}
             elif f == "revoke":
                 worker.assigned -= {(p["topic"], p["partition"]) for p in op["partitions"]}
-
-    def _keep_stderr(self, worker: Worker) -> None:
-        for raw in worker.popen.stderr:  # type: ignore[union-attr]
-            worker.stderr_tail = (worker.stderr_tail + [raw.decode(errors="replace").rstrip()])[-20:]
 
     # -- looking --------------------------------------------------------------------------------
     def producers(self) -> list[Worker]:
@@ -144,17 +146,17 @@ class WorkerPool:
     def check_alive(self, workers: list[Worker]) -> None:
         """Raise when a worker died on its own: its stderr says why."""
         for w in workers:
-            if not w.alive() and not w.crashed:
-                tail = " | ".join(w.stderr_tail[-3:]) or "no output"
-                raise RuntimeError(f"{w.process} exited with code {w.popen.returncode}: {tail}")
+            if not w.alive() and not w.expected_exit:
+                tail = w.child.tail() or "no output"
+                raise WorkloadFailed(f"{w.process} exited with code {w.child.exit_code()} while the scenario ran: {tail} "
+                                     f"(log: {w.child.log_path})")
 
     # -- stopping -------------------------------------------------------------------------------
     def kill(self, process: str) -> None:
         """SIGKILL a worker (a crash, not a close) and record that it crashed."""
         worker = self.workers[process]
-        worker.crashed = True
-        os.killpg(worker.popen.pid, signal.SIGKILL)
-        worker.popen.wait(STOP_TIMEOUT_S)
+        worker.crashed = worker.expected_exit = True
+        worker.child.kill(STOP_TIMEOUT_S)
         worker.reader.join(STOP_TIMEOUT_S)
         self.recorder.record({"process": process, "type": "info", "f": "crash"})
 
@@ -162,15 +164,15 @@ class WorkerPool:
         """SIGTERM: producers flush and record what is still in flight; consumers close and leave their group."""
         live = [w for w in workers if w.alive()]
         for w in live:
-            w.popen.send_signal(signal.SIGTERM)
+            w.expected_exit = True
+            w.child.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         for w in live:
             try:
-                w.popen.wait(max(0.1, deadline - time.monotonic()))
+                w.child.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 w.crashed = True
-                os.killpg(w.popen.pid, signal.SIGKILL)
-                w.popen.wait(STOP_TIMEOUT_S)
+                w.child.kill(STOP_TIMEOUT_S)
                 self.recorder.record({"process": w.process, "type": "info", "f": "crash", "error": "did not stop on SIGTERM"})
             w.reader.join(STOP_TIMEOUT_S)
 

@@ -1,4 +1,4 @@
-"""Process supervision: start a JVM in its own session, track it by pid, signal its group.
+"""A process known by pid and creation time: its state, its process group, its pidfile.
 
 A pidfile holds ``pid create_time``; the creation time guards against a recycled pid, so
 failsafe only ever signals the process it started. Processes are never looked up by name.
@@ -10,15 +10,23 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import psutil
 
 from failsafe.waiting import WaitTimeout, wait_until
 
-UP = "up"
-PAUSED = "paused"
-DOWN = "down"
+
+class ProcessState(StrEnum):
+    """What /proc says of a tracked process (a str, so JSON and older comparisons keep working)."""
+
+    UP = "up"
+    PAUSED = "paused"
+    DOWN = "down"
+
+
+UP, PAUSED, DOWN = ProcessState.UP, ProcessState.PAUSED, ProcessState.DOWN
 
 # psutil reports create_time rounded from clock ticks; allow for that.
 _CREATE_TIME_TOLERANCE_S = 0.05
@@ -42,7 +50,7 @@ class TrackedProcess:
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             return None
 
-    def state(self) -> str:
+    def state(self) -> ProcessState:
         proc = self.process()
         if proc is None:
             return DOWN
@@ -89,6 +97,7 @@ class TrackedProcess:
         self.finish_stop(timeout_s)
 
 
+# Children this command started, kept so that a zombie among them can be reaped (see spawn).
 _children: dict[int, subprocess.Popen] = {}
 
 
@@ -99,25 +108,8 @@ def _reap(pid: int) -> None:
         del _children[pid]
 
 
-def start_process(cmd: list[str], log_file: Path, pidfile: Path, cwd: Path, env: dict[str, str] | None = None) -> TrackedProcess:
-    """Start ``cmd`` in a new session with output to ``log_file`` and record its pidfile at once."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    pidfile.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_file, "ab") as log:
-        popen = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        tracked = TrackedProcess(popen.pid, psutil.Process(popen.pid).create_time())
-    except psutil.NoSuchProcess:
-        # Exited already; the pidfile still records it so the caller sees it as down.
-        tracked = TrackedProcess(popen.pid, 0.0)
-    write_pidfile(pidfile, tracked)
-    # The process outlives this command; while this command runs, its Popen is kept so that
-    # _reap can collect its exit status (after this command exits, init does).
+def keep_for_reaping(popen: subprocess.Popen) -> None:
     _children[popen.pid] = popen
-    return tracked
 
 
 def write_pidfile(pidfile: Path, tracked: TrackedProcess) -> None:
@@ -132,11 +124,3 @@ def read_pidfile(pidfile: Path) -> TrackedProcess | None:
         return TrackedProcess(int(pid_text), float(time_text))
     except (FileNotFoundError, ValueError):
         return None
-
-
-def pdeathsig_kill() -> None:
-    """preexec_fn: the child gets SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)

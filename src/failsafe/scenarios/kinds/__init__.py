@@ -1,0 +1,81 @@
+"""Scenario kinds: for each, the workload plug-in the engine drives, and how its runs are checked and shown.
+
+    lab       verifying clients (failsafe's or Kafka's verifiable ones); the checkers of failsafe.checkers
+    pipeline  the sales simulator and the Spark pipeline; the sink against the ledger
+
+A new kind (ZooKeeper nodes, network links, a second cluster) is one more entry here and a
+workload module beside these, never another runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from rich.console import Console
+
+from failsafe.scenarios.plugin import Workload
+from failsafe.scenarios.rundir import RunDir
+
+
+class RunKind(StrEnum):
+    LAB = "lab"
+    PIPELINE = "pipeline"
+
+
+@dataclass(frozen=True)
+class ScenarioKind:
+    name: str
+    workload: Callable[[Any], Workload]
+    check: Callable[[RunDir], dict]  # judge a stored run; writes and returns results.json
+    show: Callable[[Console, RunDir, dict], None]  # the terminal summary, and report.html where the kind has one
+
+
+def _lab_workload(scenario: Any) -> Workload:
+    from failsafe.scenarios.kinds.lab import LabWorkload
+
+    return LabWorkload(scenario)
+
+
+def _pipeline_workload(scenario: Any) -> Workload:
+    from failsafe.scenarios.kinds.pipeline import PipelineWorkload
+
+    return PipelineWorkload(scenario)
+
+
+def _lab_check(run_dir: RunDir) -> dict:
+    from failsafe.scenarios.check import check_run
+
+    return check_run(run_dir)[0]
+
+
+def _lab_show(console: Console, run_dir: RunDir, results: dict) -> None:
+    from failsafe.reports.html import write_report
+    from failsafe.reports.terminal import render_summary
+    from failsafe.scenarios.check import load_run_history
+
+    history = load_run_history(run_dir)
+    write_report(run_dir.path, results, history, run_dir.scenario_data(), run_dir.manifest())
+    render_summary(console, results, history)
+    console.print(f"report: {run_dir.report_path}")
+
+
+def _pipeline_check(run_dir: RunDir) -> dict:
+    from failsafe.scenarios.pipeline_check import check_pipeline_run
+
+    return check_pipeline_run(run_dir)
+
+
+def _pipeline_show(console: Console, run_dir: RunDir, results: dict) -> None:
+    from failsafe.scenarios.pipeline_check import render_pipeline_results
+
+    render_pipeline_results(console, results)
+    console.print(f"run directory: {run_dir.path}")
+
+
+KINDS: dict[str, ScenarioKind] = {
+    RunKind.LAB: ScenarioKind(RunKind.LAB, _lab_workload, _lab_check, _lab_show),
+    RunKind.PIPELINE: ScenarioKind(RunKind.PIPELINE, _pipeline_workload, _pipeline_check, _pipeline_show),
+}

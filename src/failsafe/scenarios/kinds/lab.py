@@ -1,0 +1,138 @@
+"""The lab's workload: verifying producers and consumers (failsafe's, or Kafka's verifiable clients) as worker processes.
+
+setup: the scenario's topics and groups, fresh. start: every consumer, until each group owns every
+partition, then every producer, until each has a write acknowledged. drain: producers stopped, the
+consumers read up to the log end offsets, then the whole log is read back into ``log-read`` ops so
+the delivery checker can tell a write that is not in the log from one no consumer read.
+"""
+
+from __future__ import annotations
+
+from failsafe.clients.admin import log_end_offsets
+from failsafe.faults import FaultError
+from failsafe.scenarios import setup
+from failsafe.scenarios.observe import read_log
+from failsafe.scenarios.plugin import RunContext
+from failsafe.scenarios.schema import Scenario
+from failsafe.waiting import WaitTimeout
+from failsafe.workloads.pool import WorkerPool
+from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
+from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
+
+ASSIGN_TIMEOUT_S = 60.0
+FIRST_ACK_TIMEOUT_S = 60.0
+KAFKA_VERIFIABLE = "kafka-verifiable"
+
+
+class LabWorkload:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.sampled_topics = [t.name for t in scenario.topics]
+        self.pool: WorkerPool | None = None
+
+    # -- phases ---------------------------------------------------------------------------------
+    def setup(self, ctx: RunContext) -> None:
+        groups = sorted({c.group for c in self.scenario.consumers if c.group})
+        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups)
+        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+
+    def start(self, ctx: RunContext) -> None:
+        s, pool = self.scenario, self._pool()
+        for c in s.consumers:
+            for i in range(c.count):
+                spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
+                                    session_timeout_ms=c.session_timeout_ms, properties=c.properties)
+                if c.driver == KAFKA_VERIFIABLE:
+                    spec = VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version)
+                pool.start(spec)
+        partitions = {t.name: t.partitions for t in s.topics}
+
+        def every_group_assigned() -> bool:
+            by_group = pool.assigned_by_group()
+            for c in s.consumers:
+                want = {(t, p) for t in c.topics for p in range(partitions[t])}
+                if c.group is not None and not want <= by_group.get(c.group, set()):
+                    return False
+                if c.group is None and any(not want <= w.assigned for w in pool.consumers() if w.group is None):
+                    return False
+            return True
+
+        ctx.wait(every_group_assigned, ASSIGN_TIMEOUT_S, f"consumer groups did not get every partition assigned within {ASSIGN_TIMEOUT_S:g}s")
+        for p in s.producers:
+            for i in range(p.count):
+                producer = ProducerSpec(
+                    process=f"{p.name}-{i}" if p.count > 1 else p.name, topic=p.topic, bootstrap_servers=ctx.bootstrap_servers,
+                    rate_per_s=p.rate_per_s, keys=p.keys, acks=p.acks, idempotence=p.idempotence, retries=p.retries,
+                    linger_ms=p.linger_ms, delivery_timeout_ms=p.delivery_timeout_ms, record_size=p.record_size,
+                    properties=p.properties)
+                if p.driver == KAFKA_VERIFIABLE:
+                    producer = VerifiableProducerSpec(**vars(producer), kafka_version=ctx.kafka_version)
+                pool.start(producer)
+        ctx.wait(lambda: all(w.acked > 0 for w in pool.producers()), FIRST_ACK_TIMEOUT_S,
+                 f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
+
+    def end_chaos(self, ctx: RunContext) -> None:
+        pass  # producers write until the drain
+
+    def drain(self, ctx: RunContext) -> None:
+        s, pool = self.scenario, self._pool()
+        pool.stop(pool.producers())
+        ends = log_end_offsets(ctx.bootstrap_servers, [(p["topic"], p["partition"]) for p in ctx.topology()])
+
+        def caught_up() -> bool:
+            read = pool.read_upto_by_group()
+            for c in s.consumers:
+                keys = [c.group] if c.group else [f"{c.name}-{i}" for i in range(c.count)]
+                for key in keys:
+                    upto = read.get(key, {})
+                    if any(upto.get(tp, -1) < end - 1 for tp, end in ends.items() if tp[0] in c.topics and end > 0):
+                        return False
+            return True
+
+        try:
+            ctx.wait(lambda: not pool.live_consumers() or caught_up(), s.phases.drain_timeout_s, "")
+        except WaitTimeout:
+            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s")
+        pool.stop(pool.consumers())
+        ctx.event("reading every partition from the beginning")
+        read_log(ctx.bootstrap_servers, sorted(ends), ctx.recorder)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.stop_all()
+
+    def tick(self) -> None:
+        if self.pool is not None:
+            # Consumers may be killed on purpose (pool.kill marks them); a producer never is.
+            self.pool.check_alive(self.pool.producers() + self.pool.consumers())
+
+    def progress(self) -> str:
+        if self.pool is None:
+            return "no clients yet"
+        c = self.pool.counters
+        return f"sent {c.sends} · acked {c.acked} · failed {c.failed} · unknown {c.unknown} · read {c.records_read}"
+
+    # -- client faults --------------------------------------------------------------------------
+    def kill_client(self, name: str) -> None:
+        self._pool().kill(self._consumer(name))
+
+    def close_client(self, name: str) -> None:
+        pool = self._pool()
+        pool.stop([pool.workers[self._consumer(name)]])
+
+    def restart_client(self, name: str) -> None:
+        raise FaultError(f"the lab does not restart {name}: its consumers stay down once killed")
+
+    def _consumer(self, name: str) -> str:
+        pool = self._pool()
+        worker = pool.workers.get(name)
+        if worker is None or worker not in pool.consumers():
+            raise FaultError(f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in pool.consumers())}")
+        if not worker.alive():
+            raise FaultError(f"consumer {name} is not running any more")
+        return name
+
+    def _pool(self) -> WorkerPool:
+        assert self.pool is not None, "setup() comes first"
+        return self.pool
+

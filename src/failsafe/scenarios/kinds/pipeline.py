@@ -1,0 +1,179 @@
+"""The pipeline's workload: the sales simulator and the Spark pipeline, each a ``failsafe`` child process.
+
+setup: the demo topics, fresh; the catalogue on demo.products (the pipeline reads it once at
+start); the pipeline, up to its first micro-batch. start: the simulator, at a fixed rate for the
+warm-up and chaos phases. end_chaos: the simulator has finished (``simulator-exit``). drain: both
+queries have read to the log end offsets of demo.purchases (``drained``), then the pipeline stops
+(``pipeline-stop``). A pipeline that exits when no fault killed it is recorded (``pipeline-exit``):
+the verdict is built from these ops and the sink (docs/pipeline.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from failsafe.clients.admin import log_end_offsets
+from failsafe.faults import FaultError
+from failsafe.faults.clients import DRIVER
+from failsafe.pipeline.progress import latest_by_query
+from failsafe.scenarios import setup
+from failsafe.scenarios.pipeline_schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, PipelineScenario
+from failsafe.scenarios.plugin import RunContext
+from failsafe.scenarios.schema import TopicSpec
+from failsafe.supervisor import Child
+from failsafe.waiting import WaitTimeout
+from failsafe.workloads.sales.run import publish_products
+
+DEMO_TOPICS = (
+    TopicSpec("demo.products", 6, 3, {"cleanup.policy": "compact"}),
+    TopicSpec(PURCHASES_TOPIC, PURCHASES_PARTITIONS, 3),
+    TopicSpec("demo.inventories", 6, 3),
+    TopicSpec("demo.sales-by-product", 6, 3),
+)
+QUERIES = ("sales-by-product", "dead-letters")
+CATALOGUE_TIMEOUT_S = 60.0
+SIMULATOR_FINISH_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+
+
+def failsafe_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "failsafe", *args]
+
+
+class PipelineWorkload:
+    def __init__(self, scenario: PipelineScenario) -> None:
+        self.scenario = scenario
+        self.sampled_topics = [PURCHASES_TOPIC]
+        self.ctx: RunContext | None = None
+        self.pipeline: Child | None = None
+        self.simulator: Child | None = None
+        self.starts = 0
+        self._driver_down = False  # while a kill-driver fault holds the pipeline down on purpose
+
+    @property
+    def output(self):
+        return self._ctx().run_path / "output"
+
+    # -- phases ---------------------------------------------------------------------------------
+    def setup(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS, [])
+        publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
+        self._start_pipeline()
+        timeout_s = self.scenario.pipeline.start_timeout_s
+        # Spark runs batch 0 of each query at once, even on an empty topic: its progress says the query is up.
+        ctx.wait(lambda: set(QUERIES) <= set(latest_by_query(self.output)), timeout_s,
+                 f"the pipeline finished no micro-batch within {timeout_s:g}s (see {ctx.run_path / 'pipeline.log'})")
+
+    def start(self, ctx: RunContext) -> None:
+        s = self.scenario
+        self.simulator = ctx.supervisor.spawn(failsafe_command(
+            "simulate", "sales", "--bootstrap-server", ctx.bootstrap_servers, "--rate", f"{s.simulator.rate_per_s:g}",
+            "--duration", f"{s.simulated_s:g}", "--seed", str(s.simulator.seed), "--instances", str(s.simulator.instances),
+            "--malformed-every", str(s.simulator.malformed_every), "--ledger", str(ctx.run_path / "ledger")),
+            name="simulator", log_path=ctx.run_path / "simulator.log", env=_unbuffered())
+
+    def end_chaos(self, ctx: RunContext) -> None:
+        simulator = self.simulator
+        assert simulator is not None
+        try:
+            ctx.wait(lambda: not simulator.running(), SIMULATOR_FINISH_TIMEOUT_S,
+                     f"the simulator had not finished {SIMULATOR_FINISH_TIMEOUT_S:g}s after its run should have ended "
+                     f"(see {ctx.run_path / 'simulator.log'})")
+        finally:
+            code = simulator.exit_code()
+            ctx.recorder.record({"process": "simulator", "type": "info", "f": "simulator-exit", "exit_code": code,
+                                 "error": (simulator.tail(2) or "no output") if code != 0 else None})
+
+    def drain(self, ctx: RunContext) -> None:
+        ends = purchases_log_end(ctx.bootstrap_servers)
+        started = time.monotonic()
+
+        def caught_up() -> bool:
+            latest = latest_by_query(self.output)
+            return all(_covers(latest.get(q, {}).get("end_offsets"), ends) for q in QUERIES)
+
+        drained = False
+        try:
+            ctx.wait(lambda: self.pipeline is None or caught_up(), self.scenario.phases.drain_timeout_s, "")
+            drained = self.pipeline is not None
+        except WaitTimeout:
+            ctx.event(f"drain: the pipeline had not read to the log end after {self.scenario.phases.drain_timeout_s:g}s")
+        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "drained", "ok": drained,
+                             "drain_s": round(time.monotonic() - started, 2), "log_end": {str(p): end for p, end in ends.items()}})
+        if self.pipeline is not None:
+            ctx.event("stopping the pipeline")
+            code = self.pipeline.stop(STOP_TIMEOUT_S)
+            ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-stop", "exit_code": code})
+            self.pipeline = None
+
+    def stop(self) -> None:
+        for child in (self.simulator, self.pipeline):
+            if child is not None and (child.running() or child.group_alive()):
+                child.stop(STOP_TIMEOUT_S)
+
+    def tick(self) -> None:
+        """Notice a pipeline that died when nobody killed it: recorded, for the verdict, not a failure of the run."""
+        if self.pipeline is not None and not self.pipeline.running() and not self._driver_down:
+            ctx = self._ctx()
+            code, tail = self.pipeline.exit_code(), self.pipeline.tail()
+            ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-exit", "exit_code": code, "error": tail or None})
+            ctx.event(f"the pipeline exited by itself (exit {code}): {self.pipeline.tail(1)}")
+            self.pipeline = None
+
+    def progress(self) -> str:
+        if self.ctx is None:
+            return "pipeline not started"
+        latest = latest_by_query(self.output).get("sales-by-product", {})
+        offsets = (latest.get("end_offsets") or {}).get(PURCHASES_TOPIC, {})
+        return f"pipeline batch {latest.get('batch_id', '-')} · read up to {sum(int(v) for v in offsets.values())}"
+
+    # -- client faults --------------------------------------------------------------------------
+    def kill_client(self, name: str) -> None:
+        if name != DRIVER or self.pipeline is None:
+            raise FaultError(f"the pipeline scenario has no running {name!r} to kill")
+        self._driver_down = True
+        self.pipeline.kill(STOP_TIMEOUT_S)
+
+    def close_client(self, name: str) -> None:
+        raise FaultError(f"the pipeline scenario cannot close {name!r}")
+
+    def restart_client(self, name: str) -> None:
+        if name != DRIVER:
+            raise FaultError(f"the pipeline scenario cannot restart {name!r}")
+        self._ctx().event("restart the pipeline from its checkpoint")
+        self._start_pipeline()
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _start_pipeline(self) -> None:
+        ctx, s = self._ctx(), self.scenario
+        self.starts += 1
+        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-start", "start": self.starts})
+        self.pipeline = ctx.supervisor.spawn(failsafe_command(
+            "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--output", str(self.output),
+            "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark),
+            name="pipeline", log_path=ctx.run_path / "pipeline.log", env=_unbuffered())
+        self._driver_down = False
+
+    def _ctx(self) -> RunContext:
+        assert self.ctx is not None, "setup() comes first"
+        return self.ctx
+
+
+def _unbuffered() -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def _covers(end_offsets: dict | None, log_end: dict[int, int]) -> bool:
+    if not end_offsets:
+        return all(end == 0 for end in log_end.values())
+    read = {int(p): int(o) for p, o in end_offsets.get(PURCHASES_TOPIC, {}).items()}
+    return all(read.get(p, 0) >= end for p, end in log_end.items())
+
+
+
+def purchases_log_end(bootstrap_servers: str) -> dict[int, int]:
+    ends = log_end_offsets(bootstrap_servers, [(PURCHASES_TOPIC, p) for p in range(PURCHASES_PARTITIONS)])
+    return {partition: end for (_, partition), end in ends.items()}

@@ -1,0 +1,71 @@
+"""The interface between the engine and a workload plug-in (Jepsen's client/generator split).
+
+The engine owns the phases, the fault schedule, the heal and the history; a workload owns its
+clients. It is handed a ``RunContext``: bootstrap servers, the recorder, the run directory, the
+supervisor that starts its processes, and the engine's own waits (which keep the status line
+fresh and notice a dead client), never the cluster object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from failsafe.history.recorder import Recorder
+from failsafe.supervisor import Supervisor
+
+Status = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    bootstrap_servers: str
+    kafka_version: str
+    recorder: Recorder
+    run_path: Path
+    supervisor: Supervisor
+    event: Status  # one line in the run's log of events
+    wait: Callable[[Callable[[], object], float, str], None]  # until the condition holds, or WaitTimeout with the message
+    hold: Callable[[float], None]  # let the workload run for a duration the scenario asks for
+    topology: Callable[[], list[dict]]  # the latest topology sample of the sampled topics
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.run_path / "logs"
+
+
+class Workload(Protocol):
+    """A scenario kind's clients, driven through the engine's phases.
+
+    setup      create the topics it needs, fresh, and whatever must exist before it starts
+    start      start its clients and wait until they work (a first acknowledgement, a first batch)
+    end_chaos  when the schedule is over: e.g. wait for a fixed-length writer to finish
+    drain      stop the writers, wait until the readers reached the log end, record what is needed
+    stop       stop everything it started; called whatever happened, more than once if need be
+    tick       called on every step of every wait: raise WorkloadFailed for a client nobody killed
+    """
+
+    sampled_topics: list[str]
+
+    def setup(self, ctx: RunContext) -> None: ...
+
+    def start(self, ctx: RunContext) -> None: ...
+
+    def end_chaos(self, ctx: RunContext) -> None: ...
+
+    def drain(self, ctx: RunContext) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def progress(self) -> str: ...
+
+    # The targets of client faults (failsafe.faults.base.ClientTargets).
+    def kill_client(self, name: str) -> None: ...
+
+    def close_client(self, name: str) -> None: ...
+
+    def restart_client(self, name: str) -> None: ...

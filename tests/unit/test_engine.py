@@ -1,0 +1,317 @@
+"""The scenario engine with a fake cluster and a fake workload: phases, faults, undo, heal, the error boundary.
+
+The fault plug-ins are the real ones (failsafe.faults.FAULTS); the cluster under them is a fake that
+keeps node states in a dict and can be told to fail a restart. Each test runs in milliseconds.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pytest
+
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
+from failsafe.faults import FaultKind, FaultSpec
+from failsafe.history.load import load_history
+from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, require_whole, run_scenario
+from failsafe.scenarios.rundir import RunDir
+from failsafe.supervisor import DOWN, PAUSED, UP
+
+TOPOLOGY = [{"topic": topic, "partition": p, "leader": p % 3, "replicas": [p % 3, (p + 1) % 3], "isr": [p % 3, (p + 1) % 3]}
+            for topic in ("t", "my-failsafe-topic") for p in range(3)]
+
+
+class FakeCluster:
+    """Node states in a dict; a restart can be told to fail its first N attempts."""
+
+    def __init__(self, failing_restarts: int = 0) -> None:
+        self.spec = ClusterSpec(brokers=3, controllers=1)
+        self.bootstrap_servers = "fake:9092"
+        self.states = {n.node_id: UP for n in self.spec.nodes()}
+        self.failing_restarts = failing_restarts
+        self.restarts: list[list[int]] = []
+
+    def node(self, node_id: int, role: str | None = None) -> NodeSpec:
+        return next(n for n in self.spec.nodes() if n.node_id == node_id and (role is None or role in n.roles))
+
+    def node_state(self, node: NodeSpec):
+        return self.states[node.node_id]
+
+    def active_controller(self) -> int:
+        return self.spec.controller_nodes()[0].node_id
+
+    def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
+        self.states[node.node_id] = {"kill": DOWN, "stop": DOWN, "pause": PAUSED, "resume": UP}[action]
+
+    def restart(self, nodes: list[NodeSpec]) -> list[NodeSpec]:
+        self.restarts.append([n.node_id for n in nodes])
+        if self.failing_restarts:
+            self.failing_restarts -= 1
+            raise ClusterStartError(f"{nodes[0].name} (broker) exited during start-up: port in use")
+        for n in nodes:
+            self.states[n.node_id] = UP
+        return nodes
+
+    def not_whole(self) -> list[str]:
+        return [f"{n.role} {n.node_id} is {self.states[n.node_id]}" for n in self.spec.nodes() if self.states[n.node_id] != UP]
+
+
+class FakeSampler:
+    def __init__(self) -> None:
+        self.latest = TOPOLOGY
+        self.stopped = False
+
+    def start(self) -> FakeSampler:
+        return self
+
+    def sample(self) -> list[dict]:
+        return self.latest
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@dataclass
+class FakeWorkload:
+    """Records which of its hooks ran; ``fail_in`` names a hook that raises, ``interrupt_in`` one that gets Ctrl-C."""
+
+    fail_in: str | None = None
+    interrupt_in: str | None = None
+    calls: list[str] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)
+    restarted: list[str] = field(default_factory=list)
+    sampled_topics: list[str] = field(default_factory=lambda: ["t"])
+
+    def _hook(self, name: str) -> None:
+        self.calls.append(name)
+        if self.fail_in == name:
+            raise WorkloadFailed(f"producer exited with code 1 in {name}")
+        if self.interrupt_in == name:
+            raise KeyboardInterrupt
+
+    def setup(self, ctx) -> None:
+        self._hook("setup")
+
+    def start(self, ctx) -> None:
+        self._hook("start")
+
+    def end_chaos(self, ctx) -> None:
+        self._hook("end_chaos")
+
+    def drain(self, ctx) -> None:
+        self._hook("drain")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def tick(self) -> None:
+        pass
+
+    def progress(self) -> str:
+        return "fake"
+
+    def kill_client(self, name: str) -> None:
+        self.killed.append(name)
+
+    def close_client(self, name: str) -> None:
+        self.closed.append(name)
+
+    def restart_client(self, name: str) -> None:
+        self.restarted.append(name)
+
+
+@dataclass(frozen=True)
+class Phases:
+    warmup_s: float = 0.0
+    chaos_s: float = 0.05
+    recover_s: float = 0.0
+    recover_timeout_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class FakeScenario:
+    faults: tuple[FaultSpec, ...]
+    name: str = "fake"
+    kind: str = "lab"
+    phases: Phases = Phases()
+    actions: tuple = ()
+
+    @property
+    def raw(self) -> dict:
+        return {"name": self.name}
+
+
+def _engine(tmp_path: Path, faults: tuple[FaultSpec, ...], cluster: FakeCluster | None = None,
+            workload: FakeWorkload | None = None, events: list[str] | None = None) -> Engine:
+    scenario = FakeScenario(faults)
+    return Engine(scenario, workload or FakeWorkload(), RunDir.create(tmp_path, scenario), cluster or FakeCluster(),
+                  kafka_version="4.3.1", cluster_facts={}, status=lambda _: None,
+                  event=(events.append if events is not None else lambda _: None), sampler=FakeSampler())
+
+
+def _ops(engine: Engine, f: str) -> list[dict]:
+    return [op for op in map(orjson.loads, engine.run_dir.history_path.read_bytes().splitlines()) if op["f"] == f]
+
+
+def _kill(at_s: float = 0.0, duration_s: float | None = 0.01, **kw) -> FaultSpec:
+    return FaultSpec("kill", at_s=at_s, duration_s=duration_s, role="leader", partition="t-0", **kw)
+
+
+def test_a_failed_restart_is_tried_again_and_the_fault_stops_at_the_first_success(tmp_path: Path) -> None:
+    cluster = FakeCluster(failing_restarts=2)
+    engine = _engine(tmp_path, (_kill(),), cluster)
+    run_scenario(engine)
+    stops = _ops(engine, "fault-stop")
+    assert [(s["ok"], s["attempt"]) for s in stops] == [(False, 1), (False, 2), (True, 3)]
+    assert "port in use" in stops[0]["error"]
+    assert cluster.restarts == [[0], [0], [0]] and cluster.not_whole() == []
+    faults = load_history(engine.run_dir.history_path).faults.to_dicts()
+    assert faults[0]["stop_ns"] == stops[-1]["time_ns"] and faults[0]["ok"] is True and faults[0]["undo_attempts"] == 3
+
+
+def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_names_the_node(tmp_path: Path) -> None:
+    cluster = FakeCluster(failing_restarts=99)
+    events: list[str] = []
+    engine = _engine(tmp_path, (_kill(duration_s=None),), cluster, events=events)
+    run_scenario(engine)
+    # HEAL_ATTEMPTS in the heal phase, one more when the run closes.
+    assert [s["ok"] for s in _ops(engine, "fault-stop")] == [False] * (HEAL_ATTEMPTS + 1)
+    assert any("could not be undone" in e for e in events)
+    faults = load_history(engine.run_dir.history_path).faults.to_dicts()
+    assert faults[0]["stop_ns"] is None and faults[0]["ok"] is False
+    with pytest.raises(ClusterNotWhole, match="broker 0 is down") as raised:
+        require_whole(cluster, after="broker-failover")
+    assert "failsafe broker start" in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", list(FaultKind))
+def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: FaultKind) -> None:
+    spec = FaultSpec(kind, at_s=0.0, duration_s=0.01, role="leader", partition="t-1",
+                     consumer="member-0" if kind in (FaultKind.KILL_CONSUMER, FaultKind.CLOSE_CONSUMER) else None)
+    cluster, workload = FakeCluster(), FakeWorkload()
+    engine = _engine(tmp_path, (spec,), cluster, workload)
+    run_scenario(engine)
+    (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    assert start["fault"] == kind and start["nodes"] and "error" not in start
+    assert [s["ok"] for s in stops] == [True] and stops[0]["fault_id"] == start["fault_id"]
+    assert stops[0]["time_ns"] >= start["time_ns"]
+    assert cluster.not_whole() == []
+    if kind == FaultKind.KILL_DRIVER:
+        assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
+    if kind == FaultKind.KILL_CONSUMER:
+        assert workload.killed == ["member-0"]
+
+
+def test_restart_is_undone_at_once_so_its_window_is_the_brokers_absence(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    engine = _engine(tmp_path, (FaultSpec("restart", at_s=0.0, role="leader", partition="t-2"),), cluster)
+    run_scenario(engine)
+    phases = {op["phase"]: op["time_ns"] for op in _ops(engine, "phase")}
+    (stop,) = _ops(engine, "fault-stop")
+    assert stop["ok"] and stop["time_ns"] < phases["heal"], "the restart's stop belongs to chaos, not to the heal"
+    assert cluster.restarts == [[2]]
+
+
+def test_the_phases_run_in_order_and_a_scheduled_undo_happens_in_chaos(tmp_path: Path) -> None:
+    workload = FakeWorkload()
+    engine = _engine(tmp_path, (_kill(at_s=0.0, duration_s=0.02),), workload=workload)
+    run_scenario(engine)
+    phases = _ops(engine, "phase")
+    assert [p["phase"] for p in phases] == [str(p) for p in Phase]
+    assert workload.calls == ["setup", "start", "end_chaos", "drain", "stop"]
+    (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    assert stop["time_ns"] - start["time_ns"] >= 20_000_000
+    assert stop["time_ns"] < next(p["time_ns"] for p in phases if p["phase"] == "heal")
+    assert engine.sampler.stopped and engine.recorder._closed.is_set()
+
+
+def test_the_heal_runs_when_the_workload_fails_and_the_failure_reaches_the_caller(tmp_path: Path) -> None:
+    cluster, workload = FakeCluster(), FakeWorkload(fail_in="end_chaos")
+    engine = _engine(tmp_path, (_kill(duration_s=None),), cluster, workload)
+    with pytest.raises(WorkloadFailed, match="in end_chaos"):
+        run_scenario(engine)
+    assert [s["ok"] for s in _ops(engine, "fault-stop")] == [True]
+    assert "heal" in [p["phase"] for p in _ops(engine, "phase")]
+    assert cluster.not_whole() == [] and workload.calls[-1] == "stop"
+
+
+def test_the_heal_runs_on_ctrl_c(tmp_path: Path) -> None:
+    cluster, workload = FakeCluster(), FakeWorkload(interrupt_in="end_chaos")
+    engine = _engine(tmp_path, (FaultSpec("pause", at_s=0.0, role="leader", partition="t-0"),), cluster, workload)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(engine)
+    assert cluster.states[0] == UP and [s["ok"] for s in _ops(engine, "fault-stop")] == [True]
+
+
+def test_a_fault_that_cannot_start_is_recorded_and_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    engine = _engine(tmp_path, (FaultSpec("kill", at_s=0.0, role="leader", partition="t-9"),))
+    with pytest.raises(ScenarioFailed, match="kill fault at 0s could not start: role 'leader' needs a partition"):
+        run_scenario(engine)
+    (start,) = _ops(engine, "fault-start")
+    assert "needs a partition" in start["error"]
+
+
+def test_recover_waits_for_a_full_isr_and_records_a_timeout(tmp_path: Path) -> None:
+    engine = _engine(tmp_path, ())
+    engine.sampler.latest = [{**TOPOLOGY[0], "isr": [0]}]
+    engine.scenario = FakeScenario((), phases=Phases(recover_timeout_s=0.05))
+    run_scenario(engine)
+    (timeout,) = _ops(engine, "recover-timeout")
+    assert timeout["timeout_s"] == 0.05
+
+
+# -- the CLI boundary ---------------------------------------------------------------------------
+QUICK_SCENARIO = """
+name = "quick"
+[[topics]]
+name = "my-failsafe-topic"
+partitions = 3
+replication_factor = 3
+[[producers]]
+name = "producer"
+topic = "my-failsafe-topic"
+[[faults]]
+fault = "kill"
+role = "leader"
+partition = "my-failsafe-topic-0"
+at_s = 0
+[phases]
+warmup_s = 0
+chaos_s = 0.05
+recover_s = 0
+"""
+
+def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 1, the heal done."""
+    from contextlib import contextmanager
+
+    from failsafe.cli.main import main
+    from failsafe.scenarios import cluster_use, engine, kinds
+
+    cluster = FakeCluster()
+    monkeypatch.setattr(cluster_use, "cluster_for", contextmanager(lambda *a, **k: (yield cluster)))
+    monkeypatch.setattr(cluster_use, "cluster_facts", lambda c: {})
+    monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
+    lab = kinds.KINDS["lab"]
+    monkeypatch.setitem(kinds.KINDS, "lab", kinds.ScenarioKind("lab", lambda s: FakeWorkload(fail_in="end_chaos"), lab.check, lab.show))
+    scenario = tmp_path / "quick.toml"
+    scenario.write_text(QUICK_SCENARIO)
+    code = main(["run", str(scenario), "--runs", str(tmp_path), "--dir", str(tmp_path / "cluster")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last == "failsafe: producer exited with code 1 in end_chaos"
+    assert cluster.not_whole() == [], "the broker the scenario killed was restarted by the heal"
+
+
+def test_sigterm_unwinds_like_ctrl_c() -> None:
+    from failsafe.cli.main import _terminate_as_interrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _terminate_as_interrupt(signal.SIGTERM, None)
