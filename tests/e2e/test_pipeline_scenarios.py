@@ -1,6 +1,6 @@
 """The pipeline scenarios end to end on the shared cluster: exactly-once through a broker kill and a driver kill.
 
-Each takes two to three minutes (Spark's start, 30 s of purchases, a restart, the drain), hence `slow`.
+Each takes about a minute (Spark's start, 23 s of purchases, a restart, the drain), hence `slow`.
 Both leave the cluster whole: the killed broker is restarted, the demo topics are deleted afterwards.
 """
 

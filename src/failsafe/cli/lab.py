@@ -60,8 +60,8 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
                             kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event)
             run_dir = run_scenario(engine)
             status.update(f"{scenario.name} · checking")
-            results = kind.check(run_dir)
-            kind.show(stdout, run_dir, results)
+            results, history = kind.check(run_dir)
+            kind.show(stdout, run_dir, results, history)
             outcomes.append((scenario.name, run_dir, results))
             try:
                 require_whole(cluster, after=scenario.name)
@@ -99,16 +99,15 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     kind = KINDS.get(rd.kind)
     if kind is None:
         raise UserError(f"{run_dir} is a run of kind {rd.kind!r}, which this failsafe does not know: check it with the failsafe that made it")
-    results = kind.check(rd)
+    results, history = kind.check(rd)
     if as_json:
         click.echo(json.dumps(results, indent=2, default=str))
     elif rd.kind == RunKind.PIPELINE:
-        kind.show(stdout, rd, results)
+        kind.show(stdout, rd, results, history)
     else:
         from failsafe.reports.terminal import render_summary
-        from failsafe.scenarios.check import load_run_history
 
-        render_summary(stdout, results, load_run_history(rd))
+        render_summary(stdout, results, history)
     return Verdict.of(results["valid"]).exit_code
 
 

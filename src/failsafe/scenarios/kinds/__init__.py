@@ -29,8 +29,8 @@ class RunKind(StrEnum):
 class ScenarioKind:
     name: str
     workload: Callable[[Any], Workload]
-    check: Callable[[RunDir], dict]  # judge a stored run; writes and returns results.json
-    show: Callable[[Console, RunDir, dict], None]  # the terminal summary, and report.html where the kind has one
+    check: Callable[[RunDir], tuple[dict, Any]]  # judge a stored run: results.json (written too), and the loaded history if any
+    show: Callable[[Console, RunDir, dict, Any], None]  # the terminal summary, and report.html where the kind has one
 
 
 def _lab_workload(scenario: Any) -> Workload:
@@ -45,30 +45,28 @@ def _pipeline_workload(scenario: Any) -> Workload:
     return PipelineWorkload(scenario)
 
 
-def _lab_check(run_dir: RunDir) -> dict:
+def _lab_check(run_dir: RunDir) -> tuple[dict, Any]:
     from failsafe.scenarios.check import check_run
 
-    return check_run(run_dir)[0]
+    return check_run(run_dir)
 
 
-def _lab_show(console: Console, run_dir: RunDir, results: dict) -> None:
+def _lab_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
     from failsafe.reports.html import write_report
     from failsafe.reports.terminal import render_summary
-    from failsafe.scenarios.check import load_run_history
 
-    history = load_run_history(run_dir)
     write_report(run_dir.path, results, history, run_dir.scenario_data(), run_dir.manifest())
     render_summary(console, results, history)
     console.print(f"report: {run_dir.report_path}")
 
 
-def _pipeline_check(run_dir: RunDir) -> dict:
+def _pipeline_check(run_dir: RunDir) -> tuple[dict, Any]:
     from failsafe.scenarios.pipeline_check import check_pipeline_run
 
-    return check_pipeline_run(run_dir)
+    return check_pipeline_run(run_dir), None
 
 
-def _pipeline_show(console: Console, run_dir: RunDir, results: dict) -> None:
+def _pipeline_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
     from failsafe.scenarios.pipeline_check import render_pipeline_results
 
     render_pipeline_results(console, results)

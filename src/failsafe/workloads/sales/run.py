@@ -2,7 +2,7 @@
 instances as worker processes, show their progress, and write the ledger's manifest.
 
 Every worker is started in its own session (so the terminal's Ctrl-C reaches only us), dies
-with us (PR_SET_PDEATHSIG), stops when its stdin closes, and is asked to stop with SIGTERM:
+with us (the supervisor's parent-death guard), stops when its stdin closes, and is asked to stop with SIGTERM:
 Ctrl-C stops the run cleanly, a second Ctrl-C kills the workers and leaves the ledger incomplete.
 """
 
