@@ -175,3 +175,24 @@ def test_kafkas_verifiable_clients_drive_the_same_checks(queue_run: Path, shared
     assert results["checkers"]["delivery"]["counts"]["acknowledged"] > 0
     ops = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
     assert {op["process"] for op in ops if op["f"] == "poll"} == {"vmember-0", "vmember-1"}
+
+
+def test_repeat_with_overrides_aggregates_the_runs(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    """--repeat 2 --set: two runs of the changed scenario, their statistics, the change recorded in each run."""
+    overrides = ["phases.chaos_s=2", "phases.warmup_s=1", "producers[0].rate_per_s=50", 'producers[0].properties."linger.ms"="7"']
+    result = shared_cluster.cli("run", "queue", "--repeat", "2", "--runs", str(tmp_path),
+                                *[arg for o in overrides for arg in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dirs = sorted(p for p in (tmp_path / "queue").iterdir() if p.is_dir())
+    assert len(run_dirs) == 2
+    for run_dir in run_dirs:
+        assert_valid_run(run_dir)
+        scenario = json.loads((run_dir / "scenario.json").read_text())
+        assert scenario["phases"]["chaos_s"] == 2 and scenario["producers"][0]["properties"] == {"linger.ms": "7"}
+        assert json.loads((run_dir / "manifest.json").read_text())["overrides"] == overrides
+        assert set(json.loads((run_dir / "timings.json").read_text())) >= {"setup", "warm-up", "chaos", "drain"}
+    [stats_path] = (tmp_path / "queue").glob("repeat-*.json")
+    stats = json.loads(stats_path.read_text())
+    assert stats["runs"] == 2 and stats["verdicts"] == {"VALID": 2} and stats["overrides"] == overrides
+    assert sorted(stats["run_dirs"]) == [str(p) for p in run_dirs]
+    assert "2 runs (VALID 2)" in result.stdout

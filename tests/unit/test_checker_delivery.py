@@ -66,8 +66,38 @@ def test_one_value_at_two_offsets_is_a_duplicate() -> None:
     result = check(h)
     assert result["valid"] is False
     assert result["counts"]["duplicate"] == 1
-    assert result["examples"]["duplicate"] == [{"topic": "t", "value": "v1", "partition": [0, 0], "offset": [0, 1]}]
+    assert result["examples"]["duplicate"] == [{
+        "topic": "t", "value": "v1", "partition": [0, 0], "offset": [0, 1], "process": "p0", "id": 1, "outcome": "ok",
+        "acked_partition": 0, "acked_offset": 0, "other_copies": [{"partition": 0, "offset": 1}],
+    }]
     assert check(h, {"allow_duplicates": True})["valid"] is True
+
+
+def test_duplicates_are_split_by_whether_their_send_was_acknowledged() -> None:
+    h = history(
+        *send("p0", 1, "v1", 1),
+        *send("p0", 2, "v2", None, ms=2, outcome="info"),
+        *send("p0", 3, "v3", 4, ms=3),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(1, "v1"), rec(2, "v2"), rec(3, "v2"), rec(4, "v3")], ms=5),
+    )
+    result = check(h)
+    counts = result["counts"]
+    assert (counts["duplicate"], counts["duplicate-acknowledged"], counts["duplicate-unacknowledged"]) == (2, 1, 1)
+    assert result["violations"] == ["duplicate-acknowledged", "duplicate-unacknowledged"]
+    by_value = {example["value"]: example for example in result["examples"]["duplicate"]}
+    # v1 was acknowledged at its second copy: the first is the one the producer never heard of.
+    assert (by_value["v1"]["acked_partition"], by_value["v1"]["acked_offset"]) == (0, 1)
+    assert by_value["v1"]["other_copies"] == [{"partition": 0, "offset": 0}]
+    assert by_value["v2"]["outcome"] == "info" and by_value["v2"]["acked_offset"] is None
+    assert by_value["v2"]["other_copies"] == [{"partition": 0, "offset": 2}, {"partition": 0, "offset": 3}]
+
+
+def test_a_duplicate_nobody_sent_is_unacknowledged() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "stray"), rec(2, "stray")], ms=5))
+    result = check(h)
+    assert result["counts"]["duplicate-unacknowledged"] == 1 and result["counts"]["duplicate-acknowledged"] == 0
+    assert result["examples"]["duplicate"][0]["outcome"] is None
 
 
 def test_a_duplicate_in_the_log_alone_counts() -> None:

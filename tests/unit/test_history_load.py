@@ -154,3 +154,31 @@ def test_an_unknown_op_is_ignored_whatever_its_fields() -> None:
 def test_an_unknown_op_still_needs_the_common_fields() -> None:
     with pytest.raises(HistoryFormatError, match="line 2: no 'process'"):
         history_from_ops([OPS[0], {"time_ns": 1, "type": "info", "f": "from-the-future"}])
+
+
+CLIENT_CONFIG = {
+    "time_ns": at(0), "process": "producer-0", "type": "info", "f": "client-config", "client": "librdkafka", "client_version": "2.12.0",
+    "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}], "log": "logs/producer-0.client.log",
+}
+
+
+def test_client_config_lands_in_the_clients_frame(tmp_path: Path) -> None:
+    import json
+
+    ops = [CLIENT_CONFIG, *OPS]
+    for h in (history_from_ops(ops), load_history(_write(tmp_path, [orjson.dumps(op) for op in ops])),
+              load_history(_write(tmp_path, [json.dumps(op).encode() for op in ops]))):
+        assert h.clients.rows(named=True) == [{
+            "process": "producer-0", "time_ns": at(0), "client": "librdkafka", "client_version": "2.12.0",
+            "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}],
+            "log": "logs/producer-0.client.log",
+        }]
+        assert h.sends.height == 3
+
+
+def test_a_history_without_client_config_has_an_empty_clients_frame(tmp_path: Path) -> None:
+    h = load_history(_write(tmp_path, [orjson.dumps(op) for op in OPS]), columnar_copy=True)
+    assert h.clients.height == 0 and dict(h.clients.schema) == FRAME_SCHEMAS["clients"]
+    # The columnar copy round-trips the new frame too.
+    again = load_history(tmp_path / "history.jsonl", columnar_copy=True)
+    assert again.clients.height == 0 and dict(again.clients.schema) == FRAME_SCHEMAS["clients"]

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from failsafe.history.load import history_from_ops
 from failsafe.reports import render_summary, series, write_report
-from failsafe.reports.summary import fault_rows, producer_rows
+from failsafe.reports.summary import fault_rows, producer_rows, stall_rows
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -205,3 +205,43 @@ def test_a_history_missing_reads_faults_or_topology_still_renders(tmp_path: Path
     assert len(_plots(page)) == 4
     assert "UNKNOWN" in page
     assert summary_text({}, history).startswith("UNKNOWN")
+
+
+def _with_stalls() -> dict:
+    res = results()
+    availability = res["checkers"]["availability"]
+    availability["faults"][0]["stalls"] = {
+        "led": {"partitions": 1, "max_stall_ms": 9200.0, "median_stall_ms": 9200.0, "open": 0, "examples": []},
+        "follower": {"partitions": 4, "max_stall_ms": 9150.0, "median_stall_ms": 8800.0, "open": 0, "in_isr": 4, "examples": []},
+        "unreplicated": {"partitions": 2, "max_stall_ms": 310.0, "median_stall_ms": 250.0, "open": 1, "examples": []},
+    }
+    availability["stall_by_group"] = {group: {k: v for k, v in stall.items() if k != "examples"}
+                                      for group, stall in availability["faults"][0]["stalls"].items()}
+    availability["baseline_gap_ms"] = 120.0
+    return res
+
+
+def test_write_stalls_by_replica_role_in_terminal_and_html(tmp_path: Path, history) -> None:
+    assert stall_rows(_with_stalls()) == [
+        ("7", "led", "1", "9,200", "9,200"),
+        ("7", "follower", "4", "9,150", "8,800"),
+        ("7", "unreplicated", "2 (1 never acked)", "never", "250"),
+    ]
+    assert stall_rows(results()) == []
+    text = summary_text(_with_stalls(), history)
+    assert "Write stalls by replica role (baseline ack gap 120 ms)" in text
+    row = next(line for line in text.splitlines() if "follower" in line)
+    assert row.split() == ["7", "follower", "4", "9,150", "8,800"]
+    assert "Write stalls" not in summary_text(results(), history)
+    page = write_report(tmp_path, _with_stalls(), history).read_text(encoding="utf-8")
+    section = page.split('<section id="section-stalls">', 1)[1].split("</section>", 1)[0]
+    assert "Write stalls by replica role" in section and "<b>120 ms</b>" in section
+    assert "<td>follower</td>" in section and '<td class="num">9,150</td>' in section
+    assert "section-stalls" not in write_report(tmp_path, results(), history).read_text(encoding="utf-8")
+
+
+def test_stall_rows_fall_back_to_stall_by_group_and_tolerate_junk() -> None:
+    res = {"checkers": {"availability": {"faults": [{"fault_id": 1, "stalls": "?"}],
+                                         "stall_by_group": {"all": {"partitions": 3, "max_stall_ms": 12000.0}, "x": 5}}}}
+    assert stall_rows(res) == [("—", "all", "3", "12,000", "—")]
+    assert stall_rows({"checkers": {"availability": None}}) == []

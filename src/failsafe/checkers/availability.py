@@ -3,6 +3,11 @@
 Measured, not judged, unless the scenario says what to expect (max_unavailable_ms,
 expect_no_rebalance). Windows come from the producer's own acknowledgements (the last before the
 fault, the first after it) and leadership from the topology samples.
+
+Beyond the led partitions, every partition's write stall during each fault is measured and
+grouped by the faulted node's replica role (led, follower, unreplicated; ``all`` for controller
+and quorum faults): ``stall_by_group``, per fault ``stalls``, and ``baseline_gap_ms`` (the normal
+pace of acknowledgements before the first fault). The rules are in checkers/stalls.py.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from failsafe.checkers import stalls as write_stalls
 from failsafe.checkers.common import UNKNOWN, CheckerResult, end_ns, examples, ns_to_ms, read_options, result
 from failsafe.history.model import History
 
@@ -29,7 +35,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
     # so it says nothing about when the partition was available.
-    acked = history.sends.select("topic", "partition", "offset", "outcome", "complete_ns").filter(
+    acked = history.sends.select("topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
         (pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
     )
 
@@ -60,21 +66,28 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "slow-failover": examples(too_slow, "fault_id", "topic", "partition", "unavailable_ms"),
         "rebalance-during-fault": examples(rebalancing_faults, "fault_id", "rebalances_during"),
     }
+    rebalanced = opts["expect_no_rebalance"] and rebalancing_faults.height
+    violations = [name for name, bad in (("slow-failover", too_slow.height), ("rebalance-during-fault", rebalanced)) if bad]
     if faults.height and (topology.height == 0 or acked.height == 0):
         valid: bool | str = UNKNOWN
+        violations = []
     else:
-        valid = not (too_slow.height or (opts["expect_no_rebalance"] and rebalancing_faults.height))
+        valid = not violations
     unavailable = partitions["unavailable_ms"].drop_nulls()
     new_leader = partitions["new_leader_ms"].drop_nulls()
+    stalls = write_stalls.measure(faults, topology, acked, history.faults["start_ns"].min(), end_ns(history))
     return result(
         valid,
         counts,
         example_rows,
-        faults=_per_fault(faults, partitions, rebalances),
+        violations,
+        faults=_per_fault(faults, partitions, rebalances, stalls.by_fault),
         max_unavailable_ms=_float(unavailable.max()),
         median_unavailable_ms=_float(unavailable.median()),
         median_new_leader_ms=_float(new_leader.median()),
         max_sample_gap_ms=_max_gap_ms(topology),
+        stall_by_group=stalls.by_group,
+        baseline_gap_ms=stalls.baseline_gap_ms,
         **end_state,
     )
 
@@ -110,14 +123,39 @@ def _empty_partitions() -> pl.DataFrame:
 
 
 def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
+    """Each affected partition's window: the longest stretch without an acknowledgement between the last one at or before
+    the fault's start and the first one of a send made after it (``last_ok_before_ns`` / ``first_ok_after_ns`` are its edges).
+
+    Acknowledgements of sends made before the fault mean nothing about whether the partition took
+    new writes, and they come at either end: a SIGSTOPped broker's answers already in its socket
+    arrive just after the fault began, and sends retried to a new leader are acknowledged just
+    before the first new one. So the window ends at the first acknowledgement of a send made after
+    the fault began, and is the longest gap up to it. Without one, the window runs from the
+    partition's last acknowledgement and never ends (``first_ok_after_ns`` null).
+    """
     acks = acked.join(partitions.select("topic", "partition").unique(), on=["topic", "partition"], how="semi")
-    acks = acks.select("topic", "partition", pl.col("complete_ns").alias("ack_ns")).sort("ack_ns")
-    by_start = partitions.sort("start_ns")
-    before = by_start.join_asof(acks, left_on="start_ns", right_on="ack_ns", by=["topic", "partition"], strategy="backward", check_sortedness=False)
-    after = by_start.join_asof(
-        acks, left_on="start_ns", right_on="ack_ns", by=["topic", "partition"], strategy="forward", allow_exact_matches=False, check_sortedness=False
-    )
-    joined = before.rename({"ack_ns": "last_ok_before_ns"}).join(after.select(*_FP, pl.col("ack_ns").alias("first_ok_after_ns")), on=_FP, how="left")
+    pairs = partitions.select(*_FP, "start_ns").join(acks.select("topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")),
+                                                      on=["topic", "partition"], how="inner")
+    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("start_ns")).group_by(_FP).agg(pl.col("ack_ns").min().alias("end_ns"))
+    before = pairs.filter(pl.col("ack_ns") <= pl.col("start_ns")).group_by(_FP).agg(pl.col("ack_ns").max().alias("begin_ns"))
+    pairs = pairs.join(new_send, on=_FP, how="left").join(before, on=_FP, how="left")
+    # Acks from the last one before the fault (or the fault's start) up to the first of a new send; with no new send, all after.
+    begin = pl.coalesce("begin_ns", "start_ns")
+    inside = pairs.filter((pl.col("ack_ns") >= begin) & (pl.col("end_ns").is_null() | (pl.col("ack_ns") <= pl.col("end_ns"))))
+    stretches = inside.sort("ack_ns").with_columns(pl.col("ack_ns").shift(1).over(_FP).alias("gap_start_ns"))
+    opened = stretches.filter(pl.col("gap_start_ns").is_null() & pl.col("begin_ns").is_null()).with_columns(pl.col("start_ns").alias("gap_start_ns"))
+    gaps = pl.concat([stretches.filter(pl.col("gap_start_ns").is_not_null()), opened])
+    longest = (gaps.sort("ack_ns").group_by(_FP)
+               .agg(pl.all().sort_by(pl.col("ack_ns") - pl.col("gap_start_ns")).last())
+               .select(*_FP, pl.col("gap_start_ns").alias("gap_from"), pl.col("ack_ns").alias("gap_to"), "end_ns"))
+    last_ack = pairs.group_by(_FP).agg(pl.col("ack_ns").max().alias("last_ack_ns"))
+    joined = partitions.join(longest, on=_FP, how="left").join(last_ack, on=_FP, how="left").join(
+        new_send.rename({"end_ns": "first_new_ns"}), on=_FP, how="left")
+    ended = pl.col("first_new_ns").is_not_null()
+    joined = joined.with_columns(
+        pl.when(ended).then(pl.col("gap_from")).otherwise(pl.col("last_ack_ns")).alias("last_ok_before_ns"),
+        pl.when(ended).then(pl.col("gap_to")).otherwise(None).alias("first_ok_after_ns"),
+    ).drop("gap_from", "gap_to", "end_ns", "last_ack_ns", "first_new_ns")
     return joined.with_columns(ns_to_ms(pl.col("first_ok_after_ns") - pl.col("last_ok_before_ns")).alias("unavailable_ms")).sort(_FP)
 
 
@@ -173,7 +211,8 @@ def _end_state(topology: pl.DataFrame) -> dict[str, Any]:
     return {name: (bool(value) if name != "leaderless_at_end" else int(value)) for name, value in state.items()}
 
 
-def _per_fault(faults: pl.DataFrame, partitions: pl.DataFrame, rebalances: pl.DataFrame) -> list[dict[str, Any]]:
+def _per_fault(faults: pl.DataFrame, partitions: pl.DataFrame, rebalances: pl.DataFrame,
+               stalls: Mapping[int, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     columns = [
         "topic",
         "partition",
@@ -201,6 +240,7 @@ def _per_fault(faults: pl.DataFrame, partitions: pl.DataFrame, rebalances: pl.Da
                 "affected_partitions": affected,
                 "max_unavailable_ms": max(unavailable) if unavailable else None,
                 "rebalances_during": int(counts.get(fault["fault_id"], 0)),
+                "stalls": stalls.get(fault["fault_id"], {}),
             }
         )
     return listed

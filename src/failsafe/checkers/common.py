@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
 
@@ -17,9 +17,14 @@ Validity = bool | Literal["unknown"]  # as results.json has it: true, false or "
 
 
 class Verdict(StrEnum):
-    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it."""
+    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it.
+
+    KNOWN is a run's verdict only: it violated something, and every violation matched an anomaly its
+    scenario declares known under a stated condition (docs/checkers.md). It is never VALID.
+    """
 
     VALID = "VALID"
+    KNOWN = "KNOWN"
     INVALID = "INVALID"
     UNKNOWN = "UNKNOWN"
 
@@ -27,9 +32,23 @@ class Verdict(StrEnum):
     def of(cls, valid: object) -> Verdict:
         return cls.VALID if valid is True else cls.INVALID if valid is False else cls.UNKNOWN
 
+    @classmethod
+    def of_run(cls, results: Mapping) -> Verdict:
+        """A run's verdict from its results.json: its ``verdict`` when recorded, else from ``valid``."""
+        recorded = results.get("verdict")
+        if recorded in cls.__members__ and (recorded != cls.KNOWN or results.get("valid") is False):
+            return cls(recorded)
+        return cls.of(results.get("valid"))
+
+    @classmethod
+    def worst(cls, verdicts: Iterable[Verdict]) -> Verdict:
+        """Several runs as one: INVALID over UNKNOWN over KNOWN over VALID (VALID when there are none)."""
+        rank = [cls.VALID, cls.KNOWN, cls.UNKNOWN, cls.INVALID]
+        return max(verdicts, key=rank.index, default=cls.VALID)
+
     @property
     def exit_code(self) -> int:
-        return {Verdict.VALID: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3}[self]
+        return {Verdict.VALID: 0, Verdict.KNOWN: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3}[self]
 
 
 class CheckerResult(TypedDict, total=False):
@@ -38,6 +57,7 @@ class CheckerResult(TypedDict, total=False):
     valid: Validity
     counts: dict[str, int]
     examples: dict[str, list[dict[str, Any]]]
+    violations: list[str]  # the counts (anomaly names) that made it invalid; empty when valid or unknown
     error: str  # only when the checker raised: then valid is "unknown"
 
 
@@ -74,11 +94,17 @@ def examples(frame: pl.DataFrame, *columns: str) -> list[dict[str, Any]]:
     return picked.head(EXAMPLES_PER_ANOMALY).to_dicts()
 
 
-def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], **fields: Any) -> CheckerResult:
+def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], violations: Iterable[str] = (),
+           **fields: Any) -> CheckerResult:
+    """A checker's result; ``violations`` names the counts that made it invalid (what a known anomaly may match)."""
+    violations = list(dict.fromkeys(violations))
+    if violations and valid is True:
+        raise ValueError(f"a valid result cannot have violations: {violations}")
     return {  # type: ignore[typeddict-unknown-key]
         "valid": valid,
         "counts": {name: int(count) for name, count in counts.items()},
         "examples": {name: rows for name, rows in example_rows.items() if rows},
+        "violations": violations,
         **fields,
     }
 

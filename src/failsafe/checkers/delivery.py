@@ -39,6 +39,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     recovered = _present(unknown, observed, history)
 
     n_duplicate = duplicates.select(pl.struct(IDENTITY).n_unique()).item() if duplicates.height else 0
+    duplicate_writes = _duplicate_writes(duplicates, sends)
+    n_duplicate_acked = int((duplicate_writes["outcome"] == "ok").sum()) if duplicate_writes.height else 0
     n_conflicting = conflicting.select(pl.struct(POSITION).n_unique()).item() if conflicting.height else 0
     n_inconsistent = n_conflicting + misplaced.height
     lost_write = lost.filter(pl.col("jepsen") == "lost-write")
@@ -53,6 +55,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "unseen": unseen.height,
         **{name: frame.height for name, frame in by_log.items()},
         "duplicate": n_duplicate,
+        "duplicate-acknowledged": n_duplicate_acked,
+        "duplicate-unacknowledged": n_duplicate - n_duplicate_acked,
         "inconsistent-offsets": n_inconsistent,
         "failed": failed.height,
         "failed-but-present": failed_present.height,
@@ -64,7 +68,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "lost-write": examples(lost_write, *_SEND_EXAMPLE),
         "unseen": examples(unseen, *_SEND_EXAMPLE),
         **{name: examples(frame, *_SEND_EXAMPLE) for name, frame in by_log.items()},
-        "duplicate": _grouped_examples(duplicates, IDENTITY, "partition", "offset"),
+        "duplicate": examples(duplicate_writes),
         "inconsistent-offsets": (
             _grouped_examples(conflicting, POSITION, "value")
             + examples(misplaced, "id", "process", "topic", "value", "partition", "offset", "read_partition", "read_offset")
@@ -72,8 +76,14 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "failed-but-present": examples(failed_present, *_SEND_EXAMPLE, "error"),
         "unknown-not-recovered": examples(unknown.join(recovered, on=["process", "id"], how="anti"), *_SEND_EXAMPLE),
     }
-    valid = not ((lost.height and not opts["allow_loss"]) or (n_duplicate and not opts["allow_duplicates"]) or n_inconsistent or failed_present.height)
-    return result(valid, counts, example_rows, by_process=_by_process(history.sends, unread, recovered))
+    violations = []
+    if lost.height and not opts["allow_loss"]:
+        violations.append("lost")
+    if n_duplicate and not opts["allow_duplicates"]:
+        # Named by which copy was acknowledged where the counts split them, so a known anomaly can match one kind only.
+        violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
+    violations += [name for name, n in (("inconsistent-offsets", n_inconsistent), ("failed-but-present", failed_present.height)) if n]
+    return result(not violations, counts, example_rows, violations, by_process=_by_process(history.sends, unread, recovered))
 
 
 def _observed_keys(history: History) -> pl.DataFrame:
@@ -167,6 +177,34 @@ def _classify_lost(unread: pl.DataFrame, history: History) -> pl.DataFrame:
         .otherwise(pl.lit("unseen"))
         .alias("jepsen"),
     )
+
+
+def _duplicate_writes(duplicates: pl.DataFrame, sends: pl.DataFrame) -> pl.DataFrame:
+    """One row per duplicated write: its places, its send, and which copy the producer was acknowledged at.
+
+    acked_partition / acked_offset are null when the send was not acknowledged with an offset;
+    other_copies are the places other than the acknowledged one (every place when none was).
+    """
+    schema = {"topic": pl.String, "value": pl.String, "partition": pl.List(pl.Int64), "offset": pl.List(pl.Int64), "process": pl.String,
+              "id": pl.Int64, "outcome": pl.String, "acked_partition": pl.Int64, "acked_offset": pl.Int64,
+              "other_copies": pl.List(pl.Struct({"partition": pl.Int64, "offset": pl.Int64}))}
+    if duplicates.height == 0:
+        return pl.DataFrame(schema=schema)
+    places = duplicates.group_by(list(IDENTITY), maintain_order=True).agg("partition", "offset")
+    # A value's send is unique in a run; keep the first should a producer have written it twice.
+    sent = sends.select(*IDENTITY, "process", "id", "outcome", pl.col("partition").alias("p_sent"), pl.col("offset").alias("o_sent"))
+    sent = sent.join(places.select(IDENTITY), on=list(IDENTITY), how="semi").unique(subset=list(IDENTITY), keep="first", maintain_order=True)
+    acked = pl.col("outcome") == "ok"
+    joined = places.join(sent, on=list(IDENTITY), how="left", maintain_order="left").with_columns(
+        pl.when(acked).then(pl.col("p_sent")).alias("acked_partition"),
+        pl.when(acked).then(pl.col("o_sent")).alias("acked_offset"),
+    )
+    copies = joined.select(*IDENTITY, "partition", "offset", "acked_partition", "acked_offset").explode("partition", "offset")
+    is_acked_copy = (pl.col("partition") == pl.col("acked_partition")) & (pl.col("offset") == pl.col("acked_offset"))
+    others = copies.filter(~is_acked_copy.fill_null(False)).group_by(list(IDENTITY), maintain_order=True).agg(
+        pl.struct("partition", "offset").alias("other_copies"))
+    joined = joined.join(others, on=list(IDENTITY), how="left", maintain_order="left")
+    return joined.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
 
 
 def _grouped_examples(frame: pl.DataFrame, by: tuple[str, ...], *collected: str) -> list[dict[str, Any]]:

@@ -45,8 +45,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "key-reordered": examples(reordered.sort("seq"), *_POLL_EXAMPLE, "key"),
         "nonmonotonic-send": examples(send_regressions, "process", "topic", "partition", "previous_id", "previous_offset", "id", "offset"),
     }
-    valid = not any(counts[name] for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send"))
-    return result(valid, counts, example_rows)
+    violations = [name for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send") if counts[name]]
+    return result(not violations, counts, example_rows, violations)
 
 
 def with_epochs(reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:

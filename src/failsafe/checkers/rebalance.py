@@ -57,7 +57,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         ],
         "slow-rebalance": [{"processes": event["processes"], "group": event["group"], "pause_ms": event["pause_ms"]} for event in slow[:5]],
     }
-    if stuck or slow:
+    violations = [name for name, bad in (("never-reassigned", stuck), ("slow-rebalance", slow)) if bad]
+    if violations:
         valid: bool | str = False
     elif unmeasured_faults and not measured:
         valid = UNKNOWN
@@ -67,6 +68,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         valid,
         counts,
         example_rows,
+        violations,
         events=measured,
         max_pause_ms=max(pauses) if pauses else None,
         median_pause_ms=float(median(pauses)) if pauses else None,

@@ -59,8 +59,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "redelivered-across-rebalance": examples(tolerated.sort("time_ns"), *example_columns),
         "missing": missing_examples[:5],
     }
-    valid = not (double_positions.height or (n_missing and not opts["allow_loss"]))
-    return result(valid, counts, example_rows, groups=groups, missing_by_group=missing_by_group)
+    violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing and not opts["allow_loss"])) if bad]
+    return result(not violations, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group)
 
 
 def _groups(history: History, wanted: list[str] | None) -> list[str]:

@@ -4,22 +4,39 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from failsafe.checkers.common import Verdict
-from failsafe.checkers.run import combine_validity
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
 from failsafe.errors import UserError
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
 from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.schema import ScenarioError
 
 # Checkers, reports and the engine load polars and matplotlib: imported by the commands that use
 # them, so 'failsafe up' and friends start fast.
 
-VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.INVALID: "[bold red]INVALID[/]", Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]"}
+VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold magenta]KNOWN[/]", Verdict.INVALID: "[bold red]INVALID[/]",
+                 Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One finished run: where it is, what it found, how long each phase took."""
+
+    name: str
+    run_dir: RunDir
+    results: dict
+    wall_s: float
+    phase_seconds: dict[str, float]
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.of_run(self.results)
 
 
 @click.command("run")
@@ -30,11 +47,18 @@ VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.INVALID: "[bold 
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run directories go [default: DIR/runs].")
 @click.option("--heap", default=None, help="JVM heap of each node when the run starts its own cluster [default: 1G].")
-def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None) -> int:
+@click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.")
+@click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
+              help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
+                   "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).")
+def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
+                repeat: int, overrides: tuple[str, ...]) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
-    Exits 0 when every scenario is valid, 1 when one is invalid, 3 when one could not be decided.
+    Exits 0 when every run is VALID or KNOWN (only anomalies its scenario declares known), 1 when
+    one is INVALID, 3 when one could not be decided.
     """
     from failsafe.errors import ClusterNotWhole
     from failsafe.scenarios.cluster_use import cluster_facts, cluster_for
@@ -42,7 +66,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     from failsafe.scenarios.kinds import KINDS
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
-    scenarios = [load_scenario(n) for n in expanded]
+    scenarios = [_load(n, overrides) for n in expanded]
     root = resolve_dir(cluster_dir)
     runs_root = runs_dir if runs_dir is not None else root / "runs"
     started = time.monotonic()
@@ -50,41 +74,96 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     def event(message: str) -> None:
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
-    outcomes: list[tuple[str, RunDir, dict]] = []
+    outcomes: list[Outcome] = []
     with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event) as cluster:
-        facts = cluster_facts(cluster)
+        facts = {**cluster_facts(cluster), "overrides": list(overrides)}
+        event(f"cluster ready ({time.monotonic() - started:.1f}s)")
         for scenario in scenarios:
-            event(f"[bold]{scenario.name}[/]: {' '.join(scenario.description.split()).split('. ')[0]}")
             kind = KINDS[scenario.kind]
-            engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
-                            kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event)
-            run_dir = run_scenario(engine)
-            status.update(f"{scenario.name} · checking")
-            results, history = kind.check(run_dir)
-            kind.show(stdout, run_dir, results, history)
-            outcomes.append((scenario.name, run_dir, results))
-            try:
-                require_whole(cluster, after=scenario.name)
-            except ClusterNotWhole:
-                if len(outcomes) > 1:
-                    _print_lab_table(outcomes, time.monotonic() - started)
-                raise
+            mine: list[Outcome] = []
+            for attempt in range(1, repeat + 1):
+                counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
+                event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
+                run_started = time.monotonic()
+                engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
+                                kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event)
+                try:
+                    run_dir = run_scenario(engine)
+                finally:
+                    write_timings(engine.run_dir, engine.phase_seconds)
+                status.update(f"{scenario.name} · checking")
+                results, history = kind.check(run_dir)
+                kind.show(stdout, run_dir, results, history)
+                mine.append(Outcome(scenario.name, run_dir, results, time.monotonic() - run_started, dict(engine.phase_seconds)))
+                try:
+                    require_whole(cluster, after=scenario.name)
+                except ClusterNotWhole:
+                    if len(outcomes) + len(mine) > 1:
+                        _print_lab_table(outcomes + mine, time.monotonic() - started)
+                    raise
+            outcomes += mine
+            if repeat > 1:
+                _print_repeat(scenario.name, mine, overrides, runs_root)
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
-    return Verdict.of(combine_validity([r["valid"] for _, _, r in outcomes])).exit_code
+    return Verdict.worst(o.verdict for o in outcomes).exit_code
 
 
-def _print_lab_table(outcomes: list[tuple[str, RunDir, dict]], elapsed_s: float) -> None:
-    table = Table(title=f"seed lab: {len(outcomes)} scenarios in {elapsed_s:.0f}s")
-    for col in ("scenario", "verdict", "expectations"):
+def _load(name: str, overrides: tuple[str, ...]):
+    try:
+        return load_scenario(name, overrides)
+    except ScenarioError as e:
+        if overrides and not str(e).startswith(name):
+            raise ScenarioError(f"{name}: {e}") from e
+        raise
+
+
+def write_timings(run_dir: RunDir, phase_seconds: dict[str, float]) -> None:
+    """timings.json: wall seconds per phase of the engine (and ``close``), for "where the time goes"."""
+    (run_dir.path / "timings.json").write_text(json.dumps({k: round(v, 3) for k, v in phase_seconds.items()}, indent=2) + "\n")
+
+
+def _print_repeat(name: str, outcomes: list[Outcome], overrides: tuple[str, ...], runs_root: Path) -> None:
+    from failsafe.scenarios.repeat import aggregate, write_aggregate
+
+    stats = aggregate(name, [(str(o.run_dir.path), o.results) for o in outcomes], overrides)
+    path = write_aggregate(runs_root / name, stats)
+    verdicts = ", ".join(f"{v} {n}" for v, n in sorted(stats["verdicts"].items()))
+    table = Table(title=f"{name}: {stats['runs']} runs ({verdicts}){' with ' + ' '.join(overrides) if overrides else ''}")
+    for col in ("anomaly or time", "runs", "total / median", "p95", "min-max"):
+        table.add_column(col, no_wrap=col != "anomaly or time")
+    for anomaly, entry in stats["anomalies"].items():
+        table.add_row(anomaly, f"{entry['runs']}/{stats['runs']}", str(entry["total"]), "", "")
+    for what, spread in stats["times"].items():
+        if spread:
+            table.add_row(what, f"{spread['n']}/{stats['runs']}", f"{spread['median']:.0f} ms", f"{spread['p95']:.0f} ms",
+                          f"{spread['min']:.0f}-{spread['max']:.0f} ms")
+    stdout.print(table)
+    stdout.print(f"statistics: {path}")
+
+
+def _print_lab_table(outcomes: list[Outcome], elapsed_s: float) -> None:
+    known = [(o, entry) for o in outcomes if o.verdict is Verdict.KNOWN for entry in o.results.get("known") or []]
+    if known:
+        # Known anomalies first: a green exit must never hide what the runs showed.
+        table = Table(title="known anomalies (each matched a condition its scenario declares; never VALID)")
+        for col in ("scenario", "anomaly", "count", "reference"):
+            table.add_column(col, overflow="fold")
+        for o, entry in known:
+            table.add_row(o.name, str(entry.get("anomaly")), str(entry.get("count")), str(entry.get("reference")))
+        stdout.print(table)
+    table = Table(title=f"{len(outcomes)} runs in {elapsed_s:.0f}s")
+    for col in ("scenario", "verdict", "expectations", "wall s", "slowest phases"):
         table.add_column(col, no_wrap=True)
     # A report path cut to fit the terminal is no use: fold it onto more lines instead.
     table.add_column("report", overflow="fold")
-    for name, run_dir, results in outcomes:
-        exps = results.get("expectations", [])
+    for o in outcomes:
+        exps = o.results.get("expectations", [])
         passed = sum(1 for e in exps if e["valid"] is True)
-        report = run_dir.report_path if run_dir.report_path.is_file() else run_dir.path
-        table.add_row(name, VERDICT_STYLE[Verdict.of(results["valid"])], f"{passed}/{len(exps)}", str(report))
+        report = o.run_dir.report_path if o.run_dir.report_path.is_file() else o.run_dir.path
+        slowest = sorted(o.phase_seconds.items(), key=lambda kv: -kv[1])[:3]
+        table.add_row(o.name, VERDICT_STYLE[o.verdict], f"{passed}/{len(exps)}", f"{o.wall_s:.1f}",
+                      " ".join(f"{phase} {seconds:.1f}" for phase, seconds in slowest), str(report))
     stdout.print(table)
 
 
@@ -107,8 +186,8 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     else:
         from failsafe.reports.terminal import render_summary
 
-        render_summary(stdout, results, history)
-    return Verdict.of(results["valid"]).exit_code
+        render_summary(stdout, results, history, run_dir=run_dir)
+    return Verdict.of_run(results).exit_code
 
 
 @click.command("report")
@@ -116,16 +195,9 @@ def check_command(run_dir: Path, as_json: bool) -> int:
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.reports.html import write_report
-    from failsafe.scenarios.check import check_run, load_run_history, stored_results
+    from failsafe.scenarios.check import lab_run
 
-    rd = RunDir.open(run_dir)
-    if rd.kind != "lab":
-        raise UserError(f"{run_dir} is a pipeline scenario's run: 'failsafe check {run_dir}' shows its results (HTML reports cover lab scenarios)")
-    results = stored_results(rd)
-    if results is None:
-        results, history = check_run(rd)
-    else:
-        history = load_run_history(rd)
+    rd, results, history = lab_run(run_dir, "HTML reports")
     path = write_report(rd.path, results, history, rd.scenario_data(), rd.manifest())
     click.echo(str(path))
     return 0

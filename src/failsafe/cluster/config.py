@@ -37,6 +37,10 @@ def node_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dic
         props["offsets.topic.replication.factor"] = internal_rf
         props["transaction.state.log.replication.factor"] = internal_rf
         props["transaction.state.log.min.isr"] = internal_min_isr
+        # As Kafka's own config/server.properties ships it, which every seed copies to
+        # server-N.properties: the group coordinator does not hold a new group's first join
+        # for 3 s ("a better out-of-the-box experience for development and testing").
+        props["group.initial.rebalance.delay.ms"] = "0"
         if int(spec.kafka_version.split(".")[0]) >= 4:
             props["share.coordinator.state.topic.replication.factor"] = internal_rf
             props["share.coordinator.state.topic.min.isr"] = internal_min_isr

@@ -16,6 +16,7 @@ from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
 from failsafe.cluster.watchdog import Leash
+from failsafe.dist.cds import share_options
 from failsafe.dist.java import Java, find_java
 from failsafe.dist.jvm import server_command, tool_command
 from failsafe.dist.kafka import KafkaDist, kafka_dist
@@ -155,8 +156,9 @@ class Cluster:
         pidfiles = [self.dir.pidfile(n) for n in nodes]
         with Leash(self.dir.root, pidfiles, self.dir.logs_dir / "watchdog.log") as leash:
             try:
+                jvm_options = [*self.spec.jvm_options] or share_options(java, dist)
                 for node in nodes:
-                    cmd = server_command(java, dist, self.dir.config_file(node).resolve(), self.dir.root.resolve(), self.spec.heap)
+                    cmd = server_command(java, dist, self.dir.config_file(node).resolve(), self.dir.root.resolve(), self.spec.heap, jvm_options)
                     # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
                     spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
                           dies_with_parent=False)

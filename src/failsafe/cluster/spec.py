@@ -59,6 +59,8 @@ class ClusterSpec:
     kafka_version: str = DEFAULT_KAFKA_VERSION
     heap: str = DEFAULT_HEAP
     overrides: dict[str, str] = field(default_factory=dict)
+    # Extra JVM options of every node (failsafe's own use: writing the class-data sharing archive).
+    jvm_options: tuple[str, ...] = ()
 
     @property
     def effective_controller_base_port(self) -> int:
@@ -133,4 +135,4 @@ class ClusterSpec:
 
     @classmethod
     def from_json(cls, data: dict) -> ClusterSpec:
-        return cls(**data)
+        return cls(**{**data, "jvm_options": tuple(data.get("jvm_options", ()))})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from failsafe.dist.java import Java
@@ -28,12 +29,14 @@ def tools_logging_option(dist: KafkaDist) -> str:
     return logging_jvm_option(config_dir, log4j2=dist.uses_log4j2, tools=True)
 
 
-def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str) -> list[str]:
+def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
+                   jvm_options: Sequence[str] = ()) -> list[str]:
     return [
         str(java.executable),
         f"-Xmx{heap}",
         f"-Xms{heap}",
         *SERVER_JVM_OPTS,
+        *jvm_options,
         logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False),
         "-cp",
         dist.classpath,

@@ -19,7 +19,8 @@ from failsafe.history.model import FRAME_SCHEMAS, History
 
 FRAMES_DIR = "history.frames"
 SOURCE_FILE = "source.json"
-FORMAT = 1
+# 2: the clients frame.
+FORMAT = 2
 
 
 def _source_of(history_path: Path) -> dict:

@@ -20,7 +20,7 @@ import orjson
 import polars as pl
 
 from failsafe.history.columnar import read_frames, write_frames
-from failsafe.history.model import FRAME_SCHEMAS, History, HistoryFormatError
+from failsafe.history.model import CONFIG_ENTRY, FRAME_SCHEMAS, History, HistoryFormatError
 
 _RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String})
 # assign/revoke partitions and topology partitions share one struct: absent fields are null.
@@ -49,6 +49,10 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "exit_code": pl.Int64,
     "drain_s": pl.Float64,
     "attempt": pl.Int64,
+    "client": pl.String,
+    "client_version": pl.String,
+    "config": pl.List(CONFIG_ENTRY),
+    "log": pl.String,
 }
 _BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
@@ -56,7 +60,8 @@ _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
 # The rare ops, decoded with every field: their frames are small.
 # What the engine and the workloads record about the run itself (the ``events`` frame).
 EVENT_KINDS = ["recover-timeout", "elect-leaders", "pipeline-start", "pipeline-exit", "pipeline-stop", "simulator-exit", "drained"]
-OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", *EVENT_KINDS]
+OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", "client-config",
+               *EVENT_KINDS]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
@@ -209,6 +214,7 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         phases=_select(other.filter(pl.col("f") == "phase"), "phases"),
         admin=_select(other.filter(pl.col("f") == "create-topic"), "admin"),
         events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
+        clients=_select(other.filter(pl.col("f") == "client-config"), "clients"),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 

@@ -97,6 +97,10 @@ ADMIN_SCHEMA = {
 # Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained.
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
                  "drain_s": pl.Float64}
+CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})
+# One row per client-config op: which client library a worker ran, with which settings, and its own log.
+CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
+                  "config": pl.List(CONFIG_ENTRY), "log": pl.String}
 
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "sends": SENDS_SCHEMA,
@@ -112,6 +116,7 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "phases": PHASES_SCHEMA,
     "admin": ADMIN_SCHEMA,
     "events": EVENTS_SCHEMA,
+    "clients": CLIENTS_SCHEMA,
 }
 
 
@@ -131,6 +136,7 @@ class History:
         (start joined with its first successful stop; stop_ns null while no undo succeeded;
         undo_attempts counts every fault-stop). topology: one row per partition per sample.
         events: the run's own ops (pipeline start, exit and stop, simulator exit, drained, ...).
+        clients: one row per client-config op (client library, version, settings, log path).
     """
 
     sends: pl.DataFrame
@@ -147,6 +153,7 @@ class History:
     admin: pl.DataFrame
     op_count: int
     events: pl.DataFrame = field(default_factory=lambda: empty_frame("events"))
+    clients: pl.DataFrame = field(default_factory=lambda: empty_frame("clients"))
 
     @classmethod
     def empty(cls) -> History:

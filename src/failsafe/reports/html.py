@@ -10,15 +10,21 @@ from typing import TYPE_CHECKING
 
 from failsafe.reports import plots, series
 from failsafe.reports.summary import (
+    KNOWN_HEADERS,
     PRODUCER_COLUMNS,
+    STALL_HEADERS,
     FaultRow,
     availability_totals,
     checker_rows,
     expectation_rows,
     fault_rows,
     fmt,
+    known_rows,
     producer_rows,
-    verdict,
+    run_verdict,
+    stall_baseline,
+    stall_rows,
+    unexplained,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +39,7 @@ h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.15rem; margin-top: 1.8rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #666; margin-top: 0; }
 .verdict { font-weight: bold; padding: 0.1rem 0.45rem; border-radius: 3px; color: #fff; }
-.VALID { background: #2e7d32; } .INVALID { background: #c62828; } .UNKNOWN { background: #b26a00; }
+.VALID { background: #2e7d32; } .KNOWN { background: #6a1b9a; } .INVALID { background: #c62828; } .UNKNOWN { background: #b26a00; }
 table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 0.25rem 0.7rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; }
@@ -127,7 +133,7 @@ def _json_details(summary: str, value: dict | None, details_id: str, facts: bool
 
 def render_html(results: dict, history: History, scenario: dict | None = None, manifest: dict | None = None) -> str:
     """The whole page as a string."""
-    word = verdict(results.get("valid"))
+    word = run_verdict(results)
     name = str(results.get("scenario") or (scenario or {}).get("name") or "scenario")
     started = _started(history, manifest)
     kafka = _kafka_version(manifest)
@@ -135,6 +141,10 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
 
     parts = [f'<h1 id="title">{escape(name)} {_badge(word)}</h1>', f'<p class="meta">{escape(meta)}</p>']
 
+    known = known_rows(results)
+    if known:
+        note = f"<p>Not covered: {escape(', '.join(unexplained(results)))}</p>" if unexplained(results) else ""
+        parts.append(_section("Known anomalies", _table("known-anomalies", KNOWN_HEADERS, known) + note, "section-known"))
     expectations = expectation_rows(results)
     parts.append(_section("Expectations", _table("expectations", ("expectation", "expected", "observed", "verdict"),
                                                  expectations, verdict_col=3) if expectations else _empty("No expectations."),
@@ -142,6 +152,10 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     checkers = checker_rows(results)
     parts.append(_section("Checkers", _table("checkers", ("checker", "valid", "counts"), checkers, verdict_col=1)
                           if checkers else _empty("No checker results."), "section-checkers"))
+    explanations = [e for e in results.get("explanations") or [] if isinstance(e, dict)]
+    if explanations:
+        rows = [(str(e.get("checker", "")), str(e.get("anomaly", "")), str(e.get("sentence", ""))) for e in explanations]
+        parts.append(_section("Anomalies", _table("anomalies", ("checker", "anomaly", "sentence"), rows), "section-anomalies"))
 
     faults = fault_rows(results, history)
     totals = availability_totals(results)
@@ -151,13 +165,24 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
         times += "<p>" + " · ".join(f"{escape(label)}: <b>{escape(value)}</b>" for label, value in totals) + "</p>"
     parts.append(_section("Measured times", times, "section-times"))
 
+    stalls = stall_rows(results)
+    if stalls:
+        baseline = stall_baseline(results)
+        note = ("<p>Per fault, each partition's longest stretch between two acknowledgements that overlaps the fault, "
+                "grouped by the faulted broker's role for the partition (led, follower, unreplicated; all for a "
+                "controller or quorum fault)." + (f" Baseline gap between acknowledgements before the first fault: "
+                                                  f"<b>{escape(baseline)}</b>." if baseline else "") + "</p>")
+        parts.append(_section("Write stalls by replica role", note + _table("write-stalls", STALL_HEADERS, stalls, numeric_from=2),
+                              "section-stalls"))
+
     producers = producer_rows(results)
     if producers:
         parts.append(_section("Producers (sends by outcome)",
                               _table("producers", ("producer", *PRODUCER_COLUMNS), producers, numeric_from=1), "section-producers"))
 
     figures = []
-    for plot_id, caption, fig in plots.all_plots(history):
+    anomalies_ns = [e["time_ns"] for e in explanations if isinstance(e.get("time_ns"), int)]
+    for plot_id, caption, fig in plots.all_plots(history, anomalies_ns):
         figures.append(f'<figure id="{plot_id}"><img alt="{escape(caption)}" src="{plots.svg_data_uri(fig)}">'
                        f"<figcaption>{escape(caption)}</figcaption></figure>")
     parts.append(_section("Over time", "".join(figures), "section-plots"))

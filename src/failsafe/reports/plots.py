@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -29,6 +31,9 @@ WIDTH_IN = 11.0
 HEIGHT_IN = 3.2
 MARGINS = {"left": 0.075, "right": 0.86, "top": 0.88, "bottom": 0.16}
 FAULT_COLOUR = "#d62728"
+ANOMALY_COLOUR = "#6a1b9a"
+# More marks than this blur into a band: the first ones say as much.
+MAX_ANOMALY_MARKS = 50
 NO_LEADER_COLOUR = "#000000"
 BROKER_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 # Beyond these, the plot would be unreadable anyway: label fewer things rather than draw slowly.
@@ -116,7 +121,15 @@ def _time_axis(ax: Axes, tl: Timeline, history: History) -> list[Patch]:
     return [Patch(facecolor=FAULT_COLOUR, alpha=0.14, label="fault window")] if windows else []
 
 
-def _legend(ax: Axes, extra: list[Patch] | None = None) -> None:
+def _anomaly_marks(ax: Axes, tl: Timeline, anomalies_ns: Sequence[int]) -> list[Line2D]:
+    """A dotted vertical line at each explained anomaly's time (results["explanations"]); its legend handle."""
+    times = sorted({(ns - tl.t0_ns) / 1e9 for ns in anomalies_ns})[:MAX_ANOMALY_MARKS]
+    for t_s in times:
+        ax.axvline(t_s, color=ANOMALY_COLOUR, linestyle=":", linewidth=1.1, alpha=0.9, zorder=5)
+    return [Line2D([], [], color=ANOMALY_COLOUR, linestyle=":", label="anomaly")] if times else []
+
+
+def _legend(ax: Axes, extra: Sequence[Patch | Line2D] | None = None) -> None:
     handles, labels = ax.get_legend_handles_labels()
     for patch in extra or []:
         handles.append(patch)
@@ -125,7 +138,7 @@ def _legend(ax: Axes, extra: list[Patch] | None = None) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
-def sends_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"]) -> Figure:
+def sends_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()) -> Figure:
     fig, ax = _figure("Sends per second, by outcome", left)
     rates = series.send_rates(history, tl) if tl is not None else None
     faults = _axis_or_no_data(ax, history, tl, rates)
@@ -136,7 +149,7 @@ def sends_plot(history: History, tl: Timeline | None, left: float = MARGINS["lef
         ax.plot(t, rates[column].to_numpy(), drawstyle="steps-post", color=colour, linewidth=1.2, label=column)
     ax.set_ylabel(f"sends/s ({_bin_label(tl)} bins)")
     ax.set_ylim(bottom=0)
-    _legend(ax, faults)
+    _legend(ax, faults + _anomaly_marks(ax, tl, anomalies_ns))
     return fig
 
 
@@ -175,7 +188,7 @@ def _partition_axis(ax: Axes, rows: dict[str, int]) -> None:
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first partition on top
 
 
-def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"]) -> Figure:
+def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()) -> Figure:
     rows = _partition_rows(history)
     fig, ax = _figure("Leader of each partition (broker id; black = no leader)", left, rows=len(rows))
     runs = series.leader_runs(history, tl) if tl is not None else None
@@ -200,7 +213,7 @@ def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["le
     wide = frame.filter(pl.col("width") > tl.end_s * 0.04).head(MAX_SEGMENT_LABELS)
     for y, start, width, leader in wide.select("y", "start_s", "width", "value").iter_rows():
         ax.text(start + width / 2, y, "none" if leader < 0 else str(leader), ha="center", va="center", fontsize=7, color="white")
-    _legend(ax, faults)
+    _legend(ax, faults + _anomaly_marks(ax, tl, anomalies_ns))
     return fig
 
 
@@ -242,13 +255,13 @@ def svg_data_uri(fig: Figure) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def all_plots(history: History) -> list[tuple[str, str, Figure]]:
-    """(id, caption, figure) of every plot of the report, in page order."""
+def all_plots(history: History, anomalies_ns: Sequence[int] = ()) -> list[tuple[str, str, Figure]]:
+    """(id, caption, figure) of every plot of the report, in page order; anomalies_ns are marked on the sends and leader plots."""
     tl = series.timeline(history)
     left = left_margin(history)
     return [
-        ("plot-sends", "Sends per second by outcome", sends_plot(history, tl, left)),
+        ("plot-sends", "Sends per second by outcome", sends_plot(history, tl, left, anomalies_ns)),
         ("plot-latency", "End-to-end latency", latency_plot(history, tl, left)),
-        ("plot-leaders", "Partition leaders", leader_plot(history, tl, left)),
+        ("plot-leaders", "Partition leaders", leader_plot(history, tl, left, anomalies_ns)),
         ("plot-isr", "ISR size", isr_plot(history, tl, left)),
     ]

@@ -26,6 +26,30 @@ def verdict(value: object) -> Verdict:
     return Verdict.of(value)
 
 
+def run_verdict(results: dict) -> Verdict:
+    """A run's verdict: KNOWN when every violation matched a known anomaly (results' ``verdict``), else from ``valid``."""
+    return Verdict.of_run(results)
+
+
+KNOWN_HEADERS = ("known anomaly", "count", "client and condition", "reference")
+
+
+def known_rows(results: dict) -> list[tuple[str, str, str, str]]:
+    """(anomaly, count, client and condition, reference) per known anomaly the run showed."""
+    rows = []
+    for entry in results.get("known") or []:
+        if isinstance(entry, dict):
+            when = entry.get("when") or {}
+            condition = " ".join([str(entry.get("client") or "?"), *(f"{k}={v}" for k, v in when.items())])
+            rows.append((fmt(entry.get("anomaly")), fmt(entry.get("count")), condition, fmt(entry.get("reference"))))
+    return rows
+
+
+def unexplained(results: dict) -> list[str]:
+    """The violations no known anomaly covers (why a run with known anomalies is still INVALID)."""
+    return [str(item) for item in results.get("unexplained") or []]
+
+
 def fmt(value: object) -> str:
     if value is None:
         return DASH
@@ -171,6 +195,35 @@ def availability_totals(results: dict) -> list[tuple[str, str]]:
              ("max rebalance pause ms", reb.get("max_pause_ms")),
              ("median rebalance pause ms", reb.get("median_pause_ms"))]
     return [(label, fmt(value)) for label, value in pairs if value is not None]
+
+
+STALL_HEADERS = ("#", "replica role", "partitions", "max stall ms", "median stall ms")
+
+
+def _stall_cells(fault_id: str, group: str, stall: dict) -> tuple[str, ...]:
+    """An open stall (no acknowledgement after the fault's start) is longer than any measured one: 'never'."""
+    open_ = _number(stall.get("open")) or 0
+    partitions = fmt(stall.get("partitions")) + (f" ({int(open_):,} never acked)" if open_ else "")
+    return (fault_id, str(group), partitions, "never" if open_ else fmt(stall.get("max_stall_ms")), fmt(stall.get("median_stall_ms")))
+
+
+def stall_rows(results: dict) -> list[tuple[str, ...]]:
+    """(fault #, replica role, partitions, max stall ms, median stall ms) per fault and group of the availability
+    checker's ``stalls``; without per-fault stalls, one row per group of ``stall_by_group`` with fault '—'."""
+    avail = (results.get("checkers") or {}).get("availability")
+    rows = [_stall_cells(key, group, stall) for key, fault in per_fault(avail).items()
+            if isinstance(fault.get("stalls"), dict) for group, stall in fault["stalls"].items() if isinstance(stall, dict)]
+    by_group = avail.get("stall_by_group") if isinstance(avail, dict) else None
+    if not rows and isinstance(by_group, dict):
+        rows = [_stall_cells(DASH, group, stall) for group, stall in by_group.items() if isinstance(stall, dict)]
+    return rows
+
+
+def stall_baseline(results: dict) -> str | None:
+    """The median gap between a partition's acknowledgements before the first fault, to tell a stall from sparse traffic."""
+    avail = (results.get("checkers") or {}).get("availability")
+    value = avail.get("baseline_gap_ms") if isinstance(avail, dict) else None
+    return None if _number(value) is None else f"{fmt(value)} ms"
 
 
 def producer_rows(results: dict) -> list[tuple[str, ...]]:

@@ -10,13 +10,19 @@ from rich.table import Table
 from rich.text import Text
 
 from failsafe.reports.summary import (
+    KNOWN_HEADERS,
     PRODUCER_COLUMNS,
+    STALL_HEADERS,
     availability_totals,
     checker_rows,
     expectation_rows,
     fault_rows,
+    known_rows,
     producer_rows,
-    verdict,
+    run_verdict,
+    stall_baseline,
+    stall_rows,
+    unexplained,
 )
 
 if TYPE_CHECKING:
@@ -25,7 +31,7 @@ if TYPE_CHECKING:
 # FaultRow.HEADERS folded to fit 100 columns.
 TERMINAL_FAULT_HEADERS = ("#", "fault", "nodes", "partitions affected", "max\nunavailable\nms", "new\nleader\nms", "rebalances\nduring",
                           "rebalance\npause ms")
-VERDICT_STYLE = {"VALID": "bold green", "INVALID": "bold red", "UNKNOWN": "bold yellow"}
+VERDICT_STYLE = {"VALID": "bold green", "KNOWN": "bold magenta", "INVALID": "bold red", "UNKNOWN": "bold yellow"}
 
 
 def _verdict_text(word: str) -> Text:
@@ -42,13 +48,37 @@ def _table(title: str, *headers: str, numeric_from: int | None = None, min_width
     return table
 
 
-def render_summary(console: Console, results: dict, history: History | None = None) -> None:
+MAX_ANOMALY_SENTENCES = 10
+
+
+def _print_anomalies(console: Console, results: dict, run_dir: object | None) -> None:
+    """One sentence per explained anomaly (results["explanations"], checkers/explain.py), the first few only."""
+    explanations = results.get("explanations") or []
+    if not explanations:
+        return
+    console.print(Text("Anomalies", style="italic"))
+    for e in explanations[:MAX_ANOMALY_SENTENCES]:
+        console.print(Text.assemble(("  " + f"{e.get('checker', '?')} {e.get('anomaly', '')}".strip() + ": ", "bold"), str(e.get("sentence", ""))))
+    more = len(explanations) - MAX_ANOMALY_SENTENCES
+    if more > 0:
+        console.print(f"  ... and {more} more: failsafe explain {run_dir or 'RUN_DIR'}", style="dim")
+
+
+def render_summary(console: Console, results: dict, history: History | None = None, run_dir: object | None = None) -> None:
     """Print the summary of one run's results (and the fault windows of its history, when given)."""
-    word = verdict(results.get("valid"))
+    word = run_verdict(results)
     line = Text.assemble(_verdict_text(word), "  ", (str(results.get("scenario") or "scenario"), "bold"))
     if history is not None:
         line.append(f"  ({history.op_count:,} ops)", style="dim")
     console.print(line)
+    known = known_rows(results)
+    if known:
+        table = _table("Known anomalies (not VALID: each matched a declared condition)", *KNOWN_HEADERS)
+        for row in known:
+            table.add_row(*row)
+        console.print(table)
+    if known and unexplained(results):
+        console.print(Text("not covered by a known anomaly: " + ", ".join(unexplained(results)), style="bold red"))
 
     expectations = expectation_rows(results)
     if expectations:
@@ -66,6 +96,8 @@ def render_summary(console: Console, results: dict, history: History | None = No
             table.add_row(name, _verdict_text(v), detail)
         console.print(table)
 
+    _print_anomalies(console, results, run_dir)
+
     faults = fault_rows(results, history)
     totals = availability_totals(results)
     if faults:
@@ -80,6 +112,15 @@ def render_summary(console: Console, results: dict, history: History | None = No
         for label, value in totals:
             grid.add_row(label, value)
         console.print(grid)
+
+    stalls = stall_rows(results)
+    if stalls:
+        baseline = stall_baseline(results)
+        title = "Write stalls by replica role" + (f" (baseline ack gap {baseline})" if baseline else "")
+        table = _table(title, *STALL_HEADERS, numeric_from=2)
+        for row in stalls:
+            table.add_row(*row)
+        console.print(table)
 
     producers = producer_rows(results)
     if producers:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from failsafe.checkers import combine_validity, run_checkers
+from failsafe.checkers.explain import explain
 from failsafe.checkers.measurements import measure
 from failsafe.errors import UserError
 from failsafe.history.load import load_history
 from failsafe.history.model import History, HistoryFormatError
+from failsafe.scenarios.client_logs import cite_results
 from failsafe.scenarios.expectations import evaluate_all
+from failsafe.scenarios.known import classify
 from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
 
@@ -37,7 +41,11 @@ def check_history(history: History, scenario: Scenario | None) -> dict:
     results["expectations"] = evaluate_all(scenario.expect, view) if scenario else []
     results["valid"] = combine_validity([c.get("valid", "unknown") for c in checkers.values()] +
                                         [e["valid"] for e in results["expectations"]])
-    return results
+    try:
+        results["explanations"] = explain(history, results)
+    except Exception as e:  # noqa: BLE001 - explanations describe a verdict, they never decide or crash one
+        results["explanations"] = [{"error": f"{type(e).__name__}: {e}", "sentence": f"the anomalies could not be explained: {type(e).__name__}: {e}"}]
+    return classify(results, scenario)
 
 
 def load_run_history(run_dir: RunDir) -> History:
@@ -58,6 +66,22 @@ def stored_results(run_dir: RunDir) -> dict | None:
 
 def check_run(run_dir: RunDir) -> tuple[dict, History]:
     history = load_run_history(run_dir)
-    results = check_history(history, scenario_of(run_dir))
+    results = cite_results(check_history(history, scenario_of(run_dir)), run_dir.path)
     run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
     return results, history
+
+
+def lab_run(run_dir: Path, covered: str) -> tuple[RunDir, dict, History]:
+    """A stored lab run with its results (checked now when results.json is missing or unreadable) and history.
+
+    ``covered`` says what only lab runs have, for the error a pipeline run gets (e.g. "HTML reports").
+    """
+    rd = RunDir.open(run_dir)
+    if rd.kind != "lab":
+        raise UserError(f"{run_dir} is a pipeline scenario's run: 'failsafe check {run_dir}' shows its results ({covered} cover lab scenarios)")
+    results = stored_results(rd)
+    if results is None:
+        results, history = check_run(rd)
+    else:
+        history = load_run_history(rd)
+    return rd, results, history

@@ -92,6 +92,8 @@ class Engine:
         self._fault_ids = itertools.count(1)
         self._phase = Phase.SETUP
         self._phase_started = time.monotonic()
+        # Wall seconds per phase (and "close": stopping children, the last undo), for "where the time goes".
+        self.phase_seconds: dict[str, float] = {}
         self.ctx = RunContext(
             bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
@@ -99,9 +101,14 @@ class Engine:
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition)
 
     # -- progress and waiting -------------------------------------------------------------------
+    def _close_phase(self) -> None:
+        now = time.monotonic()
+        self.phase_seconds[str(self._phase)] = self.phase_seconds.get(str(self._phase), 0.0) + now - self._phase_started
+        self._phase_started = now
+
     def _enter(self, phase: Phase) -> None:
+        self._close_phase()
         self._phase = phase
-        self._phase_started = time.monotonic()
         self.recorder.record({"process": "runner", "type": "info", "f": "phase", "phase": str(phase)})
         self.event(str(phase))
         self._refresh()
@@ -204,6 +211,7 @@ class Engine:
 
     def close(self) -> None:
         """Whatever happened: the workload and every child stopped, faults undone, sampler and history closed."""
+        self._close_phase()
         try:
             self.workload.stop()
         finally:
@@ -219,6 +227,7 @@ class Engine:
                 finally:
                     self.sampler.stop()
                     self.recorder.close()
+                    self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
     # -- faults and actions ---------------------------------------------------------------------
     def _start_fault(self, spec: FaultSpec) -> None:

@@ -6,6 +6,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from failsafe.scenarios.overrides import apply_overrides
 from failsafe.scenarios.pipeline_schema import PipelineScenario, parse_pipeline_scenario
 from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
 
@@ -18,11 +19,12 @@ def catalog_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in files.iterdir() if p.name.endswith(".toml"))
 
 
-def _parse_toml(text: str, origin: str) -> Scenario | PipelineScenario:
+def _parse_toml(text: str, origin: str, overrides: tuple[str, ...] = ()) -> Scenario | PipelineScenario:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{origin} is not valid TOML: {e}") from e
+    data = apply_overrides(data, overrides)
     kind = data.pop("kind", "lab") if isinstance(data, dict) else "lab"
     if kind == "pipeline":
         return parse_pipeline_scenario({**data, "kind": kind})
@@ -31,14 +33,14 @@ def _parse_toml(text: str, origin: str) -> Scenario | PipelineScenario:
     return parse_scenario(data)
 
 
-def load_scenario(name_or_path: str) -> Scenario | PipelineScenario:
-    """A catalog scenario by name, or a scenario file (``*.toml``) by path."""
+def load_scenario(name_or_path: str, overrides: tuple[str, ...] = ()) -> Scenario | PipelineScenario:
+    """A catalog scenario by name, or a scenario file (``*.toml``) by path, with ``--set PATH=VALUE`` overrides applied."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)
         if not path.is_file():
             raise ScenarioError(f"no scenario file at {path}: pass a catalog name ({', '.join(catalog_names())}) or a .toml file")
-        return _parse_toml(path.read_text(), str(path))
+        return _parse_toml(path.read_text(), str(path), overrides)
     if name_or_path not in catalog_names():
         raise ScenarioError(f"no scenario named {name_or_path!r}: choose one of {', '.join(catalog_names())}, or seed-lab")
     text = (resources.files("failsafe.scenarios") / "catalog" / f"{name_or_path}.toml").read_text()
-    return _parse_toml(text, f"catalog scenario {name_or_path}")
+    return _parse_toml(text, f"catalog scenario {name_or_path}", overrides)

@@ -78,6 +78,7 @@ class RunDir:
             "topics": [asdict(t) for t in getattr(scenario, "topics", ())],
             "producers": [asdict(p) for p in getattr(scenario, "producers", ())],
             "consumers": [asdict(c) for c in getattr(scenario, "consumers", ())],
+            "client_logs": client_logs(scenario),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
@@ -89,3 +90,10 @@ class RunDir:
         if "kind" in data:
             return str(data["kind"])
         return "pipeline" if (self.path / "pipeline-results.json").is_file() else "lab"
+
+
+def client_logs(scenario: Scenario | PipelineScenario) -> dict[str, str]:
+    """Each lab worker's client library log, relative to the run directory (the names the lab workload gives its workers)."""
+    names = [f"{p.name}-{i}" if p.count > 1 else p.name for p in getattr(scenario, "producers", ()) for i in range(p.count)]
+    names += [f"{c.name}-{i}" for c in getattr(scenario, "consumers", ()) for i in range(c.count)]
+    return {name: f"logs/{name}.client.log" for name in names}

@@ -104,6 +104,28 @@ class Expectation:
     description: str = ""
 
 
+# The client library each driver's producer is: what a known anomaly's ``client`` names.
+CLIENT_OF_DRIVER = {"failsafe": "librdkafka", "kafka-verifiable": "kafka-java"}
+# A lost acknowledged write is what failsafe exists to find: never a known anomaly.
+NEVER_KNOWN_PREFIX = "delivery.lost"
+
+
+@dataclass(frozen=True)
+class KnownAnomaly:
+    """A violation the scenario expects under a stated condition, with the upstream reference that explains it.
+
+    anomaly: CHECKER.VIOLATION (e.g. delivery.duplicate-acknowledged). client: librdkafka or kafka-java.
+    when: producer properties (Kafka's names) that every producer of the run must have, e.g.
+    {"enable.idempotence" = "true"}; a property the producer does not set never matches.
+    """
+
+    anomaly: str
+    client: str
+    reference: str
+    when: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -118,6 +140,7 @@ class Scenario:
     phases: Phases
     checkers: dict[str, dict]
     expect: tuple[Expectation, ...]
+    known: tuple[KnownAnomaly, ...] = ()
     raw: dict = field(default_factory=dict, compare=False)
     kind: ClassVar[str] = "lab"
 
@@ -165,7 +188,7 @@ def parse_scenario(data: dict) -> Scenario:
     if not isinstance(name, str) or not name:
         raise ScenarioError("scenario: missing field 'name'")
     where = name
-    top = {"name", "description", "seed", "cluster", "topics", "producers", "consumers", "faults", "actions", "phases", "checkers", "expect"}
+    top = {"name", "description", "seed", "cluster", "topics", "producers", "consumers", "faults", "actions", "phases", "checkers", "expect", "known"}
     unknown = sorted(set(data) - top)
     if unknown:
         raise _fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(top))})")
@@ -184,10 +207,12 @@ def parse_scenario(data: dict) -> Scenario:
                     for i, a in enumerate(data.get("actions", [])))
     phases = _take(data.get("phases", {}), f"{where}.phases", Phases, (), {k: _positive for k in Phases.__dataclass_fields__})
     expect = tuple(_take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op")) for i, e in enumerate(data.get("expect", [])))
+    known = tuple(_take(k, f"{where}.known[{i}]", KnownAnomaly, ("anomaly", "client", "reference"), {"when": _str_dict})
+                  for i, k in enumerate(data.get("known", [])))
     scenario = Scenario(
         name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
         topics=topics, producers=producers, consumers=consumers, faults=faults, actions=actions, phases=phases,
-        checkers=dict(data.get("checkers", {})), expect=expect, raw=data,
+        checkers=dict(data.get("checkers", {})), expect=expect, known=known, raw=data,
     )
     _validate(scenario)
     return scenario
@@ -253,6 +278,17 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{where}.actions[{i}].action", f"{a.action!r} is not one of {', '.join(ACTIONS)}")
         if a.phase not in ("chaos", "recover"):
             raise _fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
+    for i, k in enumerate(s.known):
+        at = f"{where}.known[{i}]"
+        checker, _, violation = k.anomaly.partition(".")
+        if not checker or not violation:
+            raise _fail(f"{at}.anomaly", f"{k.anomaly!r} must be CHECKER.VIOLATION, e.g. delivery.duplicate-acknowledged")
+        if k.anomaly.startswith(NEVER_KNOWN_PREFIX):
+            raise _fail(f"{at}.anomaly", f"{k.anomaly!r}: a lost acknowledged write is never a known anomaly")
+        if k.client not in CLIENT_OF_DRIVER.values():
+            raise _fail(f"{at}.client", f"{k.client!r} is not one of {', '.join(CLIENT_OF_DRIVER.values())}")
+        if not k.reference.strip():
+            raise _fail(f"{at}.reference", "a known anomaly needs the upstream reference that explains it")
     for i, e in enumerate(s.expect):
         if e.op not in COMPARATORS:
             raise _fail(f"{where}.expect[{i}].op", f"{e.op!r} is not one of {' '.join(COMPARATORS)}")

@@ -1,7 +1,9 @@
 """Workload worker processes: started, watched, stopped politely or killed, their ops copied into the history.
 
 Each worker is a child of the run's supervisor: its own session, dies with us, its stderr (the
-client library's complaints, a traceback) in ``logs/<process>.log`` of the run directory.
+client library's complaints, a traceback) in ``logs/<process>.log`` of the run directory, and
+the client library's own log (librdkafka's debug lines, the Java tools' log4j) in
+``logs/<process>.client.log``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
@@ -75,6 +77,8 @@ class WorkerPool:
 
     # -- starting -------------------------------------------------------------------------------
     def start(self, spec: ProducerSpec | ConsumerSpec) -> Worker:
+        if not spec.client_log:
+            spec = replace(spec, client_log=str(self.logs_dir / f"{spec.process}.client.log"))
         child = self.supervisor.spawn(
             [sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
             name=spec.process, log_path=self.logs_dir / f"{spec.process}.log", stdin=subprocess.PIPE, stdout=subprocess.PIPE,

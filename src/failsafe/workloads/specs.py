@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 DEFAULT_RATE_PER_S = 200.0
+# librdkafka's debug contexts when its log goes to a file. eos shows the idempotent producer's PID,
+# epoch bumps and drains; broker shows request timeouts, retries and reconnects; topic shows leader
+# changes. msg is left out: it logs every ProduceRequest's message set, about one line per record
+# at 200 records/s with the default linger, and a message's timeout is already in the history as
+# its send's info op (_MSG_TIMED_OUT).
+PRODUCER_DEBUG = "eos,broker,topic"
+# cgrp alone: joins, assignments, revocations, heartbeat failures; fetch would log every fetch.
+CONSUMER_DEBUG = "cgrp"
 
 
 @dataclass(frozen=True)
@@ -14,6 +22,8 @@ class ProducerSpec:
     ``rate_per_s`` 0 means as fast as the client allows. ``keys`` 0 means unkeyed records;
     otherwise keys ``k0`` .. ``k{keys-1}`` in turn. ``idempotence`` None keeps librdkafka's
     default for the acks (failsafe turns it on for acks=all, as Kafka's Java client does).
+    ``client_log``: where the client library's own log goes (filled in by the worker pool); empty
+    means discarded, without debug contexts.
     """
 
     process: str
@@ -30,6 +40,7 @@ class ProducerSpec:
     record_size: int = 0
     properties: dict[str, str] = field(default_factory=dict)
     flush_timeout_s: float = 30.0
+    client_log: str = ""
 
     def producer_config(self) -> dict[str, object]:
         config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, "acks": self.acks, "client.id": self.process}
@@ -41,6 +52,9 @@ class ProducerSpec:
             config["linger.ms"] = self.linger_ms
         if self.delivery_timeout_ms is not None:
             config["delivery.timeout.ms"] = self.delivery_timeout_ms
+        if self.client_log:
+            config["debug"] = PRODUCER_DEBUG
+        # Last, so a user's own debug contexts win.
         config.update(self.properties)
         return config
 
@@ -56,6 +70,7 @@ class ConsumerSpec:
     session_timeout_ms: int | None = None
     auto_commit_interval_ms: int = 1000
     properties: dict[str, str] = field(default_factory=dict)
+    client_log: str = ""
 
     def consumer_config(self) -> dict[str, object]:
         config: dict[str, object] = {
@@ -71,6 +86,8 @@ class ConsumerSpec:
         }
         if self.session_timeout_ms is not None:
             config["session.timeout.ms"] = self.session_timeout_ms
+        if self.client_log:
+            config["debug"] = CONSUMER_DEBUG
         config.update(self.properties)
         return config
 

@@ -102,6 +102,10 @@ class VerifiableProducerSpec(ProducerSpec):
         props.update({k: str(v) for k, v in self.properties.items()})
         return props
 
+    def effective_properties(self) -> dict[str, str]:
+        """What the Java client is given: the config file and the command line's acks."""
+        return {"acks": java_acks(self.acks), **self.java_properties()}
+
 
 @dataclass(frozen=True)
 class VerifiableConsumerSpec(ConsumerSpec):
@@ -136,6 +140,17 @@ class VerifiableConsumerSpec(ConsumerSpec):
             props["auto.commit.interval.ms"] = str(self.auto_commit_interval_ms)
         props.update({k: str(v) for k, v in self.properties.items()})
         return props
+
+    def effective_properties(self) -> dict[str, str]:
+        """What the Java client is given: the config file and the command line's options, by their config names."""
+        props = {"group.id": str(self.group), "auto.offset.reset": "earliest", "enable.auto.commit": str(self.auto_commit).lower()}
+        if self.session_timeout_ms is not None:
+            props["session.timeout.ms"] = str(self.session_timeout_ms)
+        if self.group_protocol is not None:
+            props["group.protocol"] = self.group_protocol
+        if self.assignment_strategy is not None:
+            props["partition.assignment.strategy"] = self.assignment_strategy
+        return {**props, **self.java_properties()}
 
 
 VerifiableSpec = VerifiableProducerSpec | VerifiableConsumerSpec
@@ -250,8 +265,12 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             cmd = verifiable_producer_command(spec, java, dist, config)
         else:
             cmd = verifiable_consumer_command(spec, java, dist, config)
-        # The tool's own log (log4j to stderr) is kept as a tail for the error below.
-        child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The tool's own log (log4j to stderr) goes to the client log the pool named (the tail
+        # for the error below is read from it), else it is kept only as that tail.
+        if spec.client_log:
+            child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", log_path=Path(spec.client_log), stdout=subprocess.PIPE)
+        else:
+            child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         killed = threading.Event()
         stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s), name=f"stop-{spec.process}", daemon=True)
         stopper.start()

@@ -7,10 +7,13 @@ It writes its ops as JSON lines to stdout and stops cleanly on SIGTERM or when s
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
+import confluent_kafka
 import orjson
 
 from failsafe.errors import FailsafeError
@@ -22,12 +25,53 @@ from failsafe.workloads.verifiable import VERIFIABLE_KINDS, VerifiableSpec, run_
 
 
 def _watch_stdin(stop: threading.Event) -> None:
-    sys.stdin.buffer.read()
+    # os.read on the descriptor, not sys.stdin.buffer: a daemon thread blocked inside the buffered
+    # reader holds its lock, and the interpreter then aborts at exit ("Fatal Python error:
+    # _enter_buffered_busy"), turning a clean stop into a SIGABRT with a scary line in the log.
+    while os.read(sys.stdin.fileno(), 65536):
+        pass
     stop.set()
 
 
 def decode_spec(data: dict) -> ProducerSpec | ConsumerSpec | VerifiableSpec:
     return verifiable_spec_from_json(data) if data.get("kind") in VERIFIABLE_KINDS else spec_from_json(data)
+
+
+def client_config_fields(spec: ProducerSpec | ConsumerSpec | VerifiableSpec) -> dict:
+    """The fields of the worker's client-config op (docs/history.md): the client library and the settings failsafe gave it."""
+    if isinstance(spec, VerifiableSpec):
+        client, version, config = "kafka-java", spec.kafka_version or None, spec.effective_properties()
+    else:
+        client, version = "librdkafka", confluent_kafka.libversion()[0]
+        config = spec.producer_config() if isinstance(spec, ProducerSpec) else spec.consumer_config()
+    entries = [{"name": name, "value": _property_text(value)} for name, value in config.items()
+               if name not in ("bootstrap.servers", "logger") and not callable(value)]
+    # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
+    log = f"{Path(spec.client_log).parent.name}/{Path(spec.client_log).name}" if spec.client_log else None
+    return {"client": client, "client_version": version, "config": entries, "log": log}
+
+
+def _property_text(value: object) -> str:
+    # As Kafka's configs spell them: true/false, not Python's True/False.
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def client_logger(spec: ProducerSpec | ConsumerSpec) -> logging.Logger:
+    """librdkafka's log: to spec.client_log with timestamps, or discarded when there is none."""
+    logger = logging.getLogger("failsafe.worker.librdkafka")
+    logger.propagate = False
+    handler: logging.Handler
+    if spec.client_log:
+        handler = logging.FileHandler(spec.client_log)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        # librdkafka's debug contexts arrive at DEBUG level: keep them.
+        logger.setLevel(logging.DEBUG)
+    else:
+        # Without a log file, librdkafka's connection-refused chatter while brokers are down is
+        # expected: keep stderr for real errors.
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
+    return logger
 
 
 def main(argv: list[str]) -> int:
@@ -36,18 +80,17 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
-    # librdkafka's connection-refused chatter while brokers are down is expected: keep stderr for real errors.
-    logger = logging.getLogger("failsafe.worker.librdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
     out = OpWriter(sys.stdout.buffer, spec.process)
     try:
+        # First, before any send or poll: what the run's clients were, for every explanation.
+        out.op("info", "client-config", **client_config_fields(spec))
+        out.flush()
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             run_verifiable(spec, out, stop)
         elif isinstance(spec, ProducerSpec):
-            run_producer(spec, out, stop, logger)
+            run_producer(spec, out, stop, client_logger(spec))
         else:
-            run_consumer(spec, out, stop, logger)
+            run_consumer(spec, out, stop, client_logger(spec))
     except FailsafeError as e:
         # One line in the worker's log, which the pool quotes when it reports the worker's exit.
         print(f"{spec.process}: {e}", file=sys.stderr)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The controlled comparisons behind docs/findings.md: each configuration runs N times on one
+# cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|all]     N=10 DIR=/tmp/failsafe-findings
+# A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
+# 'failsafe run' does not stop the script.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WHAT="${1:-all}"
+N="${N:-10}"
+DIR="${DIR:-/tmp/failsafe-findings}"
+OUT="${OUT:-docs/findings}"
+FS="${FS:-.venv/bin/failsafe}"
+mkdir -p "$OUT"
+
+# label scenario --set ...: N runs of one configuration; the statistics go to $OUT/label.json.
+config() {
+  local label="$1" scenario="$2"
+  shift 2
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  echo "== $label: $scenario ${*:-(as in the catalog)}" >&2
+  local runs="$DIR/runs/$label"
+  $FS run "$scenario" --dir "$DIR" --heap 512M --repeat "$N" --runs "$runs" "${sets[@]}" > "$DIR/$label.out" 2>&1
+  echo "   exit $?" >&2
+  local stats
+  stats=$(ls -t "$runs/$scenario"/repeat-*.json 2>/dev/null | head -1)
+  [ -n "$stats" ] && cp "$stats" "$OUT/$label.json"
+}
+
+JAVA=('producers[*].driver=kafka-verifiable')
+# Kafka's Java producer refuses delivery.timeout.ms < linger.ms + request.timeout.ms (30 s by default).
+JAVA_SHORT_TIMEOUT=("${JAVA[@]}" 'producers[*].properties."request.timeout.ms"="5000"')
+ONE_IN_FLIGHT=('producers[*].properties."max.in.flight"="1"')
+
+if [ "$WHAT" = duplicates ] || [ "$WHAT" = all ]; then
+  config two-brokers-down-librdkafka two-brokers-down
+  config two-brokers-down-librdkafka-max-in-flight-1 two-brokers-down "${ONE_IN_FLIGHT[@]}"
+  config two-brokers-down-java two-brokers-down "${JAVA_SHORT_TIMEOUT[@]}"
+  config broker-restart-librdkafka broker-restart
+  config broker-restart-librdkafka-max-in-flight-1 broker-restart "${ONE_IN_FLIGHT[@]}"
+  config broker-restart-java broker-restart "${JAVA[@]}"
+fi
+if [ "$WHAT" = reproduce ] || [ "$WHAT" = all ]; then
+  # The mechanism forced: a frozen leader, messages timing out in flight (delivery.timeout.ms 3 s).
+  config leader-pause-timeout-librdkafka leader-pause-timeout
+  config leader-pause-timeout-librdkafka-max-in-flight-1 leader-pause-timeout "${ONE_IN_FLIGHT[@]}"
+  config leader-pause-timeout-java leader-pause-timeout "${JAVA[@]}"
+fi
+if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
+  config stall-rf3-acks-all-librdkafka broker-failover
+  config stall-rf2-acks-all-librdkafka broker-failover 'topics[0].replication_factor=2' 'topics[0].configs."min.insync.replicas"="1"'
+  config stall-rf3-acks-1-librdkafka broker-failover 'producers[*].acks="1"'
+  config stall-rf3-acks-all-java broker-failover "${JAVA[@]}"
+  # RF 2 puts some partitions on no replica of the killed broker: do they stall with the Java producer too?
+  config stall-rf2-acks-all-java broker-failover 'topics[0].replication_factor=2' 'topics[0].configs."min.insync.replicas"="1"' "${JAVA[@]}"
+fi
+$FS down --dir "$DIR" >/dev/null 2>&1 || true

@@ -1,0 +1,160 @@
+"""--set overrides, known anomalies (KNOWN, never VALID) and --repeat statistics, without Kafka."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from failsafe.checkers.common import Verdict
+from failsafe.scenarios.known import classify
+from failsafe.scenarios.overrides import OverrideError, apply_overrides, parse_path
+from failsafe.scenarios.registry import load_scenario
+from failsafe.scenarios.repeat import aggregate, spread, write_aggregate
+from failsafe.scenarios.schema import ScenarioError, parse_scenario
+
+KNOWN_DUPLICATE = {
+    "anomaly": "delivery.duplicate-acknowledged",
+    "client": "librdkafka",
+    "reference": "https://github.com/confluentinc/librdkafka/issues/4953",
+    "when": {"enable.idempotence": "true"},
+}
+SCENARIO = {
+    "name": "mini",
+    "topics": [{"name": "t", "partitions": 2, "replication_factor": 1}],
+    "producers": [{"name": "p", "topic": "t", "acks": "all"}],
+    "consumers": [{"name": "c", "topics": ["t"], "group": "g"}],
+    "known": [KNOWN_DUPLICATE],
+}
+
+
+def _results(**delivery_counts: int) -> dict:
+    """A lab run's results whose delivery checker found the given counts (each one a violation)."""
+    violations = [name for name, n in delivery_counts.items() if n]
+    return {
+        "checkers": {
+            "delivery": {"valid": not violations, "counts": dict(delivery_counts), "violations": violations},
+            "order": {"valid": True, "counts": {}, "violations": []},
+        },
+        "expectations": [{"name": "nothing-acknowledged-lost", "valid": True}],
+        "valid": not violations,
+    }
+
+
+# -- --set ----------------------------------------------------------------------------------------
+def test_paths_read_indexes_stars_and_quoted_names() -> None:
+    assert parse_path('producers[0].properties."max.in.flight"') == ["producers", 0, "properties", "max.in.flight"]
+    assert parse_path("producers[*].acks") == ["producers", "*", "acks"]
+    assert parse_path("phases.chaos_s") == ["phases", "chaos_s"]
+
+
+def test_overrides_change_a_copy_and_read_values_as_toml() -> None:
+    data = copy.deepcopy(SCENARIO)
+    changed = apply_overrides(data, ["producers[*].acks=1", 'producers[0].properties."max.in.flight"=1', "phases.chaos_s=7.5",
+                                     "producers[0].driver=kafka-verifiable"])
+    assert data == SCENARIO, "the original is not touched"
+    assert changed["producers"][0]["acks"] == 1  # TOML: an integer, which the schema reads as acks "1"
+    assert changed["producers"][0]["properties"] == {"max.in.flight": 1}
+    assert changed["phases"] == {"chaos_s": 7.5}
+    assert changed["producers"][0]["driver"] == "kafka-verifiable"  # not TOML: taken as a string
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("producers[0].acks", "expected PATH=VALUE"),
+    ("producers[3].acks=1", "index 3 is out of range (the list has 1 entries)"),
+    ("name.first=1", "inside something that is not a table"),
+    ('producers[0]."unclosed=1', "an opening quote without its closing one"),
+    ("=1", "an empty path"),
+])
+def test_bad_overrides_say_what_is_wrong(assignment: str, message: str) -> None:
+    with pytest.raises(OverrideError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        apply_overrides(SCENARIO, [assignment])
+
+
+def test_an_override_is_validated_with_the_scenario_and_kept_in_its_raw_data() -> None:
+    scenario = load_scenario("broker-failover", ("producers[*].acks=1",))
+    assert all(p.acks == "1" for p in scenario.producers)
+    assert all(p["acks"] == 1 for p in scenario.raw["producers"])  # what scenario.json records
+    with pytest.raises(ScenarioError, match="acks: '2' must be 0, 1 or all"):
+        load_scenario("broker-failover", ("producers[0].acks=2",))
+
+
+# -- known anomalies ------------------------------------------------------------------------------
+def test_a_run_whose_only_violation_is_known_is_known_never_valid() -> None:
+    results = classify(_results(**{"duplicate-acknowledged": 3}), parse_scenario(copy.deepcopy(SCENARIO)))
+    assert results["verdict"] == "KNOWN"
+    assert results["valid"] is False, "the checkers' own verdict is kept"
+    assert results["known"][0]["anomaly"] == "delivery.duplicate-acknowledged" and results["known"][0]["count"] == 3
+    assert Verdict.of_run(results) is Verdict.KNOWN and Verdict.KNOWN.exit_code == 0
+
+
+def test_a_lost_acknowledged_write_is_never_known() -> None:
+    results = classify(_results(lost=1, **{"duplicate-acknowledged": 3}), parse_scenario(copy.deepcopy(SCENARIO)))
+    assert results["verdict"] == "INVALID"
+    assert results["unexplained"] == ["delivery.lost"]
+    lost_entry = {**KNOWN_DUPLICATE, "anomaly": "delivery.lost"}
+    with pytest.raises(ScenarioError, match="a lost acknowledged write is never a known anomaly"):
+        parse_scenario({**copy.deepcopy(SCENARIO), "known": [lost_entry]})
+
+
+def test_a_run_outside_the_condition_stays_invalid() -> None:
+    no_idempotence = copy.deepcopy(SCENARIO)
+    no_idempotence["producers"][0]["idempotence"] = False
+    results = classify(_results(**{"duplicate-acknowledged": 3}), parse_scenario(no_idempotence))
+    assert results["verdict"] == "INVALID" and results["unexplained"] == ["delivery.duplicate-acknowledged"]
+
+    java = copy.deepcopy(SCENARIO)
+    java["producers"][0]["driver"] = "kafka-verifiable"
+    results = classify(_results(**{"duplicate-acknowledged": 3}), parse_scenario(java))
+    assert results["verdict"] == "INVALID", "the entry is of librdkafka; the Java producer is outside it"
+
+
+def test_another_kind_of_violation_or_a_failed_expectation_is_not_covered() -> None:
+    scenario = parse_scenario(copy.deepcopy(SCENARIO))
+    results = classify(_results(**{"duplicate-unacknowledged": 2}), scenario)
+    assert results["verdict"] == "INVALID" and results["unexplained"] == ["delivery.duplicate-unacknowledged"]
+    failed = _results(**{"duplicate-acknowledged": 3})
+    failed["expectations"][0]["valid"] = False
+    results = classify(failed, scenario)
+    assert results["verdict"] == "INVALID" and "expectation nothing-acknowledged-lost" in results["unexplained"]
+
+
+def test_a_valid_run_is_valid_whatever_it_declares() -> None:
+    assert classify(_results(), parse_scenario(copy.deepcopy(SCENARIO)))["verdict"] == "VALID"
+
+
+# -- --repeat -------------------------------------------------------------------------------------
+def test_repeat_counts_runs_per_anomaly_and_spreads_the_times(tmp_path) -> None:
+    scenario = parse_scenario(copy.deepcopy(SCENARIO))
+    runs = []
+    for i, duplicates in enumerate((0, 4, 0, 1)):
+        results = classify(_results(**{"duplicate-acknowledged": duplicates}), scenario)
+        results["checkers"]["availability"] = {"valid": True, "max_unavailable_ms": 9000.0 + 100 * i,
+                                               "stall_by_group": {"follower": {"max_stall_ms": 8000.0 + i}}}
+        runs.append((f"run-{i}", results))
+    stats = aggregate("mini", runs, ["producers[0].acks=all"])
+    assert stats["runs"] == 4 and stats["verdicts"] == {"VALID": 2, "KNOWN": 2} and stats["verdict"] == "KNOWN"
+    assert stats["anomalies"]["delivery.duplicate-acknowledged"] == {"runs": 2, "total": 5, "run_dirs": ["run-1", "run-3"]}
+    assert stats["times"]["availability.max_unavailable_ms"]["median"] == 9150.0
+    assert stats["times"]["availability.stall_by_group.follower"]["max"] == 8003.0
+    path = write_aggregate(tmp_path / "mini", stats)
+    assert json.loads(path.read_text())["overrides"] == ["producers[0].acks=all"]
+
+
+def test_spread_uses_the_nearest_rank_p95() -> None:
+    assert spread([]) is None
+    assert spread([float(v) for v in range(1, 21)]) == {"n": 20, "median": 10.5, "p95": 19.0, "min": 1.0, "max": 20.0}
+
+
+@pytest.mark.parametrize("name", ["two-brokers-down", "broker-restart", "leader-pause-timeout"])
+def test_the_catalogs_idempotent_duplicates_are_known_for_librdkafka_only(name: str) -> None:
+    duplicates = {"duplicate-acknowledged": 5, "duplicate-unacknowledged": 2}
+    assert classify(_results(**duplicates), load_scenario(name))["verdict"] == "KNOWN"
+    java = load_scenario(name, ("producers[*].driver=kafka-verifiable",))
+    results = classify(_results(**duplicates), java)
+    assert results["verdict"] == "INVALID"
+    assert results["unexplained"] == ["delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged"]
+    no_idempotence = load_scenario(name, ("producers[*].idempotence=false",))
+    assert classify(_results(**duplicates), no_idempotence)["verdict"] == "INVALID"
+    assert classify(_results(lost=1, **duplicates), load_scenario(name))["verdict"] == "INVALID"
