@@ -147,14 +147,20 @@ def _print_lab_table(outcomes: list[Outcome], elapsed_s: float) -> None:
     if known:
         # Known anomalies first: a green exit must never hide what the runs showed.
         table = Table(title="known anomalies (each matched a condition its scenario declares; never VALID)")
-        for col in ("scenario", "anomaly", "count", "reference"):
+        table.add_column("scenario", no_wrap=True, min_width=max(len(o.name) for o, _ in known))
+        table.add_column("anomaly", no_wrap=True, min_width=max(len(str(entry.get("anomaly"))) for _, entry in known))
+        for col in ("count", "reference"):
             table.add_column(col, overflow="fold")
         for o, entry in known:
             table.add_row(o.name, str(entry.get("anomaly")), str(entry.get("count")), str(entry.get("reference")))
         stdout.print(table)
     table = Table(title=f"{len(outcomes)} runs in {elapsed_s:.0f}s")
-    for col in ("scenario", "verdict", "expectations", "wall s", "slowest phases"):
-        table.add_column(col, no_wrap=True)
+    # The verdict and the scenario are what the table is for: never cut, even at 80 columns (CI logs, pipes).
+    table.add_column("scenario", no_wrap=True, min_width=max(len(o.name) for o in outcomes))
+    table.add_column("verdict", no_wrap=True, min_width=7)
+    table.add_column("expect-\nations", no_wrap=True, min_width=5)
+    table.add_column("wall s", no_wrap=True, min_width=5)
+    table.add_column("slowest phases (s)", overflow="fold")
     # A report path cut to fit the terminal is no use: fold it onto more lines instead.
     table.add_column("report", overflow="fold")
     for o in outcomes:
