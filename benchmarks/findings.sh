@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|all]     N=10 DIR=/tmp/failsafe-findings
+# (loaded: two-brokers-down with both cores kept busy; not part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -46,6 +47,15 @@ if [ "$WHAT" = reproduce ] || [ "$WHAT" = all ]; then
   config leader-pause-timeout-librdkafka leader-pause-timeout
   config leader-pause-timeout-librdkafka-max-in-flight-1 leader-pause-timeout "${ONE_IN_FLIGHT[@]}"
   config leader-pause-timeout-java leader-pause-timeout "${JAVA[@]}"
+fi
+if [ "$WHAT" = loaded ]; then
+  # The seed-lab duplicates were seen on a loaded machine: the same scenario with both cores kept
+  # busy by two spinning processes (tracked by pid, stopped when the configuration ends).
+  hogs=()
+  for _ in 1 2; do python3 -c 'while True: pass' & hogs+=($!); done
+  trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+  config two-brokers-down-librdkafka-loaded two-brokers-down
+  kill "${hogs[@]}" 2>/dev/null
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover
