@@ -6,6 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 FAILSAFE := $(VENV)/bin/failsafe
 KAFKA_VERSION ?= 4.3.1
+# ZooKeeper mode and the live migration to KRaft (failsafe up --mode zookeeper).
+ZOOKEEPER_KAFKA_VERSION ?= 3.9.2
 DEMO_DIR ?= failsafe-cluster
 PYTEST_ARGS ?=
 BENCH_DIR ?= /tmp/failsafe-bench-cluster
@@ -21,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 	@bash scripts/ensure-java-maven.sh
-	$(FAILSAFE) setup --kafka-version $(KAFKA_VERSION)
+	$(FAILSAFE) setup --kafka-version $(KAFKA_VERSION) --kafka-version $(ZOOKEEPER_KAFKA_VERSION)
 
 demo: setup
 	bash scripts/demo.sh $(DEMO_DIR)

@@ -44,6 +44,9 @@ class FakeCluster:
     def active_controller(self) -> int:
         return self.spec.controller_nodes()[0].node_id
 
+    def active_controller_node(self) -> NodeSpec:
+        return self.spec.controller_nodes()[0]
+
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
         self.states[node.node_id] = {"kill": DOWN, "stop": DOWN, "pause": PAUSED, "resume": UP}[action]
 

@@ -28,21 +28,33 @@ def _end_ns(history: History) -> int:
     return max((c for c in candidates if c is not None), default=0)
 
 
+QUORUM_LOSS = "quorum-loss"
+NS_PER_MS = 1_000_000
+
+
 def measure(history: History) -> dict:
     sends = history.sends
     end_ns = _end_ns(history)
+    windows = _window(history.faults, end_ns)
+    quorum_losses = [(start, stop) for _, fault, start, stop in windows if fault == QUORUM_LOSS]
+    nodes_of = dict(zip(history.faults["fault_id"].to_list(), history.faults["nodes"].to_list(), strict=True))
+    targets = dict(zip(history.faults["fault_id"].to_list(), history.faults["target"].to_list(), strict=True))
     per_fault = []
-    for fault_id, fault, start_ns, stop_ns in _window(history.faults, end_ns):
+    for fault_id, fault, start_ns, stop_ns in windows:
         during = sends.filter(pl.col("complete_ns").is_between(start_ns, stop_ns))
-        per_fault.append(
-            {
-                "fault_id": fault_id,
-                "fault": fault,
-                "acknowledged_during": during.filter(pl.col("outcome") == "ok").height,
-                "failed_during": during.filter(pl.col("outcome") == "fail").height,
-                "unknown_during": during.filter(pl.col("outcome") == "info").height,
-            }
-        )
+        entry = {
+            "fault_id": fault_id,
+            "fault": fault,
+            "acknowledged_during": during.filter(pl.col("outcome") == "ok").height,
+            "failed_during": during.filter(pl.col("outcome") == "fail").height,
+            "unknown_during": during.filter(pl.col("outcome") == "info").height,
+        }
+        entry.update(_controller_change(history.controllers, start_ns))
+        if targets.get(fault_id) == "broker":
+            outage = next(((qs, qe) for qs, qe in quorum_losses if qs <= start_ns <= qe), None)
+            if outage is not None:
+                entry.update(_leaders_in_outage(history.topology, [int(n) for n in nodes_of[fault_id] or []], start_ns, outage))
+        per_fault.append(entry)
     errors = sends.filter(pl.col("error").is_not_null()).group_by("error").len().sort("error")
     unacked = sends.filter(pl.col("outcome").is_in(["fail", "info"]))
     leaderless = (
@@ -56,6 +68,55 @@ def measure(history: History) -> dict:
         "unacknowledged": unacked.height,
         "leaderless_partitions": leaderless["name"].to_list(),
         "create_topic": _create_topic(history, end_ns),
+        "new_controller_ms": max((f["new_controller_ms"] for f in per_fault if f.get("new_controller_ms") is not None), default=None),
+    }
+
+
+def _controller_change(controllers: pl.DataFrame, start_ns: int) -> dict:
+    """The active controller when the fault started and, if one controller took over from another, when.
+
+    Only when the controller samples show it (the engine records one at each change): a fault that
+    did not move the controller has ``new_controller_ms`` null.
+    """
+    before = controllers.filter(pl.col("time_ns") <= start_ns).tail(1)["controller"].to_list()
+    old = before[0] if before else None
+    if old is None:
+        return {}
+    after = controllers.filter((pl.col("time_ns") > start_ns) & pl.col("controller").is_not_null() & (pl.col("controller") != old))
+    moved = after.head(1)
+    return {
+        "controller_before": old,
+        "new_controller": moved["controller"].item() if moved.height else None,
+        "new_controller_ms": round((moved["time_ns"].item() - start_ns) / NS_PER_MS, 1) if moved.height else None,
+    }
+
+
+def _leaders_in_outage(topology: pl.DataFrame, nodes: list[int], start_ns: int, outage: tuple[int, int]) -> dict:
+    """For a broker fault during a quorum loss: did the partitions it led get a new leader before the quorum came back?
+
+    Seed 004: with ZooKeeper down nobody can elect one, so they stay led by the dead broker until
+    ZooKeeper returns (and the broker's session expires). Read from the topology samples only.
+    """
+    quorum_back_ns = outage[1]
+    last = topology.filter(pl.col("time_ns") <= start_ns)
+    if last.is_empty():
+        return {}
+    led = last.filter(pl.col("time_ns") == last["time_ns"].max()).filter(pl.col("leader").is_in(nodes))
+    names = [(t, p) for t, p in zip(led["topic"].to_list(), led["partition"].to_list(), strict=True)]
+    moved = topology.filter((pl.col("time_ns") > start_ns) & (pl.col("leader") >= 0) & ~pl.col("leader").is_in(nodes))
+    during, after_ms = [], []
+    for topic, partition in names:
+        first = moved.filter((pl.col("topic") == topic) & (pl.col("partition") == partition)).head(1)["time_ns"].to_list()
+        if first and first[0] <= quorum_back_ns:
+            during.append(f"{topic}-{partition}")
+        elif first:
+            after_ms.append((first[0] - quorum_back_ns) / NS_PER_MS)
+    return {
+        "led_partitions": len(names),
+        "new_leader_during_quorum_loss": len(during),
+        "new_leader_during_quorum_loss_partitions": during,
+        "new_leader_after_quorum_back": len(after_ms),
+        "max_new_leader_after_quorum_back_ms": round(max(after_ms), 1) if after_ms else None,
     }
 
 
@@ -64,7 +125,7 @@ def _create_topic(history: History, end_ns: int) -> dict:
     invokes = ops.filter(pl.col("type") == "invoke").select("id", pl.col("time_ns").alias("invoke_ns"))
     outcomes = ops.filter(pl.col("type") != "invoke").select("id", "type")
     attempts = invokes.join(outcomes, on="id", how="left")
-    quorum = [(start, stop) for _, fault, start, stop in _window(history.faults, end_ns) if fault == "quorum-loss"]
+    quorum = [(start, stop) for _, fault, start, stop in _window(history.faults, end_ns) if fault == QUORUM_LOSS]
 
     def during(t: int) -> bool:
         return any(start <= t <= stop for start, stop in quorum)

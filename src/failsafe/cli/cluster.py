@@ -11,40 +11,55 @@ from rich.table import Table
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
 from failsafe.cluster import lifecycle
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
-from failsafe.cluster.spec import BROKER, CONTROLLER, DEFAULT_BASE_PORT, DEFAULT_BROKERS, DEFAULT_CONTROLLERS, ClusterSpec
+from failsafe.cluster.spec import (
+    BROKER,
+    CONTROLLER,
+    DEFAULT_BASE_PORT,
+    DEFAULT_BROKERS,
+    DEFAULT_CONTROLLERS,
+    DEFAULT_ZOOKEEPER_PORT,
+    KRAFT_MODE,
+    MODES,
+    ZOOKEEPER,
+    ZOOKEEPER_MODE,
+    ClusterSpec,
+)
 from failsafe.dist.java import find_java
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, resolve_kafka
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
-from failsafe.errors import FailsafeError, ProvisionError
+from failsafe.errors import FailsafeError, ProvisionError, UserError
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
+    "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port",
 }
 
 
 @click.command("setup")
-@click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True, help="Kafka release to resolve from Maven Central.")
+@click.option("--kafka-version", "kafka_versions", multiple=True, default=[DEFAULT_KAFKA_VERSION], show_default=True,
+              help=f"Kafka release to resolve from Maven Central (repeatable; {DEFAULT_ZOOKEEPER_KAFKA_VERSION} for ZooKeeper mode).")
 @click.option("--cds/--no-cds", default=True, show_default=True,
               help="Make a class-data sharing archive of Kafka's classes so nodes start faster (one node started once).")
-def setup_command(kafka_version: str, cds: bool) -> None:
+def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     """Check Java and resolve Kafka's jars into the cache (idempotent)."""
     java = find_java()
-    with stderr.status(f"resolving Kafka {kafka_version} from Maven Central"):
-        dist = resolve_kafka(kafka_version)
     stdout.print(f"Java {java.major} at {java.executable}")
-    stdout.print(f"Kafka {dist.version} jars in {dist.libs_dir}")
-    if cds:
-        from failsafe.cluster.cds import ensure_archive
+    for kafka_version in kafka_versions:
+        with stderr.status(f"resolving Kafka {kafka_version} from Maven Central"):
+            dist = resolve_kafka(kafka_version)
+        stdout.print(f"Kafka {dist.version} jars in {dist.libs_dir}")
+        if cds:
+            from failsafe.cluster.cds import ensure_archive
 
-        with stderr.status("class-data sharing archive") as status:
-            try:
-                archive = ensure_archive(java, dist, lambda message: status.update(f"class-data sharing archive: {message}"))
-                stdout.print(f"class-data sharing archive {archive}")
-            except FailsafeError as e:
-                # Only start-up speed depends on it: say why and carry on.
-                stdout.print(f"class-data sharing archive not made ({e}); nodes start without it")
+            with stderr.status("class-data sharing archive") as status:
+                try:
+                    archive = ensure_archive(java, dist, lambda message: status.update(f"class-data sharing archive: {message}"))
+                    stdout.print(f"class-data sharing archive {archive}")
+                except FailsafeError as e:
+                    # Only start-up speed depends on it: say why and carry on.
+                    stdout.print(f"class-data sharing archive not made ({e}); nodes start without it")
     try:
         installed_pyspark()
     except ProvisionError as e:
@@ -57,11 +72,18 @@ def setup_command(kafka_version: str, cds: bool) -> None:
 
 @click.command("up")
 @dir_option
+@click.option("--mode", type=click.Choice(MODES), default=KRAFT_MODE, show_default=True,
+              help="KRaft controllers, or ZooKeeper as in seeds 000, 001 and 004 (Kafka 3.9.x).")
 @click.option("--brokers", type=click.IntRange(min=1), default=DEFAULT_BROKERS, show_default=True)
 @click.option("--controllers", type=click.IntRange(min=1), default=None,
               help=f"KRaft controllers [default: {DEFAULT_CONTROLLERS}; with --combined, one per broker].")
 @click.option("--combined", is_flag=True, help="Run controllers inside brokers (process.roles=broker,controller).")
-@click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True)
+@click.option("--zookeepers", type=click.IntRange(min=1), default=None,
+              help="ZooKeeper nodes in ZooKeeper mode [default: 1, as in the seeds; 3 for a quorum].")
+@click.option("--zookeeper-port", type=click.IntRange(1, 65535), default=None,
+              help=f"ZooKeeper node N's client port is this + N - 1 [default: {DEFAULT_ZOOKEEPER_PORT}].")
+@click.option("--kafka-version", default=None,
+              help=f"[default: {DEFAULT_KAFKA_VERSION}; {DEFAULT_ZOOKEEPER_KAFKA_VERSION} in ZooKeeper mode]")
 @click.option("--base-port", type=click.IntRange(1, 65535), default=DEFAULT_BASE_PORT, show_default=True,
               help="Broker N listens on base-port + N.")
 @click.option("--controller-base-port", type=click.IntRange(1, 65535), default=None,
@@ -70,56 +92,82 @@ def setup_command(kafka_version: str, cds: bool) -> None:
 @click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
-def up_command(ctx: click.Context, cluster_dir: Path | None, brokers: int, controllers: int | None, combined: bool,
-               kafka_version: str, base_port: int, controller_base_port: int | None, heap: str, override: tuple[str, ...],
-               timeout_s: float) -> None:
-    """Start a KRaft cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready."""
+def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, controllers: int | None, combined: bool,
+               zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
+               controller_base_port: int | None, heap: str, override: tuple[str, ...], timeout_s: float) -> None:
+    """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
+
+    KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
+    """
     root = resolve_dir(cluster_dir)
-    if controllers is None:
-        controllers = brokers if combined else DEFAULT_CONTROLLERS
-    spec = ClusterSpec(
-        brokers=brokers, controllers=controllers, combined=combined, base_port=base_port,
-        controller_base_port=controller_base_port, kafka_version=kafka_version, heap=heap,
-        overrides=parse_pairs(override, "--override"),
-    )
+    spec = cluster_spec(mode, brokers=brokers, controllers=controllers, combined=combined, zookeepers=zookeepers,
+                        zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
+                        controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"))
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
     with stderr.status(f"starting the cluster in {root}") as status:
         cluster = lifecycle.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
     s = cluster.spec
-    stderr.print(f"cluster ready in {root}: {s.brokers} brokers, {s.controllers} controllers"
-                 f"{' (combined)' if s.combined else ''}, Kafka {s.kafka_version}")
+    quorum = (f"{s.zookeepers} ZooKeeper node{'s' if s.zookeepers > 1 else ''} ({s.zookeeper_connect()})" if s.mode == ZOOKEEPER_MODE
+              else f"{s.controllers} controllers{' (combined)' if s.combined else ''}")
+    stderr.print(f"cluster ready in {root}: {s.brokers} brokers, {quorum}, Kafka {s.kafka_version}")
     click.echo(cluster.bootstrap_servers)
+
+
+def cluster_spec(mode: str, *, controllers: int | None, combined: bool, zookeepers: int | None, zookeeper_port: int | None,
+                 kafka_version: str | None, **fields) -> ClusterSpec:
+    """The spec 'up' asks for; options of the other mode are one clear line, not ignored."""
+    if mode == ZOOKEEPER_MODE:
+        if controllers is not None or combined:
+            raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode the controller is a broker "
+                            "(drop them, or use --zookeepers N for a ZooKeeper quorum)")
+        return ClusterSpec.zookeeper_mode(zookeepers or 1, kafka_version or DEFAULT_ZOOKEEPER_KAFKA_VERSION,
+                                          zookeeper_base_port=zookeeper_port or DEFAULT_ZOOKEEPER_PORT, **fields)
+    if zookeepers is not None or zookeeper_port is not None:
+        raise UserError("--zookeepers and --zookeeper-port need --mode zookeeper (a KRaft cluster has controllers instead)")
+    if controllers is None:
+        controllers = fields["brokers"] if combined else DEFAULT_CONTROLLERS
+    return ClusterSpec(controllers=controllers, combined=combined, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, **fields)
 
 
 @click.command("status")
 @dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def status_command(cluster_dir: Path | None, as_json: bool) -> None:
-    """Each node: id, role, pid, port, state (up/paused/down), and the active controller."""
+    """Each node: id, role, pid, port, state (up/paused/down), and the active controller.
+
+    In ZooKeeper mode: each ZooKeeper node with its role (leader, follower, standalone), and the broker that is controller.
+    """
     root = resolve_dir(cluster_dir)
     cluster = Cluster.open(root)
     rows = cluster.status()
     active = next((r.node.node_id for r in rows if r.active_controller), None)
+    spec = cluster.spec
     if as_json:
         click.echo(json.dumps({
-            "dir": str(root), "kafka_version": cluster.spec.kafka_version, "cluster_id": cluster.state.cluster_id,
+            "dir": str(root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": cluster.state.cluster_id,
             "bootstrap_servers": cluster.bootstrap_servers, "active_controller": active,
+            **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
             "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port,
-                       "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller}
+                       "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
+                       **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
                       for r in rows],
         }, indent=2))
         return
-    table = Table(title=f"{root} (Kafka {cluster.spec.kafka_version}, cluster id {cluster.state.cluster_id})")
+    table = Table(title=f"{root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {cluster.state.cluster_id or 'not known yet'})")
     for col in ("id", "role", "pid", "port", "controller port", "state"):
         table.add_column(col)
     colour = {"up": "green", "paused": "yellow", "down": "red"}
     for r in rows:
         state = f"[{colour[r.state]}]{r.state}[/]" + (" [bold](active controller)[/]" if r.active_controller else "")
+        if r.node.is_zookeeper and r.state == "up":
+            state += f" ({r.zookeeper_mode or 'not serving'})"
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
                       str(r.node.controller_port or "-"), state)
     stdout.print(table)
-    if active is None and any(r.node.is_controller and r.state == "up" for r in rows):
+    if active is None and spec.mode == ZOOKEEPER_MODE and any(r.node.is_broker and r.state == "up" for r in rows):
+        stdout.print("no controller broker known (ZooKeeper does not answer, or no broker holds /controller yet)")
+    elif active is None and any(r.node.is_controller and r.state == "up" for r in rows):
         stdout.print("no active controller known yet (the quorum is electing or has not persisted a leader)")
 
 
@@ -166,6 +214,7 @@ def _node_group(role: str) -> click.Group:
         @timeout_option(DEFAULT_READY_TIMEOUT_S if action == "start" else DEFAULT_STOP_TIMEOUT_S, "How long to wait for the effect.")
         def command(node_id: int, cluster_dir: Path | None, timeout_s: float) -> None:
             cluster = Cluster.open(resolve_dir(cluster_dir))
+            _require_role(cluster, role)
             node = cluster.node(node_id, role)
             if action == "start":
                 with stderr.status(f"starting {role} {node_id}") as status:
@@ -181,5 +230,19 @@ def _node_group(role: str) -> click.Group:
     return group
 
 
+def _require_role(cluster: Cluster, role: str) -> None:
+    """'zookeeper' commands on a KRaft cluster, 'controller' commands on a ZooKeeper one: say what the cluster has instead."""
+    spec = cluster.spec
+    if role == ZOOKEEPER and not spec.zookeeper_nodes():
+        raise UserError(f"the cluster at {cluster.dir.root} runs in KRaft mode: it has no ZooKeeper "
+                        f"(its controllers are {', '.join(str(n.node_id) for n in spec.controller_nodes())}: use 'failsafe controller')")
+    if role == CONTROLLER and not spec.controller_nodes():
+        active = cluster.active_controller()
+        now = f" (broker {active} now)" if active is not None else ""
+        raise UserError(f"the cluster at {cluster.dir.root} runs in ZooKeeper mode: its controller is a broker{now}, "
+                        f"so act on it with 'failsafe broker', and on ZooKeeper with 'failsafe zookeeper'")
+
+
 broker = _node_group(BROKER)
 controller = _node_group(CONTROLLER)
+zookeeper = _node_group(ZOOKEEPER)

@@ -20,10 +20,11 @@ def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -
     """Run Kafka's TOOL (e.g. topics, console-producer, consumer-groups) with ARGS, verbatim.
 
     Without --bootstrap-server, the tool is pointed at the failsafe cluster in $FAILSAFE_DIR
-    (or ./failsafe-cluster) when one is there.
+    (or ./failsafe-cluster) when one is there; zookeeper-shell, at its ZooKeeper.
     """
     root = resolve_dir(None)
     cluster = Cluster.open(root) if ClusterDir(root).has_state() else None
     version = kafka_version or (cluster.spec.kafka_version if cluster else DEFAULT_KAFKA_VERSION)
-    code = run_tool(kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None)
+    zookeeper_connect = cluster.spec.zookeeper_connect() if cluster and cluster.spec.zookeepers else None
+    code = run_tool(kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None, zookeeper_connect)
     raise click.exceptions.Exit(code)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from failsafe.checkers.common import Verdict
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
+from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.errors import UserError
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
 from failsafe.scenarios.rundir import RunDir
@@ -47,13 +48,15 @@ class Outcome:
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run directories go [default: DIR/runs].")
 @click.option("--heap", default=None, help="JVM heap of each node when the run starts its own cluster [default: 1G].")
+@click.option("--mode", type=click.Choice(CLUSTER_MODES), default=None,
+              help="Run on a KRaft or a ZooKeeper-mode cluster (Kafka 3.9) [default: the scenario's, else kraft].")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.")
 @click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
               help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
                    "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).")
 def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
-                repeat: int, overrides: tuple[str, ...]) -> int:
+                mode: str | None, repeat: int, overrides: tuple[str, ...]) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -75,7 +78,9 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     outcomes: list[Outcome] = []
-    with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event) as cluster:
+    with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event, mode) as cluster:
+        # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
+        scenarios = [_load(n, overrides, cluster.spec.mode) for n in expanded]
         facts = {**cluster_facts(cluster), "overrides": list(overrides)}
         event(f"cluster ready ({time.monotonic() - started:.1f}s)")
         for scenario in scenarios:
@@ -109,9 +114,9 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     return Verdict.worst(o.verdict for o in outcomes).exit_code
 
 
-def _load(name: str, overrides: tuple[str, ...]):
+def _load(name: str, overrides: tuple[str, ...], mode: str | None = None):
     try:
-        return load_scenario(name, overrides)
+        return load_scenario(name, overrides, mode)
     except ScenarioError as e:
         if overrides and not str(e).startswith(name):
             raise ScenarioError(f"{name}: {e}") from e

@@ -9,7 +9,16 @@ import click
 
 from failsafe import __version__
 from failsafe.cli.clients import consume_command, groups, leader_election_command, produce_command
-from failsafe.cli.cluster import broker, clean_command, controller, down_command, setup_command, status_command, up_command
+from failsafe.cli.cluster import (
+    broker,
+    clean_command,
+    controller,
+    down_command,
+    setup_command,
+    status_command,
+    up_command,
+    zookeeper,
+)
 from failsafe.cli.explain import explain_command
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
@@ -29,7 +38,7 @@ def cli() -> None:
     """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
 
 
-for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, topics,
+for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
                 run_command, check_command, report_command, explain_command, scenarios_command, pipeline, simulate):
     cli.add_command(command)

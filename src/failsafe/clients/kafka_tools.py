@@ -41,6 +41,15 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "replica-verification": ("org.apache.kafka.tools.ReplicaVerificationTool",),
     "groups": ("org.apache.kafka.tools.GroupsCommand",),
     "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
+    # Kafka 3.9's zookeeper-shell.sh (ZooKeeper's own shell, with Kafka's TLS options).
+    "zookeeper-shell": ("org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka",),
+}
+# Scripts of Kafka's bin/ that start a server: failsafe starts, tracks and stops those itself.
+SERVER_SCRIPTS = {
+    "zookeeper-server-start": "failsafe zookeeper start ID (or failsafe up --mode zookeeper)",
+    "zookeeper-server-stop": "failsafe zookeeper stop ID (or failsafe down)",
+    "server-start": "failsafe broker start ID (or failsafe up)",
+    "server-stop": "failsafe broker stop ID (or failsafe down)",
 }
 
 # Options through which a tool is told where the cluster is; failsafe adds the local cluster's
@@ -61,7 +70,10 @@ def tool_names() -> list[str]:
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:
-    candidates = TOOLS.get(tool.removeprefix("kafka-").removesuffix(".sh"))
+    name = tool.removeprefix("kafka-").removesuffix(".sh")
+    if name in SERVER_SCRIPTS:
+        raise UserError(f"{tool} would start or stop a node failsafe does not track: use {SERVER_SCRIPTS[name]}")
+    candidates = TOOLS.get(name)
     if candidates is None:
         raise UserError(f"unknown Kafka tool {tool!r}: choose one of {', '.join(tool_names())}")
     for cls in candidates:
@@ -81,7 +93,19 @@ def needs_bootstrap(tool: str, args: list[str]) -> bool:
 TOOL_STOP_TIMEOUT_S = 10.0
 
 
-def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str | None = None) -> int:
+def zookeeper_shell_args(args: list[str], zookeeper_connect: str | None) -> list[str]:
+    """As zookeeper-shell.sh runs it: ``-server HOST:PORT[,...] [command]``, the cluster's ensemble unless one is given."""
+    args = args[1:] if args[:1] == ["-server"] else args
+    if args and ":" in args[0]:
+        return ["-server", *args]
+    if not zookeeper_connect:
+        raise UserError("zookeeper-shell needs a ZooKeeper (host:port as its first argument): this cluster has none "
+                        "(start one with 'failsafe up --mode zookeeper')")
+    return ["-server", zookeeper_connect, *args]
+
+
+def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str | None = None,
+             zookeeper_connect: str | None = None) -> int:
     """Run a Kafka tool with our terminal's stdin and stdout; it dies with us.
 
     It runs in a session of its own, so the terminal's Ctrl-C reaches only us: we then stop it
@@ -90,6 +114,8 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str
     cls = main_class(dist, tool)
     if bootstrap_servers and needs_bootstrap(tool, args):
         args = ["--bootstrap-server", bootstrap_servers, *args]
+    if tool.removeprefix("kafka-").removesuffix(".sh") == "zookeeper-shell":
+        args = zookeeper_shell_args(args, zookeeper_connect)
     child = spawn(tool_command(find_java(), dist, cls, args), name=f"kafka {tool}", stdin=None, env=os.environ.copy())
     try:
         return child.wait(timeout_s=None)

@@ -12,6 +12,14 @@ from failsafe.cluster.spec import ClusterSpec, NodeSpec
 
 
 def node_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
+    if node.is_zookeeper:
+        return zookeeper_properties(spec, node, cluster_dir)
+    if spec.uses_zookeeper and node.is_broker:
+        return zookeeper_broker_properties(spec, node, cluster_dir)
+    return kraft_properties(spec, node, cluster_dir)
+
+
+def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
     props: dict[str, str] = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.node_id),
@@ -30,22 +38,70 @@ def node_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dic
         props["inter.broker.listener.name"] = "PLAINTEXT"
     props["log.dirs"] = str(cluster_dir / f"kafka-{node.node_id}")
     if node.is_broker:
-        # Internal topics as replicated as the cluster allows, like a production cluster and
-        # unlike Kafka's single-node sample config (replication factor 1).
-        internal_rf = str(min(3, spec.brokers))
-        internal_min_isr = str(min(2, spec.brokers))
-        props["offsets.topic.replication.factor"] = internal_rf
-        props["transaction.state.log.replication.factor"] = internal_rf
-        props["transaction.state.log.min.isr"] = internal_min_isr
+        props.update(_broker_defaults(spec))
+    props.update(spec.overrides)
+    return props
+
+
+def zookeeper_broker_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
+    """A ZooKeeper-mode broker as seeds 000, 001 and 004 write it: broker.id, listeners, log.dirs, zookeeper.connect.
+
+    The seeds' ``port=909N`` was removed in Kafka 3.0; ``listeners`` says the same.
+    """
+    props = {
+        "broker.id": str(node.node_id),
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "log.dirs": str(cluster_dir / f"kafka-{node.node_id}"),
+        "zookeeper.connect": spec.zookeeper_connect(),
+        **_broker_defaults(spec),
+    }
+    props.update(spec.overrides)
+    return props
+
+
+def zookeeper_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
+    """Kafka's own config/zookeeper.properties, on 127.0.0.1, plus the ensemble's server.N lines when there are several."""
+    props = {
+        "dataDir": str(cluster_dir / node.name),
+        "clientPort": str(node.port),
+        "clientPortAddress": "127.0.0.1",
+        "maxClientCnxns": "0",
+        "admin.enableServer": "false",
+        # failsafe reads a node's role (leader, follower, standalone) with the 'srvr' command.
+        "4lw.commands.whitelist": "srvr,ruok",
+    }
+    ensemble = spec.zookeeper_nodes()
+    if len(ensemble) > 1:
+        # ZooKeeper's own conf/zoo_sample.cfg: ticks of 2 s, 10 to join, 5 to stay in sync.
+        props.update({"tickTime": "2000", "initLimit": "10", "syncLimit": "5"})
+        for peer in ensemble:
+            props[f"server.{peer.node_id}"] = f"127.0.0.1:{peer.peer_port}:{peer.election_port}"
+    return props
+
+
+def _broker_defaults(spec: ClusterSpec) -> dict[str, str]:
+    # Internal topics as replicated as the cluster allows, like a production cluster and
+    # unlike Kafka's single-node sample config (replication factor 1).
+    internal_rf = str(min(3, spec.brokers))
+    internal_min_isr = str(min(2, spec.brokers))
+    props = {
+        "offsets.topic.replication.factor": internal_rf,
+        "transaction.state.log.replication.factor": internal_rf,
+        "transaction.state.log.min.isr": internal_min_isr,
         # As Kafka's own config/server.properties ships it, which every seed copies to
         # server-N.properties: the group coordinator does not hold a new group's first join
         # for 3 s ("a better out-of-the-box experience for development and testing").
-        props["group.initial.rebalance.delay.ms"] = "0"
-        if int(spec.kafka_version.split(".")[0]) >= 4:
-            props["share.coordinator.state.topic.replication.factor"] = internal_rf
-            props["share.coordinator.state.topic.min.isr"] = internal_min_isr
-    props.update(spec.overrides)
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    if int(spec.kafka_version.split(".")[0]) >= 4:
+        props["share.coordinator.state.topic.replication.factor"] = internal_rf
+        props["share.coordinator.state.topic.min.isr"] = internal_min_isr
     return props
+
+
+def render_properties(props: dict[str, str], header: list[str]) -> str:
+    return "\n".join(header + [f"{k}={v}" for k, v in props.items()]) + "\n"
 
 
 def render_server_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> str:
@@ -53,5 +109,4 @@ def render_server_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Pat
         f"# {node.name}.properties: {node.role} {node.node_id} of the failsafe cluster in {cluster_dir}",
         "# Written by 'failsafe up'; every property not listed keeps Kafka's default.",
     ]
-    body = [f"{k}={v}" for k, v in node_properties(spec, node, cluster_dir).items()]
-    return "\n".join(header + body) + "\n"
+    return render_properties(node_properties(spec, node, cluster_dir), header)

@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from failsafe.cluster import zookeeper
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader, registered_brokers
-from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
 from failsafe.cluster.watchdog import Leash
 from failsafe.dist.cds import share_options
 from failsafe.dist.java import Java, find_java
-from failsafe.dist.jvm import server_command, tool_command
+from failsafe.dist.jvm import server_command, tool_command, zookeeper_command
 from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.dist.logging_config import write_logging_configs
 from failsafe.errors import (
@@ -51,6 +52,8 @@ class NodeStatus:
     state: ProcessState
     pid: int | None
     active_controller: bool
+    # A ZooKeeper node's role as it says itself: leader, follower, standalone (None: not serving).
+    zookeeper_mode: str | None = None
 
 
 class Cluster:
@@ -68,22 +71,28 @@ class Cluster:
     def create(cls, root: Path, spec: ClusterSpec, java: Java, dist: KafkaDist, progress: Progress = _quiet) -> Cluster:
         """Write every node's config and format its storage; starts nothing that outlives this call."""
         cdir = ClusterDir(Path(root))
-        state = ClusterState(spec=spec, cluster_id=new_cluster_id(), created_at=utc_now())
+        # In ZooKeeper mode the first broker generates the cluster id; failsafe reads it once the cluster is ready.
+        state = ClusterState(spec=spec, cluster_id="" if spec.mode == ZOOKEEPER_MODE else new_cluster_id(), created_at=utc_now())
         cluster = cls(cdir, state)
         write_logging_configs(cdir.root)
         for node in spec.nodes():
             # No state file means no failsafe cluster owns these dirs: a failed earlier create.
             shutil.rmtree(cdir.data_dir(node), ignore_errors=True)
             cdir.config_file(node).write_text(render_server_properties(spec, node, cdir.root.resolve()))
-        progress(f"formatting storage of {len(spec.nodes())} nodes (cluster id {state.cluster_id})")
-        cluster._format_storage(java, dist)
+            if node.is_zookeeper:
+                cdir.data_dir(node).mkdir(parents=True)
+                (cdir.data_dir(node) / "myid").write_text(f"{node.node_id}\n")
+        if spec.mode == KRAFT_MODE:
+            progress(f"formatting storage of {len(spec.nodes())} nodes (cluster id {state.cluster_id})")
+            cluster.format_storage([n for n in spec.nodes() if not n.is_zookeeper], java, dist)
         cdir.save(state)
         return cluster
 
-    def _format_storage(self, java: Java, dist: KafkaDist) -> None:
+    def format_storage(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist, extra_args: tuple[str, ...] = ()) -> None:
+        """kafka-storage format of each KRaft node's log dirs with the cluster id, all at once."""
         procs = []
-        for node in self.spec.nodes():
-            args = ["format", "-t", self.state.cluster_id, "-c", str(self.dir.config_file(node).resolve())]
+        for node in nodes:
+            args = ["format", "-t", self.state.cluster_id, "-c", str(self.dir.config_file(node).resolve()), *extra_args]
             cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
             procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         failures = []
@@ -136,17 +145,28 @@ class Cluster:
         return [n for n in self.spec.nodes() if self.node_state(n) != DOWN]
 
     def active_controller(self) -> int | None:
+        """The active controller's node id: the KRaft quorum's leader, or in ZooKeeper mode the broker in /controller."""
+        if self.spec.mode == ZOOKEEPER_MODE:
+            seen = zookeeper.view(self.spec.zookeeper_connect())
+            return seen[1] if seen else None
         live = [n for n in self.spec.controller_nodes() if self.node_state(n) == UP]
         leader = quorum_leader([self.dir.data_dir(n) for n in live])
         return leader if leader in {n.node_id for n in live} else None
 
-    def status(self) -> list[NodeStatus]:
+    def active_controller_node(self) -> NodeSpec | None:
         active = self.active_controller()
+        if active is None:
+            return None
+        return self.node(active, "broker" if self.spec.mode == ZOOKEEPER_MODE else "controller")
+
+    def status(self) -> list[NodeStatus]:
+        active = self.active_controller_node()
         out = []
         for node in self.spec.nodes():
             tracked = self.tracked(node)
             state = DOWN if tracked is None else tracked.state()
-            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node.node_id == active))
+            zk_mode = zookeeper.server_mode(node.port) if node.is_zookeeper and state == UP else None
+            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node == active, zk_mode))
         return out
 
     # -- starting ---------------------------------------------------------------------------
@@ -158,14 +178,18 @@ class Cluster:
             try:
                 jvm_options = [*self.spec.jvm_options] or share_options(java, dist)
                 for node in nodes:
-                    cmd = server_command(java, dist, self.dir.config_file(node).resolve(), self.dir.root.resolve(), self.spec.heap, jvm_options)
+                    config = self.dir.config_file(node).resolve()
+                    if node.is_zookeeper:
+                        cmd = zookeeper_command(java, dist, config, self.dir.root.resolve(), ZOOKEEPER_HEAP, jvm_options)
+                    else:
+                        cmd = server_command(java, dist, config, self.dir.root.resolve(), self.spec.heap, jvm_options)
                     # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
                     spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
                           dies_with_parent=False)
                 progress(f"started {', '.join(n.name for n in nodes)}")
                 self.wait_ready(nodes, timeout_s, progress)
             except BaseException:
-                self._stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
+                self.stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
                 raise
             leash.release()
 
@@ -181,6 +205,12 @@ class Cluster:
                     log = self.dir.log_file(node)
                     raise ClusterStartError(f"{node.name} ({node.role}) exited during start-up: {_log_reason(log)} (log: {log})")
 
+        zookeepers = [n for n in started if n.is_zookeeper]
+        if zookeepers:
+            progress(f"waiting for ZooKeeper ({', '.join(str(n.port) for n in zookeepers)}) to serve")
+            self._wait(lambda: none_died() or all(zookeeper.server_mode(n.port) for n in zookeepers),
+                       remaining(), f"ZooKeeper nodes {_ids(zookeepers)} did not serve requests within {timeout_s:g}s")
+
         controllers = [n for n in started if n.is_controller]
         if controllers:
             progress(f"waiting for controller listeners ({', '.join(str(n.controller_port) for n in controllers)})")
@@ -192,13 +222,34 @@ class Cluster:
             up = [n for n in self.spec.brokers_nodes() if self.node_state(n) == UP]
             want = {n.node_id for n in up}
             seen = [registered_brokers(n.port) for n in up]
-            progress(f"brokers registered and unfenced: {len(set.intersection(*seen) if seen else set())}/{len(want)}")
-            return all(s >= want for s in seen)
+            progress(f"brokers registered{'' if self.spec.uses_zookeeper else ' and unfenced'}: "
+                     f"{len(set.intersection(*seen) if seen else set())}/{len(want)}")
+            return all(s >= want for s in seen) and self._controller_elected()
 
         if any(n.is_broker for n in started):
             self._wait(brokers_ready, remaining(),
-                       f"brokers {_ids([n for n in started if n.is_broker])} did not register with the controller quorum within {timeout_s:g}s: "
+                       f"brokers {_ids([n for n in started if n.is_broker])} did not register with "
+                       f"{'ZooKeeper' if self.spec.mode == ZOOKEEPER_MODE else 'the controller quorum'} within {timeout_s:g}s: "
                        f"see the logs in {self.dir.logs_dir}")
+        if self.spec.mode == ZOOKEEPER_MODE and not self.state.cluster_id:
+            self._save_zookeeper_cluster_id()
+
+    def _controller_elected(self) -> bool:
+        """KRaft: brokers register only with an active controller. ZooKeeper mode: a broker holds /controller."""
+        if self.spec.mode != ZOOKEEPER_MODE:
+            return True
+        seen = zookeeper.view(self.spec.zookeeper_connect())
+        return seen is not None and seen[1] is not None
+
+    def _save_zookeeper_cluster_id(self) -> None:
+        try:
+            with zookeeper.connected(self.spec.zookeeper_connect()) as client:
+                found = zookeeper.cluster_id(client)
+        except zookeeper.ZooKeeperUnavailable:
+            return
+        if found:
+            self.state = ClusterState(self.spec, found, self.state.created_at)
+            self.dir.save(self.state)
 
     @staticmethod
     def _wait(condition: Callable[[], object], timeout_s: float, message: str) -> None:
@@ -234,7 +285,7 @@ class Cluster:
         return problems
 
     # -- stopping ---------------------------------------------------------------------------
-    def _stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
+    def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
         """Signal all first, then wait for each: stopping in parallel, not one after another."""
         tracked = [t for t in (self.tracked(n) for n in nodes) if t is not None]
         for t in tracked:
@@ -248,9 +299,11 @@ class Cluster:
         """Controlled shutdown of brokers first (they need the quorum for it), then controllers."""
         running = self.running_nodes()
         brokers_only = [n for n in running if n.is_broker and not n.is_controller]
-        rest = [n for n in running if n not in brokers_only]
-        self._stop_nodes(brokers_only, signal.SIGTERM, timeout_s)
-        self._stop_nodes(rest, signal.SIGTERM, timeout_s)
+        zookeepers = [n for n in running if n.is_zookeeper]
+        controllers = [n for n in running if n not in brokers_only and n not in zookeepers]
+        # ZooKeeper last: a ZooKeeper-mode broker's controlled shutdown goes through it.
+        for group in (brokers_only, controllers, zookeepers):
+            self.stop_nodes(group, signal.SIGTERM, timeout_s)
         return running
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
@@ -259,9 +312,9 @@ class Cluster:
         if state == DOWN or tracked is None:
             raise UserError(f"{node.role} {node.node_id} is not running: start it with 'failsafe {_role_word(node)} start {node.node_id}'")
         if action == "kill":
-            self._stop_nodes([node], signal.SIGKILL, timeout_s)
+            self.stop_nodes([node], signal.SIGKILL, timeout_s)
         elif action == "stop":
-            self._stop_nodes([node], signal.SIGTERM, timeout_s)
+            self.stop_nodes([node], signal.SIGTERM, timeout_s)
         elif action == "pause":
             tracked.signal_group(signal.SIGSTOP)
             wait_until(lambda: tracked.state() == PAUSED, timeout_s, f"{node.name} did not stop on SIGSTOP")
@@ -276,7 +329,7 @@ class Cluster:
 
 def ensure_ports_free(nodes: list[NodeSpec]) -> None:
     for node in nodes:
-        for port in (node.port, node.controller_port):
+        for port in (node.port, node.controller_port, node.peer_port, node.election_port):
             if port is not None and not port_is_free(port):
                 raise PortInUse(
                     f"port {port} ({node.role} {node.node_id}) is already in use: stop what listens there or choose another --base-port"
@@ -288,7 +341,7 @@ def _ids(nodes: list[NodeSpec]) -> str:
 
 
 def _role_word(node: NodeSpec) -> str:
-    return "broker" if node.is_broker else "controller"
+    return "broker" if node.is_broker else "zookeeper" if node.is_zookeeper else "controller"
 
 
 def _last_meaningful_line(text: str) -> str:

@@ -47,6 +47,19 @@ def registered_brokers(port: int, timeout_s: float = 2.0) -> set[int]:
         return set()
 
 
+def under_replicated(port: int, timeout_s: float = 5.0) -> list[str] | None:
+    """The partitions whose ISR is smaller than their replicas, as the broker on ``port`` sees them (None: no answer)."""
+    if not port_accepts(port):
+        return None
+    admin = new_admin(f"127.0.0.1:{port}")
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException:
+        return None
+    return sorted(f"{t}-{p}" for t, tm in metadata.topics.items() for p, pm in tm.partitions.items()
+                  if pm.leader < 0 or len(pm.isrs) < len(pm.replicas))
+
+
 def quorum_leader(metadata_log_dirs: list[Path]) -> int | None:
     """The KRaft quorum leader as the controllers last persisted it (highest epoch wins).
 

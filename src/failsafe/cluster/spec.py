@@ -1,10 +1,16 @@
-"""What a cluster is made of: node ids, roles and ports, validated before anything starts."""
+"""What a cluster is made of: node ids, roles and ports, validated before anything starts.
+
+Two modes. KRaft (Kafka 4.x, or 3.9): brokers and a controller quorum of Kafka nodes.
+ZooKeeper (Kafka 3.9.x only, the last line with it): a ZooKeeper ensemble and brokers, one of
+which ZooKeeper elects controller. During a live migration (cluster/migration.py) a cluster has
+both: the ensemble, KRaft controllers in migration mode, and brokers being rolled.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
 
 DEFAULT_BROKERS = 3
@@ -16,9 +22,23 @@ DEFAULT_FIRST_BROKER_ID = 0
 DEFAULT_FIRST_CONTROLLER_ID = 1000
 # kafka-server-start.sh's own default heap.
 DEFAULT_HEAP = "1G"
+# The seeds' single ZooKeeper on 2181; an ensemble's peer and election ports sit 100 and 200 above.
+DEFAULT_ZOOKEEPER_PORT = 2181
+ZOOKEEPER_PEER_PORT_OFFSET = 100
+ZOOKEEPER_ELECTION_PORT_OFFSET = 200
+DEFAULT_FIRST_ZOOKEEPER_ID = 1
+# zookeeper-server-start.sh's own default heap.
+ZOOKEEPER_HEAP = "512M"
 
 BROKER = "broker"
 CONTROLLER = "controller"
+ZOOKEEPER = "zookeeper"
+
+KRAFT_MODE = "kraft"
+ZOOKEEPER_MODE = "zookeeper"
+# Brokers are being moved from ZooKeeper to the KRaft controllers (cluster/migration.py).
+MIGRATING_MODE = "migrating"
+MODES = (KRAFT_MODE, ZOOKEEPER_MODE)
 
 
 @dataclass(frozen=True)
@@ -27,8 +47,10 @@ class NodeSpec:
 
     node_id: int
     roles: tuple[str, ...]
-    port: int | None  # the PLAINTEXT listener of a broker
+    port: int | None  # the PLAINTEXT listener of a broker; the client port of a ZooKeeper node
     controller_port: int | None  # the CONTROLLER listener of a controller
+    peer_port: int | None = None  # a ZooKeeper node's quorum port (server.N=host:peer:election)
+    election_port: int | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -39,12 +61,17 @@ class NodeSpec:
         return CONTROLLER in self.roles
 
     @property
+    def is_zookeeper(self) -> bool:
+        return ZOOKEEPER in self.roles
+
+    @property
     def role(self) -> str:
         return "+".join(self.roles)
 
     @property
     def name(self) -> str:
-        return f"server-{self.node_id}"
+        """server-N for a Kafka node, zookeeper-N for a ZooKeeper node: the stem of its config, log and pidfile."""
+        return f"zookeeper-{self.node_id}" if self.is_zookeeper else f"server-{self.node_id}"
 
 
 @dataclass(frozen=True)
@@ -61,6 +88,19 @@ class ClusterSpec:
     overrides: dict[str, str] = field(default_factory=dict)
     # Extra JVM options of every node (failsafe's own use: writing the class-data sharing archive).
     jvm_options: tuple[str, ...] = ()
+    mode: str = KRAFT_MODE
+    zookeepers: int = 0
+    zookeeper_base_port: int = DEFAULT_ZOOKEEPER_PORT
+
+    @classmethod
+    def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
+        """A ZooKeeper-mode cluster: an ensemble of ``zookeepers`` nodes, brokers, no KRaft controller."""
+        return cls(mode=ZOOKEEPER_MODE, zookeepers=zookeepers, controllers=0, kafka_version=kafka_version, **fields)
+
+    @property
+    def uses_zookeeper(self) -> bool:
+        """Brokers register in ZooKeeper (ZooKeeper mode, and a migration until the brokers run KRaft)."""
+        return self.mode in (ZOOKEEPER_MODE, MIGRATING_MODE)
 
     @property
     def effective_controller_base_port(self) -> int:
@@ -69,7 +109,23 @@ class ClusterSpec:
         return self.base_port + DEFAULT_CONTROLLER_PORT_OFFSET
 
     def nodes(self) -> list[NodeSpec]:
-        """Controllers first: they must be up before brokers can register."""
+        """ZooKeeper and controllers first: they must be up before brokers can register."""
+        return self.zookeeper_nodes() + self._kafka_nodes()
+
+    def zookeeper_nodes(self) -> list[NodeSpec]:
+        base = self.zookeeper_base_port
+        ensemble = self.zookeepers > 1
+        return [
+            NodeSpec(DEFAULT_FIRST_ZOOKEEPER_ID + i, (ZOOKEEPER,), base + i, None,
+                     base + ZOOKEEPER_PEER_PORT_OFFSET + i if ensemble else None,
+                     base + ZOOKEEPER_ELECTION_PORT_OFFSET + i if ensemble else None)
+            for i in range(self.zookeepers)
+        ]
+
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.zookeeper_nodes())
+
+    def _kafka_nodes(self) -> list[NodeSpec]:
         cport = self.effective_controller_base_port
         if self.combined:
             return [
@@ -98,7 +154,7 @@ class ClusterSpec:
         return [n for n in self.nodes() if n.is_controller]
 
     def ports(self) -> list[int]:
-        return [p for n in self.nodes() for p in (n.port, n.controller_port) if p is not None]
+        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port) if p is not None]
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers_nodes())
@@ -109,7 +165,9 @@ class ClusterSpec:
     def validate(self) -> ClusterSpec:
         if self.brokers < 1:
             raise UserError(f"--brokers {self.brokers}: a cluster needs at least 1 broker")
-        if self.controllers < 1:
+        if self.mode == ZOOKEEPER_MODE:
+            self._validate_zookeeper_mode()
+        elif self.controllers < 1:
             raise UserError(f"--controllers {self.controllers}: KRaft needs at least 1 controller")
         if self.combined and self.controllers > self.brokers:
             raise UserError(
@@ -121,14 +179,23 @@ class ClusterSpec:
         if bad:
             raise UserError(f"port {bad[0]} is out of range 1-65535: choose another --base-port")
         if len(set(ports)) != len(ports):
-            raise UserError(
-                f"broker ports from {self.base_port} and controller ports from "
-                f"{self.effective_controller_base_port} overlap: set --controller-base-port apart"
-            )
-        ids = [n.node_id for n in self.nodes()]
+            others = (f"ZooKeeper ports from {self.zookeeper_base_port}" if self.zookeepers
+                      else f"controller ports from {self.effective_controller_base_port}")
+            raise UserError(f"broker ports from {self.base_port} and {others} overlap: "
+                            f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart")
+        ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")
         return self
+
+    def _validate_zookeeper_mode(self) -> None:
+        if not self.kafka_version.startswith("3.9."):
+            raise UserError(f"ZooKeeper mode needs Kafka 3.9.x (the last line with ZooKeeper), not {self.kafka_version}: "
+                            f"drop --kafka-version or use --kafka-version {DEFAULT_ZOOKEEPER_KAFKA_VERSION}")
+        if self.zookeepers < 1:
+            raise UserError(f"--zookeepers {self.zookeepers}: ZooKeeper mode needs at least 1 ZooKeeper node")
+        if self.controllers or self.combined:
+            raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode a broker is the controller")
 
     def to_json(self) -> dict:
         return asdict(self)

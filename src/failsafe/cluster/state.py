@@ -1,8 +1,9 @@
 """A cluster is a directory: configs, data, logs, pidfiles and a state file.
 
     DIR/failsafe-state.json     the spec, the cluster id, the Kafka version
-    DIR/server-N.properties     one per node, seed style
-    DIR/kafka-N/                each node's log.dirs
+    DIR/server-N.properties     one per Kafka node, seed style
+    DIR/kafka-N/                each Kafka node's log.dirs
+    DIR/zookeeper-N.properties  one per ZooKeeper node (ZooKeeper mode), with its dataDir zookeeper-N/
     DIR/logs/server-N.log       each node's own log
     DIR/pids/server-N.pid       "pid create_time" of each running node
 """
@@ -82,7 +83,8 @@ class ClusterDir:
         return self.root / f"{node.name}.properties"
 
     def data_dir(self, node: NodeSpec) -> Path:
-        return self.root / f"kafka-{node.node_id}"
+        """A Kafka node's log.dirs (kafka-N), a ZooKeeper node's dataDir (zookeeper-N)."""
+        return self.root / (node.name if node.is_zookeeper else f"kafka-{node.node_id}")
 
     def log_file(self, node: NodeSpec) -> Path:
         return self.logs_dir / f"{node.name}.log"

@@ -19,6 +19,8 @@ SERVER_JVM_OPTS = (
     "-XX:MaxInlineLevel=15",
     "-Djava.awt.headless=true",
 )
+# zookeeper-server-start.sh's main class: standalone with one server, a quorum peer with server.N lines.
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 # kafka-run-class.sh gives tools a 256M heap unless KAFKA_HEAP_OPTS says otherwise.
 TOOL_HEAP = "256M"
 
@@ -41,6 +43,23 @@ def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: P
         "-cp",
         dist.classpath,
         "kafka.Kafka",
+        str(properties),
+    ]
+
+
+def zookeeper_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
+                      jvm_options: Sequence[str] = ()) -> list[str]:
+    """A ZooKeeper node as zookeeper-server-start.sh starts it, from the ZooKeeper jar Kafka 3.9 depends on."""
+    return [
+        str(java.executable),
+        f"-Xmx{heap}",
+        f"-Xms{heap}",
+        *SERVER_JVM_OPTS,
+        *jvm_options,
+        logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False),
+        "-cp",
+        dist.classpath,
+        ZOOKEEPER_MAIN,
         str(properties),
     ]
 

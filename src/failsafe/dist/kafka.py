@@ -20,6 +20,8 @@ from failsafe.errors import ProvisionError
 from failsafe.supervisor import run_to_end
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
+# The newest 3.9 release on Maven Central (3.9 is the last line with ZooKeeper mode).
+DEFAULT_ZOOKEEPER_KAFKA_VERSION = "3.9.2"
 _RESOLVED_MARKER = ".resolved"
 _CLASS_INDEX = "classes.json"
 MAVEN_HINT = "install Maven (Debian: apt-get install maven) or run 'make setup'"

@@ -21,7 +21,7 @@ class FaultKind(StrEnum):
     TERMINATE = "terminate"  # SIGTERM: Kafka's controlled shutdown
     PAUSE = "pause"  # SIGSTOP until the undo's SIGCONT
     RESTART = "restart"  # SIGTERM, then started again at once
-    QUORUM_LOSS = "quorum-loss"  # every controller stopped
+    QUORUM_LOSS = "quorum-loss"  # every controller stopped (in ZooKeeper mode: every ZooKeeper node)
     KILL_CONSUMER = "kill-consumer"  # SIGKILL of a consumer: a crash, its group must rebalance
     CLOSE_CONSUMER = "close-consumer"  # a consumer closes and leaves its group
     KILL_DRIVER = "kill-driver"  # SIGKILL of the Spark driver's process group; the undo starts it from its checkpoint

@@ -1,4 +1,9 @@
-"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum."""
+"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum.
+
+In ZooKeeper mode the controller is a broker (role ``controller`` picks the one ZooKeeper elected)
+and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node, seed 004's
+"ZooKeeper down" experiment.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +16,17 @@ from failsafe.supervisor import DOWN, PAUSED
 SIGNAL_TIMEOUT_S = 60.0
 
 
-# The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller, spec.
+# The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.
 def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | None) -> tuple[list[NodeSpec], str]:
     """The brokers a fault acts on and how they were chosen. ``partition`` is the latest topology sample of it."""
     if node is not None:
         return [cluster.node(node, "broker")], f"broker {node}"
     running = [n for n in cluster.spec.brokers_nodes() if cluster.node_state(n) != DOWN]
     if role == Role.CONTROLLER:
-        active = cluster.active_controller()
+        active = cluster.active_controller_node()
         if active is None:
-            raise FaultError("no active controller to act on: the quorum has no leader")
-        return [cluster.node(active)], "active controller"
+            raise FaultError("no active controller to act on: the quorum has no leader (in ZooKeeper mode: no broker holds /controller)")
+        return [active], "active controller"
     if role == Role.ANY:
         if not running:
             raise FaultError("no running broker to act on")
@@ -79,13 +84,16 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
 
 
 def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-    """Stop every controller (SIGTERM); the undo starts them all and waits until brokers are registered again."""
+    """Stop every controller, or every ZooKeeper node (SIGTERM); the undo starts them all again."""
     cluster: Any = targets.cluster
-    controllers = [n for n in cluster.spec.controller_nodes() if not n.is_broker]
-    if not controllers:
+    zookeepers = cluster.spec.zookeeper_nodes()
+    if zookeepers:
+        quorum, role = zookeepers, "all ZooKeeper nodes"
+    else:
+        quorum, role = [n for n in cluster.spec.controller_nodes() if not n.is_broker], "all controllers"
+    if not quorum:
         raise FaultError("quorum-loss needs separate controllers: this cluster runs in combined mode")
-    for node in controllers:
+    for node in quorum:
         if cluster.node_state(node) != DOWN:
             cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
-    return AppliedFault(FaultKind.QUORUM_LOSS, Target.QUORUM, [n.node_id for n in controllers], "all controllers",
-                        lambda: cluster.restart(controllers))
+    return AppliedFault(FaultKind.QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum))

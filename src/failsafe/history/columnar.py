@@ -19,8 +19,8 @@ from failsafe.history.model import FRAME_SCHEMAS, History
 
 FRAMES_DIR = "history.frames"
 SOURCE_FILE = "source.json"
-# 2: the clients frame.
-FORMAT = 2
+# 2: the clients frame. 3: the controllers frame.
+FORMAT = 3
 
 
 def _source_of(history_path: Path) -> dict:

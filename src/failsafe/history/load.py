@@ -53,6 +53,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "client_version": pl.String,
     "config": pl.List(CONFIG_ENTRY),
     "log": pl.String,
+    "controller": pl.Int64,
 }
 _BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
@@ -61,7 +62,7 @@ _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
 # What the engine and the workloads record about the run itself (the ``events`` frame).
 EVENT_KINDS = ["recover-timeout", "elect-leaders", "pipeline-start", "pipeline-exit", "pipeline-stop", "simulator-exit", "drained"]
 OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", "client-config",
-               *EVENT_KINDS]
+               "controller", *EVENT_KINDS]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
@@ -215,6 +216,7 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         admin=_select(other.filter(pl.col("f") == "create-topic"), "admin"),
         events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
         clients=_select(other.filter(pl.col("f") == "client-config"), "clients"),
+        controllers=_select(other.filter(pl.col("f") == "controller"), "controllers"),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 

@@ -97,6 +97,8 @@ ADMIN_SCHEMA = {
 # Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained.
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
                  "drain_s": pl.Float64}
+# One row per controller op: the active controller as the engine saw it (null: none known), at each change.
+CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})
 # One row per client-config op: which client library a worker ran, with which settings, and its own log.
 CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
@@ -117,6 +119,7 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "admin": ADMIN_SCHEMA,
     "events": EVENTS_SCHEMA,
     "clients": CLIENTS_SCHEMA,
+    "controllers": CONTROLLERS_SCHEMA,
 }
 
 
@@ -137,6 +140,7 @@ class History:
         undo_attempts counts every fault-stop). topology: one row per partition per sample.
         events: the run's own ops (pipeline start, exit and stop, simulator exit, drained, ...).
         clients: one row per client-config op (client library, version, settings, log path).
+        controllers: one row per controller op (the active controller's node id, null while none is known).
     """
 
     sends: pl.DataFrame
@@ -154,6 +158,7 @@ class History:
     op_count: int
     events: pl.DataFrame = field(default_factory=lambda: empty_frame("events"))
     clients: pl.DataFrame = field(default_factory=lambda: empty_frame("clients"))
+    controllers: pl.DataFrame = field(default_factory=lambda: empty_frame("controllers"))
 
     @classmethod
     def empty(cls) -> History:

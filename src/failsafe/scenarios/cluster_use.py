@@ -9,7 +9,7 @@ from typing import Any
 
 from failsafe.cluster import lifecycle
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, Cluster
-from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.dist.java import find_java
 from failsafe.errors import UserError
@@ -18,17 +18,29 @@ from failsafe.scenarios.schema import ClusterNeeds, Scenario
 from failsafe.supervisor import UP
 
 
-def needs_of(scenarios: list[Scenario]) -> ClusterNeeds:
+def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds:
+    """What one cluster for all of ``scenarios`` needs; ``mode`` is --mode (None: the scenarios', else KRaft)."""
+    modes = sorted({s.cluster.mode for s in scenarios if s.cluster.mode})
+    if len(modes) > 1:
+        raise UserError(f"these scenarios need clusters of different modes ({' and '.join(modes)}): run them separately")
+    if mode and modes and modes[0] != mode:
+        names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
+        raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
     return ClusterNeeds(
         brokers=max(s.cluster.brokers for s in scenarios),
         controllers=max(s.cluster.controllers for s in scenarios),
         combined=all(s.cluster.combined for s in scenarios),
+        mode=mode or (modes[0] if modes else ""),
     )
 
 
 def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str | None:
     if spec.brokers < needs.brokers:
         return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
+    if needs.mode and spec.mode != needs.mode:
+        return f"it runs in {spec.mode} mode and the run asks for {needs.mode} mode"
+    if needs.mode != ZOOKEEPER_MODE and spec.mode == KRAFT_MODE and spec.controllers < needs.controllers:
+        return f"it has {spec.controllers} controllers and the scenario needs {needs.controllers}"
     if quorum_faults and spec.combined:
         return "it runs in combined mode and the scenario stops the controller quorum"
     return None
@@ -36,9 +48,9 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str |
 
 @contextmanager
 def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, heap: str | None,
-                progress: Callable[[str], None]) -> Iterator[Cluster]:
+                progress: Callable[[str], None], mode: str | None = None) -> Iterator[Cluster]:
     """Yield a ready cluster at ``root``; stop it afterwards only if this run started it."""
-    needs = needs_of(scenarios)
+    needs = needs_of(scenarios, mode)
     quorum_faults = any(f.fault == FaultKind.QUORUM_LOSS for s in scenarios for f in s.faults)
     cdir = ClusterDir(root)
     if cdir.has_state():
@@ -58,9 +70,12 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
         progress(f"restarting the stopped cluster at {root}")
         cluster = lifecycle.up(root, cluster.spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
     else:
-        spec = ClusterSpec(brokers=needs.brokers, controllers=needs.controllers, combined=needs.combined,
-                           **({"base_port": base_port} if base_port is not None else {}), **({"heap": heap} if heap else {}))
-        progress(f"starting a {spec.brokers}-broker cluster in {root} for the run")
+        fields = {"brokers": needs.brokers, **({"base_port": base_port} if base_port is not None else {}), **({"heap": heap} if heap else {})}
+        if needs.mode == ZOOKEEPER_MODE:
+            spec = ClusterSpec.zookeeper_mode(**fields)
+        else:
+            spec = ClusterSpec(controllers=needs.controllers, combined=needs.combined, **fields)
+        progress(f"starting a {spec.brokers}-broker {spec.mode} cluster in {root} for the run")
         cluster = lifecycle.up(root, spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
     try:
         yield cluster

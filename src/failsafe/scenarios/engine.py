@@ -26,6 +26,7 @@ from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULTS, AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios import setup
+from failsafe.scenarios.controller_watch import ControllerWatch
 from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.plugin import RunContext, Status, Workload
 from failsafe.scenarios.rundir import RunDir
@@ -88,6 +89,7 @@ class Engine:
         self.recorder = Recorder(run_dir.history_path)
         self.supervisor = Supervisor()
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
+        self.controller_watch = ControllerWatch(cluster, self.recorder)
         self.faults: list[ActiveFault] = []
         self._fault_ids = itertools.count(1)
         self._phase = Phase.SETUP
@@ -150,6 +152,7 @@ class Engine:
             self._enter(Phase.SETUP)
             self.run_dir.write_manifest(self.cluster_facts, self.scenario)
             self.sampler.start()
+            self.controller_watch.start()
             self.workload.setup(self.ctx)
             self._enter(Phase.WARM_UP)
             self.workload.start(self.ctx)
@@ -226,6 +229,7 @@ class Engine:
                             self._undo(f)
                 finally:
                     self.sampler.stop()
+                    self.controller_watch.stop()
                     self.recorder.close()
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 

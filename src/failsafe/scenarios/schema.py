@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from failsafe.cluster.spec import MODES as CLUSTER_MODES
+from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
 from failsafe.faults import CONSUMER_FAULTS, FaultKind, FaultSpec, Role
 
@@ -40,6 +42,8 @@ class ClusterNeeds:
     brokers: int = 3
     controllers: int = 1
     combined: bool = False
+    # "kraft" or "zookeeper" when the scenario is about one mode; empty: it runs in either (failsafe run --mode).
+    mode: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,10 @@ def _validate(s: Scenario) -> None:
     topic_names = {t.name for t in s.topics}
     if s.cluster.brokers < 1 or s.cluster.controllers < 1:
         raise _fail(f"{where}.cluster", "needs at least one broker and one controller")
+    if s.cluster.mode not in ("", *CLUSTER_MODES):
+        raise _fail(f"{where}.cluster.mode", f"{s.cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)")
+    if s.cluster.mode == ZOOKEEPER_MODE and s.cluster.combined:
+        raise _fail(f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes")
     for i, t in enumerate(s.topics):
         if t.partitions < 1:
             raise _fail(f"{where}.topics[{i}].partitions", f"{t.partitions} must be at least 1")

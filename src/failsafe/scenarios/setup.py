@@ -35,8 +35,7 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
     if stale_groups:
         _await_all(admin.delete_consumer_groups(stale_groups, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group")
-    new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in topics]
-    _await_all(admin.create_topics(new, request_timeout=ADMIN_TIMEOUT_S), "cannot create topic")
+    _create_when_deleted(admin, [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in topics])
 
     def all_led_and_in_sync() -> bool:
         metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
@@ -49,6 +48,26 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def _create_when_deleted(admin, new: list[NewTopic]) -> None:
+    """Create the topics; one still being deleted (ZooKeeper mode deletes in the background, after the
+    metadata has stopped listing it: TOPIC_ALREADY_EXISTS "marked for deletion") is tried again until it is gone."""
+    pending = list(new)
+
+    def created() -> bool:
+        retry = []
+        for topic, future in admin.create_topics(pending, request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as e:
+                if "marked for deletion" not in describe_error(e):
+                    raise KafkaClientError(f"cannot create topic {topic}: {describe_error(e)}") from e
+                retry.append(next(t for t in pending if t.topic == topic))
+        pending[:] = retry
+        return not pending
+
+    wait_until(created, ADMIN_TIMEOUT_S, f"topics {[t.topic for t in new]} were still being deleted after {ADMIN_TIMEOUT_S:g}s")
 
 
 def _await_all(futures: dict, what: str) -> None:
