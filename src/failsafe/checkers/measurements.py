@@ -69,6 +69,34 @@ def measure(history: History) -> dict:
         "leaderless_partitions": leaderless["name"].to_list(),
         "create_topic": _create_topic(history, end_ns),
         "new_controller_ms": max((f["new_controller_ms"] for f in per_fault if f.get("new_controller_ms") is not None), default=None),
+        **({"migration": migration} if (migration := _migration(history.faults, per_fault)) else {}),
+    }
+
+
+MIGRATION_FAULTS = ("roll", "migration")
+LAST_MIGRATION_STEP = "retire-zookeeper"
+
+
+def _migration(faults: pl.DataFrame, per_fault: list[dict]) -> dict | None:
+    """The live migration's steps (each a ``roll`` or ``migration`` window): wall time, whether every step completed,
+    and the broker rolls during which no write was acknowledged."""
+    steps = faults.filter(pl.col("fault").is_in(MIGRATION_FAULTS))
+    if steps.is_empty():
+        return None
+    unfinished = steps.filter(pl.col("stop_ns").is_null())
+    last = steps.tail(1).row(0, named=True)
+    completed = unfinished.is_empty() and (last["role"] or "").startswith(LAST_MIGRATION_STEP)
+    stop = steps["stop_ns"].max()
+    broker_rolls = steps.filter((pl.col("fault") == "roll") & (pl.col("target") == "broker"))["fault_id"].to_list()
+    acked = {f["fault_id"]: f["acknowledged_during"] for f in per_fault}
+    return {
+        "completed": completed,
+        "steps": steps.height,
+        "broker_rolls": len(broker_rolls),
+        "broker_rolls_without_acks": sum(1 for fault_id in broker_rolls if not acked.get(fault_id)),
+        "wall_ms": round((stop - steps["start_ns"].min()) / NS_PER_MS, 1) if stop is not None else None,
+        "failed_step": unfinished["role"][0] if not unfinished.is_empty() else None,
+        "failed_error": unfinished["error"][0] if not unfinished.is_empty() else None,
     }
 
 

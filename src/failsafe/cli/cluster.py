@@ -246,3 +246,32 @@ def _require_role(cluster: Cluster, role: str) -> None:
 broker = _node_group(BROKER)
 controller = _node_group(CONTROLLER)
 zookeeper = _node_group(ZOOKEEPER)
+
+
+@click.command("migrate")
+@dir_option
+@timeout_option(180.0, "How long each step may take to reach its condition.")
+def migrate_command(cluster_dir: Path | None, timeout_s: float) -> None:
+    """Migrate a running ZooKeeper-mode cluster to KRaft, live, as Kafka 3.9 documents it.
+
+    A KRaft controller in migration mode, the brokers rolled into migration mode, the metadata
+    copied, the brokers rolled into KRaft, the controller finalized, ZooKeeper stopped; each step
+    waits on what Kafka shows (see docs/zookeeper.md). A failed step stops with one line naming it
+    and how to roll back, and leaves the cluster running.
+    """
+    import time
+
+    from failsafe.cluster.migration import Migration
+
+    root = resolve_dir(cluster_dir)
+    cluster = Cluster.open(root)
+    started = time.monotonic()
+    with cluster.dir.lock(), stderr.status("migrating to KRaft") as status:
+        def step_done(step, ok: bool, error: str | None) -> None:
+            if ok:
+                stderr.print(f"[dim]{time.monotonic() - started:6.1f}s[/] {step.description}: done")
+
+        Migration(cluster, lambda message: status.update(f"migrating to KRaft: {message}"), step_timeout_s=timeout_s).run(done=step_done)
+    stderr.print(f"the cluster at {root} runs in KRaft mode (controller {cluster.spec.controller_nodes()[0].node_id}, "
+                 f"ZooKeeper stopped) after {time.monotonic() - started:.0f}s")
+    click.echo(cluster.bootstrap_servers)

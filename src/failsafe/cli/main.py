@@ -14,6 +14,7 @@ from failsafe.cli.cluster import (
     clean_command,
     controller,
     down_command,
+    migrate_command,
     setup_command,
     status_command,
     up_command,
@@ -38,7 +39,7 @@ def cli() -> None:
     """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
 
 
-for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, topics,
+for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
                 run_command, check_command, report_command, explain_command, scenarios_command, pipeline, simulate):
     cli.add_command(command)

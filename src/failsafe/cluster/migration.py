@@ -64,13 +64,18 @@ class MigrationFailed(FailsafeError):
     """A step of the migration failed; the message names it and the way back."""
 
 
+ROLL = "roll"  # a rolling restart of one node with a new config
+MIGRATION = "migration"  # any other step: a node started or stopped, or a wait for Kafka
+
+
 @dataclass(frozen=True)
 class Step:
-    """One step: ``name`` (a key of ROLLBACK), what it does, and the node a rolling restart acts on."""
+    """One step: ``name`` (a key of ROLLBACK), what it does, the node it acts on or waits for, and its kind."""
 
     name: str
     description: str
     node: NodeSpec | None = None
+    kind: str = MIGRATION
 
 
 # A step's observer: called with the step before it runs and with (step, ok) after.
@@ -150,13 +155,15 @@ class Migration:
         plan: list[tuple[Step, Callable[[], None]]] = [
             (Step("provision", f"start KRaft controller {self.controller.node_id} in migration mode", self.controller), self._provision)]
         for node in brokers:
-            plan.append((Step("brokers-to-migration", f"roll broker {node.node_id} into migration mode", node),
+            plan.append((Step("brokers-to-migration", f"roll broker {node.node_id} into migration mode", node, ROLL),
                          lambda node=node: self._roll(node, self._migrating_broker_props(node), "migration mode")))
-        plan.append((Step("migration-done", "wait for the controller to copy ZooKeeper's metadata and take over"), self._await_migrated))
+        plan.append((Step("migration-done", "wait for the controller to copy ZooKeeper's metadata and take over", self.controller),
+                     self._await_migrated))
         for node in brokers:
-            plan.append((Step("brokers-to-kraft", f"roll broker {node.node_id} into KRaft mode", node),
+            plan.append((Step("brokers-to-kraft", f"roll broker {node.node_id} into KRaft mode", node, ROLL),
                          lambda node=node: self._roll(node, kraft_properties(self.kraft, node, self.root), "KRaft mode")))
-        plan.append((Step("finalize", f"restart controller {self.controller.node_id} without ZooKeeper", self.controller), self._finalize))
+        plan.append((Step("finalize", f"restart controller {self.controller.node_id} without ZooKeeper", self.controller, ROLL),
+                     self._finalize))
         plan.append((Step("retire-zookeeper", "stop ZooKeeper"), self._retire_zookeeper))
         return plan
 

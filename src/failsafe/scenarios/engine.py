@@ -283,6 +283,34 @@ class Engine:
             topic = a.topic or f"{self.scenario.name}-created"
             outcome = setup.attempt_create_topic(bootstrap, topic, self.recorder)
             self.event(f"create topic {topic}: {outcome}")
+        elif a.action == ActionKind.MIGRATE:
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """The live migration to KRaft; each step is a window in the history (``roll`` of a node, or ``migration``),
+        so the checkers measure every partition's unavailability during each roll. A failed step is recorded and
+        the run goes on to its checks: the scenario's expectations say the migration did not complete."""
+        from failsafe.cluster.migration import MigrationFailed, migrate
+
+        ids: dict[int, int] = {}
+
+        def started(step: Any) -> None:
+            fault_id = ids[id(step)] = next(self._fault_ids)
+            node = step.node
+            self.recorder.record({"process": "nemesis", "type": "info", "f": "fault-start", "fault_id": fault_id,
+                                  "fault": step.kind,
+                                  "target": node.role if node is not None else "quorum",
+                                  "nodes": [node.node_id] if node is not None else [], "role": f"{step.name}: {step.description}"})
+            self.event(f"migration: {step.description}")
+
+        def done(step: Any, ok: bool, error: str | None) -> None:
+            self.recorder.record({"process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": ids[id(step)],
+                                  "ok": ok, "attempt": 1, **({"error": error} if error else {})})
+
+        try:
+            migrate(self.cluster, lambda message: self.status(f"{self.scenario.name} · migration · {message}"), started, done)
+        except MigrationFailed as e:
+            self.event(f"migration failed: {e}")
 
 
 def _nodes(applied: AppliedFault) -> str:

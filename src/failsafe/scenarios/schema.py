@@ -25,6 +25,8 @@ class ActionKind(StrEnum):
 
     ELECT_LEADERS = "elect-leaders"
     CREATE_TOPIC = "create-topic"
+    # The live ZooKeeper-to-KRaft migration (cluster/migration.py), each step recorded as a fault window.
+    MIGRATE = "migrate"
 
 
 ACTIONS = tuple(ActionKind)
@@ -286,6 +288,8 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{where}.actions[{i}].action", f"{a.action!r} is not one of {', '.join(ACTIONS)}")
         if a.phase not in ("chaos", "recover"):
             raise _fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
+        if a.action == ActionKind.MIGRATE and s.cluster.mode != ZOOKEEPER_MODE:
+            raise _fail(f"{where}.actions[{i}]", "migrate needs a ZooKeeper-mode cluster: set cluster.mode = \"zookeeper\"")
     for i, k in enumerate(s.known):
         at = f"{where}.known[{i}]"
         checker, _, violation = k.anomaly.partition(".")

@@ -93,7 +93,10 @@ def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder,
     except KafkaException as e:
         err = e.args[0] if e.args else None
         name = describe_error(e).split(":")[0]
-        outcome = "info" if err is not None and getattr(err, "retriable", lambda: False)() else "fail"
+        # A timed-out create is indeterminate, not failed: in ZooKeeper mode the controller broker applies it
+        # once ZooKeeper is back (seen in zookeeper-outage runs: the topic exists afterwards).
+        retriable = err is not None and getattr(err, "retriable", lambda: False)()
+        outcome = "info" if retriable or "TIMED_OUT" in name else "fail"
         recorder.record({**base, "type": outcome, "error": name})
         return outcome
     except TimeoutError:
