@@ -73,6 +73,11 @@ def test_describe_prints_none_for_a_partition_without_leader() -> None:
     )
 
 
+def test_describe_of_a_zookeeper_mode_topic_says_elr_not_available_like_kafka_3_9() -> None:
+    info = TopicInfo("foo", "AAAAAAAAAAAAAAAAAAAAAA", (PartitionInfo(0, 1, (1, 2), (1, 2)),), ())
+    assert format_describe(info, elr_known=False).splitlines()[1].endswith("Isr: 1,2\tElr: N/A\tLastKnownElr: N/A")
+
+
 def test_topic_id_is_printed_base64url_like_kafka() -> None:
     assert kafka_uuid("x+ZLb+GRTba+kwFRawGV/w==") == "x-ZLb-GRTba-kwFRawGV_w"
 

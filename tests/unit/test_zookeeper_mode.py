@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from failsafe.checkers.measurements import measure
+from failsafe.clients.kafka_tools import main_class, zookeeper_shell_args
 from failsafe.cluster.config import node_properties
 from failsafe.cluster.migration import Migration, target_spec
 from failsafe.cluster.spec import KRAFT_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
-from failsafe.clients.kafka_tools import main_class, zookeeper_shell_args
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
 from failsafe.scenarios.cluster_use import misfit, needs_of
@@ -218,3 +218,42 @@ def test_migrate_with_nodes_down_changes_nothing(stopped_zookeeper_cluster: Path
     assert_one_line_error(run_cli("migrate", "--dir", str(stopped_zookeeper_cluster)), "every node must be up", "broker 0 is down")
     assert (stopped_zookeeper_cluster / "failsafe-state.json").read_text() == before
     assert not list(stopped_zookeeper_cluster.glob("server-3000*"))
+
+
+def test_a_failed_provision_step_leaves_the_zookeeper_cluster_as_it_was(tmp_path: Path) -> None:
+    from failsafe.cluster.migration import MigrationFailed
+    from failsafe.errors import ClusterStartError
+    from failsafe.supervisor import UP
+
+    spec = ClusterSpec.zookeeper_mode(base_port=free_port_block(3), controller_base_port=free_port_block(1),
+                                      zookeeper_base_port=free_port_block(1))
+
+    class FormatFails:
+        """A running ZooKeeper-mode cluster whose controller storage cannot be formatted."""
+
+        java = dist = None
+
+        def __init__(self) -> None:
+            self.dir = ClusterDir(tmp_path)
+            self.state = ClusterState(spec, "-starts-with-a-dash", "now")
+            self.dir.save(self.state)
+            self.stopped: list[int] = []
+
+        @property
+        def spec(self) -> ClusterSpec:
+            return self.state.spec
+
+        def node_state(self, node) -> str:
+            return UP
+
+        def format_storage(self, nodes, java, dist) -> None:
+            raise ClusterStartError("kafka-storage format failed for server-3000: no")
+
+        def stop_nodes(self, nodes, sig, timeout_s) -> None:
+            self.stopped += [n.node_id for n in nodes]
+
+    cluster = FormatFails()
+    with pytest.raises(MigrationFailed, match="migration step provision .* failed: kafka-storage format failed.*nothing to do"):
+        Migration(cluster).run()  # type: ignore[arg-type]
+    assert cluster.stopped == [3000]
+    assert ClusterDir(tmp_path).load().spec == spec  # mode zookeeper again, no controller

@@ -216,11 +216,13 @@ def report_command(run_dir: Path) -> int:
 
 @click.command("scenarios")
 def scenarios_command() -> None:
-    """The scenarios failsafe ships: name, seed tutorial, what it shows."""
+    """The scenarios failsafe ships: name, seed tutorial, cluster mode, what it shows."""
     table = Table()
-    for col in ("scenario", "seed", "what it shows"):
+    for col in ("scenario", "seed", "mode", "what it shows"):
         table.add_column(col)
     for name in catalog_names():
         s = load_scenario(name)
-        table.add_row(name, s.seed, " ".join(s.description.split()))
+        # A pipeline scenario has no mode of its own; a lab scenario without one runs in either (--mode).
+        mode = getattr(getattr(s, "cluster", None), "mode", "") or "either"
+        table.add_row(name, s.seed, mode, " ".join(s.description.split()))
     stdout.print(table)

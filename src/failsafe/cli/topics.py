@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, stderr, timeout_option
+from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, resolve_dir, stderr, timeout_option
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S
 from failsafe.clients.topics import Topics, format_describe
+from failsafe.cluster.lifecycle import Cluster
 
 
 def _topics(bootstrap_server: str | None, cluster_dir: Path | None, timeout_s: float) -> Topics:
@@ -50,8 +51,12 @@ def list_(cluster_dir, bootstrap_server, timeout_s) -> None:
 def describe(name: str | None, cluster_dir, bootstrap_server, timeout_s) -> None:
     """Leader, replicas and ISR of each partition, exactly as kafka-topics.sh --describe prints them."""
     infos = _topics(bootstrap_server, cluster_dir, timeout_s).describe([name] if name else None)
+    elr_known = True
+    if not bootstrap_server:
+        # A ZooKeeper-mode broker cannot describe eligible leader replicas; with --bootstrap-server the mode is not known.
+        elr_known = not Cluster.open(resolve_dir(cluster_dir)).spec.uses_zookeeper
     for info in infos:
-        click.echo(format_describe(info))
+        click.echo(format_describe(info, elr_known))
 
 
 @topics.command("alter")

@@ -177,8 +177,13 @@ def kafka_uuid(text: str) -> str:
     return text.replace("+", "-").replace("/", "_").rstrip("=")
 
 
-def format_describe(topic: TopicInfo) -> str:
-    """The exact text of kafka-topics.sh --describe (Kafka 4.x) for one topic."""
+def format_describe(topic: TopicInfo, elr_known: bool = True) -> str:
+    """The exact text of kafka-topics.sh --describe (Kafka 4.x and 3.9) for one topic.
+
+    ``elr_known`` False: the brokers cannot describe eligible leader replicas (ZooKeeper mode has no
+    DescribeTopicPartitions), and Kafka 3.9's tool prints ``Elr: N/A`` there.
+    """
+    elr = "" if elr_known else "N/A"
     configs = ",".join(f"{k}={v}" for k, v in topic.configs)
     lines = [
         f"Topic: {topic.name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(topic.partitions)}\t"
@@ -188,6 +193,6 @@ def format_describe(topic: TopicInfo) -> str:
         leader = str(p.leader) if p.leader is not None else "none"
         lines.append(
             f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: \tLastKnownElr: "
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: {elr}\tLastKnownElr: {elr}"
         )
     return "\n".join(lines)

@@ -92,7 +92,8 @@ class Cluster:
         """kafka-storage format of each KRaft node's log dirs with the cluster id, all at once."""
         procs = []
         for node in nodes:
-            args = ["format", "-t", self.state.cluster_id, "-c", str(self.dir.config_file(node).resolve()), *extra_args]
+            # --cluster-id=ID, not "-t ID": an id ZooKeeper-mode Kafka generated may begin with '-'.
+            args = ["format", f"--cluster-id={self.state.cluster_id}", "-c", str(self.dir.config_file(node).resolve()), *extra_args]
             cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
             procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         failures = []

@@ -49,7 +49,7 @@ FINALIZED_LINE = re.compile(r"Completing the ZK migration since this controller"
 
 # The documented way back from each step (docs/ops.html, "Reverting to ZooKeeper mode During the Migration").
 ROLLBACK = {
-    "provision": "stop the controller ('failsafe controller stop 3000'); the brokers never left ZooKeeper mode",
+    "provision": "nothing to do: failsafe stopped the controller, and the brokers never left ZooKeeper mode",
     "brokers-to-migration": "stop the controller, delete /controller and /migration in 'failsafe kafka zookeeper-shell', "
                             "then roll each broker without zookeeper.metadata.migration.enable and the controller.* settings",
     "migration-done": "as for brokers-to-migration: the brokers still run in ZooKeeper (migration) mode",
@@ -186,13 +186,20 @@ class Migration:
 
     def _provision(self) -> None:
         ensure_ports_free([self.controller])
+        zookeeper_spec = self.cluster.spec
         self._write(self.controller, self._controller_props(migrating=True), "a KRaft controller in migration mode")
         self._save(self.migrating)
-        # Without --release-version the format takes metadata.version 3.9-IV0, the brokers' inter.broker.protocol.version.
-        self.cluster.format_storage([self.controller], self.cluster.java, self.cluster.dist)
-        self.cluster.start([self.controller], self.cluster.java, self.cluster.dist, self.step_timeout_s, self.progress)
-        self._wait(lambda: self.cluster.active_controller() == self.controller.node_id,
-                   f"controller {self.controller.node_id} did not become its quorum's leader within {self.step_timeout_s:g}s")
+        try:
+            # Without --release-version the format takes metadata.version 3.9-IV0, the brokers' inter.broker.protocol.version.
+            self.cluster.format_storage([self.controller], self.cluster.java, self.cluster.dist)
+            self.cluster.start([self.controller], self.cluster.java, self.cluster.dist, self.step_timeout_s, self.progress)
+            self._wait(lambda: self.cluster.active_controller() == self.controller.node_id,
+                       f"controller {self.controller.node_id} did not become its quorum's leader within {self.step_timeout_s:g}s")
+        except BaseException:
+            # Nothing else has changed yet: stop the controller and the cluster is the ZooKeeper-mode one it was.
+            self.cluster.stop_nodes([self.controller], signal.SIGKILL, self.stop_timeout_s)
+            self._save(zookeeper_spec)
+            raise
 
     def _roll(self, node: NodeSpec, props: dict[str, str], into: str) -> None:
         """Controlled shutdown, the new config, start; wait until it is registered and every ISR is full again."""

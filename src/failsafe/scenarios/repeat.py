@@ -27,6 +27,10 @@ TIMES = (
 )
 
 
+# Measured times of results.json's "measurements" (checkers/measurements.py).
+MEASURED_TIMES = ("new_controller_ms",)
+
+
 def spread(values: Sequence[float]) -> dict[str, float | int] | None:
     """n, median, p95 (nearest rank), min and max; None without values."""
     if not values:
@@ -60,6 +64,14 @@ def _times(results: dict) -> dict[str, float]:
         value = _number((checkers.get(checker) or {}).get(field))
         if value is not None:
             times[path] = value
+    measured = results.get("measurements") or {}
+    for field in MEASURED_TIMES:
+        value = _number(measured.get(field))
+        if value is not None:
+            times[f"measurements.{field}"] = value
+    migration = measured.get("migration") or {}
+    if _number(migration.get("wall_ms")) is not None:
+        times["measurements.migration.wall_ms"] = float(migration["wall_ms"])
     stalls = (checkers.get("availability") or {}).get("stall_by_group")
     if isinstance(stalls, dict):
         for group, value in stalls.items():
