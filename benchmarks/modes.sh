@@ -4,7 +4,7 @@
 # with three controllers), N runs each, each mode under its own defaults. KRaft runs on Kafka 3.9.2
 # as well as on the default 4.x, so the mode, not the release, is what differs between the first two.
 # Then the live migration under load, M times, each on a fresh ZooKeeper-mode cluster.
-#   bash benchmarks/modes.sh [failover|zookeeper-3.9.2|kraft-3.9.2|kraft-4.3.1|migration|all]     N=5 M=3 DIR=/tmp/failsafe-modes
+#   bash benchmarks/modes.sh [failover|zookeeper-3.9.2|kraft-3.9.2|kraft-4.3.1|migration|migration-clients|all]     N=5 M=3 DIR=/tmp/failsafe-modes
 # Statistics (failsafe run --repeat's repeat-*.json, and the migration runs' results) go to docs/benchmarks/modes/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +40,23 @@ wants() { [ "$WHAT" = all ] || [ "$WHAT" = failover ] || [ "$WHAT" = "$1" ]; }
 wants zookeeper-3.9.2 && mode zookeeper-3.9.2 "--mode zookeeper" broker-failover controller-broker-failover
 wants kraft-3.9.2 && mode kraft-3.9.2 "--kafka-version 3.9.2 --controllers 3" broker-failover controller-failover
 wants kraft-4.3.1 && mode kraft-4.3.1 "--controllers 3" broker-failover controller-failover
+# The duplicates seen once under librdkafka during a migration, attributed: the catalog workload
+# (200 writes/s) M times with librdkafka and M times with Kafka's Java producer.
+if [ "$WHAT" = migration-clients ]; then
+  for client in librdkafka java; do
+    for i in $(seq 1 "$M"); do
+      dir="$DIR/migration-$client-$i"
+      $FS clean --dir "$dir" >/dev/null 2>&1
+      echo "== migration with $client $i/$M" >&2
+      sets=()
+      [ "$client" = java ] && sets=(--set 'producers[*].driver=kafka-verifiable')
+      $FS run zk-to-kraft-migration --dir "$dir" --heap "$HEAP" --runs "$dir/runs" "${sets[@]}" > "$DIR/migration-$client-$i.out" 2>&1
+      echo "   exit $?" >&2
+      results=$(ls -t "$dir"/runs/zk-to-kraft-migration/*/results.json 2>/dev/null | head -1)
+      [ -n "$results" ] && cp "$results" "$OUT/migration-$client-$i.json"
+    done
+  done
+fi
 if [ "$WHAT" = migration ] || [ "$WHAT" = all ]; then
   for i in $(seq 1 "$M"); do
     dir="$DIR/migration-$i"
