@@ -109,3 +109,27 @@ def test_live_migration_to_kraft_under_load(zk_cluster: RunningCluster, tmp_path
 def test_down_leaves_nothing_running(zk_cluster: RunningCluster) -> None:
     stop_cluster(zk_cluster)
     assert alive_pids(zk_cluster.dir) == []
+
+
+def test_a_zookeeper_quorum_survives_its_leader(own_cluster_dir: Path) -> None:
+    result = run_cli("up", "--mode", "zookeeper", "--zookeepers", "3", "--brokers", "1", "--dir", str(own_cluster_dir),
+                     "--heap", TEST_HEAP, *cluster_ports(1, 1), "--zookeeper-port", str(free_port_block(3)))
+    assert result.returncode == 0, result.stderr
+    cluster = RunningCluster(own_cluster_dir, result.stdout.strip().splitlines()[-1])
+
+    def modes() -> dict[int, str | None]:
+        status = json.loads(cluster.cli("status", "--json").stdout)
+        return {n["id"]: n.get("zookeeper_mode") for n in status["nodes"] if n["role"] == "zookeeper"}
+
+    first = modes()
+    assert sorted(first.values()) == ["follower", "follower", "leader"], first
+    leader = next(i for i, m in first.items() if m == "leader")
+    assert cluster.cli("zookeeper", "kill", str(leader)).returncode == 0
+    # Two of three still form a quorum: one of them becomes leader, and the broker stays registered.
+    wait_until(lambda: sorted(m for i, m in modes().items() if i != leader) == ["follower", "leader"], 60,
+               "the two remaining ZooKeeper nodes did not elect a leader")
+    shell = cluster.cli("kafka", "zookeeper-shell", "ls", "/brokers/ids")
+    assert "[0]" in shell.stdout, shell.stderr
+    assert cluster.cli("zookeeper", "start", str(leader)).returncode == 0
+    assert modes()[leader] == "follower"
+    stop_cluster(cluster)
