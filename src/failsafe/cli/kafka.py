@@ -9,6 +9,7 @@ from failsafe.clients.kafka_tools import run_tool, tool_names
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.state import ClusterDir
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
+from failsafe.supervisor import UP
 
 
 @click.command("kafka", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
@@ -25,6 +26,11 @@ def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -
     root = resolve_dir(None)
     cluster = Cluster.open(root) if ClusterDir(root).has_state() else None
     version = kafka_version or (cluster.spec.kafka_version if cluster else DEFAULT_KAFKA_VERSION)
-    zookeeper_connect = cluster.spec.zookeeper_connect() if cluster and cluster.spec.zookeepers else None
+    zookeeper_connect = None
+    if cluster and cluster.spec.zookeepers:
+        # Only the nodes that are up: ZooKeeper's shell runs a one-shot command on whichever server it
+        # picks first and fails with ConnectionLoss if that one is down.
+        up = [n for n in cluster.spec.zookeeper_nodes() if cluster.node_state(n) == UP]
+        zookeeper_connect = ",".join(f"127.0.0.1:{n.port}" for n in up) or cluster.spec.zookeeper_connect()
     code = run_tool(kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None, zookeeper_connect)
     raise click.exceptions.Exit(code)
