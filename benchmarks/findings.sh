@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|all]     N=10 DIR=/tmp/failsafe-findings
-# (loaded: two-brokers-down with both cores kept busy; not part of all)
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|all]     N=10 DIR=/tmp/failsafe-findings
+# (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode; neither part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -22,13 +22,14 @@ config() {
   for s in "$@"; do sets+=(--set "$s"); done
   echo "== $label: $scenario ${*:-(as in the catalog)}" >&2
   local runs="$DIR/runs/$label"
-  $FS run "$scenario" --dir "$DIR" --heap 512M --repeat "$N" --runs "$runs" "${sets[@]}" > "$DIR/$label.out" 2>&1
+  $FS run "$scenario" --dir "$DIR" --heap 512M --repeat "$N" --runs "$runs" "${EXTRA[@]}" "${sets[@]}" > "$DIR/$label.out" 2>&1
   echo "   exit $?" >&2
   local stats
   stats=$(ls -t "$runs/$scenario"/repeat-*.json 2>/dev/null | head -1)
   [ -n "$stats" ] && cp "$stats" "$OUT/$label.json"
 }
 
+EXTRA=()
 JAVA=('producers[*].driver=kafka-verifiable')
 # Kafka's Java producer refuses delivery.timeout.ms < linger.ms + request.timeout.ms (30 s by default).
 JAVA_SHORT_TIMEOUT=("${JAVA[@]}" 'producers[*].properties."request.timeout.ms"="5000"')
@@ -56,6 +57,15 @@ if [ "$WHAT" = loaded ]; then
   trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
   config two-brokers-down-librdkafka-loaded two-brokers-down
   kill "${hogs[@]}" 2>/dev/null
+fi
+if [ "$WHAT" = zookeeper ]; then
+  # two-brokers-down on a ZooKeeper-mode cluster (Kafka 3.9.2), where a seed-lab run had duplicates again.
+  DIR="$DIR/zookeeper"
+  mkdir -p "$DIR"
+  EXTRA=(--mode zookeeper)
+  config two-brokers-down-zookeeper-librdkafka two-brokers-down
+  config two-brokers-down-zookeeper-java two-brokers-down "${JAVA_SHORT_TIMEOUT[@]}"
+  $FS down --dir "$DIR" >/dev/null 2>&1
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

@@ -50,13 +50,15 @@ class Outcome:
 @click.option("--heap", default=None, help="JVM heap of each node when the run starts its own cluster [default: 1G].")
 @click.option("--mode", type=click.Choice(CLUSTER_MODES), default=None,
               help="Run on a KRaft or a ZooKeeper-mode cluster (Kafka 3.9) [default: the scenario's, else kraft].")
+@click.option("--zookeeper-port", type=click.IntRange(1, 65535), default=None,
+              help="ZooKeeper's client port when the run starts a ZooKeeper-mode cluster [default: 2181].")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.")
 @click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
               help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
                    "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).")
 def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
-                mode: str | None, repeat: int, overrides: tuple[str, ...]) -> int:
+                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...]) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -78,7 +80,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     outcomes: list[Outcome] = []
-    with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event, mode) as cluster:
+    with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event, mode, zookeeper_port) as cluster:
         # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
         scenarios = [_load(n, overrides, cluster.spec.mode) for n in expanded]
         facts = {**cluster_facts(cluster), "overrides": list(overrides)}

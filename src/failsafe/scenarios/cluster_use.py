@@ -48,7 +48,7 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str |
 
 @contextmanager
 def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, heap: str | None,
-                progress: Callable[[str], None], mode: str | None = None) -> Iterator[Cluster]:
+                progress: Callable[[str], None], mode: str | None = None, zookeeper_port: int | None = None) -> Iterator[Cluster]:
     """Yield a ready cluster at ``root``; stop it afterwards only if this run started it."""
     needs = needs_of(scenarios, mode)
     quorum_faults = any(f.fault == FaultKind.QUORUM_LOSS for s in scenarios for f in s.faults)
@@ -72,7 +72,7 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
     else:
         fields = {"brokers": needs.brokers, **({"base_port": base_port} if base_port is not None else {}), **({"heap": heap} if heap else {})}
         if needs.mode == ZOOKEEPER_MODE:
-            spec = ClusterSpec.zookeeper_mode(**fields)
+            spec = ClusterSpec.zookeeper_mode(**fields, **({"zookeeper_base_port": zookeeper_port} if zookeeper_port else {}))
         else:
             spec = ClusterSpec(controllers=needs.controllers, combined=needs.combined, **fields)
         progress(f"starting a {spec.brokers}-broker {spec.mode} cluster in {root} for the run")
