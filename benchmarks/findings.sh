@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|all]     N=10 DIR=/tmp/failsafe-findings
-# (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode; neither part of all)
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|all]     N=10 DIR=/tmp/failsafe-findings
+# (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
+# zookeeper-control: the same on KRaft with the same 32 s chaos phase; none of these part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -66,6 +67,10 @@ if [ "$WHAT" = zookeeper ]; then
   config two-brokers-down-zookeeper-librdkafka two-brokers-down
   config two-brokers-down-zookeeper-java two-brokers-down "${JAVA_SHORT_TIMEOUT[@]}"
   $FS down --dir "$DIR" >/dev/null 2>&1
+fi
+if [ "$WHAT" = zookeeper-control ]; then
+  # The control for the above: KRaft with the chaos phase as long as ZooKeeper mode's (32 s).
+  config two-brokers-down-kraft-chaos32-librdkafka two-brokers-down 'phases.chaos_s=32'
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover
