@@ -88,12 +88,12 @@ class Cluster:
         cdir.save(state)
         return cluster
 
-    def format_storage(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist, extra_args: tuple[str, ...] = ()) -> None:
+    def format_storage(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist) -> None:
         """kafka-storage format of each KRaft node's log dirs with the cluster id, all at once."""
         procs = []
         for node in nodes:
             # --cluster-id=ID, not "-t ID": an id ZooKeeper-mode Kafka generated may begin with '-'.
-            args = ["format", f"--cluster-id={self.state.cluster_id}", "-c", str(self.dir.config_file(node).resolve()), *extra_args]
+            args = ["format", f"--cluster-id={self.state.cluster_id}", "-c", str(self.dir.config_file(node).resolve())]
             cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
             procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         failures = []

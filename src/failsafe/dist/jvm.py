@@ -33,23 +33,18 @@ def tools_logging_option(dist: KafkaDist) -> str:
 
 def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
                    jvm_options: Sequence[str] = ()) -> list[str]:
-    return [
-        str(java.executable),
-        f"-Xmx{heap}",
-        f"-Xms{heap}",
-        *SERVER_JVM_OPTS,
-        *jvm_options,
-        logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False),
-        "-cp",
-        dist.classpath,
-        "kafka.Kafka",
-        str(properties),
-    ]
+    """A Kafka node as kafka-server-start.sh starts it."""
+    return _node_command(java, dist, "kafka.Kafka", properties, logging_dir, heap, jvm_options)
 
 
 def zookeeper_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
                       jvm_options: Sequence[str] = ()) -> list[str]:
     """A ZooKeeper node as zookeeper-server-start.sh starts it, from the ZooKeeper jar Kafka 3.9 depends on."""
+    return _node_command(java, dist, ZOOKEEPER_MAIN, properties, logging_dir, heap, jvm_options)
+
+
+def _node_command(java: Java, dist: KafkaDist, main_class: str, properties: Path, logging_dir: Path, heap: str,
+                  jvm_options: Sequence[str]) -> list[str]:
     return [
         str(java.executable),
         f"-Xmx{heap}",
@@ -59,7 +54,7 @@ def zookeeper_command(java: Java, dist: KafkaDist, properties: Path, logging_dir
         logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False),
         "-cp",
         dist.classpath,
-        ZOOKEEPER_MAIN,
+        main_class,
         str(properties),
     ]
 
