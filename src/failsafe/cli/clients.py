@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import click
 
-from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, stderr, timeout_option
+from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, resolve_dir, stderr, timeout_option
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S
 from failsafe.clients.consume import DEFAULT_FORMAT, ConsumeOptions, consume
 from failsafe.clients.groups import describe_group, elect_preferred_leaders, format_group, list_groups
@@ -117,7 +118,13 @@ def leader_election_command(topic: str | None, partition: int | None, cluster_di
         if partition is not None and partition >= count:
             raise UserError(f"topic {topic} has partitions 0-{count - 1}, not {partition}")
         partitions = [(topic, partition)] if partition is not None else [(topic, p) for p in range(count)]
+    start_ns = time.time_ns()
     elected, already, failed = elect_preferred_leaders(bootstrap, partitions, timeout_s)
+    if bootstrap_server is None:
+        from failsafe.cluster.actions import record_leader_election
+        from failsafe.cluster.lifecycle import Cluster
+
+        record_leader_election(Cluster.open(resolve_dir(cluster_dir)), start_ns, "cli", elected, failed)
     if elected:
         click.echo(f"Successfully completed leader election (PREFERRED) for partitions {', '.join(elected)}")
     if already:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
-from failsafe.cluster import lifecycle
+from failsafe.cluster import journal, lifecycle
+from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
 from failsafe.cluster.spec import (
     BROKER,
@@ -28,6 +30,9 @@ from failsafe.dist.java import find_java
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
 from failsafe.errors import FailsafeError, ProvisionError, UserError
+
+# How many of the operator's last actions 'status' shows.
+RECENT_ACTIONS = 5
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
@@ -152,6 +157,7 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
                        "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
                        **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
                       for r in rows],
+            "operator_actions": [a.to_json() for a in journal.last(cluster.dir.journal, RECENT_ACTIONS)],
         }, indent=2))
         return
     table = Table(title=f"{root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {cluster.state.cluster_id or 'not known yet'})")
@@ -165,6 +171,10 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
                       str(r.node.controller_port or "-"), state)
     stdout.print(table)
+    for a in journal.last(cluster.dir.journal, RECENT_ACTIONS):
+        at = time.strftime("%H:%M:%S", time.localtime(a.start_ns / 1e9))
+        what = f"{a.action} {a.role} {a.node}" if a.node is not None else a.action
+        stdout.print(f"[dim]{at}[/] {what} from the {a.source}" + ("" if a.ok else f" [red]failed[/]: {a.error}"))
     if active is None and spec.mode == ZOOKEEPER_MODE and any(r.node.is_broker and r.state == "up" for r in rows):
         stdout.print("no controller broker known (ZooKeeper does not answer, or no broker holds /controller yet)")
     elif active is None and any(r.node.is_controller and r.state == "up" for r in rows):
@@ -193,54 +203,27 @@ def clean_command(cluster_dir: Path | None, timeout_s: float) -> None:
     stderr.print(f"deleted {root}")
 
 
-_ACTIONS = {
-    "kill": "SIGKILL: the process dies at once, no controlled shutdown",
-    "stop": "SIGTERM: controlled shutdown",
-    "start": "start it again and wait until it has registered",
-    "pause": "SIGSTOP: frozen, still holding its sockets",
-    "resume": "SIGCONT: thaw a paused node",
-}
-
-
 def _node_group(role: str) -> click.Group:
-    @click.group(role, help=f"Act on one {role} by id: " + "; ".join(f"{a} ({d})" for a, d in _ACTIONS.items()) + ".")
+    @click.group(role, help=f"Act on one {role} by id: " + "; ".join(f"{a} ({d})" for a, d in NODE_ACTIONS.items()) + ".")
     def group() -> None:
         pass
 
     def make(action: str) -> click.Command:
-        @click.command(action, help=f"{action.capitalize()} a {role}: {_ACTIONS[action]}.")
+        @click.command(action, help=f"{action.capitalize()} a {role}: {NODE_ACTIONS[action]}.")
         @click.argument("node_id", type=int, metavar="ID")
         @dir_option
-        @timeout_option(DEFAULT_READY_TIMEOUT_S if action == "start" else DEFAULT_STOP_TIMEOUT_S, "How long to wait for the effect.")
+        @timeout_option(default_timeout_s(action), "How long to wait for the effect.")
         def command(node_id: int, cluster_dir: Path | None, timeout_s: float) -> None:
             cluster = Cluster.open(resolve_dir(cluster_dir))
-            _require_role(cluster, role)
-            node = cluster.node(node_id, role)
-            if action == "start":
-                with stderr.status(f"starting {role} {node_id}") as status:
-                    lifecycle.start_node(cluster, node, timeout_s, progress=lambda m: status.update(m))
-            else:
-                cluster.signal_node(node, action, timeout_s)
+            with stderr.status(f"{action} {role} {node_id}") as status:
+                node = act_on_node(cluster, role, node_id, action, timeout_s, source="cli", progress=lambda m: status.update(m))
             stderr.print(f"{role} {node_id}: {cluster.node_state(node)}")
 
         return command
 
-    for action in _ACTIONS:
+    for action in NODE_ACTIONS:
         group.add_command(make(action))
     return group
-
-
-def _require_role(cluster: Cluster, role: str) -> None:
-    """'zookeeper' commands on a KRaft cluster, 'controller' commands on a ZooKeeper one: say what the cluster has instead."""
-    spec = cluster.spec
-    if role == ZOOKEEPER and not spec.zookeeper_nodes():
-        raise UserError(f"the cluster at {cluster.dir.root} runs in KRaft mode: it has no ZooKeeper "
-                        f"(its controllers are {', '.join(str(n.node_id) for n in spec.controller_nodes())}: use 'failsafe controller')")
-    if role == CONTROLLER and not spec.controller_nodes():
-        active = cluster.active_controller()
-        now = f" (broker {active} now)" if active is not None else ""
-        raise UserError(f"the cluster at {cluster.dir.root} runs in ZooKeeper mode: its controller is a broker{now}, "
-                        f"so act on it with 'failsafe broker', and on ZooKeeper with 'failsafe zookeeper'")
 
 
 broker = _node_group(BROKER)

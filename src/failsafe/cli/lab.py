@@ -93,7 +93,8 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
                 event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
                 run_started = time.monotonic()
                 engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
-                                kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event)
+                                kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event,
+                                operator_journal=getattr(getattr(cluster, "dir", None), "journal", None))
                 try:
                     run_dir = run_scenario(engine)
                 finally:

@@ -20,6 +20,7 @@ from failsafe.cli.cluster import (
     up_command,
     zookeeper,
 )
+from failsafe.cli.console import console_command
 from failsafe.cli.explain import explain_command
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
@@ -41,7 +42,7 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, simulate):
+                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, simulate, console_command):
     cli.add_command(command)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S, describe_error, fetch_metadata, new_admin
 from failsafe.errors import KafkaClientError, UserError
@@ -25,14 +25,36 @@ class GroupPartitionRow:
 
 
 @dataclass(frozen=True)
+class GroupMember:
+    consumer_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None
+    assignment: tuple[str, ...]  # topic-partition names
+
+
+@dataclass(frozen=True)
 class GroupDescription:
     group: str
     state: str
     members: int
     rows: tuple[GroupPartitionRow, ...]
+    # What kafka-consumer-groups.sh --describe --state and --members add: the group protocol
+    # (classic or consumer, KIP-848), the partition assignor, the coordinator broker, each member.
+    group_type: str = "UNKNOWN"
+    assignor: str = ""
+    coordinator: int | None = None
+    member_list: tuple[GroupMember, ...] = ()
 
     def to_json(self) -> dict:
-        return {"group": self.group, "state": self.state, "members": self.members, "partitions": [asdict(r) for r in self.rows]}
+        return {"group": self.group, "state": self.state, "type": self.group_type, "assignor": self.assignor,
+                "coordinator": self.coordinator, "members": self.members,
+                "member_list": [{**asdict(m), "assignment": list(m.assignment)} for m in self.member_list],
+                "partitions": [asdict(r) for r in self.rows], "total_lag": self.total_lag}
+
+    @property
+    def total_lag(self) -> int:
+        return sum(r.lag for r in self.rows if r.lag is not None)
 
 
 def _result(future, what: str, timeout_s: float):
@@ -44,16 +66,20 @@ def _result(future, what: str, timeout_s: float):
         raise KafkaClientError(f"{what}: no answer within {timeout_s:g}s") from e
 
 
-def list_groups(bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[tuple[str, str]]:
-    admin = new_admin(bootstrap_servers)
-    fetch_metadata(admin, bootstrap_servers, timeout_s)
+def list_groups(bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S, admin: AdminClient | None = None) -> list[tuple[str, str]]:
+    """Every consumer group and its state. ``admin``: a client to reuse (the console polls through one)."""
+    if admin is None:
+        admin = new_admin(bootstrap_servers)
+        fetch_metadata(admin, bootstrap_servers, timeout_s)
     result = _result(admin.list_consumer_groups(request_timeout=timeout_s), "cannot list consumer groups", timeout_s)
     return sorted((g.group_id, g.state.name if g.state is not None else "UNKNOWN") for g in result.valid)
 
 
-def describe_group(bootstrap_servers: str, group: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> GroupDescription:
-    admin = new_admin(bootstrap_servers)
-    fetch_metadata(admin, bootstrap_servers, timeout_s)
+def describe_group(bootstrap_servers: str, group: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                   admin: AdminClient | None = None) -> GroupDescription:
+    if admin is None:
+        admin = new_admin(bootstrap_servers)
+        fetch_metadata(admin, bootstrap_servers, timeout_s)
     desc = _result(admin.describe_consumer_groups([group], request_timeout=timeout_s)[group], f"cannot describe group {group}", timeout_s)
     state = desc.state.name if desc.state is not None else "UNKNOWN"
     if state == "DEAD":
@@ -85,7 +111,15 @@ def describe_group(bootstrap_servers: str, group: str, timeout_s: float = DEFAUL
             lag=end - current if end is not None and current is not None else None,
             consumer_id=getattr(member, "member_id", None), host=getattr(member, "host", None), client_id=getattr(member, "client_id", None),
         ))
-    return GroupDescription(group=group, state=state, members=len(desc.members), rows=tuple(rows))
+    members = tuple(
+        GroupMember(m.member_id, m.client_id, m.host, m.group_instance_id,
+                    tuple(f"{tp.topic}-{tp.partition}" for tp in sorted(m.assignment.topic_partitions, key=lambda tp: (tp.topic, tp.partition))))
+        for m in sorted(desc.members, key=lambda m: m.member_id)
+    )
+    group_type = getattr(desc.type, "name", str(desc.type)) if getattr(desc, "type", None) is not None else "UNKNOWN"
+    return GroupDescription(group=group, state=state, members=len(desc.members), rows=tuple(rows), group_type=group_type,
+                            assignor=desc.partition_assignor or "", coordinator=desc.coordinator.id if desc.coordinator is not None else None,
+                            member_list=members)
 
 
 def format_group(desc: GroupDescription) -> str:

@@ -6,6 +6,7 @@
     DIR/zookeeper-N.properties  one per ZooKeeper node (ZooKeeper mode), with its dataDir zookeeper-N/
     DIR/logs/server-N.log       each node's own log
     DIR/pids/server-N.pid       "pid create_time" of each running node
+    DIR/operator-actions.jsonl  the node actions done by hand (cluster/journal.py)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from failsafe.cluster.journal import JOURNAL_FILE
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotRunning, UserError
 
@@ -88,6 +90,10 @@ class ClusterDir:
 
     def log_file(self, node: NodeSpec) -> Path:
         return self.logs_dir / f"{node.name}.log"
+
+    @property
+    def journal(self) -> Path:
+        return self.root / JOURNAL_FILE
 
     def pidfile(self, node: NodeSpec) -> Path:
         return self.pids_dir / f"{node.name}.pid"

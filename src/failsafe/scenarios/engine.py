@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
@@ -28,6 +29,7 @@ from failsafe.history.recorder import Recorder
 from failsafe.scenarios import setup
 from failsafe.scenarios.controller_watch import ControllerWatch
 from failsafe.scenarios.observe import TopologySampler
+from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
 from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.schema import ActionKind, ActionSpec
@@ -77,7 +79,8 @@ class Engine:
 
     def __init__(self, scenario: Any, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
                  cluster_facts: Mapping[str, Any], status: Status, event: Status,
-                 faults: Mapping[FaultKind, FaultStart] = FAULTS, sampler: Sampler | None = None) -> None:
+                 faults: Mapping[FaultKind, FaultStart] = FAULTS, sampler: Sampler | None = None,
+                 operator_journal: Path | None = None) -> None:
         self.scenario = scenario
         self.workload = workload
         self.run_dir = run_dir
@@ -101,6 +104,8 @@ class Engine:
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
         )
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition)
+        # Kills and pauses done by hand (CLI or console) while the scenario runs: faults in its history too.
+        self.operator = OperatorFeed(operator_journal, cluster, self.recorder, self._fault_ids) if operator_journal else None
 
     # -- progress and waiting -------------------------------------------------------------------
     def _close_phase(self) -> None:
@@ -122,7 +127,13 @@ class Engine:
 
     def _tick(self) -> None:
         self.workload.tick()
+        if self.operator is not None:
+            self.operator.read(self._operator_fault)
         self._refresh()
+
+    def _operator_fault(self, fault_id: int, spec: FaultSpec, applied: AppliedFault) -> None:
+        self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
+        self.faults.append(ActiveFault(fault_id, spec, applied))
 
     def wait(self, condition: Callable[[], object], timeout_s: float, message: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -183,6 +194,8 @@ class Engine:
 
     def _heal(self) -> None:
         self._enter(Phase.HEAL)
+        if self.operator is not None:
+            self.operator.read(self._operator_fault)
         for _ in range(HEAL_ATTEMPTS):
             pending = [f for f in reversed(self.faults) if not f.applied.undone]
             if not pending:

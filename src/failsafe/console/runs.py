@@ -1,0 +1,124 @@
+"""The runs under the cluster directory (DIR/runs/<scenario>/<UTC time>/) and the live counts of one still running.
+
+A run is *running* while it has no results.json and its history grew in the last RUNNING_IDLE_S seconds.
+Its history is read incrementally (only the bytes added since the last read), counting sends by
+outcome and following the phase and the faults; nothing here loads a whole history.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+HISTORY = "history.jsonl"
+RESULTS = "results.json"
+REPORT = "report.html"
+# A scenario writes its history at least every 0.2 s (the controller watch, the topology sampler).
+RUNNING_IDLE_S = 10.0
+MAX_LISTED = 200
+
+
+def list_runs(runs_root: Path, now_s: float | None = None, verdicts: dict[Path, tuple[float, str]] | None = None) -> list[dict]:
+    """Newest first: scenario, id (``scenario/stamp``), verdict (None until checked), running, report present.
+
+    ``verdicts``: a cache (results.json path -> (mtime, verdict)) kept between calls, so a poll reads only new results."""
+    now_s = time.time() if now_s is None else now_s
+    verdicts = {} if verdicts is None else verdicts
+    found = []
+    if not runs_root.is_dir():
+        return []
+    for scenario_dir in runs_root.iterdir():
+        if not scenario_dir.is_dir():
+            continue
+        for run in scenario_dir.iterdir():
+            history = run / HISTORY
+            if not history.is_file():
+                continue
+            found.append((run.name, scenario_dir.name, run))
+    found.sort(reverse=True)
+    out = []
+    for stamp, scenario, run in found[:MAX_LISTED]:
+        results = run / RESULTS
+        verdict = _verdict(results, verdicts)
+        try:
+            idle_s = now_s - (run / HISTORY).stat().st_mtime
+        except FileNotFoundError:
+            continue
+        out.append({"id": f"{scenario}/{stamp}", "scenario": scenario, "stamp": stamp, "verdict": verdict,
+                    "running": verdict is None and idle_s < RUNNING_IDLE_S, "report": (run / REPORT).is_file()})
+    return out
+
+
+@dataclass
+class LiveRun:
+    """Counts of one run's history so far, read incrementally by ``update``."""
+
+    path: Path
+    offset: int = 0
+    phase: str | None = None
+    sends: dict[str, int] = field(default_factory=lambda: {"invoked": 0, "ok": 0, "fail": 0, "info": 0})
+    faults: list[dict] = field(default_factory=list)
+    new_faults: list[dict] = field(default_factory=list)
+
+    def update(self) -> None:
+        """Read what was appended since the last call; a half-written last line waits for the next."""
+        try:
+            with open(self.path / HISTORY, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            if b'"f":"send"' in line:
+                for outcome in ("invoke", "ok", "fail", "info"):
+                    if f'"type":"{outcome}"'.encode() in line:
+                        self.sends["invoked" if outcome == "invoke" else outcome] += 1
+                        break
+            elif b'"f":"phase"' in line or b'"f":"fault-' in line:
+                self._other(line)
+
+    def _other(self, line: bytes) -> None:
+        try:
+            op = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        if op.get("f") == "phase":
+            self.phase = op.get("phase")
+        elif op.get("f") == "fault-start":
+            fault = {"fault_id": op.get("fault_id"), "fault": op.get("fault"), "target": op.get("target"), "nodes": op.get("nodes", []),
+                     "role": op.get("role"), "start_ms": op["time_ns"] // 1_000_000, "stop_ms": None, "error": op.get("error")}
+            self.faults.append(fault)
+            self.new_faults.append(fault)
+        elif op.get("f") == "fault-stop" and op.get("ok", True):
+            for fault in self.faults:
+                if fault["fault_id"] == op.get("fault_id") and fault["stop_ms"] is None:
+                    fault["stop_ms"] = op["time_ns"] // 1_000_000
+
+    def take_new_faults(self) -> list[dict]:
+        new, self.new_faults = self.new_faults, []
+        return new
+
+    def to_json(self) -> dict:
+        return {"phase": self.phase, "sends": dict(self.sends), "faults": [dict(f) for f in self.faults]}
+
+
+def _verdict(results: Path, cache: dict[Path, tuple[float, str]]) -> str | None:
+    try:
+        mtime = results.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    known = cache.get(results)
+    if known is not None and known[0] == mtime:
+        return known[1]
+    try:
+        verdict = str(json.loads(results.read_text()).get("verdict"))
+    except (OSError, ValueError):
+        verdict = "unreadable"
+    cache[results] = (mtime, verdict)
+    return verdict

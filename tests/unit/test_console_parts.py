@@ -1,0 +1,228 @@
+"""The console's parts without a cluster: the token guard, the views, the timeline, the runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from failsafe.cluster import journal
+from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.state import ClusterDir, ClusterState
+from failsafe.console import views
+from failsafe.console.app import create_app
+from failsafe.console.runs import LiveRun, list_runs
+from failsafe.console.timeline import Timeline
+
+TOKEN = "s3cret-token"
+
+
+class FakePoller:
+    """What the app reads of a poller: views, a timeline, a version; no Kafka."""
+
+    def __init__(self, cluster, runs_root, on_change=None) -> None:
+        self.timeline = Timeline()
+        self.timeline.observe_partitions(1000, [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]}])
+        self.views = {"cluster": {"nodes": []}, "topics": [], "groups": {"groups": [{"group": "g", "state": "STABLE"}], "error": None},
+                      "runs": {"runs": [], "live": None}}
+        self.version, self.listeners, self.polls = 1, 0, 0
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def fresh(self, view: str, max_age_s: float) -> bool:
+        return True
+
+    def poll(self, everything: bool = False) -> None:
+        self.polls += 1
+
+    def poll_soon(self) -> None:
+        self.polls += 1
+
+    def snapshot(self) -> dict:
+        return {"version": self.version, "time_ms": 1000, **self.views}
+
+
+@pytest.fixture
+def stopped_cluster(tmp_path: Path) -> Cluster:
+    """A cluster directory with its state and no process running."""
+    cdir = ClusterDir(tmp_path / "cluster")
+    cdir.save(ClusterState(ClusterSpec(brokers=3, controllers=1), "id", "2026-01-01T00:00:00Z"))
+    return Cluster.open(cdir.root)
+
+
+@pytest.fixture
+def client(stopped_cluster: Cluster):
+    app = create_app(stopped_cluster, TOKEN, {"testserver"}, poller_factory=FakePoller)
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.mark.parametrize("path", ["/", "/api", "/api/cluster", "/api/topics", "/api/groups", "/api/groups/g", "/api/timeline", "/api/runs",
+                                  "/api/events", "/runs/x/y/report.html"])
+def test_every_page_and_api_call_without_the_token_is_401(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 401 and "token missing" in response.json()["error"]
+    assert client.get(path, params={"token": "wrong"}).status_code == 401
+    assert client.get(path, headers={"X-Failsafe-Token": "wrong"}).status_code == 401
+
+
+def test_with_the_token_in_the_query_a_header_or_the_cookie_pages_answer(client: TestClient) -> None:
+    page = client.get("/", params={"token": TOKEN})
+    assert page.status_code == 200 and "failsafe console" in page.text and "EventSource" in page.text
+    assert "failsafe_console_token" in page.headers["set-cookie"] and "samesite=strict" in page.headers["set-cookie"].lower()
+    assert client.get("/api/groups/g").json() == {"group": "g", "state": "STABLE"}  # the cookie the page set
+    client.cookies.clear()
+    assert client.get("/api/cluster", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert client.get("/api/groups/nope", headers={"X-Failsafe-Token": TOKEN}).status_code == 404
+    assert client.get("/api/timeline", params={"token": TOKEN, "since": "x"}).status_code == 400
+    events = client.get("/api/timeline", params={"token": TOKEN, "since": 0}).json()["events"]
+    assert [e["kind"] for e in events] == ["partition"]
+
+
+def test_a_fault_action_needs_the_token_in_a_header_never_the_query_or_a_cookie(client: TestClient, stopped_cluster: Cluster) -> None:
+    client.get("/", params={"token": TOKEN})  # the cookie is set: a cross-site form post would carry it
+    for attempt in (client.post("/api/nodes/broker/0/kill"), client.post("/api/nodes/broker/0/kill", params={"token": TOKEN}),
+                    client.post("/api/elect-leaders")):
+        assert attempt.status_code == 401 and "X-Failsafe-Token header" in attempt.json()["error"]
+    assert journal.last(stopped_cluster.dir.journal, 5) == []
+
+
+def test_an_action_on_an_unknown_node_or_a_stopped_one_is_an_http_error_with_a_message(client: TestClient, stopped_cluster: Cluster) -> None:
+    headers = {"X-Failsafe-Token": TOKEN}
+    unknown = client.post("/api/nodes/broker/7/kill", headers=headers)
+    assert unknown.status_code == 404 and "no broker with id 7" in unknown.json()["error"] and "0, 1, 2" in unknown.json()["error"]
+    assert client.post("/api/nodes/broker/0/explode", headers=headers).status_code == 404
+    assert client.post("/api/nodes/kafka/0/kill", headers=headers).status_code == 404
+    assert client.post("/api/nodes/broker/zero/kill", headers=headers).status_code == 404
+    down = client.post("/api/nodes/broker/0/kill", headers=headers)
+    assert down.status_code == 409 and "broker 0 is not running" in down.json()["error"]
+    zk = client.post("/api/nodes/zookeeper/1/stop", headers=headers)
+    assert zk.status_code == 409 and "KRaft mode" in zk.json()["error"]
+    # Journaled: the action that reached a node and was refused by its state; not requests that named no node.
+    (refused,) = journal.last(stopped_cluster.dir.journal, 5)
+    assert (refused.action, refused.role, refused.node, refused.source, refused.ok) == ("kill", "broker", 0, "console", False)
+    assert "not running" in refused.error
+
+
+def test_a_request_for_another_host_is_refused_against_dns_rebinding(client: TestClient) -> None:
+    response = client.get("/api/cluster", params={"token": TOKEN}, headers={"Host": "attacker.example:8080"})
+    assert response.status_code == 403 and "attacker.example" in response.json()["error"]
+
+
+def test_a_report_outside_the_runs_directory_is_not_served(client: TestClient, stopped_cluster: Cluster) -> None:
+    (stopped_cluster.dir.root / "report.html").write_text("secret")
+    assert client.get("/runs/../x/report.html", params={"token": TOKEN}).status_code == 404
+    run = stopped_cluster.dir.root / "runs" / "s" / "20260101T000000.000Z"
+    run.mkdir(parents=True)
+    (run / "report.html").write_text("<html>report</html>")
+    assert client.get("/runs/s/20260101T000000.000Z/report.html", params={"token": TOKEN}).text == "<html>report</html>"
+
+
+# -- views ------------------------------------------------------------------------------------------
+def test_a_partition_view_marks_missing_replicas_no_leader_and_a_non_preferred_leader() -> None:
+    p = views.partition_view({"partition": 0, "leader": 2, "replicas": [1, 2, 3], "isr": [2, 3]})
+    assert p["missing_from_isr"] == [1] and p["non_preferred_leader"] and p["under_replicated"] and not p["offline"]
+    p = views.partition_view({"partition": 1, "leader": -1, "replicas": [1, 2], "isr": [1]})
+    assert p["offline"] and not p["non_preferred_leader"]
+    p = views.partition_view({"partition": 2, "leader": 1, "replicas": [1, 2], "isr": [1, 2]})
+    assert not (p["missing_from_isr"] or p["non_preferred_leader"] or p["under_replicated"] or p["offline"])
+
+
+def test_topics_view_flags_partitions_below_min_insync_replicas() -> None:
+    parts = [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1]},
+             {"topic": "t", "partition": 1, "leader": 2, "replicas": [2, 3, 1], "isr": [2, 3]},
+             {"topic": "__consumer_offsets", "partition": 0, "leader": -1, "replicas": [1], "isr": []}]
+    (internal, t) = views.topics_view(parts, {"t": {"min.insync.replicas": {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}}})
+    assert internal["internal"] and internal["offline"] == 1
+    assert [p["under_min_isr"] for p in t["partitions"]] == [True, False] and t["under_replicated"] == 2
+    assert t["configs"] == {"min.insync.replicas": {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}}
+
+
+def test_broker_counts_put_under_replicated_partitions_on_their_leader_and_offline_ones_on_every_replica() -> None:
+    parts = [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]},
+             {"topic": "t", "partition": 1, "leader": -1, "replicas": [2, 0], "isr": [0]}]
+    counts = views.broker_counts(parts, [0, 1, 2])
+    assert counts[1] == {"leaders": 1, "under_replicated": 1, "offline": 0, "replicas": 1}
+    assert counts[2]["offline"] == 1 and counts[0]["offline"] == 1 and counts[2]["leaders"] == 0
+
+
+# -- timeline ---------------------------------------------------------------------------------------
+def test_the_timeline_records_only_changes_and_answers_since_a_seq() -> None:
+    tl = Timeline()
+    p = {"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]}
+    tl.observe_partitions(1000, [p])
+    tl.observe_partitions(1500, [p])
+    tl.observe_partitions(2000, [{**p, "leader": 2, "isr": [2]}])
+    tl.observe_nodes(2000, [{"role": "broker", "id": 1, "state": "up"}])
+    tl.observe_nodes(2500, [{"role": "broker", "id": 1, "state": "up"}])
+    tl.observe_nodes(3000, [{"role": "broker", "id": 1, "state": "down"}])
+    tl.observe_fault(3000, "console", "kill", "broker", 1)
+    tl.observe_partitions(4000, [])
+    kinds = [(e["kind"], e["time_ms"]) for e in tl.since(0)]
+    assert kinds == [("partition", 1000), ("partition", 2000), ("node", 2000), ("node", 3000), ("fault", 3000), ("partition-gone", 4000)]
+    assert [e["seq"] for e in tl.since(4)] == [5, 6] and tl.since(6) == [] and tl.started_ms == 1000
+
+
+def test_a_full_timeline_drops_its_oldest_half_and_since_still_answers() -> None:
+    tl = Timeline(max_events=10)
+    for i in range(25):
+        tl.observe_fault(i, "cli", "kill", "broker", i)
+    events = tl.since(0)
+    assert events[-1]["seq"] == 25 and len(events) <= 10 and [e["seq"] for e in tl.since(23)] == [24, 25]
+
+
+# -- runs -------------------------------------------------------------------------------------------
+def _run(root: Path, scenario: str, stamp: str, verdict: str | None, age_s: float) -> Path:
+    run = root / scenario / stamp
+    run.mkdir(parents=True)
+    (run / "history.jsonl").write_text("")
+    if verdict:
+        (run / "results.json").write_text(json.dumps({"verdict": verdict}))
+        (run / "report.html").write_text("<html/>")
+    then = time.time() - age_s
+    os.utime(run / "history.jsonl", (then, then))
+    return run
+
+
+def test_runs_are_listed_newest_first_with_their_verdicts_and_the_running_one(tmp_path: Path) -> None:
+    _run(tmp_path, "a", "20260101T000000.000Z", "VALID", 600)
+    _run(tmp_path, "b", "20260102T000000.000Z", "INVALID", 300)
+    _run(tmp_path, "a", "20260103T000000.000Z", None, 1)
+    _run(tmp_path, "c", "20260100T000000.000Z", None, 600)  # never checked, long idle: not running
+    cache: dict = {}
+    runs = list_runs(tmp_path, verdicts=cache)
+    assert [(r["id"], r["verdict"], r["running"], r["report"]) for r in runs] == [
+        ("a/20260103T000000.000Z", None, True, False), ("b/20260102T000000.000Z", "INVALID", False, True),
+        ("a/20260101T000000.000Z", "VALID", False, True), ("c/20260100T000000.000Z", None, False, False)]
+    assert len(cache) == 2 and list_runs(tmp_path / "nothing") == []
+
+
+def test_a_live_run_counts_sends_by_outcome_and_follows_phase_and_faults_incrementally(tmp_path: Path) -> None:
+    run = _run(tmp_path, "s", "20260101T000000.000Z", None, 0)
+    lines = [
+        {"time_ns": 1, "process": "runner", "type": "info", "f": "phase", "phase": "chaos"},
+        {"time_ns": 2, "process": "p", "type": "invoke", "f": "send", "id": 1},
+        {"time_ns": 3, "process": "p", "type": "ok", "f": "send", "id": 1},
+        {"time_ns": 4, "process": "p", "type": "invoke", "f": "send", "id": 2},
+        {"time_ns": 5_000_000, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 1, "fault": "kill", "target": "broker",
+         "nodes": [1], "role": "leader of t-0"},
+    ]
+    (run / "history.jsonl").write_bytes(b"".join(json.dumps(op, separators=(",", ":")).encode() + b"\n" for op in lines) + b'{"time_ns":6,"pro')
+    live = LiveRun(run)
+    live.update()
+    assert live.phase == "chaos" and live.sends == {"invoked": 2, "ok": 1, "fail": 0, "info": 0}
+    assert [f["fault"] for f in live.take_new_faults()] == ["kill"] and live.take_new_faults() == []
+    with open(run / "history.jsonl", "ab") as fh:
+        fh.write(b'cess":"p","type":"info","f":"send","id":2}\n')
+        fh.write(b'{"time_ns":9000000,"process":"nemesis","type":"info","f":"fault-stop","fault_id":1,"ok":true}\n')
+    live.update()
+    assert live.sends["info"] == 1 and live.to_json()["faults"][0]["stop_ms"] == 9

@@ -1,0 +1,86 @@
+"""Node actions done by hand (CLI, console) while a scenario runs are faults in its history, healed like scheduled ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from failsafe.cluster import journal
+from failsafe.cluster.journal import OperatorAction
+from failsafe.history.load import load_history
+from failsafe.scenarios.engine import Engine, run_scenario
+from failsafe.scenarios.rundir import RunDir
+from failsafe.supervisor import DOWN
+from tests.unit.test_engine import FakeCluster, FakeSampler, FakeScenario, FakeWorkload, _ops
+
+T = 1_700_000_000_000_000_000
+
+
+def _engine(tmp_path: Path, cluster: FakeCluster, journal_path: Path) -> Engine:
+    scenario = FakeScenario(())
+    return Engine(scenario, FakeWorkload(), RunDir.create(tmp_path / "runs", scenario), cluster, kafka_version="4.3.1", cluster_facts={},
+                  status=lambda _: None, event=lambda _: None, sampler=FakeSampler(), operator_journal=journal_path)
+
+
+def _act(path: Path, action: str, node: int | None, at_s: float, ok: bool = True, role: str = "broker", **kw) -> None:
+    start_ns = T + round(at_s * 1e9)
+    journal.append(path, OperatorAction(start_ns, start_ns + 100_000_000, action, role, node, "console", ok, **kw))
+
+
+def test_a_kill_and_start_by_hand_are_one_fault_window_and_the_heal_leaves_the_node_alone(tmp_path: Path) -> None:
+    path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
+    _act(path, "kill", 0, at_s=-5)  # before the run: not this run's business
+    engine = _engine(tmp_path, cluster, path)
+    _act(path, "kill", 1, at_s=1)
+    _act(path, "start", 1, at_s=4)
+    run_scenario(engine)
+    (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    assert (start["fault"], start["nodes"], start["role"], start["time_ns"]) == ("kill", [1], "operator (console)", T + 1_000_000_000)
+    assert stop["fault_id"] == start["fault_id"] and stop["ok"] and stop["time_ns"] == T + 4_100_000_000
+    assert cluster.restarts == []
+    (fault,) = load_history(engine.run_dir.history_path).faults.to_dicts()
+    assert fault["role"] == "operator (console)" and fault["stop_ns"] == stop["time_ns"]
+
+
+def test_a_node_killed_by_hand_and_left_down_is_started_by_the_heal(tmp_path: Path) -> None:
+    path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
+    engine = _engine(tmp_path, cluster, path)
+    cluster.states[2] = DOWN
+    _act(path, "kill", 2, at_s=1)
+    run_scenario(engine)
+    assert cluster.restarts == [[2]] and cluster.not_whole() == []
+    (stop,) = _ops(engine, "fault-stop")
+    assert stop["ok"] and "by" not in stop
+
+
+def test_a_refused_action_is_recorded_with_its_error_and_is_no_fault_to_heal(tmp_path: Path) -> None:
+    path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
+    engine = _engine(tmp_path, cluster, path)
+    _act(path, "kill", 1, at_s=1, ok=False, error="broker 1 is not running")
+    run_scenario(engine)
+    (start,) = _ops(engine, "fault-start")
+    assert start["error"] == "broker 1 is not running" and _ops(engine, "fault-stop") == []
+    assert cluster.restarts == []
+
+
+def test_a_preferred_leader_election_by_hand_is_an_elect_leaders_op(tmp_path: Path) -> None:
+    path = tmp_path / journal.JOURNAL_FILE
+    engine = _engine(tmp_path, FakeCluster(), path)
+    _act(path, journal.ELECT_LEADERS, None, at_s=2, role="cluster", detail={"elected": ["t-0"]})
+    run_scenario(engine)
+    (op,) = _ops(engine, "elect-leaders")
+    assert op["process"] == "operator" and op["elected"] == ["t-0"]
+    assert load_history(engine.run_dir.history_path).events.filter(process="operator").height == 1
+
+
+def test_the_journal_keeps_a_half_written_line_for_the_next_read(tmp_path: Path) -> None:
+    path = tmp_path / journal.JOURNAL_FILE
+    _act(path, "pause", 0, at_s=0)
+    with open(path, "ab") as fh:
+        fh.write(b'{"start_ns": 1, "end_ns"')
+    actions, offset = journal.read_from(path, 0)
+    assert [a.action for a in actions] == ["pause"] and offset < path.stat().st_size
+    with open(path, "ab") as fh:
+        fh.write(b': 2, "action": "resume", "role": "broker", "node": 0, "source": "cli", "ok": true}\n')
+    more, _ = journal.read_from(path, offset)
+    assert [(a.action, a.source) for a in more] == [("resume", "cli")]
+    assert [a.action for a in journal.last(path, 1)] == ["resume"]
