@@ -18,11 +18,16 @@ READY_TIMEOUT_S = 120
 
 @contextmanager
 def cluster_at(root: Path) -> Iterator[Cluster]:
-    """The cluster at root; when there is none, one started on free ports and stopped afterwards."""
+    """The cluster at root; when there is none or it is stopped, one started (on free ports) and stopped afterwards."""
     if ClusterDir(root).has_state():
-        yield Cluster.open(root)
-        return
-    cluster = lifecycle.up(root, ClusterSpec(base_port=free_port_block(3), controller_base_port=free_port_block(1)), set(), READY_TIMEOUT_S)
+        existing = Cluster.open(root)
+        if existing.running_nodes():
+            yield existing
+            return
+        spec = existing.spec
+    else:
+        spec = ClusterSpec(base_port=free_port_block(3), controller_base_port=free_port_block(1))
+    cluster = lifecycle.up(root, spec, set(), READY_TIMEOUT_S)
     try:
         yield cluster
     finally:

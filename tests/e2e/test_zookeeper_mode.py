@@ -49,6 +49,28 @@ def test_status_shows_the_zookeeper_node_and_the_controller_broker(zk_cluster: R
     assert shell.returncode == 0 and "[0, 1, 2]" in shell.stdout, shell.stderr
 
 
+def test_the_console_shows_zookeeper_and_the_controller_broker_and_acts_on_zookeeper(zk_cluster: RunningCluster) -> None:
+    import httpx
+
+    from tests.e2e.console_helpers import start_console, stop_console
+
+    console = start_console(zk_cluster.dir)
+    try:
+        with httpx.Client(base_url=console.base, headers=console.headers, timeout=60) as http:
+            shown = http.get("/api/cluster").json()
+            status = json.loads(zk_cluster.cli("status", "--json").stdout)
+            assert shown["mode"] == "zookeeper" and shown["active_controller"] == status["active_controller"]
+            assert [(n["role"], n["state"], n.get("zookeeper_mode")) for n in shown["nodes"]][0] == ("zookeeper", "up", "standalone")
+            refused = http.post("/api/nodes/controller/1000/kill")
+            assert refused.status_code == 409 and "ZooKeeper mode" in refused.json()["error"]
+            assert http.post(f"/api/nodes/zookeeper/{status['nodes'][0]['id']}/pause").json()["state"] == "paused"
+            assert http.post(f"/api/nodes/zookeeper/{status['nodes'][0]['id']}/resume").json()["state"] == "up"
+    finally:
+        stop_console(console, zk_cluster.dir)
+    actions = json.loads(zk_cluster.cli("status", "--json").stdout)["operator_actions"]
+    assert [(a["action"], a["role"], a["source"]) for a in actions[-2:]] == [("pause", "zookeeper", "console"), ("resume", "zookeeper", "console")]
+
+
 def test_seed_000_tour_in_zookeeper_mode(zk_cluster: RunningCluster) -> None:
     created = zk_cluster.cli("topics", "create", TOPIC, "--partitions", "3", "--replication-factor", "3")
     assert created.returncode == 0, created.stderr

@@ -226,3 +226,28 @@ def test_a_live_run_counts_sends_by_outcome_and_follows_phase_and_faults_increme
         fh.write(b'{"time_ns":9000000,"process":"nemesis","type":"info","f":"fault-stop","fault_id":1,"ok":true}\n')
     live.update()
     assert live.sends["info"] == 1 and live.to_json()["faults"][0]["stop_ms"] == 9
+
+
+# -- the poller, on a cluster directory with nothing running -------------------------------------------
+def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_that_raises(stopped_cluster: Cluster,
+                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from failsafe.console import poller as poller_module
+
+    monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)
+    changes: list[int] = []
+    poller = poller_module.ClusterPoller(stopped_cluster, stopped_cluster.dir.root / "runs", on_change=changes.append)
+    poller.poll_fast()
+    cluster = poller.views["cluster"]
+    assert [n["state"] for n in cluster["nodes"]] == ["down"] * 4 and cluster["metadata_error"].startswith("no broker answered")
+    assert changes == [1] and [e["kind"] for e in poller.timeline.since(0)] == ["node"] * 4
+
+    def broken() -> list[dict]:
+        raise RuntimeError("pidfile vanished")
+
+    monkeypatch.setattr(poller, "_nodes", broken)
+    poller._guarded(poller.poll_fast)
+    assert poller.views["cluster"]["poller_error"] == "poll_fast: RuntimeError: pidfile vanished" and changes == [1, 2]
+    monkeypatch.undo()
+    monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)
+    poller._guarded(poller.poll_fast)
+    assert poller.views["cluster"]["poller_error"] is None

@@ -1,11 +1,14 @@
-"""One thread that reads the cluster for every open page: the console never polls per page.
+"""Two threads that read the cluster for every open page: the console never polls per page.
 
-Every POLL_INTERVAL_S: node states (pidfiles), the active controller, and the metadata (leader,
-replicas and ISR of every partition: one Metadata request). While at least one page listens:
-consumer groups every GROUPS_EVERY polls, topic configs every CONFIGS_EVERY polls and whenever the
-set of topics changes. The runs every RUNS_EVERY polls, open or not (a running scenario's faults go
-on the timeline). With no page open the console keeps only the timeline going, so an idle console
-costs little.
+The *fast* loop, every POLL_INTERVAL_S: node states (pidfiles), the active controller, the
+operator's journal, and the metadata (leader, replicas and ISR of every partition: one Metadata
+request); the runs every RUNS_EVERY polls. It keeps the timeline going whether a page is open or not.
+
+The *slow* loop, only while a page listens (or a script called the API in the last
+WATCH_AFTER_API_S): consumer groups every GROUPS_INTERVAL_S, topic configs every
+CONFIGS_INTERVAL_S and whenever the set of topics changes. These requests go to one coordinator
+or controller and can hang for their whole timeout when that broker has just died: on their own
+thread they never delay the metadata, so a new leader reaches the page within one fast poll.
 
 Each read that changes what a page shows bumps ``version`` and calls ``on_change``; the app pushes
 the new snapshot to every page (server-sent events).
@@ -34,8 +37,8 @@ from failsafe.errors import FailsafeError
 POLL_INTERVAL_S = 0.5
 METADATA_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 3.0
-GROUPS_EVERY = 2
-CONFIGS_EVERY = 10
+GROUPS_INTERVAL_S = 1.0
+CONFIGS_INTERVAL_S = 5.0
 RUNS_EVERY = 2
 WATCH_AFTER_API_S = 10.0
 _SOURCES = {s.value: s.name for s in ConfigSource}
@@ -58,29 +61,36 @@ class ClusterPoller:
         # An API call counts as a page watching for WATCH_AFTER_API_S: a script polling /api/groups gets fresh groups.
         self._api_access = -WATCH_AFTER_API_S
         self.read_at: dict[str, float] = {}
-        self._lock = threading.Lock()
         self.version = 0
-        self.views: dict[str, object] = {"cluster": None, "topics": [], "groups": [], "runs": {"runs": [], "live": None}}
+        self.views: dict[str, object] = {"cluster": None, "topics": [], "groups": {"groups": [], "error": None}, "runs": {"runs": [], "live": None}}
         self.polls = 0
+        self.error: str | None = None
         self.last_poll_ms: int | None = None
+        self._nodes_seen: list[dict] = []
         self._partitions: list[dict] = []
+        self._registered: list[int] | None = None
+        self._metadata_error: str | None = None
         self._configs: dict[str, dict[str, dict]] = {}
-        self._config_topics: frozenset[str] = frozenset()
-        self._groups: list[dict] = []
-        self._groups_error: str | None = None
+        self._config_topics: frozenset[str] | None = None
+        self._configs_at = -CONFIGS_INTERVAL_S
         self._live: LiveRun | None = None
         self._verdicts: dict[Path, tuple[float, str]] = {}
         self._journal_offset = journal.size(cluster.dir.journal)
         self._digests: dict[str, bytes] = {}
+        self._publish_lock = threading.Lock()
+        self._fast_lock = threading.Lock()
+        self._slow_lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._next_at = 0.0
-        self._thread = threading.Thread(target=self._run, name="console-poller", daemon=True)
+        self._threads = [threading.Thread(target=self._fast_loop, name="console-poller", daemon=True),
+                         threading.Thread(target=self._slow_loop, name="console-poller-groups", daemon=True)]
 
-    # -- the thread -------------------------------------------------------------------------------
+    # -- the threads ------------------------------------------------------------------------------
     def start(self) -> ClusterPoller:
         self.poll()
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def poll_soon(self) -> None:
@@ -90,59 +100,92 @@ class ClusterPoller:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=METADATA_TIMEOUT_S + ADMIN_TIMEOUT_S * 3)
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout=ADMIN_TIMEOUT_S + 1)
 
-    def _run(self) -> None:
+    def _fast_loop(self) -> None:
         while True:
             self._wake.wait(max(0.0, self._next_at - time.monotonic()))
             self._wake.clear()
             if self._stop.is_set():
                 return
-            self.poll()
+            self._guarded(self.poll_fast)
 
-    # -- one poll ---------------------------------------------------------------------------------
+    def _slow_loop(self) -> None:
+        while not self._stop.wait(GROUPS_INTERVAL_S):
+            if self.watched:
+                self._guarded(self.poll_slow)
+
+    def _guarded(self, read: Callable[[], None]) -> None:
+        """A read that fails in a way nobody foresaw is shown on the page and tried again next time: the console goes on."""
+        try:
+            read()
+        except Exception as e:  # noqa: BLE001 - the console must outlive any one failed read; the error is shown, not hidden
+            self.error = f"{read.__name__}: {type(e).__name__}: {e}"
+            self._publish()
+            return
+        if self.error is not None and self.error.startswith(read.__name__):
+            self.error = None
+            self._publish()
+
+    @property
+    def watched(self) -> bool:
+        return self.listeners > 0 or time.monotonic() - self._api_access < WATCH_AFTER_API_S
+
     def fresh(self, view: str, max_age_s: float) -> bool:
         """Note an API read of ``view``; True when what the poller holds is at most ``max_age_s`` old."""
         now = time.monotonic()
         self._api_access = now
         return now - self.read_at.get(view, -max_age_s - 1) <= max_age_s
 
-    def poll(self, everything: bool = False) -> None:
-        """Read what the pages need now (``everything``: groups and configs too, whatever the count);
-        the interval is a floor between starts, never a sleep after a slow read."""
-        with self._lock:
-            self._poll(everything)
+    # -- reading ----------------------------------------------------------------------------------
+    def poll(self, everything: bool = True) -> None:
+        """Both reads now, one after the other (at start, and for an API call that found its view stale)."""
+        self.poll_fast()
+        if everything:
+            self.poll_slow(force_configs=True)
 
-    def _poll(self, everything: bool) -> None:
-        self._next_at = time.monotonic() + self.interval_s
-        now_ns = time.time_ns()
-        self.polls += 1
-        watched = self.listeners > 0 or time.monotonic() - self._api_access < WATCH_AFTER_API_S
-        nodes = self._nodes()
-        self.timeline.observe_nodes(_ms(now_ns), nodes)
-        self._operator_actions()
-        registered, metadata_error = self._metadata(now_ns)
-        topics = {p["topic"] for p in self._partitions}
-        if everything or (watched and (self.polls % CONFIGS_EVERY == 1 or topics != self._config_topics)):
-            self._read_configs(sorted(topics))
-        if everything or (watched and self.polls % GROUPS_EVERY == 1):
-            self._read_groups()
-        spec = self.cluster.spec
-        facts = {"dir": str(self.cluster.dir.root), "mode": spec.mode, "kafka_version": spec.kafka_version,
-                 "cluster_id": self.cluster.state.cluster_id, "bootstrap_servers": self.cluster.bootstrap_servers}
-        changed = self._set("cluster", views.cluster_view(facts, nodes, self._partitions, registered, metadata_error))
-        changed |= self._set("topics", views.topics_view(self._partitions, self._configs))
-        if everything or (watched and self.polls % GROUPS_EVERY == 1):
-            changed |= self._set("groups", {"groups": self._groups, "error": self._groups_error})
-        if everything or self.polls % RUNS_EVERY == 1:
-            changed |= self._set("runs", self._runs())
-        changed |= self.timeline.last_seq != self._digests.get("timeline_seq")
-        self._digests["timeline_seq"] = self.timeline.last_seq
-        self.last_poll_ms = _ms(now_ns)
-        if changed:
-            self.version += 1
-            self.on_change(self.version)
+    def poll_fast(self) -> None:
+        """Nodes, journal, metadata, runs; the interval is a floor between starts, never a sleep after a slow read."""
+        with self._fast_lock:
+            self._next_at = time.monotonic() + self.interval_s
+            now_ns = time.time_ns()
+            self.polls += 1
+            self._nodes_seen = self._nodes()
+            self.timeline.observe_nodes(_ms(now_ns), self._nodes_seen)
+            self._operator_actions()
+            self._read_metadata(now_ns)
+            runs = self._runs() if self.polls % RUNS_EVERY == 1 else None
+            self.last_poll_ms = _ms(now_ns)
+            self._publish(runs=runs)
+
+    def poll_slow(self, force_configs: bool = False) -> None:
+        with self._slow_lock:
+            topics = frozenset(p["topic"] for p in self._partitions)
+            if force_configs or topics != self._config_topics or time.monotonic() - self._configs_at >= CONFIGS_INTERVAL_S:
+                self._read_configs(sorted(topics))
+            groups = self._read_groups()
+            self._publish(groups=groups)
+
+    def _publish(self, runs: dict | None = None, groups: dict | None = None) -> None:
+        with self._publish_lock:
+            spec = self.cluster.spec
+            facts = {"dir": str(self.cluster.dir.root), "mode": spec.mode, "kafka_version": spec.kafka_version,
+                     "cluster_id": self.cluster.state.cluster_id, "bootstrap_servers": self.cluster.bootstrap_servers}
+            cluster = {**views.cluster_view(facts, self._nodes_seen, self._partitions, self._registered, self._metadata_error),
+                       "poller_error": self.error}
+            changed = self._set("cluster", cluster)
+            changed |= self._set("topics", views.topics_view(self._partitions, self._configs))
+            if groups is not None:
+                changed |= self._set("groups", groups)
+            if runs is not None:
+                changed |= self._set("runs", runs)
+            changed |= self.timeline.last_seq != self._digests.get("timeline_seq")
+            self._digests["timeline_seq"] = self.timeline.last_seq
+            if changed:
+                self.version += 1
+                self.on_change(self.version)
 
     def _set(self, view: str, value: object) -> bool:
         self.read_at[view] = time.monotonic()
@@ -162,11 +205,13 @@ class ClusterPoller:
                         **({"zookeeper_mode": r.zookeeper_mode} if n.is_zookeeper else {})})
         return out
 
-    def _metadata(self, now_ns: int) -> tuple[list[int] | None, str | None]:
+    def _read_metadata(self, now_ns: int) -> None:
         try:
             md = self.admin.list_topics(timeout=METADATA_TIMEOUT_S)
         except KafkaException as e:
-            return None, f"no broker answered a metadata request within {METADATA_TIMEOUT_S:g}s ({describe_error(e)})"
+            self._registered = None
+            self._metadata_error = f"no broker answered a metadata request within {METADATA_TIMEOUT_S:g}s ({describe_error(e)})"
+            return
         partitions = []
         for topic, tm in md.topics.items():
             if tm.error is not None:
@@ -174,12 +219,11 @@ class ClusterPoller:
             for pid, p in tm.partitions.items():
                 partitions.append({"topic": topic, "partition": pid, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)})
         partitions.sort(key=lambda p: (p["topic"], p["partition"]))
-        self._partitions = partitions
+        self._partitions, self._registered, self._metadata_error = partitions, sorted(md.brokers), None
         self.timeline.observe_partitions(_ms(now_ns), partitions)
-        return sorted(md.brokers), None
 
     def _read_configs(self, topics: list[str]) -> None:
-        self._config_topics = frozenset(topics)
+        self._config_topics, self._configs_at = frozenset(topics), time.monotonic()
         if not topics:
             self._configs = {}
             return
@@ -195,7 +239,7 @@ class ClusterPoller:
                                       for name, e in entries.items() if name in views.SHOWN_TOPIC_CONFIGS}
         self._configs = configs
 
-    def _read_groups(self) -> None:
+    def _read_groups(self) -> dict:
         bootstrap = self.cluster.bootstrap_servers
         try:
             groups = []
@@ -204,9 +248,9 @@ class ClusterPoller:
                     groups.append(describe_group(bootstrap, group_id, ADMIN_TIMEOUT_S, admin=self.admin).to_json())
                 except FailsafeError as e:
                     groups.append({"group": group_id, "error": str(e)})
-            self._groups, self._groups_error = groups, None
+            return {"groups": groups, "error": None}
         except FailsafeError as e:
-            self._groups_error = str(e)
+            return {"groups": self.views["groups"]["groups"], "error": str(e)}
 
     def _operator_actions(self) -> None:
         actions, self._journal_offset = journal.read_from(self.cluster.dir.journal, self._journal_offset)

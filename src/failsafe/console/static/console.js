@@ -27,7 +27,7 @@ function connect() {
     state.snapshot = data;
     state.nowMs = data.time_ms;
     render();
-    $("#live").textContent = "live · " + new Date(data.time_ms).toLocaleTimeString();
+    $("#live").textContent = "live · last change " + new Date(data.time_ms).toLocaleTimeString();
     $("#live").className = "";
   };
   es.onerror = () => { $("#live").textContent = "disconnected, retrying…"; $("#live").className = "stale"; };
@@ -87,7 +87,8 @@ function renderCluster(c) {
     `active controller <b id="active-controller">${esc(c.active_controller ?? "none known")}</b> · ` +
     `under-replicated partitions <span id="urp" class="${urp ? "bad" : ""}">${urp}</span> · ` +
     `offline partitions <span id="offline" class="${off ? "bad" : ""}">${off}</span>` +
-    (c.metadata_error ? ` · <span class="bad">${esc(c.metadata_error)}</span>` : "");
+    (c.metadata_error ? ` · <span class="bad">${esc(c.metadata_error)}</span>` : "") +
+    (c.poller_error ? ` · <span class="bad">the console could not read: ${esc(c.poller_error)}</span>` : "");
   $("#nodes tbody").innerHTML = c.nodes.map((n) => {
     const role = n.role === "zookeeper" ? "zookeeper" : n.role.startsWith("broker") ? "broker" : "controller";
     const buttons = (ACTIONS[n.state] || []).map((a) =>
@@ -174,7 +175,8 @@ function renderTimeline() {
   if (state.startedMs == null) return;
   const internal = $("#show-internal").checked;
   const rows = [...state.partitions.entries()].filter(([, l]) => internal || !l[0].topic.startsWith("__")).map(([k]) => k).sort();
-  const t0 = state.startedMs, t1 = Math.max(state.nowMs || t0, t0 + 1000);
+  // The chart grows with the clock between changes (the server sends only changes).
+  const t0 = state.startedMs, t1 = Math.max(Date.now(), state.nowMs || t0, t0 + 1000);
   const left = 150, right = 20, rowH = 16, top = 8, width = Math.max(600, $("#timeline-chart").clientWidth || 900);
   const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
   const height = top + rows.length * rowH + 36;
@@ -184,7 +186,7 @@ function renderTimeline() {
     list.forEach((s, i) => {
       if (s.state === "up") return;
       const end = i + 1 < list.length ? list[i + 1].t : t1;
-      svg += `<rect x="${x(s.t)}" y="${top}" width="${Math.max(1, x(end) - x(s.t))}" height="${rows.length * rowH}" fill="#d62728" fill-opacity="0.12"><title>${esc(name)} ${s.state}</title></rect>`;
+      svg += `<rect x="${x(s.t)}" y="${top}" width="${Math.max(1, x(end) - x(s.t))}" height="${rows.length * rowH}" fill="#d62728" fill-opacity="0.2"><title>${esc(name)} ${s.state}</title></rect>`;
     });
   }
   rows.forEach((key, r) => {
@@ -219,3 +221,4 @@ function niceStep(raw) {
 }
 
 connect();
+setInterval(() => { if (state.snapshot) renderTimeline(); }, 1000);
