@@ -44,6 +44,7 @@ bench: setup
 	$(PY) benchmarks/bench_failover.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/failover.json
 	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 5 --out docs/benchmarks/simulator.json
 	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json
+	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
 
 clean-demo:
 	-$(FAILSAFE) clean --dir $(DEMO_DIR)
