@@ -56,7 +56,8 @@ def test_the_group_view_is_what_groups_describe_prints(shared_cluster: RunningCl
     assert shared_cluster.cli("produce", topic, "--key-separator", ":", input="a:1\nb:2\nc:3\nd:4\n").returncode == 0
     consumed = shared_cluster.cli("consume", topic, "--group", group, "--from-beginning", "--exit-at-end")
     assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 4
-    assert shared_cluster.cli("produce", topic, input="late\n").returncode == 0  # lag 1 somewhere
+    # Key a again: the partition of a record the group has read and committed, so its lag is 1.
+    assert shared_cluster.cli("produce", topic, "--key-separator", ":", input="a:late\n").returncode == 0
     console = start_console(shared_cluster.dir)
     try:
         with httpx.Client(base_url=console.base, headers=console.headers, timeout=30) as http:
@@ -153,7 +154,11 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
             assert http.post("/api/nodes/broker/2/kill").json()["state"] == "down"
             assert http.post("/api/nodes/broker/2/start").json()["state"] == "up"
             out, err = scenario.communicate(timeout=240)
-            runs = http.get("/api/runs").json()
+            # The runs view is at most about a second old: wait for the finished run to appear in it.
+            deadline = time.monotonic() + 15
+            while not ((runs := http.get("/api/runs").json())["live"] is None and all(r["report"] for r in runs["runs"])):
+                assert time.monotonic() < deadline, runs
+                time.sleep(0.2)
             faults = [e for e in http.get("/api/timeline").json()["events"] if e["kind"] == "fault"]
     finally:
         if scenario.poll() is None:

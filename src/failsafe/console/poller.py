@@ -268,6 +268,8 @@ class ClusterPoller:
                 self._live = LiveRun(path)
             self._live.update()
             for f in self._live.take_new_faults():
+                if str(f["role"] or "").startswith("operator ("):
+                    continue  # the operator's own action: already on the timeline from the journal
                 for node in f["nodes"] or [None]:
                     self.timeline.observe_fault(f["start_ms"], running["scenario"], f["fault"], f["target"] or "", node,
                                                 f["error"] is None, f["error"])
