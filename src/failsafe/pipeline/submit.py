@@ -1,6 +1,6 @@
 """The pipeline as a ``spark-submit`` application: Spark's master and the connector come from spark-submit.
 
-    spark-submit --master spark://HOST:7077 --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0 \\
+    spark-submit --master spark://HOST:7077 --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \\
         .../failsafe/pipeline/submit.py --bootstrap-server BROKER:9092 --output /shared/out --checkpoint /shared/ck
 """
 
