@@ -72,3 +72,19 @@ def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(clean
     published = clean_demo.cli("consume", "demo.sales-by-product", "--from-beginning", "--max-messages", "5", "--timeout-s", "30")
     assert published.returncode == 0, published.stderr
     assert len(published.stdout.splitlines()) == 5 and '"revenue"' in published.stdout
+
+
+def test_the_ceiling_benchmark_runs_end_to_end_in_smoke_mode(clean_demo: RunningCluster, tmp_path: Path) -> None:
+    """benchmarks/bench_pipeline.py on a tiny backlog: the pipeline's and the ceiling query's rates are both measured."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "pipeline.json"
+    proc = subprocess.run([sys.executable, "benchmarks/bench_pipeline.py", "--dir", str(clean_demo.dir), "--work", str(tmp_path / "work"),
+                           "--backlog", "2000", "--batch", "1000", "--live-s", "0", "--out", str(out)],
+                          capture_output=True, text=True, timeout=PIPELINE_TIMEOUT_S, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    backlog = json.loads(out.read_text())["backlog"]
+    assert backlog["steady_records_per_s"] > 0 and backlog["ceiling"]["steady_records_per_s"] > 0
+    assert backlog["ceiling"]["records"] >= 2000 and backlog["sink_equals_ledger"] is True
+    assert backlog["pipeline_wall_s_over_ceiling"] > 0 and backlog["pipeline_steady_over_ceiling"] > 0
