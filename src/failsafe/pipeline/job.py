@@ -39,6 +39,8 @@ RESULTS_TOPIC = "demo.sales-by-product"
 SALES_QUERY = "sales-by-product"
 DEAD_LETTER_QUERY = "dead-letters"
 COMMITS_FILE = "_commits.jsonl"
+# How long the dead-letter query waits for the sales query's first micro-batch before it starts anyway.
+FIRST_BATCH_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,14 @@ def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFra
     letters_writer = (dead_letters(source()).writeStream.queryName(DEAD_LETTER_QUERY).outputMode("append").format("parquet")
                       .option("path", str(config.output_dir / DEAD_LETTERS_DIR))
                       .option("checkpointLocation", str(config.checkpoint_dir / DEAD_LETTER_QUERY)))
-    return {SALES_QUERY: trigger(sales_writer).start(), DEAD_LETTER_QUERY: trigger(letters_writer).start()}
+    sales_query = trigger(sales_writer).start()
+    # The first micro-batch of each query compiles its code and plans its sources; on local[2] the two
+    # first batches side by side took 15-17 s for the sales query, alone 10-11 s (docs/benchmarks.md).
+    # The dead letters can wait for it.
+    deadline = time.monotonic() + FIRST_BATCH_WAIT_S
+    while sales_query.isActive and sales_query.lastProgress is None and time.monotonic() < deadline:
+        sales_query.awaitTermination(0.25)
+    return {SALES_QUERY: sales_query, DEAD_LETTER_QUERY: trigger(letters_writer).start()}
 
 
 def watch(spark: SparkSession, queries: dict[str, StreamingQuery], log: ProgressLog, on_batch: Callable[[dict], None],
