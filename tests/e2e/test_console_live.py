@@ -129,6 +129,12 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
     assert [(a["action"], a["source"]) for a in status["operator_actions"]] == [("kill", "console"), ("start", "console")]
 
 
+def _acted(response: httpx.Response) -> str:
+    """The node's state after a console action, or the console's own words on why it refused."""
+    assert response.status_code == 200, f"{response.request.url.path}: {response.status_code} {response.text}"
+    return response.json()["state"]
+
+
 @pytest.mark.breaks_cluster
 def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console(own_cluster_dir: Path) -> None:
     import subprocess
@@ -151,8 +157,8 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
                 assert time.monotonic() < deadline and scenario.poll() is None, f"no live chaos phase seen: {seen}"
                 time.sleep(0.2)
             assert seen["id"].startswith("pubsub/") and seen["sends"]["invoked"] >= seen["sends"]["ok"]
-            assert http.post("/api/nodes/broker/2/kill").json()["state"] == "down"
-            assert http.post("/api/nodes/broker/2/start").json()["state"] == "up"
+            assert _acted(http.post("/api/nodes/broker/2/kill")) == "down"
+            assert _acted(http.post("/api/nodes/broker/2/start")) == "up"
             out, err = scenario.communicate(timeout=240)
             # The runs view is at most about a second old: wait for the finished run to appear in it.
             deadline = time.monotonic() + 15
@@ -163,6 +169,7 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
     finally:
         if scenario.poll() is None:
             scenario.kill()
+            scenario.communicate()
         stop_console(console, own_cluster_dir)
     assert "Traceback" not in err
     (run,) = [r for r in runs["runs"] if r["scenario"] == "pubsub"]
