@@ -28,8 +28,8 @@ def delete_demo_topics(cluster: RunningCluster) -> None:
             assert cluster.cli("topics", "delete", topic).returncode == 0
 
 
-def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path) -> tuple[Path, dict]:
-    result = cluster.cli("run", name, "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
+def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path, *extra: str) -> tuple[Path, dict]:
+    result = cluster.cli("run", name, "--runs", str(runs), *extra, timeout_s=RUN_TIMEOUT_S)
     run_dir = sorted((runs / name).iterdir())[-1]
     assert (run_dir / "results.json").is_file(), (result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     results = json.loads((run_dir / "results.json").read_text())
@@ -81,3 +81,32 @@ def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(demo_topics_c
     assert_exact(results)
     facts = results["pipeline"]
     assert facts["starts"] == 2 and facts["planned_kills"] == 1 and facts["unexpected_exits"] == []
+
+
+def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_the_ledger(demo_topics_cleaned: RunningCluster,
+                                                                                          tmp_path: Path) -> None:
+    from tests.pipeline.test_spark_standalone import spark_base_port
+
+    port = spark_base_port(2)
+    run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-executor-loss", tmp_path / "runs",
+                                             "--set", f"pipeline.spark_port={port}")
+    assert_exact(results)
+    facts = results["pipeline"]
+    assert results["query_never_stopped"] and facts["starts"] == 1 and facts["unexpected_exits"] == []
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    (up,) = [op for op in history if op.get("f") == "spark-standalone-up"]
+    assert up["master"] == f"spark://127.0.0.1:{port}" and up["workers"] == 2
+    (start,) = [op for op in history if op.get("f") == "pipeline-start"]
+    assert start["master"] == up["master"]
+    (killed,) = [op for op in history if op.get("f") == "fault-start"]
+    assert (killed["fault"], killed["target"], killed["nodes"]) == ("kill-spark-worker", "spark-worker", ["spark-worker-0"])
+    (restored,) = [op for op in history if op.get("f") == "fault-stop"]
+    assert restored["ok"] is True
+    # The worker's executor died with it: the driver saw an executor lost, and the tasks ran again elsewhere.
+    log = (run_dir / "pipeline.log").read_text()
+    assert "Lost executor" in log or "lost worker" in log.lower() or "ExecutorLost" in log, log[-3000:]
+    # Nothing of the run's Spark cluster outlives it.
+    from failsafe.supervisor import read_pidfile
+
+    pidfiles = sorted((run_dir / "spark" / "pids").glob("*.pid"))
+    assert len(pidfiles) == 3 and not any(t.alive() for t in map(read_pidfile, pidfiles) if t is not None)

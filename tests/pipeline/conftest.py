@@ -16,8 +16,26 @@ from pyspark.sql import DataFrame, SparkSession
 
 from failsafe.pipeline.schema import KAFKA_SOURCE_SCHEMA
 from failsafe.pipeline.session import SessionSpec, build_session
+from tests.conftest import RunningCluster
 
 KAFKA_TIME = dt.datetime(2024, 8, 25, 13, 30, tzinfo=dt.UTC)
+PIPELINE_TIMEOUT_S = 300
+DEMO_TOPICS = ("demo.products", "demo.purchases", "demo.inventories", "demo.sales-by-product")
+
+
+def delete_demo_topics(cluster: RunningCluster) -> None:
+    listed = cluster.cli("topics", "list").stdout.split()
+    for topic in DEMO_TOPICS:
+        if topic in listed:
+            assert cluster.cli("topics", "delete", topic).returncode == 0
+
+
+@pytest.fixture
+def clean_demo(shared_cluster: RunningCluster) -> Iterator[RunningCluster]:
+    """The session's cluster without the demo topics, before and after the test."""
+    delete_demo_topics(shared_cluster)
+    yield shared_cluster
+    delete_demo_topics(shared_cluster)
 
 
 @pytest.fixture(scope="session")

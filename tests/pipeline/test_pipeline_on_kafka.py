@@ -6,32 +6,15 @@ Shares the session's cluster; uses the demo topics and deletes them afterwards.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import RunningCluster
 from tests.helpers import run_cli
+from tests.pipeline.conftest import PIPELINE_TIMEOUT_S
 
 pytestmark = [pytest.mark.spark]
-
-PIPELINE_TIMEOUT_S = 300
-DEMO_TOPICS = ("demo.products", "demo.purchases", "demo.inventories", "demo.sales-by-product")
-
-
-def delete_demo_topics(cluster: RunningCluster) -> None:
-    listed = cluster.cli("topics", "list").stdout.split()
-    for topic in DEMO_TOPICS:
-        if topic in listed:
-            assert cluster.cli("topics", "delete", topic).returncode == 0
-
-
-@pytest.fixture
-def clean_demo(shared_cluster: RunningCluster) -> Iterator[RunningCluster]:
-    delete_demo_topics(shared_cluster)
-    yield shared_cluster
-    delete_demo_topics(shared_cluster)
 
 
 def test_an_unreachable_cluster_is_one_line() -> None:

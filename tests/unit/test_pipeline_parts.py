@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,85 @@ PIPELINE = {"name": "p", "kind": "pipeline", "faults": [{"fault": "kill", "role"
 def test_bad_pipeline_scenarios_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         parse_pipeline_scenario({**PIPELINE, **change})
+
+
+def test_a_session_on_a_loopback_standalone_master_binds_loopback_too() -> None:
+    conf = session_conf(SessionSpec(master="spark://127.0.0.1:7077"))
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert "spark.driver.host" not in session_conf(SessionSpec(master="spark://127.0.0.1:7077,spark-2:7077"))
+
+
+def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() -> None:
+    scenario = load_scenario("pipeline-executor-loss")
+    assert (scenario.pipeline.master, scenario.pipeline.spark_workers) == ("standalone", 2)
+    (fault,) = scenario.faults
+    assert (fault.fault, fault.node, fault.duration_s) == ("kill-spark-worker", 0, 15)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"faults": [{"fault": "kill-spark-worker", "at_s": 1, "duration_s": 1}]}, 'kill-spark-worker needs pipeline.master = "standalone"'),
+    ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": 2, "at_s": 1, "duration_s": 1}]},
+     "p.faults[0].node: 2 is not a worker of the run's Spark cluster (0-1)"),
+    ({"pipeline": {"master": "yarn"}}, "p.pipeline.master: 'yarn': use local[N], spark://HOST:PORT or \"standalone\""),
+    ({"pipeline": {"master": "standalone", "spark_workers": 0}}, "spark_workers must be 1-8"),
+    ({"simulator": {"clock": "fast"}}, "p.simulator.clock: 'fast' is not one of wall, accelerated"),
+])
+def test_bad_spark_settings_name_the_field(change: dict, message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        parse_pipeline_scenario({**PIPELINE, **change})
+
+
+def test_kill_spark_worker_kills_the_named_worker_and_its_undo_starts_it() -> None:
+    from failsafe.faults import FAULTS, FaultKind, FaultSpec, FaultTargets
+
+    class Clients:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str]] = []
+
+        def kill_client(self, name: str) -> None:
+            self.calls.append(("kill", name))
+
+        def close_client(self, name: str) -> None:
+            self.calls.append(("close", name))
+
+        def restart_client(self, name: str) -> None:
+            self.calls.append(("restart", name))
+
+    clients = Clients()
+    applied = FAULTS[FaultKind.KILL_SPARK_WORKER](FaultSpec("kill-spark-worker", 1.0, 5.0, node=1), FaultTargets(None, clients, lambda _: None))
+    assert (applied.target, applied.nodes, clients.calls) == ("spark-worker", ["spark-worker-1"], [("kill", "spark-worker-1")])
+    applied.undo()
+    assert clients.calls[-1] == ("restart", "spark-worker-1") and applied.undone
+
+
+def test_standalone_ports_and_the_workers_the_master_counts(tmp_path: Path) -> None:
+    from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
+
+    spec = StandaloneSpec(workers=3, port=17077)
+    assert spec.master_url == "spark://127.0.0.1:17077" and spec.ui_port == 18077
+    assert spec.ports() == [17077, 18077, 17078, 18078, 17079, 18079, 17080, 18080]
+    cluster = StandaloneCluster(tmp_path, spec)
+    # Hand-written: the master's /json/ view, with one worker lost (DEAD stays listed), one of another cluster, one ALIVE.
+    view = {"status": "ALIVE", "workers": [{"port": 17078, "state": "DEAD"}, {"port": 17080, "state": "ALIVE"},
+                                           {"port": 9999, "state": "ALIVE"}, {"port": 17078, "state": "ALIVE"}]}
+    assert cluster.registered_workers(view) == {0, 2}
+    assert cluster.registered_workers({**view, "status": "STANDBY"}) == set()
+    status = cluster.status()  # nothing runs there: every process down, the master unanswering
+    assert status["master"] == {"pid": None, "state": "down", "status": None}
+    assert [w["state"] for w in status["workers"]] == ["down"] * 3
+
+
+def test_spark_commands_without_a_spark_cluster_are_one_line(tmp_path: Path) -> None:
+    from tests.helpers import run_cli
+
+    for command in ("status", "down"):
+        result = run_cli("spark", command, "--dir", str(tmp_path / "nothing"))
+        assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+        assert "no Spark standalone cluster at" in result.stderr and "failsafe spark up" in result.stderr
+
+
+def test_master_is_refused_for_a_lab_scenario(tmp_path: Path) -> None:
+    from tests.helpers import run_cli
+
+    result = run_cli("run", "pubsub", "--master", "local[2]", "--dir", str(tmp_path))
+    assert result.returncode == 2 and "--master is for pipeline scenarios" in result.stderr and "pubsub run no Spark" in result.stderr

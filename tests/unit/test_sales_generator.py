@@ -293,3 +293,29 @@ def test_restock_json_has_the_contract_fields() -> None:
     opening = inv.opening(START)
     assert json.loads(opening[0].to_json()) == {"event_time": "2024-08-25 13:22:16.000000", "product_id": "SF05",
                                                 "existing_level": 0, "stock_quantity": 60, "new_level": 60}
+
+
+def test_the_wall_clock_stamps_each_record_with_its_send_time_and_keeps_the_purchases() -> None:
+    from failsafe.workloads.sales.generator import WallClock
+
+    now = iter([1_700_000_000_000_000, 1_700_000_999_000_000])
+    wall = PurchaseStream(5, 1, START, clock=WallClock(200.0, lambda: next(now)))
+    accelerated = PurchaseStream(5, 1, START)
+    for _ in range(2):
+        w, a = wall.next_batch(), accelerated.next_batch()
+        # The same seed gives the same purchases under either clock: only their times differ.
+        assert np.array_equal(w.transaction_id, a.transaction_id) and np.array_equal(w.product, a.product)
+        assert np.array_equal(w.total_cents, a.total_cents) and not np.array_equal(w.time_us, a.time_us)
+    # At 200/s record k is due 5 ms after record k-1, from the first batch's time, whatever the clock says later.
+    assert w.first_seq == BATCH_SIZE and w.time_us[0] == 1_700_000_000_000_000 + BATCH_SIZE * 5_000
+    assert np.all(np.diff(w.time_us) == 5_000)
+    assert json.loads(w.values[1])["transaction_time"] == format_us(int(w.time_us[1]))
+
+
+def test_the_wall_clock_as_fast_as_possible_stamps_a_batch_with_its_making_and_never_goes_back() -> None:
+    from failsafe.workloads.sales.generator import WallClock
+
+    times = iter([2_000_000, 1_000_000])  # the system clock stepped back between batches
+    clock = WallClock(0.0, lambda: next(times))
+    first, second = clock.advance(np.ones(3)), clock.advance(np.ones(2))
+    assert first.tolist() == [2_000_000] * 3 and second.tolist() == [2_000_000] * 2

@@ -29,6 +29,8 @@ def assert_one_line_error(result, *fragments: str) -> None:
     (["--seed", "-1"], ["--seed -1"]),
     (["--start-time", "yesterday"], ["--start-time 'yesterday'", "YYYY-MM-DD HH:MM:SS"]),
     (["--acks", "2"], ["--acks"]),
+    (["--rate", "10", "--start-time", "2024-08-25 13:00:00"], ["--start-time sets the accelerated clock's start", "--clock accelerated"]),
+    (["--clock", "wall", "--start-time", "2024-08-25 13:00:00"], ["--start-time sets the accelerated clock's start"]),
 ])
 def test_bad_options(tmp_path: Path, args: list[str], fragments: list[str]) -> None:
     port = free_port_block(1)
@@ -67,3 +69,11 @@ def test_an_old_ledger_survives_an_unreachable_cluster(tmp_path: Path) -> None:
     result = run_cli("simulate", "sales", "--bootstrap-server", f"127.0.0.1:{port}", "--timeout-s", "1", "--ledger", str(tmp_path))
     assert_one_line_error(result, "no Kafka broker answered")
     assert (tmp_path / "manifest.json").read_text() == '{"format": 1, "complete": true}'
+
+
+def test_auto_is_the_wall_clock_for_a_live_run_and_the_accelerated_one_as_fast_as_possible(tmp_path: Path) -> None:
+    from failsafe.workloads.sales.run import SalesOptions
+
+    options = SalesOptions(bootstrap_servers="127.0.0.1:9092", ledger=tmp_path / "ledger")
+    assert [SalesOptions(**{**options.__dict__, "rate_per_s": r}).event_clock for r in (0.0, 5.0)] == ["accelerated", "wall"]
+    assert SalesOptions(**{**options.__dict__, "rate_per_s": 5.0, "clock": "accelerated"}).event_clock == "accelerated"

@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
+from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import journal, lifecycle
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
@@ -188,7 +189,10 @@ def down_command(cluster_dir: Path | None, timeout_s: float) -> None:
     """Stop every node (controlled shutdown), keeping the data."""
     root = resolve_dir(cluster_dir)
     with stderr.status(f"stopping the cluster in {root}"):
+        spark = stop_spark_under(root, timeout_s)
         stopped = lifecycle.down(root, timeout_s)
+    if spark:
+        stderr.print(f"stopped Spark's {', '.join(spark)}")
     stderr.print(f"stopped {len(stopped)} nodes" if stopped else "nothing was running")
 
 
@@ -199,6 +203,7 @@ def clean_command(cluster_dir: Path | None, timeout_s: float) -> None:
     """Stop everything and delete the cluster directory."""
     root = resolve_dir(cluster_dir)
     with stderr.status(f"stopping and deleting {root}"):
+        stop_spark_under(root, timeout_s)
         lifecycle.clean(root, timeout_s)
     stderr.print(f"deleted {root}")
 

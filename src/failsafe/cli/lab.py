@@ -57,8 +57,11 @@ class Outcome:
 @click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
               help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
                    "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).")
+@click.option("--master", default=None, metavar="URL",
+              help="Pipeline scenarios: the Spark master (local[N], spark://HOST:PORT from 'failsafe spark up', or 'standalone' "
+                   "for a cluster of the run's own) [default: the scenario's].")
 def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
-                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...]) -> int:
+                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...], master: str | None) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -72,6 +75,12 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     scenarios = [_load(n, overrides) for n in expanded]
+    if master is not None:
+        not_pipeline = [s.name for s in scenarios if s.kind != "pipeline"]
+        if not_pipeline:
+            raise UserError(f"--master is for pipeline scenarios (kind = \"pipeline\"): {', '.join(not_pipeline)} run no Spark")
+        overrides = (*overrides, f"pipeline.master={json.dumps(master)}")
+        scenarios = [_load(n, overrides) for n in expanded]
     root = resolve_dir(cluster_dir)
     runs_root = runs_dir if runs_dir is not None else root / "runs"
     started = time.monotonic()

@@ -27,6 +27,7 @@ from failsafe.cli.lab import check_command, report_command, run_command, scenari
 from failsafe.cli.options import INTERRUPTED_EXIT
 from failsafe.cli.pipeline import pipeline
 from failsafe.cli.simulate import simulate
+from failsafe.cli.spark import spark
 from failsafe.cli.topics import topics
 from failsafe.errors import FailsafeError
 from failsafe.waiting import WaitTimeout
@@ -42,7 +43,7 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, simulate, console_command):
+                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, spark, simulate, console_command):
     cli.add_command(command)
 
 

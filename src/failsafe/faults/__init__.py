@@ -2,7 +2,7 @@
 
     base.py     FaultKind, Role, Target, FaultSpec, AppliedFault (undo marked done only on success)
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss
-    clients.py  the workload's processes: kill-consumer, close-consumer, kill-driver
+    clients.py  the workload's processes: kill-consumer, close-consumer, kill-driver, kill-spark-worker
 
 Scenario files and the engine name faults through ``FAULTS``; a new kind of fault is one more entry.
 """
@@ -10,7 +10,7 @@ Scenario files and the engine name faults through ``FAULTS``; a new kind of faul
 from __future__ import annotations
 
 from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets, Role, Target
-from failsafe.faults.clients import close_consumer, kill_consumer, kill_driver
+from failsafe.faults.clients import close_consumer, kill_consumer, kill_driver, kill_spark_worker
 from failsafe.faults.nodes import kill, pause, quorum_loss, restart, terminate
 
 FAULTS: dict[FaultKind, FaultStart] = {
@@ -22,6 +22,7 @@ FAULTS: dict[FaultKind, FaultStart] = {
     FaultKind.KILL_CONSUMER: kill_consumer,
     FaultKind.CLOSE_CONSUMER: close_consumer,
     FaultKind.KILL_DRIVER: kill_driver,
+    FaultKind.KILL_SPARK_WORKER: kill_spark_worker,
 }
 # Faults that act on brokers chosen by role, and those that act on the workload's clients.
 BROKER_FAULTS = (FaultKind.KILL, FaultKind.TERMINATE, FaultKind.PAUSE, FaultKind.RESTART)

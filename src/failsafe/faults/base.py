@@ -25,6 +25,7 @@ class FaultKind(StrEnum):
     KILL_CONSUMER = "kill-consumer"  # SIGKILL of a consumer: a crash, its group must rebalance
     CLOSE_CONSUMER = "close-consumer"  # a consumer closes and leaves its group
     KILL_DRIVER = "kill-driver"  # SIGKILL of the Spark driver's process group; the undo starts it from its checkpoint
+    KILL_SPARK_WORKER = "kill-spark-worker"  # SIGKILL of a standalone Spark worker's group (its executors too); the undo starts it
 
 
 class Role(StrEnum):
@@ -45,6 +46,7 @@ class Target(StrEnum):
     QUORUM = "quorum"
     CONSUMER = "consumer"
     PIPELINE = "pipeline"
+    SPARK_WORKER = "spark-worker"
 
 
 class FaultError(UserError):

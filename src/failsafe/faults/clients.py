@@ -1,4 +1,4 @@
-"""Faults on the workload's own processes: a consumer killed or closed, the Spark driver killed."""
+"""Faults on the workload's own processes: a consumer killed or closed, the Spark driver or a Spark worker killed."""
 
 from __future__ import annotations
 
@@ -26,3 +26,15 @@ def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL of the driver's whole process group (its JVM too); the undo starts it again from its checkpoint."""
     targets.clients.kill_client(DRIVER)
     return AppliedFault(FaultKind.KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER))
+
+
+def spark_worker_name(worker: int) -> str:
+    return f"spark-worker-{worker}"
+
+
+def kill_spark_worker(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """SIGKILL of standalone worker ``node`` (default 0) and its executors: a lost machine. The undo starts the worker again."""
+    name = spark_worker_name(spec.node or 0)
+    targets.clients.kill_client(name)
+    return AppliedFault(FaultKind.KILL_SPARK_WORKER, Target.SPARK_WORKER, [name], "spark worker",
+                        lambda: targets.clients.restart_client(name))

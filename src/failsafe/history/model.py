@@ -94,7 +94,7 @@ ADMIN_SCHEMA = {
     "topic": pl.String,
     "error": pl.String,
 }
-# Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained.
+# Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained, spark-standalone-up.
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
                  "drain_s": pl.Float64}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.

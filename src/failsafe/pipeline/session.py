@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from failsafe.pipeline.standalone import is_loopback_master
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -42,7 +44,7 @@ def session_conf(spec: SessionSpec) -> dict[str, str]:
         "spark.driver.memory": spec.driver_memory,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     }
-    if spec.master is None or spec.master.startswith("local"):
+    if is_loopback_master(spec.master):
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     if spec.jars:
         conf["spark.jars"] = ",".join(spec.jars)
@@ -51,7 +53,7 @@ def session_conf(spec: SessionSpec) -> dict[str, str]:
 
 def build_session(spec: SessionSpec = SessionSpec()) -> SparkSession:
     """Start (or join) the SparkSession described by ``spec``."""
-    if spec.master is None or spec.master.startswith("local"):
+    if is_loopback_master(spec.master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -12,7 +12,10 @@ from typing import ClassVar
 from failsafe.faults import FaultKind, FaultSpec, Role
 from failsafe.scenarios.schema import ActionSpec, ClusterNeeds, ScenarioError, _fail, _positive, _take
 
-PIPELINE_FAULTS = (FaultKind.KILL, FaultKind.TERMINATE, FaultKind.PAUSE, FaultKind.KILL_DRIVER)
+PIPELINE_FAULTS = (FaultKind.KILL, FaultKind.TERMINATE, FaultKind.PAUSE, FaultKind.KILL_DRIVER, FaultKind.KILL_SPARK_WORKER)
+SPARK_FAULTS = (FaultKind.KILL_DRIVER, FaultKind.KILL_SPARK_WORKER)
+# pipeline.master: a Spark standalone cluster of the run's own (master and spark_workers workers in the run directory).
+STANDALONE = "standalone"
 PIPELINE_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS, Role.ANY)
 PURCHASES_TOPIC = "demo.purchases"
 PURCHASES_PARTITIONS = 6
@@ -24,6 +27,7 @@ class SimulatorSpec:
     seed: int = 3
     malformed_every: int = 0
     instances: int = 1
+    clock: str = "wall"  # event time: "wall" (send time) or "accelerated" (a simulated day, ~100x faster at 200/s)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,9 @@ class PipelineSpec:
     trigger_s: float = 2.0
     watermark: str = "2 minutes"
     start_timeout_s: float = 180.0
+    master: str = "local[2]"  # local[N], spark://HOST:PORT, or "standalone"
+    spark_workers: int = 2  # with master = "standalone"
+    spark_port: int = 7077  # with master = "standalone": the master's port (see pipeline/standalone.py for the others)
 
 
 @dataclass(frozen=True)
@@ -89,13 +96,26 @@ def _validate(s: PipelineScenario) -> None:
         raise _fail(f"{s.name}.cluster.brokers", f"{s.cluster.brokers}: the demo topics have replication factor 3, so 3 brokers at least")
     if s.simulator.rate_per_s <= 0:
         raise _fail(f"{s.name}.simulator.rate_per_s", "a pipeline scenario needs a fixed rate above 0")
+    master = s.pipeline.master
+    if not (master == STANDALONE or master.startswith(("local", "spark://"))):
+        raise _fail(f"{s.name}.pipeline.master", f"{master!r}: use local[N], spark://HOST:PORT or \"standalone\"")
+    if master == STANDALONE and not (1 <= s.pipeline.spark_workers <= 8 and 1 <= s.pipeline.spark_port <= 64000):
+        raise _fail(f"{s.name}.pipeline", "spark_workers must be 1-8 and spark_port 1-64000")
+    if s.simulator.clock not in ("wall", "accelerated"):
+        raise _fail(f"{s.name}.simulator.clock", f"{s.simulator.clock!r} is not one of wall, accelerated")
     if s.simulator.instances < 1 or s.simulator.malformed_every < 0:
         raise _fail(f"{s.name}.simulator", "instances must be at least 1 and malformed_every not negative")
     for i, f in enumerate(s.faults):
         at = f"{s.name}.faults[{i}]"
         if f.fault not in PIPELINE_FAULTS:
             raise _fail(f"{at}.fault", f"{f.fault!r} is not one of {', '.join(PIPELINE_FAULTS)}")
-        if f.fault != FaultKind.KILL_DRIVER:
+        if f.fault == FaultKind.KILL_SPARK_WORKER:
+            if s.pipeline.master != STANDALONE:
+                raise _fail(f"{at}.fault", f"kill-spark-worker needs pipeline.master = \"standalone\" (a Spark cluster of the run's own), "
+                                           f"not {s.pipeline.master!r}")
+            if not 0 <= (f.node or 0) < s.pipeline.spark_workers:
+                raise _fail(f"{at}.node", f"{f.node} is not a worker of the run's Spark cluster (0-{s.pipeline.spark_workers - 1})")
+        if f.fault not in SPARK_FAULTS:
             if f.role not in PIPELINE_ROLES:
                 raise _fail(f"{at}.role", f"{f.role!r} is not one of {', '.join(PIPELINE_ROLES)}")
             if f.role != "any" and f.node is None:

@@ -16,7 +16,7 @@ from failsafe.errors import UserError
 from failsafe.faults import CONSUMER_FAULTS, FaultKind, FaultSpec, Role
 
 # Every fault but the Spark driver's: the lab's workload has no driver.
-FAULTS = tuple(k for k in FaultKind if k != FaultKind.KILL_DRIVER)
+FAULTS = tuple(k for k in FaultKind if k not in (FaultKind.KILL_DRIVER, FaultKind.KILL_SPARK_WORKER))
 ROLES = tuple(Role)
 
 

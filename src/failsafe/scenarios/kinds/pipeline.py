@@ -16,10 +16,11 @@ import time
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
-from failsafe.faults.clients import DRIVER
+from failsafe.faults.clients import DRIVER, spark_worker_name
 from failsafe.pipeline.progress import latest_by_query
+from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios import setup
-from failsafe.scenarios.pipeline_schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, PipelineScenario
+from failsafe.scenarios.pipeline_schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
 from failsafe.scenarios.plugin import RunContext
 from failsafe.scenarios.schema import TopicSpec
 from failsafe.supervisor import Child
@@ -50,6 +51,7 @@ class PipelineWorkload:
         self.pipeline: Child | None = None
         self.simulator: Child | None = None
         self.starts = 0
+        self.spark: StandaloneCluster | None = None  # with pipeline.master = "standalone": the run's own Spark cluster
         self._driver_down = False  # while a kill-driver fault holds the pipeline down on purpose
 
     @property
@@ -61,6 +63,8 @@ class PipelineWorkload:
         self.ctx = ctx
         setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS, [])
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
+        if self.scenario.pipeline.master == STANDALONE:
+            self._start_spark()
         self._start_pipeline()
         timeout_s = self.scenario.pipeline.start_timeout_s
         # Spark runs batch 0 of each query at once, even on an empty topic: its progress says the query is up.
@@ -72,7 +76,7 @@ class PipelineWorkload:
         self.simulator = ctx.supervisor.spawn(failsafe_command(
             "simulate", "sales", "--bootstrap-server", ctx.bootstrap_servers, "--rate", f"{s.simulator.rate_per_s:g}",
             "--duration", f"{s.simulated_s:g}", "--seed", str(s.simulator.seed), "--instances", str(s.simulator.instances),
-            "--malformed-every", str(s.simulator.malformed_every), "--ledger", str(ctx.run_path / "ledger")),
+            "--malformed-every", str(s.simulator.malformed_every), "--clock", s.simulator.clock, "--ledger", str(ctx.run_path / "ledger")),
             name="simulator", log_path=ctx.run_path / "simulator.log", env=_unbuffered())
 
     def end_chaos(self, ctx: RunContext) -> None:
@@ -113,6 +117,8 @@ class PipelineWorkload:
         for child in (self.simulator, self.pipeline):
             if child is not None and (child.running() or child.group_alive()):
                 child.stop(STOP_TIMEOUT_S)
+        if self.spark is not None:
+            self.spark.stop(STOP_TIMEOUT_S)
 
     def tick(self) -> None:
         """Notice a pipeline that died when nobody killed it: recorded, for the verdict, not a failure of the run."""
@@ -132,6 +138,11 @@ class PipelineWorkload:
 
     # -- client faults --------------------------------------------------------------------------
     def kill_client(self, name: str) -> None:
+        if (worker := self._spark_worker(name)) is not None:
+            assert self.spark is not None
+            pid = self.spark.kill_worker(worker)
+            self._ctx().event(f"killed Spark {name} (pid {pid}) and its executors")
+            return
         if name != DRIVER or self.pipeline is None:
             raise FaultError(f"the pipeline scenario has no running {name!r} to kill")
         self._driver_down = True
@@ -141,18 +152,41 @@ class PipelineWorkload:
         raise FaultError(f"the pipeline scenario cannot close {name!r}")
 
     def restart_client(self, name: str) -> None:
+        if (worker := self._spark_worker(name)) is not None:
+            assert self.spark is not None
+            self._ctx().event(f"start Spark {name} again")
+            self.spark.start_worker(worker)
+            return
         if name != DRIVER:
             raise FaultError(f"the pipeline scenario cannot restart {name!r}")
         self._ctx().event("restart the pipeline from its checkpoint")
         self._start_pipeline()
 
     # -- helpers --------------------------------------------------------------------------------
+    def _spark_worker(self, name: str) -> int | None:
+        """The index of a 'spark-worker-N' of the run's own Spark cluster; None for any other name."""
+        if self.spark is None:
+            return None
+        return next((w for w in range(self.spark.spec.workers) if name == spark_worker_name(w)), None)
+
+    def _start_spark(self) -> None:
+        ctx, p = self._ctx(), self.scenario.pipeline
+        self.spark = StandaloneCluster(ctx.run_path / "spark", StandaloneSpec(workers=p.spark_workers, port=p.spark_port),
+                                       spawner=ctx.supervisor.spawn, outlives_us=False)
+        ctx.event(f"starting a Spark standalone cluster: a master and {p.spark_workers} workers at {self.spark.spec.master_url}")
+        self.spark.start(p.start_timeout_s, ctx.event)
+        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "spark-standalone-up", "master": self.spark.spec.master_url,
+                             "workers": p.spark_workers, "cores_per_worker": self.spark.spec.cores_per_worker})
+
+    def _master(self) -> str:
+        return self.spark.spec.master_url if self.spark is not None else self.scenario.pipeline.master
+
     def _start_pipeline(self) -> None:
         ctx, s = self._ctx(), self.scenario
         self.starts += 1
-        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-start", "start": self.starts})
+        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-start", "start": self.starts, "master": self._master()})
         self.pipeline = ctx.supervisor.spawn(failsafe_command(
-            "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--output", str(self.output),
+            "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--master", self._master(), "--output", str(self.output),
             "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark),
             name="pipeline", log_path=ctx.run_path / "pipeline.log", env=_unbuffered())
         self._driver_down = False

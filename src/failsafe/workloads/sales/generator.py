@@ -4,14 +4,19 @@ A batch is drawn with numpy and turned into JSON text by pasting precomputed pie
 formatting each record field by field in Python would cost more than producing it to Kafka.
 The batch size is fixed, so the n-th purchase of a stream never depends on how many are taken.
 
-Event time is a simulated clock: a Poisson process whose intensity follows a daily curve
-(quiet at night, peaks at lunch and in the early evening), sampled exactly by time rescaling
-over minute bins. It is independent of how fast the records are sent.
+Event time comes from one of two clocks. The accelerated clock (DailyClock) is simulated: a Poisson
+process whose intensity follows a daily curve (quiet at night, peaks at lunch and in the early
+evening), sampled exactly by time rescaling over minute bins, independent of how fast the records
+are sent. The wall clock (WallClock) stamps each record with the time it is due to be sent; it is
+the one impure part, and reads the time through a function it is given. Both draw the same random
+numbers, so a seed gives the same purchases under either clock; only their times differ.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -146,6 +151,44 @@ class DailyClock:
         return us
 
 
+# Event-time clocks (docs/simulator.md): 'accelerated' runs a shopping day on DailyClock, far faster than the wall
+# clock at high rates; 'wall' stamps each purchase with the time it is due to be sent.
+ACCELERATED, WALL, AUTO = "accelerated", "wall", "auto"
+CLOCKS = (AUTO, WALL, ACCELERATED)
+
+
+def wall_now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class WallClock:
+    """Event time = send time. At a fixed rate, record k of the instance is due at first_batch + k/rate (the
+    pacing's own schedule, so a record held back by a failover keeps the time its purchase happened); as fast
+    as possible, every record of a batch gets the time the batch is made."""
+
+    def __init__(self, rate_per_s: float, now_us: Callable[[], int] = wall_now_us) -> None:
+        self.rate_per_s = rate_per_s
+        self._now_us = now_us
+        self._start_us: int | None = None
+        self._issued = 0
+        self._last_us = 0
+
+    def advance(self, unit_gaps: np.ndarray) -> np.ndarray:
+        """The times of the next ``len(unit_gaps)`` records (the gaps are drawn anyway, so both clocks give the same purchases)."""
+        n = len(unit_gaps)
+        if self.rate_per_s > 0:
+            if self._start_us is None:
+                self._start_us = self._now_us()
+            k = np.arange(self._issued, self._issued + n, dtype=np.int64)
+            us = self._start_us + np.floor(k * (1e6 / self.rate_per_s)).astype(np.int64)
+        else:
+            us = np.full(n, self._now_us(), dtype=np.int64)
+        us = np.maximum.accumulate(np.maximum(us, self._last_us))
+        self._issued += n
+        self._last_us = int(us[-1])
+        return us
+
+
 @dataclass
 class PurchaseBatch:
     """Records ``first_seq`` .. ``first_seq + len - 1`` of one instance; ``malformed`` marks the broken ones."""
@@ -213,13 +256,13 @@ class PurchaseStream:
     """The purchases of one instance, batch by batch."""
 
     def __init__(self, seed: int, instance: int, start_us: int, malformed_every: int = 0,
-                 products: tuple[Product, ...] = PRODUCTS) -> None:
+                 products: tuple[Product, ...] = PRODUCTS, clock: DailyClock | WallClock | None = None) -> None:
         if not 0 <= instance < MAX_INSTANCES:
             raise ValueError(f"instance {instance} out of range 0-{MAX_INSTANCES - 1}")
         self.seed, self.instance, self.malformed_every = seed, instance, malformed_every
         self.products = products
         self._rng = np.random.default_rng([_PURCHASES_TAG, seed, instance])
-        self._clock = DailyClock(start_us)
+        self._clock = clock if clock is not None else DailyClock(start_us)
         self._popularity = popularity(seed, products)
         self._formats = _Formats(products)
         self.cents_by_combo = np.array(self._formats.cents, dtype=np.int64)

@@ -30,7 +30,18 @@ from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import wait_until
 from failsafe.workloads.sales import ledger
 from failsafe.workloads.sales.catalogue import PRODUCTS
-from failsafe.workloads.sales.generator import MAX_INSTANCES, TIME_FORMAT, format_us, parse_time, share, to_us
+from failsafe.workloads.sales.generator import (
+    ACCELERATED,
+    AUTO,
+    CLOCKS,
+    MAX_INSTANCES,
+    TIME_FORMAT,
+    WALL,
+    format_us,
+    parse_time,
+    share,
+    to_us,
+)
 from failsafe.workloads.sales.simulator import ACKS, TOPICS, InstanceSpec
 
 PARTITIONS = 6
@@ -57,6 +68,14 @@ class SalesOptions:
     acks: str = "all"
     timeout_s: float = DEFAULT_TIMEOUT_S
     topics: dict[str, str] = field(default_factory=lambda: dict(TOPICS))
+    clock: str = AUTO
+
+    @property
+    def event_clock(self) -> str:
+        """The clock the run uses: 'auto' is the wall clock for a paced (live) run, the accelerated one as fast as possible."""
+        if self.clock == AUTO:
+            return WALL if self.rate_per_s > 0 else ACCELERATED
+        return self.clock
 
     def validate(self) -> None:
         """Every option checked before anything touches Kafka or the disk (the servers once they are known)."""
@@ -78,7 +97,12 @@ class SalesOptions:
             raise UserError(f"--acks {self.acks!r}: choose one of {', '.join(ACKS)}")
         if self.seed is not None and not 0 <= self.seed < 2**63:
             raise UserError(f"--seed {self.seed}: use 0 to 2**63-1")
+        if self.clock not in CLOCKS:
+            raise UserError(f"--clock {self.clock!r}: choose one of {', '.join(CLOCKS)}")
         if self.start_time is not None:
+            if self.event_clock == WALL:
+                raise UserError("--start-time sets the accelerated clock's start: with the wall clock event time is send time "
+                                "(use --clock accelerated, or drop --start-time)")
             start_us(self.start_time)
         ledger.check_directory(self.ledger)
 
@@ -245,7 +269,7 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
     ensure_topics(options.bootstrap_servers, options.topics, options.timeout_s)
     ledger.prepare(options.ledger)
     manifest = {
-        "seed": seed, "start_time": format_us(begin_us), "instances": options.instances, "rate": options.rate_per_s,
+        "seed": seed, "start_time": format_us(begin_us), "clock": options.event_clock, "instances": options.instances, "rate": options.rate_per_s,
         "count": options.count, "duration_s": options.duration_s, "bootstrap_servers": options.bootstrap_servers,
         "topics": options.topics, "complete": False, "acknowledged": 0, "failed": 0, "malformed": 0,
         "started_at": utc_now(), "finished_at": None,
@@ -260,7 +284,7 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
         for i in range(options.instances):
             workers.start(InstanceSpec(
                 instance=i, seed=seed, start_us=begin_us, bootstrap_servers=options.bootstrap_servers,
-                ledger=str(options.ledger), rate_per_s=options.rate_per_s / options.instances,
+                ledger=str(options.ledger), rate_per_s=options.rate_per_s / options.instances, clock=options.event_clock,
                 count=share(options.count, options.instances, i) if options.count is not None else None,
                 duration_s=options.duration_s, malformed_every=options.malformed_every, acks=options.acks,
                 topics=options.topics,

@@ -29,7 +29,17 @@ import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
 from failsafe.clients.admin import client_config, describe_error
-from failsafe.workloads.sales.generator import BATCH_SIZE, ID_AT, PurchaseBatch, PurchaseStream, records_for, sequences_of
+from failsafe.workloads.sales.generator import (
+    ACCELERATED,
+    BATCH_SIZE,
+    ID_AT,
+    WALL,
+    PurchaseBatch,
+    PurchaseStream,
+    WallClock,
+    records_for,
+    sequences_of,
+)
 from failsafe.workloads.sales.inventory import Inventory, Restock
 from failsafe.workloads.sales.ledger import LedgerWriter, malformed_frame, purchases_frame
 
@@ -52,6 +62,7 @@ class InstanceSpec:
     bootstrap_servers: str
     ledger: str
     rate_per_s: float = 0.0  # this instance's share; 0 = as fast as possible
+    clock: str = ACCELERATED  # event time: ACCELERATED (the simulated day) or WALL (send time)
     count: int | None = None  # valid purchases to send
     duration_s: float | None = None
     malformed_every: int = 0
@@ -213,7 +224,8 @@ class Instance:
     def __init__(self, spec: InstanceSpec, stop: threading.Event, report: Callable[[Counters], None], logger: object | None = None) -> None:
         self.spec, self.stop, self.report = spec, stop, report
         self.counters = Counters()
-        self.stream = PurchaseStream(spec.seed, spec.instance, spec.start_us, spec.malformed_every)
+        clock = WallClock(spec.rate_per_s) if spec.clock == WALL else None
+        self.stream = PurchaseStream(spec.seed, spec.instance, spec.start_us, spec.malformed_every, clock=clock)
         self.inventory = Inventory(self.stream.product_ids)
         self.ledger = LedgerWriter(Path(spec.ledger), spec.instance)
         self.tracker = AckTracker(self.stream, self.ledger, self.counters)
