@@ -34,6 +34,8 @@ def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path, *extra
     assert (run_dir / "results.json").is_file(), (result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     results = json.loads((run_dir / "results.json").read_text())
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:], (run_dir / "pipeline.log").read_text()[-3000:])
+    report = (run_dir / "report.html").read_text()
+    assert 'class="verdict VALID"' in report and report.count("<figure") == 4 and "<td>event-time clock</td><td>wall</td>" in report
     return run_dir, results
 
 

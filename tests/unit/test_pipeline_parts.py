@@ -52,7 +52,7 @@ SPARK_PROGRESS = {
     "batchId": 7, "timestamp": "2026-11-22T06:41:12.526Z", "numInputRows": 120, "inputRowsPerSecond": 40.0,
     "processedRowsPerSecond": 60.0, "durationMs": {"triggerExecution": 2000},
     "eventTime": {"watermark": "2024-08-25T13:20:16.794Z"},
-    "stateOperators": [{"numRowsDroppedByWatermark": 3}, {"numRowsDroppedByWatermark": 1}],
+    "stateOperators": [{"numRowsDroppedByWatermark": 3, "numRowsTotal": 40}, {"numRowsDroppedByWatermark": 1, "numRowsTotal": 2}],
     "sources": [{"endOffset": '{"demo.purchases":{"0":10,"1":12}}'}],
 }
 
@@ -60,7 +60,8 @@ SPARK_PROGRESS = {
 def test_progress_line_keeps_the_contract_fields() -> None:
     line = progress_line("sales-by-product", SPARK_PROGRESS)
     assert line["batch_id"] == 7 and line["num_input_rows"] == 120
-    assert line["rows_dropped_by_watermark"] == 4
+    assert line["rows_dropped_by_watermark"] == 4 and line["state_rows"] == 42
+    assert progress_line("q", {**SPARK_PROGRESS, "stateOperators": []})["state_rows"] is None
     assert line["end_offsets"] == {"demo.purchases": {"0": 10, "1": 12}}
     assert line["watermark"] == "2024-08-25T13:20:16.794Z"
 

@@ -26,6 +26,7 @@ def progress_line(query: str, progress: dict) -> dict:
         "duration_ms": progress.get("durationMs") or {},
         "watermark": (progress.get("eventTime") or {}).get("watermark"),
         "rows_dropped_by_watermark": sum(op.get("numRowsDroppedByWatermark", 0) for op in state_ops),
+        "state_rows": sum(op.get("numRowsTotal", 0) for op in state_ops) if state_ops else None,
         "end_offsets": end_offsets,
     }
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import polars as pl
 from rich.console import Console
 from rich.table import Table
 
 from failsafe.checkers import pipeline_run
 from failsafe.checkers.common import UNKNOWN
 from failsafe.checkers.run import combine_validity
+from failsafe.errors import UserError
 from failsafe.scenarios.check import load_run_history
 from failsafe.scenarios.rundir import RunDir
 
@@ -34,6 +36,33 @@ def check_pipeline_run(run_dir: RunDir) -> dict[str, Any]:
                "verification": verification}
     run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
     return results
+
+
+def write_pipeline_report(run_dir: RunDir, results: dict[str, Any]) -> None:
+    """report.html beside results.json: the verdict, ledger and sink, and the queries over time (reports/pipeline_report.py)."""
+    from failsafe.pipeline.job import COMMITS_FILE
+    from failsafe.pipeline.sink import PROGRESS_FILE, SALES_DIR, read_progress
+    from failsafe.reports.pipeline_report import record_latencies, render_pipeline_html
+    from failsafe.scenarios.pipeline_schema import PURCHASES_TOPIC
+    from failsafe.workloads.sales.ledger import read_ledger
+
+    output = run_dir.path / "output"
+    progress = read_progress(output) if (output / PROGRESS_FILE).is_file() else []
+    commits: dict[int, float] = {}
+    commits_path = output / SALES_DIR / COMMITS_FILE
+    if commits_path.is_file():
+        for line in commits_path.read_text().splitlines():
+            entry = json.loads(line)
+            commits.setdefault(entry["batch_id"], entry["written_at"])  # the first write is when the batch became visible
+    clock, latencies = None, pl.DataFrame(schema={"batch_id": pl.Int64, "latency_s": pl.Float64})
+    try:
+        ledger = read_ledger(run_dir.path / "ledger")
+        clock = ledger.manifest.get("clock", "accelerated")  # ledgers from before the wall clock were all accelerated
+        latencies = record_latencies(ledger.purchases, progress, commits, PURCHASES_TOPIC)
+    except (UserError, OSError):
+        pass  # no complete ledger: the report says the verdict's reasons and draws what Spark reported
+    html = render_pipeline_html(results, load_run_history(run_dir), progress, commits, latencies, clock, run_dir.scenario_data())
+    run_dir.report_path.write_text(html, encoding="utf-8")
 
 
 def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:

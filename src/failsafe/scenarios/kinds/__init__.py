@@ -67,10 +67,11 @@ def _pipeline_check(run_dir: RunDir) -> tuple[dict, Any]:
 
 
 def _pipeline_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
-    from failsafe.scenarios.pipeline_check import render_pipeline_results
+    from failsafe.scenarios.pipeline_check import render_pipeline_results, write_pipeline_report
 
+    write_pipeline_report(run_dir, results)
     render_pipeline_results(console, results)
-    console.print(f"run directory: {run_dir.path}")
+    console.print(f"report: {run_dir.report_path}")
 
 
 KINDS: dict[str, ScenarioKind] = {
