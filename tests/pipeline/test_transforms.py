@@ -220,3 +220,17 @@ def test_valid_purchases_and_dead_letters_parse_each_record_once(kafka_frame) ->
     for query in (valid_purchases(parse_purchases(frame)), dead_letters(parse_purchases(frame))):
         plan = query._jdf.queryExecution().executedPlan().toString()
         assert plan.count("from_json(") == 1, plan
+
+
+def test_enriched_records_are_keyed_by_transaction_with_the_product_and_the_source_offset(kafka_frame):
+    from failsafe.pipeline.transforms import enriched_records
+
+    purchases = valid_purchases(parse_purchases(kafka_frame([purchase(product_id="SF05"), "not json"])))
+    records = enriched_records(with_products(purchases, parse_products(kafka_frame(PRODUCTS, topic="demo.products"))))
+    (row,) = records.collect()
+    value = json.loads(row.value)
+    assert row.key == value["transaction_id"] == purchase()["transaction_id"]
+    assert value["transaction_time"] == purchase()["transaction_time"] and value["total_purchase"] == purchase()["total_purchase"]
+    assert (value["product_name"], value["category"], value["source_partition"], value["source_offset"]) == \
+        ("Mango Magic", "Superfoods Smoothies", 0, 0)
+    assert list(value)[:10] == [field.name for field in PURCHASE_SCHEMA.fields]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -179,3 +180,21 @@ def test_master_is_refused_for_a_lab_scenario(tmp_path: Path) -> None:
 
     result = run_cli("run", "pubsub", "--master", "local[2]", "--dir", str(tmp_path))
     assert result.returncode == 2 and "--master is for pipeline scenarios" in result.stderr and "pubsub run no Spark" in result.stderr
+
+
+@pytest.mark.parametrize("master, slots", [
+    ("local", 1), ("local[4]", 4), ("local[4,2]", 4), ("local[*]", os.cpu_count()), ("local[x]", None),
+    ("spark://127.0.0.1:7077", None), (None, None),
+])
+def test_task_slots_of_a_master(master: str | None, slots: int | None) -> None:
+    from failsafe.pipeline.run import task_slots
+
+    assert task_slots(master) == slots
+
+
+def test_enrich_refuses_available_now_under_the_real_time_trigger() -> None:
+    from tests.helpers import run_cli
+
+    result = run_cli("pipeline", "enrich", "--bootstrap-server", "127.0.0.1:1", "--realtime", "5", "--available-now")
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "--available-now is a micro-batch trigger" in result.stderr

@@ -67,6 +67,45 @@ def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_d
     return 0
 
 
+@pipeline.command("enrich")
+@dir_option
+@bootstrap_option
+@click.option("--topic", default="demo.purchases-enriched", show_default=True, help="Where the enriched purchases go (created if missing).")
+@click.option("--realtime", "realtime_s", type=click.FloatRange(min=1), default=None, metavar="S",
+              help="Spark's real-time trigger with a checkpoint every S seconds (needs a task slot per partition of demo.purchases).")
+@click.option("--trigger-s", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Micro-batch interval (without --realtime).")
+@click.option("--available-now", is_flag=True, help="Process what the topic holds now, then stop (micro-batch only).")
+@click.option("--master", default=None, help="Spark master [default: local[2]; with --realtime local[8]].")
+@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("enrich-output"), show_default=True,
+              help="Where progress.jsonl goes.")
+@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("enrich-checkpoint"),
+              show_default=True)
+def enrich_command(cluster_dir: Path | None, bootstrap_server: str | None, topic: str, realtime_s: float | None, trigger_s: float,
+                   available_now: bool, master: str | None, output_dir: Path, checkpoint_dir: Path) -> int:
+    """Valid purchases with their product name and category, published to a topic: the pipeline's stateless part."""
+    from failsafe.dist.spark import spark_kafka_dist
+    from failsafe.errors import UserError
+    from failsafe.pipeline.job import PipelineConfig
+    from failsafe.pipeline.run import run_enrich
+    from failsafe.pipeline.session import SessionSpec
+
+    if realtime_s is not None and available_now:
+        raise UserError("--available-now is a micro-batch trigger: drop it or --realtime")
+    master = master or ("local[8]" if realtime_s is not None else "local[2]")
+    dist = spark_kafka_dist()
+    config = PipelineConfig(bootstrap_servers=resolve_bootstrap(bootstrap_server, cluster_dir), output_dir=output_dir.absolute(),
+                            checkpoint_dir=checkpoint_dir.absolute(), trigger_s=trigger_s, available_now=available_now, results_topic=topic)
+    mode = f"real-time, checkpoint every {realtime_s:g} s" if realtime_s is not None else f"micro-batch every {trigger_s:g} s"
+    with stderr.status(f"starting Spark ({master}) and the enriched purchase stream ({mode})") as status, stop_on_signals() as stop:
+        summary = run_enrich(config, SessionSpec(master=master, jars=tuple(str(j) for j in dist.jars)), topic, realtime_s,
+                             lambda p: status.update(f"{p['query']}: batch {p['batch_id']} · {p['num_input_rows']} rows"), stop)
+    stdout.print(f"enriched purchase stream stopped after {summary.batches} batches, {summary.input_rows} records read; published to {topic}")
+    if stop.is_set():
+        stderr.print("failsafe: interrupted (the query was stopped; the checkpoint is kept)")
+        return INTERRUPTED_EXIT
+    return 0
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[threading.Event]:
     """Ctrl-C and SIGTERM set an event the run polls, instead of raising wherever Python happens to be

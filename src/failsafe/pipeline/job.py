@@ -38,6 +38,8 @@ PRODUCTS_TOPIC = "demo.products"
 RESULTS_TOPIC = "demo.sales-by-product"
 SALES_QUERY = "sales-by-product"
 DEAD_LETTER_QUERY = "dead-letters"
+ENRICHED_QUERY = "enriched-purchases"
+ENRICHED_TOPIC = "demo.purchases-enriched"
 COMMITS_FILE = "_commits.jsonl"
 # How long the dead-letter query waits for the sales query's first micro-batch before it starts anyway.
 FIRST_BATCH_WAIT_S = 120.0
@@ -82,27 +84,21 @@ class SalesBatchSink:
 
         from failsafe.pipeline.transforms import to_kafka_records
 
-        rows = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).persist()
-        try:
-            # count(), not isEmpty(): every partition must run so that every state store commits the
-            # batch (Spark 4.2 fails the query otherwise), and the persisted rows serve both writes.
-            if rows.count() == 0:
-                return
-            self._write_replacing(rows, batch_id)
-            if self.config.results_topic:
-                (to_kafka_records(rows.drop("batch_id")).write.format("kafka")
-                 .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
-                 .option("topic", self.config.results_topic).save())
-        finally:
-            rows.unpersist()
-
-    def _write_replacing(self, rows: DataFrame, batch_id: int) -> None:
-        spark = rows.sparkSession
+        spark = batch.sparkSession
         jvm = spark._jvm  # Hadoop's FileSystem, so the same code works on HDFS or S3 under spark-submit
         final = jvm.org.apache.hadoop.fs.Path(str(self.root / f"batch_id={batch_id:012d}"))
         tmp = jvm.org.apache.hadoop.fs.Path(str(self.root / f"_tmp-{batch_id:012d}-{uuid.uuid4().hex[:8]}"))
         fs = final.getFileSystem(spark._jsc.hadoopConfiguration())
+        # One Spark job computes the batch: coalesce(1) reads every partition of the aggregation in one task, so
+        # every state store commits the batch (Spark 4.2 fails a stateful query whose foreachBatch leaves one
+        # uncommitted). The publish reads the few rows back from the files instead of computing them again.
+        rows = batch.withColumn("batch_id", F.lit(batch_id).cast("long"))
         rows.coalesce(1).write.mode("overwrite").parquet(tmp.toString())
+        # With the schema given, a batch that wrote no file at all reads as empty instead of failing to infer one.
+        written = spark.read.schema(rows.schema).parquet(tmp.toString())
+        if written.count() == 0:  # from the Parquet footers
+            fs.delete(tmp, True)
+            return
         if fs.exists(final):
             # A replay of a batch that was written but not committed: same offsets, same rows.
             fs.delete(final, True)
@@ -110,6 +106,10 @@ class SalesBatchSink:
             raise OSError(f"could not rename {tmp.toString()} to {final.toString()}")
         with open(self.root / COMMITS_FILE, "a", encoding="utf-8") as f:
             f.write(json.dumps({"batch_id": batch_id, "written_at": time.time()}) + "\n")
+        if self.config.results_topic:
+            (to_kafka_records(spark.read.schema(rows.schema).parquet(final.toString()).drop("batch_id")).write.format("kafka")
+             .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+             .option("topic", self.config.results_topic).save())
 
 
 def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
@@ -149,6 +149,32 @@ def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFra
     while sales_query.isActive and sales_query.lastProgress is None and time.monotonic() < deadline:
         sales_query.awaitTermination(0.25)
     return {SALES_QUERY: sales_query, DEAD_LETTER_QUERY: trigger(letters_writer).start()}
+
+
+def start_enriched_query(spark: SparkSession, config: PipelineConfig, products: DataFrame, topic: str,
+                         realtime_s: float | None = None) -> dict[str, StreamingQuery]:
+    """The stateless query: valid purchases with their product, published to ``topic`` (Spark's Kafka sink, at least once).
+
+    ``realtime_s``: run under Spark's real-time trigger (4.1+) with that checkpoint interval: each task reads
+    its Kafka partition for the whole interval and passes records on as they come, instead of one
+    micro-batch per trigger. It needs a task slot per Kafka partition (run.py checks).
+    """
+    from failsafe.pipeline.transforms import enriched_records, parse_purchases, valid_purchases, with_products
+
+    reader = spark.readStream.format("kafka")
+    for key, value in config.kafka_source_options().items():
+        reader = reader.option(key, value)
+    records = enriched_records(with_products(valid_purchases(parse_purchases(reader.load())), products))
+    writer = (records.writeStream.queryName(ENRICHED_QUERY).format("kafka").outputMode("update")
+              .option("kafka.bootstrap.servers", config.bootstrap_servers).option("topic", topic)
+              .option("checkpointLocation", str(config.checkpoint_dir / ENRICHED_QUERY)))
+    if realtime_s is not None:
+        writer = writer.trigger(realTime=f"{realtime_s:g} seconds")
+    elif config.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{config.trigger_s:g} seconds")
+    return {ENRICHED_QUERY: writer.start()}
 
 
 def watch(spark: SparkSession, queries: dict[str, StreamingQuery], log: ProgressLog, on_batch: Callable[[dict], None],

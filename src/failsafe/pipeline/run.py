@@ -6,13 +6,14 @@ before the JVM starts, and said in one line.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
-from failsafe.pipeline.job import PipelineConfig, QueryFailed, read_products, start_queries, watch
+from failsafe.pipeline.job import PipelineConfig, QueryFailed, read_products, start_enriched_query, start_queries, watch
 from failsafe.pipeline.progress import ProgressLog
 from failsafe.pipeline.session import SessionSpec, build_session
 
@@ -52,11 +53,45 @@ def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callabl
                  stop: threading.Event | None = None) -> RunSummary:
     """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls)."""
     preflight(config)
+    return _run(config, session, on_batch, stop, lambda spark, products: start_queries(spark, config, products))
+
+
+def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtime_s: float | None,
+               on_batch: Callable[[dict], None] = lambda _: None, stop: threading.Event | None = None) -> RunSummary:
+    """The enriched purchase stream to ``topic``, micro-batch or real-time, until stopped or drained (available-now)."""
+    preflight(replace(config, results_topic=topic))
+    if realtime_s is not None:
+        _check_task_slots(config, session.master)
+    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s))
+
+
+def task_slots(master: str | None) -> int | None:
+    """Cores Spark runs tasks on for ``local``, ``local[N]``, ``local[N,F]`` and ``local[*]``; None for a cluster (not known here)."""
+    if master == "local":
+        return 1
+    if master is None or not (master.startswith("local[") and master.endswith("]")):
+        return None
+    threads = master[len("local["):-1].split(",")[0]
+    if threads == "*":
+        return os.cpu_count() or 1
+    return int(threads) if threads.isdigit() else None
+
+
+def _check_task_slots(config: PipelineConfig, master: str | None) -> None:
+    (info,) = Topics(config.bootstrap_servers).describe([config.purchases_topic])
+    slots = task_slots(master)
+    if slots is not None and slots < len(info.partitions):
+        raise UserError(f"real-time mode needs a task slot per Kafka partition: {config.purchases_topic} has {len(info.partitions)}, "
+                        f"--master {master} gives {slots}; use --master local[{len(info.partitions)}] or more")
+
+
+def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None], stop: threading.Event | None,
+         start: Callable) -> RunSummary:
     spark = build_session(session)
     summary = RunSummary()
 
     def count(progress: dict) -> None:
-        if progress["query"] == "sales-by-product":
+        if progress["query"] in ("sales-by-product", "enriched-purchases"):
             summary.batches += 1
             summary.input_rows += progress["num_input_rows"] or 0
             summary.rows_dropped_by_watermark += progress["rows_dropped_by_watermark"] or 0
@@ -64,7 +99,7 @@ def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callabl
         on_batch(progress)
 
     try:
-        queries = start_queries(spark, config, read_products(spark, config))
+        queries = start(spark, read_products(spark, config))
         try:
             watch(spark, queries, ProgressLog(config.output_dir), count, stop=stop)
         except QueryFailed as e:

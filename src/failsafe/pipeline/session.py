@@ -9,7 +9,9 @@ already exists and ``build_session`` only adds what is missing.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -64,6 +66,13 @@ def build_session(spec: SessionSpec = SessionSpec()) -> SparkSession:
         builder = builder.master(spec.master)
     for key, value in session_conf(spec).items():
         builder = builder.config(key, value)
+    # pyspark's SparkContext replaces the SIGINT handler with one that cancels every job and raises
+    # KeyboardInterrupt wherever Python is: the caller's own handler (failsafe's commands stop their
+    # queries between batches) is put back.
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if in_main else None
     session = builder.getOrCreate()
+    if in_main and previous is not None:
+        signal.signal(signal.SIGINT, previous)
     session.sparkContext.setLogLevel("WARN")
     return session

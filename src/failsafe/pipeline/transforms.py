@@ -184,3 +184,17 @@ def to_kafka_records(sales: DataFrame) -> DataFrame:
     key = F.concat(F.col("product_id"), F.lit("|"), F.date_format("window_start", KEY_TIME_FORMAT))
     value = F.to_json(F.struct(*(F.col(name) for name in sales.columns)), {"timestampFormat": TRANSACTION_TIME_FORMAT})
     return sales.select(key.alias("key"), value.alias("value"))
+
+
+def enriched_records(enriched: DataFrame) -> DataFrame:
+    """Valid purchases joined with their products -> [key, value] for an enriched purchases topic.
+
+    Key: the transaction id. Value: the purchase as JSON, its fields in the seed's order and types, plus
+    product_name, category, and where it came from (partition and offset of demo.purchases), so a reader
+    can tie each output record to its input. Stateless: it runs under the real-time trigger too.
+    """
+    fields = [F.col(field.name) for field in PURCHASE_SCHEMA.fields]
+    fields[0] = F.date_format("event_time", TRANSACTION_TIME_FORMAT).alias("transaction_time")
+    value = F.to_json(F.struct(*fields, "product_name", "category", F.col("partition").alias("source_partition"),
+                               F.col("offset").alias("source_offset")))
+    return enriched.select(F.col("transaction_id").alias("key"), value.alias("value"))
