@@ -29,7 +29,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from benchmarks.common import cluster_at, percentiles, write_summary  # noqa: E402
 from failsafe.clients.admin import client_config  # noqa: E402
 from failsafe.pipeline.progress import latest_by_query  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
@@ -41,6 +41,8 @@ from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.run import publish_products  # noqa: E402
 
 TOPIC = "demo.purchases"
+WARMUP_S = 30.0  # latency is also reported for the records created after this many seconds of the live run
+BOUNDED_SLOPE = 0.02  # latency growing by more than 2 % of the elapsed time after the warm-up: not keeping up
 
 
 def cli(*args: str) -> None:
@@ -95,7 +97,8 @@ def create_times(bootstrap: str, ends: dict[int, int]) -> dict[tuple[int, int], 
     return out
 
 
-def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[float]:
+def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[tuple[float, float]]:
+    """(CreateTime, latency) of every record a committed sales batch covered."""
     commits = {}
     for line in (output / "sales_by_product" / "_commits.jsonl").read_text().splitlines():
         entry = json.loads(line)
@@ -107,12 +110,12 @@ def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[flo
         ends = {int(p): o for p, o in line["end_offsets"][TOPIC].items()}
         if batch_id in commits:
             for p, end in ends.items():
-                out += [commits[batch_id] - created[(p, o)] for o in range(previous.get(p, 0), end) if (p, o) in created]
+                out += [(created[(p, o)], commits[batch_id] - created[(p, o)]) for o in range(previous.get(p, 0), end) if (p, o) in created]
         previous = ends
     return out
 
 
-def live(bootstrap: str, work: Path, rate: int, live_s: float) -> dict:
+def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float = WARMUP_S) -> dict:
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     publish_products(bootstrap, "demo.products", 60)
     output = work / "live"
@@ -131,11 +134,29 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float) -> dict:
         wait_until(caught_up, 300, "the pipeline did not catch up")
     finally:
         pipeline.stop()
-    lat = sorted(latencies_s(output, create_times(bootstrap, ends)))
+    pairs = latencies_s(output, create_times(bootstrap, ends))
+    start = min((c for c, _ in pairs), default=0.0)
+    after = [(c, lat) for c, lat in pairs if c >= start + warmup_s]
     verified = verify_output(output, work / "ledger-live")
-    return {"rate_per_s": rate, "duration_s": live_s, "records": len(lat), "latency_p50_s": round(statistics.median(lat), 2),
-            "latency_p99_s": round(lat[int(0.99 * (len(lat) - 1))], 2), "latency_max_s": round(lat[-1], 2),
-            "trigger_s": 1, "sink_equals_ledger": verified["valid"]}
+    slope = latency_slope(after)
+    return {"rate_per_s": rate, "duration_s": live_s, "trigger_s": 1, "latency_all": percentiles([lat for _, lat in pairs]),
+            "warmup_s": warmup_s, "latency_after_warmup": percentiles([lat for _, lat in after]),
+            "latency_slope_s_per_s": None if slope is None else round(slope, 4),
+            "bounded": slope is not None and slope <= BOUNDED_SLOPE, "sink_equals_ledger": verified["valid"]}
+
+
+def latency_slope(pairs: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of each second's worst latency against the second it was created in: a pipeline
+    that keeps up has none (or a falling one, while it works off its start); one that falls behind
+    at rate R with capacity C has (R - C) / C seconds of latency more per second."""
+    worst: dict[int, float] = {}
+    for created, lat in pairs:
+        second = int(created)
+        worst[second] = max(worst.get(second, lat), lat)
+    if len(worst) < 10:
+        return None
+    seconds = sorted(worst)
+    return statistics.linear_regression(seconds, [worst[t] for t in seconds]).slope
 
 
 def main() -> None:
@@ -145,13 +166,28 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=300_000)
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--live-s", type=float, default=60)
+    parser.add_argument("--live-rate", type=int, default=None, help="the live run's rate [default: half the backlog's steady rate]")
+    parser.add_argument("--skip-backlog", action="store_true", help="only the live run (needs --live-rate)")
+    parser.add_argument("--sustained", default=None, metavar="R1,R2,...",
+                        help="instead: a live run of --live-s at each rate, in order; the sustained rate is the highest whose latency stays bounded")
+    parser.add_argument("--warmup", type=float, default=WARMUP_S)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     with cluster_at(args.dir) as cluster:
-        first = backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)
-        second = live(cluster.bootstrap_servers, args.work, max(1, first["steady_records_per_s"] // 2), args.live_s) if args.live_s > 0 else None
+        if args.sustained:
+            runs = []
+            for rate in (int(r) for r in args.sustained.split(",")):
+                runs.append(live(cluster.bootstrap_servers, args.work / f"rate-{rate}", rate, args.live_s, args.warmup))
+                print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+            bounded = [r["rate_per_s"] for r in runs if r["bounded"]]
+            write_summary({"master": "local[2]", "bounded_slope_s_per_s": BOUNDED_SLOPE, "runs": runs,
+                           "sustained_rate_per_s": max(bounded) if bounded else None}, args.out)
+            return
+        first = None if args.skip_backlog else backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)
+        rate = args.live_rate or (max(1, first["steady_records_per_s"] // 2) if first else None)
+        second = live(cluster.bootstrap_servers, args.work, rate, args.live_s) if args.live_s > 0 and rate else None
     write_summary({"master": "local[2]", "backlog": first, "live_at_half_rate": second},
                   args.out)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ import orjson
 from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from benchmarks.common import cluster_at, percentiles, write_summary  # noqa: E402
 from failsafe.clients.admin import client_config  # noqa: E402
 from failsafe.pipeline.job import ENRICHED_TOPIC  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
@@ -67,14 +66,6 @@ def transaction_of(msg) -> str | None:
         return orjson.loads(msg.value())["transaction_id"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-
-
-def percentiles(latencies: list[float]) -> dict:
-    latencies = sorted(latencies)
-    if not latencies:
-        return {"records": 0}
-    return {"records": len(latencies), "p50_s": round(statistics.median(latencies), 3),
-            "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3), "max_s": round(latencies[-1], 3)}
 
 
 def one_trigger(bootstrap: str, work: Path, name: str, rate: float, duration_s: float, seed: int, warmup_s: float) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,15 @@ def cluster_at(root: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         lifecycle.down(root)
+
+
+def percentiles(latencies: list[float]) -> dict:
+    """Count, p50, p99 and max of latencies in seconds (p99: the value at rank 0.99 * (n - 1), no interpolation)."""
+    latencies = sorted(latencies)
+    if not latencies:
+        return {"records": 0}
+    return {"records": len(latencies), "p50_s": round(statistics.median(latencies), 3),
+            "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3), "max_s": round(latencies[-1], 3)}
 
 
 def write_summary(summary: dict, out: Path | None) -> None:

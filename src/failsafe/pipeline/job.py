@@ -84,21 +84,27 @@ class SalesBatchSink:
 
         from failsafe.pipeline.transforms import to_kafka_records
 
-        spark = batch.sparkSession
+        rows = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).persist()
+        try:
+            # count(), not isEmpty(): every partition must run so that every state store commits the
+            # batch (Spark 4.2 fails the query otherwise), and the persisted rows serve both writes.
+            if rows.count() == 0:
+                return
+            self._write_replacing(rows, batch_id)
+            if self.config.results_topic:
+                (to_kafka_records(rows.drop("batch_id")).write.format("kafka")
+                 .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+                 .option("topic", self.config.results_topic).save())
+        finally:
+            rows.unpersist()
+
+    def _write_replacing(self, rows: DataFrame, batch_id: int) -> None:
+        spark = rows.sparkSession
         jvm = spark._jvm  # Hadoop's FileSystem, so the same code works on HDFS or S3 under spark-submit
         final = jvm.org.apache.hadoop.fs.Path(str(self.root / f"batch_id={batch_id:012d}"))
         tmp = jvm.org.apache.hadoop.fs.Path(str(self.root / f"_tmp-{batch_id:012d}-{uuid.uuid4().hex[:8]}"))
         fs = final.getFileSystem(spark._jsc.hadoopConfiguration())
-        # One Spark job computes the batch: coalesce(1) reads every partition of the aggregation in one task, so
-        # every state store commits the batch (Spark 4.2 fails a stateful query whose foreachBatch leaves one
-        # uncommitted). The publish reads the few rows back from the files instead of computing them again.
-        rows = batch.withColumn("batch_id", F.lit(batch_id).cast("long"))
         rows.coalesce(1).write.mode("overwrite").parquet(tmp.toString())
-        # With the schema given, a batch that wrote no file at all reads as empty instead of failing to infer one.
-        written = spark.read.schema(rows.schema).parquet(tmp.toString())
-        if written.count() == 0:  # from the Parquet footers
-            fs.delete(tmp, True)
-            return
         if fs.exists(final):
             # A replay of a batch that was written but not committed: same offsets, same rows.
             fs.delete(final, True)
@@ -106,10 +112,6 @@ class SalesBatchSink:
             raise OSError(f"could not rename {tmp.toString()} to {final.toString()}")
         with open(self.root / COMMITS_FILE, "a", encoding="utf-8") as f:
             f.write(json.dumps({"batch_id": batch_id, "written_at": time.time()}) + "\n")
-        if self.config.results_topic:
-            (to_kafka_records(spark.read.schema(rows.schema).parquet(final.toString()).drop("batch_id")).write.format("kafka")
-             .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
-             .option("topic", self.config.results_topic).save())
 
 
 def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
