@@ -113,9 +113,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--warmup", type=float, default=30, help="latency is also reported for the purchases made after this many seconds")
     parser.add_argument("--triggers", default="micro-batch,real-time")
+    parser.add_argument("--realtime-s", default="10", help="the real-time trigger's checkpoint interval")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    TRIGGERS["real-time"][1] = args.realtime_s
     with cluster_at(args.dir) as cluster:
         results = [one_trigger(cluster.bootstrap_servers, args.work, name, args.rate, args.duration, args.seed, args.warmup)
                    for name in args.triggers.split(",")]
