@@ -15,6 +15,7 @@ from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.pipeline.job import PipelineConfig, QueryFailed, read_products, start_enriched_query, start_queries, watch
 from failsafe.pipeline.progress import ProgressLog
+from failsafe.pipeline.sales_state import interval_us
 from failsafe.pipeline.session import SessionSpec, build_session
 
 RESULTS_PARTITIONS = 6
@@ -34,6 +35,10 @@ class RunSummary:
 
 def preflight(config: PipelineConfig) -> None:
     """The cluster answers and the input topics exist; the results topic is created if missing."""
+    try:
+        interval_us(config.watermark_delay)
+    except ValueError as e:
+        raise UserError(f"--watermark: {e}") from e
     topics = Topics(config.bootstrap_servers)
     existing = set(topics.list())
     for topic in (config.purchases_topic, config.products_topic):
@@ -53,7 +58,12 @@ def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callabl
                  stop: threading.Event | None = None) -> RunSummary:
     """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls)."""
     preflight(config)
-    return _run(config, session, on_batch, stop, lambda spark, products: start_queries(spark, config, products))
+
+    def start(spark, products):
+        queries, sink = start_queries(spark, config, products)
+        return queries, sink.annotate
+
+    return _run(config, session, on_batch, stop, start)
 
 
 def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtime_s: float | None,
@@ -62,7 +72,7 @@ def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtim
     preflight(replace(config, results_topic=topic))
     if realtime_s is not None:
         _check_task_slots(config, session.master)
-    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s))
+    return _run(config, session, on_batch, stop, lambda spark, products: (start_enriched_query(spark, config, products, topic, realtime_s), None))
 
 
 def task_slots(master: str | None) -> int | None:
@@ -99,9 +109,9 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
         on_batch(progress)
 
     try:
-        queries = start(spark, read_products(spark, config))
+        queries, annotate = start(spark, read_products(spark, config))
         try:
-            watch(spark, queries, ProgressLog(config.output_dir), count, stop=stop)
+            watch(spark, queries, ProgressLog(config.output_dir, annotate), count, stop=stop)
         except QueryFailed as e:
             raise PipelineError(f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume") from e
         finally:

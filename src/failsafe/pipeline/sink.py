@@ -5,8 +5,10 @@
   count: ``_tmp-...`` directories (a batch being written) and anything hidden are not output.
   Every row is returned with its batch_id; which row is a key's current total is the checker's
   call (``failsafe.checkers.sales``), which this module, being the system under test, never imports.
-- ``dead_letters/``: Spark's file sink. Its Parquet files count only once ``_spark_metadata``
-  lists them as added: a file a failed batch left behind is not output.
+- ``dead_letters/batch_id=<N>/*.parquet``: the records of micro-batch N that are not purchases,
+  written like the sales rows (a replay replaces its batch's directory). Output of failsafe before
+  the one-query pipeline has Spark's file sink here instead: its Parquet files count only once
+  ``_spark_metadata`` lists them as added, so a file a failed batch left behind is not output.
 - ``progress.jsonl``: one line per finished micro-batch per query.
 """
 
@@ -65,9 +67,9 @@ def read_sales_rows(output_dir: Path | str) -> pl.DataFrame:
     return rows.drop("_file", "_batch")
 
 
-def batch_dirs(output_dir: Path | str) -> list[tuple[int, Path]]:
-    """(batch_id, directory) of every ``batch_id=N`` directory, in batch order."""
-    root = Path(output_dir) / SALES_DIR
+def batch_dirs(output_dir: Path | str, sink: str = SALES_DIR) -> list[tuple[int, Path]]:
+    """(batch_id, directory) of every ``batch_id=N`` directory of ``sink``, in batch order."""
+    root = Path(output_dir) / sink
     if not root.is_dir():
         return []
     found = []
@@ -83,9 +85,9 @@ def _parquet_files(directory: Path) -> list[Path]:
 
 
 def read_dead_letters(output_dir: Path | str) -> pl.DataFrame:
-    """The dead-letter rows of every file the sink's log lists as added and not deleted."""
+    """The dead-letter rows of every ``batch_id=N`` directory, and of every file an older run's file-sink log committed."""
     directory = Path(output_dir) / DEAD_LETTERS_DIR
-    files = committed_files(directory)
+    files = committed_files(directory) + [path for _, batch in batch_dirs(output_dir, DEAD_LETTERS_DIR) for path in _parquet_files(batch)]
     if not files:
         return pl.DataFrame(schema=DEAD_LETTER_SCHEMA)
     return pl.scan_parquet(files, glob=False, hive_partitioning=False, missing_columns="insert").collect()

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, DataType, LongType, StringType, StructField, StructType
 
 from failsafe.pipeline.schema import DEAD_LETTER_COLUMNS, PRODUCT_SCHEMA, PURCHASE_SCHEMA, REVENUE, SALES_BY_PRODUCT_COLUMNS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 TRANSACTION_TIME_FORMAT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 KEY_TIME_FORMAT = "yyyy-MM-dd HH:mm:ss"
@@ -163,6 +163,56 @@ def sales_by_product(purchases: DataFrame, window_duration: str = "1 minute", wa
         "quantity",
         "revenue",
         "member_purchases",
+        (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
+    ).select(*SALES_BY_PRODUCT_COLUMNS)
+
+
+def batch_window_totals(purchases: DataFrame, window_duration: str = "1 minute") -> DataFrame:
+    """A static batch of purchases summed per tumbling window and product, for the sales state (sales_state.py).
+
+    Times are microseconds since the epoch, so the rows reach Python without a time zone:
+    [window_start_us, window_end_us, product_id, product_name, category, purchases, quantity, revenue,
+    member_purchases, max_event_time_us].
+    """
+    window = F.window("event_time", window_duration)
+    return (
+        purchases.groupBy(window.alias("window"), "product_id", "product_name", "category")
+        .agg(
+            F.count(F.lit(1)).alias("purchases"),
+            F.sum("quantity").cast("long").alias("quantity"),
+            F.sum("total_purchase").cast(REVENUE).alias("revenue"),
+            F.count_if(F.col("is_member")).alias("member_purchases"),
+            F.unix_micros(F.max("event_time")).alias("max_event_time_us"),
+        )
+        .select(
+            F.unix_micros(F.col("window.start")).alias("window_start_us"),
+            F.unix_micros(F.col("window.end")).alias("window_end_us"),
+            "product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases", "max_event_time_us",
+        )
+    )
+
+
+# The sales state's running totals (sales_state.WindowTotals), times in microseconds since the epoch.
+WINDOW_TOTALS_SCHEMA = StructType([
+    StructField("window_start_us", LongType()),
+    StructField("window_end_us", LongType()),
+    StructField("product_id", StringType()),
+    StructField("product_name", StringType()),
+    StructField("category", StringType()),
+    StructField("purchases", LongType()),
+    StructField("quantity", LongType()),
+    StructField("revenue", REVENUE),
+    StructField("member_purchases", LongType()),
+])
+
+
+def sales_rows(spark: SparkSession, totals: list[tuple]) -> DataFrame:
+    """Running totals (tuples in WINDOW_TOTALS_SCHEMA's order) -> sales_by_product rows in the contract's columns and types."""
+    frame = spark.createDataFrame(totals, WINDOW_TOTALS_SCHEMA)
+    return frame.select(
+        F.timestamp_micros("window_start_us").alias("window_start"),
+        F.timestamp_micros("window_end_us").alias("window_end"),
+        "product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases",
         (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
     ).select(*SALES_BY_PRODUCT_COLUMNS)
 
