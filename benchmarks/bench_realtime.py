@@ -80,7 +80,12 @@ def one_trigger(bootstrap: str, work: Path, name: str, rate: float, duration_s: 
     try:
         t0 = time.monotonic()
         # Spark runs batch 0 at once, even on an empty topic: its progress line says the query is up.
-        wait_until(lambda: read_progress(output), 180, f"the {name} query finished no batch (see {work / f'{name}.log'})", 0.5)
+        def started() -> bool:
+            if not query.running():
+                raise RuntimeError(f"the {name} query exited before its first batch: {query.tail(3)}")
+            return bool(read_progress(output))
+
+        wait_until(started, 180, f"the {name} query finished no batch (see {work / f'{name}.log'})", 0.5)
         first_batch_s = round(time.monotonic() - t0, 1)
         ledger = work / f"ledger-{name}"
         simulator = spawn(failsafe_command("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", f"{rate:g}", "--duration",

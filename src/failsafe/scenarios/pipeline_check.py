@@ -1,4 +1,4 @@
-"""The verdict of a pipeline scenario: the queries never stopped (from the history) and the sink equals the ledger."""
+"""The verdict of a pipeline scenario: the query never stopped (from the history) and the sink equals the ledger."""
 
 from __future__ import annotations
 
