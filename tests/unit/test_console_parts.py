@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -125,6 +128,92 @@ def test_a_report_outside_the_runs_directory_is_not_served(client: TestClient, s
     run.mkdir(parents=True)
     (run / "report.html").write_text("<html>report</html>")
     assert client.get("/runs/s/20260101T000000.000Z/report.html", params={"token": TOKEN}).text == "<html>report</html>"
+
+
+def test_a_token_outside_ascii_is_refused_with_401_not_a_server_error(client: TestClient) -> None:
+    assert client.get("/api/cluster", params={"token": "é"}).status_code == 401
+    assert client.get("/api/cluster", headers={"X-Failsafe-Token": b"\xe9"}).status_code == 401
+    assert client.post("/api/elect-leaders", headers={"X-Failsafe-Token": b"\xe9"}).status_code == 401
+
+
+def test_the_page_reloaded_with_only_its_cookie_still_has_the_token_its_buttons_send(client: TestClient, stopped_cluster: Cluster) -> None:
+    client.get("/", params={"token": TOKEN})
+    reloaded = client.get("/")  # the page took the token out of the address bar: a reload sends the cookie only
+    assert reloaded.status_code == 200 and "no-store" in reloaded.headers["cache-control"]
+    (token,) = re.findall(r'const TOKEN = "([^"]*)";', reloaded.text)
+    response = client.post("/api/nodes/broker/0/kill", headers={"X-Failsafe-Token": token})
+    assert response.status_code == 409 and "not running" in response.json()["error"]
+
+
+def test_two_consoles_on_one_host_do_not_overwrite_each_others_cookie(stopped_cluster: Cluster) -> None:
+    apps = {port: create_app(stopped_cluster, f"token-{port}", {f"127.0.0.1:{port}"}, poller_factory=FakePoller) for port in (8080, 8081)}
+    with TestClient(apps[8080], base_url="http://127.0.0.1:8080") as first, TestClient(apps[8081], base_url="http://127.0.0.1:8081") as second:
+        first.get("/", params={"token": "token-8080"})
+        second.get("/", params={"token": "token-8081"})
+        # A browser keeps one cookie jar per host, whatever the port: what the second console set reaches the first.
+        for cookie in second.cookies.jar:
+            first.cookies.jar.set_cookie(cookie)
+        assert first.get("/api/cluster").status_code == 200 and second.get("/api/cluster").status_code == 200
+
+
+def test_a_report_is_served_sandboxed_so_a_script_in_it_cannot_act_as_the_console(client: TestClient, stopped_cluster: Cluster) -> None:
+    run = stopped_cluster.dir.root / "runs" / "s" / "20260101T000000.000Z"
+    run.mkdir(parents=True)
+    (run / "report.html").write_text("<script>fetch('/api/nodes/broker/1/kill', {method: 'POST', headers: {'X-Failsafe-Token': "
+                                     "new URLSearchParams(location.search).get('token')}})</script>")
+    response = client.get("/runs/s/20260101T000000.000Z/report.html", params={"token": TOKEN})
+    policy = response.headers["content-security-policy"]
+    assert response.status_code == 200 and "sandbox" in policy and "default-src 'none'" in policy
+    assert response.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_change_that_lands_while_the_stream_sends_is_pushed_at_once(stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from failsafe.console import app as app_module
+
+    monkeypatch.setattr(app_module, "KEEPALIVE_S", 60.0)
+
+    class RacingPoller(FakePoller):
+        """The next change lands while the stream builds (and sends) its first message, as when a slow page holds up a send."""
+
+        def __init__(self, cluster, runs_root, on_change) -> None:
+            super().__init__(cluster, runs_root)
+            self.changes = on_change.__self__
+
+        def snapshot(self) -> dict:
+            if self.version == 1:
+                self.version = 2
+                self.changes._fire()
+            return super().snapshot()
+
+    app = create_app(stopped_cluster, TOKEN, {"testserver"}, poller_factory=RacingPoller)
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http", "path": "/api/events",
+             "raw_path": b"/api/events", "root_path": "", "query_string": f"token={TOKEN}".encode(), "headers": [(b"host", b"testserver")],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+
+    async def versions_pushed() -> list[int]:
+        pushed: list[int] = []
+        two = asyncio.Event()
+
+        async def receive() -> dict:
+            await asyncio.Event().wait()  # the page stays open
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.body" and message["body"].startswith(b"data: "):
+                pushed.append(json.loads(message["body"][6:])["version"])
+                if len(pushed) == 2:
+                    two.set()
+
+        task = asyncio.create_task(app(scope, receive, send))
+        try:
+            await asyncio.wait_for(two.wait(), 3)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return pushed
+
+    assert asyncio.run(versions_pushed()) == [2, 2]
 
 
 # -- views ------------------------------------------------------------------------------------------
@@ -251,3 +340,22 @@ def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_tha
     monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)
     poller._guarded(poller.poll_fast)
     assert poller.views["cluster"]["poller_error"] is None
+
+
+def test_the_first_poll_that_raises_does_not_stop_the_console_from_starting(stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from failsafe.console import poller as poller_module
+
+    monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)
+    poller = poller_module.ClusterPoller(stopped_cluster, stopped_cluster.dir.root / "runs")
+
+    def broken() -> list[dict]:
+        raise RuntimeError("quorum-state half written")
+
+    monkeypatch.setattr(poller, "_nodes", broken)
+    monkeypatch.setattr(poller, "_read_groups", lambda: {"groups": [], "error": None})
+    poller.start()  # the app's startup: an exception here would stop uvicorn right after the URL was printed
+    try:
+        assert poller.views["cluster"]["poller_error"] == "poll_fast: RuntimeError: quorum-state half written"
+        poller.poll()  # an API call that found its view stale: the error is shown, not a 500
+    finally:
+        poller.stop()

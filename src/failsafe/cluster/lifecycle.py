@@ -178,24 +178,37 @@ class Cluster:
         with Leash(self.dir.root, pidfiles, self.dir.logs_dir / "watchdog.log") as leash:
             try:
                 jvm_options = [*self.spec.jvm_options] or share_options(java, dist)
-                for node in nodes:
-                    config = self.dir.config_file(node).resolve()
-                    if node.is_zookeeper:
-                        cmd = zookeeper_command(java, dist, config, self.dir.root.resolve(), ZOOKEEPER_HEAP, jvm_options)
-                    else:
-                        cmd = server_command(java, dist, config, self.dir.root.resolve(), self.spec.heap, jvm_options)
-                    # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
-                    spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
-                          dies_with_parent=False)
-                progress(f"started {', '.join(n.name for n in nodes)}")
-                self.wait_ready(nodes, timeout_s, progress)
+                deadline = time.monotonic() + timeout_s
+                # ZooKeeper serves before any broker starts: a broker that cannot reach it within
+                # zookeeper.connection.timeout.ms (18 s) exits, which several JVMs starting at once on
+                # two cores can make happen (seen in CI).
+                zookeepers = [n for n in nodes if n.is_zookeeper]
+                for batch in (zookeepers, [n for n in nodes if not n.is_zookeeper]):
+                    if not batch:
+                        continue
+                    for node in batch:
+                        self._spawn(node, java, dist, jvm_options)
+                    progress(f"started {', '.join(n.name for n in batch)}")
+                    self.wait_ready(batch, max(0.0, deadline - time.monotonic()), progress, timeout_s)
             except BaseException:
                 self.stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
                 raise
             leash.release()
 
-    def wait_ready(self, started: list[NodeSpec], timeout_s: float, progress: Progress = _quiet) -> None:
+    def _spawn(self, node: NodeSpec, java: Java, dist: KafkaDist, jvm_options: list[str]) -> None:
+        config = self.dir.config_file(node).resolve()
+        if node.is_zookeeper:
+            cmd = zookeeper_command(java, dist, config, self.dir.root.resolve(), ZOOKEEPER_HEAP, jvm_options)
+        else:
+            cmd = server_command(java, dist, config, self.dir.root.resolve(), self.spec.heap, jvm_options)
+        # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
+        spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
+              dies_with_parent=False)
+
+    def wait_ready(self, started: list[NodeSpec], timeout_s: float, progress: Progress = _quiet,
+                   reported_timeout_s: float | None = None) -> None:
         deadline = time.monotonic() + timeout_s
+        timeout_s = timeout_s if reported_timeout_s is None else reported_timeout_s
 
         def remaining() -> float:
             return max(0.0, deadline - time.monotonic())

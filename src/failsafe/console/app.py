@@ -2,9 +2,11 @@
 
 Every request needs the console's token: ``?token=`` or a header (``Authorization: Bearer`` or
 ``X-Failsafe-Token``); the page, once opened with ``?token=``, keeps it in a SameSite=Strict
-cookie. A request that changes anything (POST) needs the token in a header: a cross-site form or
-link cannot set one, so no other site can make a browser kill a broker. The Host header must name
-the console itself (127.0.0.1 or localhost), which stops DNS rebinding.
+cookie named after the port (a browser sends a host's cookies to every port of it). A request that
+changes anything (POST) needs the token in a header: a cross-site form or link cannot set one, so no
+other site can make a browser kill a broker; the page the server sends carries the token for its
+buttons. The Host header must name the console itself (127.0.0.1 or localhost), which stops DNS
+rebinding. A run's report.html is served sandboxed: a script in it cannot act as the console.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ KEEPALIVE_S = 15.0
 # How old a view an API call may get: two polls' worth of groups.
 API_MAX_AGE_S = 2.0
 ROLES = (BROKER, CONTROLLER, ZOOKEEPER)
+# report.html is self-contained (inline styles, data: images, no script): nothing else may run or load.
+REPORT_POLICY = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def new_token() -> str:
@@ -69,12 +73,19 @@ class Guard:
         if request.method not in ("GET", "HEAD"):
             given, where = header, "the X-Failsafe-Token header"
         else:
-            given, where = header or request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE), "?token="
-        if not given or not secrets.compare_digest(given, self.token):
+            given, where = header or request.query_params.get("token") or request.cookies.get(_cookie(request)), "?token="
+        # As bytes: compare_digest refuses str with non-ASCII characters (a TypeError, a 500, instead of a 401).
+        if not given or not secrets.compare_digest(given.encode(), self.token.encode()):
             what = "missing" if not given else "wrong"
             await _error(401, f"token {what}: open the URL 'failsafe console' printed (the token goes in {where})")(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _cookie(request: Request) -> str:
+    """The token cookie's name, with the port: a browser sends it to every port of the host, so two consoles need two names."""
+    port = request.url.port
+    return f"{TOKEN_COOKIE}_{port}" if port else TOKEN_COOKIE
 
 
 def _bearer(value: str) -> str | None:
@@ -97,9 +108,15 @@ class Changes:
         event, self._event = self._event, asyncio.Event()
         event.set()
 
-    async def wait(self, timeout_s: float) -> None:
+    def next(self) -> asyncio.Event:
+        """The event the next change sets: take it *before* reading the version, so a change from then on (even one that
+        lands while a stream sends) wakes the stream rather than waiting for the one after it."""
+        return self._event
+
+    @staticmethod
+    async def wait(event: asyncio.Event, timeout_s: float) -> None:
         try:
-            await asyncio.wait_for(self._event.wait(), timeout_s)
+            await asyncio.wait_for(event.wait(), timeout_s)
         except TimeoutError:
             pass
 
@@ -115,7 +132,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
     runs_root = runs_root if runs_root is not None else cluster.dir.root / "runs"
     changes = Changes()
     poller = poller_factory(cluster, runs_root, on_change=changes.notify_threadsafe)
-    page = _page()
+    page = _page().replace('/*CONSOLE_TOKEN*/""', orjson.dumps(token).decode())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -127,9 +144,10 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             await run_in_threadpool(poller.stop)
 
     async def index(request: Request) -> Response:
-        response = HTMLResponse(page)
+        # The page carries the token (for its buttons' header, also after a reload that sent only the cookie): never cached.
+        response = HTMLResponse(page, headers={"Cache-Control": "no-store"})
         if request.query_params.get("token"):
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            response.set_cookie(_cookie(request), token, httponly=True, samesite="strict")
         return response
 
     async def fresh(name: str) -> None:
@@ -169,6 +187,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             poller.listeners += 1
             try:
                 while True:
+                    change = changes.next()
                     if poller.version != sent_version:
                         sent_version = poller.version
                         new = poller.timeline.since(seq)
@@ -177,7 +196,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
                         yield b"data: " + orjson.dumps(body) + b"\n\n"
                     else:
                         yield b": keep-alive\n\n"
-                    await changes.wait(KEEPALIVE_S)
+                    await changes.wait(change, KEEPALIVE_S)
             finally:
                 poller.listeners -= 1
 
@@ -220,7 +239,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         path = (runs_root / scenario / stamp / "report.html").resolve()
         if runs_root.resolve() not in path.parents or not path.is_file():
             return _error(404, f"no report for run {scenario}/{stamp}: 'failsafe report RUN_DIR' draws one")
-        return FileResponse(path, media_type="text/html")
+        return FileResponse(path, media_type="text/html", headers={"Content-Security-Policy": REPORT_POLICY, "Referrer-Policy": "no-referrer"})
 
     routes = [
         Route("/", index),

@@ -117,10 +117,10 @@ class ClusterPoller:
             if self.watched:
                 self._guarded(self.poll_slow)
 
-    def _guarded(self, read: Callable[[], None]) -> None:
+    def _guarded(self, read: Callable[..., None], *args: object) -> None:
         """A read that fails in a way nobody foresaw is shown on the page and tried again next time: the console goes on."""
         try:
-            read()
+            read(*args)
         except Exception as e:  # noqa: BLE001 - the console must outlive any one failed read; the error is shown, not hidden
             self.error = f"{read.__name__}: {type(e).__name__}: {e}"
             self._publish()
@@ -141,10 +141,11 @@ class ClusterPoller:
 
     # -- reading ----------------------------------------------------------------------------------
     def poll(self, everything: bool = True) -> None:
-        """Both reads now, one after the other (at start, and for an API call that found its view stale)."""
-        self.poll_fast()
+        """Both reads now, one after the other (at start, and for an API call that found its view stale); guarded as in
+        the loops: a read that raises must not stop the console from starting, nor turn an API call into a 500."""
+        self._guarded(self.poll_fast)
         if everything:
-            self.poll_slow(force_configs=True)
+            self._guarded(self.poll_slow, True)
 
     def poll_fast(self) -> None:
         """Nodes, journal, metadata, runs; the interval is a floor between starts, never a sleep after a slow read."""

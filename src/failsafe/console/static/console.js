@@ -1,8 +1,9 @@
 "use strict";
 // The failsafe console page: one event stream (/api/events) carries every view; buttons POST with the token header.
-const TOKEN = new URLSearchParams(location.search).get("token") || "";
+// The server writes the token in (it sends the page only to a request that had it: ?token= or the cookie).
+const TOKEN = /*CONSOLE_TOKEN*/"";
 // Keep the token out of the address bar (a projected screen shows it); the cookie keeps the page working on reload.
-if (TOKEN) history.replaceState(null, "", location.pathname + location.hash);
+if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", location.pathname + location.hash);
 // The report's leader plot colours (failsafe.reports.plots.BROKER_COLOURS).
 const BROKER_COLOURS = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
 const NO_LEADER = "#000000";
