@@ -236,3 +236,16 @@ def test_acknowledgements_at_one_instant_count_once_in_the_baseline() -> None:
     twice = _every_100ms(0, 1000)
     h = history(topology(0, ROLES), *_acks(2, twice, 3_000), *_acks(2, twice, 4_000), *STALL_KILL)
     assert check(h)["baseline_gap_ms"] == pytest.approx(100)
+
+
+def test_a_producer_acknowledged_by_a_cut_off_leader_does_not_hide_another_that_could_not_write() -> None:
+    """acks=1 keeps being acknowledged by an isolated leader while acks=all waits for followers that cannot fetch: the
+    partition's window is the acks=all producer's, and a limit sees it."""
+    acks1 = [op for i, ms in enumerate(range(5, 1000, 50)) for op in send("acks1", 10 + i, f"x{i}", 0, ms=ms)]
+    h = _failover(*acks1)
+    [partition] = check(h)["faults"][0]["affected_partitions"]
+    assert partition["unavailable_ms"] == pytest.approx(590), "p0's window, from its ack at 10 ms to 600 ms"
+    assert check(h, {"max_unavailable_ms": 100})["counts"]["slow-failover"] == 1
+    # The acks=1 producer alone saw no gap longer than its send interval.
+    [alone] = check(history(BEFORE, STILL, MOVED, HEALED, *acks1, *KILL))["faults"][0]["affected_partitions"]
+    assert alone["unavailable_ms"] == pytest.approx(50)

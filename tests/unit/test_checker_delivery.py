@@ -193,3 +193,22 @@ def test_a_partition_the_log_reader_could_not_read_is_unverified() -> None:
 def test_a_read_without_value_still_proves_its_offset_was_read() -> None:
     h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, None)], ms=5))
     assert check(h)["valid"] is True
+
+
+def test_a_write_read_and_then_gone_from_the_log_is_lost_after_read() -> None:
+    """An unclean election: v2 was acknowledged and read at offset 1, then the new leader wrote v3 there."""
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 1), ASSIGN,
+                poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), poll("c0", [rec(1, "v3")], ms=50), log_read([rec(0, "v1"), rec(1, "v3")]))
+    result = check(h)
+    assert result["valid"] is False and "lost-after-read" in result["violations"]
+    assert result["counts"]["lost-after-read"] == 1 and result["counts"]["lost"] == 0
+    (example,) = result["examples"]["lost-after-read"]
+    assert (example["value"], example["offset"], example["log_value"]) == ("v2", 1, "v3")
+    assert check(h, {"allow_loss": True})["violations"] == ["inconsistent-offsets"]
+
+
+def test_a_read_write_is_not_lost_after_read_without_a_log_read_of_its_partition() -> None:
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    assert check(h)["counts"]["lost-after-read"] == 0
+    other_topic = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "x", topic="other")]))
+    assert check(other_topic)["counts"]["lost-after-read"] == 0

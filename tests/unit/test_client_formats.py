@@ -135,3 +135,12 @@ def test_tool_class_is_the_first_present_in_the_jars() -> None:
         main_class(dist, "topics")
     with pytest.raises(UserError, match="unknown Kafka tool 'nope'"):
         main_class(dist, "nope")
+
+
+def test_eligible_leader_replicas_from_kafkas_describe_fill_the_partitions_that_lost_replicas() -> None:
+    shrunk = TopicInfo("t", "id", (PartitionInfo(0, 1, (1, 2, 0), (1,)), PartitionInfo(1, None, (2, 0, 1), ())), ())
+    healthy = TopicInfo("h", "id", (PartitionInfo(0, 1, (1, 2), (1, 2)),), ())
+    assert shrunk.may_have_elr and not healthy.may_have_elr
+    lines = format_describe(shrunk, elr={("t", 0): ("2", ""), ("t", 1): ("", "2")}).splitlines()
+    assert lines[1].endswith("Isr: 1\tElr: 2\tLastKnownElr: ")
+    assert lines[2].endswith("Leader: none\tReplicas: 2,0,1\tIsr: \tElr: \tLastKnownElr: 2")

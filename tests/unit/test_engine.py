@@ -15,7 +15,7 @@ import pytest
 
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
-from failsafe.faults import FaultKind, FaultSpec
+from failsafe.faults import NODE_NETWORK_FAULTS, SIDES_FAULTS, FaultKind, FaultSpec
 from failsafe.history.load import load_history
 from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, require_whole, run_scenario
 from failsafe.scenarios.rundir import RunDir
@@ -192,7 +192,8 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
     assert "failsafe broker start" in str(raised.value)
 
 
-@pytest.mark.parametrize("kind", list(FaultKind))
+# Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this engine.
+@pytest.mark.parametrize("kind", [k for k in FaultKind if k not in (*SIDES_FAULTS, *NODE_NETWORK_FAULTS)])
 def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: FaultKind) -> None:
     spec = FaultSpec(kind, at_s=0.0, duration_s=0.01, role="leader", partition="t-1",
                      consumer="member-0" if kind in (FaultKind.KILL_CONSUMER, FaultKind.CLOSE_CONSUMER) else None)

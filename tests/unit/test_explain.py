@@ -65,8 +65,11 @@ def test_a_duplicate_names_both_offsets_the_leader_change_and_the_in_flight_sett
     assert [op["offset"] for op in dup["ops"] if op["f"] == "poll"] == [3, 4]
 
 
-def lost_history():
-    """v2 acknowledged at offset 1 of t-1 while broker 1 led; broker 1 killed; broker 2, not in the ISR, took over; v2 is gone."""
+def lost_history(v2_read: bool = False):
+    """v2 acknowledged at offset 1 of t-1 while broker 1 led; broker 1 killed; broker 2, not in the ISR, took over; v2 is gone.
+
+    ``v2_read``: a consumer read v2 before broker 1 died (then the new leader's v3 took its offset).
+    """
     return history(
         phase("setup", 0), phase("chaos", 1_000),
         client_config("p0", acks="1"),
@@ -76,6 +79,7 @@ def lost_history():
         *send("p0", 1, "v1", 0, ms=31_000, partition=1), *send("p0", 2, "v2", 1, ms=32_999, partition=1),
         *send("p0", 3, "v3", 1, ms=42_000, partition=1),
         assign("c0", [1], ms=0),
+        *([poll("c0", [rec(0, "v1", partition=1), rec(1, "v2", partition=1)], ms=33_100)] if v2_read else []),
         poll("c0", [rec(0, "v1", partition=1), rec(1, "v3", partition=1)], ms=50_000),
         log_read([rec(0, "v1", partition=1), rec(1, "v3", partition=1)]),
     )
@@ -209,3 +213,12 @@ def test_failover_and_rebalance_anomalies_name_the_fault() -> None:
     assert "the leader moved from broker 1 to broker 2 at 12.0 s" in by_anomaly["slow-failover"]["sentence"]
     assert by_anomaly["never-reassigned"]["sentence"].startswith("t-0, owned by c0 of group g, was never assigned again after c0 stopped at 17.0 s")
     assert "during fault 2 (kill-consumer of c0)" in by_anomaly["slow-rebalance"]["sentence"]
+
+
+def test_a_write_read_then_truncated_is_explained_with_what_its_offset_holds_now() -> None:
+    h = lost_history(v2_read=True)
+    results = results_of(h, delivery={"allow_loss": True})
+    (explained,) = [e for e in explain(h, results) if e["anomaly"] == "lost-after-read"]
+    assert explained["sentence"].startswith("value v2 acknowledged at offset 1 of t-1 at 33.0 s (leader broker 1) was read, and is no longer in "
+                                            "the log: it was truncated after it was read (the offset now holds v3)")
+    assert "fault 1 (kill of broker 1; the leader of t-1)" in explained["sentence"]

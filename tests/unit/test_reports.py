@@ -245,3 +245,13 @@ def test_stall_rows_fall_back_to_stall_by_group_and_tolerate_junk() -> None:
                                          "stall_by_group": {"all": {"partitions": 3, "max_stall_ms": 12000.0}, "x": 5}}}}
     assert stall_rows(res) == [("—", "all", "3", "12,000", "—")]
     assert stall_rows({"checkers": {"availability": None}}) == []
+
+
+def test_a_network_faults_window_is_named_by_its_sides() -> None:
+    start = {"time_ns": T0 + 1000 * MS, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 3, "fault": "isolate",
+             "target": "network", "nodes": [1], "role": "leader of orders-0: partition {1} | {1000,0,2}",
+             "details": {"sides": ["{1}", "{1000,0,2}"], "one_way": False, "loss": None, "chain": "fault_1"}}
+    stop = {"time_ns": T0 + 3000 * MS, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 3, "fault": "isolate", "ok": True}
+    history = history_from_ops([op for op in ops() if op.get("f") not in ("fault-start", "fault-stop")] + [start, stop])
+    windows = series.fault_windows(history, series.timeline(history))
+    assert [w.label for w in windows] == ["#3 isolate {1} | {1000,0,2}"]

@@ -22,11 +22,15 @@ from failsafe.checkers.common import UNKNOWN, CheckerResult, end_ns, examples, n
 from failsafe.history.model import History
 
 DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None}
-BROKER_TARGETS = ["broker", "controller", "quorum"]
+# A network fault acts on the nodes of its first side: the partitions they lead are its affected ones.
+BROKER_TARGETS = ["broker", "controller", "quorum", "network"]
 # Kafka's system tests give the group this long after a broker comes back before a rebalance
 # stops counting as caused by the fault.
 REBALANCE_GRACE_NS = 10_000_000_000
 _FP = ["fault_id", "topic", "partition"]
+# Windows are measured per producer, then the worst is the partition's: an acks=1 producer acknowledged by a
+# leader cut off from its followers must not hide that an acks=all producer could not write there at all.
+_FPP = [*_FP, "process"]
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
@@ -35,7 +39,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
     # so it says nothing about when the partition was available.
-    acked = history.sends.select("topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
+    acked = history.sends.select("process", "topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
         (pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
     )
 
@@ -134,29 +138,32 @@ def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
     partition's last acknowledgement and never ends (``first_ok_after_ns`` null).
     """
     acks = acked.join(partitions.select("topic", "partition").unique(), on=["topic", "partition"], how="semi")
-    pairs = partitions.select(*_FP, "start_ns").join(acks.select("topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")),
-                                                      on=["topic", "partition"], how="inner")
-    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("start_ns")).group_by(_FP).agg(pl.col("ack_ns").min().alias("end_ns"))
-    before = pairs.filter(pl.col("ack_ns") <= pl.col("start_ns")).group_by(_FP).agg(pl.col("ack_ns").max().alias("begin_ns"))
-    pairs = pairs.join(new_send, on=_FP, how="left").join(before, on=_FP, how="left")
+    pairs = partitions.select(*_FP, "start_ns").join(
+        acks.select("process", "topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")), on=["topic", "partition"], how="inner")
+    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("start_ns")).group_by(_FPP).agg(pl.col("ack_ns").min().alias("end_ns"))
+    before = pairs.filter(pl.col("ack_ns") <= pl.col("start_ns")).group_by(_FPP).agg(pl.col("ack_ns").max().alias("begin_ns"))
+    pairs = pairs.join(new_send, on=_FPP, how="left").join(before, on=_FPP, how="left")
     # Acks from the last one before the fault (or the fault's start) up to the first of a new send; with no new send, all after.
     begin = pl.coalesce("begin_ns", "start_ns")
     inside = pairs.filter((pl.col("ack_ns") >= begin) & (pl.col("end_ns").is_null() | (pl.col("ack_ns") <= pl.col("end_ns"))))
-    stretches = inside.sort("ack_ns").with_columns(pl.col("ack_ns").shift(1).over(_FP).alias("gap_start_ns"))
+    stretches = inside.sort("ack_ns").with_columns(pl.col("ack_ns").shift(1).over(_FPP).alias("gap_start_ns"))
     opened = stretches.filter(pl.col("gap_start_ns").is_null() & pl.col("begin_ns").is_null()).with_columns(pl.col("start_ns").alias("gap_start_ns"))
     gaps = pl.concat([stretches.filter(pl.col("gap_start_ns").is_not_null()), opened])
-    longest = (gaps.sort("ack_ns").group_by(_FP)
+    longest = (gaps.sort("ack_ns").group_by(_FPP)
                .agg(pl.all().sort_by(pl.col("ack_ns") - pl.col("gap_start_ns")).last())
-               .select(*_FP, pl.col("gap_start_ns").alias("gap_from"), pl.col("ack_ns").alias("gap_to"), "end_ns"))
-    last_ack = pairs.group_by(_FP).agg(pl.col("ack_ns").max().alias("last_ack_ns"))
-    joined = partitions.join(longest, on=_FP, how="left").join(last_ack, on=_FP, how="left").join(
-        new_send.rename({"end_ns": "first_new_ns"}), on=_FP, how="left")
+               .select(*_FPP, pl.col("gap_start_ns").alias("gap_from"), pl.col("ack_ns").alias("gap_to")))
+    last_ack = pairs.group_by(_FPP).agg(pl.col("ack_ns").max().alias("last_ack_ns"))
+    per_process = last_ack.join(longest, on=_FPP, how="left").join(new_send.rename({"end_ns": "first_new_ns"}), on=_FPP, how="left")
     ended = pl.col("first_new_ns").is_not_null()
-    joined = joined.with_columns(
+    per_process = per_process.with_columns(
         pl.when(ended).then(pl.col("gap_from")).otherwise(pl.col("last_ack_ns")).alias("last_ok_before_ns"),
         pl.when(ended).then(pl.col("gap_to")).otherwise(None).alias("first_ok_after_ns"),
-    ).drop("gap_from", "gap_to", "end_ns", "last_ack_ns", "first_new_ns")
-    return joined.with_columns(ns_to_ms(pl.col("first_ok_after_ns") - pl.col("last_ok_before_ns")).alias("unavailable_ms")).sort(_FP)
+    ).with_columns(ns_to_ms(pl.col("first_ok_after_ns") - pl.col("last_ok_before_ns")).alias("unavailable_ms"))
+    # The partition's window: the longest any producer saw; it never ended only if no producer wrote there again.
+    worst = (per_process.group_by(_FP).agg(pl.all().sort_by(pl.col("first_ok_after_ns").is_not_null(), pl.col("unavailable_ms"),
+                                                 pl.col("last_ok_before_ns"), nulls_last=False).last()))
+    worst = worst.select(*_FP, "last_ok_before_ns", "first_ok_after_ns", "unavailable_ms")
+    return partitions.join(worst, on=_FP, how="left").sort(_FP)
 
 
 def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:

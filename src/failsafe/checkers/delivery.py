@@ -31,6 +31,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     acked = sends.filter(pl.col("outcome") == "ok")
     unread = unread_writes(acked, history.reads)
     lost = _classify_lost(unread, history)
+    truncated = _lost_after_read(acked, unread, history)
     duplicates, conflicting = _observed_anomalies(history, observed)
     misplaced = _misplaced_acks(acked, observed, history)
     failed = sends.filter(pl.col("outcome") == "fail")
@@ -51,6 +52,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "acknowledged-without-offset": acked["offset"].null_count(),
         "read": acked.height - unread.height,
         "lost": lost.height,
+        "lost-after-read": truncated.height,
         "lost-write": lost_write.height,
         "unseen": unseen.height,
         **{name: frame.height for name, frame in by_log.items()},
@@ -66,6 +68,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     example_rows = {
         "lost-write": examples(lost_write, *_SEND_EXAMPLE),
+        "lost-after-read": examples(truncated, *_SEND_EXAMPLE, "log_value"),
         "unseen": examples(unseen, *_SEND_EXAMPLE),
         **{name: examples(frame, *_SEND_EXAMPLE) for name, frame in by_log.items()},
         "duplicate": examples(duplicate_writes),
@@ -79,6 +82,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     violations = []
     if lost.height and not opts["allow_loss"]:
         violations.append("lost")
+    if truncated.height and not opts["allow_loss"]:
+        violations.append("lost-after-read")
     if n_duplicate and not opts["allow_duplicates"]:
         # Named by which copy was acknowledged where the counts split them, so a known anomaly can match one kind only.
         violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
@@ -139,6 +144,30 @@ def _present(sends: pl.DataFrame, observed: pl.DataFrame, history: History) -> p
     suspects = sends.filter(pl.col("k").is_in(hits.implode()))
     rows = observed_rows(history, IDENTITY, hits)
     return suspects.join(rows.select(IDENTITY).unique(), on=list(IDENTITY), how="semi", maintain_order="left")
+
+
+def _logged_partitions(history: History) -> pl.DataFrame:
+    """(topic, partition) the log reader read completely: its topic is in the log and the partition not among the failures.
+
+    The log reader reads every partition of a topic after the run, empty ones included.
+    """
+    topics = history.log["topic"].unique()
+    sent = history.sends.select("topic", "partition").drop_nulls().unique()
+    return sent.filter(pl.col("topic").is_in(topics.implode())).join(history.log_failures, on=["topic", "partition"], how="anti")
+
+
+def _lost_after_read(acked: pl.DataFrame, unread: pl.DataFrame, history: History) -> pl.DataFrame:
+    """Acknowledged writes a consumer read that the log no longer holds at the end: the log was truncated under them
+    (a leader that acknowledged what it could not replicate lost its place, e.g. to an unclean election).
+    ``log_value``: what the log holds at the acknowledged offset now, if anything."""
+    read = acked.join(unread.select("k"), on="k", how="anti").filter(pl.col("offset").is_not_null())
+    if read.height == 0 or history.log.height == 0:
+        return read.head(0).with_columns(pl.lit(None, dtype=pl.String).alias("log_value"))
+    read = read.join(_logged_partitions(history), on=["topic", "partition"], how="semi")
+    in_log = having_keys(history.log, IDENTITY, read["k"].unique()).select(key(IDENTITY))
+    gone = read.join(in_log, on="k", how="anti", maintain_order="left")
+    now = history.log.select("topic", "partition", "offset", pl.col("value").alias("log_value")).unique(subset=["topic", "partition", "offset"])
+    return gone.join(now, on=["topic", "partition", "offset"], how="left", maintain_order="left").sort("process", "id")
 
 
 def _classify_lost(unread: pl.DataFrame, history: History) -> pl.DataFrame:

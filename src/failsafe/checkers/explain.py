@@ -21,7 +21,7 @@ from failsafe.history.model import History
 DEFAULT_WINDOW_S = 15.0
 _LOST_BY_LOG = ("lost-not-in-log", "lost-in-log-not-consumed", "lost-unverified")
 # Explained even when the scenario's options allowed them: loss and duplication are what a reader asks about.
-ALWAYS = {"delivery": {*_LOST_BY_LOG, "duplicate"}, "availability": {"never-available-again"}}
+ALWAYS = {"delivery": {*_LOST_BY_LOG, "lost-after-read", "duplicate"}, "availability": {"never-available-again"}}
 # The examples that stand for a violation of another name (lost-write and unseen repeat the by-log lists).
 _EXAMPLES_OF = {("delivery", "lost"): _LOST_BY_LOG, ("delivery", "duplicate-acknowledged"): ("duplicate",),
                 ("delivery", "duplicate-unacknowledged"): ("duplicate",)}
@@ -113,9 +113,12 @@ def _lost(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mappi
     leader = ctx.leader_at(topic, partition, ns) if partition is not None else None
     at = f"at offset {send['offset']} of {place(topic, partition)}" if send["offset"] is not None else f"to {place(topic, partition)} (no offset: acks=0)"
     led = f" (leader broker {leader['leader']})" if leader is not None and leader["leader"] >= 0 else ""
+    now = row.get("log_value")
     fate = {"lost-not-in-log": "was never read and is not in any broker's log",
             "lost-in-log-not-consumed": "is in the log but no consumer read it",
-            "lost-unverified": "was never read, and the log could not be read to tell whether a broker lost it"}.get(anomaly, "was never read")
+            "lost-unverified": "was never read, and the log could not be read to tell whether a broker lost it",
+            "lost-after-read": "was read, and is no longer in the log: it was truncated after it was read"
+                               + (f" (the offset now holds {now})" if now is not None else "")}.get(anomaly, "was never read")
     sentence = f"value {value} acknowledged {at} at {ctx.s(ns)} s{led} {fate}"
     return {"value": value, "topic": topic, "partition": partition, "offsets": [send["offset"]], "ops": ctx.send_ops(send), **around,
             "in_log": ctx.in_log(topic, value), "sentence": f"{sentence}; {_loss_context(ctx, ns, around, topic, partition)}"}
@@ -285,7 +288,7 @@ def _and(words: list[str]) -> str:
 
 _EXPLAINERS: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanation]] = {
     "duplicate": _duplicate,
-    **{name: _lost for name in (*_LOST_BY_LOG, "lost-write", "unseen")},
+    **{name: _lost for name in (*_LOST_BY_LOG, "lost-write", "unseen", "lost-after-read")},
     **{name: _send_anomaly for name in ("failed-but-present", "unknown-not-recovered", "missing", "inconsistent-offsets")},
     **{name: _order for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send")},
     "double-delivery": _double_delivery,

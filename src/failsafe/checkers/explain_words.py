@@ -27,7 +27,8 @@ def fault_words(fault: Mapping[str, Any]) -> str:
     else:
         on = ", ".join(nodes) or str(target)
     role = fault.get("role")
-    why = f", {role}" if role and role != "any" else ""
+    # A node named by id says nothing more than the nodes do ("kill of broker 2", not "kill of broker 2, broker 2").
+    why = f", {role}" if role and role != "any" and role != on else ""
     # Its role for the explained partition, when the fault chose its node by another (leader of P0, a follower of P2).
     mine, part = fault.get("partition_role"), fault.get("partition")
     if mine and part and role != f"leader of {part}":

@@ -7,8 +7,9 @@ availability checker calls :func:`measure` for its broker, controller and quorum
 
 *Stall* of a partition during a fault (window ``[start_ns, stop_ns]``, or to the end of the
 history when never stopped): the longest stretch between two consecutive acknowledgements of
-the partition (by ``complete_ns``; acknowledgements at the same instant count once) that contains
-some instant of the window. A stretch that starts before the fault counts from the last
+the partition to one producer (by ``complete_ns``; acknowledgements at the same instant count
+once) that contains some instant of the window, the longest over its producers: an acks=1
+producer answered by a leader its followers cannot reach does not hide an acks=all one that waits. A stretch that starts before the fault counts from the last
 acknowledgement before it, one that ends after the fault counts to the acknowledgement that
 ended it; a partition with no acknowledgement before the fault counts from the fault's start.
 A partition with no acknowledgement after the fault's start has an *open* stall: ``stall_ms``
@@ -16,7 +17,8 @@ null, ``never_acked_after`` true, ``gap_start_ns`` its last acknowledgement. The
 partition's last acknowledgement is otherwise not counted: traffic ending is not a stall.
 
 *Group*, from the last topology sample at or before the fault's start (the first sample when
-none is earlier, as for the affected partitions): for a ``broker`` fault, ``led`` (a faulted node
+none is earlier, as for the affected partitions): for a ``broker`` fault, and a ``network`` fault
+by the brokers of its first side (the isolated node), ``led`` (a faulted node
 was the partition's leader), ``follower`` (a faulted node was among its replicas, not its leader;
 ``in_isr`` says whether one was in its ISR), ``unreplicated`` (no faulted node had a replica),
 ``unsampled`` (the partition is not in that sample). A ``controller`` or ``quorum`` fault does
@@ -56,10 +58,12 @@ def measure(faults: pl.DataFrame, topology: pl.DataFrame, acked: pl.DataFrame, f
     """
     # Sorted by time alone (sends come nearly in time order; a sort by topic string first is ~60x slower at
     # millions of rows): ``over`` keeps each partition's rows in that order.
-    acks = acked.select(*_TP, pl.col("complete_ns").alias("gap_end_ns")).sort("gap_end_ns")
-    previous = pl.col("gap_end_ns").shift(1).over(_TP)
+    # Gaps per producer: one acknowledged by a leader its followers cannot reach must not hide another that waits.
+    producer = ["process"] if "process" in acked.columns else []
+    acks = acked.select(*_TP, *producer, pl.col("complete_ns").alias("gap_end_ns")).sort("gap_end_ns")
+    previous = pl.col("gap_end_ns").shift(1).over([*_TP, *producer])
     acks = acks.filter(previous.ne_missing(pl.col("gap_end_ns")))
-    gaps = acks.with_columns(previous.alias("gap_start_ns"))
+    gaps = acks.with_columns(previous.alias("gap_start_ns")).drop(producer)
     last_acks = acks.group_by(_TP).agg(pl.col("gap_end_ns").max().alias("last_ack_ns"))
     rows = [
         _fault_stalls(fault, gaps, last_acks, topology, end_ns)
@@ -98,7 +102,7 @@ def _fault_stalls(fault: dict[str, Any], gaps: pl.DataFrame, last_acks: pl.DataF
 
 def _grouped(measured: pl.DataFrame, fault: dict[str, Any], start_ns: int, topology: pl.DataFrame) -> pl.DataFrame:
     node_ids = pl.Series(fault["nodes"] or [], dtype=pl.String).cast(pl.Int64, strict=False).drop_nulls().to_list()
-    if fault["target"] != "broker":
+    if fault["target"] not in ("broker", "network") or not node_ids:
         grouped = measured.with_columns(pl.lit("all").alias("group"), pl.lit(None, dtype=pl.Boolean).alias("in_isr"))
     else:
         sample = _sample_before(topology, start_ns).select(*_TP, "leader", "replicas", "isr")

@@ -39,7 +39,7 @@ RECENT_ACTIONS = 5
 _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
-    "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port",
+    "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port", "racks": "racks",
 }
 
 
@@ -81,6 +81,8 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.option("--mode", type=click.Choice(MODES), default=KRAFT_MODE, show_default=True,
               help="KRaft controllers, or ZooKeeper as in seeds 000, 001 and 004 (Kafka 3.9.x).")
 @click.option("--brokers", type=click.IntRange(min=1), default=DEFAULT_BROKERS, show_default=True)
+@click.option("--racks", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Split the brokers into this many racks (broker.rack rack-0, rack-1, ...; consecutive ids share one).")
 @click.option("--controllers", type=click.IntRange(min=1), default=None,
               help=f"KRaft controllers [default: {DEFAULT_CONTROLLERS}; with --combined, one per broker].")
 @click.option("--combined", is_flag=True, help="Run controllers inside brokers (process.roles=broker,controller).")
@@ -98,7 +100,7 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
-def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, controllers: int | None, combined: bool,
+def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
                controller_base_port: int | None, heap: str, override: tuple[str, ...], timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
@@ -106,7 +108,7 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
     """
     root = resolve_dir(cluster_dir)
-    spec = cluster_spec(mode, brokers=brokers, controllers=controllers, combined=combined, zookeepers=zookeepers,
+    spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
                         zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"))
     explicit = {field for param, field in _SPEC_PARAMS.items()
@@ -116,7 +118,8 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     s = cluster.spec
     quorum = (f"{s.zookeepers} ZooKeeper node{'s' if s.zookeepers > 1 else ''} ({s.zookeeper_connect()})" if s.mode == ZOOKEEPER_MODE
               else f"{s.controllers} controllers{' (combined)' if s.combined else ''}")
-    stderr.print(f"cluster ready in {root}: {s.brokers} brokers, {quorum}, Kafka {s.kafka_version}")
+    racked = f" in {s.racks} racks" if s.racks else ""
+    stderr.print(f"cluster ready in {root}: {s.brokers} brokers{racked}, {quorum}, Kafka {s.kafka_version}")
     click.echo(cluster.bootstrap_servers)
 
 
@@ -154,7 +157,7 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
             "dir": str(root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": cluster.state.cluster_id,
             "bootstrap_servers": cluster.bootstrap_servers, "active_controller": active,
             **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
-            "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port,
+            "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
                        "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
                        **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
                       for r in rows],
@@ -162,19 +165,20 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
         }, indent=2))
         return
     table = Table(title=f"{root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {cluster.state.cluster_id or 'not known yet'})")
-    for col in ("id", "role", "pid", "port", "controller port", "state"):
+    for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state"):
         table.add_column(col)
     colour = {"up": "green", "paused": "yellow", "down": "red"}
     for r in rows:
         state = f"[{colour[r.state]}]{r.state}[/]" + (" [bold](active controller)[/]" if r.active_controller else "")
         if r.node.is_zookeeper and r.state == "up":
             state += f" ({r.zookeeper_mode or 'not serving'})"
+        rack = (spec.rack_of(r.node) or "-",) if spec.racks else ()
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
-                      str(r.node.controller_port or "-"), state)
+                      str(r.node.controller_port or "-"), *rack, state)
     stdout.print(table)
     for a in journal.last(cluster.dir.journal, RECENT_ACTIONS):
         at = time.strftime("%H:%M:%S", time.localtime(a.start_ns / 1e9))
-        what = f"{a.action} {a.role} {a.node}" if a.node is not None else a.action
+        what = f"{a.action} {a.role} {a.node}" if a.node is not None else " ".join(filter(None, (a.action, a.detail.get("fault"))))
         stdout.print(f"[dim]{at}[/] {what} from the {a.source}" + ("" if a.ok else f" [red]failed[/]: {a.error}"))
     if active is None and spec.mode == ZOOKEEPER_MODE and any(r.node.is_broker and r.state == "up" for r in rows):
         stdout.print("no controller broker known (ZooKeeper does not answer, or no broker holds /controller yet)")

@@ -8,6 +8,7 @@ import click
 
 from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, resolve_dir, stderr, timeout_option
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S
+from failsafe.clients.kafka_tools import eligible_leader_replicas
 from failsafe.clients.topics import Topics, format_describe
 from failsafe.cluster.lifecycle import Cluster
 
@@ -49,14 +50,22 @@ def list_(cluster_dir, bootstrap_server, timeout_s) -> None:
 @click.argument("name", required=False)
 @_client_options
 def describe(name: str | None, cluster_dir, bootstrap_server, timeout_s) -> None:
-    """Leader, replicas and ISR of each partition, exactly as kafka-topics.sh --describe prints them."""
+    """Leader, replicas and ISR of each partition, exactly as kafka-topics.sh --describe prints them.
+
+    Elr and LastKnownElr (KIP-966) come from Kafka's own describe, for topics with a partition that lost a replica
+    from its ISR (elsewhere they are empty): librdkafka cannot ask for them.
+    """
     infos = _topics(bootstrap_server, cluster_dir, timeout_s).describe([name] if name else None)
-    elr_known = True
+    elr_known, elr = True, None
     if not bootstrap_server:
         # A ZooKeeper-mode broker cannot describe eligible leader replicas; with --bootstrap-server the mode is not known.
-        elr_known = not Cluster.open(resolve_dir(cluster_dir)).spec.uses_zookeeper
+        cluster = Cluster.open(resolve_dir(cluster_dir))
+        elr_known = not cluster.spec.uses_zookeeper
+        shrunk = [i.name for i in infos if i.may_have_elr]
+        if elr_known and shrunk:
+            elr = eligible_leader_replicas(cluster.dist, cluster.bootstrap_servers, shrunk)
     for info in infos:
-        click.echo(format_describe(info, elr_known))
+        click.echo(format_describe(info, elr_known, elr))
 
 
 @topics.command("alter")

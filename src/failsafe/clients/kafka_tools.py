@@ -7,12 +7,13 @@ in the jars wins, so the same name works for Kafka 4.x and 3.9.x.
 from __future__ import annotations
 
 import os
+import re
 
 from failsafe.dist.java import find_java
 from failsafe.dist.jvm import tool_command
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
-from failsafe.supervisor import spawn
+from failsafe.supervisor import run_to_end, spawn
 
 TOOLS: dict[str, tuple[str, ...]] = {
     "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
@@ -122,3 +123,25 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], bootstrap_servers: str
     except KeyboardInterrupt:
         child.stop(TOOL_STOP_TIMEOUT_S)
         raise
+
+
+ELR_TIMEOUT_S = 60.0
+_ELR_LINE = re.compile(r"Topic: (\S+)\tPartition: (\d+)\t.*\tElr: ([\d,]*)\tLastKnownElr: ([\d,]*)")
+
+
+def eligible_leader_replicas(dist: KafkaDist, bootstrap_servers: str, topics: list[str]) -> dict[tuple[str, int], tuple[str, str]]:
+    """``Elr`` and ``LastKnownElr`` of every partition of ``topics``, as Kafka's own describe prints them (KIP-966).
+
+    librdkafka has no DescribeTopicPartitions (the only request that returns them), so Kafka's TopicCommand asks.
+    """
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for topic in topics:
+        done = run_to_end(tool_command(find_java(), dist, main_class(dist, "topics"),
+                                       ["--bootstrap-server", bootstrap_servers, "--describe", "--topic", topic]),
+                          name="kafka-topics --describe", timeout_s=ELR_TIMEOUT_S)
+        if done.returncode != 0:
+            last = done.output.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+            raise UserError(f"Kafka's kafka-topics --describe of {topic} failed: {last[0]}")
+        for m in _ELR_LINE.finditer(done.output):
+            out[(m.group(1), int(m.group(2)))] = (m.group(3), m.group(4))
+    return out

@@ -48,6 +48,11 @@ class TopicInfo:
     def replication_factor(self) -> int:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
+    @property
+    def may_have_elr(self) -> bool:
+        """Eligible leader replicas (KIP-966) exist only where the ISR lost a replica: under-replicated or leaderless."""
+        return any(p.leader is None or len(p.isr) < len(p.replicas) for p in self.partitions)
+
 
 class Topics:
     def __init__(self, bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -177,13 +182,14 @@ def kafka_uuid(text: str) -> str:
     return text.replace("+", "-").replace("/", "_").rstrip("=")
 
 
-def format_describe(topic: TopicInfo, elr_known: bool = True) -> str:
+def format_describe(topic: TopicInfo, elr_known: bool = True, elr: dict[tuple[str, int], tuple[str, str]] | None = None) -> str:
     """The exact text of kafka-topics.sh --describe (Kafka 4.x and 3.9) for one topic.
 
     ``elr_known`` False: the brokers cannot describe eligible leader replicas (ZooKeeper mode has no
-    DescribeTopicPartitions), and Kafka 3.9's tool prints ``Elr: N/A`` there.
+    DescribeTopicPartitions), and Kafka 3.9's tool prints ``Elr: N/A`` there. ``elr``: the eligible
+    leader replicas Kafka's own describe gave, per partition; a partition not in it has none.
     """
-    elr = "" if elr_known else "N/A"
+    none = "" if elr_known else "N/A"
     configs = ",".join(f"{k}={v}" for k, v in topic.configs)
     lines = [
         f"Topic: {topic.name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(topic.partitions)}\t"
@@ -191,8 +197,9 @@ def format_describe(topic: TopicInfo, elr_known: bool = True) -> str:
     ]
     for p in topic.partitions:
         leader = str(p.leader) if p.leader is not None else "none"
+        eligible, last_known = (elr or {}).get((topic.name, p.partition), (none, none))
         lines.append(
             f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: {elr}\tLastKnownElr: {elr}"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: {eligible}\tLastKnownElr: {last_known}"
         )
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Rendering each node's server-N.properties and the logging configuration.
 
 Seed style: one properties file per node with its own id, port and ``log.dirs``, started as
-``kafka.Kafka server-N.properties``. Everything listens on 127.0.0.1 only.
+``kafka.Kafka server-N.properties``. Everything listens on loopback addresses only: clients on
+127.0.0.1, replication and controllers (KRaft) on each node's own 127.0.0.x.
 """
 
 from __future__ import annotations
@@ -25,19 +26,24 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
         "node.id": str(node.node_id),
         "controller.quorum.voters": spec.quorum_voters(),
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+                                          + (",REPLICATION:PLAINTEXT" if node.replication_port else ""),
     }
-    listeners = []
+    # Clients on 127.0.0.1 (the seeds' ports); replication and the controller on the node's own
+    # address, so a network fault can cut one without the other (docs/cluster.md).
+    broker_listeners = []
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
-    if node.is_controller:
-        listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
-    props["listeners"] = ",".join(listeners)
+        broker_listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+        if node.replication_port:
+            broker_listeners.append(f"REPLICATION://{node.address}:{node.replication_port}")
+    controller_listeners = [f"CONTROLLER://{node.address}:{node.controller_port}"] if node.is_controller else []
+    props["listeners"] = ",".join(broker_listeners + controller_listeners)
     if node.is_broker:
-        props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
-        props["inter.broker.listener.name"] = "PLAINTEXT"
+        props["advertised.listeners"] = ",".join(broker_listeners)
+        props["inter.broker.listener.name"] = "REPLICATION" if node.replication_port else "PLAINTEXT"
     props["log.dirs"] = str(cluster_dir / f"kafka-{node.node_id}")
     if node.is_broker:
+        props.update(_rack(spec, node))
         props.update(_broker_defaults(spec))
     props.update(spec.overrides)
     return props
@@ -54,6 +60,7 @@ def zookeeper_broker_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: 
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
         "log.dirs": str(cluster_dir / f"kafka-{node.node_id}"),
         "zookeeper.connect": spec.zookeeper_connect(),
+        **_rack(spec, node),
         **_broker_defaults(spec),
     }
     props.update(spec.overrides)
@@ -78,6 +85,11 @@ def zookeeper_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -
         for peer in ensemble:
             props[f"server.{peer.node_id}"] = f"127.0.0.1:{peer.peer_port}:{peer.election_port}"
     return props
+
+
+def _rack(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    rack = spec.rack_of(node)
+    return {"broker.rack": rack} if rack else {}
 
 
 def _broker_defaults(spec: ClusterSpec) -> dict[str, str]:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from failsafe.cluster import zookeeper
+from failsafe.cluster import netfilter, zookeeper
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader, registered_brokers
-from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
+from failsafe.cluster.spec import KRAFT_MODE, LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
 from failsafe.cluster.watchdog import Leash
 from failsafe.dist.cds import share_options
@@ -201,6 +201,9 @@ class Cluster:
             cmd = zookeeper_command(java, dist, config, self.dir.root.resolve(), ZOOKEEPER_HEAP, jvm_options)
         else:
             cmd = server_command(java, dist, config, self.dir.root.resolve(), self.spec.heap, jvm_options)
+        if netfilter.can_set_gids():
+            # Its own group id: network faults match the node's packets by it (cluster/netfilter.py).
+            cmd = netfilter.with_gid(cmd, netfilter.node_gid(self.dir.root, self.spec.nodes().index(node)))
         # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
         spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
               dies_with_parent=False)
@@ -228,7 +231,7 @@ class Cluster:
         controllers = [n for n in started if n.is_controller]
         if controllers:
             progress(f"waiting for controller listeners ({', '.join(str(n.controller_port) for n in controllers)})")
-            self._wait(lambda: none_died() or all(port_accepts(n.controller_port) for n in controllers),
+            self._wait(lambda: none_died() or all(port_accepts(n.controller_port, n.address) for n in controllers),
                        remaining(), f"controllers {_ids(controllers)} did not open their ports within {timeout_s:g}s")
 
         def brokers_ready() -> bool:
@@ -318,6 +321,8 @@ class Cluster:
         # ZooKeeper last: a ZooKeeper-mode broker's controlled shutdown goes through it.
         for group in (brokers_only, controllers, zookeepers):
             self.stop_nodes(group, signal.SIGTERM, timeout_s)
+        # Network faults die with the cluster: no rule of failsafe's outlives it.
+        netfilter.delete_table(self.dir.root)
         return running
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
@@ -343,11 +348,12 @@ class Cluster:
 
 def ensure_ports_free(nodes: list[NodeSpec]) -> None:
     for node in nodes:
-        for port in (node.port, node.controller_port, node.peer_port, node.election_port):
-            if port is not None and not port_is_free(port):
-                raise PortInUse(
-                    f"port {port} ({node.role} {node.node_id}) is already in use: stop what listens there or choose another --base-port"
-                )
+        listeners = [(node.address, node.controller_port), (node.address, node.replication_port),
+                     *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port))]
+        for address, port in listeners:
+            if port is not None and not port_is_free(port, address):
+                raise PortInUse(f"port {port} on {address} ({node.role} {node.node_id}) is already in use: "
+                                "stop what listens there or choose another --base-port")
 
 
 def _ids(nodes: list[NodeSpec]) -> str:
@@ -405,6 +411,8 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
         java = find_java()
         dist = kafka_dist((cluster.spec if cluster else spec).kafka_version)
         ensure_ports_free((cluster.spec if cluster else spec).nodes())
+        # Rules a crashed failsafe left for this directory would cut the new cluster's links.
+        netfilter.delete_table(cdir.root)
         if cluster is None:
             cluster = Cluster.create(cdir.root, spec, java, dist, progress)
         cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
@@ -431,4 +439,5 @@ def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         raise ClusterNotRunning(f"no failsafe cluster at {cdir.root}: nothing to clean (failsafe only deletes directories it made)")
     if cdir.has_state():
         down(root, timeout_s)
+    netfilter.delete_table(cdir.root)
     shutil.rmtree(cdir.root)

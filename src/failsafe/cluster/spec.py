@@ -18,6 +18,15 @@ DEFAULT_CONTROLLERS = 1
 DEFAULT_BASE_PORT = 9092
 # Controllers listen apart from the seeds' broker ports 9092-9094.
 DEFAULT_CONTROLLER_PORT_OFFSET = 100
+# Brokers replicate over a listener of their own, 9292-9294 by default (docs/cluster.md, "Listeners and links").
+DEFAULT_REPLICATION_PORT_OFFSET = 200
+# Each node's own loopback address for replication and controller traffic: brokers 127.0.0.10-99,
+# controllers 127.0.0.100-149. Clients keep 127.0.0.1, where the seeds put them.
+LOOPBACK = "127.0.0.1"
+FIRST_BROKER_ADDRESS = 10
+FIRST_CONTROLLER_ADDRESS = 100
+MAX_ADDRESSED_BROKERS = FIRST_CONTROLLER_ADDRESS - FIRST_BROKER_ADDRESS
+MAX_ADDRESSED_CONTROLLERS = 50
 DEFAULT_FIRST_BROKER_ID = 0
 DEFAULT_FIRST_CONTROLLER_ID = 1000
 # kafka-server-start.sh's own default heap.
@@ -51,6 +60,9 @@ class NodeSpec:
     controller_port: int | None  # the CONTROLLER listener of a controller
     peer_port: int | None = None  # a ZooKeeper node's quorum port (server.N=host:peer:election)
     election_port: int | None = None
+    # The address of the node's replication and controller listeners (KRaft); clients use 127.0.0.1.
+    address: str = LOOPBACK
+    replication_port: int | None = None  # a broker's REPLICATION listener (inter.broker.listener.name)
 
     @property
     def is_broker(self) -> bool:
@@ -91,11 +103,19 @@ class ClusterSpec:
     mode: str = KRAFT_MODE
     zookeepers: int = 0
     zookeeper_base_port: int = DEFAULT_ZOOKEEPER_PORT
+    # KRaft: every node has its own loopback address, brokers a REPLICATION listener (network faults
+    # cut node-to-node links without cutting clients). Off in ZooKeeper mode and for clusters made
+    # before it existed (their cluster.json has no such field).
+    node_addresses: bool = True
+    replication_base_port: int | None = None
+    # Racks (availability zones): broker.rack of each broker, brokers split into this many
+    # consecutive groups (6 brokers, 3 racks: 0-1 rack-0, 2-3 rack-1, 4-5 rack-2). 0: no broker.rack.
+    racks: int = 0
 
     @classmethod
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
         """A ZooKeeper-mode cluster: an ensemble of ``zookeepers`` nodes, brokers, no KRaft controller."""
-        return cls(mode=ZOOKEEPER_MODE, zookeepers=zookeepers, controllers=0, kafka_version=kafka_version, **fields)
+        return cls(mode=ZOOKEEPER_MODE, zookeepers=zookeepers, controllers=0, kafka_version=kafka_version, node_addresses=False, **fields)
 
     @property
     def uses_zookeeper(self) -> bool:
@@ -107,6 +127,12 @@ class ClusterSpec:
         if self.controller_base_port is not None:
             return self.controller_base_port
         return self.base_port + DEFAULT_CONTROLLER_PORT_OFFSET
+
+    @property
+    def effective_replication_base_port(self) -> int:
+        if self.replication_base_port is not None:
+            return self.replication_base_port
+        return self.base_port + DEFAULT_REPLICATION_PORT_OFFSET
 
     def nodes(self) -> list[NodeSpec]:
         """ZooKeeper and controllers first: they must be up before brokers can register."""
@@ -127,25 +153,32 @@ class ClusterSpec:
 
     def _kafka_nodes(self) -> list[NodeSpec]:
         cport = self.effective_controller_base_port
+        rport = self.effective_replication_base_port
+        addressed = self.node_addresses
+
+        def broker(i: int, controller_port: int | None) -> NodeSpec:
+            return NodeSpec(self.first_broker_id + i, (BROKER, CONTROLLER) if controller_port else (BROKER,), self.base_port + i,
+                            controller_port, address=f"127.0.0.{FIRST_BROKER_ADDRESS + i}" if addressed else LOOPBACK,
+                            replication_port=rport + i if addressed else None)
+
         if self.combined:
-            return [
-                NodeSpec(
-                    node_id=self.first_broker_id + i,
-                    roles=(BROKER, CONTROLLER) if i < self.controllers else (BROKER,),
-                    port=self.base_port + i,
-                    controller_port=cport + i if i < self.controllers else None,
-                )
-                for i in range(self.brokers)
-            ]
+            return [broker(i, cport + i if i < self.controllers else None) for i in range(self.brokers)]
         controllers = [
-            NodeSpec(self.first_controller_id + i, (CONTROLLER,), None, cport + i)
+            NodeSpec(self.first_controller_id + i, (CONTROLLER,), None, cport + i,
+                     address=f"127.0.0.{FIRST_CONTROLLER_ADDRESS + i}" if addressed else LOOPBACK)
             for i in range(self.controllers)
         ]
-        brokers = [
-            NodeSpec(self.first_broker_id + i, (BROKER,), self.base_port + i, None)
-            for i in range(self.brokers)
-        ]
-        return controllers + brokers
+        return controllers + [broker(i, None) for i in range(self.brokers)]
+
+    def rack_of(self, node: NodeSpec) -> str | None:
+        """``broker.rack`` of a broker (None without racks, or for a controller or ZooKeeper node)."""
+        if not self.racks or not node.is_broker:
+            return None
+        index = node.node_id - self.first_broker_id
+        return f"rack-{index * self.racks // self.brokers}"
+
+    def rack_brokers(self, rack: str) -> list[NodeSpec]:
+        return [n for n in self.brokers_nodes() if self.rack_of(n) == rack]
 
     def brokers_nodes(self) -> list[NodeSpec]:
         return [n for n in self.nodes() if n.is_broker]
@@ -154,13 +187,13 @@ class ClusterSpec:
         return [n for n in self.nodes() if n.is_controller]
 
     def ports(self) -> list[int]:
-        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port) if p is not None]
+        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port) if p is not None]
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers_nodes())
 
     def quorum_voters(self) -> str:
-        return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.controller_nodes())
+        return ",".join(f"{n.node_id}@{n.address}:{n.controller_port}" for n in self.controller_nodes())
 
     def validate(self) -> ClusterSpec:
         if self.brokers < 1:
@@ -174,13 +207,19 @@ class ClusterSpec:
                 f"--combined with --controllers {self.controllers} > --brokers {self.brokers}: "
                 "in combined mode controllers run inside brokers, so ask for at most as many"
             )
+        if self.node_addresses and (self.brokers > MAX_ADDRESSED_BROKERS or self.controllers > MAX_ADDRESSED_CONTROLLERS):
+            raise UserError(f"--brokers {self.brokers} --controllers {self.controllers}: each node gets its own loopback address, "
+                            f"for at most {MAX_ADDRESSED_BROKERS} brokers and {MAX_ADDRESSED_CONTROLLERS} controllers")
+        if self.racks < 0 or self.racks > self.brokers:
+            raise UserError(f"--racks {self.racks}: between 1 and the number of brokers ({self.brokers}), or 0 for none")
         ports = self.ports()
         bad = [p for p in ports if not 1 <= p <= 65535]
         if bad:
             raise UserError(f"port {bad[0]} is out of range 1-65535: choose another --base-port")
         if len(set(ports)) != len(ports):
             others = (f"ZooKeeper ports from {self.zookeeper_base_port}" if self.zookeepers
-                      else f"controller ports from {self.effective_controller_base_port}")
+                      else f"controller ports from {self.effective_controller_base_port} or replication ports from "
+                           f"{self.effective_replication_base_port}")
             raise UserError(f"broker ports from {self.base_port} and {others} overlap: "
                             f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart")
         ids = [n.node_id for n in self._kafka_nodes()]
@@ -202,4 +241,5 @@ class ClusterSpec:
 
     @classmethod
     def from_json(cls, data: dict) -> ClusterSpec:
-        return cls(**{**data, "jvm_options": tuple(data.get("jvm_options", ()))})
+        # A cluster.json written before nodes had their own addresses: its configs have none.
+        return cls(**{"node_addresses": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))})

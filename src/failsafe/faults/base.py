@@ -26,6 +26,11 @@ class FaultKind(StrEnum):
     CLOSE_CONSUMER = "close-consumer"  # a consumer closes and leaves its group
     KILL_DRIVER = "kill-driver"  # SIGKILL of the Spark driver's process group; the undo starts it from its checkpoint
     KILL_SPARK_WORKER = "kill-spark-worker"  # SIGKILL of a standalone Spark worker's group (its executors too); the undo starts it
+    # Network faults (faults/network.py): nftables rules in the cluster's own table, deleted by the undo.
+    PARTITION = "partition"  # the cluster split into ``sides``, both ways or one way ('A -> B')
+    LOSSY_LINK = "lossy-link"  # packets between ``sides`` dropped with probability ``loss``
+    ISOLATE = "isolate"  # one node (by role) cut from every other node; its clients keep it unless ``clients``
+    CUT_CLIENTS = "cut-clients"  # one broker (by role) cut from the clients only
 
 
 class Role(StrEnum):
@@ -47,6 +52,7 @@ class Target(StrEnum):
     CONSUMER = "consumer"
     PIPELINE = "pipeline"
     SPARK_WORKER = "spark-worker"
+    NETWORK = "network"
 
 
 class FaultError(UserError):
@@ -64,6 +70,10 @@ class FaultSpec:
     partition: str | None = None
     node: int | None = None
     consumer: str | None = None
+    # Network faults: the sides as written ('{leader} | {followers,controllers}'), a drop probability, clients cut too.
+    sides: str | None = None
+    loss: float | None = None
+    clients: bool = False
 
 
 @dataclass
@@ -111,6 +121,8 @@ class FaultTargets:
     cluster: object  # failsafe.cluster.lifecycle.Cluster; typed loosely so engine tests can hand a fake
     clients: ClientTargets
     partition: Callable[[str], dict | None]  # "topic-N" -> its latest topology sample
+    # The watchdog that deletes a network fault's rules if failsafe dies before the heal (made on first use).
+    network_leash: Callable[[], object | None] = lambda: None
 
 
 FaultStart = Callable[[FaultSpec, FaultTargets], AppliedFault]

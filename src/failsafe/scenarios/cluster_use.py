@@ -26,11 +26,18 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
     if mode and modes and modes[0] != mode:
         names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
         raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
+    overrides: dict[str, str] = {}
+    for s in scenarios:
+        for key, value in s.cluster.overrides.items():
+            if overrides.setdefault(key, value) != value:
+                raise UserError(f"these scenarios need {key} set to both {overrides[key]} and {value}: run them separately")
     return ClusterNeeds(
         brokers=max(s.cluster.brokers for s in scenarios),
         controllers=max(s.cluster.controllers for s in scenarios),
         combined=all(s.cluster.combined for s in scenarios),
         mode=mode or (modes[0] if modes else ""),
+        racks=max(s.cluster.racks for s in scenarios),
+        overrides=overrides,
     )
 
 
@@ -41,6 +48,12 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str |
         return f"it runs in {spec.mode} mode and the run asks for {needs.mode} mode"
     if needs.mode != ZOOKEEPER_MODE and spec.mode == KRAFT_MODE and spec.controllers < needs.controllers:
         return f"it has {spec.controllers} controllers and the scenario needs {needs.controllers}"
+    if needs.racks and spec.racks != needs.racks:
+        return f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks {needs.racks})"
+    missing = {k: v for k, v in needs.overrides.items() if spec.overrides.get(k) != v}
+    if missing:
+        return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
+                + " (failsafe up " + " ".join(f"--override {k}={v}" for k, v in missing.items()) + ")")
     if quorum_faults and spec.combined:
         return "it runs in combined mode and the scenario stops the controller quorum"
     return None
@@ -70,11 +83,12 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
         progress(f"restarting the stopped cluster at {root}")
         cluster = lifecycle.up(root, cluster.spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
     else:
-        fields = {"brokers": needs.brokers, **({"base_port": base_port} if base_port is not None else {}), **({"heap": heap} if heap else {})}
+        fields = {"brokers": needs.brokers, "overrides": dict(needs.overrides), **({"base_port": base_port} if base_port is not None else {}),
+                  **({"heap": heap} if heap else {})}
         if needs.mode == ZOOKEEPER_MODE:
             spec = ClusterSpec.zookeeper_mode(**fields, **({"zookeeper_base_port": zookeeper_port} if zookeeper_port else {}))
         else:
-            spec = ClusterSpec(controllers=needs.controllers, combined=needs.combined, **fields)
+            spec = ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, **fields)
         progress(f"starting a {spec.brokers}-broker {spec.mode} cluster in {root} for the run")
         cluster = lifecycle.up(root, spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
     try:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULTS, AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets
+from failsafe.faults.network import NetworkLeash
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios import setup
 from failsafe.scenarios.controller_watch import ControllerWatch
@@ -103,7 +104,8 @@ class Engine:
             bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
         )
-        self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition)
+        self._network_leash: NetworkLeash | None = None
+        self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)
         # Kills and pauses done by hand (CLI or console) while the scenario runs: faults in its history too.
         self.operator = OperatorFeed(operator_journal, cluster, self.recorder, self._fault_ids) if operator_journal else None
 
@@ -241,12 +243,20 @@ class Engine:
                         if not f.applied.undone:
                             self._undo(f)
                 finally:
+                    if self._network_leash is not None:
+                        self._network_leash.close()
                     self.sampler.stop()
                     self.controller_watch.stop()
                     self.recorder.close()
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
     # -- faults and actions ---------------------------------------------------------------------
+    def _leash(self) -> NetworkLeash:
+        """The watchdog that deletes this run's network rules if failsafe dies before the heal (made on first use)."""
+        if self._network_leash is None:
+            self._network_leash = NetworkLeash(self.cluster.dir.root, self.run_dir.path / "network-leash.log")
+        return self._network_leash
+
     def _start_fault(self, spec: FaultSpec) -> None:
         fault_id = next(self._fault_ids)
         started_ns = time.time_ns()
@@ -256,7 +266,8 @@ class Engine:
         except FaultError as e:
             self.recorder.record({**record, "error": str(e)})
             raise ScenarioFailed(f"{self.scenario.name}: the {spec.fault} fault at {spec.at_s:g}s could not start: {e}") from e
-        self.recorder.record({**record, "target": str(applied.target), "nodes": applied.nodes, "role": applied.role})
+        self.recorder.record({**record, "target": str(applied.target), "nodes": applied.nodes, "role": applied.role,
+                              **({"details": applied.details} if applied.details else {})})
         self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
         active = ActiveFault(fault_id, spec, applied)
         self.faults.append(active)

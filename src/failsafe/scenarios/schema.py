@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
-from failsafe.faults import CONSUMER_FAULTS, FaultKind, FaultSpec, Role
+from failsafe.faults import CONSUMER_FAULTS, NODE_NETWORK_FAULTS, SIDES_FAULTS, FaultError, FaultKind, FaultSpec, Role
+from failsafe.faults.network import parse_sides
 
 # Every fault but the Spark driver's: the lab's workload has no driver.
 FAULTS = tuple(k for k in FaultKind if k not in (FaultKind.KILL_DRIVER, FaultKind.KILL_SPARK_WORKER))
@@ -46,6 +47,11 @@ class ClusterNeeds:
     combined: bool = False
     # "kraft" or "zookeeper" when the scenario is about one mode; empty: it runs in either (failsafe run --mode).
     mode: str = ""
+    # Racks the brokers are split into (broker.rack); 0: none needed.
+    racks: int = 0
+    # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
+    # a running cluster without them does not fit.
+    overrides: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,8 @@ class TopicSpec:
     partitions: int
     replication_factor: int
     configs: dict[str, str] = field(default_factory=dict)
+    # Replicas placed by hand, one list of broker ids per partition (e.g. a layout blind to racks); None: Kafka places them.
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,10 +191,42 @@ def _positive(value: object) -> float:
     return number
 
 
+def _assignment(value: object) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(value, list) or not all(isinstance(r, list) and all(isinstance(b, int) for b in r) for r in value):
+        raise TypeError("expected a list of lists of broker ids, e.g. [[0, 1, 2], [1, 2, 0]]")
+    return tuple(tuple(r) for r in value)
+
+
 def _str_dict(value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         raise TypeError("expected a table of key = value")
     return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+def _check_network_fields(f: FaultSpec, at: str, topic_names: set[str]) -> None:
+    network = f.fault in SIDES_FAULTS or f.fault in NODE_NETWORK_FAULTS
+    if not network:
+        for name in ("sides", "loss", "clients"):
+            if getattr(f, name) not in (None, False):
+                raise _fail(f"{at}.{name}", f"is for network faults ({', '.join((*SIDES_FAULTS, *NODE_NETWORK_FAULTS))}), not {f.fault}")
+        return
+    if f.loss is not None and not (isinstance(f.loss, int | float) and 0 < f.loss <= 1):
+        raise _fail(f"{at}.loss", f"{f.loss!r} must be a drop probability in (0, 1]")
+    if f.fault == FaultKind.LOSSY_LINK and (f.loss is None or f.loss >= 1):
+        raise _fail(f"{at}.loss", "a lossy-link needs a drop probability below 1 (e.g. loss = 0.2); for 1 use partition")
+    if f.fault not in SIDES_FAULTS:
+        if f.sides is not None:
+            raise _fail(f"{at}.sides", f"{f.fault} picks its node by role, node or partition: sides are for partition and lossy-link")
+        return
+    if f.sides is None:
+        raise _fail(f"{at}.sides", "missing: name the sides, e.g. sides = \"{leader} | {followers,controllers}\"")
+    try:
+        parsed = parse_sides(f.sides)
+    except FaultError as e:
+        raise _fail(f"{at}.sides", str(e)) from e
+    if any(t in ("leader", "follower", "followers", "replicas") for side in parsed.sides for t in side):
+        if f.partition is None or f.partition.rsplit("-", 1)[0] not in topic_names:
+            raise _fail(f"{at}.partition", f"{f.partition!r}: the sides name replicas, so give a partition of the scenario's topics as TOPIC-N")
 
 
 def parse_scenario(data: dict) -> Scenario:
@@ -198,8 +238,9 @@ def parse_scenario(data: dict) -> Scenario:
     unknown = sorted(set(data) - top)
     if unknown:
         raise _fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(top))})")
-    cluster = _take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, ())
-    topics = tuple(_take(t, f"{where}.topics[{i}]", TopicSpec, ("name", "partitions", "replication_factor"), {"configs": _str_dict})
+    cluster = _take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": _str_dict})
+    topics = tuple(_take(t, f"{where}.topics[{i}]", TopicSpec, ("name", "partitions", "replication_factor"),
+                         {"configs": _str_dict, "replica_assignment": _assignment})
                    for i, t in enumerate(data.get("topics", [])))
     producers = tuple(_take(p, f"{where}.producers[{i}]", ProducerGroup, ("name", "topic"),
                             {"rate_per_s": _positive, "properties": _str_dict, "acks": str})
@@ -241,6 +282,10 @@ def _validate(s: Scenario) -> None:
     for i, t in enumerate(s.topics):
         if t.partitions < 1:
             raise _fail(f"{where}.topics[{i}].partitions", f"{t.partitions} must be at least 1")
+        if t.replica_assignment is not None and (len(t.replica_assignment) != t.partitions
+                                                 or any(len(set(r)) != t.replication_factor for r in t.replica_assignment)):
+            raise _fail(f"{where}.topics[{i}].replica_assignment",
+                        f"needs {t.partitions} lists of {t.replication_factor} distinct broker ids, one per partition")
         if not 1 <= t.replication_factor <= s.cluster.brokers:
             raise _fail(f"{where}.topics[{i}].replication_factor",
                         f"{t.replication_factor} must be between 1 and the {s.cluster.brokers} brokers")
@@ -279,6 +324,7 @@ def _validate(s: Scenario) -> None:
         elif f.role in (Role.LEADER, Role.FOLLOWER, Role.REPLICAS) and f.node is None:
             if f.partition is None or f.partition.rsplit("-", 1)[0] not in topic_names or not f.partition.rsplit("-", 1)[-1].isdigit():
                 raise _fail(f"{at}.partition", f"{f.partition!r} must name a partition of the scenario's topics as TOPIC-N")
+        _check_network_fields(f, at, topic_names)
         if f.fault == FaultKind.QUORUM_LOSS and s.cluster.combined:
             raise _fail(at, "quorum-loss needs separate controllers (cluster.combined = false)")
         if f.at_s > s.phases.chaos_s:

@@ -16,6 +16,8 @@ from failsafe.waiting import wait_until
 
 ADMIN_TIMEOUT_S = 30.0
 CREATE_DURING_FAULT_TIMEOUT_S = 5.0
+# A killed run's consumers stay members until the coordinator expires them: session.timeout.ms is 45 s by default.
+STALE_MEMBERS_TIMEOUT_S = 60.0
 
 
 def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str]) -> None:
@@ -34,10 +36,8 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
                    f"topics {stale} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
     if stale_groups:
-        # A group listed a moment ago may be gone by now (Kafka 3.9 answers GROUP_ID_NOT_FOUND): gone is what we want.
-        _await_all(admin.delete_consumer_groups(stale_groups, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group",
-                   ignore=("GROUP_ID_NOT_FOUND",))
-    _create_when_deleted(admin, [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in topics])
+        _delete_groups(admin, stale_groups)
+    _create_when_deleted(admin, [_new_topic(t) for t in topics])
 
     def all_led_and_in_sync() -> bool:
         metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
@@ -50,6 +50,13 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def _new_topic(t: TopicSpec) -> NewTopic:
+    if t.replica_assignment is not None:
+        # librdkafka wants the partition count with an assignment, and the replication factor left to it (-1).
+        return NewTopic(t.name, len(t.replica_assignment), -1, replica_assignment=[list(r) for r in t.replica_assignment], config=dict(t.configs))
+    return NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs))
 
 
 def _create_when_deleted(admin, new: list[NewTopic]) -> None:
@@ -70,6 +77,28 @@ def _create_when_deleted(admin, new: list[NewTopic]) -> None:
         return not pending
 
     wait_until(created, ADMIN_TIMEOUT_S, f"topics {[t.topic for t in new]} were still being deleted after {ADMIN_TIMEOUT_S:g}s")
+
+
+def _delete_groups(admin, groups: list[str]) -> None:
+    """Delete an earlier run's groups. A group listed a moment ago may be gone by now (Kafka 3.9 answers
+    GROUP_ID_NOT_FOUND): gone is what we want. One whose members were killed with their run (SIGKILL: they never
+    left) is not empty until the coordinator expires them after session.timeout.ms: deleted once it is."""
+    pending = list(groups)
+
+    def deleted() -> bool:
+        try:
+            _await_all(admin.delete_consumer_groups(pending, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group",
+                       ignore=("GROUP_ID_NOT_FOUND",))
+        except KafkaClientError as e:
+            if "NON_EMPTY_GROUP" in str(e):
+                return False
+            raise
+        return True
+
+    wait_until(deleted, STALE_MEMBERS_TIMEOUT_S,
+               f"consumer groups {groups} of an earlier run still had members after {STALE_MEMBERS_TIMEOUT_S:g}s "
+               "(its consumers are still running?): stop them, or delete the groups with failsafe kafka consumer-groups --delete",
+               poll_interval_s=1.0)
 
 
 def _await_all(futures: dict, what: str, ignore: tuple[str, ...] = ()) -> None:

@@ -1,0 +1,401 @@
+"""Network faults: a partition into named sides, one way or both, a node cut off from its clients, a lossy link.
+
+A fault is one chain of DROP rules in the cluster's own nftables table (cluster/netfilter.py);
+its undo deletes that chain. A node's packets are matched by the group id it runs under, where
+they go by the listener's address and port (docs/cluster.md, "Listeners and links"):
+
+    replication   a broker's REPLICATION listener, 127.0.0.(10+i):base+200+i (KRaft)
+    controller    a controller's CONTROLLER listener, 127.0.0.(100+j):controller port
+    clients       a broker's client listener, 127.0.0.1:909x, where the seeds put it
+
+Sides are written ``{0} | {1,2,controllers}``; ``->`` instead of ``|`` drops one way only (the
+left side's packets to the right side). A side names node ids and the words:
+
+    brokers, controllers, zookeeper     every node of that kind
+    rack-N                              the brokers of one rack (failsafe up --racks)
+    clients                             the producers and consumers (anything not a node)
+    others                              every node no other side names
+    leader, followers, replicas         of the fault's partition, when it starts (scenarios)
+    follower                            its first in-sync follower
+    controller                          the active controller, when the fault starts
+
+One side alone means it against every other node (``{0}`` is ``{0} | {others}``). Clients are cut
+off only from a side that is apart from a side naming ``clients``.
+
+A scenario's network faults are leashed: a watchdog deletes their chains if failsafe dies before
+the heal, so a SIGKILL of failsafe leaves no rule behind.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from failsafe.cluster import netfilter
+from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
+from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultTargets, Target
+from failsafe.faults.nodes import choose_brokers
+from failsafe.supervisor import DOWN, spawn
+
+LOOPBACK = "127.0.0.1"
+NODE_WORDS = ("brokers", "controllers", "zookeeper", "others")
+ROLE_WORDS = ("leader", "follower", "followers", "replicas", "controller")
+CLIENTS = "clients"
+# Drop probabilities are written as parts of 10,000 (numgen's modulus): 0.01 % steps.
+LOSS_MODULUS = 10_000
+
+
+@dataclass(frozen=True)
+class Sides:
+    """A partition as written: the sides' tokens, and whether only the first side's packets to the second are dropped."""
+
+    sides: tuple[tuple[str, ...], ...]
+    one_way: bool = False
+
+    def __str__(self) -> str:
+        joiner = " -> " if self.one_way else " | "
+        return joiner.join("{" + ",".join(side) + "}" for side in self.sides)
+
+
+def parse_sides(text: str) -> Sides:
+    """``{0} | {1,2,controllers}`` or ``{0} -> {1}`` into tokens; raises FaultError naming what is wrong."""
+    one_way = "->" in text
+    if one_way and "|" in text:
+        raise FaultError(f"sides {text!r}: use '|' (both ways) or '->' (one way), not both")
+    parts = text.split("->" if one_way else "|")
+    sides = []
+    for part in parts:
+        inner = part.strip()
+        if inner.startswith("{") and inner.endswith("}"):
+            inner = inner[1:-1]
+        tokens = tuple(t for t in re.split(r"[\s,]+", inner.strip()) if t)
+        if not tokens:
+            raise FaultError(f"sides {text!r}: a side is empty; write node ids or words inside braces, e.g. '{{0}} | {{1,2,controllers}}'")
+        for token in tokens:
+            if not (token.isdigit() or token in (*NODE_WORDS, *ROLE_WORDS, CLIENTS) or re.fullmatch(r"(zookeeper|rack)-\d+", token)):
+                raise FaultError(f"sides {text!r}: {token!r} is not a node id nor one of "
+                                 f"{', '.join((*NODE_WORDS, *ROLE_WORDS, CLIENTS))}, zookeeper-N, rack-N")
+        sides.append(tokens)
+    if one_way and len(sides) != 2:
+        raise FaultError(f"sides {text!r}: a one-way partition has exactly two sides, 'A -> B'")
+    return Sides(tuple(sides), one_way)
+
+
+@dataclass(frozen=True)
+class Side:
+    """A side as resolved when the fault starts: its nodes, and whether the clients are on it."""
+
+    nodes: tuple[NodeSpec, ...]
+    clients: bool = False
+
+    @property
+    def label(self) -> str:
+        names = [_node_label(n) for n in self.nodes] + ([CLIENTS] if self.clients else [])
+        return "{" + ",".join(names) + "}"
+
+
+def _node_label(node: NodeSpec) -> str:
+    return f"zookeeper-{node.node_id}" if node.is_zookeeper else str(node.node_id)
+
+
+def resolve_sides(sides: Sides, spec: ClusterSpec, partition: dict | None = None, active_controller: NodeSpec | None = None) -> list[Side]:
+    """The nodes on each side. ``partition`` (its latest topology sample) resolves leader/followers/replicas."""
+    nodes = spec.nodes()
+    by_id = {n.node_id: n for n in nodes if not n.is_zookeeper}
+
+    def words(token: str) -> list[NodeSpec]:
+        if token.isdigit():
+            if int(token) not in by_id:
+                raise FaultError(f"no broker or controller with id {token}: the nodes are {', '.join(map(str, by_id))}")
+            return [by_id[int(token)]]
+        if token.startswith("zookeeper-"):
+            found = [n for n in nodes if n.is_zookeeper and n.node_id == int(token.split("-")[1])]
+            if not found:
+                raise FaultError(f"no ZooKeeper node {token}")
+            return found
+        if token.startswith("rack-"):
+            found = spec.rack_brokers(token)
+            if not found:
+                raise FaultError(f"no broker in {token}: " + (f"the racks are rack-0 to rack-{spec.racks - 1}" if spec.racks
+                                                               else "the cluster has no racks (failsafe up --racks N)"))
+            return found
+        if token == "brokers":
+            return [n for n in nodes if n.is_broker]
+        if token == "controllers":
+            return [n for n in nodes if n.is_controller]
+        if token == "zookeeper":
+            return [n for n in nodes if n.is_zookeeper]
+        if token == "controller":
+            if active_controller is None:
+                raise FaultError("'controller' names the active controller, and there is none now")
+            return [active_controller]
+        if partition is None:
+            raise FaultError(f"{token!r} names replicas of a partition: give the fault a partition (TOPIC-N)")
+        name = f"{partition['topic']}-{partition['partition']}"
+        leader, replicas = partition["leader"], partition["replicas"]
+        if token == "leader":
+            if leader < 0:
+                raise FaultError(f"{name} has no leader")
+            return [by_id[leader]]
+        if token == "followers":
+            return [by_id[r] for r in replicas if r != leader]
+        if token == "follower":
+            in_sync = [r for r in replicas if r != leader and r in partition["isr"]]
+            if not in_sync:
+                raise FaultError(f"{name} has no in-sync follower (replicas {replicas}, ISR {partition['isr']})")
+            return [by_id[in_sync[0]]]
+        return [by_id[r] for r in replicas]  # replicas
+
+    resolved: list[tuple[list[NodeSpec], bool, bool]] = []  # nodes, clients, takes the others
+    for side in sides.sides:
+        members: list[NodeSpec] = []
+        for token in side:
+            if token in (CLIENTS, "others"):
+                continue
+            members += [n for n in words(token) if n not in members]
+        resolved.append((members, CLIENTS in side, "others" in side))
+    if len(resolved) == 1 and not sides.one_way:
+        resolved.append(([], False, True))
+    named = [n for members, _, _ in resolved for n in members]
+    twice = sorted({_node_label(n) for n in named if named.count(n) > 1})
+    if twice:
+        raise FaultError(f"sides {sides}: node {', '.join(twice)} is on two sides")
+    out = []
+    for members, clients, others in resolved:
+        if others:
+            members = members + [n for n in nodes if n not in named]
+        if not members and not clients:
+            raise FaultError(f"sides {sides}: a side has no node (the others are all named elsewhere)")
+        out.append(Side(tuple(members), clients))
+    return out
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+def peer_endpoints(node: NodeSpec) -> list[tuple[str, int]]:
+    """Where other nodes connect to ``node``: its replication and controller listeners (ZooKeeper: every port)."""
+    if node.is_zookeeper:
+        return [(LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port) if p is not None]
+    out = []
+    if node.is_broker:
+        out.append((node.address, node.replication_port) if node.replication_port else (LOOPBACK, node.port))
+    if node.is_controller:
+        out.append((node.address, node.controller_port))
+    return [(a, p) for a, p in out if p is not None]
+
+
+def _set(items: Iterable[object], always: bool = False) -> str:
+    """An nft value or anonymous set; a concatenation (``a . p``) must always be a set."""
+    items = list(dict.fromkeys(items))
+    return str(items[0]) if len(items) == 1 and not always else "{ " + ", ".join(map(str, items)) + " }"
+
+
+def partition_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec], int], all_gids: Sequence[int],
+                    loss: float | None = None) -> list[str]:
+    """nft rules (without ``add rule``) dropping what crosses between sides; ``loss`` < 1 drops that share at random."""
+    chance = ""
+    if loss is not None and loss < 1:
+        chance = f"numgen random mod {LOSS_MODULUS} < {round(loss * LOSS_MODULUS)} "
+    pairs = [(0, 1)] if one_way else [(i, j) for i in range(len(sides)) for j in range(len(sides)) if i != j]
+    rules = []
+    for i, j in pairs:
+        src, dst = sides[i], sides[j]
+        endpoints = [f"{a} . {p}" for n in dst.nodes for a, p in peer_endpoints(n)]
+        if src.nodes and endpoints:
+            rules.append(f"meta skgid {_set(gid(n) for n in src.nodes)} ip daddr . tcp dport {_set(endpoints, True)} {chance}counter drop")
+        client_ports = [n.port for n in dst.nodes if n.is_broker]
+        if src.clients and client_ports:
+            # Anything that is not a node of this cluster connecting to the brokers' client listeners.
+            rules.append(f"meta skgid != {_set(all_gids)} ip daddr . tcp dport {_set((f'{LOOPBACK} . {p}' for p in client_ports), True)} "
+                         f"{chance}counter drop")
+        if dst.clients and one_way:
+            own_ports = [n.port for n in src.nodes if n.is_broker]
+            if own_ports:
+                rules.append(f"meta skgid {_set(gid(n) for n in src.nodes if n.is_broker)} ip daddr {LOOPBACK} tcp sport {_set(own_ports)} "
+                             f"{chance}counter drop")
+    if not rules:
+        raise FaultError("these sides share no link failsafe can cut (no node-to-node listener and no clients between them)")
+    return rules
+
+
+def describe(sides: Sequence[Side], one_way: bool, loss: float | None) -> str:
+    joined = (" -> " if one_way else " | ").join(s.label for s in sides)
+    return f"{'lossy link' if loss is not None and loss < 1 else 'partition'} {joined}" + (f" loss {loss:g}" if loss is not None and loss < 1 else "")
+
+
+# -- applying ----------------------------------------------------------------------------------------
+@dataclass
+class NetworkFault:
+    """One chain in force: its name, what it does, the sides."""
+
+    chain: str
+    comment: str
+    sides: list[Side]
+    one_way: bool
+    loss: float | None
+    details: dict = field(default_factory=dict)
+
+
+def check_ready(cluster: Any) -> None:
+    """Root, nft, and every running node under its own group id; else one clear reason."""
+    netfilter.require_available()
+    spec: ClusterSpec = cluster.spec
+    if not spec.node_addresses and spec.mode != ZOOKEEPER_MODE:
+        raise FaultError(f"the cluster at {cluster.dir.root} was made before nodes had their own replication addresses: "
+                         "recreate it (failsafe clean, failsafe up) to inject network faults")
+    for slot, node in enumerate(spec.nodes()):
+        tracked = cluster.tracked(node)
+        if tracked is None or cluster.node_state(node) == DOWN:
+            continue
+        if netfilter.process_gid(tracked.pid) != netfilter.node_gid(cluster.dir.root, slot):
+            raise FaultError(f"{node.name} (pid {tracked.pid}) does not run under its own group id, so its packets cannot be "
+                             "told apart: restart it as root (failsafe broker/controller stop and start, or down and up)")
+
+
+def gid_of(cluster: Any) -> Callable[[NodeSpec], int]:
+    slots = {n: i for i, n in enumerate(cluster.spec.nodes())}
+    return lambda node: netfilter.node_gid(cluster.dir.root, slots[node])
+
+
+def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | None = None) -> NetworkFault:
+    """Install the rules of one fault as a new chain; returns it (its undo is :func:`heal`)."""
+    if loss is not None and not 0 < loss <= 1:
+        raise FaultError(f"loss {loss:g} must be a probability in (0, 1]")
+    check_ready(cluster)
+    gid = gid_of(cluster)
+    all_gids = [gid(n) for n in cluster.spec.nodes()]
+    rules = partition_rules(sides, one_way, gid, all_gids, loss)
+    taken = {c.name for c in netfilter.list_chains(cluster.dir.root)}
+    number = next(i for i in range(1, 10_000) if f"fault_{i}" not in taken)
+    comment = describe(sides, one_way, loss)
+    chain = f"fault_{number}"
+    try:
+        netfilter.add_chain(cluster.dir.root, chain, comment, rules)
+    except netfilter.NftError as e:
+        raise FaultError(f"nft refused the rules of '{comment}': {e}") from e
+    return NetworkFault(chain, comment, sides, one_way, loss,
+                        {"sides": [s.label for s in sides], "one_way": one_way, "loss": loss, "chain": chain})
+
+
+def heal(cluster: Any, chain: str | None = None) -> list[str]:
+    """Remove one fault's chain, or every network fault of the cluster; returns what was removed."""
+    found = netfilter.list_chains(cluster.dir.root)
+    if chain is None:
+        netfilter.delete_table(cluster.dir.root)
+        return [f"{c.name}: {c.comment}" for c in found]
+    names = {c.name: c for c in found}
+    if chain not in names:
+        raise FaultError(f"no network fault {chain} on this cluster: 'failsafe net status' lists them")
+    netfilter.delete_chain(cluster.dir.root, chain)
+    return [f"{chain}: {names[chain].comment}"]
+
+
+# -- the leash ---------------------------------------------------------------------------------------
+class NetworkLeash:
+    """A watchdog that deletes ``chains`` if this process dies before it released them (a SIGKILL of failsafe mid-run)."""
+
+    def __init__(self, root: Path, log_file: Path) -> None:
+        self.root = root
+        self._proc = spawn([sys.executable, "-m", "failsafe.faults.network", str(root.resolve())], name="network-leash",
+                           log_path=log_file, stdin=subprocess.PIPE, cwd=root, dies_with_parent=False).popen
+
+    def hold(self, chain: str) -> None:
+        self._send(f"hold {chain}")
+
+    def release(self, chain: str) -> None:
+        self._send(f"release {chain}")
+
+    def _send(self, line: str) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(f"{line}\n".encode())
+        self._proc.stdin.flush()
+
+    def close(self) -> None:
+        """We are done: the watchdog deletes what is still held (nothing, after a heal) and exits."""
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        self._proc.wait(timeout=30)
+
+
+def _watch(root: Path) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    held: list[str] = []
+    for line in sys.stdin:
+        verb, _, chain = line.strip().partition(" ")
+        if verb == "hold":
+            held.append(chain)
+        elif verb == "release" and chain in held:
+            held.remove(chain)
+    for chain in held:
+        if netfilter.delete_chain(root, chain):
+            print(f"network leash: failsafe ended with {chain} in force; deleted it", flush=True)
+    return 0
+
+
+# -- scenario fault kinds ----------------------------------------------------------------------------
+def _applied(kind: FaultKind, cluster: Any, fault: NetworkFault, leash: NetworkLeash | None, chosen: str = "") -> AppliedFault:
+    if leash is not None:
+        leash.hold(fault.chain)
+
+    def undo() -> None:
+        netfilter.delete_chain(cluster.dir.root, fault.chain)
+        if leash is not None:
+            leash.release(fault.chain)
+    nodes: list[int | str] = [_node_label(n) if n.is_zookeeper else n.node_id for n in fault.sides[0].nodes]
+    return AppliedFault(kind, Target.NETWORK, nodes, f"{chosen}: {fault.comment}" if chosen else fault.comment, undo, details=fault.details)
+
+
+def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, dict | None, NodeSpec | None]:
+    cluster: Any = targets.cluster
+    partition = targets.partition(spec.partition) if spec.partition else None
+    if spec.partition and partition is None:
+        raise FaultError(f"no topology sample shows {spec.partition}")
+    return cluster, partition, cluster.active_controller_node()
+
+
+def _leash(targets: FaultTargets) -> NetworkLeash | None:
+    leash = targets.network_leash()
+    return leash if isinstance(leash, NetworkLeash) else None
+
+
+def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """``sides`` apart (``loss`` < 1: a lossy link between them instead)."""
+    cluster, sample, active = _context(spec, targets)
+    assert spec.sides is not None
+    parsed = parse_sides(spec.sides)
+    sides = resolve_sides(parsed, cluster.spec, sample, active)
+    fault = apply(cluster, sides, parsed.one_way, spec.loss)
+    return _applied(FaultKind(spec.fault), cluster, fault, _leash(targets))
+
+
+def _one_node(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, NodeSpec, str]:
+    cluster, sample, _ = _context(spec, targets)
+    nodes, chosen = choose_brokers(cluster, spec.role, sample, spec.node)
+    return cluster, nodes[0], chosen
+
+
+def isolate(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """One node apart from every other node; its clients keep it unless ``clients = true``."""
+    cluster, node, chosen = _one_node(spec, targets)
+    others = tuple(n for n in cluster.spec.nodes() if n != node)
+    sides = [Side((node,)), Side(others, bool(spec.clients))]
+    return _applied(FaultKind.ISOLATE, cluster, apply(cluster, sides, False, spec.loss), _leash(targets), chosen)
+
+
+def cut_clients(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """The clients lose one broker; the brokers and controllers do not."""
+    cluster, node, chosen = _one_node(spec, targets)
+    fault = apply(cluster, [Side((node,)), Side((), True)], False, spec.loss)
+    return _applied(FaultKind.CUT_CLIENTS, cluster, fault, _leash(targets), chosen)
+
+
+if __name__ == "__main__":
+    sys.exit(_watch(Path(sys.argv[1])))
