@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
-from failsafe.cluster import journal
+import pytest
+
+from failsafe.cluster import journal, netfilter
 from failsafe.cluster.journal import OperatorAction
 from failsafe.history.load import load_history
 from failsafe.scenarios.engine import Engine, run_scenario
@@ -84,3 +87,44 @@ def test_the_journal_keeps_a_half_written_line_for_the_next_read(tmp_path: Path)
     more, _ = journal.read_from(path, offset)
     assert [(a.action, a.source) for a in more] == [("resume", "cli")]
     assert [a.action for a in journal.last(path, 1)] == ["resume"]
+
+
+def _net(path: Path, action: str, at_s: float, **detail) -> None:
+    start_ns = T + round(at_s * 1e9)
+    journal.append(path, OperatorAction(start_ns, start_ns + 100_000_000, action, "network", None, "cli", True, detail=detail))
+
+
+def _deleted_chains(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster, tmp_path: Path) -> list[str]:
+    deleted: list[str] = []
+    cluster.dir = SimpleNamespace(root=tmp_path)  # type: ignore[attr-defined]
+    monkeypatch.setattr(netfilter, "delete_chain", lambda root, chain: deleted.append(chain) or True)
+    return deleted
+
+
+NET_FAULT = {"chain": "fault_1", "fault": "partition {0} | {1000,1,2}", "kind": "isolate", "nodes": [0],
+             "sides": ["{0}", "{1000,1,2}"], "one_way": False, "loss": None}
+
+
+def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
+    deleted = _deleted_chains(monkeypatch, cluster, tmp_path)
+    engine = _engine(tmp_path, cluster, path)
+    _net(path, journal.NET_FAULT, 1, **NET_FAULT)
+    _net(path, journal.NET_HEAL, 3, removed=["fault_1: partition {0} | {1000,1,2}"], chains=["fault_1"])
+    run_scenario(engine)
+    (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    assert (start["fault"], start["target"], start["nodes"]) == ("isolate", "network", [0])
+    assert start["role"] == "operator (cli): partition {0} | {1000,1,2}" and start["details"]["sides"] == ["{0}", "{1000,1,2}"]
+    assert stop["fault_id"] == start["fault_id"] and stop["time_ns"] == T + 3_100_000_000
+    assert deleted == [], "healed by hand: the run's heal has nothing to delete"
+
+
+def test_a_network_fault_left_in_force_by_hand_is_deleted_by_the_heal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
+    deleted = _deleted_chains(monkeypatch, cluster, tmp_path)
+    engine = _engine(tmp_path, cluster, path)
+    _net(path, journal.NET_FAULT, 1, **NET_FAULT)
+    run_scenario(engine)
+    assert deleted == ["fault_1"]
+    (stop,) = _ops(engine, "fault-stop")
+    assert stop["ok"] and "by" not in stop

@@ -17,6 +17,7 @@ from rich.table import Table
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
 from failsafe.clients.admin import fetch_metadata, new_admin
 from failsafe.cluster import journal, netfilter
+from failsafe.cluster.journal import NET_FAULT, NET_HEAL
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.errors import UserError
 from failsafe.faults import network
@@ -35,16 +36,17 @@ def _journal(cluster: Cluster, action: str, started_ns: int, detail: dict, error
                                                                error is None, error, detail))
 
 
-def _apply(cluster_dir: Path | None, make: object) -> None:
+def _apply(cluster_dir: Path | None, kind: str, make: object) -> None:
     netfilter.require_available()
     cluster = Cluster.open(resolve_dir(cluster_dir))
     started = time.time_ns()
     try:
         fault = make(cluster)  # type: ignore[operator]
     except UserError as e:
-        _journal(cluster, "net-fault", started, {}, str(e))
+        _journal(cluster, NET_FAULT, started, {"kind": kind}, str(e))
         raise
-    _journal(cluster, "net-fault", started, {"chain": fault.chain, "fault": fault.comment})
+    first = [n.node_id for n in fault.sides[0].nodes]
+    _journal(cluster, NET_FAULT, started, {"chain": fault.chain, "fault": fault.comment, "kind": kind, "nodes": first, **fault.details})
     stderr.print(f"{fault.chain}: {fault.comment} (undo: failsafe net heal {fault.chain})")
 
 
@@ -80,7 +82,7 @@ def partition_command(sides: str, loss: float | None, topic_partition: str | Non
     def make(cluster: Cluster) -> network.NetworkFault:
         resolved = network.resolve_sides(parsed, cluster.spec, _partition_sample(cluster, topic_partition), cluster.active_controller_node())
         return network.apply(cluster, resolved, parsed.one_way, loss)
-    _apply(cluster_dir, make)
+    _apply(cluster_dir, "lossy-link" if loss is not None and loss < 1 else "partition", make)
 
 
 @net.command("isolate")
@@ -93,7 +95,7 @@ def isolate_command(node_id: int, clients: bool, cluster_dir: Path | None) -> No
         node = cluster.node(node_id)
         others = tuple(n for n in cluster.spec.nodes() if n != node)
         return network.apply(cluster, [Side((node,)), Side(others, clients)])
-    _apply(cluster_dir, make)
+    _apply(cluster_dir, "isolate", make)
 
 
 @net.command("cut-clients")
@@ -104,7 +106,7 @@ def cut_clients_command(node_id: int, cluster_dir: Path | None) -> None:
     def make(cluster: Cluster) -> network.NetworkFault:
         node = cluster.node(node_id, "broker")
         return network.apply(cluster, [Side((node,)), Side((), True)])
-    _apply(cluster_dir, make)
+    _apply(cluster_dir, "cut-clients", make)
 
 
 @net.command("heal")
@@ -116,7 +118,7 @@ def heal_command(chain: str | None, cluster_dir: Path | None) -> None:
     cluster = Cluster.open(resolve_dir(cluster_dir))
     started = time.time_ns()
     removed = network.heal(cluster, chain)
-    _journal(cluster, "net-heal", started, {"removed": removed})
+    _journal(cluster, NET_HEAL, started, {"removed": removed, "chains": [r.split(":")[0] for r in removed]})
     stderr.print("healed: " + "; ".join(removed) if removed else "no network fault was in force")
 
 

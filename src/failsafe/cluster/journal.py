@@ -20,6 +20,9 @@ JOURNAL_FILE = "operator-actions.jsonl"
 TAKES_AWAY = ("kill", "stop", "pause")
 BRINGS_BACK = ("start", "resume")
 ELECT_LEADERS = "elect-leaders"
+# A network fault made by hand (failsafe net ...; detail: chain, fault, kind, nodes, sides) and its heal (detail: chains).
+NET_FAULT = "net-fault"
+NET_HEAL = "net-heal"
 
 
 @dataclass(frozen=True)
