@@ -13,7 +13,8 @@ from failsafe.cluster.config import node_properties
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
 from failsafe.faults import FaultError, FaultKind, FaultSpec, FaultTargets, network
-from failsafe.faults.network import Side, parse_sides, partition_rules, resolve_sides
+from failsafe.faults.network import partition_rules
+from failsafe.faults.sides import Side, parse_sides, resolve_sides
 from failsafe.scenarios.schema import ScenarioError, parse_scenario
 
 SPEC = ClusterSpec()  # controller 1000 on 127.0.0.100:9192; brokers 0-2 on 9092-9094, replication 127.0.0.10-12:9292-9294

@@ -21,7 +21,7 @@ from failsafe.cluster.journal import NET_FAULT, NET_HEAL
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.errors import UserError
 from failsafe.faults import network
-from failsafe.faults.network import Side
+from failsafe.faults.sides import Side, parse_sides, resolve_sides
 
 METADATA_TIMEOUT_S = 10.0
 
@@ -77,10 +77,10 @@ def partition_command(sides: str, loss: float | None, topic_partition: str | Non
     A side names node ids and brokers, controllers, zookeeper, clients, others, leader, followers, replicas
     (with --partition) and controller (the active one). One side alone is cut from every other node.
     """
-    parsed = network.parse_sides(sides)
+    parsed = parse_sides(sides)
 
     def make(cluster: Cluster) -> network.NetworkFault:
-        resolved = network.resolve_sides(parsed, cluster.spec, _partition_sample(cluster, topic_partition), cluster.active_controller_node())
+        resolved = resolve_sides(parsed, cluster.spec, _partition_sample(cluster, topic_partition), cluster.active_controller_node())
         return network.apply(cluster, resolved, parsed.one_way, loss)
     _apply(cluster_dir, "lossy-link" if loss is not None and loss < 1 else "partition", make)
 

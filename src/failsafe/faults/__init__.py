@@ -4,6 +4,7 @@
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss
     clients.py  the workload's processes: kill-consumer, close-consumer, kill-driver, kill-spark-worker
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
+    sides.py    a network fault's sides, as written and as resolved when it starts
 
 Scenario files and the engine name faults through ``FAULTS``; a new kind of fault is one more entry.
 """

@@ -14,7 +14,7 @@ from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
 from failsafe.faults import CONSUMER_FAULTS, NODE_NETWORK_FAULTS, SIDES_FAULTS, FaultError, FaultKind, FaultSpec, Role
-from failsafe.faults.network import parse_sides
+from failsafe.faults.sides import parse_sides
 
 # Every fault but the Spark driver's: the lab's workload has no driver.
 FAULTS = tuple(k for k in FaultKind if k not in (FaultKind.KILL_DRIVER, FaultKind.KILL_SPARK_WORKER))
