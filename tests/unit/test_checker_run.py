@@ -3,7 +3,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from failsafe.checkers import CHECKERS, combine_validity, run_checkers
+from failsafe.checkers import CHECKERS, LAB_CHECKERS, combine_validity, run_checkers
 from tests.unit.test_checker_builders import assign, client_event, fault, history, log_read, poll, rec, send, topology
 
 
@@ -30,12 +30,13 @@ def _busy_history():
 
 
 def test_the_checkers_are_named() -> None:
-    assert list(CHECKERS) == ["delivery", "order", "semantics", "availability", "rebalance"]
+    assert list(LAB_CHECKERS) == ["delivery", "order", "semantics", "availability", "rebalance"]
+    assert set(LAB_CHECKERS) < set(CHECKERS)
 
 
 def test_every_checker_runs_and_its_result_is_json() -> None:
     results = run_checkers(_busy_history())
-    assert set(results) == set(CHECKERS)
+    assert set(results) == set(LAB_CHECKERS)
     for name, result in results.items():
         assert result["valid"] is True, (name, result)
         assert set(result) >= {"valid", "counts", "examples"}
@@ -58,7 +59,7 @@ def test_only_the_named_checkers_run() -> None:
 
 
 def test_every_checker_works_on_an_empty_history() -> None:
-    assert {name: result["valid"] for name, result in run_checkers(history()).items()} == dict.fromkeys(CHECKERS, True)
+    assert {name: result["valid"] for name, result in run_checkers(history()).items()} == dict.fromkeys(LAB_CHECKERS, True)
 
 
 @pytest.mark.parametrize(

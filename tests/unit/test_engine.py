@@ -34,6 +34,7 @@ class FakeCluster:
         self.states = {n.node_id: UP for n in self.spec.nodes()}
         self.failing_restarts = failing_restarts
         self.restarts: list[list[int]] = []
+        self.stopped: list[tuple[list[int], signal.Signals]] = []
 
     def node(self, node_id: int, role: str | None = None) -> NodeSpec:
         return next(n for n in self.spec.nodes() if n.node_id == node_id and (role is None or role in n.roles))
@@ -49,6 +50,11 @@ class FakeCluster:
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
         self.states[node.node_id] = {"kill": DOWN, "stop": DOWN, "pause": PAUSED, "resume": UP}[action]
+
+    def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
+        self.stopped.append(([n.node_id for n in nodes], sig))
+        for n in nodes:
+            self.states[n.node_id] = DOWN
 
     def restart(self, nodes: list[NodeSpec]) -> list[NodeSpec]:
         self.restarts.append([n.node_id for n in nodes])
@@ -209,6 +215,9 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == FaultKind.KILL_CONSUMER:
         assert workload.killed == ["member-0"]
+    if kind == FaultKind.CLUSTER_LOSS:
+        every_node = [n.node_id for n in cluster.spec.nodes()]
+        assert cluster.stopped == [(every_node, signal.SIGKILL)] and cluster.restarts == [every_node]
 
 
 def test_restart_is_undone_at_once_so_its_window_is_the_brokers_absence(tmp_path: Path) -> None:

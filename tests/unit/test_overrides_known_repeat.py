@@ -142,6 +142,18 @@ def test_repeat_counts_runs_per_anomaly_and_spreads_the_times(tmp_path) -> None:
     assert json.loads(path.read_text())["overrides"] == ["producers[0].acks=all"]
 
 
+def test_repeat_spreads_a_dr_runs_rpo_and_rto() -> None:
+    runs = []
+    for i, (rpo, twice) in enumerate(((0, 180), (12, 200), (3, 150))):
+        dr = {"valid": True, "counts": {"rpo-records": rpo, "consumed-twice": twice}, "rpo_seconds": rpo / 200,
+              "rto_first_read_s": 0.3 + i / 10, "rto_caught_up_s": 1.0 + i, "violations": []}
+        runs.append((f"run-{i}", {"valid": True, "checkers": {"dr": dr}}))
+    times = aggregate("dr-failover", runs)["times"]
+    assert times["dr.rpo-records (records)"]["median"] == 3.0 and times["dr.consumed-twice (records)"]["max"] == 200.0
+    assert times["dr.rpo_ms"]["max"] == 60.0 and times["dr.rto_first_read_ms"]["median"] == 400.0
+    assert times["dr.rto_caught_up_ms"] == {"n": 3, "median": 2000.0, "p95": 3000.0, "min": 1000.0, "max": 3000.0}
+
+
 def test_spread_uses_the_nearest_rank_p95() -> None:
     assert spread([]) is None
     assert spread([float(v) for v in range(1, 21)]) == {"n": 20, "median": 10.5, "p95": 19.0, "min": 1.0, "max": 20.0}

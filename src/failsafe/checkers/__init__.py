@@ -6,6 +6,6 @@ Each ``check(history, options) -> {"valid": True | False | "unknown", "counts", 
 
 from __future__ import annotations
 
-from failsafe.checkers.run import CHECKERS, combine_validity, run_checkers
+from failsafe.checkers.run import CHECKERS, DR_CHECKERS, LAB_CHECKERS, combine_validity, run_checkers
 
-__all__ = ["CHECKERS", "combine_validity", "run_checkers"]
+__all__ = ["CHECKERS", "DR_CHECKERS", "LAB_CHECKERS", "combine_validity", "run_checkers"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import journal, lifecycle
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
+from failsafe.cluster.pair import ALIASES, down_pair, is_pair
 from failsafe.cluster.spec import (
     BROKER,
     CONTROLLER,
@@ -56,6 +58,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
         with stderr.status(f"resolving Kafka {kafka_version} from Maven Central"):
             dist = resolve_kafka(kafka_version)
         stdout.print(f"Kafka {dist.version} jars in {dist.libs_dir}")
+        if dist.major >= 4:
+            from failsafe.dist.mirror import resolve_mirror
+
+            with stderr.status(f"resolving MirrorMaker 2 of Kafka {kafka_version} from Maven Central"):
+                mirror = resolve_mirror(kafka_version)
+            stdout.print(f"MirrorMaker 2 jars in {mirror.libs_dir}")
         if cds:
             from failsafe.cluster.cds import ensure_archive
 
@@ -98,14 +106,17 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
               help="Controller listeners [default: base-port + 100].")
 @click.option("--heap", default="1G", show_default=True, help="JVM heap of each node (-Xmx/-Xms).")
 @click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
+@click.option("--dr", is_flag=True, help="Two clusters for disaster recovery: DIR/primary and DIR/backup (every port 1000 higher), "
+                                           "the aliases MirrorMaker uses (docs/failover.md).")
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
-               controller_base_port: int | None, heap: str, override: tuple[str, ...], timeout_s: float) -> None:
+               controller_base_port: int | None, heap: str, override: tuple[str, ...], dr: bool, timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
+    With --dr, a pair of them: primary and backup.
     """
     root = resolve_dir(cluster_dir)
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
@@ -113,6 +124,11 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"))
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
+    if dr or is_pair(root):
+        from failsafe.cli.mirror import up_pair_command
+
+        up_pair_command(root, spec, explicit, timeout_s)
+        return
     with stderr.status(f"starting the cluster in {root}") as status:
         cluster = lifecycle.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
     s = cluster.spec
@@ -148,22 +164,39 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
     In ZooKeeper mode: each ZooKeeper node with its role (leader, follower, standalone), and the broker that is controller.
     """
     root = resolve_dir(cluster_dir)
+    if is_pair(root):
+        from failsafe.cli.mirror import status_pair
+
+        status_pair(root, as_json, status_json, _print_status)
+        return
+    if as_json:
+        click.echo(json.dumps(status_json(root), indent=2))
+        return
+    _print_status(root)
+
+
+def status_json(root: Path) -> dict:
     cluster = Cluster.open(root)
     rows = cluster.status()
     active = next((r.node.node_id for r in rows if r.active_controller), None)
     spec = cluster.spec
-    if as_json:
-        click.echo(json.dumps({
-            "dir": str(root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": cluster.state.cluster_id,
-            "bootstrap_servers": cluster.bootstrap_servers, "active_controller": active,
-            **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
-            "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
-                       "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
-                       **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
-                      for r in rows],
-            "operator_actions": [a.to_json() for a in journal.last(cluster.dir.journal, RECENT_ACTIONS)],
-        }, indent=2))
-        return
+    return {
+        "dir": str(root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": cluster.state.cluster_id,
+        "bootstrap_servers": cluster.bootstrap_servers, "active_controller": active,
+        **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
+        "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
+                   "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
+                   **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
+                  for r in rows],
+        "operator_actions": [a.to_json() for a in journal.last(cluster.dir.journal, RECENT_ACTIONS)],
+    }
+
+
+def _print_status(root: Path) -> None:
+    cluster = Cluster.open(root)
+    rows = cluster.status()
+    active = next((r.node.node_id for r in rows if r.active_controller), None)
+    spec = cluster.spec
     table = Table(title=f"{root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {cluster.state.cluster_id or 'not known yet'})")
     for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state"):
         table.add_column(col)
@@ -192,6 +225,11 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
 def down_command(cluster_dir: Path | None, timeout_s: float) -> None:
     """Stop every node (controlled shutdown), keeping the data."""
     root = resolve_dir(cluster_dir)
+    if is_pair(root):
+        from failsafe.cli.mirror import down_pair_command
+
+        down_pair_command(root, timeout_s)
+        return
     with stderr.status(f"stopping the cluster in {root}"):
         spark = stop_spark_under(root, timeout_s)
         stopped = lifecycle.down(root, timeout_s)
@@ -208,7 +246,14 @@ def clean_command(cluster_dir: Path | None, timeout_s: float) -> None:
     root = resolve_dir(cluster_dir)
     with stderr.status(f"stopping and deleting {root}"):
         stop_spark_under(root, timeout_s)
-        lifecycle.clean(root, timeout_s)
+        if is_pair(root):
+            down_pair(root, timeout_s)
+            for alias in ALIASES:
+                if (root / alias).exists():
+                    lifecycle.clean(root / alias, timeout_s)
+            shutil.rmtree(root)
+        else:
+            lifecycle.clean(root, timeout_s)
     stderr.print(f"deleted {root}")
 
 

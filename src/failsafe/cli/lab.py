@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,9 +71,10 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     one is INVALID, 3 when one could not be decided.
     """
     from failsafe.errors import ClusterNotWhole
-    from failsafe.scenarios.cluster_use import cluster_facts, cluster_for
+    from failsafe.scenarios.cluster_use import cluster_facts
     from failsafe.scenarios.engine import Engine, require_whole, run_scenario
     from failsafe.scenarios.kinds import KINDS
+    from failsafe.scenarios.pair_use import pair_facts
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     scenarios = [_load(n, overrides) for n in expanded]
@@ -89,10 +92,11 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     outcomes: list[Outcome] = []
-    with stderr.status("preparing") as status, cluster_for(root, scenarios, base_port, heap, event, mode, zookeeper_port) as cluster:
+    dr = _dr_kind(scenarios, mode)
+    with stderr.status("preparing") as status, _clusters_for(dr, root, scenarios, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters):
         # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
         scenarios = [_load(n, overrides, cluster.spec.mode) for n in expanded]
-        facts = {**cluster_facts(cluster), "overrides": list(overrides)}
+        facts = {**cluster_facts(cluster), **(pair_facts(root) if dr else {}), "overrides": list(overrides)}
         event(f"cluster ready ({time.monotonic() - started:.1f}s)")
         for scenario in scenarios:
             kind = KINDS[scenario.kind]
@@ -103,7 +107,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
                 run_started = time.monotonic()
                 engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
                                 kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event,
-                                operator_journal=getattr(getattr(cluster, "dir", None), "journal", None))
+                                operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters)
                 try:
                     run_dir = run_scenario(engine)
                 finally:
@@ -124,6 +128,31 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
     return Verdict.worst(o.verdict for o in outcomes).exit_code
+
+
+def _dr_kind(scenarios: list, mode: str | None) -> bool:
+    """True when the scenarios run on a DR pair (all of them, then); a mix is one clear line."""
+    dr = [s.name for s in scenarios if s.kind == "dr"]
+    if dr and len(dr) != len(scenarios):
+        raise UserError(f"{', '.join(dr)} run on a DR pair and the others on one cluster: run them separately")
+    if dr and mode == "zookeeper":
+        raise UserError("DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
+    return bool(dr)
+
+
+@contextmanager
+def _clusters_for(dr: bool, root: Path, scenarios: list, base_port: int | None, heap: str | None, event, mode: str | None,
+                  zookeeper_port: int | None) -> Iterator[tuple]:
+    """The cluster the engine drives and every cluster's bootstrap by alias (a DR pair: primary and backup; else none)."""
+    from failsafe.scenarios.cluster_use import cluster_for
+    from failsafe.scenarios.pair_use import pair_for
+
+    if dr:
+        with pair_for(root, scenarios, base_port, heap, event) as (primary, clusters):
+            yield primary, clusters
+    else:
+        with cluster_for(root, scenarios, base_port, heap, event, mode, zookeeper_port) as cluster:
+            yield cluster, {}
 
 
 def _load(name: str, overrides: tuple[str, ...], mode: str | None = None):
@@ -153,8 +182,9 @@ def _print_repeat(name: str, outcomes: list[Outcome], overrides: tuple[str, ...]
         table.add_row(anomaly, f"{entry['runs']}/{stats['runs']}", str(entry["total"]), "", "")
     for what, spread in stats["times"].items():
         if spread:
-            table.add_row(what, f"{spread['n']}/{stats['runs']}", f"{spread['median']:.0f} ms", f"{spread['p95']:.0f} ms",
-                          f"{spread['min']:.0f}-{spread['max']:.0f} ms")
+            unit = " ms" if what.endswith("_ms") else ""
+            table.add_row(what, f"{spread['n']}/{stats['runs']}", f"{spread['median']:.0f}{unit}", f"{spread['p95']:.0f}{unit}",
+                          f"{spread['min']:.0f}-{spread['max']:.0f}{unit}")
     stdout.print(table)
     stdout.print(f"statistics: {path}")
 
@@ -204,7 +234,7 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     results, history = kind.check(rd)
     if as_json:
         click.echo(json.dumps(results, indent=2, default=str))
-    elif rd.kind == RunKind.PIPELINE:
+    elif rd.kind in (RunKind.PIPELINE, RunKind.DR):
         kind.show(stdout, rd, results, history)
     else:
         from failsafe.reports.terminal import render_summary
@@ -218,8 +248,15 @@ def check_command(run_dir: Path, as_json: bool) -> int:
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.reports.html import write_report
-    from failsafe.scenarios.check import lab_run
+    from failsafe.scenarios.check import check_run, lab_run
+    from failsafe.scenarios.kinds import RunKind
 
+    if RunDir.open(run_dir).kind == RunKind.DR:
+        from failsafe.reports.dr_report import write_dr_report
+
+        results, history = check_run(RunDir.open(run_dir))
+        click.echo(str(write_dr_report(Path(run_dir), results, history)))
+        return 0
     rd, results, history = lab_run(run_dir, "HTML reports")
     path = write_report(rd.path, results, history, rd.scenario_data(), rd.manifest())
     click.echo(str(path))
@@ -235,6 +272,6 @@ def scenarios_command() -> None:
     for name in catalog_names():
         s = load_scenario(name)
         # A pipeline scenario has no mode of its own; a lab scenario without one runs in either (--mode).
-        mode = getattr(getattr(s, "cluster", None), "mode", "") or "either"
+        mode = "DR pair" if s.kind == "dr" else getattr(getattr(s, "cluster", None), "mode", "") or "either"
         table.add_row(name, s.seed, mode, " ".join(s.description.split()))
     stdout.print(table)

@@ -24,6 +24,7 @@ from failsafe.cli.console import console_command
 from failsafe.cli.explain import explain_command
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
+from failsafe.cli.mirror import mirror
 from failsafe.cli.net import net
 from failsafe.cli.options import INTERRUPTED_EXIT
 from failsafe.cli.pipeline import pipeline
@@ -44,7 +45,7 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, spark, simulate, console_command, net):
+                run_command, check_command, report_command, explain_command, scenarios_command, pipeline, spark, simulate, console_command, net, mirror):
     cli.add_command(command)
 
 

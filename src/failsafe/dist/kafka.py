@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import zipfile
 from dataclasses import dataclass
 from importlib import resources
@@ -92,12 +91,18 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
     """Resolve Kafka's jars from Maven Central into the cache (idempotent)."""
     check_supported(version)
     home = cache_root() / f"kafka-{version}"
-    if (home / _RESOLVED_MARKER).is_file():
-        return KafkaDist(version=version, libs_dir=home / "libs")
+    if not (home / _RESOLVED_MARKER).is_file():
+        resolve_artifacts(version, home, "libs", "Kafka", (), quiet=quiet)
+        (home / _RESOLVED_MARKER).write_text(version + "\n")
+    return KafkaDist(version=version, libs_dir=home / "libs")
+
+
+def resolve_artifacts(version: str, home: Path, libs_name: str, label: str, profile_args: tuple[str, ...], *, quiet: bool) -> Path:
+    """``mvn dependency:copy-dependencies`` of kafka-pom.xml (with ``profile_args``) into ``home/libs_name``, replaced whole."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ProvisionError(f"Maven (mvn) is not on the PATH: {MAVEN_HINT}")
-    staging = home / "libs.partial"
+    staging = home / f"{libs_name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     pom = resources.files("failsafe.dist") / "kafka-pom.xml"
@@ -105,6 +110,7 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
         cmd = [
             mvn, "-B", "-f", str(pom_path),
             f"-Dkafka.version={version}",
+            *profile_args,
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
             "-DincludeScope=runtime",
@@ -113,15 +119,14 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
             cmd.append("-Dkafka.legacy.logging")
         if quiet:
             cmd.insert(1, "-q")
-        proc = run_to_end(cmd, name="mvn (Kafka)", capture=quiet)
+        proc = run_to_end(cmd, name=f"mvn ({label})", capture=quiet)
     if proc.returncode != 0:
         detail = first_maven_error(proc.output) if quiet else "see Maven's output above"
-        raise ProvisionError(f"Maven could not resolve Kafka {version}: {detail}")
-    libs = home / "libs"
+        raise ProvisionError(f"Maven could not resolve {label} {version}: {detail}")
+    libs = home / libs_name
     shutil.rmtree(libs, ignore_errors=True)
     staging.rename(libs)
-    (home / _RESOLVED_MARKER).write_text(version + "\n")
-    return KafkaDist(version=version, libs_dir=libs)
+    return libs
 
 
 def first_maven_error(output: str) -> str:

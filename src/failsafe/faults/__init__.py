@@ -14,7 +14,7 @@ from __future__ import annotations
 from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets, Role, Target
 from failsafe.faults.clients import close_consumer, kill_consumer, kill_driver, kill_spark_worker
 from failsafe.faults.network import cut_clients, isolate, partition
-from failsafe.faults.nodes import kill, pause, quorum_loss, restart, terminate
+from failsafe.faults.nodes import cluster_loss, kill, pause, quorum_loss, restart, terminate
 
 FAULTS: dict[FaultKind, FaultStart] = {
     FaultKind.KILL: kill,
@@ -22,6 +22,7 @@ FAULTS: dict[FaultKind, FaultStart] = {
     FaultKind.PAUSE: pause,
     FaultKind.RESTART: restart,
     FaultKind.QUORUM_LOSS: quorum_loss,
+    FaultKind.CLUSTER_LOSS: cluster_loss,
     FaultKind.KILL_CONSUMER: kill_consumer,
     FaultKind.CLOSE_CONSUMER: close_consumer,
     FaultKind.KILL_DRIVER: kill_driver,

@@ -22,6 +22,7 @@ class FaultKind(StrEnum):
     PAUSE = "pause"  # SIGSTOP until the undo's SIGCONT
     RESTART = "restart"  # SIGTERM, then started again at once
     QUORUM_LOSS = "quorum-loss"  # every controller stopped (in ZooKeeper mode: every ZooKeeper node)
+    CLUSTER_LOSS = "cluster-loss"  # kill -9 of every node of the cluster at once: a region lost (DR scenarios)
     KILL_CONSUMER = "kill-consumer"  # SIGKILL of a consumer: a crash, its group must rebalance
     CLOSE_CONSUMER = "close-consumer"  # a consumer closes and leaves its group
     KILL_DRIVER = "kill-driver"  # SIGKILL of the Spark driver's process group; the undo starts it from its checkpoint
@@ -49,6 +50,7 @@ class Target(StrEnum):
     BROKER = "broker"
     CONTROLLER = "controller"
     QUORUM = "quorum"
+    CLUSTER = "cluster"
     CONSUMER = "consumer"
     PIPELINE = "pipeline"
     SPARK_WORKER = "spark-worker"

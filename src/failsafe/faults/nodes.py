@@ -7,6 +7,7 @@ and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from failsafe.cluster.spec import NodeSpec
@@ -97,3 +98,14 @@ def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         if cluster.node_state(node) != DOWN:
             cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
     return AppliedFault(FaultKind.QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum))
+
+
+def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """kill -9 of every running node, brokers and controllers alike; the undo starts them all and waits until ready."""
+    cluster: Any = targets.cluster
+    nodes = [n for n in cluster.spec.nodes() if cluster.node_state(n) != DOWN]
+    if not nodes:
+        raise FaultError("cluster-loss: no node of the cluster is running")
+    cluster.stop_nodes(nodes, signal.SIGKILL, SIGNAL_TIMEOUT_S)
+    return AppliedFault(FaultKind.CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node",
+                        lambda: cluster.restart(nodes))

@@ -61,7 +61,7 @@ _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
 # The rare ops, decoded with every field: their frames are small.
 # What the engine and the workloads record about the run itself (the ``events`` frame).
 EVENT_KINDS = ["recover-timeout", "elect-leaders", "pipeline-start", "pipeline-exit", "pipeline-stop", "simulator-exit", "drained",
-               "spark-standalone-up"]
+               "spark-standalone-up", "dr-switch", "dr-offsets", "mirror-start", "mirror-ready", "mirror-stop"]
 OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", "client-config",
                "controller", *EVENT_KINDS]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from failsafe.checkers import combine_validity, run_checkers
+from failsafe.checkers import DR_CHECKERS, LAB_CHECKERS, combine_validity, run_checkers
 from failsafe.checkers.explain import explain
 from failsafe.checkers.measurements import measure
 from failsafe.errors import UserError
 from failsafe.history.load import load_history
 from failsafe.history.model import History, HistoryFormatError
 from failsafe.scenarios.client_logs import cite_results
+from failsafe.scenarios.dr_schema import DR_KIND, parse_dr_scenario
 from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.known import classify
 from failsafe.scenarios.rundir import RunDir
@@ -23,14 +24,15 @@ def scenario_of(run_dir: RunDir) -> Scenario | None:
     if data is None:
         return None
     try:
-        return parse_scenario(data)
+        return parse_dr_scenario(data) if data.get("kind") == DR_KIND else parse_scenario(data)
     except ScenarioError as e:
         raise UserError(f"{run_dir.path}/scenario.json: {e}") from e
 
 
 def check_history(history: History, scenario: Scenario | None) -> dict:
     options = scenario.checkers if scenario is not None else {}
-    checkers = run_checkers(history, options)
+    # A DR run's history spans two clusters: only the dr checker reads it whole (docs/checkers.md).
+    checkers = run_checkers(history, options, DR_CHECKERS if scenario is not None and scenario.kind == DR_KIND else LAB_CHECKERS)
     results: dict = {"format": 1, "scenario": scenario.name if scenario else None, "checkers": checkers}
     try:
         results["measurements"] = measure(history)
@@ -78,7 +80,7 @@ def lab_run(run_dir: Path, covered: str) -> tuple[RunDir, dict, History]:
     """
     rd = RunDir.open(run_dir)
     if rd.kind != "lab":
-        raise UserError(f"{run_dir} is a pipeline scenario's run: 'failsafe check {run_dir}' shows its results ({covered} cover lab scenarios)")
+        raise UserError(f"{run_dir} is a {rd.kind} scenario's run: 'failsafe check {run_dir}' shows its results ({covered} cover lab scenarios)")
     results = stored_results(rd)
     if results is None:
         results, history = check_run(rd)

@@ -33,7 +33,7 @@ from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
 from failsafe.scenarios.rundir import RunDir
-from failsafe.scenarios.schema import ActionKind, ActionSpec
+from failsafe.scenarios.schema import DR_ACTIONS, ActionKind, ActionSpec
 from failsafe.supervisor import Supervisor
 from failsafe.waiting import WaitTimeout
 
@@ -81,7 +81,7 @@ class Engine:
     def __init__(self, scenario: Any, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
                  cluster_facts: Mapping[str, Any], status: Status, event: Status,
                  faults: Mapping[FaultKind, FaultStart] = FAULTS, sampler: Sampler | None = None,
-                 operator_journal: Path | None = None) -> None:
+                 operator_journal: Path | None = None, clusters: Mapping[str, str] | None = None) -> None:
         self.scenario = scenario
         self.workload = workload
         self.run_dir = run_dir
@@ -103,6 +103,7 @@ class Engine:
         self.ctx = RunContext(
             bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
+            clusters=dict(clusters or {}),
         )
         self._network_leash: NetworkLeash | None = None
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)
@@ -309,6 +310,11 @@ class Engine:
             self.event(f"create topic {topic}: {outcome}")
         elif a.action == ActionKind.MIGRATE:
             self._migrate()
+        elif a.action in DR_ACTIONS:
+            move = getattr(self.workload, "move", None)
+            if move is None:
+                raise ScenarioFailed(f"{self.scenario.name}: {a.action} needs a DR workload (kind = \"dr\")")
+            move(str(a.action), self.ctx)
 
     def _migrate(self) -> None:
         """The live migration to KRaft; each step is a window in the history (``roll`` of a node, or ``migration``),

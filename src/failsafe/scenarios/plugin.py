@@ -8,8 +8,8 @@ fresh and notice a dead client), never the cluster object.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +30,8 @@ class RunContext:
     wait: Callable[[Callable[[], object], float, str], None]  # until the condition holds, or WaitTimeout with the message
     hold: Callable[[float], None]  # let the workload run for a duration the scenario asks for
     topology: Callable[[], list[dict]]  # the latest topology sample of the sampled topics
+    # A DR run's clusters by alias (primary, backup) with their bootstrap servers; empty for one cluster.
+    clusters: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def logs_dir(self) -> Path:

@@ -6,6 +6,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from failsafe.scenarios.dr_schema import DR_KIND, parse_dr_scenario
 from failsafe.scenarios.overrides import apply_overrides
 from failsafe.scenarios.pipeline_schema import PipelineScenario, parse_pipeline_scenario
 from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
@@ -42,8 +43,10 @@ def _parse_toml(text: str, origin: str, overrides: tuple[str, ...] = (), mode: s
     kind = data.pop("kind", "lab") if isinstance(data, dict) else "lab"
     if kind == "pipeline":
         return parse_pipeline_scenario({**data, "kind": kind})
+    if kind == DR_KIND:
+        return parse_dr_scenario({**data, "kind": kind})
     if kind != "lab":
-        raise ScenarioError(f"{origin}: kind {kind!r} is not lab or pipeline")
+        raise ScenarioError(f"{origin}: kind {kind!r} is not lab, pipeline or dr")
     return parse_scenario(data)
 
 

@@ -72,6 +72,15 @@ def _times(results: dict) -> dict[str, float]:
     migration = measured.get("migration") or {}
     if _number(migration.get("wall_ms")) is not None:
         times["measurements.migration.wall_ms"] = float(migration["wall_ms"])
+    dr = checkers.get("dr") or {}
+    for field in ("rpo_seconds", "rto_first_read_s", "rto_caught_up_s"):
+        value = _number(dr.get(field))
+        if value is not None:
+            times[f"dr.{field.removesuffix('_seconds').removesuffix('_s')}_ms"] = value * 1000
+    for name in ("rpo-records", "consumed-twice"):
+        value = _number((dr.get("counts") or {}).get(name))
+        if value is not None:
+            times[f"dr.{name} (records)"] = value
     stalls = (checkers.get("availability") or {}).get("stall_by_group")
     if isinstance(stalls, dict):
         for group, value in stalls.items():

@@ -28,9 +28,13 @@ class ActionKind(StrEnum):
     CREATE_TOPIC = "create-topic"
     # The live ZooKeeper-to-KRaft migration (cluster/migration.py), each step recorded as a fault window.
     MIGRATE = "migrate"
+    # DR scenarios (kind = "dr"): the clients move to the backup, or back to the primary (scenarios/kinds/dr.py).
+    FAILOVER = "failover"
+    FAILBACK = "failback"
 
 
 ACTIONS = tuple(ActionKind)
+DR_ACTIONS = (ActionKind.FAILOVER, ActionKind.FAILBACK)
 # failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
 DRIVERS = ("failsafe", "kafka-verifiable")
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
@@ -229,7 +233,8 @@ def _check_network_fields(f: FaultSpec, at: str, topic_names: set[str]) -> None:
             raise _fail(f"{at}.partition", f"{f.partition!r}: the sides name replicas, so give a partition of the scenario's topics as TOPIC-N")
 
 
-def parse_scenario(data: dict) -> Scenario:
+def parse_scenario(data: dict, cls: type[Scenario] | None = None, **extra: Any) -> Scenario:
+    """A lab scenario from its table (``cls`` and ``extra``: a kind that adds fields, e.g. DrScenario's mirror)."""
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ScenarioError("scenario: missing field 'name'")
@@ -256,10 +261,10 @@ def parse_scenario(data: dict) -> Scenario:
     expect = tuple(_take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op")) for i, e in enumerate(data.get("expect", [])))
     known = tuple(_take(k, f"{where}.known[{i}]", KnownAnomaly, ("anomaly", "client", "reference"), {"when": _str_dict})
                   for i, k in enumerate(data.get("known", [])))
-    scenario = Scenario(
+    scenario = (cls or Scenario)(
         name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
         topics=topics, producers=producers, consumers=consumers, faults=faults, actions=actions, phases=phases,
-        checkers=dict(data.get("checkers", {})), expect=expect, known=known, raw=data,
+        checkers=dict(data.get("checkers", {})), expect=expect, known=known, raw=data, **extra,
     )
     _validate(scenario)
     return scenario
@@ -334,6 +339,8 @@ def _validate(s: Scenario) -> None:
             raise _fail(f"{where}.actions[{i}].action", f"{a.action!r} is not one of {', '.join(ACTIONS)}")
         if a.phase not in ("chaos", "recover"):
             raise _fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
+        if a.action in DR_ACTIONS and s.kind != "dr":
+            raise _fail(f"{where}.actions[{i}]", f"{a.action} moves clients between the clusters of a DR pair: it needs kind = \"dr\"")
         if a.action == ActionKind.MIGRATE and s.cluster.mode != ZOOKEEPER_MODE:
             raise _fail(f"{where}.actions[{i}]", "migrate needs a ZooKeeper-mode cluster: set cluster.mode = \"zookeeper\"")
     for i, k in enumerate(s.known):

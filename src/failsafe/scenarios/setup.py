@@ -31,9 +31,7 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
     existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
     stale = [n for n in names if n in existing]
     if stale:
-        _await_all(admin.delete_topics(stale, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's topic")
-        wait_until(lambda: not (set(stale) & set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)), ADMIN_TIMEOUT_S,
-                   f"topics {stale} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
+        delete_topics(admin, stale)
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
     if stale_groups:
         _delete_groups(admin, stale_groups)
@@ -50,6 +48,13 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def delete_topics(admin, names: list[str]) -> None:
+    """Delete ``names`` and wait until no broker lists them."""
+    _await_all(admin.delete_topics(names, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's topic")
+    wait_until(lambda: not (set(names) & set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)), ADMIN_TIMEOUT_S,
+               f"topics {names} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
 
 
 def _new_topic(t: TopicSpec) -> NewTopic:

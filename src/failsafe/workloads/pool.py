@@ -39,6 +39,9 @@ class Counters:
     unknown: int = 0
     records_read: int = 0
 
+    def line(self) -> str:
+        return f"sent {self.sends} · acked {self.acked} · failed {self.failed} · unknown {self.unknown} · read {self.records_read}"
+
 
 @dataclass
 class Worker:

@@ -1,6 +1,7 @@
 """Scenario kinds: for each, the workload plug-in the engine drives, and how its runs are checked and shown.
 
     lab       verifying clients (failsafe's or Kafka's verifiable ones); the checkers of failsafe.checkers
+    dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr.py
     pipeline  the sales simulator and the Spark pipeline; the sink against the ledger
 
 A new kind (ZooKeeper nodes, network links, a second cluster) is one more entry here and a
@@ -23,6 +24,7 @@ from failsafe.scenarios.rundir import RunDir
 class RunKind(StrEnum):
     LAB = "lab"
     PIPELINE = "pipeline"
+    DR = "dr"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,20 @@ def _pipeline_workload(scenario: Any) -> Workload:
     from failsafe.scenarios.kinds.pipeline import PipelineWorkload
 
     return PipelineWorkload(scenario)
+
+
+def _dr_workload(scenario: Any) -> Workload:
+    from failsafe.scenarios.kinds.dr import DrWorkload
+
+    return DrWorkload(scenario)
+
+
+def _dr_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
+    from failsafe.reports.dr_report import render_dr_summary, write_dr_report
+
+    write_dr_report(run_dir.path, results, history)
+    render_dr_summary(console, results)
+    console.print(f"report: {run_dir.report_path}")
 
 
 def _lab_check(run_dir: RunDir) -> tuple[dict, Any]:
@@ -77,4 +93,5 @@ def _pipeline_show(console: Console, run_dir: RunDir, results: dict, history: An
 KINDS: dict[str, ScenarioKind] = {
     RunKind.LAB: ScenarioKind(RunKind.LAB, _lab_workload, _lab_check, _lab_show),
     RunKind.PIPELINE: ScenarioKind(RunKind.PIPELINE, _pipeline_workload, _pipeline_check, _pipeline_show),
+    RunKind.DR: ScenarioKind(RunKind.DR, _dr_workload, _lab_check, _dr_show),
 }

@@ -109,8 +109,7 @@ class LabWorkload:
     def progress(self) -> str:
         if self.pool is None:
             return "no clients yet"
-        c = self.pool.counters
-        return f"sent {c.sends} · acked {c.acked} · failed {c.failed} · unknown {c.unknown} · read {c.records_read}"
+        return self.pool.counters.line()
 
     # -- client faults --------------------------------------------------------------------------
     def kill_client(self, name: str) -> None:

@@ -1,0 +1,186 @@
+"""A DR pair: two clusters in one directory, ``primary/`` and ``backup/``, and the MirrorMaker processes between them.
+
+``failsafe up --dr`` makes one: the primary on the ports asked for, the backup 1000 above them
+(brokers 10092..., controllers 10192...), and ``dr.json`` naming both by the aliases MirrorMaker
+uses. ``failsafe mirror start`` runs MirrorMaker detached, tracked by its pidfile under
+``mirror/<source>-<target>/`` like a node; ``down`` stops the mirrors first, then both clusters.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from failsafe.cluster import lifecycle
+from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster, Progress
+from failsafe.cluster.mirror import MirrorError, MirrorFlow, PartitionLag, broker_count, mirror_command, mirror_lag, mirror_properties, mirroring
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.state import STATE_FILE
+from failsafe.dist.mirror import mirror_dist
+from failsafe.errors import FailsafeError, UserError
+from failsafe.supervisor import DOWN, ProcessState, TrackedProcess, read_pidfile, spawn
+from failsafe.waiting import WaitTimeout, wait_until
+
+PAIR_FILE = "dr.json"
+PRIMARY, BACKUP = "primary", "backup"
+ALIASES = (PRIMARY, BACKUP)
+BACKUP_PORT_OFFSET = 1000
+MIRROR_READY_TIMEOUT_S = 120.0
+MIRROR_STOP_TIMEOUT_S = 30.0
+
+
+def _ignore(_: str) -> None:
+    """Progress nobody watches."""
+
+
+def is_pair(root: Path) -> bool:
+    return (Path(root) / PAIR_FILE).is_file()
+
+
+def backup_spec(primary: ClusterSpec) -> ClusterSpec:
+    """The backup: the primary's shape, every port 1000 higher."""
+    shift = {name: getattr(primary, name) + BACKUP_PORT_OFFSET for name in ("controller_base_port", "replication_base_port")
+             if getattr(primary, name) is not None}
+    return replace(primary, base_port=primary.base_port + BACKUP_PORT_OFFSET, **shift)
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    flow: MirrorFlow
+    pid: int | None
+    state: ProcessState
+    properties: Path
+
+
+@dataclass(frozen=True)
+class Pair:
+    root: Path
+
+    @classmethod
+    def open(cls, root: Path) -> Pair:
+        root = Path(root)
+        if not is_pair(root):
+            raise UserError(f"{root} is not a DR pair (no {PAIR_FILE}): make one with 'failsafe up --dr --dir {root}'")
+        return cls(root)
+
+    def cluster_dir(self, alias: str) -> Path:
+        return self.root / alias
+
+    def cluster(self, alias: str) -> Cluster:
+        return Cluster.open(self.cluster_dir(alias))
+
+    def bootstraps(self) -> dict[str, str]:
+        return {alias: self.cluster(alias).bootstrap_servers for alias in ALIASES}
+
+    # -- MirrorMaker, detached ------------------------------------------------------------------
+    def mirror_dir(self, flow: MirrorFlow) -> Path:
+        return self.root / "mirror" / flow.name
+
+    def _pidfile(self, flow: MirrorFlow) -> Path:
+        return self.mirror_dir(flow) / "mirrormaker.pid"
+
+    def mirror_status(self) -> list[MirrorStatus]:
+        out = []
+        for flow in (MirrorFlow(PRIMARY, BACKUP), MirrorFlow(BACKUP, PRIMARY)):
+            tracked = read_pidfile(self._pidfile(flow))
+            state = DOWN if tracked is None else tracked.state()
+            if tracked is not None or self.mirror_dir(flow).is_dir():
+                out.append(MirrorStatus(flow, tracked.pid if tracked and state != DOWN else None, state,
+                                        self.mirror_dir(flow) / "mm2.properties"))
+        return out
+
+    def start_mirror(self, flow: MirrorFlow, topics: list[str], settings: Mapping[str, str], timeout_s: float = MIRROR_READY_TIMEOUT_S,
+                     progress: Progress | None = None) -> TrackedProcess:
+        """Write mm2.properties, start MirrorMaker detached (its pidfile like a node's) and wait until it mirrors ``topics``."""
+        tracked = read_pidfile(self._pidfile(flow))
+        if tracked is not None and tracked.state() != DOWN:
+            raise UserError(f"MirrorMaker {flow.arrow} is already running (pid {tracked.pid}): 'failsafe mirror stop' first")
+        bootstraps = self.bootstraps()
+        brokers = {alias: broker_count(bootstraps[alias]) for alias in (flow.source, flow.target)}
+        work = self.mirror_dir(flow)
+        work.mkdir(parents=True, exist_ok=True)
+        properties = work / "mm2.properties"
+        properties.write_text(mirror_properties(flow, bootstraps, brokers, "|".join(topics), settings))
+        target = self.cluster(flow.target)
+        cmd = mirror_command(target.java, mirror_dist(target.spec.kafka_version), properties.resolve(), work.resolve(), flow.target)
+        child = spawn(cmd, name=f"mirrormaker {flow.arrow}", log_path=work / "mirrormaker.log", pidfile=self._pidfile(flow), cwd=work,
+                      dies_with_parent=False)
+        (progress or _ignore)(f"MirrorMaker {flow.arrow} started (pid {child.pid}); waiting until {', '.join(topics)} are mirrored")
+        try:
+            wait_mirroring(flow, bootstraps, topics, timeout_s, alive=child.running, log=work / "mirrormaker.log")
+        except BaseException:
+            self.stop_mirror(flow)
+            raise
+        return read_pidfile(self._pidfile(flow))  # type: ignore[return-value]
+
+    def stop_mirror(self, flow: MirrorFlow, timeout_s: float = MIRROR_STOP_TIMEOUT_S) -> bool:
+        """SIGTERM (MirrorMaker stops its herders), SIGKILL after ``timeout_s``; True when one was running."""
+        pidfile = self._pidfile(flow)
+        tracked = read_pidfile(pidfile)
+        was_running = tracked is not None and tracked.state() != DOWN
+        if tracked is not None:
+            tracked.stop(timeout_s, signal.SIGTERM)
+        pidfile.unlink(missing_ok=True)
+        return was_running
+
+    def stop_mirrors(self, timeout_s: float = MIRROR_STOP_TIMEOUT_S) -> list[MirrorFlow]:
+        return [s.flow for s in self.mirror_status() if self.stop_mirror(s.flow, timeout_s)]
+
+    def lag(self, flow: MirrorFlow, topics: list[str]) -> list[PartitionLag]:
+        return mirror_lag(flow, self.bootstraps(), topics)
+
+
+def wait_mirroring(flow: MirrorFlow, bootstraps: Mapping[str, str], topics: list[str], timeout_s: float,
+                   alive: Callable[[], bool], log: Path) -> None:
+    """Until every partition of ``topics`` has its mirrored partition on the target (the lag is observable)."""
+    def ready() -> bool:
+        if not alive():
+            raise MirrorError(f"MirrorMaker {flow.arrow} exited while starting: see {log}")
+        try:
+            return mirroring(mirror_lag(flow, bootstraps, topics))
+        except FailsafeError:
+            return False
+    try:
+        wait_until(ready, timeout_s, f"MirrorMaker {flow.arrow} did not mirror {', '.join(topics)} within {timeout_s:g}s (see {log})",
+                   poll_interval_s=0.5)
+    except WaitTimeout as e:
+        raise MirrorError(str(e)) from e
+
+
+def up_pair(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+            progress: Progress | None = None) -> Pair:
+    """Both clusters (made or restarted), then ``dr.json``; a backup that fails to start leaves the primary stopped."""
+    if spec.uses_zookeeper:
+        raise UserError("a DR pair runs in KRaft mode (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
+    root = Path(root)
+    if root.exists() and any(root.iterdir()) and not is_pair(root) and (root / STATE_FILE).exists():
+        raise UserError(f"{root} holds a single cluster: choose another --dir for a DR pair")
+    mirror_dist(spec.kafka_version)  # before anything starts: MirrorMaker's jars are resolved
+    say = progress or _ignore
+    say("starting the primary")
+    lifecycle.up(root / PRIMARY, spec, explicit, timeout_s, say)
+    try:
+        say("starting the backup")
+        lifecycle.up(root / BACKUP, backup_spec(spec), explicit, timeout_s, say)
+    except BaseException:
+        lifecycle.down(root / PRIMARY)
+        raise
+    (root / PAIR_FILE).write_text(json.dumps({"format": 1, "clusters": {alias: {"dir": alias} for alias in ALIASES},
+                                              "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2) + "\n")
+    return Pair(root)
+
+
+def down_pair(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> tuple[list[MirrorFlow], dict[str, int]]:
+    """Mirrors first (they read one cluster and write the other), then the backup and the primary."""
+    pair = Pair.open(root)
+    flows = pair.stop_mirrors()
+    stopped = {}
+    for alias in (BACKUP, PRIMARY):
+        if (pair.cluster_dir(alias) / STATE_FILE).exists():
+            stopped[alias] = len(lifecycle.down(pair.cluster_dir(alias), timeout_s))
+    return flows, stopped
+
