@@ -58,6 +58,8 @@ def start_console(cluster_dir: Path, *extra: str) -> RunningConsole:
 
 def stop_console(console: RunningConsole, cluster_dir: Path) -> str:
     """SIGTERM, as a service manager stops it; returns stderr. Every process it leaves must be a node of the cluster."""
+    if console.proc.poll() is not None:
+        return console.proc.stderr.read()  # it died already: what it said is the evidence
     nodes = {t.pid for t in tracked_processes(cluster_dir)}
     children = psutil.Process(console.proc.pid).children(recursive=True)
     console.proc.send_signal(signal.SIGTERM)
@@ -65,3 +67,14 @@ def stop_console(console: RunningConsole, cluster_dir: Path) -> str:
     left = [c.pid for c in children if c.is_running() and c.pid not in nodes]
     assert left == [], f"the console left processes {left} running"
     return err
+
+
+def console_fate(console: RunningConsole) -> str:
+    """For a request the console never answered: whether its process is still there, and if not how it ended."""
+    try:
+        code = console.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return "the console process is still running"
+    err = console.proc.stderr.read()
+    crashed = err.find("Fatal Python error")
+    return f"the console process exited with code {code}; its stderr: {err[max(0, crashed - 2000):] if crashed >= 0 else err[-3000:]}"

@@ -12,7 +12,7 @@ import pytest
 
 from failsafe.cluster import journal
 from tests.conftest import RunningCluster, start_cluster
-from tests.e2e.console_helpers import start_console, stop_console
+from tests.e2e.console_helpers import console_fate, start_console, stop_console
 from tests.helpers import run_cli
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -157,8 +157,11 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
                 assert time.monotonic() < deadline and scenario.poll() is None, f"no live chaos phase seen: {seen}"
                 time.sleep(0.2)
             assert seen["id"].startswith("pubsub/") and seen["sends"]["invoked"] >= seen["sends"]["ok"]
-            assert _acted(http.post("/api/nodes/broker/2/kill")) == "down"
-            assert _acted(http.post("/api/nodes/broker/2/start")) == "up"
+            try:
+                assert _acted(http.post("/api/nodes/broker/2/kill")) == "down"
+                assert _acted(http.post("/api/nodes/broker/2/start")) == "up"
+            except httpx.TransportError as e:
+                raise AssertionError(f"{e!r}: {console_fate(console)}") from e
             out, err = scenario.communicate(timeout=240)
             # The runs view is at most about a second old: wait for the finished run to appear in it.
             deadline = time.monotonic() + 15

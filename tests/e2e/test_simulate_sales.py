@@ -36,7 +36,7 @@ def delete_demo_topics(bootstrap: str) -> None:
     topics = Topics(bootstrap)
     present = [name for name in topics.list() if name.startswith("demo.")]
     for name in present:
-        topics.delete(name)
+        topics.delete(name, missing_ok=True)
     wait_until(lambda: not {n for n in topics.list() if n.startswith("demo.")}, 60, f"topics {present} were not deleted")
 
 

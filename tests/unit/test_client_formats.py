@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from failsafe.clients.consume import compile_format
 from failsafe.clients.groups import GroupDescription, GroupPartitionRow, format_group
 from failsafe.clients.kafka_tools import main_class, needs_bootstrap
 from failsafe.clients.produce import key_separator, producer_config
-from failsafe.clients.topics import PartitionInfo, TopicInfo, format_describe, kafka_uuid, validate_topic_name
-from failsafe.errors import UserError
+from failsafe.clients.topics import PartitionInfo, TopicInfo, Topics, format_describe, kafka_uuid, validate_topic_name
+from failsafe.errors import KafkaClientError, UserError
 
 
 class FakeMessage:
@@ -144,3 +147,28 @@ def test_eligible_leader_replicas_from_kafkas_describe_fill_the_partitions_that_
     lines = format_describe(shrunk, elr={("t", 0): ("2", ""), ("t", 1): ("", "2")}).splitlines()
     assert lines[1].endswith("Isr: 1\tElr: 2\tLastKnownElr: ")
     assert lines[2].endswith("Leader: none\tReplicas: 2,0,1\tIsr: \tElr: \tLastKnownElr: 2")
+
+
+class _DeletingAdmin:
+    """delete_topics answers every name with the one error given."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def delete_topics(self, names: list[str], request_timeout: float) -> dict[str, Future]:
+        futures: dict[str, Future] = {}
+        for name in names:
+            futures[name] = Future()
+            futures[name].set_exception(KafkaException(KafkaError(self.code)))
+        return futures
+
+
+def test_deleting_a_topic_already_gone_is_an_error_unless_missing_is_ok() -> None:
+    topics = Topics("127.0.0.1:1", timeout_s=1)
+    topics.admin = _DeletingAdmin(KafkaError.UNKNOWN_TOPIC_OR_PART)  # type: ignore[assignment]
+    topics.delete("demo.purchases", missing_ok=True)
+    with pytest.raises(KafkaClientError, match="cannot delete topic demo.purchases: UNKNOWN_TOPIC_OR_PART"):
+        topics.delete("demo.purchases")
+    topics.admin = _DeletingAdmin(KafkaError.TOPIC_AUTHORIZATION_FAILED)  # type: ignore[assignment]
+    with pytest.raises(KafkaClientError, match="TOPIC_AUTHORIZATION_FAILED"):
+        topics.delete("demo.purchases", missing_ok=True)

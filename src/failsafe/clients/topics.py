@@ -89,9 +89,16 @@ class Topics:
         )
         self._result(futures[name], f"cannot create topic {name}")
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, missing_ok: bool = False) -> None:
+        """Delete ``name``; with ``missing_ok`` a topic already gone (UNKNOWN_TOPIC_OR_PART) is not an error: a broker's
+        metadata can still list a topic whose deletion the controller has finished."""
         futures = self.admin.delete_topics([name], request_timeout=self.timeout_s)
-        self._result(futures[name], f"cannot delete topic {name}")
+        try:
+            self._result(futures[name], f"cannot delete topic {name}")
+        except KafkaClientError as e:
+            cause = e.__cause__
+            if not (missing_ok and isinstance(cause, KafkaException) and cause.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                raise
 
     def alter(self, name: str, configs: dict[str, str]) -> None:
         """Incremental SET of topic configs (what kafka-configs.sh --alter --add-config does)."""

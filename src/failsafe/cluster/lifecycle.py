@@ -38,6 +38,8 @@ DEFAULT_STOP_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 15.0
 FORMAT_TIMEOUT_S = 120.0
 READY_POLL_S = 0.25
+# How long a start waits for a node's ports to be free before it says they are in use.
+PORT_FREE_TIMEOUT_S = 5.0
 
 Progress = Callable[[str], None]
 
@@ -346,14 +348,25 @@ class Cluster:
             raise ValueError(action)
 
 
-def ensure_ports_free(nodes: list[NodeSpec]) -> None:
-    for node in nodes:
-        listeners = [(node.address, node.controller_port), (node.address, node.replication_port),
-                     *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port))]
-        for address, port in listeners:
-            if port is not None and not port_is_free(port, address):
-                raise PortInUse(f"port {port} on {address} ({node.role} {node.node_id}) is already in use: "
-                                "stop what listens there or choose another --base-port")
+def ensure_ports_free(nodes: list[NodeSpec], timeout_s: float = PORT_FREE_TIMEOUT_S) -> None:
+    """Every listener port of ``nodes`` can be bound, within ``timeout_s``: the sockets of a node killed a moment ago
+    (connections still closing) can hold its address for a little while after the process is gone."""
+    wanted = [(node, address, port) for node in nodes
+              for address, port in [(node.address, node.controller_port), (node.address, node.replication_port),
+                                    *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port))]
+              if port is not None]
+
+    def taken() -> list[tuple[NodeSpec, str, int]]:
+        return [(node, address, port) for node, address, port in wanted if not port_is_free(port, address)]
+    try:
+        wait_until(lambda: not taken(), timeout_s, "")
+    except WaitTimeout:
+        still = taken()
+        if not still:
+            return
+        node, address, port = still[0]
+        raise PortInUse(f"port {port} on {address} ({node.role} {node.node_id}) is already in use: "
+                        "stop what listens there or choose another --base-port") from None
 
 
 def _ids(nodes: list[NodeSpec]) -> str:

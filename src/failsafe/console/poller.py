@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import describe_group, list_groups
@@ -57,6 +57,7 @@ class ClusterPoller:
         self.on_change = on_change
         self.timeline = Timeline()
         self.admin = new_admin(cluster.bootstrap_servers, **{"socket.connection.setup.timeout.ms": 2000})
+        self._groups_admin: AdminClient | None = None  # see _read_groups
         self.listeners = 0
         # An API call counts as a page watching for WATCH_AFTER_API_S: a script polling /api/groups gets fresh groups.
         self._api_access = -WATCH_AFTER_API_S
@@ -241,17 +242,28 @@ class ClusterPoller:
         self._configs = configs
 
     def _read_groups(self) -> dict:
+        """Groups through their own admin client, replaced after any failure: librdkafka 2.16 can abort the whole
+        process (assertion ``eonce->refcnt > 0``) when a group request that timed out is answered late on a
+        long-lived client (confluentinc/librdkafka#4605; seen here while a broker restarted under a running scenario)."""
         bootstrap = self.cluster.bootstrap_servers
+        if self._groups_admin is None:
+            self._groups_admin = new_admin(bootstrap, **{"socket.connection.setup.timeout.ms": 2000})
+        admin, failed = self._groups_admin, False
         try:
             groups = []
-            for group_id, _state in list_groups(bootstrap, ADMIN_TIMEOUT_S, admin=self.admin):
+            for group_id, _state in list_groups(bootstrap, ADMIN_TIMEOUT_S, admin=admin):
                 try:
-                    groups.append(describe_group(bootstrap, group_id, ADMIN_TIMEOUT_S, admin=self.admin).to_json())
+                    groups.append(describe_group(bootstrap, group_id, ADMIN_TIMEOUT_S, admin=admin).to_json())
                 except FailsafeError as e:
+                    failed = True
                     groups.append({"group": group_id, "error": str(e)})
             return {"groups": groups, "error": None}
         except FailsafeError as e:
+            failed = True
             return {"groups": self.views["groups"]["groups"], "error": str(e)}
+        finally:
+            if failed:
+                self._groups_admin = None
 
     def _operator_actions(self) -> None:
         actions, self._journal_offset = journal.read_from(self.cluster.dir.journal, self._journal_offset)

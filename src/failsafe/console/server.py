@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import faulthandler
 import socket
 import webbrowser
 from collections.abc import Callable
@@ -38,6 +39,8 @@ def bind(port: int) -> socket.socket:
 def serve(cluster: Cluster, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
     """Run until Ctrl-C or SIGTERM; the poller thread and every open stream stop with it."""
     sock = bind(port)
+    # A native crash (in librdkafka, say) would otherwise end the console without a word.
+    faulthandler.enable()
     actual = sock.getsockname()[1]
     token = new_token()
     app = create_app(cluster, token, {f"{HOST}:{actual}", f"localhost:{actual}"})
