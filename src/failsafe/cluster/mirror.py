@@ -18,8 +18,9 @@ from confluent_kafka import KafkaException
 
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S, fetch_metadata, log_end_offsets, new_admin
 from failsafe.dist.java import Java
+from failsafe.dist.kafka import KafkaDist
 from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
-from failsafe.dist.mirror import MIRROR_MAKER_MAIN, MirrorDist
+from failsafe.dist.mirror import MIRROR_MAKER_MAIN, mirror_dist
 from failsafe.errors import FailsafeError, UserError
 
 MIRROR_HEAP = "512M"
@@ -119,12 +120,23 @@ def mirror_properties(flow: MirrorFlow, bootstraps: Mapping[str, str], brokers: 
     return "\n".join(lines) + "\n"
 
 
-def mirror_command(java: Java, dist: MirrorDist, properties: Path, logging_dir: Path, target: str) -> list[str]:
+def mirror_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, target: str) -> list[str]:
     """connect-mirror-maker.sh's command: MirrorMaker's main class on its own classpath, driving flows into ``target``."""
     write_logging_configs(logging_dir)
     return [str(java.executable), f"-Xmx{MIRROR_HEAP}", f"-Xms{MIRROR_HEAP}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             logging_jvm_option(logging_dir, log4j2=dist.uses_log4j2, tools=False), "-cp", dist.classpath, MIRROR_MAKER_MAIN,
             str(properties), "--clusters", target]
+
+
+def prepare_mirror(flow: MirrorFlow, bootstraps: Mapping[str, str], topics: list[str], settings: Mapping[str, str], work: Path,
+                   java: Java, kafka_version: str) -> list[str]:
+    """Write ``work``/mm2.properties for ``flow`` (replication factors fitted to both clusters as they are now) and
+    return the command that runs MirrorMaker on it: the one preparation of ``mirror start`` and of a DR run."""
+    brokers = {alias: broker_count(bootstraps[alias]) for alias in (flow.source, flow.target)}
+    work.mkdir(parents=True, exist_ok=True)
+    properties = work / "mm2.properties"
+    properties.write_text(mirror_properties(flow, bootstraps, brokers, "|".join(topics), settings))
+    return mirror_command(java, mirror_dist(kafka_version), properties.resolve(), work.resolve(), flow.target)
 
 
 def broker_count(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from failsafe.cluster import lifecycle
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster, Progress
-from failsafe.cluster.mirror import MirrorError, MirrorFlow, PartitionLag, broker_count, mirror_command, mirror_lag, mirror_properties, mirroring
+from failsafe.cluster.mirror import MirrorError, MirrorFlow, PartitionLag, mirror_lag, mirroring, prepare_mirror
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import STATE_FILE
 from failsafe.dist.mirror import mirror_dist
@@ -99,14 +99,8 @@ class Pair:
         tracked = read_pidfile(self._pidfile(flow))
         if tracked is not None and tracked.state() != DOWN:
             raise UserError(f"MirrorMaker {flow.arrow} is already running (pid {tracked.pid}): 'failsafe mirror stop' first")
-        bootstraps = self.bootstraps()
-        brokers = {alias: broker_count(bootstraps[alias]) for alias in (flow.source, flow.target)}
-        work = self.mirror_dir(flow)
-        work.mkdir(parents=True, exist_ok=True)
-        properties = work / "mm2.properties"
-        properties.write_text(mirror_properties(flow, bootstraps, brokers, "|".join(topics), settings))
-        target = self.cluster(flow.target)
-        cmd = mirror_command(target.java, mirror_dist(target.spec.kafka_version), properties.resolve(), work.resolve(), flow.target)
+        bootstraps, work, target = self.bootstraps(), self.mirror_dir(flow), self.cluster(flow.target)
+        cmd = prepare_mirror(flow, bootstraps, topics, settings, work, target.java, target.spec.kafka_version)
         child = spawn(cmd, name=f"mirrormaker {flow.arrow}", log_path=work / "mirrormaker.log", pidfile=self._pidfile(flow), cwd=work,
                       dies_with_parent=False)
         (progress or _ignore)(f"MirrorMaker {flow.arrow} started (pid {child.pid}); waiting until {', '.join(topics)} are mirrored")

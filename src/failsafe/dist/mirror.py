@@ -2,50 +2,36 @@
 same pom (its ``mirror`` profile) into ``kafka-<version>/mirror-libs`` beside the broker's jars.
 
 MirrorMaker runs on its own classpath, as ``connect-mirror-maker.sh`` runs it from a Kafka
-distribution: ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``.
+distribution: ``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``. A resolved MirrorMaker is a
+``KafkaDist`` whose jar directory is ``mirror-libs``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from failsafe.dist.kafka import cache_root, check_supported, resolve_artifacts
+from failsafe.dist.kafka import KafkaDist, cache_root, check_supported, resolve_artifacts
 from failsafe.errors import ProvisionError
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 _RESOLVED_MARKER = ".mirror-resolved"
 
 
-@dataclass(frozen=True)
-class MirrorDist:
-    version: str
-    libs_dir: Path
-
-    @property
-    def classpath(self) -> str:
-        return str(self.libs_dir / "*")
-
-    @property
-    def uses_log4j2(self) -> bool:
-        return int(self.version.split(".")[0]) >= 4
-
-
 def _home(version: str) -> Path:
     return cache_root() / f"kafka-{version}"
 
 
-def mirror_dist(version: str) -> MirrorDist:
+def mirror_dist(version: str) -> KafkaDist:
     """The resolved MirrorMaker of that Kafka version, or a ProvisionError saying how to get it."""
     check_supported(version)
     home = _home(version)
     if not (home / _RESOLVED_MARKER).is_file():
         raise ProvisionError(f"MirrorMaker 2 of Kafka {version} is not resolved yet: run 'failsafe setup --kafka-version {version}' "
                              "(or 'make setup')")
-    return MirrorDist(version, home / "mirror-libs")
+    return KafkaDist(version, home / "mirror-libs")  # the same shape as the broker's: a version and a jar directory
 
 
-def resolve_mirror(version: str, *, quiet: bool = True) -> MirrorDist:
+def resolve_mirror(version: str, *, quiet: bool = True) -> KafkaDist:
     """Resolve connect-mirror and its runtime from Maven Central into the cache (idempotent)."""
     check_supported(version)
     home = _home(version)
@@ -54,4 +40,4 @@ def resolve_mirror(version: str, *, quiet: bool = True) -> MirrorDist:
         if not any(libs.glob("connect-mirror-*.jar")):
             raise ProvisionError(f"Maven resolved no connect-mirror jar for Kafka {version} into {libs}")
         (home / _RESOLVED_MARKER).write_text(version + "\n")
-    return MirrorDist(version, home / "mirror-libs")
+    return KafkaDist(version, home / "mirror-libs")

@@ -23,17 +23,14 @@ from failsafe.clients.admin import describe_error, log_end_offsets, new_admin
 from failsafe.cluster.mirror import (
     TIMING_DEFAULTS,
     MirrorFlow,
-    broker_count,
-    mirror_command,
     mirror_lag,
-    mirror_properties,
     partitions_of,
+    prepare_mirror,
     settings_not_applied,
     translation_delay_s,
 )
 from failsafe.cluster.pair import BACKUP, PRIMARY, wait_mirroring
 from failsafe.dist.java import find_java
-from failsafe.dist.mirror import mirror_dist
 from failsafe.errors import ScenarioFailed
 from failsafe.scenarios import setup
 from failsafe.scenarios.dr_schema import DrScenario
@@ -184,13 +181,8 @@ class DrWorkload:
 
     def _start_mirror(self, ctx: RunContext, flow: MirrorFlow) -> None:
         """MirrorMaker as a child of this run (it dies with it), its mm2.properties in the run directory."""
-        topics = [t.name for t in self.scenario.topics]
-        brokers = {alias: broker_count(ctx.clusters[alias]) for alias in (flow.source, flow.target)}
-        work = ctx.run_path / "mirror" / flow.name
-        work.mkdir(parents=True, exist_ok=True)
-        properties = work / "mm2.properties"
-        properties.write_text(mirror_properties(flow, ctx.clusters, brokers, "|".join(topics), self.scenario.mirror))
-        cmd = mirror_command(find_java(), mirror_dist(ctx.kafka_version), properties.resolve(), work.resolve(), flow.target)
+        topics, work = [t.name for t in self.scenario.topics], ctx.run_path / "mirror" / flow.name
+        cmd = prepare_mirror(flow, ctx.clusters, topics, self.scenario.mirror, work, find_java(), ctx.kafka_version)
         child = ctx.supervisor.spawn(cmd, name=f"mirrormaker {flow.arrow}", log_path=work / "mirrormaker.log", cwd=work)
         self.mirrors[flow.arrow] = child
         settings = {**TIMING_DEFAULTS, **self.scenario.mirror}
@@ -219,10 +211,11 @@ class DrWorkload:
         never reach the end), or a timeout. The group restarts from what was synced and re-reads the rest: counted."""
         window_s = translation_delay_s(self.scenario.mirror) + 1
         ends = log_end_offsets(bootstrap, _partitions(bootstrap, topics))
+        admin = new_admin(bootstrap)
         seen: dict = {"offsets": None, "since": time.monotonic()}
 
         def settled() -> bool:
-            offsets = _committed(bootstrap, group, ends)
+            offsets = _committed(admin, group, ends)
             if all(offsets.get(tp, -1) >= end for tp, end in ends.items() if end > 0):
                 return True
             if offsets != seen["offsets"]:
@@ -235,7 +228,7 @@ class DrWorkload:
             ctx.wait(settled, timeout_s, "")
         except WaitTimeout:
             ctx.event(f"failback: MirrorMaker synced no offsets of {group} within {timeout_s:g}s; the group starts from the earliest")
-        synced = _committed(bootstrap, group, ends)
+        synced = _committed(admin, group, ends)
         behind = sum(end - synced.get(tp, 0) for tp, end in ends.items())
         ctx.event(f"failback: {group}'s synced offsets on the primary are {behind} records behind the mirrored log end")
         ctx.recorder.record({"process": "runner", "type": "info", "f": "dr-offsets", "group": group, "behind": behind,
@@ -268,13 +261,14 @@ class DrWorkload:
         A group that starts at the end of a partition (synced offsets already there) never reads a record of it, so its
         committed offset is the only sign that it is caught up there.
         """
-        pool = self._pool()
+        pool, admin = self._pool(), new_admin(bootstrap)
 
         def caught_up() -> bool:
             read = pool.read_upto_by_group()
             for group in self._groups():
+                # Reads of an earlier stint count too; where the group read nothing up to the end, its committed offset decides.
                 behind = {tp: end for tp, end in ends.items() if end > 0 and read.get(group, {}).get(tp, -1) < end - 1}
-                committed = _committed(bootstrap, group, behind) if behind else {}
+                committed = _committed(admin, group, behind) if behind else {}
                 if any(committed.get(tp, -1) < end for tp, end in behind.items()):
                     return False
             return True
@@ -299,8 +293,7 @@ def _partitions(bootstrap: str, topics: list[str]) -> list[tuple[str, int]]:
     return [(t, p) for t, n in partitions_of(bootstrap, topics).items() for p in range(n)]
 
 
-def _committed(bootstrap: str, group: str, ends: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-    admin = new_admin(bootstrap)
+def _committed(admin, group: str, ends: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in ends])
     try:
         result = admin.list_consumer_group_offsets([request], request_timeout=ADMIN_TIMEOUT_S)[group].result(ADMIN_TIMEOUT_S)
