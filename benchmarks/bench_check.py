@@ -24,8 +24,9 @@ from pathlib import Path
 
 import polars as pl
 
-from failsafe.checkers import CHECKERS, run_checkers
+from failsafe.checkers import run_checkers
 from failsafe.history.load import load_history
+from failsafe.scenarios.kinds.lab import CHECKERS
 
 TOPIC = "failsafe"
 PARTITIONS = 6
@@ -230,7 +231,7 @@ def time_check(path: Path, columnar_copy: bool = False) -> dict[str, dict[str, f
     results = {}
     for name in CHECKERS:
         begun, begun_cpu = time.perf_counter(), time.process_time()
-        results.update(run_checkers(history, names=[name]))
+        results.update(run_checkers(history, None, [name]))
         wall[name], cpu[name] = time.perf_counter() - begun, time.process_time() - begun_cpu
     wall["total"], cpu["total"] = time.perf_counter() - started, time.process_time() - started_cpu
     invalid = {name: result for name, result in results.items() if result["valid"] is not True}

@@ -35,7 +35,7 @@ from failsafe.pipeline.progress import latest_by_query  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
 from failsafe.pipeline.verify import verify_output  # noqa: E402
 from failsafe.scenarios import setup  # noqa: E402
-from failsafe.scenarios.kinds.pipeline import DEMO_TOPICS, failsafe_command, purchases_log_end  # noqa: E402
+from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS, failsafe_command, purchases_log_end  # noqa: E402
 from failsafe.supervisor import spawn  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.run import publish_products  # noqa: E402

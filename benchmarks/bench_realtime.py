@@ -30,8 +30,8 @@ from failsafe.clients.admin import client_config  # noqa: E402
 from failsafe.pipeline.job import ENRICHED_TOPIC  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
 from failsafe.scenarios import setup  # noqa: E402
-from failsafe.scenarios.kinds.pipeline import DEMO_TOPICS, failsafe_command  # noqa: E402
-from failsafe.scenarios.schema import TopicSpec  # noqa: E402
+from failsafe.scenarios.base import TopicSpec  # noqa: E402
+from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS, failsafe_command  # noqa: E402
 from failsafe.supervisor import spawn  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.run import publish_products  # noqa: E402

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from failsafe.checkers import LAB_CHECKERS, run_checkers
+from failsafe.checkers import run_checkers
 from failsafe.history.load import history_from_ops
 from failsafe.history.model import History
+from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
 
 TOPIC = "t"
 GROUP = "g"
@@ -97,7 +98,7 @@ def _valid(results: dict, *names: str) -> None:
 @SETTINGS
 @given(models())
 def test_a_clean_history_is_valid_everywhere(model: Model) -> None:
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     _valid(results, *LAB_CHECKERS)
     assert results["delivery"]["counts"]["read"] == sum(len(records) for records in model.log.values())
 
@@ -110,7 +111,7 @@ def test_dropping_an_acknowledged_record_is_lost(model: Model, data: st.DataObje
     model.log[partition] = [r for r in model.log[partition] if r is not dropped]
     for consumer, polls in model.polls.items():
         model.polls[consumer] = [[r for r in records if r["value"] != dropped["value"]] for records in polls]
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     delivery = results["delivery"]
     assert delivery["valid"] is False
     # With no record of the topic left in the log, nothing shows the log reader read it.
@@ -130,7 +131,7 @@ def test_a_value_at_a_second_offset_is_a_duplicate(model: Model, data: st.DataOb
     model.log[partition].append(again)
     owner = next(c for c, partitions in model.owners.items() if partition in partitions)
     model.polls[owner].append([dict(again)])
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     delivery = results["delivery"]
     assert delivery["valid"] is False and delivery["counts"]["duplicate"] == 1
     assert delivery["counts"]["lost"] == delivery["counts"]["inconsistent-offsets"] == 0
@@ -150,7 +151,7 @@ def test_swapping_two_offsets_in_a_consumers_polls_is_nonmonotonic(model: Model,
     assume(pairs)
     first, second = data.draw(st.sampled_from(pairs))
     _swap(model, first, second)
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     order = results["order"]
     assert order["valid"] is False and order["counts"]["nonmonotonic-poll"] >= 1
     assert order["counts"]["nonmonotonic-send"] == 0
@@ -170,7 +171,7 @@ def test_reading_a_key_out_of_order_is_key_reordered(model: Model, data: st.Data
     assume(pairs)
     first, second = data.draw(st.sampled_from(pairs))
     _swap(model, first, second)
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     order = results["order"]
     assert order["valid"] is False and order["counts"]["key-reordered"] >= 1
     assert order["examples"]["key-reordered"][0]["key"] == _at(model, first)["key"]
@@ -186,7 +187,7 @@ def test_a_record_to_two_members_without_rebalance_is_a_double_delivery(model: M
     record = model.polls[reader][poll_index][index]
     other = data.draw(st.sampled_from([c for c in model.owners if c != reader]))
     model.polls[other].append([dict(record)])
-    results = run_checkers(model.history())
+    results = run_checkers(model.history(), None, LAB_CHECKERS)
     semantics = results["semantics"]
     assert semantics["valid"] is False
     assert semantics["counts"]["double-delivery"] == 1 and semantics["counts"]["redelivered-across-rebalance"] == 0

@@ -74,6 +74,12 @@ def log_read(records: list[dict], *, ms: float = 100_000) -> dict:
     return {"time_ns": at(ms), "process": "log-reader", "type": "ok", "f": "log-read", "records": records}
 
 
+def client_config(process: str, client: str = "librdkafka", **config: str) -> dict:
+    """A worker's client-config op: its library and settings (``enable_idempotence`` for ``enable.idempotence``)."""
+    return {"time_ns": at(0), "process": process, "type": "info", "f": "client-config", "client": client, "client_version": "2.12.0",
+            "config": [{"name": k.replace("_", "."), "value": v} for k, v in config.items()], "log": f"logs/{process}.client.log"}
+
+
 def client_event(f: str, process: str, *, ms: float) -> dict:
     return {"time_ns": at(ms), "process": process, "type": "info", "f": f}
 

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from failsafe.checkers.delivery import check
-from tests.unit.test_checker_builders import assign, history, log_read, poll, rec, send
+from tests.unit.test_checker_builders import assign, client_config, history, log_read, poll, rec, send
 
 ASSIGN = assign("c0", [0])
 
@@ -46,10 +48,27 @@ def test_without_a_log_read_a_loss_is_unverified() -> None:
     assert result["valid"] is False and result["counts"]["lost-unverified"] == 1
 
 
-def test_allow_loss_counts_but_does_not_invalidate() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
-    result = check(h, {"allow_loss": True})
-    assert result["valid"] is True and result["counts"]["lost"] == 1
+def test_a_lossy_writers_loss_counts_but_does_not_invalidate() -> None:
+    h = history(client_config("p0", acks="1"), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h, {"lossy_writers": ["p0"]})
+    assert result["valid"] is True and result["counts"]["lost"] == 1 and result["counts"]["lost-allowed"] == 1
+    assert result["by_process"]["p0"]["may_lose"] is True and result["by_process"]["p0"]["durable"] is False
+    assert check(h, {"lossy_writers": ["p1"]})["violations"] == ["lost"], "a writer the allowance does not name may not lose"
+
+
+@pytest.mark.parametrize("acks", ["all", "-1"])
+def test_an_acks_all_writers_loss_is_a_violation_whatever_the_allowance_says(acks: str) -> None:
+    h = history(client_config("p0", acks=acks), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h, {"lossy_writers": [".*"]})
+    assert result["valid"] is False and result["violations"] == ["lost"] and result["counts"]["lost-allowed"] == 0
+    assert result["by_process"]["p0"]["durable"] is True and result["by_process"]["p0"]["may_lose"] is False
+
+
+def test_one_writers_allowance_does_not_cover_anothers_loss() -> None:
+    h = history(client_config("acks1", acks="1"), client_config("acksall", acks="all"),
+                *send("acks1", 1, "a1", 0), *send("acksall", 1, "b1", 1), ASSIGN, poll("c0", [], ms=5))
+    result = check(h, {"lossy_writers": ["acks1"]})
+    assert result["counts"]["lost"] == 2 and result["counts"]["lost-allowed"] == 1 and result["violations"] == ["lost"]
 
 
 def test_an_acks0_write_without_offset_counts_as_acknowledged() -> None:
@@ -163,9 +182,10 @@ def test_by_process_breaks_outcomes_down_per_producer() -> None:
         ASSIGN,
         poll("c0", [rec(0, "v1"), rec(2, "v4")], ms=5),
     )
-    assert check(h, {"allow_loss": True})["by_process"] == {
-        "p0": {"acknowledged": 2, "lost": 1, "failed": 0, "unknown": 0, "recovered": 0},
-        "p1": {"acknowledged": 0, "lost": 0, "failed": 1, "unknown": 1, "recovered": 1},
+    assert check(h, {"lossy_writers": ["p0"]})["by_process"] == {
+        "p0": {"acknowledged": 2, "lost": 1, "lost-after-read": 0, "failed": 0, "unknown": 0, "recovered": 0, "durable": False, "may_lose": True},
+        "p1": {"acknowledged": 0, "lost": 0, "lost-after-read": 0, "failed": 1, "unknown": 1, "recovered": 1, "durable": False,
+               "may_lose": False},
     }
 
 
@@ -197,14 +217,17 @@ def test_a_read_without_value_still_proves_its_offset_was_read() -> None:
 
 def test_a_write_read_and_then_gone_from_the_log_is_lost_after_read() -> None:
     """An unclean election: v2 was acknowledged and read at offset 1, then the new leader wrote v3 there."""
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 1), ASSIGN,
-                poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), poll("c0", [rec(1, "v3")], ms=50), log_read([rec(0, "v1"), rec(1, "v3")]))
+    ops = [*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 1), ASSIGN,
+           poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), poll("c0", [rec(1, "v3")], ms=50), log_read([rec(0, "v1"), rec(1, "v3")])]
+    h = history(*ops)
     result = check(h)
     assert result["valid"] is False and "lost-after-read" in result["violations"]
     assert result["counts"]["lost-after-read"] == 1 and result["counts"]["lost"] == 0
     (example,) = result["examples"]["lost-after-read"]
     assert (example["value"], example["offset"], example["log_value"]) == ("v2", 1, "v3")
-    assert check(h, {"allow_loss": True})["violations"] == ["inconsistent-offsets"]
+    assert check(h, {"lossy_writers": ["p0"]})["violations"] == ["inconsistent-offsets"]
+    durable = history(client_config("p0", acks="all"), *ops)
+    assert "lost-after-read" in check(durable, {"lossy_writers": ["p0"]})["violations"], "read, then truncated: lost, for acks=all"
 
 
 def test_a_read_write_is_not_lost_after_read_without_a_log_read_of_its_partition() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from failsafe.checkers.semantics import check
-from tests.unit.test_checker_builders import assign, history, poll, rec, revoke, send
+from tests.unit.test_checker_builders import assign, client_config, history, poll, rec, revoke, send
 
 SENDS = [*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1)]
 
@@ -74,8 +74,11 @@ def test_a_group_that_missed_an_acknowledged_write_is_invalid() -> None:
         "offset": 0,
         "value": "v2",
     }
-    assert check(h, {"allow_loss": True})["valid"] is True
+    assert check(h, {"lossy_writers": ["p0"]})["valid"] is True, "a writer that promised nothing may be missed"
     assert check(h, {"groups": ["g"]})["valid"] is True
+    durable = history(client_config("p0", acks="all"), *SENDS, assign("d0", [0, 1], group="late"),
+                      poll("d0", [rec(0, "v1")], ms=5, group="late"))
+    assert check(durable, {"lossy_writers": ["p0"]})["violations"] == ["missing"], "an acks=all writer's missed write never is"
 
 
 def test_an_expected_group_that_read_nothing_misses_everything() -> None:

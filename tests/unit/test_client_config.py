@@ -9,7 +9,6 @@ import confluent_kafka
 
 from failsafe.history.load import history_from_ops
 from failsafe.scenarios.registry import load_scenario
-from failsafe.scenarios.rundir import client_logs
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
 from failsafe.workloads.worker import client_config_fields, client_logger
@@ -80,7 +79,7 @@ def test_librdkafkas_log_lines_go_to_the_client_log_with_a_time(tmp_path: Path) 
 
 def test_the_manifest_names_each_workers_client_log() -> None:
     scenario = load_scenario("broker-failover")
-    logs = client_logs(scenario)
+    logs = scenario.manifest()["client_logs"]
     assert logs and all(path == f"logs/{name}.client.log" for name, path in logs.items())
     assert len(logs) == sum(p.count for p in scenario.producers) + sum(c.count for c in scenario.consumers)
 

@@ -21,6 +21,7 @@ from failsafe.console import views
 from failsafe.console.app import create_app
 from failsafe.console.runs import LiveRun, list_runs
 from failsafe.console.timeline import Timeline
+from tests.helpers import free_port_block
 
 TOKEN = "s3cret-token"
 
@@ -56,9 +57,10 @@ class FakePoller:
 
 @pytest.fixture
 def stopped_cluster(tmp_path: Path) -> Cluster:
-    """A cluster directory with its state and no process running."""
+    """A cluster directory with its state and no process running, on free ports (a cluster on 9092 must not answer for it)."""
     cdir = ClusterDir(tmp_path / "cluster")
-    cdir.save(ClusterState(ClusterSpec(brokers=3, controllers=1), "id", "2026-01-01T00:00:00Z"))
+    spec = ClusterSpec(brokers=3, controllers=1, base_port=free_port_block(3), controller_base_port=free_port_block(1))
+    cdir.save(ClusterState(spec, "id", "2026-01-01T00:00:00Z"))
     return Cluster.open(cdir.root)
 
 

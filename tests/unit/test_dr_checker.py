@@ -8,6 +8,8 @@ primary, then on the backup; producer@backup writes w0 to the backup's own t.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -75,8 +77,8 @@ def test_a_clean_failover_is_valid_and_measured() -> None:
     assert (r["source"], r["target"], r["t0_ns"], r["t0_kind"]) == ("primary", "backup", at(100), "fault")
     assert r["counts"] == {
         "acknowledged-on-source": 4, "rpo-records": 0, "mirrored": 4, "mirror-duplicates": 0, "mirror-reordered": 0,
-        "consumed-twice": 1, "consumed-twice-after-move": 1, "skipped": 0, "acknowledged-on-target": 1, "target-unread": 0,
-        "groups-not-caught-up": 0,
+        "consumed-twice": 1, "consumed-twice-after-move": 1, "skipped": 0, "skipped-allowed": 0, "acknowledged-on-target": 1,
+        "target-unread": 0, "target-unread-allowed": 0, "groups-not-caught-up": 0, "never-recovered": 0,
     }
     assert r["rpo_records"] == 0 and r["rpo_seconds"] == 0.0 and r["rpo_by_partition"] == []
     assert r["rto_first_read_s"] == pytest.approx(0.101)
@@ -143,6 +145,17 @@ def test_a_mirrored_write_the_group_never_read_is_skipped() -> None:
     assert r["valid"] is False and r["violations"] == ["skipped"]
     assert r["counts"]["skipped"] == 1 and r["groups"]["g"]["skipped"] == 1
     assert r["examples"]["skipped"][0]["value"] == "v2" and r["examples"]["skipped"][0]["group"] == "g"
+
+
+def test_a_skipped_write_counts_against_its_writer_and_only_an_acks_all_one_is_never_allowed() -> None:
+    reads = ON_PRIMARY + [read("member-0@backup", "v3", 3, 200, topic="primary.t"), read("member-0@backup", "w0", 0, 210)]
+    lossy = check(failover(reads=reads), {"lossy_writers": ["producer(@.*)?"]})
+    assert lossy["valid"] is True and lossy["counts"]["skipped"] == lossy["counts"]["skipped-allowed"] == 1
+    clients = pl.DataFrame([{"process": "producer@primary", "time_ns": 0, "client": "librdkafka", "client_version": "2.12.0",
+                             "config": [{"name": "acks", "value": "all"}], "log": None}], schema=FRAME_SCHEMAS["clients"])
+    durable = replace(failover(reads=reads), clients=clients)
+    r = check(durable, {"lossy_writers": ["producer(@.*)?"]})
+    assert r["valid"] is False and r["violations"] == ["skipped"] and r["counts"]["skipped-allowed"] == 0
 
 
 def test_every_group_must_read_every_mirrored_write() -> None:

@@ -7,7 +7,7 @@ keeps node states in a dict and can be told to fail a restart. Each test runs in
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
@@ -15,8 +15,11 @@ import pytest
 
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
-from failsafe.faults import NODE_NETWORK_FAULTS, SIDES_FAULTS, FaultKind, FaultSpec
+from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
+from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER
+from failsafe.faults.nodes import CLUSTER_LOSS
 from failsafe.history.load import load_history
+from failsafe.history.ops import Family
 from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, require_whole, run_scenario
 from failsafe.scenarios.rundir import RunDir
 from failsafe.supervisor import DOWN, PAUSED, UP
@@ -154,6 +157,19 @@ class FakeScenario:
     def raw(self) -> dict:
         return {"name": self.name}
 
+    def manifest(self) -> dict:
+        return {}
+
+
+# What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
+CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3,
+                       clients={Need.CONSUMERS: ("member-0",), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",)})
+
+
+def spec(fault: str, at_s: float = 0.0, duration_s: float | None = None, **fields) -> FaultSpec:
+    """A fault as a scenario file would write it, its fields parsed and validated by its type."""
+    return FaultSpec(fault, at_s, duration_s, FAULT_TYPES[fault].parse(fields, CONTEXT))
+
 
 def _engine(tmp_path: Path, faults: tuple[FaultSpec, ...], cluster: FakeCluster | None = None,
             workload: FakeWorkload | None = None, events: list[str] | None = None) -> Engine:
@@ -168,7 +184,7 @@ def _ops(engine: Engine, f: str) -> list[dict]:
 
 
 def _kill(at_s: float = 0.0, duration_s: float | None = 0.01, **kw) -> FaultSpec:
-    return FaultSpec("kill", at_s=at_s, duration_s=duration_s, role="leader", partition="t-0", **kw)
+    return spec("kill", at_s, duration_s, role="leader", partition="t-0", **kw)
 
 
 def test_a_failed_restart_is_tried_again_and_the_fault_stops_at_the_first_success(tmp_path: Path) -> None:
@@ -199,30 +215,30 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
 
 
 # Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this engine.
-@pytest.mark.parametrize("kind", [k for k in FaultKind if k not in (*SIDES_FAULTS, *NODE_NETWORK_FAULTS)])
-def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: FaultKind) -> None:
-    spec = FaultSpec(kind, at_s=0.0, duration_s=0.01, role="leader", partition="t-1",
-                     consumer="member-0" if kind in (FaultKind.KILL_CONSUMER, FaultKind.CLOSE_CONSUMER) else None)
+@pytest.mark.parametrize("kind", [name for name, t in FAULT_TYPES.items() if t.family != Family.NETWORK])
+def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: str) -> None:
+    fields = {"consumer": "member-0"} if kind in (KILL_CONSUMER, CLOSE_CONSUMER) else {"role": "leader", "partition": "t-1"}
+    own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
-    engine = _engine(tmp_path, (spec,), cluster, workload)
+    engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
     run_scenario(engine)
     (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
-    assert start["fault"] == kind and start["nodes"] and "error" not in start
+    assert start["fault"] == kind and start["nodes"] and "error" not in start and start["family"] == FAULT_TYPES[kind].family
     assert [s["ok"] for s in stops] == [True] and stops[0]["fault_id"] == start["fault_id"]
     assert stops[0]["time_ns"] >= start["time_ns"]
     assert cluster.not_whole() == []
-    if kind == FaultKind.KILL_DRIVER:
+    if kind == KILL_DRIVER:
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
-    if kind == FaultKind.KILL_CONSUMER:
+    if kind == KILL_CONSUMER:
         assert workload.killed == ["member-0"]
-    if kind == FaultKind.CLUSTER_LOSS:
+    if kind == CLUSTER_LOSS:
         every_node = [n.node_id for n in cluster.spec.nodes()]
         assert cluster.stopped == [(every_node, signal.SIGKILL)] and cluster.restarts == [every_node]
 
 
 def test_restart_is_undone_at_once_so_its_window_is_the_brokers_absence(tmp_path: Path) -> None:
     cluster = FakeCluster()
-    engine = _engine(tmp_path, (FaultSpec("restart", at_s=0.0, role="leader", partition="t-2"),), cluster)
+    engine = _engine(tmp_path, (spec("restart", role="leader", partition="t-2"),), cluster)
     run_scenario(engine)
     phases = {op["phase"]: op["time_ns"] for op in _ops(engine, "phase")}
     (stop,) = _ops(engine, "fault-stop")
@@ -255,14 +271,14 @@ def test_the_heal_runs_when_the_workload_fails_and_the_failure_reaches_the_calle
 
 def test_the_heal_runs_on_ctrl_c(tmp_path: Path) -> None:
     cluster, workload = FakeCluster(), FakeWorkload(interrupt_in="end_chaos")
-    engine = _engine(tmp_path, (FaultSpec("pause", at_s=0.0, role="leader", partition="t-0"),), cluster, workload)
+    engine = _engine(tmp_path, (spec("pause", role="leader", partition="t-0"),), cluster, workload)
     with pytest.raises(KeyboardInterrupt):
         run_scenario(engine)
     assert cluster.states[0] == UP and [s["ok"] for s in _ops(engine, "fault-stop")] == [True]
 
 
 def test_a_fault_that_cannot_start_is_recorded_and_stops_the_run_with_one_line(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, (FaultSpec("kill", at_s=0.0, role="leader", partition="t-9"),))
+    engine = _engine(tmp_path, (FaultSpec("kill", 0.0, None, FAULT_TYPES["kill"].params(role="leader", partition="t-9")),))
     with pytest.raises(ScenarioFailed, match="kill fault at 0s could not start: role 'leader' needs a partition"):
         run_scenario(engine)
     (start,) = _ops(engine, "fault-start")
@@ -300,7 +316,7 @@ recover_s = 0
 """
 
 def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 1, the heal done."""
+    """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 5 (not carried out), the heal done."""
     from contextlib import contextmanager
 
     from failsafe.cli.main import main
@@ -311,15 +327,15 @@ def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monk
     monkeypatch.setattr(cluster_use, "cluster_facts", lambda c: {})
     monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
     lab = kinds.KINDS["lab"]
-    monkeypatch.setitem(kinds.KINDS, "lab", kinds.ScenarioKind("lab", lambda s: FakeWorkload(fail_in="end_chaos"), lab.check, lab.show))
+    monkeypatch.setitem(kinds.KINDS, "lab", replace(lab, workload=lambda s: FakeWorkload(fail_in="end_chaos")))
     scenario = tmp_path / "quick.toml"
     scenario.write_text(QUICK_SCENARIO)
     code = main(["run", str(scenario), "--runs", str(tmp_path), "--dir", str(tmp_path / "cluster")])
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 5
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
-    assert last == "failsafe: producer exited with code 1 in end_chaos"
+    assert last.startswith("failsafe: producer exited with code 1 in end_chaos (details: ") and last.endswith(".log)")
     assert cluster.not_whole() == [], "the broker the scenario killed was restarted by the heal"
 
 

@@ -10,20 +10,16 @@ import pytest
 
 from failsafe.checkers import run_checkers
 from failsafe.checkers.explain import explain
-from tests.unit.test_checker_builders import assign, at, fault, history, log_read, poll, rec, send, topology
+from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
+from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, send, topology
 
 
 def phase(name: str, ms: float) -> dict:
     return {"time_ns": at(ms), "process": "runner", "type": "info", "f": "phase", "phase": name}
 
 
-def client_config(process: str, **config: str) -> dict:
-    return {"time_ns": at(0), "process": process, "type": "info", "f": "client-config", "client": "librdkafka", "client_version": "2.12.0",
-            "config": [{"name": k.replace("_", "."), "value": v} for k, v in config.items()], "log": f"logs/{process}.client.log"}
-
-
 def results_of(h, **options) -> dict:
-    return {"checkers": run_checkers(h, options)}
+    return {"checkers": run_checkers(h, options, LAB_CHECKERS)}
 
 
 def duplicate_history():
@@ -99,7 +95,7 @@ def test_a_lost_write_names_the_fault_window_and_the_last_leader() -> None:
 
 def test_losses_are_explained_even_when_the_scenario_allowed_them() -> None:
     h = lost_history()
-    results = results_of(h, delivery={"allow_loss": True}, semantics={"allow_loss": True})
+    results = results_of(h, delivery={"lossy_writers": [".*"]}, semantics={"lossy_writers": [".*"]})
     assert results["checkers"]["delivery"]["valid"] is True
     assert [e["anomaly"] for e in explain(h, results) if e["checker"] == "delivery"] == ["lost-not-in-log"]
 
@@ -217,7 +213,7 @@ def test_failover_and_rebalance_anomalies_name_the_fault() -> None:
 
 def test_a_write_read_then_truncated_is_explained_with_what_its_offset_holds_now() -> None:
     h = lost_history(v2_read=True)
-    results = results_of(h, delivery={"allow_loss": True})
+    results = results_of(h, delivery={"lossy_writers": [".*"]})
     (explained,) = [e for e in explain(h, results) if e["anomaly"] == "lost-after-read"]
     assert explained["sentence"].startswith("value v2 acknowledged at offset 1 of t-1 at 33.0 s (leader broker 1) was read, and is no longer in "
                                             "the log: it was truncated after it was read (the offset now holds v3)")

@@ -55,6 +55,11 @@ def test_every_kind_of_op_lands_in_its_frame() -> None:
         "target": "broker",
         "nodes": None,
         "role": "any",
+        "family": "process",  # not recorded by this (older) op: read from its target
+        "label": None,
+        "sides": None,
+        "one_way": None,
+        "loss": None,
         "start_ns": at(20),
         "stop_ns": at(30),
         "ok": True,

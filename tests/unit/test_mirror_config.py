@@ -19,9 +19,9 @@ from failsafe.cluster.mirror import (
 from failsafe.cluster.pair import BACKUP_PORT_OFFSET, backup_spec
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
-from failsafe.scenarios.dr_schema import DrScenario
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.kinds.dr.schema import DrScenario
 from failsafe.scenarios.registry import load_scenario
-from failsafe.scenarios.schema import ScenarioError
 
 BOOTSTRAPS = {"primary": "127.0.0.1:9092", "backup": "127.0.0.1:10092"}
 
@@ -103,7 +103,7 @@ def test_dr_scenarios_parse_with_their_mirror_settings() -> None:
 
 
 def test_a_dr_action_outside_a_dr_scenario_is_refused() -> None:
-    with pytest.raises(ScenarioError, match="needs kind"):
+    with pytest.raises(ScenarioError, match="'failover' is not an action lab scenarios take"):
         load_scenario("broker-failover", ('actions=[{action = "failover"}]',))
     with pytest.raises(ScenarioError, match="mirror"):
         load_scenario("dr-failover", ("mirror.settings=3",))

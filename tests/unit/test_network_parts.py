@@ -12,10 +12,11 @@ from failsafe.cluster import netfilter
 from failsafe.cluster.config import node_properties
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
-from failsafe.faults import FaultError, FaultKind, FaultSpec, FaultTargets, network
+from failsafe.faults import FaultError, FaultSpec, FaultTargets, network
 from failsafe.faults.network import partition_rules
 from failsafe.faults.sides import Side, parse_sides, resolve_sides
-from failsafe.scenarios.schema import ScenarioError, parse_scenario
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.registry import parse_scenario
 
 SPEC = ClusterSpec()  # controller 1000 on 127.0.0.100:9192; brokers 0-2 on 9092-9094, replication 127.0.0.10-12:9292-9294
 SAMPLE = {"topic": "events", "partition": 0, "leader": 1, "replicas": [1, 2, 0], "isr": [1, 2, 0]}
@@ -170,9 +171,9 @@ def test_isolate_installs_one_chain_and_its_undo_deletes_it(tmp_path: Path, monk
     monkeypatch.setattr(netfilter, "add_chain", lambda root, name, comment, rules: chains.__setitem__(name, (comment, rules)))
     monkeypatch.setattr(netfilter, "delete_chain", lambda root, name: chains.pop(name, None) is not None)
     targets = FaultTargets(FakeCluster(tmp_path), clients=None, partition=lambda name: SAMPLE)  # type: ignore[arg-type]
-    applied = network.isolate(FaultSpec(FaultKind.ISOLATE, 0.0, role="leader", partition="events-0"), targets)
+    applied = network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
     assert applied.nodes == [1] and applied.role == "leader of events-0: partition {1} | {1000,0,2}"
-    assert applied.details["sides"] == ["{1}", "{1000,0,2}"]
+    assert applied.sides == [["1"], ["1000", "0", "2"]] and applied.label == "{1} | {1000,0,2}" and applied.one_way is False
     ((comment, rules),) = chains.values()
     assert len(rules) == 2 and all("127.0.0.1 ." not in r for r in rules)
     applied.undo()
@@ -197,19 +198,19 @@ def _scenario(fault: dict) -> dict:
 
 def test_a_scenario_names_network_faults_with_sides_and_roles() -> None:
     s = parse_scenario(_scenario({"fault": "partition", "sides": "{leader} | {followers,controllers}", "partition": "events-0"}))
-    assert s.faults[0].sides == "{leader} | {followers,controllers}"
+    assert s.faults[0].params.sides == "{leader} | {followers,controllers}"
     s = parse_scenario(_scenario({"fault": "lossy-link", "sides": "{brokers}", "loss": 0.3}))
-    assert s.faults[0].loss == 0.3
+    assert s.faults[0].params.loss == 0.3
 
 
 @pytest.mark.parametrize(("fault", "fragment"), [
     ({"fault": "partition"}, "sides: missing"),
-    ({"fault": "partition", "sides": "{leader} | {others}"}, "the sides name replicas"),
+    ({"fault": "partition", "sides": "{leader} | {others}"}, r"faults\[0\]\.partition: None must name a partition"),
     ({"fault": "partition", "sides": "{0} | {x}"}, "'x' is not a node id"),
     ({"fault": "lossy-link", "sides": "{0}"}, "needs a drop probability"),
     ({"fault": "lossy-link", "sides": "{0}", "loss": 1.5}, "drop probability in"),
-    ({"fault": "kill", "sides": "{0}"}, "is for network faults"),
-    ({"fault": "isolate", "role": "leader", "partition": "events-0", "sides": "{0}"}, "picks its node by role"),
+    ({"fault": "kill", "sides": "{0}"}, r"faults\[0\]\.sides: is not a field of this fault"),
+    ({"fault": "isolate", "role": "leader", "partition": "events-0", "sides": "{0}"}, r"faults\[0\]\.sides: is not a field of this fault"),
 ])
 def test_network_fault_fields_are_checked_before_anything_runs(fault: dict, fragment: str) -> None:
     with pytest.raises(ScenarioError, match=fragment):

@@ -102,7 +102,7 @@ def _deleted_chains(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster, tmp_p
 
 
 NET_FAULT = {"chain": "fault_1", "fault": "partition {0} | {1000,1,2}", "kind": "isolate", "nodes": [0],
-             "sides": ["{0}", "{1000,1,2}"], "one_way": False, "loss": None}
+             "sides": [["0"], ["1000", "1", "2"]], "one_way": False, "loss": None}
 
 
 def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +114,8 @@ def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(tm
     run_scenario(engine)
     (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
     assert (start["fault"], start["target"], start["nodes"]) == ("isolate", "network", [0])
-    assert start["role"] == "operator (cli): partition {0} | {1000,1,2}" and start["details"]["sides"] == ["{0}", "{1000,1,2}"]
+    assert start["role"] == "operator (cli): partition {0} | {1000,1,2}" and start["sides"] == [["0"], ["1000", "1", "2"]]
+    assert start["label"] == "{0} | {1000,1,2}" and start["family"] == "network" and start["details"] == {"chain": "fault_1"}
     assert stop["fault_id"] == start["fault_id"] and stop["time_ns"] == T + 3_100_000_000
     assert deleted == [], "healed by hand: the run's heal has nothing to delete"
 

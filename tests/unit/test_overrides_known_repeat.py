@@ -8,11 +8,13 @@ import json
 import pytest
 
 from failsafe.checkers.common import Verdict
-from failsafe.scenarios.known import classify
+from failsafe.history.load import history_from_ops
+from failsafe.history.model import History
+from failsafe.scenarios.base import Scenario, ScenarioError
+from failsafe.scenarios.known import classify as classify_with_history
 from failsafe.scenarios.overrides import OverrideError, apply_overrides, parse_path
-from failsafe.scenarios.registry import load_scenario
+from failsafe.scenarios.registry import load_scenario, parse_scenario
 from failsafe.scenarios.repeat import aggregate, spread, write_aggregate
-from failsafe.scenarios.schema import ScenarioError, parse_scenario
 
 KNOWN_DUPLICATE = {
     "anomaly": "delivery.duplicate-acknowledged",
@@ -40,6 +42,28 @@ def _results(**delivery_counts: int) -> dict:
         "expectations": [{"name": "nothing-acknowledged-lost", "valid": True}],
         "valid": not violations,
     }
+
+
+def ran(scenario: Scenario) -> History:
+    """The history of a run of ``scenario``'s producers as far as known anomalies look: each worker's client-config op
+    (the library and settings it ran with, built as the worker builds it) and a send, which puts it on the producers' side."""
+    from failsafe.workloads.specs import ProducerSpec
+    from failsafe.workloads.verifiable import VerifiableProducerSpec
+    from failsafe.workloads.worker import client_config_fields
+
+    ops = []
+    for p in scenario.producers:
+        for name in p.processes():
+            fields = {"process": name, "topic": p.topic, "acks": p.acks, "idempotence": p.idempotence, "retries": p.retries,
+                      "linger_ms": p.linger_ms, "delivery_timeout_ms": p.delivery_timeout_ms, "properties": p.properties}
+            spec = VerifiableProducerSpec(**fields, kafka_version="4.3.1") if p.driver == "kafka-verifiable" else ProducerSpec(**fields)
+            ops.append({"time_ns": 1, "process": name, "type": "info", "f": "client-config", **client_config_fields(spec)})
+            ops.append({"time_ns": 2, "process": name, "type": "invoke", "f": "send", "id": 1, "topic": p.topic, "value": f"{name}:1"})
+    return history_from_ops(ops)
+
+
+def classify(results: dict, scenario: Scenario) -> dict:
+    return classify_with_history(results, scenario, ran(scenario))
 
 
 # -- --set ----------------------------------------------------------------------------------------
@@ -86,16 +110,57 @@ def test_a_run_whose_only_violation_is_known_is_known_never_valid() -> None:
     assert results["verdict"] == "KNOWN"
     assert results["valid"] is False, "the checkers' own verdict is kept"
     assert results["known"][0]["anomaly"] == "delivery.duplicate-acknowledged" and results["known"][0]["count"] == 3
-    assert Verdict.of_run(results) is Verdict.KNOWN and Verdict.KNOWN.exit_code == 0
+    assert Verdict.of_run(results) is Verdict.KNOWN and Verdict.KNOWN.exit_code == 4
 
 
 def test_a_lost_acknowledged_write_is_never_known() -> None:
     results = classify(_results(lost=1, **{"duplicate-acknowledged": 3}), parse_scenario(copy.deepcopy(SCENARIO)))
     assert results["verdict"] == "INVALID"
     assert results["unexplained"] == ["delivery.lost"]
-    lost_entry = {**KNOWN_DUPLICATE, "anomaly": "delivery.lost"}
-    with pytest.raises(ScenarioError, match="a lost acknowledged write is never a known anomaly"):
-        parse_scenario({**copy.deepcopy(SCENARIO), "known": [lost_entry]})
+    for loss in ("delivery.lost", "delivery.lost-after-read", "semantics.missing"):
+        with pytest.raises(ScenarioError, match="a lost acknowledged write is never a known anomaly"):
+            parse_scenario({**copy.deepcopy(SCENARIO), "known": [{**KNOWN_DUPLICATE, "anomaly": loss}]})
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"when": {}}, r"known\[0\]\.when: a known anomaly needs its condition"),
+    ({"anomaly": "delivery.duplicate-acknowleged"}, r"the delivery checker reports no violation 'duplicate-acknowleged': it reports lost,"),
+    ({"anomaly": "dr.mirror-reordered"}, r"'dr' is not a checker of lab scenarios"),
+    ({"anomaly": "deliverylost"}, "must be CHECKER.VIOLATION"),
+    ({"client": "kafka-go"}, "is not one of librdkafka, kafka-java"),
+])
+def test_a_known_entry_is_checked_against_what_the_checkers_report_at_parse_time(entry: dict, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario({**copy.deepcopy(SCENARIO), "known": [{**KNOWN_DUPLICATE, **entry}]})
+
+
+def test_a_known_entry_without_when_is_refused() -> None:
+    without = {k: v for k, v in KNOWN_DUPLICATE.items() if k != "when"}
+    with pytest.raises(ScenarioError, match=r"known\[0\]\.when: a known anomaly needs its condition"):
+        parse_scenario({**copy.deepcopy(SCENARIO), "known": [without]})
+
+
+def test_a_consumer_side_anomaly_is_matched_against_the_consumers_not_the_producers() -> None:
+    from failsafe.workloads.specs import ConsumerSpec
+    from failsafe.workloads.worker import client_config_fields
+
+    entry = {"anomaly": "order.nonmonotonic-poll", "client": "librdkafka", "reference": "https://example.org/issue",
+             "when": {"group.protocol": "consumer"}}
+    scenario = parse_scenario({**copy.deepcopy(SCENARIO), "known": [entry]})
+    results = {"checkers": {"order": {"valid": False, "counts": {"nonmonotonic-poll": 1}, "violations": ["nonmonotonic-poll"]}},
+               "expectations": [], "valid": False}
+
+    def history_with_consumer(protocol: str) -> History:
+        spec = ConsumerSpec(process="c-0", topics=("t",), group="g", properties={"group.protocol": protocol})
+        consumer = {"time_ns": 1, "process": "c-0", "type": "info", "f": "client-config", **client_config_fields(spec)}
+        poll = {"time_ns": 2, "process": "c-0", "type": "ok", "f": "poll", "group": "g", "records": []}
+        assign = {"time_ns": 2, "process": "c-0", "type": "info", "f": "assign", "group": "g", "partitions": [{"topic": "t", "partition": 0}]}
+        return history_from_ops([consumer, poll, assign])
+
+    known = classify_with_history(copy.deepcopy(results), scenario, history_with_consumer("consumer"))
+    assert known["verdict"] == "KNOWN" and known["known"][0]["side"] == "consumers" and known["known"][0]["clients"] == ["c-0"]
+    classic = classify_with_history(copy.deepcopy(results), scenario, history_with_consumer("classic"))
+    assert classic["verdict"] == "INVALID" and classic["unexplained"] == ["order.nonmonotonic-poll"]
 
 
 def test_a_run_outside_the_condition_stays_invalid() -> None:

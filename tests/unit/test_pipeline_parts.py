@@ -11,9 +11,8 @@ import pytest
 from failsafe.dist.spark import artifact_of, drop_shipped
 from failsafe.pipeline.progress import ProgressLog, progress_line
 from failsafe.pipeline.session import SessionSpec, session_conf
-from failsafe.scenarios.pipeline_schema import parse_pipeline_scenario
-from failsafe.scenarios.registry import load_scenario
-from failsafe.scenarios.schema import ScenarioError
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.registry import load_scenario, parse_scenario
 
 
 @pytest.mark.parametrize("jar, artifact", [
@@ -76,7 +75,7 @@ def test_progress_log_writes_each_batch_once(tmp_path: Path) -> None:
 
 
 def test_both_pipeline_scenarios_parse() -> None:
-    assert load_scenario("pipeline-broker-failover").faults[0].partition == "demo.purchases-0"
+    assert load_scenario("pipeline-broker-failover").faults[0].params.partition == "demo.purchases-0"
     assert load_scenario("pipeline-restart").faults[0].fault == "kill-driver"
 
 
@@ -89,15 +88,16 @@ PIPELINE = {"name": "p", "kind": "pipeline", "faults": [{"fault": "kill", "role"
     ({"simulator": {"rate": 5}}, "unknown field 'rate'"),
     ({"cluster": {"brokers": 1}}, "p.cluster.brokers: 1: the demo topics have replication factor 3"),
     ({"faults": [{"fault": "pause", "role": "leader", "partition": "demo.purchases-9", "at_s": 1, "duration_s": 1}]},
-     "'demo.purchases-9' must name a partition of demo.purchases"),
-    ({"faults": [{"fault": "quorum-loss", "at_s": 1, "duration_s": 1}]}, "'quorum-loss' is not one of"),
+     "'demo.purchases-9' must name a partition of the scenario's topics as TOPIC-N, e.g. demo.purchases-0"),
+    ({"faults": [{"fault": "isolate", "at_s": 1, "duration_s": 1}]}, "'isolate' is not one of"),
+    ({"faults": [{"fault": "kill-consumer", "consumer": "c-0", "at_s": 1, "duration_s": 1}]}, "'kill-consumer' is not one of"),
     ({"faults": [{"fault": "kill-driver", "at_s": 1}]}, "give duration_s"),
     ({"faults": [{"fault": "kill-driver", "at_s": 99, "duration_s": 1}]}, "after the chaos phase ends"),
     ({"colour": "red"}, "unknown field 'colour'"),
 ])
 def test_bad_pipeline_scenarios_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
-        parse_pipeline_scenario({**PIPELINE, **change})
+        parse_scenario({**PIPELINE, **change})
 
 
 def test_a_session_on_a_loopback_standalone_master_binds_loopback_too() -> None:
@@ -110,11 +110,12 @@ def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() ->
     scenario = load_scenario("pipeline-executor-loss")
     assert (scenario.pipeline.master, scenario.pipeline.spark_workers) == ("standalone", 2)
     (fault,) = scenario.faults
-    assert (fault.fault, fault.node, fault.duration_s) == ("kill-spark-worker", 0, 15)
+    assert (fault.fault, fault.params.node, fault.duration_s) == ("kill-spark-worker", 0, 15)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"faults": [{"fault": "kill-spark-worker", "at_s": 1, "duration_s": 1}]}, 'kill-spark-worker needs pipeline.master = "standalone"'),
+    ({"faults": [{"fault": "kill-spark-worker", "at_s": 1, "duration_s": 1}]},
+     'kill-spark-worker needs a Spark cluster of the run\'s own: set pipeline.master = "standalone"'),
     ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": 2, "at_s": 1, "duration_s": 1}]},
      "p.faults[0].node: 2 is not a worker of the run's Spark cluster (0-1)"),
     ({"pipeline": {"master": "yarn"}}, "p.pipeline.master: 'yarn': use local[N], spark://HOST:PORT or \"standalone\""),
@@ -123,11 +124,12 @@ def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() ->
 ])
 def test_bad_spark_settings_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
-        parse_pipeline_scenario({**PIPELINE, **change})
+        parse_scenario({**PIPELINE, **change})
 
 
 def test_kill_spark_worker_kills_the_named_worker_and_its_undo_starts_it() -> None:
-    from failsafe.faults import FAULTS, FaultKind, FaultSpec, FaultTargets
+    from failsafe.faults import FAULT_TYPES, FaultSpec, FaultTargets
+    from failsafe.faults.clients import KILL_SPARK_WORKER, WorkerChoice
 
     class Clients:
         def __init__(self) -> None:
@@ -143,7 +145,8 @@ def test_kill_spark_worker_kills_the_named_worker_and_its_undo_starts_it() -> No
             self.calls.append(("restart", name))
 
     clients = Clients()
-    applied = FAULTS[FaultKind.KILL_SPARK_WORKER](FaultSpec("kill-spark-worker", 1.0, 5.0, node=1), FaultTargets(None, clients, lambda _: None))
+    spec = FaultSpec(KILL_SPARK_WORKER, 1.0, 5.0, WorkerChoice(node=1))
+    applied = FAULT_TYPES[KILL_SPARK_WORKER].start(spec, FaultTargets(None, clients, lambda _: None))
     assert (applied.target, applied.nodes, clients.calls) == ("spark-worker", ["spark-worker-1"], [("kill", "spark-worker-1")])
     applied.undo()
     assert clients.calls[-1] == ("restart", "spark-worker-1") and applied.undone
@@ -179,7 +182,7 @@ def test_master_is_refused_for_a_lab_scenario(tmp_path: Path) -> None:
     from tests.helpers import run_cli
 
     result = run_cli("run", "pubsub", "--master", "local[2]", "--dir", str(tmp_path))
-    assert result.returncode == 2 and "--master is for pipeline scenarios" in result.stderr and "pubsub run no Spark" in result.stderr
+    assert result.returncode == 2 and "--master is for pipeline scenarios: pubsub (lab) do not take it" in result.stderr
 
 
 @pytest.mark.parametrize("master, slots", [

@@ -248,10 +248,13 @@ def test_stall_rows_fall_back_to_stall_by_group_and_tolerate_junk() -> None:
 
 
 def test_a_network_faults_window_is_named_by_its_sides() -> None:
-    start = {"time_ns": T0 + 1000 * MS, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 3, "fault": "isolate",
-             "target": "network", "nodes": [1], "role": "leader of orders-0: partition {1} | {1000,0,2}",
-             "details": {"sides": ["{1}", "{1000,0,2}"], "one_way": False, "loss": None, "chain": "fault_1"}}
-    stop = {"time_ns": T0 + 3000 * MS, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 3, "fault": "isolate", "ok": True}
+    from failsafe.history.ops import Family, fault_start, fault_stop
+
+    # The sides are data in the history: nothing is parsed back from the role's words (which say something else here).
+    start = fault_start(3, "isolate", target="network", nodes=[1], role="leader of orders-0", family=Family.NETWORK,
+                        label="{1} | {1000,0,2}", sides=[["1"], ["1000", "0", "2"]], one_way=False, time_ns=T0 + 1000 * MS)
+    stop = fault_stop(3, "isolate", True, 1, time_ns=T0 + 3000 * MS)
     history = history_from_ops([op for op in ops() if op.get("f") not in ("fault-start", "fault-stop")] + [start, stop])
     windows = series.fault_windows(history, series.timeline(history))
     assert [w.label for w in windows] == ["#3 isolate {1} | {1000,0,2}"]
+    assert history.faults.row(0, named=True)["sides"] == [["1"], ["1000", "0", "2"]]

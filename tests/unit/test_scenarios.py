@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from failsafe.scenarios.base import Expectation, ScenarioError
 from failsafe.scenarios.expectations import evaluate, resolve
-from failsafe.scenarios.pipeline_schema import PipelineScenario
-from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
-from failsafe.scenarios.schema import Expectation, ScenarioError, parse_scenario
+from failsafe.scenarios.kinds.pipeline.schema import PipelineScenario
+from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario, parse_scenario
 
 MINIMAL = {
     "name": "mini",

@@ -14,9 +14,9 @@ from failsafe.cluster.spec import KRAFT_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
+from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.cluster_use import misfit, needs_of
 from failsafe.scenarios.registry import load_scenario
-from failsafe.scenarios.schema import ScenarioError
 from tests.helpers import free_port_block, run_cli
 from tests.unit.test_checker_builders import at, fault, history, topology
 from tests.unit.test_cli_errors import assert_one_line_error

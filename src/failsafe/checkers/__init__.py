@@ -6,6 +6,6 @@ Each ``check(history, options) -> {"valid": True | False | "unknown", "counts", 
 
 from __future__ import annotations
 
-from failsafe.checkers.run import CHECKERS, DR_CHECKERS, LAB_CHECKERS, combine_validity, run_checkers
+from failsafe.checkers.run import CHECKERS, LOSS_VIOLATIONS, check_options, combine_validity, run_checkers, violation_side
 
-__all__ = ["CHECKERS", "DR_CHECKERS", "LAB_CHECKERS", "combine_validity", "run_checkers"]
+__all__ = ["CHECKERS", "LOSS_VIOLATIONS", "check_options", "combine_validity", "run_checkers", "violation_side"]

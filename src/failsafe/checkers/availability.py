@@ -18,12 +18,16 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers import stalls as write_stalls
-from failsafe.checkers.common import UNKNOWN, CheckerResult, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.liveness import never_recovered
 from failsafe.history.model import History
+from failsafe.history.ops import NODE_TARGETS, PhaseName, Target
 
-DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None}
+# expect_unrecovered: partitions ("topic-N") the scenario expects to stay unavailable after the heal.
+DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None, "expect_unrecovered": None}
+VIOLATIONS = {"slow-failover": Side.PRODUCERS, "rebalance-during-fault": Side.CONSUMERS, "never-recovered": Side.CLUSTER}
 # A network fault acts on the nodes of its first side: the partitions they lead are its affected ones.
-BROKER_TARGETS = ["broker", "controller", "quorum", "network"]
+BROKER_TARGETS = list(NODE_TARGETS)
 # Kafka's system tests give the group this long after a broker comes back before a rebalance
 # stops counting as caused by the fault.
 REBALANCE_GRACE_NS = 10_000_000_000
@@ -55,6 +59,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     if limit_ms is None:
         too_slow = too_slow.head(0)
     rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
+    unrecovered = _unrecovered(history, never_again, opts["expect_unrecovered"])
 
     end_state = _end_state(topology)
     counts = {
@@ -64,15 +69,18 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "rebalances-during-faults": int(rebalances["rebalances_during"].sum()),
         "slow-failover": too_slow.height,
         "leaderless-at-end": end_state["leaderless_at_end"],
+        "never-recovered": unrecovered.height,
     }
     example_rows = {
         "never-available-again": examples(never_again, "fault_id", "topic", "partition", "last_ok_before_ns"),
         "slow-failover": examples(too_slow, "fault_id", "topic", "partition", "unavailable_ms"),
         "rebalance-during-fault": examples(rebalancing_faults, "fault_id", "rebalances_during"),
+        "never-recovered": examples(unrecovered),
     }
     rebalanced = opts["expect_no_rebalance"] and rebalancing_faults.height
-    violations = [name for name, bad in (("slow-failover", too_slow.height), ("rebalance-during-fault", rebalanced)) if bad]
-    if faults.height and (topology.height == 0 or acked.height == 0):
+    violations = [name for name, bad in (("slow-failover", too_slow.height), ("rebalance-during-fault", rebalanced),
+                                         ("never-recovered", unrecovered.height)) if bad]
+    if faults.height and (topology.height == 0 or acked.height == 0) and not unrecovered.height:
         valid: bool | str = UNKNOWN
         violations = []
     else:
@@ -94,6 +102,17 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         baseline_gap_ms=stalls.baseline_gap_ms,
         **end_state,
     )
+
+
+def _unrecovered(history: History, never_again: pl.DataFrame, expected: list[str] | None) -> pl.DataFrame:
+    """Partitions that never recovered (checkers/liveness.py), and those no producer could write to again after a fault
+    although it wrote there before: never available again."""
+    stuck = never_again.select(pl.format("{}-{}", "topic", "partition").alias("partition"),
+                               pl.lit("no write acknowledged after the fault").alias("seen"), pl.col("last_ok_before_ns").alias("time_ns"))
+    stuck = stuck.filter(~pl.col("partition").is_in(list(expected or [])))
+    seen = never_recovered(history, expected)
+    found = pl.concat([seen, stuck.cast(seen.schema)])
+    return found.unique(subset=["partition"], keep="first", maintain_order=True).sort("partition")
 
 
 def _affected_partitions(faults: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
@@ -189,12 +208,12 @@ def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFram
 
 def _rebalances_during(faults: pl.DataFrame, history: History) -> pl.DataFrame:
     """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase)."""
-    targeted = history.faults.filter(pl.col("target") == "consumer").select(pl.col("nodes").explode().alias("process")).drop_nulls()
+    targeted = history.faults.filter(pl.col("target") == Target.CONSUMER).select(pl.col("nodes").explode().alias("process")).drop_nulls()
     events = history.membership.select("process", "time_ns", "f").unique().join(targeted, on="process", how="anti")
     last_ns = end_ns(history) or 0
     # The drain phase stops every consumer, and a member leaving rebalances its group: that is the
     # runner's doing, not the fault's, so the window ends where the drain begins.
-    drain_ns = history.phases.filter(pl.col("phase") == "drain")["time_ns"].min()
+    drain_ns = history.phases.filter(pl.col("phase") == PhaseName.DRAIN)["time_ns"].min()
     window_end = pl.when(pl.col("stop_ns").is_null()).then(pl.lit(last_ns)).otherwise(pl.col("stop_ns") + REBALANCE_GRACE_NS)
     if drain_ns is not None:
         window_end = pl.when(pl.col("start_ns") < drain_ns).then(pl.min_horizontal(window_end, pl.lit(drain_ns))).otherwise(window_end)

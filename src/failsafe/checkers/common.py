@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
 
@@ -17,7 +18,7 @@ Validity = bool | Literal["unknown"]  # as results.json has it: true, false or "
 
 
 class Verdict(StrEnum):
-    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it.
+    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it (failsafe.errors).
 
     KNOWN is a run's verdict only: it violated something, and every violation matched an anomaly its
     scenario declares known under a stated condition (docs/checkers.md). It is never VALID.
@@ -48,7 +49,16 @@ class Verdict(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        return {Verdict.VALID: 0, Verdict.KNOWN: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3}[self]
+        """The exit-code contract (README, "Exit codes"): 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN."""
+        return {Verdict.VALID: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3, Verdict.KNOWN: 4}[self]
+
+
+class Side(StrEnum):
+    """Whose behaviour a violation is about: what a known anomaly's client and settings are matched against."""
+
+    PRODUCERS = "producers"
+    CONSUMERS = "consumers"
+    CLUSTER = "cluster"  # the cluster's, under every client: matched against all of them
 
 
 class CheckerResult(TypedDict, total=False):
@@ -141,3 +151,32 @@ def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
         # A read without a value (and none in the log to fill it) still proves the offset was read.
         unread = unread.join(valueless.select(POSITION), on=list(POSITION), how="anti", maintain_order="left")
     return unread
+
+
+# The settings by which a writer promises durability: acks=all (-1), in librdkafka's or Kafka's names.
+_ACKS_NAMES = ("acks", "request.required.acks")
+_DURABLE_ACKS = ("all", "-1")
+
+
+def durable_writers(history: History) -> set[str]:
+    """The processes whose client-config op says they write with acks=all: their acknowledged writes must never be lost."""
+    clients = history.clients.explode("config").drop_nulls("config").unnest("config")
+    acks = clients.filter(pl.col("name").is_in(_ACKS_NAMES)).sort("time_ns").group_by("process").agg(pl.col("value").last())
+    return set(acks.filter(pl.col("value").str.to_lowercase().is_in(_DURABLE_ACKS))["process"].to_list())
+
+
+def may_lose(processes: pl.Series | Sequence[str], lossy_writers: Sequence[str] | None, durable: set[str]) -> dict[str, bool]:
+    """For each writer: True when the scenario allows it to lose acknowledged writes.
+
+    ``lossy_writers`` are regular expressions a writer's whole name must match (the scenario's
+    producers that promise nothing, e.g. acks=0 and acks=1); a durable writer (acks=all in its
+    client-config op) may never lose, whatever they say.
+    """
+    patterns = [re.compile(p) for p in lossy_writers or ()]
+    return {p: p not in durable and any(rx.fullmatch(p) for rx in patterns) for p in set(processes) if p is not None}
+
+
+def allowed_loss(frame: pl.DataFrame, lossy_writers: Sequence[str] | None, durable: set[str]) -> pl.Expr:
+    """An expression over ``frame``'s ``process`` column: the rows whose writer may lose (see :func:`may_lose`)."""
+    allowed = [p for p, ok in may_lose(frame["process"].unique(), lossy_writers, durable).items() if ok]
+    return pl.col("process").is_in(allowed)

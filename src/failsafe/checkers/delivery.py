@@ -13,11 +13,16 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import CheckerResult, examples, read_options, result, unread_writes
+from failsafe.checkers.common import CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, distinct, having_keys, key
 from failsafe.history.model import History
 
-DEFAULTS = {"allow_loss": False, "allow_duplicates": False}
+# lossy_writers: regular expressions naming the writers that promise no durability (acks 0 or 1): their lost
+# writes are counted, not violations. A writer with acks=all in its client-config op is never one of them.
+DEFAULTS = {"lossy_writers": None, "allow_duplicates": False}
+# What this checker can report, and whose behaviour each is about (known anomalies are matched against it).
+VIOLATIONS = {"lost": Side.PRODUCERS, "lost-after-read": Side.PRODUCERS, "duplicate": Side.PRODUCERS, "duplicate-acknowledged": Side.PRODUCERS,
+              "duplicate-unacknowledged": Side.PRODUCERS, "inconsistent-offsets": Side.PRODUCERS, "failed-but-present": Side.PRODUCERS}
 _SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value")
 _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == "info")
 
@@ -39,6 +44,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     unknown = sends.filter(_UNKNOWN)
     recovered = _present(unknown, observed, history)
 
+    durable = durable_writers(history)
+    lost_allowed = lost.filter(allowed_loss(lost, opts["lossy_writers"], durable))
+    truncated_allowed = truncated.filter(allowed_loss(truncated, opts["lossy_writers"], durable))
     n_duplicate = duplicates.select(pl.struct(IDENTITY).n_unique()).item() if duplicates.height else 0
     duplicate_writes = _duplicate_writes(duplicates, sends)
     n_duplicate_acked = int((duplicate_writes["outcome"] == "ok").sum()) if duplicate_writes.height else 0
@@ -53,6 +61,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "read": acked.height - unread.height,
         "lost": lost.height,
         "lost-after-read": truncated.height,
+        # Of those, by writers the scenario lets lose (acks 0 or 1): counted, not violations.
+        "lost-allowed": lost_allowed.height,
+        "lost-after-read-allowed": truncated_allowed.height,
         "lost-write": lost_write.height,
         "unseen": unseen.height,
         **{name: frame.height for name, frame in by_log.items()},
@@ -80,15 +91,16 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "unknown-not-recovered": examples(unknown.join(recovered, on=["process", "id"], how="anti"), *_SEND_EXAMPLE),
     }
     violations = []
-    if lost.height and not opts["allow_loss"]:
+    if lost.height > lost_allowed.height:
         violations.append("lost")
-    if truncated.height and not opts["allow_loss"]:
+    if truncated.height > truncated_allowed.height:
         violations.append("lost-after-read")
     if n_duplicate and not opts["allow_duplicates"]:
         # Named by which copy was acknowledged where the counts split them, so a known anomaly can match one kind only.
         violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
     violations += [name for name, n in (("inconsistent-offsets", n_inconsistent), ("failed-but-present", failed_present.height)) if n]
-    return result(not violations, counts, example_rows, violations, by_process=_by_process(history.sends, unread, recovered))
+    return result(not violations, counts, example_rows, violations,
+                  by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]))
 
 
 def _observed_keys(history: History) -> pl.DataFrame:
@@ -242,14 +254,20 @@ def _grouped_examples(frame: pl.DataFrame, by: tuple[str, ...], *collected: str)
     return examples(frame.group_by(list(by), maintain_order=True).agg([pl.col(column) for column in collected]))
 
 
-def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, recovered: pl.DataFrame) -> dict[str, dict[str, int]]:
+def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, truncated: pl.DataFrame, recovered: pl.DataFrame, durable: set[str],
+                lossy_writers: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Per writer: its counts, whether it promised durability (acks=all) and whether the scenario lets it lose."""
     totals = sends.group_by("process").agg(
         (pl.col("outcome") == "ok").sum().alias("acknowledged"),
         (pl.col("outcome") == "fail").sum().alias("failed"),
         _UNKNOWN.sum().alias("unknown"),
     )
     lost = unread.group_by("process").agg(pl.len().alias("lost"))
+    after_read = truncated.group_by("process").agg(pl.len().alias("lost-after-read"))
     recovered_counts = recovered.group_by("process").agg(pl.len().alias("recovered"))
-    table = totals.join(lost, on="process", how="left").join(recovered_counts, on="process", how="left").fill_null(0).sort("process")
-    names = ("acknowledged", "lost", "failed", "unknown", "recovered")
-    return {row["process"]: {name: int(row[name]) for name in names} for row in table.to_dicts()}
+    table = (totals.join(lost, on="process", how="left").join(after_read, on="process", how="left")
+             .join(recovered_counts, on="process", how="left").fill_null(0).sort("process"))
+    names = ("acknowledged", "lost", "lost-after-read", "failed", "unknown", "recovered")
+    allowed = set(table.filter(allowed_loss(table, lossy_writers, durable))["process"].to_list())
+    return {row["process"]: {**{name: int(row[name]) for name in names}, "durable": row["process"] in durable,
+                             "may_lose": row["process"] in allowed} for row in table.to_dicts()}

@@ -7,7 +7,7 @@ on the target). The log is the final read of the target; its mirrored topics are
 every topic T the source's producers wrote.
 
 T0, the move: the first fault on the source (a fault whose target is the source's alias, or a
-``cluster-loss`` not of the target), else the first ``dr-switch`` op (a planned move). Only a move
+region loss, target ``cluster``), else the first ``dr-switch`` op (a planned move). Only a move
 after the source's clients began counts, so a failback's T0 is never the failover before it.
 
 Measured: RPO (writes acknowledged on the source before T0 that the target's mirror lacks, and how
@@ -16,7 +16,9 @@ to each group having read every mirrored partition to its end), records a group 
 MirrorMaker translates offsets conservatively), mirror duplicates (MirrorMaker is at-least-once).
 Violations: a mirrored partition out of the source's order (``mirror-reordered``), a mirrored write a
 group never read anywhere (``skipped``), a write acknowledged on the target after T0 that no group
-read (``target-unread``), a group that never caught up on the target (``groups-not-caught-up``).
+read (``target-unread``), a group that never caught up on the target (``groups-not-caught-up``), a partition
+that never recovered after the heal (``never-recovered``, checkers/liveness.py). A skipped or unread write of a
+writer that promises no durability (``lossy_writers``) is counted, never a violation; one of an acks=all writer always is.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, examples, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result
+from failsafe.checkers.liveness import never_recovered
 from failsafe.history.model import History
+from failsafe.history.ops import Op, Target
 
-DEFAULTS: dict[str, Any] = {"clusters": ["primary", "backup"]}
-VIOLATIONS = ("mirror-reordered", "skipped", "target-unread", "groups-not-caught-up")
-CLUSTER_LOSS = "cluster-loss"
+# lossy_writers: as the delivery checker's; a skipped or unread write of such a writer is counted, not a violation.
+DEFAULTS: dict[str, Any] = {"clusters": ["primary", "backup"], "lossy_writers": None, "expect_unrecovered": None}
+VIOLATIONS = {"mirror-reordered": Side.CLUSTER, "skipped": Side.CONSUMERS, "target-unread": Side.CONSUMERS,
+              "groups-not-caught-up": Side.CONSUMERS, "never-recovered": Side.CLUSTER}
 _NS = 1_000_000_000
 _PARTITION = ["topic", "partition"]
 _SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value", "complete_ns")
@@ -43,7 +48,8 @@ def cluster_of(column: str = "process") -> pl.Expr:
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
-    source, target = _clusters(read_options(options, DEFAULTS, "dr")["clusters"])
+    opts = read_options(options, DEFAULTS, "dr")
+    source, target = _clusters(opts["clusters"])
     t0, t0_kind = move_time(history, source, target)
     fields: dict[str, Any] = {"source": source, "target": target, "t0_ns": t0, "t0_kind": t0_kind}
     sends = history.sends.filter(pl.col("value").is_not_null()).with_columns(cluster=cluster_of())
@@ -73,6 +79,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     caught = {group: _caught_up(group_reads.filter(pl.col("group") == group), on_target.filter(pl.col("group") == group), mirrored)
               for group in groups}
     not_caught = [{"group": group, "missing": missing} for group, (_, at, missing) in caught.items() if at is None]
+    durable = durable_writers(history)
+    skipped_allowed = skipped.filter(allowed_loss(skipped, opts["lossy_writers"], durable)).height
+    unread_allowed = target_unread.filter(allowed_loss(target_unread, opts["lossy_writers"], durable)).height
+    unrecovered = never_recovered(history, opts["expect_unrecovered"])
 
     counts = {
         "acknowledged-on-source": acked_source.height,
@@ -83,9 +93,12 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "consumed-twice": twice.height,
         "consumed-twice-after-move": twice_after_move.height,
         "skipped": skipped.height,
+        "skipped-allowed": skipped_allowed,
         "acknowledged-on-target": acked_target.height,
         "target-unread": target_unread.height,
+        "target-unread-allowed": unread_allowed,
         "groups-not-caught-up": len(not_caught),
+        "never-recovered": unrecovered.height,
     }
     twice_example = ("group", "value", "reads", "processes", "topics", "times_ns")
     example_rows = {
@@ -98,6 +111,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "skipped": examples(skipped, "group", *_SEND_EXAMPLE),
         "target-unread": examples(target_unread, *_SEND_EXAMPLE),
         "groups-not-caught-up": not_caught[:5],
+        "never-recovered": examples(unrecovered),
     }
     caught_up = [at for _, at, _ in caught.values()]
     first_read = reads.filter((pl.col("cluster") == target) & (pl.col("time_ns") >= t0))["time_ns"].min()
@@ -114,7 +128,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             "skipped": skipped.filter(pl.col("group") == group).height,
         } for group, (first, at, _) in caught.items()},
     }
-    violations = [name for name in VIOLATIONS if counts[name]]
+    allowed = {"skipped": skipped_allowed, "target-unread": unread_allowed}
+    violations = [name for name in VIOLATIONS if counts[name] > allowed.get(name, 0)]
     return result(not violations, counts, example_rows, violations, **fields)
 
 
@@ -128,7 +143,7 @@ def _clusters(clusters: list[str] | None) -> tuple[str, str]:
 def move_time(history: History, source: str, target: str) -> tuple[int | None, str | None]:
     """T0 and its kind: the first fault on the source ("fault"), else the first dr-switch ("dr-switch"), after the source's first client op.
 
-    A cluster-loss fault is recorded with target "cluster": it is the source's loss unless it names the target.
+    A region loss (cluster-loss) is recorded with target "cluster": the engine's cluster, the source.
     """
     began = pl.concat([
         history.sends.filter(cluster_of() == source).select(pl.col("invoke_ns").alias("t")),
@@ -138,11 +153,12 @@ def move_time(history: History, source: str, target: str) -> tuple[int | None, s
     def after(column: str) -> pl.Expr:
         return pl.col(column) >= began if began is not None else pl.col(column).is_not_null()
 
-    on_source = (pl.col("target") == source) | ((pl.col("fault") == CLUSTER_LOSS) & (pl.col("target") != target).fill_null(True))
+    # A region loss is recorded with target "cluster" (the engine's cluster, the source, unless it names the target).
+    on_source = (pl.col("target") == source) | (pl.col("target") == Target.CLUSTER)
     losses = history.faults.filter(on_source & after("start_ns"))
     if losses.height:
         return int(losses["start_ns"].min()), "fault"  # type: ignore[arg-type]
-    switches = history.events.filter((pl.col("f") == "dr-switch") & after("time_ns"))
+    switches = history.events.filter((pl.col("f") == Op.DR_SWITCH) & after("time_ns"))
     if switches.height:
         return int(switches["time_ns"].min()), "dr-switch"  # type: ignore[arg-type]
     return None, None

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.history.model import History
+from failsafe.history.ops import Op, OpType, Target
 
 # (name shown, librdkafka's name, Java's name, librdkafka's default, Java's default). librdkafka
 # caps max.in.flight at 5 with idempotence; its own default is 1000000.
@@ -77,14 +78,14 @@ class Context:
     def send_ops(self, send: dict[str, Any] | None) -> list[dict[str, Any]]:
         if send is None:
             return []
-        ops = [{"f": "send", "type": "invoke", "process": send["process"], "id": send["id"], "time_s": self.s(send["invoke_ns"])}]
+        ops = [{"f": Op.SEND, "type": OpType.INVOKE, "process": send["process"], "id": send["id"], "time_s": self.s(send["invoke_ns"])}]
         if send["outcome"] is not None:
-            ops.append({"f": "send", "type": send["outcome"], "process": send["process"], "id": send["id"], "time_s": self.s(send["complete_ns"]),
+            ops.append({"f": Op.SEND, "type": send["outcome"], "process": send["process"], "id": send["id"], "time_s": self.s(send["complete_ns"]),
                         "partition": send["partition"], "offset": send["offset"], "error": send["error"]})
         return ops
 
     def read_ops(self, reads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{"f": "poll", "type": "ok", "process": r["process"], "group": r["group"], "time_s": self.s(r["time_ns"]),
+        return [{"f": Op.POLL, "type": OpType.OK, "process": r["process"], "group": r["group"], "time_s": self.s(r["time_ns"]),
                  "partition": r["partition"], "offset": r["offset"]} for r in reads]
 
     # -- the cluster around a moment ------------------------------------------------------------------
@@ -111,7 +112,7 @@ class Context:
 
     def role_of(self, fault: dict[str, Any], topic: str, partition: int) -> str | None:
         """What a broker fault's nodes were to the partition when it began: its leader, a follower (in the ISR or not), or none."""
-        if fault["target"] != "broker":
+        if fault["target"] != Target.BROKER:
             return None
         sample = self.leader_at(topic, partition, fault["start_ns"])
         if sample is None:
@@ -132,7 +133,7 @@ class Context:
                 for r in faults.to_dicts()]
 
     def elections_near(self, ns: int) -> list[int]:
-        events = self.history.events.filter((pl.col("f") == "elect-leaders") & pl.col("time_ns").is_between(ns - self.window_ns, ns + self.window_ns))
+        events = self.history.events.filter((pl.col("f") == Op.ELECT_LEADERS) & pl.col("time_ns").is_between(ns - self.window_ns, ns + self.window_ns))
         return events["time_ns"].to_list()
 
     def phase_at(self, ns: int) -> str | None:

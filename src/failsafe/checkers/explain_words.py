@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from failsafe.checkers.explain_context import Context
+from failsafe.history.ops import Target
 
 # A preferred leader election this long before a leader change is taken to be its cause.
 _ELECTION_CAUSE_NS = 5_000_000_000
@@ -22,7 +23,7 @@ def seconds(value: float) -> str:
 def fault_words(fault: Mapping[str, Any]) -> str:
     nodes = [str(n) for n in fault.get("nodes") or []]
     target = fault.get("target")
-    if target in ("broker", "controller") and nodes:
+    if target in (Target.BROKER, Target.CONTROLLER) and nodes:
         on = f"{target}{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
     else:
         on = ", ".join(nodes) or str(target)

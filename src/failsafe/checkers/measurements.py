@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from failsafe.history.model import History
+from failsafe.history.ops import MIGRATION_ROLL, Family, Target
 
 
 def _window(faults: pl.DataFrame, end_ns: int) -> list[tuple[int, str, int, int]]:
@@ -28,15 +29,19 @@ def _end_ns(history: History) -> int:
     return max((c for c in candidates if c is not None), default=0)
 
 
-QUORUM_LOSS = "quorum-loss"
 NS_PER_MS = 1_000_000
+
+
+def _quorum_loss(faults: pl.DataFrame) -> pl.Expr:
+    """A fault that took the whole quorum away (not a step of the migration, which records some of its windows on it)."""
+    return (pl.col("target") == Target.QUORUM) & (pl.col("family") != Family.MIGRATION).fill_null(True)
 
 
 def measure(history: History) -> dict:
     sends = history.sends
     end_ns = _end_ns(history)
     windows = _window(history.faults, end_ns)
-    quorum_losses = [(start, stop) for _, fault, start, stop in windows if fault == QUORUM_LOSS]
+    quorum_losses = [(start, stop) for _, _, start, stop in _window(history.faults.filter(_quorum_loss(history.faults)), end_ns)]
     nodes_of = dict(zip(history.faults["fault_id"].to_list(), history.faults["nodes"].to_list(), strict=True))
     targets = dict(zip(history.faults["fault_id"].to_list(), history.faults["target"].to_list(), strict=True))
     per_fault = []
@@ -50,7 +55,7 @@ def measure(history: History) -> dict:
             "unknown_during": during.filter(pl.col("outcome") == "info").height,
         }
         entry.update(_controller_change(history.controllers, start_ns))
-        if targets.get(fault_id) == "broker":
+        if targets.get(fault_id) == Target.BROKER:
             outage = next(((qs, qe) for qs, qe in quorum_losses if qs <= start_ns <= qe), None)
             if outage is not None:
                 entry.update(_leaders_in_outage(history.topology, [int(n) for n in nodes_of[fault_id] or []], start_ns, outage))
@@ -73,21 +78,20 @@ def measure(history: History) -> dict:
     }
 
 
-MIGRATION_FAULTS = ("roll", "migration")
 LAST_MIGRATION_STEP = "retire-zookeeper"
 
 
 def _migration(faults: pl.DataFrame, per_fault: list[dict]) -> dict | None:
     """The live migration's steps (each a ``roll`` or ``migration`` window): wall time, whether every step completed,
     and the broker rolls during which no write was acknowledged."""
-    steps = faults.filter(pl.col("fault").is_in(MIGRATION_FAULTS))
+    steps = faults.filter(pl.col("family") == Family.MIGRATION)
     if steps.is_empty():
         return None
     unfinished = steps.filter(pl.col("stop_ns").is_null())
     last = steps.tail(1).row(0, named=True)
     completed = unfinished.is_empty() and (last["role"] or "").startswith(LAST_MIGRATION_STEP)
     stop = steps["stop_ns"].max()
-    broker_rolls = steps.filter((pl.col("fault") == "roll") & (pl.col("target") == "broker"))["fault_id"].to_list()
+    broker_rolls = steps.filter((pl.col("fault") == MIGRATION_ROLL) & (pl.col("target") == Target.BROKER))["fault_id"].to_list()
     acked = {f["fault_id"]: f["acknowledged_during"] for f in per_fault}
     return {
         "completed": completed,
@@ -153,7 +157,7 @@ def _create_topic(history: History, end_ns: int) -> dict:
     invokes = ops.filter(pl.col("type") == "invoke").select("id", pl.col("time_ns").alias("invoke_ns"))
     outcomes = ops.filter(pl.col("type") != "invoke").select("id", "type")
     attempts = invokes.join(outcomes, on="id", how="left")
-    quorum = [(start, stop) for _, fault, start, stop in _window(history.faults, end_ns) if fault == QUORUM_LOSS]
+    quorum = [(start, stop) for _, _, start, stop in _window(history.faults.filter(_quorum_loss(history.faults)), end_ns)]
 
     def during(t: int) -> bool:
         return any(start <= t <= stop for start, stop in quorum)

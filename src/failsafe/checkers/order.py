@@ -13,10 +13,13 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import CheckerResult, examples, read_options, result
+from failsafe.checkers.common import CheckerResult, Side, examples, read_options, result
 from failsafe.history.model import History
+from failsafe.history.ops import Op
 
 DEFAULTS: dict[str, Any] = {"idempotent_producers": None}
+VIOLATIONS = {"nonmonotonic-poll": Side.CONSUMERS, "poll-skip": Side.CONSUMERS, "key-reordered": Side.CONSUMERS,
+              "nonmonotonic-send": Side.PRODUCERS}
 _PARTITION_EPOCH = ["process", "topic", "partition", "epoch_ns"]
 _POLL_EXAMPLE = ("process", "group", "topic", "partition", "poll_seq", "previous_offset", "offset")
 
@@ -51,7 +54,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
 
 def with_epochs(reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
     """reads with epoch_ns: the time of the assign the record was read under (null: no assign)."""
-    assigns = membership.filter(pl.col("f") == "assign").select("process", "topic", "partition", pl.col("time_ns").alias("epoch_ns"))
+    assigns = membership.filter(pl.col("f") == Op.ASSIGN).select("process", "topic", "partition", pl.col("time_ns").alias("epoch_ns"))
     if assigns.height == 0:
         return reads.with_columns(pl.lit(None, dtype=pl.Int64).alias("epoch_ns"))
     # One process writes its polls and assigns in time order, so each by-group is sorted.

@@ -15,11 +15,12 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, read_options, result
 from failsafe.history.model import History
+from failsafe.history.ops import Op, Target
 
 DEFAULTS: dict[str, Any] = {"max_pause_ms": None}
-CONSUMER_FAULTS = ["kill-consumer", "close-consumer"]
+VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUMERS}
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
@@ -81,7 +82,7 @@ def _slower(pause_ms: float | None, limit_ms: float) -> bool:
 
 def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str, Any]]:
     """Consumer faults, then crashes and closes of group members that no consumer fault explains."""
-    faults = history.faults.filter(pl.col("fault").is_in(CONSUMER_FAULTS) | (pl.col("target") == "consumer"))
+    faults = history.faults.filter(pl.col("target") == Target.CONSUMER)
     events = [
         {"source": "fault", "fault_id": row["fault_id"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"]}
         for row in faults.sort("start_ns").to_dicts()
@@ -105,10 +106,10 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     before = membership.filter(pl.col("time_ns") <= start_ns)
     after = membership.filter(pl.col("time_ns") > start_ns)
     latest = before.group_by("process", *_PARTITION).agg(pl.col("f").last(), pl.col("time_ns").last())
-    owned = latest.filter(pl.col("f") == "assign").select("process", *_PARTITION).sort(_PARTITION)
+    owned = latest.filter(pl.col("f") == Op.ASSIGN).select("process", *_PARTITION).sort(_PARTITION)
     moved = owned.filter(pl.col("process").is_in(faulted))
     kept = owned.filter(~pl.col("process").is_in(faulted))
-    assigns = after.filter(pl.col("f") == "assign").select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
+    assigns = after.filter(pl.col("f") == Op.ASSIGN).select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
     first_assign = assigns.sort("assigned_ns").group_by(_PARTITION).first()
 
     moved = moved.join(first_assign, on=_PARTITION, how="left")
@@ -117,7 +118,7 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     handover_end_ns = max((row["assigned_ns"] for row in moved_rows), default=start_ns) if reassigned_all else None
 
     # Survivors' partitions taken away during the handover must also be given back.
-    revokes = after.filter(pl.col("f") == "revoke")
+    revokes = after.filter(pl.col("f") == Op.REVOKE)
     if handover_end_ns is not None:
         revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns)
     revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns")), on=["process", *_PARTITION], how="inner")
@@ -166,7 +167,7 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
     stops = pl.concat(
         [
             history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
-            history.faults.filter(pl.col("target") == "consumer")
+            history.faults.filter(pl.col("target") == Target.CONSUMER)
             .select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns"))
             .explode("process"),
         ]

@@ -1,43 +1,83 @@
-"""Run checkers over one history; a checker that raises is reported, never propagated."""
+"""The checkers, what each can report, and running them over one history (a checker that raises is reported, never propagated).
+
+Each checker module declares its options (``DEFAULTS``) and the violations it can report with
+whose behaviour each is about (``VIOLATIONS``: name -> Side). Scenarios are validated against
+these before anything runs: an option a checker does not take, or a known anomaly naming a
+violation no checker reports, is refused at parse time (scenarios/base.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from failsafe.checkers import availability, delivery, dr, order, rebalance, semantics
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Validity
+from failsafe.checkers import availability, delivery, dr, order, pipeline_run, rebalance, sales, semantics
+from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
 from failsafe.history.model import History
 
 Checker = Callable[[History, Mapping | None], CheckerResult]
 
-CHECKERS: dict[str, Checker] = {
-    "delivery": delivery.check,
-    "order": order.check,
-    "semantics": semantics.check,
-    "availability": availability.check,
-    "rebalance": rebalance.check,
-    "dr": dr.check,
-}
-# What a run of a kind is checked with: a lab run on one cluster, a DR run across two (checkers/dr.py).
-LAB_CHECKERS = ("delivery", "order", "semantics", "availability", "rebalance")
-DR_CHECKERS = ("dr",)
+
+@dataclass(frozen=True)
+class CheckerInfo:
+    name: str
+    check: Checker | None  # None: not a function of the history (sales compares a sink with a ledger: pipeline/verify.py)
+    defaults: Mapping[str, Any]
+    violations: Mapping[str, Side]
 
 
-def run_checkers(
-    history: History,
-    options_by_checker: Mapping[str, Mapping] | None = None,
-    names: Sequence[str] | None = None,
-) -> dict[str, CheckerResult]:
-    """Each named checker's result (those of a lab run by default), in CHECKERS order."""
+CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
+    CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
+    CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
+    CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
+    CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
+    CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
+    CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS),
+    CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
+    CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
+)}
+
+# Every kind of loss of an acknowledged write, as CHECKER.VIOLATION: the one list no known anomaly can cover,
+# whatever client or settings it names. (Loss a writer that promised nothing may show is not a violation at
+# all: the checkers count it against that writer, see lossy_writers.)
+LOSS_VIOLATIONS: tuple[str, ...] = (
+    "delivery.lost",
+    "delivery.lost-after-read",
+    "semantics.missing",
+    "dr.skipped",
+    "dr.target-unread",
+    "sales.missing_windows",
+    "sales.undercounted",
+    "sales.dead_letters_missing",
+)
+
+
+def violation_side(anomaly: str) -> Side | None:
+    """Whose behaviour CHECKER.VIOLATION is about; None when no checker declares it."""
+    checker, _, violation = anomaly.partition(".")
+    info = CHECKERS.get(checker)
+    return None if info is None else info.violations.get(violation)
+
+
+def check_options(name: str, options: Mapping | None) -> None:
+    """Raise CheckerOptionError for an unknown checker or an option it does not take (or of the wrong type)."""
+    info = CHECKERS.get(name)
+    if info is None:
+        raise CheckerOptionError(f"no checker named {name!r}; the checkers are {', '.join(CHECKERS)}")
+    read_options(options, info.defaults, name)
+
+
+def run_checkers(history: History, options_by_checker: Mapping[str, Mapping] | None, names: Sequence[str]) -> dict[str, CheckerResult]:
+    """Each named checker's result, in the order given."""
     options_by_checker = options_by_checker or {}
-    wanted = list(LAB_CHECKERS) if names is None else list(names)
-    unknown = sorted(set(wanted) - set(CHECKERS))
+    unknown = [n for n in names if n not in CHECKERS or CHECKERS[n].check is None]
     if unknown:
-        raise ValueError(f"no checker named {unknown}; known: {sorted(CHECKERS)}")
+        raise ValueError(f"no checker of the history named {unknown}; known: {[n for n, c in CHECKERS.items() if c.check]}")
     results: dict[str, CheckerResult] = {}
-    for name in wanted:
+    for name in names:
         try:
-            results[name] = CHECKERS[name](history, options_by_checker.get(name))
+            results[name] = CHECKERS[name].check(history, options_by_checker.get(name))  # type: ignore[misc]
         except Exception as e:  # noqa: BLE001 - the contract: a checker that raises is "unknown", the others still run
             results[name] = {"valid": UNKNOWN, "error": f"{type(e).__name__}: {e}"}
     return results

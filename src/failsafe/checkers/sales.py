@@ -121,6 +121,7 @@ def _check(
     return {
         "valid": all(counts[name] == 0 for name in ANOMALIES),
         "counts": counts,
+        "violations": [name for name in ANOMALIES if counts[name]],
         "examples": {name: rows for name, rows in examples.items() if rows},
         "totals": {"ledger": _grand_totals(expected), "sink": _grand_totals(actual)},
         "by_category": _by_category(expected, rows),

@@ -12,11 +12,13 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import CheckerResult, examples, read_options, result, unread_writes
+from failsafe.checkers.common import CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
 
-DEFAULTS: dict[str, Any] = {"groups": None, "allow_loss": False}
+# lossy_writers: as the delivery checker's (writers that promise no durability); their writes a group missed are counted only.
+DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None}
+VIOLATIONS = {"double-delivery": Side.CONSUMERS, "missing": Side.PRODUCERS}
 _POSITION = ["group", "topic", "partition", "offset"]
 
 
@@ -33,6 +35,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     double_positions = double.select(_POSITION).unique()
     tolerated_positions = tolerated.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
 
+    durable = durable_writers(history)
+    missing_allowed = 0
     missing_by_group: dict[str, int] = {}
     missing_examples: list[dict[str, Any]] = []
     acked = history.sends.select("id", "process", "topic", "partition", "offset", "value", "outcome")
@@ -43,6 +47,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         expected = acked.filter(pl.col("topic").is_in(topics["topic"].implode())) if topics.height else acked
         missing = unread_writes(expected, reads)
         missing_by_group[group] = missing.height
+        missing_allowed += missing.filter(allowed_loss(missing, opts["lossy_writers"], durable)).height
         if len(missing_examples) < 5:
             missing_examples += examples(missing.with_columns(pl.lit(group).alias("group")), "group", "id", "process", "topic", "partition", "offset", "value")
 
@@ -52,6 +57,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "double-delivery": double_positions.height,
         "redelivered-across-rebalance": tolerated_positions.height,
         "missing": n_missing,
+        "missing-allowed": missing_allowed,
     }
     example_columns = (*_POSITION, "previous_process", "process", "previous_ns", "time_ns")
     example_rows = {
@@ -59,7 +65,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "redelivered-across-rebalance": examples(tolerated.sort("time_ns"), *example_columns),
         "missing": missing_examples[:5],
     }
-    violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing and not opts["allow_loss"])) if bad]
+    violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing > missing_allowed)) if bad]
     return result(not violations, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group)
 
 

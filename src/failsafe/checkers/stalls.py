@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import ns_to_ms
+from failsafe.history.ops import Target
 
 GROUP_ORDER = ("led", "follower", "unreplicated", "unsampled", "all")
 EXAMPLES_PER_GROUP = 5
@@ -102,7 +103,7 @@ def _fault_stalls(fault: dict[str, Any], gaps: pl.DataFrame, last_acks: pl.DataF
 
 def _grouped(measured: pl.DataFrame, fault: dict[str, Any], start_ns: int, topology: pl.DataFrame) -> pl.DataFrame:
     node_ids = pl.Series(fault["nodes"] or [], dtype=pl.String).cast(pl.Int64, strict=False).drop_nulls().to_list()
-    if fault["target"] not in ("broker", "network") or not node_ids:
+    if fault["target"] not in (Target.BROKER, Target.NETWORK) or not node_ids:
         grouped = measured.with_columns(pl.lit("all").alias("group"), pl.lit(None, dtype=pl.Boolean).alias("in_isr"))
     else:
         sample = _sample_before(topology, start_ns).select(*_TP, "leader", "replicas", "isr")

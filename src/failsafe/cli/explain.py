@@ -22,10 +22,10 @@ def explain_command(run_dir: Path, value: str | None, as_json: bool) -> int:
     """
     # Checkers load polars: imported here so other commands start fast.
     from failsafe.checkers.explain import explain
-    from failsafe.scenarios.check import lab_run
+    from failsafe.scenarios.check import checked_run
     from failsafe.scenarios.client_logs import cite
 
-    rd, results, history = lab_run(run_dir, "explanations")
+    rd, results, history, _ = checked_run(run_dir)
     explanations = cite(explain(history, results), rd.path)
     if value is not None:
         if not (history.sends["value"] == value).any():

@@ -15,10 +15,10 @@ from rich.table import Table
 from failsafe.checkers.common import Verdict
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
-from failsafe.errors import UserError
-from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario
+from failsafe.errors import FailsafeError, UserError
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario, read_scenario
 from failsafe.scenarios.rundir import RunDir
-from failsafe.scenarios.schema import ScenarioError
 
 # Checkers, reports and the engine load polars and matplotlib: imported by the commands that use
 # them, so 'failsafe up' and friends start fast.
@@ -67,23 +67,20 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
-    Exits 0 when every run is VALID or KNOWN (only anomalies its scenario declares known), 1 when
-    one is INVALID, 3 when one could not be decided.
+    Exits 0 when every run is VALID, 1 when one is INVALID, 3 when one could not be decided, 4 when the
+    worst is KNOWN (only anomalies its scenario declares known), 5 when failsafe could not carry a run out
+    (and no run before it was INVALID; see 'failsafe --help').
     """
+    from failsafe.cli.boundary import report
     from failsafe.errors import ClusterNotWhole
-    from failsafe.scenarios.cluster_use import cluster_facts
     from failsafe.scenarios.engine import Engine, require_whole, run_scenario
-    from failsafe.scenarios.kinds import KINDS
-    from failsafe.scenarios.pair_use import pair_facts
+    from failsafe.scenarios.kinds import kind_of
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
-    scenarios = [_load(n, overrides) for n in expanded]
-    if master is not None:
-        not_pipeline = [s.name for s in scenarios if s.kind != "pipeline"]
-        if not_pipeline:
-            raise UserError(f"--master is for pipeline scenarios (kind = \"pipeline\"): {', '.join(not_pipeline)} run no Spark")
-        overrides = (*overrides, f"pipeline.master={json.dumps(master)}")
-        scenarios = [_load(n, overrides) for n in expanded]
+    files = [read_scenario(n) for n in expanded]
+    overrides = (*overrides, *_run_options(files, {"master": master}))
+    # Each scenario is parsed once; again only if its file has a table for the cluster's mode ([zookeeper]).
+    scenarios = [_parse(f, overrides) for f in files]
     root = resolve_dir(cluster_dir)
     runs_root = runs_dir if runs_dir is not None else root / "runs"
     started = time.monotonic()
@@ -92,74 +89,101 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     outcomes: list[Outcome] = []
-    dr = _dr_kind(scenarios, mode)
-    with stderr.status("preparing") as status, _clusters_for(dr, root, scenarios, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters):
-        # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
-        scenarios = [_load(n, overrides, cluster.spec.mode) for n in expanded]
-        facts = {**cluster_facts(cluster), **(pair_facts(root) if dr else {}), "overrides": list(overrides)}
-        event(f"cluster ready ({time.monotonic() - started:.1f}s)")
-        for scenario in scenarios:
-            kind = KINDS[scenario.kind]
-            mine: list[Outcome] = []
-            for attempt in range(1, repeat + 1):
-                counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
-                event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
-                run_started = time.monotonic()
-                engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster,
-                                kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event,
-                                operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters)
-                try:
-                    run_dir = run_scenario(engine)
-                finally:
-                    write_timings(engine.run_dir, engine.phase_seconds)
-                status.update(f"{scenario.name} · checking")
-                results, history = kind.check(run_dir)
-                kind.show(stdout, run_dir, results, history)
-                mine.append(Outcome(scenario.name, run_dir, results, time.monotonic() - run_started, dict(engine.phase_seconds)))
-                try:
-                    require_whole(cluster, after=scenario.name)
-                except ClusterNotWhole:
-                    if len(outcomes) + len(mine) > 1:
-                        _print_lab_table(outcomes + mine, time.monotonic() - started)
-                    raise
-            outcomes += mine
-            if repeat > 1:
-                _print_repeat(scenario.name, mine, overrides, runs_root)
+    try:
+        with stderr.status("preparing") as status, _placed(scenarios, root, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters, facts):
+            # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
+            mode_of_cluster = cluster.spec.mode
+            scenarios = [_parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s for f, s in zip(files, scenarios, strict=True)]
+            facts = {**facts, "overrides": list(overrides)}
+            event(f"cluster ready ({time.monotonic() - started:.1f}s)")
+            for scenario in scenarios:
+                kind = kind_of(scenario)
+                mine: list[Outcome] = []
+                for attempt in range(1, repeat + 1):
+                    counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
+                    event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
+                    run_started = time.monotonic()
+                    engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster, actions=kind.actions,
+                                    kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event,
+                                    operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters)
+                    try:
+                        run_dir = run_scenario(engine)
+                    finally:
+                        write_timings(engine.run_dir, engine.phase_seconds)
+                    status.update(f"{scenario.name} · checking")
+                    results, history = kind.judge(run_dir, scenario)
+                    report_path = kind.report(run_dir, results, history)
+                    kind.show(stdout, run_dir, results, history)
+                    stdout.print(f"report: {report_path}")
+                    mine.append(Outcome(scenario.name, run_dir, results, time.monotonic() - run_started, dict(engine.phase_seconds)))
+                    try:
+                        require_whole(cluster, after=scenario.name)
+                    except ClusterNotWhole:
+                        outcomes += mine
+                        raise
+                outcomes += mine
+                if repeat > 1:
+                    _print_repeat(scenario.name, mine, overrides, runs_root)
+    except (FailsafeError, OSError, TimeoutError) as e:
+        if isinstance(e, UserError) and not outcomes:
+            raise
+        if len(outcomes) > 1:
+            _print_lab_table(outcomes, time.monotonic() - started)
+        code = report(e)
+        # A run already judged INVALID is the finding a CI job must not miss: it outranks the runs that could not be carried out.
+        return Verdict.INVALID.exit_code if any(o.verdict is Verdict.INVALID for o in outcomes) else code
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
     return Verdict.worst(o.verdict for o in outcomes).exit_code
 
 
-def _dr_kind(scenarios: list, mode: str | None) -> bool:
-    """True when the scenarios run on a DR pair (all of them, then); a mix is one clear line."""
-    dr = [s.name for s in scenarios if s.kind == "dr"]
-    if dr and len(dr) != len(scenarios):
-        raise UserError(f"{', '.join(dr)} run on a DR pair and the others on one cluster: run them separately")
-    if dr and mode == "zookeeper":
-        raise UserError("DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
-    return bool(dr)
+def _run_options(files: list, given: dict[str, str | None]) -> list[str]:
+    """The --set assignments run options stand for (--master URL: pipeline.master); an option a scenario's kind does not take is refused."""
+    from failsafe.scenarios.kinds import KINDS
+
+    out: list[str] = []
+    for option, value in given.items():
+        if value is None:
+            continue
+        refusing = [f"{f.data.get('name', f.origin)} ({f.kind.name})" for f in files if option not in f.kind.run_options]
+        if refusing:
+            taking = [k.name for k in KINDS.values() if option in k.run_options]
+            raise UserError(f"--{option} is for {' and '.join(taking) or 'no'} scenarios: {', '.join(refusing)} do not take it")
+        out += [f"{path}={json.dumps(value)}" for path in sorted({f.kind.run_options[option] for f in files})]
+    return out
 
 
 @contextmanager
-def _clusters_for(dr: bool, root: Path, scenarios: list, base_port: int | None, heap: str | None, event, mode: str | None,
-                  zookeeper_port: int | None) -> Iterator[tuple]:
-    """The cluster the engine drives and every cluster's bootstrap by alias (a DR pair: primary and backup; else none)."""
-    from failsafe.scenarios.cluster_use import cluster_for
-    from failsafe.scenarios.pair_use import pair_for
+def _placed(scenarios: list, root: Path, base_port: int | None, heap: str | None, event, mode: str | None,
+            zookeeper_port: int | None) -> Iterator[tuple]:
+    """The cluster the engine drives, every cluster's bootstrap by alias (a DR pair: primary and backup; else none), and the
+    manifest's facts: where the scenarios' kinds place them, all in one place (a mix is one clear line)."""
+    from failsafe.scenarios.cluster_use import cluster_facts, cluster_for
+    from failsafe.scenarios.kinds import Placement, kind_of
+    from failsafe.scenarios.pair_use import pair_facts, pair_for
 
-    if dr:
+    placements = {kind_of(s).placement: [] for s in scenarios}
+    for s in scenarios:
+        placements[kind_of(s).placement].append(s.name)
+    if len(placements) > 1:
+        raise UserError("these scenarios run on different topologies (" + "; ".join(f"{', '.join(n)} on a {p}" for p, n in placements.items())
+                        + "): run them separately")
+    if Placement.DR_PAIR in placements:
+        if mode == "zookeeper":
+            raise UserError("DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
         with pair_for(root, scenarios, base_port, heap, event) as (primary, clusters):
-            yield primary, clusters
+            yield primary, clusters, {**cluster_facts(primary), **pair_facts(root)}
     else:
         with cluster_for(root, scenarios, base_port, heap, event, mode, zookeeper_port) as cluster:
-            yield cluster, {}
+            yield cluster, {}, cluster_facts(cluster)
 
 
-def _load(name: str, overrides: tuple[str, ...], mode: str | None = None):
+def _parse(file, overrides: tuple[str, ...], mode: str | None = None):
     try:
-        return load_scenario(name, overrides, mode)
+        return file.parse(overrides, mode)
     except ScenarioError as e:
-        if overrides and not str(e).startswith(name):
+        name = file.data.get("name", file.origin)
+        if overrides and not str(e).startswith(str(name)):
             raise ScenarioError(f"{name}: {e}") from e
         raise
 
@@ -224,22 +248,20 @@ def _print_lab_table(outcomes: list[Outcome], elapsed_s: float) -> None:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the summary.")
 def check_command(run_dir: Path, as_json: bool) -> int:
-    """Re-run the checkers on a stored run and rewrite its results.json."""
-    from failsafe.scenarios.kinds import KINDS, RunKind
+    """Re-run the checkers on a stored run and rewrite its results.json.
+
+    Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help').
+    """
+    from failsafe.scenarios.kinds import kind_of_run
+    from failsafe.scenarios.registry import stored_scenario
 
     rd = RunDir.open(run_dir)
-    kind = KINDS.get(rd.kind)
-    if kind is None:
-        raise UserError(f"{run_dir} is a run of kind {rd.kind!r}, which this failsafe does not know: check it with the failsafe that made it")
-    results, history = kind.check(rd)
+    kind = kind_of_run(rd)
+    results, history = kind.judge(rd, stored_scenario(rd))
     if as_json:
         click.echo(json.dumps(results, indent=2, default=str))
-    elif rd.kind in (RunKind.PIPELINE, RunKind.DR):
-        kind.show(stdout, rd, results, history)
     else:
-        from failsafe.reports.terminal import render_summary
-
-        render_summary(stdout, results, history, run_dir=run_dir)
+        kind.show(stdout, rd, results, history)
     return Verdict.of_run(results).exit_code
 
 
@@ -247,31 +269,26 @@ def check_command(run_dir: Path, as_json: bool) -> int:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
-    from failsafe.reports.html import write_report
-    from failsafe.scenarios.check import check_run, lab_run
-    from failsafe.scenarios.kinds import RunKind
+    from failsafe.scenarios.check import checked_run
+    from failsafe.scenarios.kinds import kind_of_run
 
-    if RunDir.open(run_dir).kind == RunKind.DR:
-        from failsafe.reports.dr_report import write_dr_report
-
-        results, history = check_run(RunDir.open(run_dir))
-        click.echo(str(write_dr_report(Path(run_dir), results, history)))
-        return 0
-    rd, results, history = lab_run(run_dir, "HTML reports")
-    path = write_report(rd.path, results, history, rd.scenario_data(), rd.manifest())
-    click.echo(str(path))
+    rd, results, history, _ = checked_run(run_dir)
+    click.echo(str(kind_of_run(rd).report(rd, results, history)))
     return 0
 
 
 @click.command("scenarios")
 def scenarios_command() -> None:
-    """The scenarios failsafe ships: name, seed tutorial, cluster mode, what it shows."""
+    """The scenarios failsafe ships: name, seed tutorial, kind and cluster mode, what it shows."""
+    from failsafe.scenarios.kinds import Placement, kind_of
+
     table = Table()
-    for col in ("scenario", "seed", "mode", "what it shows"):
+    for col in ("scenario", "seed", "kind", "mode", "what it shows"):
         table.add_column(col)
     for name in catalog_names():
         s = load_scenario(name)
-        # A pipeline scenario has no mode of its own; a lab scenario without one runs in either (--mode).
-        mode = "DR pair" if s.kind == "dr" else getattr(getattr(s, "cluster", None), "mode", "") or "either"
-        table.add_row(name, s.seed, mode, " ".join(s.description.split()))
+        # A scenario without a mode runs in either (--mode); a DR pair's clusters are KRaft.
+        kind = kind_of(s)
+        mode = "DR pair" if kind.placement == Placement.DR_PAIR else s.cluster.mode or "either"
+        table.add_row(name, s.seed, kind.name, mode, " ".join(s.description.split()))
     stdout.print(table)

@@ -8,6 +8,7 @@ import sys
 import click
 
 from failsafe import __version__
+from failsafe.cli.boundary import report
 from failsafe.cli.clients import consume_command, groups, leader_election_command, produce_command
 from failsafe.cli.cluster import (
     broker,
@@ -31,13 +32,20 @@ from failsafe.cli.pipeline import pipeline
 from failsafe.cli.simulate import simulate
 from failsafe.cli.spark import spark
 from failsafe.cli.topics import topics
-from failsafe.errors import FailsafeError
-from failsafe.waiting import WaitTimeout
+from failsafe.errors import EXIT_USAGE
 
-USAGE_EXIT = 2
+EXIT_CODES = """\b
+Exit codes (the same for run, check, run seed-lab and --repeat):
+  0  VALID: every run's checkers and expectations held
+  1  INVALID: a run violated what it checks (e.g. an acknowledged write lost)
+  2  usage: bad input or a wrong state, said in one line
+  3  UNKNOWN: a checker could not decide
+  4  KNOWN: only anomalies the scenario declares known (never VALID)
+  5  failsafe could not carry the run out (a node would not start, a port in use, a crash of its own)
+"""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="failsafe")
 def cli() -> None:
     """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
@@ -68,23 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as e:
         where = e.ctx.command_path if e.ctx is not None else "failsafe"
         print(f"{where}: {e.format_message()} (see '{where} --help')", file=sys.stderr)
-        return USAGE_EXIT
-    except FailsafeError as e:
-        print(f"failsafe: {e}", file=sys.stderr)
-        return e.exit_code
-    except WaitTimeout as e:
-        print(f"failsafe: {e}", file=sys.stderr)
-        return 1
-    except TimeoutError as e:
-        # A client library's bare timeout that no layer below named: still one line, never a traceback.
-        print(f"failsafe: a request timed out{': ' + str(e) if str(e) else ''} (is the cluster up? see 'failsafe status')", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("failsafe: interrupted", file=sys.stderr)
         return INTERRUPTED_EXIT
     except BrokenPipeError:
         # The reader went away (| head); nothing to report.
         return 0
+    except Exception as e:  # noqa: BLE001 - the boundary: one line and an exit code, never a traceback (cli/boundary.py)
+        return report(e)
     return code if isinstance(code, int) else 0
 
 

@@ -14,11 +14,16 @@ from pathlib import Path
 
 import orjson
 
+from failsafe.history.ops import Op, OpType
+
 HISTORY = "history.jsonl"
 RESULTS = "results.json"
 REPORT = "report.html"
 # A scenario writes its history at least every 0.2 s (the controller watch, the topology sampler).
 RUNNING_IDLE_S = 10.0
+# Byte tests pick the few lines worth parsing out of a history growing by thousands of sends a second.
+_SEND = f'"f":"{Op.SEND}"'.encode()
+_OTHERS = tuple(f'"f":"{f}"'.encode() for f in (Op.PHASE, Op.FAULT_START, Op.FAULT_STOP))
 MAX_LISTED = 200
 
 
@@ -75,12 +80,12 @@ class LiveRun:
         end = data.rfind(b"\n") + 1
         self.offset += end
         for line in data[:end].splitlines():
-            if b'"f":"send"' in line:
-                for outcome in ("invoke", "ok", "fail", "info"):
+            if _SEND in line:
+                for outcome in OpType:
                     if f'"type":"{outcome}"'.encode() in line:
-                        self.sends["invoked" if outcome == "invoke" else outcome] += 1
+                        self.sends["invoked" if outcome == OpType.INVOKE else str(outcome)] += 1
                         break
-            elif b'"f":"phase"' in line or b'"f":"fault-' in line:
+            elif any(word in line for word in _OTHERS):
                 self._other(line)
 
     def _other(self, line: bytes) -> None:
@@ -88,14 +93,14 @@ class LiveRun:
             op = orjson.loads(line)
         except orjson.JSONDecodeError:
             return
-        if op.get("f") == "phase":
+        if op.get("f") == Op.PHASE:
             self.phase = op.get("phase")
-        elif op.get("f") == "fault-start":
+        elif op.get("f") == Op.FAULT_START:
             fault = {"fault_id": op.get("fault_id"), "fault": op.get("fault"), "target": op.get("target"), "nodes": op.get("nodes", []),
                      "role": op.get("role"), "start_ms": op["time_ns"] // 1_000_000, "stop_ms": None, "error": op.get("error")}
             self.faults.append(fault)
             self.new_faults.append(fault)
-        elif op.get("f") == "fault-stop" and op.get("ok", True):
+        elif op.get("f") == Op.FAULT_STOP and op.get("ok", True):
             for fault in self.faults:
                 if fault["fault_id"] == op.get("fault_id") and fault["stop_ms"] is None:
                     fault["stop_ms"] = op["time_ns"] // 1_000_000

@@ -1,92 +1,110 @@
-"""What every fault is: a kind in the registry, a spec from the scenario, and an applied fault that can be undone.
+"""What every fault is: a type in the registry, a spec from the scenario, and an applied fault that can be undone.
 
-A fault plug-in is a function ``start(spec, targets) -> AppliedFault``: it chooses what to act on
-at the moment it starts (leadership moves, so a scenario names a role, not an id), acts, and
-returns how to undo it. The engine records the start and every undo attempt; an undo is marked
-done only after its action succeeded, so a failed restart is tried again by the heal.
+A fault type (``FaultType``) declares, in its own module, everything about it that the rest of
+failsafe needs:
+
+    name        what scenario files write (``fault = "kill"``)
+    family      what kind of fault it is (history.ops.Family), recorded with every start
+    needs       what it acts on (``Need``): a scenario kind that does not offer all of it cannot use it
+    params      its own fields, a frozen dataclass parsed from the scenario's table (unknown fields refused)
+    validate    what a scenario must hold for it (a partition of its topics, a consumer it has), named by field
+    fits        why a running cluster cannot take it (e.g. quorum-loss on a combined cluster), or None
+    start       ``start(spec, targets) -> AppliedFault``: chooses its targets when it starts (leadership
+                moves, so a scenario names a role, not an id), acts, and returns how to undo it and how
+                reports draw it (``label``, a network fault's ``sides``)
+    undo        how it is undone, in words
+
+``register`` adds one; failsafe.faults finds its own modules and registers them, and a module
+outside failsafe (a test's toy fault) registers its own the same way. The engine records the start
+and every undo attempt; an undo is marked done only after its action succeeded, so a failed
+restart is tried again by the heal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from failsafe.errors import UserError
+from failsafe.history.ops import Family, Target
 
-
-class FaultKind(StrEnum):
-    KILL = "kill"  # SIGKILL (kill -9) of brokers or controllers
-    TERMINATE = "terminate"  # SIGTERM: Kafka's controlled shutdown
-    PAUSE = "pause"  # SIGSTOP until the undo's SIGCONT
-    RESTART = "restart"  # SIGTERM, then started again at once
-    QUORUM_LOSS = "quorum-loss"  # every controller stopped (in ZooKeeper mode: every ZooKeeper node)
-    CLUSTER_LOSS = "cluster-loss"  # kill -9 of every node of the cluster at once: a region lost (DR scenarios)
-    KILL_CONSUMER = "kill-consumer"  # SIGKILL of a consumer: a crash, its group must rebalance
-    CLOSE_CONSUMER = "close-consumer"  # a consumer closes and leaves its group
-    KILL_DRIVER = "kill-driver"  # SIGKILL of the Spark driver's process group; the undo starts it from its checkpoint
-    KILL_SPARK_WORKER = "kill-spark-worker"  # SIGKILL of a standalone Spark worker's group (its executors too); the undo starts it
-    # Network faults (faults/network.py): nftables rules in the cluster's own table, deleted by the undo.
-    PARTITION = "partition"  # the cluster split into ``sides``, both ways or one way ('A -> B')
-    LOSSY_LINK = "lossy-link"  # packets between ``sides`` dropped with probability ``loss``
-    ISOLATE = "isolate"  # one node (by role) cut from every other node; its clients keep it unless ``clients``
-    CUT_CLIENTS = "cut-clients"  # one broker (by role) cut from the clients only
-
-
-class Role(StrEnum):
-    """How a broker fault picks its nodes when it starts."""
-
-    LEADER = "leader"
-    FOLLOWER = "follower"
-    REPLICAS = "replicas"
-    CONTROLLER = "controller"
-    ANY = "any"
-
-
-class Target(StrEnum):
-    """What a fault acts on, as recorded in ``fault-start``."""
-
-    BROKER = "broker"
-    CONTROLLER = "controller"
-    QUORUM = "quorum"
-    CLUSTER = "cluster"
-    CONSUMER = "consumer"
-    PIPELINE = "pipeline"
-    SPARK_WORKER = "spark-worker"
-    NETWORK = "network"
+__all__ = ["AppliedFault", "ClientTargets", "FaultContext", "FaultError", "FaultSpec", "FaultStart", "FaultTargets", "FaultType", "Family",
+           "NoFields", "Need", "Target", "parse_fields"]
 
 
 class FaultError(UserError):
-    """A fault that cannot be applied to this cluster as it is now."""
+    """A fault that cannot be applied to this cluster as it is now, or a fault table that cannot be run as written."""
+
+
+class Need(StrEnum):
+    """What a fault acts on; a scenario kind offers some of these (its ``offers``) and takes the faults that need no more."""
+
+    NODES = "nodes"  # brokers and controllers, chosen by role, id or partition
+    QUORUM = "quorum"  # the whole controller quorum (in ZooKeeper mode: the ensemble)
+    REGION = "region"  # every node of a cluster at once
+    NETWORK = "network"  # links between nodes and to the clients (nodes on addresses of their own, nftables)
+    CONSUMERS = "consumers"  # the workload's consumers, by name
+    SPARK_DRIVER = "spark-driver"  # the Spark driver the workload runs
+    SPARK_WORKERS = "spark-workers"  # the workers of a Spark cluster the workload runs
+
+
+@dataclass(frozen=True)
+class FaultContext:
+    """What a scenario tells a fault type when its fault is validated (before anything starts).
+
+    ``topics``: topic -> partitions of the scenario's topics. ``clients``: the names a client fault may
+    target, by Need (consumers -> ``member-0``, ...). ``hints``: how the scenario would offer a Need it
+    lacks now, for the error message (spark-workers -> 'set pipeline.master = "standalone"').
+    """
+
+    where: str
+    topics: Mapping[str, int] = field(default_factory=dict)
+    brokers: int = 3
+    combined: bool = False
+    mode: str = ""
+    clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hints: Mapping[str, str] = field(default_factory=dict)
+
+    def fail(self, field_name: str, message: str) -> FaultError:
+        return FaultError(f"scenario {self.where}.{field_name}: {message}" if field_name else f"scenario {self.where}: {message}")
+
+    def require_partition(self, field_name: str, partition: str | None) -> None:
+        """``partition`` names a partition of the scenario's topics as TOPIC-N."""
+        topic, _, number = (partition or "").rpartition("-")
+        if topic not in self.topics or not number.isdigit() or int(number) >= self.topics[topic]:
+            example = next(iter(self.topics), "topic")
+            raise self.fail(field_name, f"{partition!r} must name a partition of the scenario's topics as TOPIC-N, e.g. {example}-0")
+
+
+@dataclass(frozen=True)
+class NoFields:
+    """A fault that takes no field of its own."""
 
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One entry of a scenario's fault schedule: what, when (seconds into chaos), for how long, on what."""
+    """One entry of a scenario's fault schedule: which type, when (seconds into chaos), for how long, and its own fields."""
 
     fault: str
     at_s: float
     duration_s: float | None = None
-    role: str = Role.ANY
-    partition: str | None = None
-    node: int | None = None
-    consumer: str | None = None
-    # Network faults: the sides as written ('{leader} | {followers,controllers}'), a drop probability, clients cut too.
-    sides: str | None = None
-    loss: float | None = None
-    clients: bool = False
+    params: Any = NoFields()
 
 
 @dataclass
 class AppliedFault:
-    """A fault as it was applied, and how to undo it.
+    """A fault as it was applied, how to undo it, and how reports draw it.
 
     ``undo_action`` None: nothing comes back (a killed consumer stays dead), the fault stops at once.
     ``heals_at_once``: the undo is part of the fault (restart), so the engine runs it right away.
+    ``label``: how a report names it when its nodes do not say it; ``sides``: a network fault's sides
+    (node labels and ``clients``), recorded as data so nothing has to parse them back from text.
     """
 
-    kind: FaultKind
+    kind: str
     target: Target
     nodes: list[int | str]
     role: str
@@ -95,6 +113,10 @@ class AppliedFault:
     undone: bool = False
     undo_attempts: int = 0
     details: dict = field(default_factory=dict)
+    label: str | None = None
+    sides: list[list[str]] | None = None
+    one_way: bool | None = None
+    loss: float | None = None
 
     def undo(self) -> None:
         """Run the undo; marked undone only when it succeeded, so a failed one can be tried again."""
@@ -128,3 +150,76 @@ class FaultTargets:
 
 
 FaultStart = Callable[[FaultSpec, FaultTargets], AppliedFault]
+
+
+def _no_check(params: Any, ctx: FaultContext) -> None:
+    """A fault whose fields need nothing of the scenario."""
+
+
+def _fits_any(spec: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class FaultType:
+    name: str
+    family: Family | str
+    summary: str
+    needs: frozenset[str]  # Need values, or a plug-in's own words
+    start: FaultStart
+    undo: str
+    params: type = NoFields
+    validate: Callable[[Any, FaultContext], None] = _no_check
+    fits: Callable[[Any], str | None] = _fits_any  # a ClusterSpec -> why it cannot take this fault
+
+    def parse(self, table: Mapping[str, Any], ctx: FaultContext) -> Any:
+        """The fault's own fields from its table (``fault``, ``at_s`` and ``duration_s`` already taken), validated."""
+        params = parse_fields(self.params, table, ctx)
+        self.validate(params, ctx)
+        return params
+
+
+def parse_fields(cls: type, table: Mapping[str, Any], ctx: FaultContext) -> Any:
+    """``cls`` (a dataclass) from ``table``: an unknown field, a missing one or a value of the wrong type is named.
+
+    A field's type is checked against its annotation's plain types (str, int, float, bool, None); a
+    field may declare ``metadata={"convert": f}`` to convert and check the value itself.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - set(fields))
+    if unknown:
+        known = ", ".join(sorted(["fault", "at_s", "duration_s", *fields]))
+        raise ctx.fail(unknown[0], f"is not a field of this fault (its fields: {known})")
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        if name not in table:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ctx.fail(name, "missing")
+            continue
+        value = table[name]
+        convert = f.metadata.get("convert")
+        try:
+            annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+            values[name] = convert(value) if convert is not None else _typed(value, annotation)
+        except (TypeError, ValueError) as e:
+            raise ctx.fail(name, f"{value!r} is not valid: {e}") from e
+    return cls(**values)
+
+
+_PLAIN = {"str": str, "int": int, "float": (int, float), "bool": bool}
+
+
+def _typed(value: Any, annotation: str) -> Any:
+    """``value`` when it is of one of the plain types ``annotation`` names (``int | None``, ``str``, ...)."""
+    allowed = [part.strip() for part in annotation.split("|")]
+    if value is None and "None" in allowed:
+        return value
+    for name in allowed:
+        kind = _PLAIN.get(name)
+        if kind is None:
+            continue
+        if isinstance(value, bool) and name != "bool":
+            continue
+        if isinstance(value, kind):
+            return float(value) if name == "float" else value
+    raise TypeError(f"expected {annotation}")

@@ -2,39 +2,83 @@
 
 from __future__ import annotations
 
-from failsafe.faults.base import AppliedFault, FaultKind, FaultSpec, FaultTargets, Target
+from dataclasses import dataclass
+
+from failsafe.faults import register
+from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.history.ops import Family
+
+KILL_CONSUMER = "kill-consumer"
+CLOSE_CONSUMER = "close-consumer"
+KILL_DRIVER = "kill-driver"
+KILL_SPARK_WORKER = "kill-spark-worker"
+# The Spark driver's process name: what kill-driver asks the workload to kill and restart.
+DRIVER = "pipeline"
+
+
+@dataclass(frozen=True)
+class ConsumerChoice:
+    """The consumer, as NAME-INDEX of the scenario's consumers (``member-0``)."""
+
+    consumer: str
+
+
+def _check_consumer(params: ConsumerChoice, ctx: FaultContext) -> None:
+    names = ctx.clients.get(Need.CONSUMERS, ())
+    if params.consumer not in names:
+        raise ctx.fail("consumer", f"{params.consumer!r} must name a consumer as NAME-INDEX, one of {', '.join(names) or 'none'}")
 
 
 def kill_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL: the member never says goodbye, its group notices after session.timeout.ms. Nothing comes back."""
-    assert spec.consumer is not None
-    targets.clients.kill_client(spec.consumer)
-    return AppliedFault(FaultKind.KILL_CONSUMER, Target.CONSUMER, [spec.consumer], "consumer")
+    targets.clients.kill_client(spec.params.consumer)
+    return AppliedFault(KILL_CONSUMER, Target.CONSUMER, [spec.params.consumer], "consumer")
 
 
 def close_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close: the member leaves its group at once. Nothing comes back."""
-    assert spec.consumer is not None
-    targets.clients.close_client(spec.consumer)
-    return AppliedFault(FaultKind.CLOSE_CONSUMER, Target.CONSUMER, [spec.consumer], "consumer")
-
-
-DRIVER = "pipeline"
+    targets.clients.close_client(spec.params.consumer)
+    return AppliedFault(CLOSE_CONSUMER, Target.CONSUMER, [spec.params.consumer], "consumer")
 
 
 def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL of the driver's whole process group (its JVM too); the undo starts it again from its checkpoint."""
     targets.clients.kill_client(DRIVER)
-    return AppliedFault(FaultKind.KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER))
+    return AppliedFault(KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER))
 
 
 def spark_worker_name(worker: int) -> str:
     return f"spark-worker-{worker}"
 
 
+@dataclass(frozen=True)
+class WorkerChoice:
+    """The Spark worker by index (0 first)."""
+
+    node: int = 0
+
+
+def _check_worker(params: WorkerChoice, ctx: FaultContext) -> None:
+    workers = ctx.clients.get(Need.SPARK_WORKERS, ())
+    if not workers:
+        hint = ctx.hints.get(Need.SPARK_WORKERS)
+        raise ctx.fail("fault", "kill-spark-worker needs a Spark cluster of the run's own" + (f": {hint}" if hint else ""))
+    if spark_worker_name(params.node) not in workers:
+        raise ctx.fail("node", f"{params.node} is not a worker of the run's Spark cluster (0-{len(workers) - 1})")
+
+
 def kill_spark_worker(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL of standalone worker ``node`` (default 0) and its executors: a lost machine. The undo starts the worker again."""
-    name = spark_worker_name(spec.node or 0)
+    name = spark_worker_name(spec.params.node)
     targets.clients.kill_client(name)
-    return AppliedFault(FaultKind.KILL_SPARK_WORKER, Target.SPARK_WORKER, [name], "spark worker",
-                        lambda: targets.clients.restart_client(name))
+    return AppliedFault(KILL_SPARK_WORKER, Target.SPARK_WORKER, [name], "spark worker", lambda: targets.clients.restart_client(name))
+
+
+register(FaultType(KILL_CONSUMER, Family.CLIENT, "SIGKILL of a consumer: a crash, its group must rebalance", frozenset({Need.CONSUMERS}),
+                   kill_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
+register(FaultType(CLOSE_CONSUMER, Family.CLIENT, "a consumer closes and leaves its group", frozenset({Need.CONSUMERS}),
+                   close_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
+register(FaultType(KILL_DRIVER, Family.CLIENT, "SIGKILL of the Spark driver's process group", frozenset({Need.SPARK_DRIVER}),
+                   kill_driver, "the driver started again from its checkpoint"))
+register(FaultType(KILL_SPARK_WORKER, Family.CLIENT, "SIGKILL of a standalone Spark worker's group, its executors too",
+                   frozenset({Need.SPARK_WORKERS}), kill_spark_worker, "the worker started again", WorkerChoice, _check_worker))

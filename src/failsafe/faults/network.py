@@ -17,20 +17,19 @@ the heal, so a SIGKILL of failsafe leaves no rule behind.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from failsafe.cluster import netfilter
 from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
-from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultTargets, Target
-from failsafe.faults.nodes import choose_brokers
-from failsafe.faults.sides import Side, node_label, parse_sides, resolve_sides
-from failsafe.supervisor import DOWN, spawn
+from failsafe.faults import register
+from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.leash import NetworkLeash
+from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
+from failsafe.faults.sides import CLIENTS, ROLE_WORDS, Side, node_label, parse_sides, resolve_sides
+from failsafe.history.ops import Family
+from failsafe.supervisor import DOWN
 
 LOOPBACK = "127.0.0.1"
 # Drop probabilities are written as parts of 10,000 (numgen's modulus): 0.01 % steps.
@@ -139,8 +138,18 @@ def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | 
         netfilter.add_chain(cluster.dir.root, chain, comment, rules)
     except netfilter.NftError as e:
         raise FaultError(f"nft refused the rules of '{comment}': {e}") from e
-    return NetworkFault(chain, comment, sides, one_way, loss,
-                        {"sides": [s.label for s in sides], "one_way": one_way, "loss": loss, "chain": chain})
+    return NetworkFault(chain, comment, sides, one_way, loss, {"sides": side_lists(sides), "one_way": one_way, "loss": loss, "chain": chain})
+
+
+def side_lists(sides: Sequence[Side]) -> list[list[str]]:
+    """The sides as data: each side's node labels, and ``clients`` when the clients are on it (what the history records)."""
+    return [[node_label(n) for n in side.nodes] + ([CLIENTS] if side.clients else []) for side in sides]
+
+
+def sides_label(sides: Sequence[Sequence[str]], one_way: bool, loss: float | None) -> str:
+    """How reports name a network fault: ``{0} | {1000,1,2}``, ``{0} -> {1}``, with its loss when it drops only some packets."""
+    joined = (" -> " if one_way else " | ").join("{" + ",".join(side) + "}" for side in sides)
+    return joined + (f" loss {loss:g}" if loss is not None and loss < 1 else "")
 
 
 def heal(cluster: Any, chain: str | None = None) -> list[str]:
@@ -156,53 +165,67 @@ def heal(cluster: Any, chain: str | None = None) -> list[str]:
     return [f"{chain}: {names[chain].comment}"]
 
 
-# -- the leash ---------------------------------------------------------------------------------------
-class NetworkLeash:
-    """A watchdog that deletes ``chains`` if this process dies before it released them (a SIGKILL of failsafe mid-run)."""
-
-    def __init__(self, root: Path, log_file: Path) -> None:
-        self.root = root
-        self._proc = spawn([sys.executable, "-m", "failsafe.faults.network", str(root.resolve())], name="network-leash",
-                           log_path=log_file, stdin=subprocess.PIPE, cwd=root, dies_with_parent=False).popen
-
-    def hold(self, chain: str) -> None:
-        self._send(f"hold {chain}")
-
-    def release(self, chain: str) -> None:
-        self._send(f"release {chain}")
-
-    def _send(self, line: str) -> None:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(f"{line}\n".encode())
-        self._proc.stdin.flush()
-
-    def close(self) -> None:
-        """We are done: the watchdog deletes what is still held (nothing, after a heal) and exits."""
-        if self._proc.stdin is not None and not self._proc.stdin.closed:
-            try:
-                self._proc.stdin.close()
-            except BrokenPipeError:
-                pass
-        self._proc.wait(timeout=30)
+# -- the scenario fault types ------------------------------------------------------------------------
+PARTITION = "partition"
+LOSSY_LINK = "lossy-link"
+ISOLATE = "isolate"
+CUT_CLIENTS = "cut-clients"
 
 
-def _watch(root: Path) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    held: list[str] = []
-    for line in sys.stdin:
-        verb, _, chain = line.strip().partition(" ")
-        if verb == "hold":
-            held.append(chain)
-        elif verb == "release" and chain in held:
-            held.remove(chain)
-    for chain in held:
-        if netfilter.delete_chain(root, chain):
-            print(f"network leash: failsafe ended with {chain} in force; deleted it", flush=True)
-    return 0
+def _loss(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError("must be a drop probability in (0, 1]")
+    return float(value)
 
 
-# -- scenario fault kinds ----------------------------------------------------------------------------
-def _applied(kind: FaultKind, cluster: Any, fault: NetworkFault, leash: NetworkLeash | None, chosen: str = "") -> AppliedFault:
+def _sides_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected sides as text, e.g. \"{leader} | {followers,controllers}\"")
+    try:
+        parse_sides(value)
+    except FaultError as e:
+        raise ValueError(str(e)) from e
+    return value
+
+
+@dataclass(frozen=True)
+class SidesChoice:
+    """``sides`` apart (``{leader} | {followers,controllers}``); ``loss`` < 1 drops that share only; ``partition`` names the
+    partition whose leader, followers or replicas the sides name."""
+
+    sides: str = field(metadata={"convert": _sides_text})
+    loss: float | None = field(default=None, metadata={"convert": _loss})
+    partition: str | None = None
+
+
+@dataclass(frozen=True)
+class LinkChoice(NodeChoice):
+    """One node by role, id or partition (as kill takes it); ``loss`` < 1 drops that share of its packets only."""
+
+    loss: float | None = field(default=None, metadata={"convert": _loss})
+
+
+@dataclass(frozen=True)
+class IsolateChoice(LinkChoice):
+    """``clients``: the isolated node's clients lose it too (by default they keep reaching it)."""
+
+    clients: bool = False
+
+
+def _check_sides(params: SidesChoice, ctx: FaultContext) -> None:
+    if any(t in ROLE_WORDS and t != "controller" for side in parse_sides(params.sides).sides for t in side):
+        ctx.require_partition("partition", params.partition)
+
+
+def _check_lossy(params: SidesChoice, ctx: FaultContext) -> None:
+    if params.loss is None or params.loss >= 1:
+        raise ctx.fail("loss", "a lossy-link needs a drop probability below 1 (e.g. loss = 0.2); for 1 use partition")
+    _check_sides(params, ctx)
+
+
+def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: NetworkLeash | None, chosen_as: str = "") -> AppliedFault:
     if leash is not None:
         leash.hold(fault.chain)
 
@@ -211,14 +234,18 @@ def _applied(kind: FaultKind, cluster: Any, fault: NetworkFault, leash: NetworkL
         if leash is not None:
             leash.release(fault.chain)
     nodes: list[int | str] = [node_label(n) if n.is_zookeeper else n.node_id for n in fault.sides[0].nodes]
-    return AppliedFault(kind, Target.NETWORK, nodes, f"{chosen}: {fault.comment}" if chosen else fault.comment, undo, details=fault.details)
+    sides = side_lists(fault.sides)
+    return AppliedFault(kind, Target.NETWORK, nodes, f"{chosen_as}: {fault.comment}" if chosen_as else fault.comment, undo,
+                        details={"chain": fault.chain}, label=sides_label(sides, fault.one_way, fault.loss), sides=sides,
+                        one_way=fault.one_way, loss=fault.loss)
 
 
 def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, dict | None, NodeSpec | None]:
     cluster: Any = targets.cluster
-    partition = targets.partition(spec.partition) if spec.partition else None
-    if spec.partition and partition is None:
-        raise FaultError(f"no topology sample shows {spec.partition}")
+    name = spec.params.partition
+    partition = targets.partition(name) if name else None
+    if name and partition is None:
+        raise FaultError(f"no topology sample shows {name}")
     return cluster, partition, cluster.active_controller_node()
 
 
@@ -230,33 +257,39 @@ def _leash(targets: FaultTargets) -> NetworkLeash | None:
 def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """``sides`` apart (``loss`` < 1: a lossy link between them instead)."""
     cluster, sample, active = _context(spec, targets)
-    assert spec.sides is not None
-    parsed = parse_sides(spec.sides)
+    parsed = parse_sides(spec.params.sides)
     sides = resolve_sides(parsed, cluster.spec, sample, active)
-    fault = apply(cluster, sides, parsed.one_way, spec.loss)
-    return _applied(FaultKind(spec.fault), cluster, fault, _leash(targets))
+    fault = apply(cluster, sides, parsed.one_way, spec.params.loss)
+    return _applied(spec.fault, cluster, fault, _leash(targets))
 
 
 def _one_node(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, NodeSpec, str]:
-    cluster, sample, _ = _context(spec, targets)
-    nodes, chosen = choose_brokers(cluster, spec.role, sample, spec.node)
-    return cluster, nodes[0], chosen
+    cluster, nodes, chosen_as = chosen(spec.params, targets)
+    return cluster, nodes[0], chosen_as
 
 
 def isolate(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """One node apart from every other node; its clients keep it unless ``clients = true``."""
-    cluster, node, chosen = _one_node(spec, targets)
+    cluster, node, chosen_as = _one_node(spec, targets)
     others = tuple(n for n in cluster.spec.nodes() if n != node)
-    sides = [Side((node,)), Side(others, bool(spec.clients))]
-    return _applied(FaultKind.ISOLATE, cluster, apply(cluster, sides, False, spec.loss), _leash(targets), chosen)
+    sides = [Side((node,)), Side(others, bool(spec.params.clients))]
+    return _applied(ISOLATE, cluster, apply(cluster, sides, False, spec.params.loss), _leash(targets), chosen_as)
 
 
 def cut_clients(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """The clients lose one broker; the brokers and controllers do not."""
-    cluster, node, chosen = _one_node(spec, targets)
-    fault = apply(cluster, [Side((node,)), Side((), True)], False, spec.loss)
-    return _applied(FaultKind.CUT_CLIENTS, cluster, fault, _leash(targets), chosen)
+    cluster, node, chosen_as = _one_node(spec, targets)
+    fault = apply(cluster, [Side((node,)), Side((), True)], False, spec.params.loss)
+    return _applied(CUT_CLIENTS, cluster, fault, _leash(targets), chosen_as)
 
 
-if __name__ == "__main__":
-    sys.exit(_watch(Path(sys.argv[1])))
+_NEEDS = frozenset({Need.NETWORK})
+_UNDO = "its nftables chain deleted"
+register(FaultType(PARTITION, Family.NETWORK, "the cluster split into sides, both ways or one way ('A -> B')", _NEEDS, partition, _UNDO,
+                   SidesChoice, _check_sides))
+register(FaultType(LOSSY_LINK, Family.NETWORK, "packets between sides dropped with probability loss", _NEEDS, partition, _UNDO,
+                   SidesChoice, _check_lossy))
+register(FaultType(ISOLATE, Family.NETWORK, "one node cut from every other node; its clients keep it unless clients = true", _NEEDS,
+                   isolate, _UNDO, IsolateChoice, check_node_choice))
+register(FaultType(CUT_CLIENTS, Family.NETWORK, "one broker cut from the clients only", _NEEDS, cut_clients, _UNDO, LinkChoice,
+                   check_node_choice))

@@ -1,4 +1,4 @@
-"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum.
+"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum, loss of a region.
 
 In ZooKeeper mode the controller is a broker (role ``controller`` picks the one ZooKeeper elected)
 and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node, seed 004's
@@ -8,13 +8,55 @@ and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node
 from __future__ import annotations
 
 import signal
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from failsafe.cluster.spec import NodeSpec
-from failsafe.faults.base import AppliedFault, FaultError, FaultKind, FaultSpec, FaultTargets, Role, Target
+from failsafe.faults import register
+from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN, PAUSED
 
 SIGNAL_TIMEOUT_S = 60.0
+
+KILL = "kill"
+TERMINATE = "terminate"
+PAUSE = "pause"
+RESTART = "restart"
+QUORUM_LOSS = "quorum-loss"
+CLUSTER_LOSS = "cluster-loss"
+
+
+class Role(StrEnum):
+    """How a node fault picks its nodes when it starts."""
+
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    REPLICAS = "replicas"
+    CONTROLLER = "controller"
+    ANY = "any"
+
+
+PARTITION_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS)
+
+
+@dataclass(frozen=True)
+class NodeChoice:
+    """Which nodes: ``node`` by id, else by ``role`` (of ``partition`` for leader, follower and replicas)."""
+
+    role: str = Role.ANY
+    partition: str | None = None
+    node: int | None = None
+
+
+def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
+    if params.role not in tuple(Role):
+        raise ctx.fail("role", f"{params.role!r} is not one of {', '.join(Role)}")
+    if params.node is not None and not 0 <= params.node < ctx.brokers:
+        raise ctx.fail("node", f"{params.node} is not a broker of the scenario's cluster (0-{ctx.brokers - 1})")
+    if params.role in PARTITION_ROLES and params.node is None:
+        ctx.require_partition("partition", params.partition)
 
 
 # The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.
@@ -50,30 +92,29 @@ def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | 
     raise FaultError(f"unknown role {role!r}")
 
 
-def _chosen(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, list[NodeSpec], str, Target]:
+def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpec], str]:
+    """The cluster, the nodes ``params`` names now, and how they were chosen."""
     cluster: Any = targets.cluster
-    partition = targets.partition(spec.partition) if spec.partition else None
-    nodes, role = choose_brokers(cluster, spec.role, partition, spec.node)
-    return cluster, nodes, role, Target.BROKER if all(n.is_broker for n in nodes) else Target.CONTROLLER
+    partition = targets.partition(params.partition) if params.partition else None
+    nodes, role = choose_brokers(cluster, params.role, partition, params.node)
+    return cluster, nodes, role
 
 
-def _stopping(action: str, kind: FaultKind, heals_at_once: bool = False):
+def _target(nodes: list[NodeSpec]) -> Target:
+    return Target.BROKER if all(n.is_broker for n in nodes) else Target.CONTROLLER
+
+
+def _stopping(name: str, action: str, heals_at_once: bool = False):
     def start(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-        cluster, nodes, role, target = _chosen(spec, targets)
+        cluster, nodes, role = chosen(spec.params, targets)
         for node in nodes:
             cluster.signal_node(node, action, SIGNAL_TIMEOUT_S)
-        return AppliedFault(kind, target, [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
+        return AppliedFault(name, _target(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
     return start
 
 
-kill = _stopping("kill", FaultKind.KILL)
-terminate = _stopping("stop", FaultKind.TERMINATE)
-# SIGTERM, then the engine undoes it at once: the fault's window is the broker's whole absence.
-restart = _stopping("stop", FaultKind.RESTART, heals_at_once=True)
-
-
 def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-    cluster, nodes, role, target = _chosen(spec, targets)
+    cluster, nodes, role = chosen(spec.params, targets)
     for node in nodes:
         cluster.signal_node(node, "pause", SIGNAL_TIMEOUT_S)
 
@@ -81,7 +122,7 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         for node in nodes:
             if cluster.node_state(node) == PAUSED:
                 cluster.signal_node(node, "resume", SIGNAL_TIMEOUT_S)
-    return AppliedFault(FaultKind.PAUSE, target, [n.node_id for n in nodes], role, resume)
+    return AppliedFault(PAUSE, _target(nodes), [n.node_id for n in nodes], role, resume)
 
 
 def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -97,7 +138,16 @@ def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     for node in quorum:
         if cluster.node_state(node) != DOWN:
             cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
-    return AppliedFault(FaultKind.QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum))
+    return AppliedFault(QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum))
+
+
+def _separate_controllers(params: object, ctx: FaultContext) -> None:
+    if ctx.combined:
+        raise ctx.fail("fault", "quorum-loss needs separate controllers (cluster.combined = false)")
+
+
+def _not_combined(spec: Any) -> str | None:
+    return "it runs in combined mode and the scenario stops the controller quorum" if getattr(spec, "combined", False) else None
 
 
 def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -107,5 +157,21 @@ def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     if not nodes:
         raise FaultError("cluster-loss: no node of the cluster is running")
     cluster.stop_nodes(nodes, signal.SIGKILL, SIGNAL_TIMEOUT_S)
-    return AppliedFault(FaultKind.CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node",
-                        lambda: cluster.restart(nodes))
+    return AppliedFault(CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node", lambda: cluster.restart(nodes))
+
+
+register(FaultType(KILL, Family.PROCESS, "SIGKILL (kill -9) of brokers or controllers chosen by role, id or partition",
+                   frozenset({Need.NODES}), _stopping(KILL, "kill"), "started again, and the cluster waited on until ready",
+                   NodeChoice, check_node_choice))
+register(FaultType(TERMINATE, Family.PROCESS, "SIGTERM: Kafka's controlled shutdown", frozenset({Need.NODES}),
+                   _stopping(TERMINATE, "stop"), "started again", NodeChoice, check_node_choice))
+register(FaultType(PAUSE, Family.PROCESS, "SIGSTOP: frozen, still holding its sockets", frozenset({Need.NODES}), pause,
+                   "SIGCONT", NodeChoice, check_node_choice))
+# SIGTERM, then the engine undoes it at once: the fault's window is the broker's whole absence.
+register(FaultType(RESTART, Family.PROCESS, "SIGTERM, then started again at once", frozenset({Need.NODES}),
+                   _stopping(RESTART, "stop", heals_at_once=True), "part of the fault: started again at once", NodeChoice,
+                   check_node_choice))
+register(FaultType(QUORUM_LOSS, Family.PROCESS, "every controller stopped (in ZooKeeper mode: every ZooKeeper node)",
+                   frozenset({Need.QUORUM}), quorum_loss, "every one started again", validate=_separate_controllers, fits=_not_combined))
+register(FaultType(CLUSTER_LOSS, Family.PROCESS, "kill -9 of every node of the cluster at once: a region lost",
+                   frozenset({Need.REGION}), cluster_loss, "every node started again"))

@@ -19,8 +19,8 @@ from failsafe.history.model import FRAME_SCHEMAS, History
 
 FRAMES_DIR = "history.frames"
 SOURCE_FILE = "source.json"
-# 2: the clients frame. 3: the controllers frame.
-FORMAT = 3
+# 2: the clients frame. 3: the controllers frame. 4: faults' family, label and sides; events' leaderless.
+FORMAT = 4
 
 
 def _source_of(history_path: Path) -> dict:

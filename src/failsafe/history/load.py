@@ -21,6 +21,7 @@ import polars as pl
 
 from failsafe.history.columnar import read_frames, write_frames
 from failsafe.history.model import CONFIG_ENTRY, FRAME_SCHEMAS, History, HistoryFormatError
+from failsafe.history.ops import EVENTS, MIGRATION_ROLL, Family, Op, OpType, Target
 
 _RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String})
 # assign/revoke partitions and topology partitions share one struct: absent fields are null.
@@ -44,6 +45,13 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     # broker ids are JSON ints, consumer names strings: a String list makes both strings.
     "nodes": pl.List(pl.String),
     "role": pl.String,
+    "family": pl.String,
+    "label": pl.String,
+    "sides": pl.List(pl.List(pl.String)),
+    "one_way": pl.Boolean,
+    "loss": pl.Float64,
+    "leaderless": pl.List(pl.String),
+    "under_replicated": pl.List(pl.String),
     "ok": pl.Boolean,
     "phase": pl.String,
     "exit_code": pl.Int64,
@@ -55,15 +63,13 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "log": pl.String,
     "controller": pl.Int64,
 }
-_BULK = {"send": SEND_SCHEMA, "poll": POLL_SCHEMA, "log-read": LOG_READ_SCHEMA}
+_BULK = {Op.SEND: SEND_SCHEMA, Op.POLL: POLL_SCHEMA, Op.LOG_READ: LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
 _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
-# The rare ops, decoded with every field: their frames are small.
-# What the engine and the workloads record about the run itself (the ``events`` frame).
-EVENT_KINDS = ["recover-timeout", "elect-leaders", "pipeline-start", "pipeline-exit", "pipeline-stop", "simulator-exit", "drained",
-               "spark-standalone-up", "dr-switch", "dr-offsets", "mirror-start", "mirror-ready", "mirror-stop"]
-OTHER_KINDS = ["assign", "revoke", "commit", "close", "crash", "fault-start", "fault-stop", "topology", "phase", "create-topic", "client-config",
-               "controller", *EVENT_KINDS]
+# The rare ops, decoded with every field: their frames are small. Events are what the engine and the
+# workloads record about the run itself (the ``events`` frame).
+EVENT_KINDS = [str(f) for f in EVENTS]
+OTHER_KINDS = [str(f) for f in Op if f not in _BULK]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
@@ -118,11 +124,11 @@ def _parse(source: Path | io.BytesIO, read_bytes) -> History:
 def _kinds_fast(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
     lines = pl.read_csv(source, raise_if_empty=False, **_LINE_READER).drop_nulls()
     # Sends are most lines: a literal search finds them faster than the regular expression.
-    is_send = lines["line"].str.contains('"f":"send"', literal=True)
+    is_send = lines["line"].str.contains(f'"f":"{Op.SEND}"', literal=True)
     rest = lines.filter(~is_send).with_columns(pl.col("line").str.extract(_F_PATTERN, 1).alias("kind"))
     # rest may hold sends written with spaces ("f": "send") that the literal search missed.
-    kinds = {"send": _decode(pl.concat([lines.filter(is_send), rest.filter(pl.col("kind") == "send").drop("kind")]), SEND_SCHEMA)}
-    for kind in ("poll", "log-read"):
+    kinds = {Op.SEND: _decode(pl.concat([lines.filter(is_send), rest.filter(pl.col("kind") == Op.SEND).drop("kind")]), SEND_SCHEMA)}
+    for kind in (Op.POLL, Op.LOG_READ):
         kinds[kind] = _decode(rest.filter(pl.col("kind") == kind), _BULK[kind])
     kinds["other"] = _decode(rest.filter(pl.col("kind").is_in(OTHER_KINDS)), OTHER_SCHEMA)
     # An op this version does not know is checked for the fields every op has, then ignored:
@@ -199,25 +205,25 @@ def _plain_error(lines: list[bytes]) -> str | None:
 def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
     """The History's frames from the decoded ops of each kind (send, poll, log-read, other, unknown)."""
     other = kinds["other"]
-    log_reads = kinds["log-read"]
-    log = _select(_records(log_reads.filter(pl.col("type") == "ok")), "log")
+    log_reads = kinds[Op.LOG_READ]
+    log = _select(_records(log_reads.filter(pl.col("type") == OpType.OK)), "log")
     # Explode and join leave frames in many chunks; one contiguous copy makes every later scan faster.
     return History(
-        sends=_sends(kinds["send"]).rechunk(),
-        reads=_reads(kinds["poll"], log).rechunk(),
+        sends=_sends(kinds[Op.SEND]).rechunk(),
+        reads=_reads(kinds[Op.POLL], log).rechunk(),
         log=log.rechunk(),
-        log_failures=_select(log_reads.filter(pl.col("type") == "fail"), "log_failures"),
+        log_failures=_select(log_reads.filter(pl.col("type") == OpType.FAIL), "log_failures"),
         membership=_membership(other),
         commits=_commits(other),
-        client_events=_select(other.filter(pl.col("f").is_in(["close", "crash"])), "client_events"),
+        client_events=_select(other.filter(pl.col("f").is_in([Op.CLOSE, Op.CRASH])), "client_events"),
         faults=_faults(other),
         topology=_topology(other),
-        topology_errors=_select(other.filter((pl.col("f") == "topology") & pl.col("error").is_not_null()), "topology_errors"),
-        phases=_select(other.filter(pl.col("f") == "phase"), "phases"),
-        admin=_select(other.filter(pl.col("f") == "create-topic"), "admin"),
+        topology_errors=_select(other.filter((pl.col("f") == Op.TOPOLOGY) & pl.col("error").is_not_null()), "topology_errors"),
+        phases=_select(other.filter(pl.col("f") == Op.PHASE), "phases"),
+        admin=_select(other.filter(pl.col("f") == Op.CREATE_TOPIC), "admin"),
         events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
-        clients=_select(other.filter(pl.col("f") == "client-config"), "clients"),
-        controllers=_select(other.filter(pl.col("f") == "controller"), "controllers"),
+        clients=_select(other.filter(pl.col("f") == Op.CLIENT_CONFIG), "clients"),
+        controllers=_select(other.filter(pl.col("f") == Op.CONTROLLER), "controllers"),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 
@@ -227,8 +233,8 @@ def _select(frame: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def _sends(sends: pl.DataFrame) -> pl.DataFrame:
-    invokes = sends.filter(pl.col("type") == "invoke").select("process", "id", "topic", "key", "value", "partition", pl.col("time_ns").alias("invoke_ns"))
-    completions = sends.filter(pl.col("type") != "invoke").select(
+    invokes = sends.filter(pl.col("type") == OpType.INVOKE).select("process", "id", "topic", "key", "value", "partition", pl.col("time_ns").alias("invoke_ns"))
+    completions = sends.filter(pl.col("type") != OpType.INVOKE).select(
         "process",
         "id",
         pl.col("topic").alias("topic_c"),
@@ -271,7 +277,7 @@ def _records(frame: pl.DataFrame, *keep: str) -> pl.DataFrame:
 
 
 def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
-    polls = polls.filter(pl.col("type") == "ok").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq"))
+    polls = polls.filter(pl.col("type") == OpType.OK).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq"))
     reads = _records(polls, "process", "group", "time_ns", "poll_seq")
     if reads.height and reads["value"].null_count() and log.height:
         # Kafka's VerifiableConsumer reports offsets only: take the record from the log.
@@ -284,22 +290,23 @@ def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
 
 
 def _membership(other: pl.DataFrame) -> pl.DataFrame:
-    events = other.filter(pl.col("f").is_in(["assign", "revoke"])).select("process", "group", "time_ns", "f", pl.col("lost").fill_null(False), "partitions")
+    events = other.filter(pl.col("f").is_in([Op.ASSIGN, Op.REVOKE])).select("process", "group", "time_ns", "f", pl.col("lost").fill_null(False), "partitions")
     exploded = events.explode("partitions").drop_nulls("partitions")
     return _select(exploded.with_columns(pl.col("partitions").struct.field("topic", "partition")), "membership")
 
 
 def _commits(other: pl.DataFrame) -> pl.DataFrame:
-    commits = other.filter(pl.col("f") == "commit").select("process", "group", "time_ns", "type", "error", "offsets")
+    commits = other.filter(pl.col("f") == Op.COMMIT).select("process", "group", "time_ns", "type", "error", "offsets")
     return _select(commits.explode("offsets").with_columns(pl.col("offsets").struct.field("topic", "partition", "offset")), "commits")
 
 
 def _faults(other: pl.DataFrame) -> pl.DataFrame:
-    starts = other.filter(pl.col("f") == "fault-start").select(
-        "fault_id", "fault", "target", "nodes", "role", pl.col("time_ns").alias("start_ns"), pl.col("error").alias("start_error")
+    starts = other.filter(pl.col("f") == Op.FAULT_START).select(
+        "fault_id", "fault", "target", "nodes", "role", _family(), "label", "sides", "one_way", "loss", pl.col("time_ns").alias("start_ns"),
+        pl.col("error").alias("start_error"),
     )
     starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
-    stops = other.filter(pl.col("f") == "fault-stop").select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error",
+    stops = other.filter(pl.col("f") == Op.FAULT_STOP).select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error",
                                                               pl.col("attempt").fill_null(1))
     # A failed undo is recorded and tried again: the fault stopped at its first successful undo, else
     # it is still open, failed at its last attempt.
@@ -311,6 +318,19 @@ def _faults(other: pl.DataFrame) -> pl.DataFrame:
     return _select(joined, "faults").sort("start_ns", maintain_order=True)
 
 
+# The migration's steps were recorded without a family before it existed: their fault names tell them.
+_LEGACY_MIGRATION_FAULTS = (MIGRATION_ROLL, "migration")
+
+
+def _family() -> pl.Expr:
+    """The fault's family as recorded; for histories written before it was, read from its target (and name)."""
+    legacy = (pl.when(pl.col("fault").is_in(_LEGACY_MIGRATION_FAULTS)).then(pl.lit(Family.MIGRATION))
+              .when(pl.col("target") == Target.NETWORK).then(pl.lit(Family.NETWORK))
+              .when(pl.col("target").is_in([Target.CONSUMER, Target.PIPELINE, Target.SPARK_WORKER])).then(pl.lit(Family.CLIENT))
+              .when(pl.col("target").is_not_null()).then(pl.lit(Family.PROCESS)))
+    return pl.coalesce(pl.col("family"), legacy).alias("family")
+
+
 def _topology(other: pl.DataFrame) -> pl.DataFrame:
-    samples = other.filter((pl.col("f") == "topology") & pl.col("error").is_null()).select("time_ns", "partitions")
+    samples = other.filter((pl.col("f") == Op.TOPOLOGY) & pl.col("error").is_null()).select("time_ns", "partitions")
     return _select(samples.explode("partitions").drop_nulls("partitions").unnest("partitions"), "topology")

@@ -69,6 +69,13 @@ FAULTS_SCHEMA = {
     "target": pl.String,
     "nodes": pl.List(pl.String),
     "role": pl.String,
+    # The fault type's family (ops.Family); how reports name it (null: by its nodes); a network fault's sides
+    # (node labels and "clients"), whether one way only, and its drop probability.
+    "family": pl.String,
+    "label": pl.String,
+    "sides": pl.List(pl.List(pl.String)),
+    "one_way": pl.Boolean,
+    "loss": pl.Float64,
     "start_ns": pl.Int64,
     "stop_ns": pl.Int64,
     "ok": pl.Boolean,
@@ -94,9 +101,10 @@ ADMIN_SCHEMA = {
     "topic": pl.String,
     "error": pl.String,
 }
-# Ops about the run itself: recover-timeout, elect-leaders, pipeline-start/-exit/-stop, simulator-exit, drained, spark-standalone-up.
+# Ops about the run itself (ops.EVENTS): recover-timeout, elect-leaders, pipeline-start/-exit/-stop, drained, ...
+# ``leaderless`` / ``under_replicated``: a recover-timeout's partitions still without a leader, or with one but not a full ISR ("topic-N").
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
-                 "drain_s": pl.Float64}
+                 "drain_s": pl.Float64, "leaderless": pl.List(pl.String), "under_replicated": pl.List(pl.String)}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})

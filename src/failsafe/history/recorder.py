@@ -96,7 +96,8 @@ class OpWriter:
         self._last_flush_ns = time.monotonic_ns()
 
     def op(self, type: str, f: str, **fields: object) -> None:
-        self._buffer.append(encode_op({"time_ns": time.time_ns(), "process": self.process, "type": type, "f": f, **fields}))
+        """One op of this worker (``type`` an ops.OpType, ``f`` an ops.Op), written with the time it is written."""
+        self._buffer.append(encode_op({"time_ns": time.time_ns(), "process": self.process, "type": str(type), "f": str(f), **fields}))
         now = time.monotonic_ns()
         if now - self._last_flush_ns >= self._flush_interval_ns:
             self.flush(now)

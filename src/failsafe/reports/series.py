@@ -201,11 +201,10 @@ def fault_windows(history: History, tl: Timeline) -> list[Window]:
         if row.get("start_ns") is None:
             continue
         nodes = row.get("nodes") or []
-        label = f"#{row.get('fault_id')} {row.get('fault') or 'fault'} {','.join(str(n) for n in nodes)}".strip()
-        if row.get("target") == "network" and row.get("role"):
-            # A network fault is named by its sides: "#1 isolate {1} | {1000,0,2}".
-            sides = str(row["role"]).rsplit(": ", 1)[-1].removeprefix("partition ").removeprefix("lossy link ")
-            label = f"#{row.get('fault_id')} {row.get('fault')} {sides}"
+        # A fault type that its nodes do not name says how to draw it in its fault-start (a network fault: its sides,
+        # "#1 isolate {1} | {1000,0,2}"); the others are named by their nodes.
+        drawn = row.get("label") or ",".join(str(n) for n in nodes)
+        label = f"#{row.get('fault_id')} {row.get('fault') or 'fault'} {drawn}".strip()
         stop = row.get("stop_ns")
         windows.append(Window((row["start_ns"] - tl.t0_ns) / NS_PER_S,
                               ((stop if stop is not None else tl.end_ns) - tl.t0_ns) / NS_PER_S, label, stop is None))

@@ -13,8 +13,8 @@ from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.dist.java import find_java
 from failsafe.errors import UserError
-from failsafe.faults import FaultKind
-from failsafe.scenarios.schema import ClusterNeeds, Scenario
+from failsafe.faults import FAULT_TYPES
+from failsafe.scenarios.base import ClusterNeeds, Scenario
 from failsafe.supervisor import UP
 
 
@@ -41,7 +41,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
     )
 
 
-def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str | None:
+def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) -> str | None:
     if spec.brokers < needs.brokers:
         return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
     if needs.mode and spec.mode != needs.mode:
@@ -54,9 +54,8 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, quorum_faults: bool) -> str |
     if missing:
         return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
                 + " (failsafe up " + " ".join(f"--override {k}={v}" for k, v in missing.items()) + ")")
-    if quorum_faults and spec.combined:
-        return "it runs in combined mode and the scenario stops the controller quorum"
-    return None
+    # What a fault of the scenarios cannot be done on this cluster (its type says: quorum-loss on a combined cluster).
+    return next((why for s in scenarios for f in s.faults if (why := FAULT_TYPES[f.fault].fits(spec))), None)
 
 
 @contextmanager
@@ -64,11 +63,10 @@ def cluster_for(root: Path, scenarios: list[Scenario], base_port: int | None, he
                 progress: Callable[[str], None], mode: str | None = None, zookeeper_port: int | None = None) -> Iterator[Cluster]:
     """Yield a ready cluster at ``root``; stop it afterwards only if this run started it."""
     needs = needs_of(scenarios, mode)
-    quorum_faults = any(f.fault == FaultKind.QUORUM_LOSS for s in scenarios for f in s.faults)
     cdir = ClusterDir(root)
     if cdir.has_state():
         cluster = Cluster.open(root)
-        reason = misfit(cluster.spec, needs, quorum_faults)
+        reason = misfit(cluster.spec, needs, scenarios)
         if reason:
             raise UserError(f"the cluster at {root} does not fit: {reason}; run the scenario with another --dir")
         running = cluster.running_nodes()

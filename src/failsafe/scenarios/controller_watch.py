@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from failsafe.history.ops import Op, op
 from failsafe.history.recorder import Recorder
 
 POLL_S = 0.2
@@ -41,7 +42,8 @@ class ControllerWatch:
                 self.errors += 1
                 current = None
             if current != last:
-                self.recorder.record({"process": "runner", "type": "info", "f": "controller", "controller": current})
+                # Written even when None (no controller known): the op's field says so.
+                self.recorder.record({**op(Op.CONTROLLER), "controller": current})
                 last = current
             # Pacing the sampling of an external condition, not a synchronising sleep.
             self._stop.wait(self.poll_s)

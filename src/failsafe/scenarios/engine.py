@@ -19,21 +19,23 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
-from failsafe.faults import FAULTS, AppliedFault, FaultError, FaultKind, FaultSpec, FaultStart, FaultTargets
-from failsafe.faults.network import NetworkLeash
+from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
+from failsafe.faults.leash import NetworkLeash
+from failsafe.history.ops import Op, PhaseName, fault_start, fault_stop
+from failsafe.history.ops import event as event_op
+from failsafe.history.ops import phase as phase_op
 from failsafe.history.recorder import Recorder
-from failsafe.scenarios import setup
+from failsafe.scenarios.actions import ActionContext, ActionType
+from failsafe.scenarios.base import ActionSpec, Scenario
 from failsafe.scenarios.controller_watch import ControllerWatch
 from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
 from failsafe.scenarios.rundir import RunDir
-from failsafe.scenarios.schema import DR_ACTIONS, ActionKind, ActionSpec
 from failsafe.supervisor import Supervisor
 from failsafe.waiting import WaitTimeout
 
@@ -41,15 +43,7 @@ HEAL_ATTEMPTS = 3
 TICK_S = 0.1
 # What an undo may fail with and still be tried again: anything else is a bug and propagates.
 UNDO_ERRORS = (FailsafeError, WaitTimeout, OSError, subprocess.TimeoutExpired)
-
-
-class Phase(StrEnum):
-    SETUP = "setup"
-    WARM_UP = "warm-up"
-    CHAOS = "chaos"
-    HEAL = "heal"
-    RECOVER = "recover"
-    DRAIN = "drain"
+Phase = PhaseName
 
 
 class Sampler(Protocol):
@@ -78,18 +72,20 @@ class ActiveFault:
 class Engine:
     """One run of one scenario: ``run()`` then, always, ``close()`` (``run_scenario`` does both)."""
 
-    def __init__(self, scenario: Any, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
-                 cluster_facts: Mapping[str, Any], status: Status, event: Status,
-                 faults: Mapping[FaultKind, FaultStart] = FAULTS, sampler: Sampler | None = None,
+    def __init__(self, scenario: Scenario, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
+                 cluster_facts: Mapping[str, Any], status: Status, event: Status, actions: Mapping[str, ActionType] | None = None,
+                 faults: Mapping[str, FaultType] = FAULT_TYPES, sampler: Sampler | None = None,
                  operator_journal: Path | None = None, clusters: Mapping[str, str] | None = None) -> None:
         self.scenario = scenario
+        # The actions the scenario's kind declares (scenarios/actions.py and the kind's own): the engine knows none by name.
+        self.actions: Mapping[str, ActionType] = actions or {}
         self.workload = workload
         self.run_dir = run_dir
         self.cluster = cluster
         self.cluster_facts = cluster_facts
         self.status = status
         self.event = event
-        self.fault_starts = faults
+        self.fault_types = faults
         self.recorder = Recorder(run_dir.history_path)
         self.supervisor = Supervisor()
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
@@ -119,7 +115,7 @@ class Engine:
     def _enter(self, phase: Phase) -> None:
         self._close_phase()
         self._phase = phase
-        self.recorder.record({"process": "runner", "type": "info", "f": "phase", "phase": str(phase)})
+        self.recorder.record(phase_op(phase))
         self.event(str(phase))
         self._refresh()
 
@@ -221,8 +217,14 @@ class Engine:
         try:
             self.wait(led_and_in_sync, phases.recover_timeout_s, "")
         except WaitTimeout:
-            self.event(f"recover: partitions still without a leader or a full ISR after {phases.recover_timeout_s:g}s")
-            self.recorder.record({"process": "runner", "type": "info", "f": "recover-timeout", "timeout_s": phases.recover_timeout_s})
+            latest = self.sampler.latest
+            leaderless = [f"{p['topic']}-{p['partition']}" for p in latest if p["leader"] < 0]
+            short = [f"{p['topic']}-{p['partition']}" for p in latest if p["leader"] >= 0 and len(p["isr"]) < len(p["replicas"])]
+            self.event(f"recover: partitions still without a leader ({', '.join(leaderless) or 'none'}) or a full ISR "
+                       f"({', '.join(short) or 'none'}) after {phases.recover_timeout_s:g}s")
+            # Which ones, by name: a partition that never recovers is a violation (checkers/liveness.py).
+            self.recorder.record({**event_op(Op.RECOVER_TIMEOUT, timeout_s=phases.recover_timeout_s), "leaderless": leaderless,
+                                  "under_replicated": short})
         for a in self.scenario.actions:
             if a.phase == Phase.RECOVER:
                 self._action(a)
@@ -261,14 +263,13 @@ class Engine:
     def _start_fault(self, spec: FaultSpec) -> None:
         fault_id = next(self._fault_ids)
         started_ns = time.time_ns()
-        record = {"time_ns": started_ns, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": fault_id, "fault": spec.fault}
+        fault_type = self.fault_types[spec.fault]
         try:
-            applied = self.fault_starts[FaultKind(spec.fault)](spec, self.targets)
+            applied = fault_type.start(spec, self.targets)
         except FaultError as e:
-            self.recorder.record({**record, "error": str(e)})
+            self.recorder.record(fault_start(fault_id, spec.fault, family=fault_type.family, error=str(e), time_ns=started_ns))
             raise ScenarioFailed(f"{self.scenario.name}: the {spec.fault} fault at {spec.at_s:g}s could not start: {e}") from e
-        self.recorder.record({**record, "target": str(applied.target), "nodes": applied.nodes, "role": applied.role,
-                              **({"details": applied.details} if applied.details else {})})
+        self.recorder.record(applied_start(fault_id, applied, fault_type.family, started_ns))
         self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
         active = ActiveFault(fault_id, spec, applied)
         self.faults.append(active)
@@ -281,17 +282,16 @@ class Engine:
                 self._undo(f)
 
     def _undo(self, f: ActiveFault) -> bool:
-        stop = {"process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": f.fault_id, "fault": f.spec.fault}
         if f.applied.undo_action is not None:
             self.event(f"undo {f.spec.fault} of {f.applied.target} {_nodes(f.applied)}")
         try:
             f.applied.undo()
         except UNDO_ERRORS as e:
             # Recorded, shown, and tried again by the heal: the run goes on to check and report.
-            self.recorder.record({**stop, "ok": False, "attempt": f.applied.undo_attempts, "error": f"{type(e).__name__}: {e}"})
+            self.recorder.record(fault_stop(f.fault_id, f.spec.fault, False, f.applied.undo_attempts, error=f"{type(e).__name__}: {e}"))
             self.event(f"undo of {f.spec.fault} failed (attempt {f.applied.undo_attempts}): {e}")
             return False
-        self.recorder.record({**stop, "ok": True, "attempt": f.applied.undo_attempts})
+        self.recorder.record(fault_stop(f.fault_id, f.spec.fault, True, f.applied.undo_attempts))
         return True
 
     def _partition(self, name: str) -> dict | None:
@@ -300,47 +300,17 @@ class Engine:
         return next((p for p in latest if p["topic"] == topic and p["partition"] == int(number)), None)
 
     def _action(self, a: ActionSpec) -> None:
-        bootstrap = self.cluster.bootstrap_servers
-        if a.action == ActionKind.ELECT_LEADERS:
-            self.event("preferred leader election")
-            setup.elect_leaders(bootstrap, self.recorder)
-        elif a.action == ActionKind.CREATE_TOPIC:
-            topic = a.topic or f"{self.scenario.name}-created"
-            outcome = setup.attempt_create_topic(bootstrap, topic, self.recorder)
-            self.event(f"create topic {topic}: {outcome}")
-        elif a.action == ActionKind.MIGRATE:
-            self._migrate()
-        elif a.action in DR_ACTIONS:
-            move = getattr(self.workload, "move", None)
-            if move is None:
-                raise ScenarioFailed(f"{self.scenario.name}: {a.action} needs a DR workload (kind = \"dr\")")
-            move(str(a.action), self.ctx)
+        action = self.actions.get(a.action)
+        if action is None:
+            raise ScenarioFailed(f"{self.scenario.name}: no action {a.action!r} is declared for this kind of scenario")
+        action.run(a, ActionContext(self.scenario, self.cluster, self.workload, self.ctx, self.status, lambda: next(self._fault_ids)))
 
-    def _migrate(self) -> None:
-        """The live migration to KRaft; each step is a window in the history (``roll`` of a node, or ``migration``),
-        so the checkers measure every partition's unavailability during each roll. A failed step is recorded and
-        the run goes on to its checks: the scenario's expectations say the migration did not complete."""
-        from failsafe.cluster.migration import MigrationFailed, migrate
 
-        ids: dict[int, int] = {}
-
-        def started(step: Any) -> None:
-            fault_id = ids[id(step)] = next(self._fault_ids)
-            node = step.node
-            self.recorder.record({"process": "nemesis", "type": "info", "f": "fault-start", "fault_id": fault_id,
-                                  "fault": step.kind,
-                                  "target": node.role if node is not None else "quorum",
-                                  "nodes": [node.node_id] if node is not None else [], "role": f"{step.name}: {step.description}"})
-            self.event(f"migration: {step.description}")
-
-        def done(step: Any, ok: bool, error: str | None) -> None:
-            self.recorder.record({"process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": ids[id(step)],
-                                  "ok": ok, "attempt": 1, **({"error": error} if error else {})})
-
-        try:
-            migrate(self.cluster, lambda message: self.status(f"{self.scenario.name} · migration · {message}"), started, done)
-        except MigrationFailed as e:
-            self.event(f"migration failed: {e}")
+def applied_start(fault_id: int, applied: AppliedFault, family: str, time_ns: int) -> dict:
+    """The fault-start op of a fault as it was applied: what it acted on, and how reports draw it."""
+    return fault_start(fault_id, applied.kind, target=applied.target, nodes=applied.nodes, role=applied.role, family=family,
+                       label=applied.label, sides=applied.sides, one_way=applied.one_way, loss=applied.loss, details=applied.details,
+                       time_ns=time_ns)
 
 
 def _nodes(applied: AppliedFault) -> str:

@@ -12,7 +12,7 @@ import fnmatch
 import operator
 from typing import Any
 
-from failsafe.scenarios.schema import Expectation
+from failsafe.scenarios.base import Expectation
 
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 

@@ -1,12 +1,15 @@
 """Known anomalies: a run whose only violations are ones its scenario declares known gets KNOWN, never VALID.
 
 A scenario's ``[[known]]`` entry names a violation (``delivery.duplicate-acknowledged``), the client
-library it is known of, the producer properties under which it is known, and the upstream
-reference that explains it. A run is KNOWN when it is invalid, no expectation failed, every
-invalid checker names its violations, and each of them matches an entry whose condition every
-producer of the run meets. A lost acknowledged write never matches (the schema refuses such an
-entry and ``classify`` checks again), and neither does a violation of a client or configuration
-outside the entry's condition: those runs stay INVALID.
+library it is known of, the client properties under which it is known (``when``, required), and the
+upstream reference that explains it. The condition is checked against the clients on the
+violation's side (checkers/run.py: producers for a write's anomaly, consumers for a read's, every
+client for the cluster's), as each ran: the library and settings its ``client-config`` op recorded.
+A run is KNOWN when it is invalid, no expectation failed, every invalid checker names its
+violations, and each of them matches an entry whose condition every client on its side meets.
+A loss of an acknowledged write never matches (checkers.LOSS_VIOLATIONS: the scenario's parser
+refuses such an entry and ``classify`` checks again), and neither does a violation of a client or
+configuration outside the entry's condition: those runs stay INVALID.
 """
 
 from __future__ import annotations
@@ -14,41 +17,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from failsafe.checkers.common import Verdict
-from failsafe.checkers.run import combine_validity
-from failsafe.scenarios.schema import CLIENT_OF_DRIVER, NEVER_KNOWN_PREFIX, KnownAnomaly, ProducerGroup, Scenario
-from failsafe.workloads.specs import ProducerSpec
-from failsafe.workloads.verifiable import VerifiableProducerSpec
+import polars as pl
+
+from failsafe.checkers import LOSS_VIOLATIONS, combine_validity, violation_side
+from failsafe.checkers.common import Side, Verdict
+from failsafe.history.model import History
+from failsafe.scenarios.base import KnownAnomaly, Scenario
 
 
-def producer_settings(group: ProducerGroup) -> dict[str, str]:
-    """The properties a producer group sets, in its client's names and as strings (what ``when`` compares with)."""
-    fields = {"process": group.name, "topic": group.topic, "acks": group.acks, "idempotence": group.idempotence, "retries": group.retries,
-              "linger_ms": group.linger_ms, "delivery_timeout_ms": group.delivery_timeout_ms, "properties": group.properties}
-    if CLIENT_OF_DRIVER.get(group.driver) == "kafka-java":
-        config: dict[str, object] = {**VerifiableProducerSpec(**fields).java_properties(), "acks": group.acks}
-    else:
-        config = ProducerSpec(**fields).producer_config()
-    for name in ("bootstrap.servers", "client.id"):
-        config.pop(name, None)
-    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in config.items()}
+def clients_on_side(history: History, side: Side) -> dict[str, tuple[str, dict[str, str]]]:
+    """process -> (client library, settings) of the clients on ``side``, as their client-config ops recorded them."""
+    writers = set(history.sends["process"].drop_nulls().to_list())
+    readers = set(history.reads["process"].drop_nulls().to_list()) | set(history.membership["process"].drop_nulls().to_list())
+    wanted = writers if side == Side.PRODUCERS else readers if side == Side.CONSUMERS else writers | readers
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    for row in history.clients.sort("time_ns").filter(pl.col("process").is_in(list(wanted))).to_dicts():
+        settings = {entry["name"]: str(entry["value"]).lower() for entry in row["config"] or []}
+        out[row["process"]] = (row["client"], settings)
+    return out
 
 
-def condition_holds(entry: KnownAnomaly, producers: tuple[ProducerGroup, ...]) -> bool:
-    """Every producer is of the entry's client and sets every property of ``when`` to its value."""
-    if not producers:
+def condition_holds(entry: KnownAnomaly, clients: Mapping[str, tuple[str, Mapping[str, str]]]) -> bool:
+    """Every client is of the entry's library and ran with every property of ``when`` set to its value."""
+    if not clients or not entry.when:
         return False
-    for group in producers:
-        if CLIENT_OF_DRIVER.get(group.driver) != entry.client:
-            return False
-        settings = producer_settings(group)
-        if any(settings.get(name) != value for name, value in entry.when.items()):
-            return False
-    return True
+    return all(library == entry.client and all(settings.get(name) == value.lower() for name, value in entry.when.items())
+               for library, settings in clients.values())
 
 
-def classify(results: dict[str, Any], scenario: Scenario | None) -> dict[str, Any]:
-    """``verdict`` (and ``known`` / ``unexplained`` when the run was invalid) added to a lab run's results."""
+def classify(results: dict[str, Any], scenario: Scenario | None, history: History) -> dict[str, Any]:
+    """``verdict`` (and ``known`` / ``unexplained`` when the run was invalid) added to a run's results."""
     verdict = Verdict.of(results.get("valid"))
     results["verdict"] = verdict.value
     if verdict is not Verdict.INVALID or scenario is None:
@@ -60,13 +58,16 @@ def classify(results: dict[str, Any], scenario: Scenario | None) -> dict[str, An
     unexplained: list[str] = [f"expectation {name}" for name in failed_expectations]
     for checker, violation in violations:
         anomaly = f"{checker}.{violation}"
-        entry = next((k for k in scenario.known if k.anomaly == anomaly and condition_holds(k, scenario.producers)), None)
-        if entry is None or anomaly.startswith(NEVER_KNOWN_PREFIX):
+        side = violation_side(anomaly)
+        entries = [k for k in scenario.known if k.anomaly == anomaly]
+        clients = clients_on_side(history, side) if side is not None and entries else {}
+        entry = next((k for k in entries if condition_holds(k, clients)), None)
+        if entry is None or anomaly in LOSS_VIOLATIONS:
             unexplained.append(anomaly)
             continue
         count = (checkers[checker].get("counts") or {}).get(violation)
         matched.append({"anomaly": anomaly, "count": count, "client": entry.client, "when": entry.when, "reference": entry.reference,
-                        "description": entry.description})
+                        "description": entry.description, "side": str(side), "clients": sorted(clients)})
     if matched:
         results["known"] = matched
     if unexplained:

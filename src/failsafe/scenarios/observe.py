@@ -8,6 +8,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from failsafe.clients.admin import client_config, describe_error, new_admin
+from failsafe.history.ops import Op, OpType, Process, op
 from failsafe.history.recorder import Recorder
 
 SAMPLE_INTERVAL_S = 0.25
@@ -50,12 +51,12 @@ class TopologySampler:
         try:
             metadata = self.admin.list_topics(timeout=METADATA_TIMEOUT_S)
         except KafkaException as e:
-            self.recorder.record({"time_ns": now, "process": "topology", "type": "info", "f": "topology", "error": describe_error(e)})
+            self.recorder.record(op(Op.TOPOLOGY, process=Process.TOPOLOGY, time_ns=now, error=describe_error(e)))
             return None
         partitions = partitions_of(metadata, self.topics)
         controller = metadata.controller_id if metadata.controller_id >= 0 else None
-        self.recorder.record({"time_ns": now, "process": "topology", "type": "info", "f": "topology", "partitions": partitions,
-                              "brokers": sorted(metadata.brokers), "controller": controller})
+        self.recorder.record(op(Op.TOPOLOGY, process=Process.TOPOLOGY, time_ns=now, partitions=partitions, brokers=sorted(metadata.brokers),
+                                controller=controller))
         self.latest = partitions
         return partitions
 
@@ -89,8 +90,7 @@ def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder
             try:
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
             except KafkaException as e:
-                recorder.record({"process": "log-reader", "type": "fail", "f": "log-read", "topic": topic, "partition": partition,
-                                 "error": describe_error(e)})
+                recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition, error=describe_error(e)))
                 continue
             highs[(topic, partition)] = high
             records[(topic, partition)] = []
@@ -116,11 +116,10 @@ def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder
                     pending.discard(tp)
         for (topic, partition), read in records.items():
             if (topic, partition) not in pending:
-                recorder.record({"process": "log-reader", "type": "ok", "f": "log-read", "topic": topic, "partition": partition,
-                                 "records": read})
+                recorder.record(op(Op.LOG_READ, OpType.OK, Process.LOG_READER, topic=topic, partition=partition, records=read))
             else:
-                recorder.record({"process": "log-reader", "type": "fail", "f": "log-read", "topic": topic, "partition": partition,
-                                 "error": f"read {len(read)} records but not up to the high watermark {highs[(topic, partition)]} "
-                                          f"within {timeout_s:g}s"})
+                recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition,
+                                   error=f"read {len(read)} records but not up to the high watermark {highs[(topic, partition)]} "
+                                         f"within {timeout_s:g}s"))
     finally:
         consumer.close()

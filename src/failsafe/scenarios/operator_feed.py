@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from failsafe.cluster import journal, netfilter
-from failsafe.faults import AppliedFault, FaultKind, FaultSpec, Target
+from failsafe.faults import AppliedFault, FaultSpec, Target, fault_type
+from failsafe.faults.network import PARTITION, sides_label
+from failsafe.faults.nodes import KILL, PAUSE, TERMINATE, NodeChoice
+from failsafe.history.ops import Family, Op, Process, fault_start, fault_stop, op
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import PAUSED
 
-_KIND = {"kill": FaultKind.KILL, "stop": FaultKind.TERMINATE, "pause": FaultKind.PAUSE}
+_KIND = {"kill": KILL, "stop": TERMINATE, "pause": PAUSE}
 SIGNAL_TIMEOUT_S = 60.0
 
 
@@ -51,8 +54,8 @@ class OperatorFeed:
             self._network(a, who, started)
             return
         if a.action == journal.ELECT_LEADERS:
-            self.recorder.record({"time_ns": a.start_ns, "process": "operator", "type": "info", "f": "elect-leaders",
-                                  "elected": a.detail.get("elected", []), "failed": [a.error] if a.error else []})
+            self.recorder.record(op(Op.ELECT_LEADERS, process=Process.OPERATOR, time_ns=a.start_ns, elected=a.detail.get("elected", []),
+                                    failed=[a.error] if a.error else []))
             return
         if a.node is None:
             return
@@ -60,22 +63,21 @@ class OperatorFeed:
         if a.action in _KIND:
             fault_id = next(self.fault_ids)
             target = Target.BROKER if a.role == "broker" else Target.CONTROLLER if a.role == "controller" else Target.QUORUM
-            op = {"time_ns": a.start_ns, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": fault_id,
-                  "fault": str(_KIND[a.action]), "target": str(target), "nodes": [a.node], "role": who}
+            kind = _KIND[a.action]
+            start = fault_start(fault_id, kind, target=target, nodes=[a.node], role=who, family=fault_type(kind).family,
+                                error=None if a.ok else a.error, time_ns=a.start_ns)
+            self.recorder.record(start)
             if not a.ok:
-                self.recorder.record({**op, "error": a.error})
                 return
-            self.recorder.record(op)
-            applied = AppliedFault(_KIND[a.action], target, [a.node], who, self._undo(a.role, a.node, a.action))
+            applied = AppliedFault(kind, target, [a.node], who, self._undo(a.role, a.node, a.action))
             self.open[key] = (fault_id, applied)
-            started(fault_id, FaultSpec(fault=str(_KIND[a.action]), at_s=0.0, node=a.node), applied)
+            started(fault_id, FaultSpec(fault=kind, at_s=0.0, params=NodeChoice(node=a.node)), applied)
         elif a.action in journal.BRINGS_BACK and a.ok and key in self.open:
             fault_id, applied = self.open.pop(key)
             if not applied.undone:
                 applied.undone = True
                 applied.undo_attempts += 1
-                self.recorder.record({"time_ns": a.end_ns, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": fault_id,
-                                      "fault": str(applied.kind), "ok": True, "attempt": applied.undo_attempts, "by": who})
+                self.recorder.record(fault_stop(fault_id, applied.kind, True, applied.undo_attempts, by=who, time_ns=a.end_ns))
 
     def _network(self, a: journal.OperatorAction, who: str, started: Callable[[int, FaultSpec, AppliedFault], None]) -> None:
         if a.action == journal.NET_HEAL:
@@ -85,26 +87,27 @@ class OperatorFeed:
                     fault_id, applied = opened
                     applied.undone = True
                     applied.undo_attempts += 1
-                    self.recorder.record({"time_ns": a.end_ns, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": fault_id,
-                                          "fault": str(applied.kind), "ok": True, "attempt": applied.undo_attempts, "by": who})
+                    self.recorder.record(fault_stop(fault_id, applied.kind, True, applied.undo_attempts, by=who, time_ns=a.end_ns))
             return
-        kind = FaultKind(a.detail.get("kind", FaultKind.PARTITION))
+        kind = str(a.detail.get("kind", PARTITION))
         fault_id = next(self.fault_ids)
         nodes = list(a.detail.get("nodes", []))
-        op = {"time_ns": a.start_ns, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": fault_id, "fault": str(kind),
-              "target": str(Target.NETWORK), "nodes": nodes, "role": f"{who}: {a.detail.get('fault', '')}".rstrip(": ")}
+        role = f"{who}: {a.detail.get('fault', '')}".rstrip(": ")
+        sides, one_way, loss = a.detail.get("sides"), a.detail.get("one_way"), a.detail.get("loss")
+        label = sides_label(sides, bool(one_way), loss) if sides else None
+        self.recorder.record(fault_start(fault_id, kind, target=Target.NETWORK, nodes=nodes, role=role, family=Family.NETWORK, label=label,
+                                         sides=sides, one_way=one_way, loss=loss, details={"chain": a.detail.get("chain")},
+                                         error=None if a.ok else a.error, time_ns=a.start_ns))
         if not a.ok:
-            self.recorder.record({**op, "error": a.error})
             return
         chain = str(a.detail["chain"])
-        self.recorder.record({**op, "details": {k: a.detail[k] for k in ("sides", "one_way", "loss", "chain") if k in a.detail}})
 
         def undo() -> None:
             netfilter.delete_chain(self.cluster.dir.root, chain)
             self.open.pop(("network", chain), None)
-        applied = AppliedFault(kind, Target.NETWORK, nodes, op["role"], undo)
+        applied = AppliedFault(kind, Target.NETWORK, nodes, role, undo, label=label, sides=sides, one_way=one_way, loss=loss)
         self.open[("network", chain)] = (fault_id, applied)
-        started(fault_id, FaultSpec(fault=str(kind), at_s=0.0), applied)
+        started(fault_id, FaultSpec(fault=kind, at_s=0.0), applied)
 
     def _undo(self, role: str, node_id: int, action: str) -> Callable[[], None]:
         def undo() -> None:

@@ -15,7 +15,7 @@ import re
 import tomllib
 from typing import Any
 
-from failsafe.scenarios.schema import ScenarioError
+from failsafe.scenarios.base import ScenarioError
 
 
 class OverrideError(ScenarioError):

@@ -12,8 +12,8 @@ from failsafe.cluster.pair import ALIASES, PRIMARY, Pair, down_pair, is_pair, up
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.errors import UserError
+from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.cluster_use import cluster_facts, misfit, needs_of
-from failsafe.scenarios.schema import Scenario
 from failsafe.supervisor import UP
 
 
@@ -31,7 +31,7 @@ def pair_for(root: Path, scenarios: list[Scenario], base_port: int | None, heap:
             raise UserError(f"MirrorMaker {running[0].flow.arrow} is running on the pair at {root} (pid {running[0].pid}); a DR scenario "
                             f"runs its own: stop it with 'failsafe mirror stop --dir {root}'")
         for alias in ALIASES:
-            reason = misfit(pair.cluster(alias).spec, needs, False)
+            reason = misfit(pair.cluster(alias).spec, needs, scenarios)
             if reason:
                 raise UserError(f"the {alias} at {root} does not fit: {reason}; run the scenario with another --dir")
         states = {alias: {pair.cluster(alias).node_state(n) for n in pair.cluster(alias).spec.nodes()} for alias in ALIASES}

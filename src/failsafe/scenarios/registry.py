@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from failsafe.scenarios.dr_schema import DR_KIND, parse_dr_scenario
+from failsafe.scenarios.base import Scenario, ScenarioError
+from failsafe.scenarios.kinds import ScenarioKind, default_kind, kind_named, parse_table
 from failsafe.scenarios.overrides import apply_overrides
-from failsafe.scenarios.pipeline_schema import PipelineScenario, parse_pipeline_scenario
-from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
+from failsafe.scenarios.rundir import RunDir
 
 SEED_LAB = ("pubsub", "queue", "consumer-failover", "broker-failover", "broker-failover-sigterm", "broker-restart",
             "two-brokers-down", "controller-outage", "acks-matrix", "min-insync-replicas")
@@ -26,41 +27,74 @@ def catalog_names() -> list[str]:
 MODE_TABLES = ("zookeeper",)
 
 
-def _parse_toml(text: str, origin: str, overrides: tuple[str, ...] = (), mode: str | None = None) -> Scenario | PipelineScenario:
+@dataclass(frozen=True)
+class ScenarioFile:
+    """A scenario file as read, before it is parsed: its table, its mode tables, and where it came from."""
+
+    origin: str
+    data: dict
+    by_mode: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> ScenarioKind:
+        name = self.data.get("kind")
+        return default_kind() if name is None else kind_named(str(name))
+
+    def applies(self, mode: str | None) -> bool:
+        """Whether the file has a table for ``mode`` (parsed for it, the scenario differs)."""
+        return mode in self.by_mode
+
+    def parse(self, overrides: tuple[str, ...] = (), mode: str | None = None) -> Scenario:
+        """The scenario, validated, with the mode's table (if any) and then the --set overrides applied."""
+        data = apply_overrides(self.data, self.by_mode[mode]) if mode in self.by_mode else self.data
+        return parse_table(apply_overrides(data, overrides), self.origin)
+
+
+def _read_toml(text: str, origin: str) -> ScenarioFile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{origin} is not valid TOML: {e}") from e
-    if isinstance(data, dict):
-        by_mode = {m: data.pop(m) for m in MODE_TABLES if m in data}
-        for m, table in by_mode.items():
-            assignments = table.get("set") if isinstance(table, dict) else None
-            if not isinstance(assignments, list) or not all(isinstance(a, str) for a in assignments):
-                raise ScenarioError(f"{origin}: [{m}] must hold set = [\"PATH=VALUE\", ...] (the --set syntax)")
-        if mode in by_mode:
-            data = apply_overrides(data, by_mode[mode]["set"])
-    data = apply_overrides(data, overrides)
-    kind = data.pop("kind", "lab") if isinstance(data, dict) else "lab"
-    if kind == "pipeline":
-        return parse_pipeline_scenario({**data, "kind": kind})
-    if kind == DR_KIND:
-        return parse_dr_scenario({**data, "kind": kind})
-    if kind != "lab":
-        raise ScenarioError(f"{origin}: kind {kind!r} is not lab, pipeline or dr")
-    return parse_scenario(data)
+    by_mode = {m: data.pop(m) for m in MODE_TABLES if m in data}
+    for m, table in by_mode.items():
+        assignments = table.get("set") if isinstance(table, dict) else None
+        if not isinstance(assignments, list) or not all(isinstance(a, str) for a in assignments):
+            raise ScenarioError(f"{origin}: [{m}] must hold set = [\"PATH=VALUE\", ...] (the --set syntax)")
+    return ScenarioFile(origin, data, {m: table["set"] for m, table in by_mode.items()})
 
 
-def load_scenario(name_or_path: str, overrides: tuple[str, ...] = (), mode: str | None = None) -> Scenario | PipelineScenario:
-    """A catalog scenario by name, or a scenario file (``*.toml``) by path, with ``--set PATH=VALUE`` overrides applied.
-
-    ``mode``: the cluster's (kraft, zookeeper); the scenario's table of that name, if any, applies first.
-    """
+def read_scenario(name_or_path: str) -> ScenarioFile:
+    """A catalog scenario by name, or a scenario file (``*.toml``) by path, read but not parsed."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)
         if not path.is_file():
             raise ScenarioError(f"no scenario file at {path}: pass a catalog name ({', '.join(catalog_names())}) or a .toml file")
-        return _parse_toml(path.read_text(), str(path), overrides, mode)
+        return _read_toml(path.read_text(), str(path))
     if name_or_path not in catalog_names():
         raise ScenarioError(f"no scenario named {name_or_path!r}: choose one of {', '.join(catalog_names())}, or seed-lab")
     text = (resources.files("failsafe.scenarios") / "catalog" / f"{name_or_path}.toml").read_text()
-    return _parse_toml(text, f"catalog scenario {name_or_path}", overrides, mode)
+    return _read_toml(text, f"catalog scenario {name_or_path}")
+
+
+def load_scenario(name_or_path: str, overrides: tuple[str, ...] = (), mode: str | None = None) -> Scenario:
+    """A catalog scenario by name, or a scenario file (``*.toml``) by path, with ``--set PATH=VALUE`` overrides applied.
+
+    ``mode``: the cluster's (kraft, zookeeper); the scenario's table of that name, if any, applies first.
+    """
+    return read_scenario(name_or_path).parse(overrides, mode)
+
+
+def stored_scenario(run_dir: RunDir) -> Scenario | None:
+    """The scenario a stored run ran (its scenario.json), parsed by its kind; None when the run has none."""
+    data = run_dir.scenario_data()
+    if data is None:
+        return None
+    try:
+        return parse_table(data, f"{run_dir.path}/scenario.json")
+    except ScenarioError as e:
+        raise ScenarioError(f"{run_dir.path}/scenario.json: {e}") from e
+
+
+def parse_scenario(data: dict, origin: str = "scenario") -> Scenario:
+    """A scenario of any kind from its table as a TOML file holds it (``kind`` absent: the default kind)."""
+    return parse_table(data, origin)

@@ -6,14 +6,13 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from failsafe import __version__
 from failsafe.errors import UserError
-from failsafe.scenarios.pipeline_schema import PipelineScenario
-from failsafe.scenarios.schema import Scenario
+from failsafe.scenarios.base import Scenario
 
 HISTORY = "history.jsonl"
 RESULTS = "results.json"
@@ -32,10 +31,13 @@ class RunDir:
     path: Path
 
     @classmethod
-    def create(cls, runs_root: Path, scenario: Scenario | PipelineScenario) -> RunDir:
+    def create(cls, runs_root: Path, scenario: Scenario) -> RunDir:
         path = Path(runs_root) / scenario.name / _stamp()
-        path.mkdir(parents=True)
-        (path / SCENARIO).write_text(json.dumps(scenario.raw, indent=2, default=str) + "\n")
+        try:
+            path.mkdir(parents=True)
+            (path / SCENARIO).write_text(json.dumps(scenario.raw, indent=2, default=str) + "\n")
+        except OSError as e:
+            raise UserError(f"cannot make the run directory {path}: {e.strerror or e} (choose another --runs or --dir)") from e
         return cls(path)
 
     @classmethod
@@ -58,14 +60,25 @@ class RunDir:
         return self.path / REPORT
 
     def scenario_data(self) -> dict | None:
-        p = self.path / SCENARIO
-        return json.loads(p.read_text()) if p.is_file() else None
+        """scenario.json, or None when the run has none; a file that is not a JSON object is one clear error."""
+        return self._json(SCENARIO)
 
     def manifest(self) -> dict | None:
-        p = self.path / MANIFEST
-        return json.loads(p.read_text()) if p.is_file() else None
+        return self._json(MANIFEST)
 
-    def write_manifest(self, cluster_facts: dict[str, Any], scenario: Scenario | PipelineScenario) -> None:
+    def _json(self, name: str) -> dict | None:
+        p = self.path / name
+        if not p.is_file():
+            return None
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise UserError(f"{p} is unreadable ({e}): the run's files are damaged; re-run the scenario") from e
+        if not isinstance(data, dict):
+            raise UserError(f"{p} is not a JSON object: the run's files are damaged; re-run the scenario")
+        return data
+
+    def write_manifest(self, cluster_facts: dict[str, Any], scenario: Scenario) -> None:
         """What the run ran on: failsafe, Kafka, Java, Python, the machine, the cluster (``cluster_facts``), the clients."""
         manifest = {
             "format": 1,
@@ -75,25 +88,7 @@ class RunDir:
             **cluster_facts,
             "python": platform.python_version(),
             "machine": {"system": platform.system(), "release": platform.release(), "cpus": os.cpu_count()},
-            "topics": [asdict(t) for t in getattr(scenario, "topics", ())],
-            "producers": [asdict(p) for p in getattr(scenario, "producers", ())],
-            "consumers": [asdict(c) for c in getattr(scenario, "consumers", ())],
-            "client_logs": client_logs(scenario),
+            **scenario.manifest(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-
-    @property
-    def kind(self) -> str:
-        """The scenario kind the run was of (runs made before kinds were recorded: lab, or pipeline by its results file)."""
-        data = self.scenario_data() or {}
-        if "kind" in data:
-            return str(data["kind"])
-        return "pipeline" if (self.path / "pipeline-results.json").is_file() else "lab"
-
-
-def client_logs(scenario: Scenario | PipelineScenario) -> dict[str, str]:
-    """Each lab worker's client library log, relative to the run directory (the names the lab workload gives its workers)."""
-    names = [f"{p.name}-{i}" if p.count > 1 else p.name for p in getattr(scenario, "producers", ()) for i in range(p.count)]
-    names += [f"{c.name}-{i}" for c in getattr(scenario, "consumers", ()) for i in range(c.count)]
-    return {name: f"logs/{name}.client.log" for name in names}

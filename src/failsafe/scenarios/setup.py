@@ -10,8 +10,9 @@ from confluent_kafka.admin import NewTopic
 from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import elect_preferred_leaders, list_groups
 from failsafe.errors import KafkaClientError
+from failsafe.history.ops import Op, OpType, Process, op
 from failsafe.history.recorder import Recorder
-from failsafe.scenarios.schema import TopicSpec
+from failsafe.scenarios.base import TopicSpec
 from failsafe.waiting import wait_until
 
 ADMIN_TIMEOUT_S = 30.0
@@ -124,8 +125,10 @@ _admin_ids = itertools.count()
 def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder, timeout_s: float = CREATE_DURING_FAULT_TIMEOUT_S) -> str:
     """Try to create a topic, recording the attempt as a ``create-topic`` op; returns its outcome type."""
     op_id = next(_admin_ids)
-    base = {"process": "admin", "f": "create-topic", "id": op_id, "topic": topic}
-    recorder.record({**base, "type": "invoke"})
+
+    def record(outcome: OpType, error: str | None = None) -> None:
+        recorder.record(op(Op.CREATE_TOPIC, outcome, Process.ADMIN, id=op_id, topic=topic, error=error))
+    record(OpType.INVOKE)
     admin = new_admin(bootstrap_servers)
     futures = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=timeout_s, operation_timeout=timeout_s)
     try:
@@ -136,16 +139,16 @@ def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder,
         # A timed-out create is indeterminate, not failed: in ZooKeeper mode the controller broker applies it
         # once ZooKeeper is back (seen in zookeeper-outage runs: the topic exists afterwards).
         retriable = err is not None and getattr(err, "retriable", lambda: False)()
-        outcome = "info" if retriable or "TIMED_OUT" in name else "fail"
-        recorder.record({**base, "type": outcome, "error": name})
-        return outcome
+        outcome = OpType.INFO if retriable or "TIMED_OUT" in name else OpType.FAIL
+        record(outcome, name)
+        return str(outcome)
     except TimeoutError:
-        recorder.record({**base, "type": "info", "error": f"no answer within {timeout_s + 2:g}s"})
-        return "info"
-    recorder.record({**base, "type": "ok"})
-    return "ok"
+        record(OpType.INFO, f"no answer within {timeout_s + 2:g}s")
+        return str(OpType.INFO)
+    record(OpType.OK)
+    return str(OpType.OK)
 
 
 def elect_leaders(bootstrap_servers: str, recorder: Recorder) -> None:
     elected, already, failed = elect_preferred_leaders(bootstrap_servers, None, ADMIN_TIMEOUT_S)
-    recorder.record({"process": "admin", "type": "info", "f": "elect-leaders", "elected": elected, "already": len(already), "failed": failed})
+    recorder.record(op(Op.ELECT_LEADERS, process=Process.ADMIN, elected=elected, already=len(already), failed=failed))

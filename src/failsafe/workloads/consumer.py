@@ -6,6 +6,7 @@ import threading
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.outcomes import error_name
 from failsafe.workloads.specs import ConsumerSpec
@@ -30,9 +31,9 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
     def on_commit(error: KafkaError | None, tps: list[TopicPartition]) -> None:
         offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in tps if tp.error is None]
         if error is None:
-            out.op("ok", "commit", group=group, offsets=offsets)
+            out.op(OpType.OK, Op.COMMIT, group=group, offsets=offsets)
         elif error.code() != KafkaError._NO_OFFSET:
-            out.op("fail", "commit", group=group, offsets=offsets, error=error_name(error))
+            out.op(OpType.FAIL, Op.COMMIT, group=group, offsets=offsets, error=error_name(error))
 
     if group is not None:
         config["on_commit"] = on_commit
@@ -41,15 +42,15 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
     consumer = Consumer(config)
 
     def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op("info", "assign", group=group, partitions=_partitions(tps))
+        out.op(OpType.INFO, Op.ASSIGN, group=group, partitions=_partitions(tps))
         out.flush()
 
     def on_revoke(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op("info", "revoke", group=group, partitions=_partitions(tps))
+        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps))
         out.flush()
 
     def on_lost(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op("info", "revoke", group=group, partitions=_partitions(tps), lost=True)
+        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps), lost=True)
         out.flush()
 
     try:
@@ -70,13 +71,13 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
                 error = m.error()
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:
-                        out.op("fail", "poll", group=group, error=error_name(error))
+                        out.op(OpType.FAIL, Op.POLL, group=group, error=error_name(error))
                     continue
                 records.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
                                 "key": _decode(m.key()), "value": _decode(m.value())})
                 good.append(m)
             if records:
-                out.op("ok", "poll", group=group, records=records)
+                out.op(OpType.OK, Op.POLL, group=group, records=records)
                 # Into the pipe before the offsets are stored: what is committed was recorded.
                 out.flush()
                 if group is not None:
@@ -84,5 +85,5 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
                         consumer.store_offsets(m)
     finally:
         consumer.close()
-        out.op("info", "close", group=group)
+        out.op(OpType.INFO, Op.CLOSE, group=group)
         out.flush()

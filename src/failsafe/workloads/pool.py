@@ -21,12 +21,16 @@ from pathlib import Path
 import orjson
 
 from failsafe.errors import WorkloadFailed
+from failsafe.history.ops import Op, OpType, op
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import wait_until
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 
 STOP_TIMEOUT_S = 45.0
+# A producer's lines are counted by cheap byte tests, never parsed twice: OpWriter writes "type" then "f".
+_INVOKE = f'"type":"{OpType.INVOKE}"'.encode()
+_SEND_OK, _SEND_FAIL, _SEND_INFO = (f'"type":"{t}","f":"{Op.SEND}"'.encode() for t in (OpType.OK, OpType.FAIL, OpType.INFO))
 
 
 @dataclass
@@ -101,29 +105,29 @@ class WorkerPool:
             record(line)
             if is_producer:
                 # Cheap byte tests keep the producer's lines from being parsed twice.
-                if b'"type":"invoke"' in line:
+                if _INVOKE in line:
                     counters.sends += 1
-                elif b'"type":"ok","f":"send"' in line:
+                elif _SEND_OK in line:
                     counters.acked += 1
                     worker.acked += 1
-                elif b'"type":"fail","f":"send"' in line:
+                elif _SEND_FAIL in line:
                     counters.failed += 1
-                elif b'"type":"info","f":"send"' in line:
+                elif _SEND_INFO in line:
                     counters.unknown += 1
                 continue
-            op = orjson.loads(line)
-            f = op.get("f")
-            if f == "poll" and op.get("type") == "ok":
+            entry = orjson.loads(line)
+            f = entry.get("f")
+            if f == Op.POLL and entry.get("type") == OpType.OK:
                 upto = worker.read_upto
-                for r in op["records"]:
+                for r in entry["records"]:
                     tp = (r["topic"], r["partition"])
                     if r["offset"] > upto.get(tp, -1):
                         upto[tp] = r["offset"]
-                counters.records_read += len(op["records"])
-            elif f == "assign":
-                worker.assigned |= {(p["topic"], p["partition"]) for p in op["partitions"]}
-            elif f == "revoke":
-                worker.assigned -= {(p["topic"], p["partition"]) for p in op["partitions"]}
+                counters.records_read += len(entry["records"])
+            elif f == Op.ASSIGN:
+                worker.assigned |= {(p["topic"], p["partition"]) for p in entry["partitions"]}
+            elif f == Op.REVOKE:
+                worker.assigned -= {(p["topic"], p["partition"]) for p in entry["partitions"]}
 
     # -- looking --------------------------------------------------------------------------------
     def producers(self) -> list[Worker]:
@@ -165,7 +169,7 @@ class WorkerPool:
         worker.crashed = worker.expected_exit = True
         worker.child.kill(STOP_TIMEOUT_S)
         worker.reader.join(STOP_TIMEOUT_S)
-        self.recorder.record({"process": process, "type": "info", "f": "crash"})
+        self.recorder.record(op(Op.CRASH, process=process))
 
     def stop(self, workers: list[Worker], timeout_s: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM: producers flush and record what is still in flight; consumers close and leave their group."""
@@ -180,7 +184,7 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 w.crashed = True
                 w.child.kill(STOP_TIMEOUT_S)
-                self.recorder.record({"process": w.process, "type": "info", "f": "crash", "error": "did not stop on SIGTERM"})
+                self.recorder.record(op(Op.CRASH, process=w.process, error="did not stop on SIGTERM"))
             w.reader.join(STOP_TIMEOUT_S)
 
     def stop_all(self) -> None:

@@ -7,6 +7,7 @@ import time
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.outcomes import error_name, send_outcome
 from failsafe.workloads.specs import ProducerSpec
@@ -33,11 +34,11 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
         key, value = in_flight.pop(send_id)
         if error is None:
             offset = msg.offset()
-            out.op("ok", "send", id=send_id, topic=msg.topic(), partition=msg.partition(),
+            out.op(OpType.OK, Op.SEND, id=send_id, topic=msg.topic(), partition=msg.partition(),
                    offset=None if offset is None or offset < 0 else offset, key=key, value=value)
         else:
             partition = msg.partition() if msg.partition() is not None and msg.partition() >= 0 else None
-            out.op(send_outcome(error), "send", id=send_id, topic=spec.topic, partition=partition, key=key, value=value,
+            out.op(send_outcome(error), Op.SEND, id=send_id, topic=spec.topic, partition=partition, key=key, value=value,
                    error=error_name(error))
 
     interval_ns = int(1e9 / spec.rate_per_s) if spec.rate_per_s > 0 else 0
@@ -55,7 +56,7 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
             key = f"k{seq % spec.keys}" if spec.keys > 0 else None
             value = value_for(spec.process, seq, spec.record_size)
             in_flight[seq] = (key, value)
-            out.op("invoke", "send", id=seq, topic=spec.topic, key=key, value=value)
+            out.op(OpType.INVOKE, Op.SEND, id=seq, topic=spec.topic, key=key, value=value)
             send_id = seq
             while True:
                 try:
@@ -70,8 +71,8 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
         producer.poll(0)
         # Whatever is still in flight when we stop may or may not have been appended.
         for send_id, (key, value) in sorted(in_flight.items()):
-            out.op("info", "send", id=send_id, topic=spec.topic, partition=None, key=key, value=value,
+            out.op(OpType.INFO, Op.SEND, id=send_id, topic=spec.topic, partition=None, key=key, value=value,
                    error="PRODUCER_STOPPED_IN_FLIGHT")
-        out.op("info", "close")
+        out.op(OpType.INFO, Op.CLOSE)
         out.flush()
     return seq

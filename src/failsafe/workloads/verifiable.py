@@ -35,6 +35,7 @@ from failsafe.dist.java import Java, find_java
 from failsafe.dist.jvm import tool_command
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
 from failsafe.errors import UserError, WorkloadFailed
+from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.supervisor import Child, spawn
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
@@ -301,7 +302,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
                     _write(out, op)
             if killed.is_set():
                 group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec) else {}
-                out.op("info", "crash", **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
+                out.op(OpType.INFO, Op.CRASH, **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
             out.flush()
     if not stop.is_set() and not (spec.count is not None and returncode == 0):
         detail = child.tail() or "no output on stderr"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import orjson
 from confluent_kafka import KafkaError
 
+from failsafe.history.ops import Op, OpType
 from failsafe.workloads.outcomes import error_name, send_outcome
 
 _STOPPED_IN_FLIGHT = "PRODUCER_STOPPED_IN_FLIGHT"
@@ -133,8 +134,8 @@ def java_send_outcome(exception: object) -> tuple[str, str]:
     return send_outcome(error), error_name(error)
 
 
-def _op(time_ns: int, process: str, type: str, f: str, **fields: object) -> dict:
-    return {"time_ns": time_ns, "process": process, "type": type, "f": f, **fields}
+def _op(time_ns: int, process: str, type: OpType | str, f: Op, **fields: object) -> dict:
+    return {"time_ns": time_ns, "process": process, "type": str(type), "f": str(f), **fields}
 
 
 def producer_event_to_ops(event: dict, process: str, state: ProducerState) -> list[dict]:
@@ -148,22 +149,22 @@ def producer_event_to_ops(event: dict, process: str, state: ProducerState) -> li
         # The tool prints nothing when it calls send(), only when the send completes: the invoke
         # is written just before its outcome, at the same time, so every send is still an
         # invoke/completion pair. Its latency is unknown (zero here), not measured.
-        invoke = _op(now_ns, process, "invoke", "send", id=send_id, topic=topic, key=key, value=value)
+        invoke = _op(now_ns, process, OpType.INVOKE, Op.SEND, id=send_id, topic=topic, key=key, value=value)
         if name == "producer_send_success":
             offset = event.get("offset")
             # With acks=0 the Java client reports offset -1: the broker confirmed nothing.
             offset = offset if isinstance(offset, int) and offset >= 0 else None
-            done = _op(now_ns, process, "ok", "send", id=send_id, topic=topic, partition=event.get("partition"), offset=offset, key=key, value=value)
+            done = _op(now_ns, process, OpType.OK, Op.SEND, id=send_id, topic=topic, partition=event.get("partition"), offset=offset, key=key, value=value)
         else:
             outcome, error = java_send_outcome(event.get("exception"))
-            done = _op(now_ns, process, outcome, "send", id=send_id, topic=topic, key=key, value=value, partition=None, error=error)
+            done = _op(now_ns, process, outcome, Op.SEND, id=send_id, topic=topic, key=key, value=value, partition=None, error=error)
         return [invoke, done]
     if name == "tool_data":
         sent = event.get("sent")
         state.sent = sent if isinstance(sent, int) else state.sent
         return []
     if name == "shutdown_complete":
-        return [_op(now_ns, process, "info", "close")]
+        return [_op(now_ns, process, OpType.INFO, Op.CLOSE)]
     return []
 
 
@@ -173,8 +174,8 @@ def producer_stopped_ops(state: ProducerState, process: str, time_ns: int | None
     ops = []
     for seq in state.unreported():
         base = {"id": seq, "topic": state.topic, "key": state.key(seq), "value": state.value(seq)}
-        ops.append(_op(now_ns, process, "invoke", "send", **base))
-        ops.append(_op(now_ns, process, "info", "send", **base, partition=None, error=_STOPPED_IN_FLIGHT))
+        ops.append(_op(now_ns, process, OpType.INVOKE, Op.SEND, **base))
+        ops.append(_op(now_ns, process, OpType.INFO, Op.SEND, **base, partition=None, error=_STOPPED_IN_FLIGHT))
         state.reported(state.value(seq))
     state.sent = state.high
     return ops
@@ -195,7 +196,7 @@ def consumer_event_to_ops(event: dict, process: str, group: str | None, *, verbo
     now_ns = event_time_ns(event)
     if name == "record_data":
         record = {k: event.get(k) for k in ("topic", "partition", "offset", "key", "value")}
-        return [_op(now_ns, process, "ok", "poll", group=group, records=[record])]
+        return [_op(now_ns, process, OpType.OK, Op.POLL, group=group, records=[record])]
     if name == "records_consumed":
         if verbose:
             return []
@@ -205,20 +206,20 @@ def consumer_event_to_ops(event: dict, process: str, group: str | None, *, verbo
             for s in event.get("partitions") or []
             for offset in range(s["minOffset"], s["maxOffset"] + 1)
         ]
-        return [_op(now_ns, process, "ok", "poll", group=group, records=records)] if records else []
+        return [_op(now_ns, process, OpType.OK, Op.POLL, group=group, records=records)] if records else []
     if name == "partitions_assigned":
-        return [_op(now_ns, process, "info", "assign", group=group, partitions=_partitions(event.get("partitions")))]
+        return [_op(now_ns, process, OpType.INFO, Op.ASSIGN, group=group, partitions=_partitions(event.get("partitions")))]
     if name == "partitions_revoked":
         # The Java listener's onPartitionsLost defaults to onPartitionsRevoked: a loss looks the same.
-        return [_op(now_ns, process, "info", "revoke", group=group, partitions=_partitions(event.get("partitions")))]
+        return [_op(now_ns, process, OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(event.get("partitions")))]
     if name == "offsets_committed":
         offsets = [{"topic": o["topic"], "partition": o["partition"], "offset": o["offset"]} for o in event.get("offsets") or []]
         if event.get("success", False):
             # After an empty poll the tool commits nothing and still says so.
-            return [_op(now_ns, process, "ok", "commit", group=group, offsets=offsets)] if offsets else []
+            return [_op(now_ns, process, OpType.OK, Op.COMMIT, group=group, offsets=offsets)] if offsets else []
         # The tool reports the exception's message, not its class.
-        return [_op(now_ns, process, "fail", "commit", group=group, offsets=offsets, error=event.get("error") or "UNKNOWN")]
+        return [_op(now_ns, process, OpType.FAIL, Op.COMMIT, group=group, offsets=offsets, error=event.get("error") or "UNKNOWN")]
     if name == "shutdown_complete":
-        return [_op(now_ns, process, "info", "close", group=group)]
+        return [_op(now_ns, process, OpType.INFO, Op.CLOSE, group=group)]
     return []
 

@@ -17,6 +17,7 @@ import confluent_kafka
 import orjson
 
 from failsafe.errors import FailsafeError
+from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.producer import run_producer
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
     out = OpWriter(sys.stdout.buffer, spec.process)
     try:
         # First, before any send or poll: what the run's clients were, for every explanation.
-        out.op("info", "client-config", **client_config_fields(spec))
+        out.op(OpType.INFO, Op.CLIENT_CONFIG, **client_config_fields(spec))
         out.flush()
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             run_verifiable(spec, out, stop)

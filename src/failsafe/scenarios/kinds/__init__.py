@@ -1,97 +1,138 @@
-"""Scenario kinds: for each, the workload plug-in the engine drives, and how its runs are checked and shown.
+"""Scenario kinds: one contract, each kind a package of its own (kinds/<kind>/) that registers itself.
 
-    lab       verifying clients (failsafe's or Kafka's verifiable ones); the checkers of failsafe.checkers
+    lab       verifying clients (failsafe's or Kafka's verifiable ones) on one cluster; the checkers of failsafe.checkers
     dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr.py
-    pipeline  the sales simulator and the Spark pipeline; the sink against the ledger
+    pipeline  the sales simulator and the Spark pipeline; the pipeline's run and the sink against the ledger
 
-A new kind (ZooKeeper nodes, network links, a second cluster) is one more entry here and a
-workload module beside these, never another runner.
+A ``ScenarioKind`` says everything the engine and the CLI need: how its scenarios are parsed (once,
+completely), where they run (one cluster or a DR pair), its workload, which faults it takes (by
+what it ``offers``: a fault type needs some of it), the actions it declares, the checkers that
+judge its runs, how a run is judged, shown and reported, and the run options it takes. Its name is
+written in its own package and nowhere else: everything else asks the kind.
+
+This package finds its subpackages and imports them; each registers its kind with ``register``.
+A kind defined elsewhere (a test's toy kind) registers the same way. A new kind is one package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from failsafe.scenarios.actions import ActionType
+from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.plugin import Workload
 from failsafe.scenarios.rundir import RunDir
 
 
-class RunKind(StrEnum):
-    LAB = "lab"
-    PIPELINE = "pipeline"
-    DR = "dr"
+class Placement(StrEnum):
+    """Where a kind's scenarios run."""
+
+    CLUSTER = "cluster"  # one cluster at --dir
+    DR_PAIR = "dr-pair"  # a DR pair at --dir: DIR/primary and DIR/backup (failsafe up --dr)
+
+
+def _recognises_nothing(path: Path) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
 class ScenarioKind:
     name: str
+    summary: str
+    parser: Callable[[dict, ScenarioKind], Scenario]  # the whole table, "kind" removed -> a validated scenario
     workload: Callable[[Any], Workload]
-    check: Callable[[RunDir], tuple[dict, Any]]  # judge a stored run: results.json (written too), and the loaded history if any
-    show: Callable[[Console, RunDir, dict, Any], None]  # the terminal summary, and report.html where the kind has one
+    judge: Callable[[RunDir, Any], tuple[dict, Any]]  # a stored run and its scenario (None: not recorded) -> results (written), history
+    show: Callable[[Console, RunDir, dict, Any], None]  # the terminal summary of judged results
+    report: Callable[[RunDir, dict, Any], Path]  # report.html of judged results; returns its path
+    offers: frozenset[str]  # Need values (or a plug-in's own words) its faults may act on; a fault needing more is refused
+    checkers: tuple[str, ...]  # the checkers its runs are judged by (known anomalies and [checkers.X] may name only these)
+    actions: Mapping[str, ActionType] = field(default_factory=dict)
+    placement: Placement = Placement.CLUSTER
+    # A run option and the scenario field it sets (failsafe run --master URL sets pipeline.master).
+    run_options: Mapping[str, str] = field(default_factory=dict)
+    # The kind of a scenario file that names none.
+    default: bool = False
+    # A stored run made before runs recorded their kind: is it one of this kind's?
+    recognises: Callable[[Path], bool] = _recognises_nothing
+
+    def parse(self, data: dict) -> Scenario:
+        """The scenario from its table (``kind`` removed), validated; its raw data records the kind."""
+        scenario = self.parser(data, self)
+        return replace(scenario, kind=self.name, raw={**scenario.raw, "kind": self.name})
 
 
-def _lab_workload(scenario: Any) -> Workload:
-    from failsafe.scenarios.kinds.lab import LabWorkload
-
-    return LabWorkload(scenario)
+KINDS: dict[str, ScenarioKind] = {}
 
 
-def _pipeline_workload(scenario: Any) -> Workload:
-    from failsafe.scenarios.kinds.pipeline import PipelineWorkload
-
-    return PipelineWorkload(scenario)
-
-
-def _dr_workload(scenario: Any) -> Workload:
-    from failsafe.scenarios.kinds.dr import DrWorkload
-
-    return DrWorkload(scenario)
+def register(kind: ScenarioKind) -> ScenarioKind:
+    known = KINDS.get(kind.name)
+    if known is not None and known is not kind:
+        raise ValueError(f"a scenario kind named {kind.name!r} is already registered ({known.summary})")
+    if kind.default and any(k.default and k is not kind for k in KINDS.values()):
+        raise ValueError(f"{kind.name}: a default kind is already registered")
+    KINDS[kind.name] = kind
+    return kind
 
 
-def _dr_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
-    from failsafe.reports.dr_report import render_dr_summary, write_dr_report
-
-    write_dr_report(run_dir.path, results, history)
-    render_dr_summary(console, results)
-    console.print(f"report: {run_dir.report_path}")
+def unregister(name: str) -> None:
+    """Remove a kind (tests that register toys of their own)."""
+    KINDS.pop(name, None)
 
 
-def _lab_check(run_dir: RunDir) -> tuple[dict, Any]:
-    from failsafe.scenarios.check import check_run
-
-    return check_run(run_dir)
-
-
-def _lab_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
-    from failsafe.reports.html import write_report
-    from failsafe.reports.terminal import render_summary
-
-    write_report(run_dir.path, results, history, run_dir.scenario_data(), run_dir.manifest())
-    render_summary(console, results, history)
-    console.print(f"report: {run_dir.report_path}")
+def kind_named(name: str) -> ScenarioKind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ScenarioError(f"kind {name!r} is not one of {', '.join(KINDS)}") from None
 
 
-def _pipeline_check(run_dir: RunDir) -> tuple[dict, Any]:
-    from failsafe.scenarios.pipeline_check import check_pipeline_run
-
-    return check_pipeline_run(run_dir), None
+def default_kind() -> ScenarioKind:
+    return next(k for k in KINDS.values() if k.default)
 
 
-def _pipeline_show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
-    from failsafe.scenarios.pipeline_check import render_pipeline_results, write_pipeline_report
-
-    write_pipeline_report(run_dir, results)
-    render_pipeline_results(console, results)
-    console.print(f"report: {run_dir.report_path}")
+def kind_of(scenario: Scenario) -> ScenarioKind:
+    return kind_named(scenario.kind)
 
 
-KINDS: dict[str, ScenarioKind] = {
-    RunKind.LAB: ScenarioKind(RunKind.LAB, _lab_workload, _lab_check, _lab_show),
-    RunKind.PIPELINE: ScenarioKind(RunKind.PIPELINE, _pipeline_workload, _pipeline_check, _pipeline_show),
-    RunKind.DR: ScenarioKind(RunKind.DR, _dr_workload, _lab_check, _dr_show),
-}
+def parse_table(data: object, origin: str) -> Scenario:
+    """A scenario of any kind from its table: ``kind`` names the kind (absent: the default kind)."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{origin}: a scenario is a table, not {type(data).__name__}")
+    table = dict(data)
+    name = table.pop("kind", None)
+    if name is None:
+        return default_kind().parse(table)
+    if name not in KINDS:
+        raise ScenarioError(f"{origin}: kind {name!r} is not one of {', '.join(KINDS)}")
+    return KINDS[name].parse(table)
+
+
+def kind_of_run(run_dir: RunDir) -> ScenarioKind:
+    """The kind a stored run was of: as its scenario.json records it, else the kind that recognises it, else the default."""
+    data = run_dir.scenario_data() or {}
+    if "kind" in data:
+        name = str(data["kind"])
+        if name not in KINDS:
+            raise ScenarioError(f"{run_dir.path} is a run of kind {name!r}, which this failsafe does not know: check it with the failsafe "
+                                "that made it")
+        return KINDS[name]
+    return next((k for k in KINDS.values() if k.recognises(run_dir.path)), default_kind())
+
+
+def _discover() -> None:
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg):
+        importlib.import_module(f"{__name__}.{module}")
+
+
+_discover()
+
+__all__ = ["KINDS", "Placement", "ScenarioKind", "default_kind", "kind_named", "kind_of", "kind_of_run", "parse_table", "register",
+           "unregister"]

@@ -17,12 +17,13 @@ import time
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, spark_worker_name
+from failsafe.history.ops import Op, event
 from failsafe.pipeline.progress import latest_by_query
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios import setup
-from failsafe.scenarios.pipeline_schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
+from failsafe.scenarios.base import TopicSpec
+from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
 from failsafe.scenarios.plugin import RunContext
-from failsafe.scenarios.schema import TopicSpec
 from failsafe.supervisor import Child
 from failsafe.waiting import WaitTimeout
 from failsafe.workloads.sales.run import publish_products
@@ -88,8 +89,8 @@ class PipelineWorkload:
                      f"(see {ctx.run_path / 'simulator.log'})")
         finally:
             code = simulator.exit_code()
-            ctx.recorder.record({"process": "simulator", "type": "info", "f": "simulator-exit", "exit_code": code,
-                                 "error": (simulator.tail(2) or "no output") if code != 0 else None})
+            ctx.recorder.record(event(Op.SIMULATOR_EXIT, process="simulator", exit_code=code,
+                                 error=(simulator.tail(2) or "no output") if code != 0 else None))
 
     def drain(self, ctx: RunContext) -> None:
         ends = purchases_log_end(ctx.bootstrap_servers)
@@ -105,12 +106,12 @@ class PipelineWorkload:
             drained = self.pipeline is not None
         except WaitTimeout:
             ctx.event(f"drain: the pipeline had not read to the log end after {self.scenario.phases.drain_timeout_s:g}s")
-        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "drained", "ok": drained,
-                             "drain_s": round(time.monotonic() - started, 2), "log_end": {str(p): end for p, end in ends.items()}})
+        ctx.recorder.record(event(Op.DRAINED, process="pipeline", ok=drained,
+                             drain_s=round(time.monotonic() - started, 2), log_end={str(p): end for p, end in ends.items()}))
         if self.pipeline is not None:
             ctx.event("stopping the pipeline")
             code = self.pipeline.stop(STOP_TIMEOUT_S)
-            ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-stop", "exit_code": code})
+            ctx.recorder.record(event(Op.PIPELINE_STOP, process="pipeline", exit_code=code))
             self.pipeline = None
 
     def stop(self) -> None:
@@ -125,7 +126,7 @@ class PipelineWorkload:
         if self.pipeline is not None and not self.pipeline.running() and not self._driver_down:
             ctx = self._ctx()
             code, tail = self.pipeline.exit_code(), self.pipeline.tail()
-            ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-exit", "exit_code": code, "error": tail or None})
+            ctx.recorder.record(event(Op.PIPELINE_EXIT, process="pipeline", exit_code=code, error=tail or None))
             ctx.event(f"the pipeline exited by itself (exit {code}): {self.pipeline.tail(1)}")
             self.pipeline = None
 
@@ -175,8 +176,8 @@ class PipelineWorkload:
                                        spawner=ctx.supervisor.spawn, outlives_us=False)
         ctx.event(f"starting a Spark standalone cluster: a master and {p.spark_workers} workers at {self.spark.spec.master_url}")
         self.spark.start(p.start_timeout_s, ctx.event)
-        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "spark-standalone-up", "master": self.spark.spec.master_url,
-                             "workers": p.spark_workers, "cores_per_worker": self.spark.spec.cores_per_worker})
+        ctx.recorder.record(event(Op.SPARK_STANDALONE_UP, process="pipeline", master=self.spark.spec.master_url,
+                             workers=p.spark_workers, cores_per_worker=self.spark.spec.cores_per_worker))
 
     def _master(self) -> str:
         return self.spark.spec.master_url if self.spark is not None else self.scenario.pipeline.master
@@ -184,7 +185,7 @@ class PipelineWorkload:
     def _start_pipeline(self) -> None:
         ctx, s = self._ctx(), self.scenario
         self.starts += 1
-        ctx.recorder.record({"process": "pipeline", "type": "info", "f": "pipeline-start", "start": self.starts, "master": self._master()})
+        ctx.recorder.record(event(Op.PIPELINE_START, process="pipeline", start=self.starts, master=self._master()))
         self.pipeline = ctx.supervisor.spawn(failsafe_command(
             "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--master", self._master(), "--output", str(self.output),
             "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark),

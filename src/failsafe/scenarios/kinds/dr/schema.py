@@ -1,4 +1,4 @@
-"""DR scenarios (kind = "dr"): a lab scenario run across a DR pair, plus the MirrorMaker settings of its flows.
+"""DR scenarios: a lab scenario run across a DR pair, plus the MirrorMaker settings of its flows.
 
 Its ``faults`` act on the primary (``cluster-loss``: every node killed); its ``actions`` move the
 clients (``failover`` to the backup, ``failback`` to the primary again). ``[mirror]`` holds
@@ -11,20 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from failsafe.scenarios.schema import Scenario, ScenarioError, parse_scenario
-
-DR_KIND = "dr"
+from failsafe.cluster.spec import ZOOKEEPER_MODE
+from failsafe.scenarios.base import KindInfo, ScenarioError, fail
+from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, parse_lab
 
 
 @dataclass(frozen=True)
-class DrScenario(Scenario):
+class DrScenario(LabScenario):
     mirror: dict[str, str] = field(default_factory=dict)
-    kind: ClassVar[str] = DR_KIND
+    loss_checkers: ClassVar[tuple[str, ...]] = ("dr",)
 
 
-def parse_dr_scenario(data: dict) -> DrScenario:
+def parse_dr(data: dict, kind: KindInfo) -> DrScenario:
     table = dict(data)
-    table.pop("kind", None)
     mirror = table.pop("mirror", {})
     where = f"scenario {table.get('name', '?')}.mirror"
     if not isinstance(mirror, dict) or set(mirror) - {"settings"}:
@@ -33,6 +32,8 @@ def parse_dr_scenario(data: dict) -> DrScenario:
     if not isinstance(settings, dict):
         raise ScenarioError(f"{where}.settings: expected a table of mm2.properties entries")
     settings = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
-    scenario = parse_scenario(table, DrScenario, mirror=settings)
+    scenario = parse_lab(table, kind, DrScenario, TOP, mirror=settings)
+    if scenario.cluster.mode == ZOOKEEPER_MODE:
+        raise fail(f"{scenario.name}.cluster.mode", "DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x)")
     assert isinstance(scenario, DrScenario)
-    return replace(scenario, raw={**data, "kind": DR_KIND})
+    return replace(scenario, raw=data)

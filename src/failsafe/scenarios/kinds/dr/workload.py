@@ -32,8 +32,9 @@ from failsafe.cluster.mirror import (
 from failsafe.cluster.pair import BACKUP, PRIMARY, wait_mirroring
 from failsafe.dist.java import find_java
 from failsafe.errors import ScenarioFailed
+from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
-from failsafe.scenarios.dr_schema import DrScenario
+from failsafe.scenarios.kinds.dr.schema import DrScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
 from failsafe.supervisor import Child
@@ -122,7 +123,7 @@ class DrWorkload:
     def _failover(self, ctx: RunContext) -> None:
         """The primary's region is lost: its clients with it; new ones start on the backup at once."""
         pool = self._pool()
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "dr-switch", "from": PRIMARY, "to": BACKUP, "planned": False})
+        ctx.recorder.record(event(Op.DR_SWITCH, **{"from": PRIMARY, "to": BACKUP, "planned": False}))
         ctx.event("failover: the clients of the lost region are gone; the group and the producer start on the backup")
         for w in pool.producers() + pool.consumers():
             if w.alive():
@@ -137,7 +138,7 @@ class DrWorkload:
             raise ScenarioFailed("failback moves the clients from the backup: fail over first")
         pool, flow = self._pool(), MirrorFlow(BACKUP, PRIMARY)
         self._start_mirror(ctx, flow)
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "dr-switch", "from": BACKUP, "to": PRIMARY, "planned": True})
+        ctx.recorder.record(event(Op.DR_SWITCH, **{"from": BACKUP, "to": PRIMARY, "planned": True}))
         ctx.event("failback: the producer stops on the backup; mirror and group catch up; the clients move to the primary")
         pool.stop(pool.producers())
         backup, primary = ctx.clusters[BACKUP], ctx.clusters[PRIMARY]
@@ -186,15 +187,15 @@ class DrWorkload:
         child = ctx.supervisor.spawn(cmd, name=f"mirrormaker {flow.arrow}", log_path=work / "mirrormaker.log", cwd=work)
         self.mirrors[flow.arrow] = child
         settings = {**TIMING_DEFAULTS, **self.scenario.mirror}
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "mirror-start", "flow": flow.arrow, "pid": child.pid,
-                             "settings": settings})
+        ctx.recorder.record(event(Op.MIRROR_START, flow=flow.arrow, pid=child.pid,
+                             settings=settings))
         ctx.event(f"MirrorMaker {flow.arrow} started; waiting until {', '.join(topics)} are mirrored")
         wait_mirroring(flow, ctx.clusters, topics, MIRROR_READY_TIMEOUT_S, alive=child.running, log=work / "mirrormaker.log")
         ignored = settings_not_applied(work / "mirrormaker.log", self.scenario.mirror)
         if ignored:
             raise ScenarioFailed(f"MirrorMaker is not running with {', '.join(ignored)} (see the config it logged in {work / 'mirrormaker.log'}): "
                                  "fix the scenario's [mirror.settings]; its numbers would be those of the defaults")
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "mirror-ready", "flow": flow.arrow})
+        ctx.recorder.record(event(Op.MIRROR_READY, flow=flow.arrow))
 
     def _stop_mirror(self, ctx: RunContext, flow: MirrorFlow) -> None:
         child = self.mirrors.pop(flow.arrow, None)
@@ -202,7 +203,7 @@ class DrWorkload:
             return
         # SIGKILL: with its source dead, MirrorMaker's orderly stop waits on it for tens of seconds.
         child.kill()
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "mirror-stop", "flow": flow.arrow})
+        ctx.recorder.record(event(Op.MIRROR_STOP, flow=flow.arrow))
         ctx.event(f"MirrorMaker {flow.arrow} stopped, before the heal brings the primary back")
 
     def _await_synced(self, ctx: RunContext, bootstrap: str, group: str, topics: list[str]) -> None:
@@ -231,8 +232,8 @@ class DrWorkload:
         synced = _committed(admin, group, ends)
         behind = sum(end - synced.get(tp, 0) for tp, end in ends.items())
         ctx.event(f"failback: {group}'s synced offsets on the primary are {behind} records behind the mirrored log end")
-        ctx.recorder.record({"process": "runner", "type": "info", "f": "dr-offsets", "group": group, "behind": behind,
-                             "offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(synced.items())]})
+        ctx.recorder.record(event(Op.DR_OFFSETS, group=group, behind=behind,
+                             offsets=[{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(synced.items())]))
 
     def _reset_to_end(self, ctx: RunContext, bootstrap: str, group: str, topics: list[str]) -> None:
         ends = log_end_offsets(bootstrap, _partitions(bootstrap, topics))

@@ -11,9 +11,9 @@ from __future__ import annotations
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.scenarios import setup
+from failsafe.scenarios.kinds.lab.schema import LabScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
-from failsafe.scenarios.schema import Scenario
 from failsafe.waiting import WaitTimeout
 from failsafe.workloads.pool import WorkerPool
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
@@ -25,7 +25,7 @@ KAFKA_VERIFIABLE = "kafka-verifiable"
 
 
 class LabWorkload:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: LabScenario) -> None:
         self.scenario = scenario
         self.sampled_topics = [t.name for t in scenario.topics]
         self.pool: WorkerPool | None = None

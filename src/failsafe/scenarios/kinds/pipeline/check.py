@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -13,15 +14,24 @@ from failsafe.checkers import pipeline_run
 from failsafe.checkers.common import UNKNOWN
 from failsafe.checkers.run import combine_validity
 from failsafe.errors import UserError
-from failsafe.scenarios.check import load_run_history
+from failsafe.history.model import History
+from failsafe.scenarios.base import Scenario
+from failsafe.scenarios.check import load_run_history, write_results
+from failsafe.scenarios.known import classify
 from failsafe.scenarios.rundir import RunDir
 
 
-def check_pipeline_run(run_dir: RunDir) -> dict[str, Any]:
-    """Judge the run from its history, then verify its sink against its ledger; write and return results.json."""
+def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict[str, Any], History]:
+    """Judge the run from its history, then verify its sink against its ledger; write and return results.json (and the history).
+
+    ``checkers`` holds both verdicts as every kind's results do: ``pipeline`` (the history) and ``sales`` (sink
+    against ledger, absent when it could not be compared); ``pipeline`` and ``verification`` repeat them for the report.
+    """
     from failsafe.pipeline.verify import verify_output
 
-    facts = pipeline_run.check(load_run_history(run_dir))
+    history = load_run_history(run_dir)
+    options = scenario.checker_options() if scenario is not None else {}
+    facts = pipeline_run.check(history, options.get("pipeline"))
     # Without a complete ledger or a drained pipeline there is nothing the sink could be compared with.
     decidable = not facts["reasons"]
     verification = verify_output(run_dir.path / "output", run_dir.path / "ledger") if decidable else None
@@ -31,19 +41,21 @@ def check_pipeline_run(run_dir: RunDir) -> dict[str, Any]:
         valid = UNKNOWN
     else:
         valid = combine_validity([facts["valid"], verification["valid"]])
-    results = {"format": 2, "valid": valid, "kind": "pipeline", "scenario": (run_dir.scenario_data() or {}).get("name"),
-               "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "pipeline": facts,
+    checkers = {"pipeline": facts, **({"sales": verification} if verification is not None else {})}
+    results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None,
+               "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "checkers": checkers, "pipeline": facts,
                "verification": verification}
-    run_dir.results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    return results
+    results = classify(results, scenario, history)
+    write_results(run_dir, results)
+    return results, history
 
 
-def write_pipeline_report(run_dir: RunDir, results: dict[str, Any]) -> None:
+def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: History) -> Path:
     """report.html beside results.json: the verdict, ledger and sink, and the queries over time (reports/pipeline_report.py)."""
     from failsafe.pipeline.job import COMMITS_FILE
     from failsafe.pipeline.sink import PROGRESS_FILE, SALES_DIR, read_progress
     from failsafe.reports.pipeline_report import record_latencies, render_pipeline_html
-    from failsafe.scenarios.pipeline_schema import PURCHASES_TOPIC
+    from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_TOPIC
     from failsafe.workloads.sales.ledger import read_ledger
 
     output = run_dir.path / "output"
@@ -61,13 +73,14 @@ def write_pipeline_report(run_dir: RunDir, results: dict[str, Any]) -> None:
         latencies = record_latencies(ledger.purchases, progress, commits, PURCHASES_TOPIC)
     except (UserError, OSError):
         pass  # no complete ledger: the report says the verdict's reasons and draws what Spark reported
-    html = render_pipeline_html(results, load_run_history(run_dir), progress, commits, latencies, clock, run_dir.scenario_data())
+    html = render_pipeline_html(results, history, progress, commits, latencies, clock, run_dir.scenario_data())
     run_dir.report_path.write_text(html, encoding="utf-8")
+    return run_dir.report_path
 
 
 def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:
     from failsafe.pipeline.verify import render_verification
-    from failsafe.reports.summary import verdict
+    from failsafe.reports.summary import run_verdict
     from failsafe.reports.terminal import VERDICT_STYLE
 
     facts = results["pipeline"]
@@ -78,10 +91,13 @@ def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:
         f"\n  exit {e['exit_code']} in {e['phase']}: {e['log']}" for e in facts["unexpected_exits"]))
     table.add_row("drained to the log end", f"yes, in {facts['drain_s']} s" if facts["drained"] else "no")
     table.add_row("simulator exit", str(facts["simulator_exit"]))
+    unrecovered = (facts.get("examples") or {}).get("never-recovered") or []
+    table.add_row("partitions never recovered", str((facts.get("counts") or {}).get("never-recovered", 0)) + "".join(
+        f"\n  {row['partition']}: {row['seen']}" for row in unrecovered))
     console.print(table)
     if results["verification"] is not None:
         render_verification(results["verification"], console)
     for reason in results["reasons"]:
         console.print(f"[yellow]undecided:[/] {reason}")
-    word = verdict(results["valid"])
+    word = run_verdict(results)
     console.print(f"{results.get('scenario', 'pipeline scenario')}: [{VERDICT_STYLE[word]}]{word}[/]")

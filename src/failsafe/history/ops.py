@@ -1,0 +1,162 @@
+"""The history's vocabulary: every op's name, type and process, and the constructors of the ops failsafe writes.
+
+Every writer (the engine, the operator feed, the workloads, the kinds, the worker processes) builds
+its ops here, and every reader (the loader, the checkers, the reports, the console) names them
+here, so an op's name is written once. The format is docs/history.md.
+
+    Op          what happened (``f``): send, poll, fault-start, phase, ...
+    OpType      how it ended (``type``): invoke, ok, fail, info
+    Target      what a fault acted on, as its fault-start records it
+    Family      the kind of fault (process, network, client, ...), as its fault-start records it
+    PhaseName   the engine's phases, as its phase ops record them
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+
+class OpType(StrEnum):
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"  # an outcome nobody knows (a send that timed out), or a fact about the run
+
+
+class Op(StrEnum):
+    # Clients (worker processes).
+    SEND = "send"
+    POLL = "poll"
+    ASSIGN = "assign"
+    REVOKE = "revoke"
+    COMMIT = "commit"
+    CLOSE = "close"
+    CRASH = "crash"
+    CLIENT_CONFIG = "client-config"
+    # The log read back after the run.
+    LOG_READ = "log-read"
+    # Faults, the cluster as the engine saw it, the run's own phases and admin actions.
+    FAULT_START = "fault-start"
+    FAULT_STOP = "fault-stop"
+    TOPOLOGY = "topology"
+    CONTROLLER = "controller"
+    PHASE = "phase"
+    CREATE_TOPIC = "create-topic"
+    # Events: what the engine and the kinds record about the run itself (the loader's ``events`` frame).
+    RECOVER_TIMEOUT = "recover-timeout"
+    ELECT_LEADERS = "elect-leaders"
+    PIPELINE_START = "pipeline-start"
+    PIPELINE_EXIT = "pipeline-exit"
+    PIPELINE_STOP = "pipeline-stop"
+    SIMULATOR_EXIT = "simulator-exit"
+    DRAINED = "drained"
+    SPARK_STANDALONE_UP = "spark-standalone-up"
+    DR_SWITCH = "dr-switch"
+    DR_OFFSETS = "dr-offsets"
+    MIRROR_START = "mirror-start"
+    MIRROR_READY = "mirror-ready"
+    MIRROR_STOP = "mirror-stop"
+
+
+EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
+                          Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP)
+
+
+class Target(StrEnum):
+    """What a fault acts on, as recorded in ``fault-start``."""
+
+    BROKER = "broker"
+    CONTROLLER = "controller"
+    QUORUM = "quorum"
+    CLUSTER = "cluster"
+    CONSUMER = "consumer"
+    PIPELINE = "pipeline"
+    SPARK_WORKER = "spark-worker"
+    NETWORK = "network"
+
+
+# Faults whose target is one of these act on Kafka's nodes: the partitions they led are the affected ones.
+NODE_TARGETS: tuple[Target, ...] = (Target.BROKER, Target.CONTROLLER, Target.QUORUM, Target.NETWORK)
+
+
+class Family(StrEnum):
+    """The kind of fault, as recorded in ``fault-start`` (a fault type's ``family``)."""
+
+    PROCESS = "process"  # a node's process: killed, stopped, paused
+    NETWORK = "network"  # links cut or lossy
+    CLIENT = "client"  # the workload's own processes
+    MIGRATION = "migration"  # a step of the live ZooKeeper-to-KRaft migration, recorded as a window
+
+
+# The migration's steps are recorded as fault windows of family migration, named by their kind: a roll restarts one node.
+MIGRATION_ROLL = "roll"
+
+
+class PhaseName(StrEnum):
+    SETUP = "setup"
+    WARM_UP = "warm-up"
+    CHAOS = "chaos"
+    HEAL = "heal"
+    RECOVER = "recover"
+    DRAIN = "drain"
+
+
+class Process:
+    """The names of failsafe's own processes in the history (clients are named by the scenario)."""
+
+    RUNNER = "runner"
+    NEMESIS = "nemesis"
+    TOPOLOGY = "topology"
+    LOG_READER = "log-reader"
+    ADMIN = "admin"
+    OPERATOR = "operator"
+
+
+# What a network fault's side names besides its nodes.
+CLIENTS_SIDE = "clients"
+
+
+def op(f: Op, type: OpType = OpType.INFO, process: str = Process.RUNNER, time_ns: int | None = None, **fields: Any) -> dict[str, Any]:
+    """One op as the recorder writes it: time, process, type and name first, then its fields (``None`` fields left out)."""
+    return {"time_ns": time.time_ns() if time_ns is None else time_ns, "process": process, "type": str(type), "f": str(f),
+            **{name: value for name, value in fields.items() if value is not None}}
+
+
+def event(f: Op, process: str = Process.RUNNER, time_ns: int | None = None, **fields: Any) -> dict[str, Any]:
+    """An op about the run itself (one of EVENTS)."""
+    if f not in EVENTS:
+        raise ValueError(f"{f} is not an event op: events are {', '.join(EVENTS)}")
+    return op(f, OpType.INFO, process, time_ns, **fields)
+
+
+def phase(name: PhaseName, time_ns: int | None = None) -> dict[str, Any]:
+    return op(Op.PHASE, phase=str(name), time_ns=time_ns)
+
+
+def sides_of(sides: Sequence[Sequence[str]] | None) -> list[list[str]] | None:
+    return None if sides is None else [[str(member) for member in side] for side in sides]
+
+
+def fault_start(fault_id: int, fault: str, *, target: str | None = None, nodes: Sequence[int | str] = (), role: str | None = None,
+                family: str | None = None, label: str | None = None, sides: Sequence[Sequence[str]] | None = None,
+                one_way: bool | None = None, loss: float | None = None, details: Mapping[str, Any] | None = None,
+                error: str | None = None, process: str = Process.NEMESIS, time_ns: int | None = None) -> dict[str, Any]:
+    """A fault began (or, with ``error``, could not begin).
+
+    ``sides``: a network fault's sides, each a list of node labels and ``clients``; ``label``: how
+    reports name the fault when its nodes alone do not say it.
+    """
+    return op(Op.FAULT_START, OpType.INFO, process, time_ns, fault_id=fault_id, fault=str(fault),
+              target=None if target is None else str(target), nodes=list(nodes) if target is not None or nodes else None,
+              role=role, family=None if family is None else str(family), label=label, sides=sides_of(sides), one_way=one_way,
+              loss=loss, details=dict(details) if details else None, error=error)
+
+
+def fault_stop(fault_id: int, fault: str | None, ok: bool, attempt: int, *, error: str | None = None, by: str | None = None,
+               time_ns: int | None = None) -> dict[str, Any]:
+    """An attempt to undo fault ``fault_id``: ``ok`` false means it failed and will be tried again."""
+    return op(Op.FAULT_STOP, OpType.INFO, Process.NEMESIS, time_ns, fault_id=fault_id, fault=fault, ok=ok, attempt=attempt,
+              error=error, by=by)

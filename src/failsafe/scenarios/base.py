@@ -1,0 +1,324 @@
+"""What every scenario is, whatever its kind, and the parsing every kind shares.
+
+A scenario is data: cluster, workload (the kind's own tables), fault schedule, actions, phases,
+checker options, expectations and known anomalies. Each kind (scenarios/kinds/) parses its own
+tables and builds its fault context (its topics, the clients a fault may target); the rest is
+parsed and validated here, completely, before anything touches a process, with messages that name
+the field and the value (as chaostoolkit's ``ensure_experiment_is_valid`` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from failsafe.checkers import CHECKERS, LOSS_VIOLATIONS, check_options
+from failsafe.checkers.common import CheckerOptionError
+from failsafe.cluster.spec import MODES as CLUSTER_MODES
+from failsafe.cluster.spec import ZOOKEEPER_MODE
+from failsafe.errors import UserError
+from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, allowed
+
+COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
+# The client libraries a known anomaly may name: librdkafka (failsafe's own clients), Kafka's Java client.
+CLIENT_LIBRARIES = ("librdkafka", "kafka-java")
+# When an action runs: at a time into the chaos phase, or once the recover phase has every partition led.
+ACTION_PHASES = ("chaos", "recover")
+
+
+class ScenarioError(UserError):
+    """A scenario that cannot be run as written."""
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    brokers: int = 3
+    controllers: int = 1
+    combined: bool = False
+    # "kraft" or "zookeeper" when the scenario is about one mode; empty: it runs in either (failsafe run --mode).
+    mode: str = ""
+    # Racks the brokers are split into (broker.rack); 0: none needed.
+    racks: int = 0
+    # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
+    # a running cluster without them does not fit.
+    overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str] = field(default_factory=dict)
+    # Replicas placed by hand, one list of broker ids per partition (e.g. a layout blind to racks); None: Kafka places them.
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None
+
+
+@dataclass(frozen=True)
+class Phases:
+    warmup_s: float = 3.0
+    chaos_s: float = 20.0
+    recover_s: float = 3.0
+    recover_timeout_s: float = 90.0
+    drain_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    action: str
+    phase: str = "chaos"
+    at_s: float = 0.0
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    name: str
+    check: str
+    op: str
+    value: Any = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class KnownAnomaly:
+    """A violation the scenario expects under a stated condition, with the upstream reference that explains it.
+
+    anomaly: CHECKER.VIOLATION (e.g. delivery.duplicate-acknowledged), one its kind's checkers report.
+    client: librdkafka or kafka-java. when: client properties (Kafka's names) that every client on the
+    violation's side (its producers, or its consumers: checkers/run.py) ran with, e.g.
+    {"enable.idempotence" = "true"}; required, and a property a client did not set never matches.
+    """
+
+    anomaly: str
+    client: str
+    reference: str
+    when: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The fields every kind has. ``kind`` is set by the kind that parsed it (scenarios/kinds/)."""
+
+    name: str
+    description: str
+    seed: str
+    cluster: ClusterNeeds
+    faults: tuple[FaultSpec, ...]
+    actions: tuple[ActionSpec, ...]
+    phases: Phases
+    checkers: dict[str, dict] = field(default_factory=dict)
+    expect: tuple[Expectation, ...] = ()
+    known: tuple[KnownAnomaly, ...] = ()
+    raw: dict = field(default_factory=dict, compare=False)
+    kind: str = ""
+
+    def checker_options(self) -> dict[str, dict]:
+        """What each checker is run with: the scenario's [checkers.X] tables (a kind may add what it derives)."""
+        return {name: dict(options) for name, options in self.checkers.items()}
+
+    def manifest(self) -> dict[str, Any]:
+        """What the run's manifest.json records of the workload (a kind adds its own)."""
+        return {}
+
+
+class KindInfo(Protocol):
+    """What parsing needs to know of a scenario kind (scenarios/kinds/__init__.py ScenarioKind)."""
+
+    name: str
+    offers: frozenset[str]
+    checkers: tuple[str, ...]
+    actions: Mapping[str, Any]  # name -> scenarios.actions.ActionType
+
+
+def fail(where: str, message: str) -> ScenarioError:
+    return ScenarioError(f"scenario {where}: {message}")
+
+
+def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), converters: Mapping[str, Callable] | None = None) -> Any:
+    """Build ``cls`` from ``data``, naming an unknown or missing field and a value of the wrong type."""
+    if not isinstance(data, dict):
+        raise fail(where, f"expected a table, got {data!r}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    missing = [f for f in required if f not in data]
+    if missing:
+        raise fail(where, f"missing field {missing[0]!r}")
+    values = dict(data)
+    for name, convert in (converters or {}).items():
+        if name in values:
+            try:
+                values[name] = convert(values[name])
+            except (TypeError, ValueError) as e:
+                raise fail(f"{where}.{name}", f"{values[name]!r} is not valid: {e}") from e
+    return cls(**values)
+
+
+def positive(value: object) -> float:
+    if isinstance(value, bool):
+        raise TypeError("expected a number")
+    number = float(value)  # type: ignore[arg-type]
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def str_dict(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TypeError("expected a table of key = value")
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+def tables(data: dict, name: str, where: str) -> list:
+    value = data.get(name, [])
+    if not isinstance(value, list):
+        raise fail(f"{where}.{name}", f"expected an array of tables ([[{name}]]), got {value!r}")
+    return value
+
+
+# -- the parts every kind has -------------------------------------------------------------------------
+def scenario_name(data: object) -> str:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"scenario: expected a table, got {type(data).__name__}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError("scenario: missing field 'name'")
+    return name
+
+
+def refuse_unknown(data: dict, where: str, top: set[str]) -> None:
+    unknown = sorted(set(data) - top)
+    if unknown:
+        raise fail(where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(top))})")
+
+
+def parse_cluster(data: dict, where: str) -> ClusterNeeds:
+    cluster = take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict})
+    if cluster.brokers < 1 or cluster.controllers < 1:
+        raise fail(f"{where}.cluster", "needs at least one broker and one controller")
+    if cluster.mode not in ("", *CLUSTER_MODES):
+        raise fail(f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)")
+    if cluster.mode == ZOOKEEPER_MODE and cluster.combined:
+        raise fail(f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes")
+    return cluster
+
+
+def parse_phases(data: dict, where: str, cls: type[Phases] = Phases) -> Phases:
+    return take(data.get("phases", {}), f"{where}.phases", cls, (), {f.name: positive for f in dataclasses.fields(cls)})
+
+
+def fault_context(where: str, cluster: ClusterNeeds, topics: Mapping[str, int], clients: Mapping[str, tuple[str, ...]] | None = None,
+                  hints: Mapping[str, str] | None = None) -> FaultContext:
+    return FaultContext(where=where, topics=dict(topics), brokers=cluster.brokers, combined=cluster.combined, mode=cluster.mode,
+                        clients=dict(clients or {}), hints=dict(hints or {}))
+
+
+def parse_faults(data: dict, where: str, kind: KindInfo, ctx: FaultContext, phases: Phases) -> tuple[FaultSpec, ...]:
+    """The fault schedule: each fault a type this kind takes, its own fields parsed and validated by the type."""
+    takes = allowed(kind.offers)
+    out = []
+    for i, table in enumerate(tables(data, "faults", where)):
+        at = f"{where}.faults[{i}]"
+        if not isinstance(table, dict):
+            raise fail(at, f"expected a table, got {table!r}")
+        name = table.get("fault")
+        if name is None:
+            raise fail(at, "missing field 'fault'")
+        if name not in takes:
+            also = f" ({name!r} needs what {kind.name} scenarios do not offer)" if name in FAULT_TYPES else ""
+            raise fail(f"{at}.fault", f"{name!r} is not one of {', '.join(takes)}{also}")
+        if "at_s" not in table:
+            raise fail(at, "missing field 'at_s'")
+        timing = {}
+        for key in ("at_s", "duration_s"):
+            if key in table:
+                try:
+                    timing[key] = positive(table[key])
+                except (TypeError, ValueError) as e:
+                    raise fail(f"{at}.{key}", f"{table[key]!r} is not valid: {e}") from e
+        if timing["at_s"] > phases.chaos_s:
+            raise fail(f"{at}.at_s", f"{timing['at_s']:g} is after the chaos phase ends ({phases.chaos_s:g}s)")
+        own = {k: v for k, v in table.items() if k not in ("fault", "at_s", "duration_s")}
+        try:
+            params = FAULT_TYPES[name].parse(own, dataclasses.replace(ctx, where=at))
+        except FaultError as e:
+            raise ScenarioError(str(e)) from e
+        out.append(FaultSpec(fault=name, params=params, **timing))
+    return tuple(out)
+
+
+def parse_actions(data: dict, where: str, kind: KindInfo) -> tuple[ActionSpec, ...]:
+    out = []
+    for i, table in enumerate(tables(data, "actions", where)):
+        a = take(table, f"{where}.actions[{i}]", ActionSpec, ("action",), {"at_s": positive})
+        if a.action not in kind.actions:
+            takes = ", ".join(kind.actions) or "none"
+            raise fail(f"{where}.actions[{i}].action", f"{a.action!r} is not an action {kind.name} scenarios take (they take: {takes})")
+        if a.phase not in ACTION_PHASES:
+            raise fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
+        out.append(a)
+    return tuple(out)
+
+
+def validate_actions(scenario: Scenario, kind: KindInfo) -> None:
+    """What each action needs of the scenario as a whole (migrate: a ZooKeeper-mode cluster)."""
+    for i, a in enumerate(scenario.actions):
+        why = kind.actions[a.action].validate(a, scenario)
+        if why:
+            raise fail(f"{scenario.name}.actions[{i}]", why)
+
+
+def parse_checks(data: dict, where: str, kind: KindInfo) -> tuple[dict[str, dict], tuple[Expectation, ...], tuple[KnownAnomaly, ...]]:
+    """[checkers.X] options, [[expect]] and [[known]], each checked against what the kind's checkers take and report."""
+    checkers = data.get("checkers", {})
+    if not isinstance(checkers, dict):
+        raise fail(f"{where}.checkers", "expected tables [checkers.NAME] of options")
+    for name, options in checkers.items():
+        at = f"{where}.checkers.{name}"
+        if name not in kind.checkers:
+            raise fail(at, f"{name!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})")
+        if not isinstance(options, dict):
+            raise fail(at, "expected a table of options")
+        if "allow_loss" in options:
+            raise fail(f"{at}.allow_loss", "there is no checker-wide allowance of loss: set may_lose = true on the producers that "
+                                           "promise no durability (acks 0 or 1); an acks=all producer's loss is always a violation")
+        if "lossy_writers" in options:
+            raise fail(f"{at}.lossy_writers", "is derived from the producers: set may_lose = true on the producers that may lose")
+        try:
+            check_options(name, options)
+        except CheckerOptionError as e:
+            raise fail(at, str(e)) from e
+    expect = tuple(take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op")) for i, e in enumerate(tables(data, "expect", where)))
+    for i, e in enumerate(expect):
+        if e.op not in COMPARATORS:
+            raise fail(f"{where}.expect[{i}].op", f"{e.op!r} is not one of {' '.join(COMPARATORS)}")
+    known = tuple(take(k, f"{where}.known[{i}]", KnownAnomaly, ("anomaly", "client", "reference"), {"when": str_dict})
+                  for i, k in enumerate(tables(data, "known", where)))
+    for i, k in enumerate(known):
+        _validate_known(k, f"{where}.known[{i}]", kind)
+    return dict(checkers), expect, known
+
+
+def _validate_known(k: KnownAnomaly, at: str, kind: KindInfo) -> None:
+    checker, _, violation = k.anomaly.partition(".")
+    if not checker or not violation:
+        raise fail(f"{at}.anomaly", f"{k.anomaly!r} must be CHECKER.VIOLATION, e.g. delivery.duplicate-acknowledged")
+    if k.anomaly in LOSS_VIOLATIONS:
+        raise fail(f"{at}.anomaly", f"{k.anomaly!r}: a lost acknowledged write is never a known anomaly")
+    if checker not in kind.checkers:
+        raise fail(f"{at}.anomaly", f"{checker!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})")
+    declared = CHECKERS[checker].violations
+    if violation not in declared:
+        raise fail(f"{at}.anomaly", f"the {checker} checker reports no violation {violation!r}: it reports {', '.join(declared)}")
+    if k.client not in CLIENT_LIBRARIES:
+        raise fail(f"{at}.client", f"{k.client!r} is not one of {', '.join(CLIENT_LIBRARIES)}")
+    if not k.when:
+        raise fail(f"{at}.when", "a known anomaly needs its condition: the client settings under which it is known, "
+                                 "e.g. when = { \"enable.idempotence\" = \"true\" }")
+    if not k.reference.strip():
+        raise fail(f"{at}.reference", "a known anomaly needs the upstream reference that explains it")

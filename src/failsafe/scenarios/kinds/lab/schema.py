@@ -1,0 +1,186 @@
+"""Lab scenarios: topics, verifying producers and consumers, on one cluster.
+
+A producer that promises no durability (acks 0 or 1) may be declared ``may_lose = true``: its lost
+writes are then counted against it and are not violations. An acks=all producer cannot be: loss of
+its acknowledged writes is INVALID whatever else the scenario allows (the checkers hold to that
+from the history too, by the acks each client ran with).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from failsafe.faults import Need
+from failsafe.scenarios.base import (
+    KindInfo,
+    Phases,
+    Scenario,
+    TopicSpec,
+    fail,
+    fault_context,
+    parse_actions,
+    parse_checks,
+    parse_cluster,
+    parse_faults,
+    parse_phases,
+    positive,
+    refuse_unknown,
+    scenario_name,
+    str_dict,
+    tables,
+    take,
+    validate_actions,
+)
+
+# failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
+DRIVERS = ("failsafe", "kafka-verifiable")
+# The client library each driver is: what a known anomaly's ``client`` names.
+CLIENT_OF_DRIVER = {"failsafe": "librdkafka", "kafka-verifiable": "kafka-java"}
+DURABLE_ACKS = ("all", "-1")
+TOP = {"name", "description", "seed", "cluster", "topics", "producers", "consumers", "faults", "actions", "phases", "checkers", "expect", "known"}
+
+
+@dataclass(frozen=True)
+class ProducerGroup:
+    name: str
+    topic: str
+    count: int = 1
+    rate_per_s: float = 200.0
+    keys: int = 16
+    acks: str = "all"
+    idempotence: bool | None = None
+    retries: int | None = None
+    linger_ms: int | None = None
+    delivery_timeout_ms: int | None = None
+    record_size: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    driver: str = "failsafe"
+    # The producer promises no durability (acks 0 or 1): its lost writes are counted, not violations.
+    may_lose: bool = False
+
+    def processes(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)] if self.count > 1 else [self.name]
+
+    def writer_pattern(self) -> str:
+        """A regular expression matching its processes' names, whatever the kind appends after them (DR: ``-s2@backup``)."""
+        own = re.escape(self.name) + (r"-\d+" if self.count > 1 else "")
+        return own + r"(-s\d+)?(@[^@]+)?"
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    name: str
+    topics: tuple[str, ...]
+    group: str | None
+    count: int = 1
+    session_timeout_ms: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    driver: str = "failsafe"
+
+    def processes(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class LabScenario(Scenario):
+    topics: tuple[TopicSpec, ...] = ()
+    producers: tuple[ProducerGroup, ...] = ()
+    consumers: tuple[ConsumerGroup, ...] = ()
+    # The checkers whose loss counts spare the writers that may lose.
+    loss_checkers: ClassVar[tuple[str, ...]] = ("delivery", "semantics")
+
+    def checker_options(self) -> dict[str, dict]:
+        """The scenario's options, with the writers that may lose (``may_lose``) given to the checkers that count loss."""
+        options = super().checker_options()
+        lossy = [p.writer_pattern() for p in self.producers if p.may_lose]
+        for name in self.loss_checkers:
+            options[name] = {**options.get(name, {}), "lossy_writers": lossy}
+        return options
+
+    def manifest(self) -> dict[str, Any]:
+        names = [n for p in self.producers for n in p.processes()] + [n for c in self.consumers for n in c.processes()]
+        return {"topics": [asdict(t) for t in self.topics], "producers": [asdict(p) for p in self.producers],
+                "consumers": [asdict(c) for c in self.consumers], "client_logs": {n: f"logs/{n}.client.log" for n in names}}
+
+
+def _assignment(value: object) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(value, list) or not all(isinstance(r, list) and all(isinstance(b, int) for b in r) for r in value):
+        raise TypeError("expected a list of lists of broker ids, e.g. [[0, 1, 2], [1, 2, 0]]")
+    return tuple(tuple(r) for r in value)
+
+
+def parse_workload(data: dict, where: str) -> tuple[tuple[TopicSpec, ...], tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
+    """The lab's own tables: topics, producers, consumers (the DR kind takes the same)."""
+    topics = tuple(take(t, f"{where}.topics[{i}]", TopicSpec, ("name", "partitions", "replication_factor"),
+                        {"configs": str_dict, "replica_assignment": _assignment})
+                   for i, t in enumerate(tables(data, "topics", where)))
+    producers = tuple(take(p, f"{where}.producers[{i}]", ProducerGroup, ("name", "topic"),
+                           {"rate_per_s": positive, "properties": str_dict, "acks": str})
+                      for i, p in enumerate(tables(data, "producers", where)))
+    # A consumer table without 'group' means manual assignment.
+    consumers = tuple(take({"group": None, **c} if isinstance(c, dict) else c, f"{where}.consumers[{i}]", ConsumerGroup,
+                           ("name", "topics", "group"), {"topics": tuple, "properties": str_dict})
+                      for i, c in enumerate(tables(data, "consumers", where)))
+    return topics, producers, consumers
+
+
+def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, top: set[str] = TOP, **extra: Any) -> LabScenario:
+    """A lab scenario from its table (``cls``, ``top`` and ``extra``: a kind that adds fields, e.g. the DR kind's mirror)."""
+    name = scenario_name(data)
+    refuse_unknown(data, name, top)
+    cluster = parse_cluster(data, name)
+    phases = parse_phases(data, name, Phases)
+    topics, producers, consumers = parse_workload(data, name)
+    _validate_workload(name, cluster.brokers, topics, producers, consumers)
+    ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics},
+                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes())})
+    faults = parse_faults(data, name, kind, ctx, phases)
+    actions = parse_actions(data, name, kind)
+    checkers, expect, known = parse_checks(data, name, kind)
+    scenario = cls(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
+                   faults=faults, actions=actions, phases=phases, checkers=checkers, expect=expect, known=known, raw=data,
+                   topics=topics, producers=producers, consumers=consumers, **extra)
+    validate_actions(scenario, kind)
+    return scenario
+
+
+def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], producers: tuple[ProducerGroup, ...],
+                       consumers: tuple[ConsumerGroup, ...]) -> None:
+    topic_names = {t.name for t in topics}
+    for i, t in enumerate(topics):
+        if t.partitions < 1:
+            raise fail(f"{where}.topics[{i}].partitions", f"{t.partitions} must be at least 1")
+        if t.replica_assignment is not None and (len(t.replica_assignment) != t.partitions
+                                                 or any(len(set(r)) != t.replication_factor for r in t.replica_assignment)):
+            raise fail(f"{where}.topics[{i}].replica_assignment",
+                       f"needs {t.partitions} lists of {t.replication_factor} distinct broker ids, one per partition")
+        if not 1 <= t.replication_factor <= brokers:
+            raise fail(f"{where}.topics[{i}].replication_factor", f"{t.replication_factor} must be between 1 and the {brokers} brokers")
+    names = [p.name for p in producers] + [c.name for c in consumers]
+    if len(names) != len(set(names)):
+        raise fail(where, f"producer and consumer names must be unique: {names}")
+    for i, p in enumerate(producers):
+        if p.topic not in topic_names:
+            raise fail(f"{where}.producers[{i}].topic", f"{p.topic!r} is not one of the scenario's topics {sorted(topic_names)}")
+        if p.acks not in ("0", "1", "all", "-1"):
+            raise fail(f"{where}.producers[{i}].acks", f"{p.acks!r} must be 0, 1 or all")
+        if p.count < 1:
+            raise fail(f"{where}.producers[{i}].count", f"{p.count} must be at least 1")
+        if p.driver not in DRIVERS:
+            raise fail(f"{where}.producers[{i}].driver", f"{p.driver!r} is not one of {', '.join(DRIVERS)}")
+        acks = str(p.properties.get("acks", p.properties.get("request.required.acks", p.acks)))
+        if p.may_lose and acks in DURABLE_ACKS:
+            raise fail(f"{where}.producers[{i}].may_lose", "an acks=all producer promises durability: failsafe never lets a scenario "
+                                                           "allow the loss of its acknowledged writes (may_lose is for acks 0 or 1)")
+    for i, c in enumerate(consumers):
+        bad = [t for t in c.topics if t not in topic_names]
+        if bad or not c.topics:
+            raise fail(f"{where}.consumers[{i}].topics", f"{list(c.topics)!r} must name the scenario's topics {sorted(topic_names)}")
+        if c.count < 1:
+            raise fail(f"{where}.consumers[{i}].count", f"{c.count} must be at least 1")
+        if c.driver not in DRIVERS:
+            raise fail(f"{where}.consumers[{i}].driver", f"{c.driver!r} is not one of {', '.join(DRIVERS)}")
+        if c.driver == "kafka-verifiable" and (c.group is None or len(c.topics) != 1):
+            raise fail(f"{where}.consumers[{i}]", "Kafka's VerifiableConsumer needs a group and exactly one topic")

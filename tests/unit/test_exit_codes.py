@@ -1,0 +1,94 @@
+"""The exit-code contract, each code produced by a real `failsafe` command (README, "Exit codes").
+
+0 VALID, 1 INVALID, 3 UNKNOWN and 4 KNOWN by `failsafe check` of stored runs written by hand; 2 by bad
+input; 5 by `failsafe run` on a directory whose broker port another process holds (nothing starts).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import free_port_block, run_cli
+from tests.unit.test_checker_builders import assign, client_config, fault, poll, rec, send
+
+SCENARIO = {"kind": "lab", "name": "stored", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}],
+            "producers": [{"name": "p0", "topic": "t"}], "consumers": [{"name": "c", "topics": ["t"], "group": "g"}]}
+KNOWN = {"anomaly": "delivery.duplicate-acknowledged", "client": "librdkafka", "reference": "https://github.com/confluentinc/librdkafka/issues/4953",
+         "when": {"enable.idempotence": "true"}}
+PRODUCER = client_config("p0", acks="all", enable_idempotence="true")
+
+
+def _run_dir(tmp_path: Path, ops: list, scenario: dict = SCENARIO) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "scenario.json").write_text(json.dumps(scenario))
+    flat = [o for op in ops for o in (op if isinstance(op, list) else [op])]
+    (run / "history.jsonl").write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in flat))
+    return run
+
+
+def _check(run: Path) -> int:
+    result = run_cli("check", str(run))
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode
+
+
+def test_valid_is_0(tmp_path: Path) -> None:
+    assert _check(_run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)])) == 0
+
+
+def test_invalid_is_1(tmp_path: Path) -> None:
+    lost = [PRODUCER, send("p0", 1, "v1", 0), send("p0", 2, "v2", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)]
+    assert _check(_run_dir(tmp_path, lost)) == 1
+
+
+def test_unknown_is_3(tmp_path: Path) -> None:
+    # A broker fault and acknowledged writes, but no topology sample: availability cannot decide.
+    undecided = [PRODUCER, send("p0", 1, "v1", 0), fault(1, start_ms=10, stop_ms=20, nodes=[0]), assign("c-0", [0]),
+                 poll("c-0", [rec(0, "v1")], ms=5)]
+    assert _check(_run_dir(tmp_path, undecided)) == 3
+
+
+def test_known_is_4(tmp_path: Path) -> None:
+    # v1 written twice, both copies read; the entry is of librdkafka's idempotent producer, which p0 ran as.
+    twice = [PRODUCER, send("p0", 1, "v1", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1"), rec(1, "v1")], ms=5)]
+    run = _run_dir(tmp_path, twice, {**SCENARIO, "known": [KNOWN]})
+    assert _check(run) == 4
+    assert json.loads((run / "results.json").read_text())["verdict"] == "KNOWN"
+
+
+@pytest.mark.parametrize("args", [["run", "no-such-scenario"], ["check", "/nonexistent/run"], ["run", "pubsub", "--repeat", "0"]])
+def test_usage_and_bad_input_are_2(args: list[str]) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_corrupt_scenario_json_is_2_not_a_traceback(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, [PRODUCER])
+    (run / "scenario.json").write_text("{not json")
+    result = run_cli("check", str(run))
+    assert result.returncode == 2 and "scenario.json is unreadable" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_run_failsafe_cannot_carry_out_is_5(tmp_path: Path) -> None:
+    base = free_port_block(3)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base))
+        squatter.listen()
+        result = run_cli("run", "pubsub", "--dir", str(tmp_path / "cluster"), "--base-port", str(base))
+    assert result.returncode == 5, result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("failsafe:")]
+    assert f"port {base}" in line and "already in use" in line and "(details: " in line and "Traceback" not in result.stderr
+    log = Path(line.rsplit("(details: ", 1)[1].rstrip(")"))
+    assert "PortInUse" in log.read_text(), "the traceback is kept in the log file the line names"
+
+
+def test_the_contract_is_in_failsafe_help() -> None:
+    text = run_cli("--help").stdout
+    for line in ("0  VALID", "1  INVALID", "2  usage", "3  UNKNOWN", "4  KNOWN", "5  failsafe could not carry the run out"):
+        assert line in text

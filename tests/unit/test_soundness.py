@@ -1,0 +1,100 @@
+"""Verdicts that cannot be talked out of a loss, or out of a partition that never came back (issue 26), on hand-written histories.
+
+The scenarios are the catalog's own, judged as `failsafe check` judges a stored run (scenarios/check.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from failsafe.checkers.availability import check as availability
+from failsafe.checkers.pipeline_run import check as pipeline_run
+from failsafe.history.ops import Op, event
+from failsafe.scenarios.check import check_history
+from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
+from failsafe.scenarios.registry import load_scenario
+from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, send, topology
+
+TOPIC = "events"
+
+
+def _leader_isolated_run(truncated: str) -> list[dict]:
+    """leader-isolated's two producers each wrote one record to events-0, acknowledged by the isolated leader and read by the
+    group; after the heal the log holds another record at ``truncated``'s offset: that write was truncated after it was read."""
+    acksall, acks1 = ("all-1", "one-1")
+    offsets = {acksall: 0, acks1: 1}
+    log = [rec(o, "new-1" if v == truncated else v, topic=TOPIC) for v, o in offsets.items()]
+    return [
+        client_config("acksall", acks="all", enable_idempotence="true"), client_config("acks1", acks="1", enable_idempotence="false"),
+        *send("acksall", 1, acksall, 0, topic=TOPIC), *send("acks1", 1, acks1, 1, topic=TOPIC),
+        {**assign("reader-0", [0], group="events-readers"), "partitions": [{"topic": TOPIC, "partition": 0}]},
+        poll("reader-0", [rec(0, acksall, topic=TOPIC), rec(1, acks1, topic=TOPIC)], ms=5, group="events-readers"),
+        {**log_read(log), "topic": TOPIC, "partition": 0},
+    ]
+
+
+def test_an_acks_all_write_read_and_then_lost_makes_leader_isolated_invalid() -> None:
+    results = check_history(history(*_leader_isolated_run(truncated="all-1")), load_scenario("leader-isolated"), LAB_CHECKERS)
+    delivery = results["checkers"]["delivery"]
+    assert results["valid"] is False and results["verdict"] == "INVALID"
+    assert "lost-after-read" in delivery["violations"] and delivery["counts"]["lost-after-read-allowed"] == 0
+    assert delivery["by_process"]["acksall"]["lost-after-read"] == 1 and delivery["by_process"]["acksall"]["durable"] is True
+    # The scenario's own expectation counts only unread writes: the checker, not the expectation, caught it.
+    assert [e["valid"] for e in results["expectations"]] == [True]
+
+
+def test_an_acks_1_write_lost_the_same_way_is_counted_against_its_writer_not_the_run() -> None:
+    results = check_history(history(*_leader_isolated_run(truncated="one-1")), load_scenario("leader-isolated"), LAB_CHECKERS)
+    delivery = results["checkers"]["delivery"]
+    assert delivery["counts"]["lost-after-read"] == delivery["counts"]["lost-after-read-allowed"] == 1
+    assert delivery["by_process"]["acks1"]["may_lose"] is True
+    # The loss itself is the writer's; that a reader saw offset 1 hold two values is not excused by it.
+    assert delivery["violations"] == ["inconsistent-offsets"]
+
+
+def test_an_acks_all_producer_may_never_be_declared_lossy() -> None:
+    with pytest.raises(Exception, match=r"producers\[0\]\.may_lose: an acks=all producer promises durability"):
+        load_scenario("leader-isolated", ("producers[0].may_lose=true",))
+
+
+# -- liveness -----------------------------------------------------------------------------------
+def _healed_but_leaderless() -> list[dict]:
+    """A broker killed and restarted; after the heal the last topology sample still shows t-1 without a leader."""
+    return [
+        topology(0, [(0, 0, [0, 1], [0, 1]), (1, 1, [1, 0], [1, 0])]),
+        *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1, ms=1),
+        *fault(1, start_ms=10, stop_ms=20, nodes=[1]),
+        *send("p0", 3, "v3", 1, ms=30), *send("p0", 4, "v4", 1, partition=1, ms=31),
+        topology(40, [(0, 0, [0, 1], [0]), (1, -1, [1, 0], [])]),
+    ]
+
+
+def test_a_partition_leaderless_after_the_heal_is_never_recovered() -> None:
+    result = availability(history(*_healed_but_leaderless()))
+    assert result["valid"] is False and "never-recovered" in result["violations"]
+    (row,) = result["examples"]["never-recovered"]
+    assert row["partition"] == "t-1" and row["seen"] == "no leader in the last topology sample"
+    # A scenario that expects it by name (every replica removed on purpose) says so; nothing else does.
+    assert "never-recovered" not in availability(history(*_healed_but_leaderless()), {"expect_unrecovered": ["t-1"]})["violations"]
+
+
+def test_a_recover_timeout_is_never_recovered_even_when_the_last_sample_looks_fine() -> None:
+    timeout = {**event(Op.RECOVER_TIMEOUT, time_ns=at(35), timeout_s=90.0), "leaderless": [], "under_replicated": ["t-0"]}
+    ops = [*_healed_but_leaderless()[:-1], timeout, topology(40, [(0, 0, [0, 1], [0, 1]), (1, 1, [1, 0], [1, 0])])]
+    result = availability(history(*ops))
+    assert result["violations"] == ["never-recovered"]
+    assert [(r["partition"], r["seen"]) for r in result["examples"]["never-recovered"]] == [("t-0", "ISR not full at the recover timeout")]
+
+
+def test_a_partition_written_before_a_fault_and_never_again_is_never_recovered() -> None:
+    ops = [topology(0, [(0, 1, [1, 0], [1, 0])]), *send("p0", 1, "v1", 0), *fault(1, start_ms=10, stop_ms=20, nodes=[1]),
+           *send("p0", 2, "v2", None, ms=30, outcome="info"), topology(40, [(0, 0, [1, 0], [0])])]
+    result = availability(history(*ops))
+    assert result["violations"] == ["never-recovered"] and result["examples"]["never-recovered"][0]["seen"] == "no write acknowledged after the fault"
+
+
+def test_the_pipeline_and_dr_kinds_also_fail_a_run_that_never_recovered() -> None:
+    ops = [topology(0, [(0, -1, [0, 1], [])]), {**event(Op.DRAINED, process="pipeline", ok=True, drain_s=1.0)},
+           {**event(Op.SIMULATOR_EXIT, process="simulator", exit_code=0)}]
+    result = pipeline_run(history(*ops))
+    assert result["valid"] is False and result["violations"] == ["never-recovered"]
