@@ -98,3 +98,20 @@ def test_the_pipeline_and_dr_kinds_also_fail_a_run_that_never_recovered() -> Non
            {**event(Op.SIMULATOR_EXIT, process="simulator", exit_code=0)}]
     result = pipeline_run(history(*ops))
     assert result["valid"] is False and result["violations"] == ["never-recovered"]
+
+
+# -- checker options are the scenario's input: refused when it is parsed, never a checker turned UNKNOWN at run time ----------
+@pytest.mark.parametrize(("checkers", "message"), [
+    ({"delivery": {"allow_loss": True}}, "checkers.delivery.allow_loss: there is no checker-wide allowance of loss"),
+    ({"delivery": {"lossy_writers": [".*"]}}, "checkers.delivery.lossy_writers: is derived from the producers"),
+    ({"order": {"no_such_option": 1}}, r"checkers.order: order: unknown option\(s\) \['no_such_option'\]"),
+    ({"availability": {"max_unavailable_ms": "soon"}}, "option 'max_unavailable_ms' has the wrong type or value"),
+    ({"dr": {}}, "'dr' is not a checker of lab scenarios"),
+])
+def test_a_bad_checker_option_is_refused_when_the_scenario_is_parsed(checkers: dict, message: str) -> None:
+    from failsafe.scenarios.base import ScenarioError
+    from failsafe.scenarios.registry import parse_scenario
+
+    data = {"name": "opts", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}], "checkers": checkers}
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(data)
