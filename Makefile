@@ -39,12 +39,30 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json
+	$(PY) benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json
 	$(PY) benchmarks/bench_producer.py --dir $(BENCH_DIR) --records 200000 --rounds 3 --out docs/benchmarks/producer.json
 	$(PY) benchmarks/bench_check.py --out docs/benchmarks/check.json
 	$(PY) benchmarks/bench_failover.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/failover.json
 	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 5 --out docs/benchmarks/simulator.json
+	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 3 --instances 2 --out docs/benchmarks/simulator-2-instances.json
 	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json
+	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --sustained 5000,8000,10000,13000,16000 --live-s 150 --warmup 60 --out docs/benchmarks/pipeline-one-query-sustained.json
+	$(PY) benchmarks/bench_realtime.py --dir $(BENCH_DIR) --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json
 	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
+	$(PY) benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json
+	bash benchmarks/network.sh
+	bash benchmarks/bench_dr.sh
+	N=5 bash benchmarks/modes.sh failover
+	M=3 bash benchmarks/modes.sh migration
+	M=4 bash benchmarks/modes.sh migration-clients
+	N=10 bash benchmarks/findings.sh duplicates
+	N=10 bash benchmarks/findings.sh reproduce
+	N=10 bash benchmarks/findings.sh stalls
+	N=10 bash benchmarks/findings.sh loaded
+	N=5 bash benchmarks/findings.sh zookeeper
+	N=5 bash benchmarks/findings.sh zookeeper-control
+	N=3 bash benchmarks/findings.sh where
+	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:
 	-$(FAILSAFE) clean --dir $(DEMO_DIR)

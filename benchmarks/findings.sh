@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
-# zookeeper-control: the same on KRaft with the same 32 s chaos phase; none of these part of all)
+# zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
+# sit, from N runs' histories by findings_duplicates.py; none of these part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -13,7 +14,7 @@ N="${N:-10}"
 DIR="${DIR:-/tmp/failsafe-findings}"
 OUT="${OUT:-docs/findings}"
 FS="${FS:-.venv/bin/failsafe}"
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$DIR"
 
 # label scenario --set ...: N runs of one configuration; the statistics go to $OUT/label.json.
 config() {
@@ -71,6 +72,15 @@ fi
 if [ "$WHAT" = zookeeper-control ]; then
   # The control for the above: KRaft with the chaos phase as long as ZooKeeper mode's (32 s).
   config two-brokers-down-kraft-chaos32-librdkafka two-brokers-down 'phases.chaos_s=32'
+fi
+if [ "$WHAT" = where ]; then
+  # Which copy of each duplicated value was acknowledged, when it was sent, how far apart the copies are.
+  rm -rf "$DIR/runs/leader-pause-timeout-librdkafka-where"
+  config leader-pause-timeout-librdkafka-where leader-pause-timeout
+  rm -f "$OUT/leader-pause-timeout-librdkafka-where.json"
+  # shellcheck disable=SC2046
+  "$(dirname "$FS")/python" benchmarks/findings_duplicates.py $(ls -d "$DIR/runs/leader-pause-timeout-librdkafka-where/leader-pause-timeout"/*/) \
+    --out "$OUT/leader-pause-timeout-duplicates-where.json"
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

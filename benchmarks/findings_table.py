@@ -1,15 +1,17 @@
-"""The tables of docs/findings.md from the statistics that benchmarks/findings.sh copies to docs/findings/.
+"""Rebuild docs/findings/ from stored runs after a checker change, and print every configuration's counts.
 
-    .venv/bin/python benchmarks/findings_table.py docs/findings/*.json
     .venv/bin/python benchmarks/findings_table.py --runs /tmp/failsafe-findings/runs --out docs/findings
+    .venv/bin/python benchmarks/findings_table.py docs/findings/*.json
 
 With ``--runs``, the statistics are rebuilt from the stored runs (``RUNS/<label>/<scenario>/<time>/``)
 after re-checking each with this failsafe (``failsafe check``), so every number comes from the
 same checkers, and written to ``--out/<label>.json``.
 
 Each file is one configuration's ``repeat-*.json`` (failsafe run --repeat): the verdicts, how
-many runs showed each anomaly, and the spread of the measured times. Prints two Markdown tables:
-the anomalies per configuration, and the write stalls per replica group.
+many runs showed each anomaly, and the spread of the measured times. Prints two Markdown tables
+of every file given (the anomalies, and the write stalls per replica group), for a look at a new
+configuration. The tables in docs/findings.md are rendered by benchmarks/render_docs.py, not
+copied from here: after rebuilding, run ``render_docs.py --write``.
 """
 
 from __future__ import annotations
