@@ -105,3 +105,21 @@ def test_port_in_use_starts_nothing(tmp_path: Path) -> None:
     (line,) = result.stderr.strip().splitlines()
     assert f"port {base + 1}" in line and "already in use" in line and "(details: " in line and "Traceback" not in result.stderr
     assert not (tmp_path / "pids").exists() or not any((tmp_path / "pids").iterdir())
+
+
+@pytest.mark.parametrize("state", ['{"format": 1, "cluster_id": "x", "created_at": "t"}',
+                                   '{"format": 1, "cluster_id": "x", "created_at": "t", "spec": {"brokers": "3"}}', "[]"])
+@pytest.mark.parametrize("command", [["status"], ["down"], ["up"], ["broker", "kill", "0"], ["topics", "list"]])
+def test_an_unreadable_state_file_is_one_line_saying_to_clean(tmp_path: Path, state: str, command: list[str]) -> None:
+    (tmp_path / "failsafe-state.json").write_text(state)
+    result = run_cli(*command, "--dir", str(tmp_path))
+    assert_one_line_error(result, f"{tmp_path / 'failsafe-state.json'} is unreadable", f"failsafe clean --dir {tmp_path}")
+
+
+def test_clean_deletes_a_directory_whose_state_file_is_unreadable(tmp_path: Path) -> None:
+    root = tmp_path / "cluster"
+    root.mkdir()
+    (root / "failsafe-state.json").write_text('{"format": 1, "spec": {"brokers": "three"}}')
+    result = run_cli("clean", "--dir", str(root))
+    assert result.returncode == 0, result.stderr
+    assert not root.exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -12,10 +11,10 @@ from rich.table import Table
 
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
 from failsafe.cli.spark import stop_spark_under
-from failsafe.cluster import journal, lifecycle
+from failsafe.cluster import topology
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
-from failsafe.cluster.pair import ALIASES, down_pair, is_pair
+from failsafe.cluster.modes import mode_named
 from failsafe.cluster.spec import (
     BROKER,
     CONTROLLER,
@@ -26,16 +25,13 @@ from failsafe.cluster.spec import (
     KRAFT_MODE,
     MODES,
     ZOOKEEPER,
-    ZOOKEEPER_MODE,
     ClusterSpec,
 )
+from failsafe.cluster.status import ClusterStatus
 from failsafe.dist.java import find_java
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
-from failsafe.errors import FailsafeError, ProvisionError, UserError
-
-# How many of the operator's last actions 'status' shows.
-RECENT_ACTIONS = 5
+from failsafe.errors import FailsafeError, ProvisionError
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
@@ -124,35 +120,19 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"))
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
-    if dr or is_pair(root):
-        from failsafe.cli.mirror import up_pair_command
-
-        up_pair_command(root, spec, explicit, timeout_s)
-        return
-    with stderr.status(f"starting the cluster in {root}") as status:
-        cluster = lifecycle.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
-    s = cluster.spec
-    quorum = (f"{s.zookeepers} ZooKeeper node{'s' if s.zookeepers > 1 else ''} ({s.zookeeper_connect()})" if s.mode == ZOOKEEPER_MODE
-              else f"{s.controllers} controllers{' (combined)' if s.combined else ''}")
-    racked = f" in {s.racks} racks" if s.racks else ""
-    stderr.print(f"cluster ready in {root}: {s.brokers} brokers{racked}, {quorum}, Kafka {s.kafka_version}")
-    click.echo(cluster.bootstrap_servers)
+    kind = topology.topology_kind(root, dr)
+    with stderr.status(f"starting the {kind.noun} in {root}") as status:
+        started = kind.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
+    stderr.print(f"{kind.noun} ready in {root}: {started.describe()}")
+    for line in started.bootstrap_lines():
+        click.echo(line)
 
 
 def cluster_spec(mode: str, *, controllers: int | None, combined: bool, zookeepers: int | None, zookeeper_port: int | None,
                  kafka_version: str | None, **fields) -> ClusterSpec:
     """The spec 'up' asks for; options of the other mode are one clear line, not ignored."""
-    if mode == ZOOKEEPER_MODE:
-        if controllers is not None or combined:
-            raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode the controller is a broker "
-                            "(drop them, or use --zookeepers N for a ZooKeeper quorum)")
-        return ClusterSpec.zookeeper_mode(zookeepers or 1, kafka_version or DEFAULT_ZOOKEEPER_KAFKA_VERSION,
-                                          zookeeper_base_port=zookeeper_port or DEFAULT_ZOOKEEPER_PORT, **fields)
-    if zookeepers is not None or zookeeper_port is not None:
-        raise UserError("--zookeepers and --zookeeper-port need --mode zookeeper (a KRaft cluster has controllers instead)")
-    if controllers is None:
-        controllers = fields["brokers"] if combined else DEFAULT_CONTROLLERS
-    return ClusterSpec(controllers=controllers, combined=combined, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, **fields)
+    return mode_named(mode).spec_from_options(controllers=controllers, combined=combined, zookeepers=zookeepers,
+                                              zookeeper_port=zookeeper_port, kafka_version=kafka_version, **fields)
 
 
 @click.command("status")
@@ -162,46 +142,25 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
     """Each node: id, role, pid, port, state (up/paused/down), and the active controller.
 
     In ZooKeeper mode: each ZooKeeper node with its role (leader, follower, standalone), and the broker that is controller.
+    Of a DR pair: both clusters, and each MirrorMaker.
     """
-    root = resolve_dir(cluster_dir)
-    if is_pair(root):
-        from failsafe.cli.mirror import status_pair
-
-        status_pair(root, as_json, status_json, _print_status)
-        return
+    status = topology.open_topology(resolve_dir(cluster_dir)).status()
     if as_json:
-        click.echo(json.dumps(status_json(root), indent=2))
+        click.echo(json.dumps(status.to_json(), indent=2))
         return
-    _print_status(root)
+    for cluster in status.clusters.values():
+        _print_status(cluster)
+    for m in status.mirrors:
+        stdout.print(f"MirrorMaker {m.flow.arrow}: {m.state}" + (f" (pid {m.pid})" if m.pid else ""))
 
 
-def status_json(root: Path) -> dict:
-    cluster = Cluster.open(root)
-    rows = cluster.status()
-    active = next((r.node.node_id for r in rows if r.active_controller), None)
-    spec = cluster.spec
-    return {
-        "dir": str(root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": cluster.state.cluster_id,
-        "bootstrap_servers": cluster.bootstrap_servers, "active_controller": active,
-        **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
-        "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
-                   "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
-                   **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
-                  for r in rows],
-        "operator_actions": [a.to_json() for a in journal.last(cluster.dir.journal, RECENT_ACTIONS)],
-    }
-
-
-def _print_status(root: Path) -> None:
-    cluster = Cluster.open(root)
-    rows = cluster.status()
-    active = next((r.node.node_id for r in rows if r.active_controller), None)
-    spec = cluster.spec
-    table = Table(title=f"{root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {cluster.state.cluster_id or 'not known yet'})")
+def _print_status(status: ClusterStatus) -> None:
+    spec = status.spec
+    table = Table(title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {status.cluster_id or 'not known yet'})")
     for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state"):
         table.add_column(col)
     colour = {"up": "green", "paused": "yellow", "down": "red"}
-    for r in rows:
+    for r in status.nodes:
         state = f"[{colour[r.state]}]{r.state}[/]" + (" [bold](active controller)[/]" if r.active_controller else "")
         if r.node.is_zookeeper and r.state == "up":
             state += f" ({r.zookeeper_mode or 'not serving'})"
@@ -209,51 +168,39 @@ def _print_status(root: Path) -> None:
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
                       str(r.node.controller_port or "-"), *rack, state)
     stdout.print(table)
-    for a in journal.last(cluster.dir.journal, RECENT_ACTIONS):
+    for a in status.operator_actions:
         at = time.strftime("%H:%M:%S", time.localtime(a.start_ns / 1e9))
         what = f"{a.action} {a.role} {a.node}" if a.node is not None else " ".join(filter(None, (a.action, a.detail.get("fault"))))
         stdout.print(f"[dim]{at}[/] {what} from the {a.source}" + ("" if a.ok else f" [red]failed[/]: {a.error}"))
-    if active is None and spec.mode == ZOOKEEPER_MODE and any(r.node.is_broker and r.state == "up" for r in rows):
-        stdout.print("no controller broker known (ZooKeeper does not answer, or no broker holds /controller yet)")
-    elif active is None and any(r.node.is_controller and r.state == "up" for r in rows):
-        stdout.print("no active controller known yet (the quorum is electing or has not persisted a leader)")
+    if status.note:
+        stdout.print(status.note)
 
 
 @click.command("down")
 @dir_option
 @timeout_option(DEFAULT_STOP_TIMEOUT_S, "Controlled-shutdown time per node before SIGKILL.")
 def down_command(cluster_dir: Path | None, timeout_s: float) -> None:
-    """Stop every node (controlled shutdown), keeping the data."""
+    """Stop every node (controlled shutdown), keeping the data; of a DR pair, its MirrorMakers first."""
     root = resolve_dir(cluster_dir)
-    if is_pair(root):
-        from failsafe.cli.mirror import down_pair_command
-
-        down_pair_command(root, timeout_s)
-        return
-    with stderr.status(f"stopping the cluster in {root}"):
+    with stderr.status(f"stopping the {topology.topology_kind(root).noun} in {root}"):
         spark = stop_spark_under(root, timeout_s)
-        stopped = lifecycle.down(root, timeout_s)
+        stopped = topology.open_topology(root).down(timeout_s)
     if spark:
         stderr.print(f"stopped Spark's {', '.join(spark)}")
-    stderr.print(f"stopped {len(stopped)} nodes" if stopped else "nothing was running")
+    for flow in stopped.mirrors:
+        stderr.print(f"stopped MirrorMaker {flow.arrow}")
+    stderr.print(stopped.summary())
 
 
 @click.command("clean")
 @dir_option
 @timeout_option(DEFAULT_STOP_TIMEOUT_S, "Controlled-shutdown time per node before SIGKILL.")
 def clean_command(cluster_dir: Path | None, timeout_s: float) -> None:
-    """Stop everything and delete the cluster directory."""
+    """Stop everything and delete the cluster directory (also when its state file is unreadable)."""
     root = resolve_dir(cluster_dir)
     with stderr.status(f"stopping and deleting {root}"):
         stop_spark_under(root, timeout_s)
-        if is_pair(root):
-            down_pair(root, timeout_s)
-            for alias in ALIASES:
-                if (root / alias).exists():
-                    lifecycle.clean(root / alias, timeout_s)
-            shutil.rmtree(root)
-        else:
-            lifecycle.clean(root, timeout_s)
+        topology.clean(root, timeout_s)
     stderr.print(f"deleted {root}")
 
 

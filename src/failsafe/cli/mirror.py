@@ -1,9 +1,10 @@
-"""mirror start|stop|status, and up/status/down of a DR pair (docs/failover.md, "Disaster recovery")."""
+"""mirror start|stop|status between the clusters of a DR pair (docs/failover.md, "Disaster recovery").
+
+up, status, down and clean of a pair are those of any topology (cli/cluster.py, cluster/topology.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,42 +12,10 @@ from rich.table import Table
 
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
 from failsafe.cluster.mirror import MirrorFlow, parse_flow, settings_not_applied
-from failsafe.cluster.pair import ALIASES, BACKUP, MIRROR_READY_TIMEOUT_S, MIRROR_STOP_TIMEOUT_S, PRIMARY, Pair, down_pair, up_pair
-from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.pair import ALIASES, BACKUP, MIRROR_READY_TIMEOUT_S, MIRROR_STOP_TIMEOUT_S, PRIMARY, Pair
 from failsafe.errors import UserError
 
 DEFAULT_FLOW = f"{PRIMARY}->{BACKUP}"
-
-
-def up_pair_command(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float) -> None:
-    with stderr.status(f"starting the DR pair in {root}") as status:
-        pair = up_pair(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
-    bootstraps = pair.bootstraps()
-    stderr.print(f"DR pair ready in {root}: primary {bootstraps[PRIMARY]}, backup {bootstraps[BACKUP]} "
-                 f"({spec.brokers} brokers each, Kafka {spec.kafka_version}); mirror with 'failsafe mirror start --dir {root}'")
-    click.echo(f"{PRIMARY}={bootstraps[PRIMARY]}")
-    click.echo(f"{BACKUP}={bootstraps[BACKUP]}")
-
-
-def status_pair(root: Path, as_json: bool, cluster_json: Callable[[Path], dict], print_cluster: Callable[[Path], None]) -> None:
-    pair = Pair.open(root)
-    mirrors = [{"flow": s.flow.arrow, "pid": s.pid, "state": str(s.state), "properties": str(s.properties)} for s in pair.mirror_status()]
-    if as_json:
-        click.echo(json.dumps({"dir": str(root), "clusters": {alias: cluster_json(pair.cluster_dir(alias)) for alias in ALIASES},
-                               "mirrors": mirrors}, indent=2))
-        return
-    for alias in ALIASES:
-        print_cluster(pair.cluster_dir(alias))
-    for m in mirrors:
-        stdout.print(f"MirrorMaker {m['flow']}: {m['state']}" + (f" (pid {m['pid']})" if m["pid"] else ""))
-
-
-def down_pair_command(root: Path, timeout_s: float) -> None:
-    with stderr.status(f"stopping the DR pair in {root}"):
-        flows, stopped = down_pair(root, timeout_s)
-    for flow in flows:
-        stderr.print(f"stopped MirrorMaker {flow.arrow}")
-    stderr.print("; ".join(f"{alias}: stopped {n} nodes" if n else f"{alias}: nothing was running" for alias, n in stopped.items()))
 
 
 def _flow(text: str) -> MirrorFlow:

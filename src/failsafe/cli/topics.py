@@ -60,7 +60,7 @@ def describe(name: str | None, cluster_dir, bootstrap_server, timeout_s) -> None
     if not bootstrap_server:
         # A ZooKeeper-mode broker cannot describe eligible leader replicas; with --bootstrap-server the mode is not known.
         cluster = Cluster.open(resolve_dir(cluster_dir))
-        elr_known = not cluster.spec.uses_zookeeper
+        elr_known = cluster.mode.describes_elr
         shrunk = [i.name for i in infos if i.may_have_elr]
         if elr_known and shrunk:
             elr = eligible_leader_replicas(cluster.dist, cluster.bootstrap_servers, shrunk)

@@ -1,51 +1,40 @@
-"""Bringing a cluster's nodes up and down, and acting on one node at a time."""
+"""A cluster: opening and creating it, looking at its nodes, acting on one node at a time, and up, down and clean.
+
+Starting nodes and the waits until the cluster is ready are in cluster/startup.py; what differs between
+KRaft and ZooKeeper is its mode's (cluster/modes.py); a lone cluster and a DR pair alike are topologies
+(cluster/topology.py).
+"""
 
 from __future__ import annotations
 
 import shutil
 import signal
-import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from failsafe.cluster import netfilter, zookeeper
+from failsafe.cluster import netfilter, startup, zookeeper
 from failsafe.cluster.config import render_server_properties
-from failsafe.cluster.readiness import port_accepts, port_is_free, quorum_leader, registered_brokers
-from failsafe.cluster.spec import KRAFT_MODE, LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
-from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, new_cluster_id, utc_now
-from failsafe.cluster.watchdog import Leash
-from failsafe.dist.cds import share_options
+from failsafe.cluster.modes import ClusterMode, mode_of
+from failsafe.cluster.readiness import registered_brokers
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.cluster.startup import (  # noqa: F401  (re-exported: callers import them from here)
+    DEFAULT_READY_TIMEOUT_S,
+    KILL_TIMEOUT_S,
+    PORT_FREE_TIMEOUT_S,
+    Progress,
+    ensure_ports_free,
+)
+from failsafe.cluster.startup import quiet as _quiet
+from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, UnreadableState, utc_now
 from failsafe.dist.java import Java, find_java
-from failsafe.dist.jvm import server_command, tool_command, zookeeper_command
 from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.dist.logging_config import write_logging_configs
-from failsafe.errors import (
-    ClusterAlreadyRunning,
-    ClusterNotRunning,
-    ClusterStartError,
-    PortInUse,
-    UnknownNode,
-    UserError,
-)
-from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile, spawn
-from failsafe.waiting import WaitTimeout, wait_until
+from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, UnknownNode, UserError
+from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile
+from failsafe.waiting import wait_until
 
-DEFAULT_READY_TIMEOUT_S = 120.0
 DEFAULT_STOP_TIMEOUT_S = 60.0
-KILL_TIMEOUT_S = 15.0
-FORMAT_TIMEOUT_S = 120.0
-READY_POLL_S = 0.25
-# How long a start waits for a node's ports to be free before it says they are in use.
-PORT_FREE_TIMEOUT_S = 5.0
-
-Progress = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -73,8 +62,8 @@ class Cluster:
     def create(cls, root: Path, spec: ClusterSpec, java: Java, dist: KafkaDist, progress: Progress = _quiet) -> Cluster:
         """Write every node's config and format its storage; starts nothing that outlives this call."""
         cdir = ClusterDir(Path(root))
-        # In ZooKeeper mode the first broker generates the cluster id; failsafe reads it once the cluster is ready.
-        state = ClusterState(spec=spec, cluster_id="" if spec.mode == ZOOKEEPER_MODE else new_cluster_id(), created_at=utc_now())
+        mode = mode_of(spec)
+        state = ClusterState(spec=spec, cluster_id=mode.new_cluster_id(), created_at=utc_now())
         cluster = cls(cdir, state)
         write_logging_configs(cdir.root)
         for node in spec.nodes():
@@ -84,31 +73,16 @@ class Cluster:
             if node.is_zookeeper:
                 cdir.data_dir(node).mkdir(parents=True)
                 (cdir.data_dir(node) / "myid").write_text(f"{node.node_id}\n")
-        if spec.mode == KRAFT_MODE:
-            progress(f"formatting storage of {len(spec.nodes())} nodes (cluster id {state.cluster_id})")
-            cluster.format_storage([n for n in spec.nodes() if not n.is_zookeeper], java, dist)
+        formatted = mode.formatted_nodes(spec)
+        if formatted:
+            progress(f"formatting storage of {len(formatted)} nodes (cluster id {state.cluster_id})")
+            cluster.format_storage(formatted, java, dist)
         cdir.save(state)
         return cluster
 
     def format_storage(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist) -> None:
         """kafka-storage format of each KRaft node's log dirs with the cluster id, all at once."""
-        procs = []
-        for node in nodes:
-            # --cluster-id=ID, not "-t ID": an id ZooKeeper-mode Kafka generated may begin with '-'.
-            args = ["format", f"--cluster-id={self.state.cluster_id}", "-c", str(self.dir.config_file(node).resolve())]
-            cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
-            procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
-        failures = []
-        for node, child in procs:
-            try:
-                out, _ = child.popen.communicate(timeout=FORMAT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                out, _ = child.popen.communicate()
-            if child.popen.returncode != 0:
-                failures.append(f"{node.name}: {_last_meaningful_line(out.decode(errors='replace'))}")
-        if failures:
-            raise ClusterStartError(f"kafka-storage format failed for {'; '.join(failures)}")
+        startup.format_storage(self, nodes, java, dist)
 
     # -- its Java and Kafka --------------------------------------------------------------------
     @cached_property
@@ -124,6 +98,11 @@ class Cluster:
     @property
     def spec(self) -> ClusterSpec:
         return self.state.spec
+
+    @property
+    def mode(self) -> ClusterMode:
+        """KRaft, ZooKeeper or migrating, as an object (cluster/modes.py); a migration changes it as it goes."""
+        return mode_of(self.spec)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -149,18 +128,13 @@ class Cluster:
 
     def active_controller(self) -> int | None:
         """The active controller's node id: the KRaft quorum's leader, or in ZooKeeper mode the broker in /controller."""
-        if self.spec.mode == ZOOKEEPER_MODE:
-            seen = zookeeper.view(self.spec.zookeeper_connect())
-            return seen[1] if seen else None
-        live = [n for n in self.spec.controller_nodes() if self.node_state(n) == UP]
-        leader = quorum_leader([self.dir.data_dir(n) for n in live])
-        return leader if leader in {n.node_id for n in live} else None
+        return self.mode.active_controller(self)
 
     def active_controller_node(self) -> NodeSpec | None:
         active = self.active_controller()
         if active is None:
             return None
-        return self.node(active, "broker" if self.spec.mode == ZOOKEEPER_MODE else "controller")
+        return self.node(active, self.mode.controller_role)
 
     def status(self) -> list[NodeStatus]:
         active = self.active_controller_node()
@@ -172,110 +146,15 @@ class Cluster:
             out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node == active, zk_mode))
         return out
 
-    # -- starting ---------------------------------------------------------------------------
+    # -- starting (cluster/startup.py) ------------------------------------------------------
     def start(self, nodes: list[NodeSpec], java: Java, dist: KafkaDist, timeout_s: float = DEFAULT_READY_TIMEOUT_S, progress: Progress = _quiet) -> None:
         """Start ``nodes`` (all down, their ports checked free) and wait until the cluster is ready; on any failure or
-        interruption, stop what was started. The leash covers a SIGKILL of this command."""
-        pidfiles = [self.dir.pidfile(n) for n in nodes]
-        with Leash(self.dir.root, pidfiles, self.dir.logs_dir / "watchdog.log") as leash:
-            try:
-                jvm_options = [*self.spec.jvm_options] or share_options(java, dist)
-                deadline = time.monotonic() + timeout_s
-                # ZooKeeper serves before any broker starts: a broker that cannot reach it within
-                # zookeeper.connection.timeout.ms (18 s) exits, which several JVMs starting at once on
-                # two cores can make happen (seen in CI).
-                zookeepers = [n for n in nodes if n.is_zookeeper]
-                for batch in (zookeepers, [n for n in nodes if not n.is_zookeeper]):
-                    if not batch:
-                        continue
-                    for node in batch:
-                        self._spawn(node, java, dist, jvm_options)
-                    progress(f"started {', '.join(n.name for n in batch)}")
-                    self.wait_ready(batch, max(0.0, deadline - time.monotonic()), progress, timeout_s)
-            except BaseException:
-                self.stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
-                raise
-            leash.release()
-
-    def _spawn(self, node: NodeSpec, java: Java, dist: KafkaDist, jvm_options: list[str]) -> None:
-        config = self.dir.config_file(node).resolve()
-        if node.is_zookeeper:
-            cmd = zookeeper_command(java, dist, config, self.dir.root.resolve(), ZOOKEEPER_HEAP, jvm_options)
-        else:
-            cmd = server_command(java, dist, config, self.dir.root.resolve(), self.spec.heap, jvm_options)
-        if netfilter.can_set_gids():
-            # Its own group id: network faults match the node's packets by it (cluster/netfilter.py).
-            cmd = netfilter.with_gid(cmd, netfilter.node_gid(self.dir.root, self.spec.nodes().index(node)))
-        # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
-        spawn(cmd, name=node.name, log_path=self.dir.log_file(node), pidfile=self.dir.pidfile(node), cwd=self.dir.root,
-              dies_with_parent=False)
+        interruption, stop what was started."""
+        startup.start(self, nodes, java, dist, timeout_s, progress)
 
     def wait_ready(self, started: list[NodeSpec], timeout_s: float, progress: Progress = _quiet,
                    reported_timeout_s: float | None = None) -> None:
-        deadline = time.monotonic() + timeout_s
-        timeout_s = timeout_s if reported_timeout_s is None else reported_timeout_s
-
-        def remaining() -> float:
-            return max(0.0, deadline - time.monotonic())
-
-        def none_died() -> None:
-            for node in started:
-                if self.node_state(node) == DOWN:
-                    log = self.dir.log_file(node)
-                    raise ClusterStartError(f"{node.name} ({node.role}) exited during start-up: {_log_reason(log)} (log: {log})")
-
-        zookeepers = [n for n in started if n.is_zookeeper]
-        if zookeepers:
-            progress(f"waiting for ZooKeeper ({', '.join(str(n.port) for n in zookeepers)}) to serve")
-            self._wait(lambda: none_died() or all(zookeeper.server_mode(n.port) for n in zookeepers),
-                       remaining(), f"ZooKeeper nodes {_ids(zookeepers)} did not serve requests within {timeout_s:g}s")
-
-        controllers = [n for n in started if n.is_controller]
-        if controllers:
-            progress(f"waiting for controller listeners ({', '.join(str(n.controller_port) for n in controllers)})")
-            self._wait(lambda: none_died() or all(port_accepts(n.controller_port, n.address) for n in controllers),
-                       remaining(), f"controllers {_ids(controllers)} did not open their ports within {timeout_s:g}s")
-
-        def brokers_ready() -> bool:
-            none_died()
-            up = [n for n in self.spec.brokers_nodes() if self.node_state(n) == UP]
-            want = {n.node_id for n in up}
-            seen = [registered_brokers(n.port) for n in up]
-            progress(f"brokers registered{'' if self.spec.uses_zookeeper else ' and unfenced'}: "
-                     f"{len(set.intersection(*seen) if seen else set())}/{len(want)}")
-            return all(s >= want for s in seen) and self._controller_elected()
-
-        if any(n.is_broker for n in started):
-            self._wait(brokers_ready, remaining(),
-                       f"brokers {_ids([n for n in started if n.is_broker])} did not register with "
-                       f"{'ZooKeeper' if self.spec.mode == ZOOKEEPER_MODE else 'the controller quorum'} within {timeout_s:g}s: "
-                       f"see the logs in {self.dir.logs_dir}")
-        if self.spec.mode == ZOOKEEPER_MODE and not self.state.cluster_id:
-            self._save_zookeeper_cluster_id()
-
-    def _controller_elected(self) -> bool:
-        """KRaft: brokers register only with an active controller. ZooKeeper mode: a broker holds /controller."""
-        if self.spec.mode != ZOOKEEPER_MODE:
-            return True
-        seen = zookeeper.view(self.spec.zookeeper_connect())
-        return seen is not None and seen[1] is not None
-
-    def _save_zookeeper_cluster_id(self) -> None:
-        try:
-            with zookeeper.connected(self.spec.zookeeper_connect()) as client:
-                found = zookeeper.cluster_id(client)
-        except zookeeper.ZooKeeperUnavailable:
-            return
-        if found:
-            self.state = ClusterState(self.spec, found, self.state.created_at)
-            self.dir.save(self.state)
-
-    @staticmethod
-    def _wait(condition: Callable[[], object], timeout_s: float, message: str) -> None:
-        try:
-            wait_until(condition, timeout_s, message, poll_interval_s=READY_POLL_S)
-        except WaitTimeout as e:
-            raise ClusterStartError(str(e)) from e
+        startup.wait_ready(self, started, timeout_s, progress, reported_timeout_s)
 
     def restart(self, nodes: list[NodeSpec], timeout_s: float = DEFAULT_READY_TIMEOUT_S, progress: Progress = _quiet) -> list[NodeSpec]:
         """Start those of ``nodes`` that are down, all at once, and wait until the cluster is ready; returns them.
@@ -306,11 +185,7 @@ class Cluster:
     # -- stopping ---------------------------------------------------------------------------
     def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
         """Signal all first, then wait for each: stopping in parallel, not one after another."""
-        tracked = [t for t in (self.tracked(n) for n in nodes) if t is not None]
-        for t in tracked:
-            t.begin_stop(sig)
-        for t in tracked:
-            t.finish_stop(timeout_s if sig != signal.SIGKILL else KILL_TIMEOUT_S)
+        _stop_in_parallel([t for t in (self.tracked(n) for n in nodes) if t is not None], sig, timeout_s)
         for node in nodes:
             self.dir.pidfile(node).unlink(missing_ok=True)
 
@@ -348,49 +223,15 @@ class Cluster:
             raise ValueError(action)
 
 
-def ensure_ports_free(nodes: list[NodeSpec], timeout_s: float = PORT_FREE_TIMEOUT_S) -> None:
-    """Every listener port of ``nodes`` can be bound, within ``timeout_s``: the sockets of a node killed a moment ago
-    (connections still closing) can hold its address for a little while after the process is gone."""
-    wanted = [(node, address, port) for node in nodes
-              for address, port in [(node.address, node.controller_port), (node.address, node.replication_port),
-                                    *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port))]
-              if port is not None]
-
-    def taken() -> list[tuple[NodeSpec, str, int]]:
-        return [(node, address, port) for node, address, port in wanted if not port_is_free(port, address)]
-    try:
-        wait_until(lambda: not taken(), timeout_s, "")
-    except WaitTimeout:
-        still = taken()
-        if not still:
-            return
-        node, address, port = still[0]
-        raise PortInUse(f"port {port} on {address} ({node.role} {node.node_id}) is already in use: "
-                        "stop what listens there or choose another --base-port") from None
-
-
-def _ids(nodes: list[NodeSpec]) -> str:
-    return ",".join(str(n.node_id) for n in nodes)
+def _stop_in_parallel(tracked: list[TrackedProcess], sig: signal.Signals, timeout_s: float) -> None:
+    for t in tracked:
+        t.begin_stop(sig)
+    for t in tracked:
+        t.finish_stop(timeout_s if sig != signal.SIGKILL else KILL_TIMEOUT_S)
 
 
 def _role_word(node: NodeSpec) -> str:
     return "broker" if node.is_broker else "zookeeper" if node.is_zookeeper else "controller"
-
-
-def _last_meaningful_line(text: str) -> str:
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    for line in reversed(lines):
-        if "ERROR" in line or "Exception" in line or "error" in line.lower():
-            return line[:300]
-    return lines[-1][:300] if lines else "no output"
-
-
-def _log_reason(log: Path) -> str:
-    try:
-        text = log.read_text(errors="replace")[-20000:]
-    except OSError:
-        return "no log"
-    return _last_meaningful_line(text)
 
 
 # -- the commands, composed ----------------------------------------------------------------
@@ -447,10 +288,20 @@ def down(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec
 
 
 def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+    """Stop the cluster at ``root`` and delete the directory, also when its state file is unreadable."""
     cdir = ClusterDir(Path(root))
     if not (cdir.has_state() or (cdir.root / LOCK_FILE).exists()):
         raise ClusterNotRunning(f"no failsafe cluster at {cdir.root}: nothing to clean (failsafe only deletes directories it made)")
-    if cdir.has_state():
-        down(root, timeout_s)
-    netfilter.delete_table(cdir.root)
+    with cdir.lock():
+        try:
+            cluster = Cluster(cdir, cdir.load()) if cdir.has_state() else None
+        except UnreadableState:
+            cluster = None
+        if cluster is not None:
+            cluster.down(timeout_s)
+        else:
+            # Which nodes it has is unknown (no state, or none readable); what its pidfiles track is not.
+            _stop_in_parallel([t for t in map(read_pidfile, sorted(cdir.pids_dir.glob("*.pid"))) if t is not None],
+                              signal.SIGTERM, timeout_s)
+        netfilter.delete_table(cdir.root)
     shutil.rmtree(cdir.root)

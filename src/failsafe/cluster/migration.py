@@ -33,8 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from failsafe.cluster import zookeeper
-from failsafe.cluster.config import kraft_properties, render_properties, zookeeper_broker_properties
 from failsafe.cluster.lifecycle import DEFAULT_STOP_TIMEOUT_S, Cluster, ensure_ports_free
+from failsafe.cluster.modes import mode_of
+from failsafe.cluster.properties import kraft_properties, render_properties, zookeeper_broker_properties
 from failsafe.cluster.readiness import under_replicated
 from failsafe.cluster.spec import KRAFT_MODE, MIGRATING_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterState
@@ -86,11 +87,7 @@ StepDone = Callable[[Step, bool, str | None], None]
 def check_can_migrate(cluster: Cluster) -> None:
     spec = cluster.spec
     root = cluster.dir.root
-    if spec.mode == KRAFT_MODE:
-        raise UserError(f"the cluster at {root} already runs in KRaft mode: nothing to migrate")
-    if spec.mode == MIGRATING_MODE:
-        raise UserError(f"a migration of the cluster at {root} stopped half-way: finish it by hand or roll back "
-                        f"(docs/zookeeper.md, 'When a step fails')")
+    mode_of(spec).check_can_migrate(root)
     if not spec.kafka_version.startswith("3.9."):
         raise UserError(f"the migration needs Kafka 3.9.x; the cluster at {root} runs {spec.kafka_version}")
     down = [f"{n.role} {n.node_id} is {cluster.node_state(n)}" for n in spec.nodes() if cluster.node_state(n) != UP]

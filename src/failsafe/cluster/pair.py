@@ -4,28 +4,36 @@
 (brokers 10092..., controllers 10192...), and ``dr.json`` naming both by the aliases MirrorMaker
 uses. ``failsafe mirror start`` runs MirrorMaker detached, tracked by its pidfile under
 ``mirror/<source>-<target>/`` like a node; ``down`` stops the mirrors first, then both clusters.
+
+A Pair is a topology (cluster/topology.py), as a lone cluster is: status, nodes, bootstrap servers,
+down and clean act on both clusters and the mirrors between them.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, ClassVar
 
 from failsafe.cluster import lifecycle
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster, Progress
 from failsafe.cluster.mirror import MirrorError, MirrorFlow, PartitionLag, mirror_lag, mirroring, prepare_mirror
-from failsafe.cluster.spec import ClusterSpec
-from failsafe.cluster.state import STATE_FILE
+from failsafe.cluster.modes import mode_of
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
+from failsafe.cluster.state import LOCK_FILE, STATE_FILE, ClusterDir, unreadable
+from failsafe.cluster.status import ClusterStatus, Stopped, cluster_facts, cluster_status, not_up
 from failsafe.dist.mirror import mirror_dist
 from failsafe.errors import FailsafeError, UserError
 from failsafe.supervisor import DOWN, ProcessState, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
 PAIR_FILE = "dr.json"
+PAIR_FORMAT = 1
 PRIMARY, BACKUP = "primary", "backup"
 ALIASES = (PRIMARY, BACKUP)
 BACKUP_PORT_OFFSET = 1000
@@ -39,6 +47,30 @@ def _ignore(_: str) -> None:
 
 def is_pair(root: Path) -> bool:
     return (Path(root) / PAIR_FILE).is_file()
+
+
+def write_pair_file(root: Path) -> None:
+    (Path(root) / PAIR_FILE).write_text(json.dumps({"format": PAIR_FORMAT, "clusters": {alias: {"dir": alias} for alias in ALIASES},
+                                                    "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2) + "\n")
+
+
+def check_pair_file(root: Path) -> None:
+    """``dr.json`` is the one failsafe writes; if not, UserError naming it and saying to clean (clean never reads it)."""
+    path = Path(root) / PAIR_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise unreadable(path, root, str(e)) from e
+    expected = {alias: {"dir": alias} for alias in ALIASES}
+    if not isinstance(data, dict):
+        reason = "it holds no JSON object"
+    elif data.get("format") != PAIR_FORMAT:
+        reason = f"format {data.get('format')!r}, this failsafe reads {PAIR_FORMAT}"
+    elif data.get("clusters") != expected:
+        reason = f"its clusters are {data.get('clusters')!r}, not {expected!r}"
+    else:
+        return
+    raise unreadable(path, root, reason)
 
 
 def backup_spec(primary: ClusterSpec) -> ClusterSpec:
@@ -57,15 +89,34 @@ class MirrorStatus:
 
 
 @dataclass(frozen=True)
+class PairStatus:
+    root: Path
+    clusters: dict[str, ClusterStatus]
+    mirrors: list[MirrorStatus]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dir": str(self.root), "clusters": {alias: c.to_json() for alias, c in self.clusters.items()},
+                "mirrors": [{"flow": s.flow.arrow, "pid": s.pid, "state": str(s.state), "properties": str(s.properties)}
+                            for s in self.mirrors]}
+
+
+@dataclass(frozen=True)
 class Pair:
     root: Path
+    noun: ClassVar[str] = "DR pair"
 
     @classmethod
     def open(cls, root: Path) -> Pair:
         root = Path(root)
         if not is_pair(root):
             raise UserError(f"{root} is not a DR pair (no {PAIR_FILE}): make one with 'failsafe up --dr --dir {root}'")
+        check_pair_file(root)
         return cls(root)
+
+    @classmethod
+    def up(cls, root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+           progress: Progress | None = None) -> Pair:
+        return up_pair(root, spec, explicit, timeout_s, progress)
 
     def cluster_dir(self, alias: str) -> Path:
         return self.root / alias
@@ -73,8 +124,67 @@ class Pair:
     def cluster(self, alias: str) -> Cluster:
         return Cluster.open(self.cluster_dir(alias))
 
+    # -- the topology (cluster/topology.py) -----------------------------------------------------
+    def clusters(self) -> dict[str, Cluster]:
+        return {alias: self.cluster(alias) for alias in ALIASES}
+
+    @property
+    def fault_target(self) -> Cluster:
+        """A DR scenario's faults hit the primary; the backup is where the clients go."""
+        return self.cluster(PRIMARY)
+
     def bootstraps(self) -> dict[str, str]:
         return {alias: self.cluster(alias).bootstrap_servers for alias in ALIASES}
+
+    def nodes(self) -> dict[str, list[NodeSpec]]:
+        return {alias: cluster.spec.nodes() for alias, cluster in self.clusters().items()}
+
+    def status(self) -> PairStatus:
+        return PairStatus(self.root, {alias: cluster_status(cluster) for alias, cluster in self.clusters().items()}, self.mirror_status())
+
+    def running(self) -> bool:
+        return any(cluster.running_nodes() for cluster in self.clusters().values())
+
+    def not_up(self) -> list[str]:
+        return [f"the {alias}'s {problem}" for alias, cluster in self.clusters().items() for problem in not_up(cluster)]
+
+    def not_whole(self) -> list[str]:
+        return [f"the {alias}'s {problem}" for alias, cluster in self.clusters().items() for problem in cluster.not_whole()]
+
+    def down(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> Stopped:
+        """Mirrors first (they read one cluster and write the other), then the backup and the primary."""
+        flows = self.stop_mirrors()
+        stopped = {}
+        for alias in (BACKUP, PRIMARY):
+            made = ClusterDir(self.cluster_dir(alias)).has_state()
+            stopped[alias] = len(lifecycle.down(self.cluster_dir(alias), timeout_s)) if made else 0
+        return Stopped(stopped, flows)
+
+    def clean(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        self.clean_at(self.root, timeout_s)
+
+    @classmethod
+    def clean_at(cls, root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        """The mirrors, both clusters, the directory; by pidfiles and without reading dr.json, so an unreadable one is no obstacle."""
+        pair = cls(Path(root))
+        pair.stop_mirrors()
+        for alias in (BACKUP, PRIMARY):
+            cdir = ClusterDir(pair.cluster_dir(alias))
+            if cdir.has_state() or (cdir.root / LOCK_FILE).exists():
+                lifecycle.clean(cdir.root, timeout_s)
+        shutil.rmtree(pair.root)
+
+    def facts(self) -> dict[str, Any]:
+        """The pair's part of a run's manifest.json: each cluster's facts by alias."""
+        return {"dr_pair": {alias: cluster_facts(cluster) for alias, cluster in self.clusters().items()}}
+
+    def describe(self) -> str:
+        spec, bootstraps = self.cluster(PRIMARY).spec, self.bootstraps()
+        return (f"primary {bootstraps[PRIMARY]}, backup {bootstraps[BACKUP]} ({spec.brokers} brokers each, Kafka {spec.kafka_version}); "
+                f"mirror with 'failsafe mirror start --dir {self.root}'")
+
+    def bootstrap_lines(self) -> list[str]:
+        return [f"{alias}={servers}" for alias, servers in self.bootstraps().items()]
 
     # -- MirrorMaker, detached ------------------------------------------------------------------
     def mirror_dir(self, flow: MirrorFlow) -> Path:
@@ -148,8 +258,7 @@ def wait_mirroring(flow: MirrorFlow, bootstraps: Mapping[str, str], topics: list
 def up_pair(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float = DEFAULT_READY_TIMEOUT_S,
             progress: Progress | None = None) -> Pair:
     """Both clusters (made or restarted), then ``dr.json``; a backup that fails to start leaves the primary stopped."""
-    if spec.uses_zookeeper:
-        raise UserError("a DR pair runs in KRaft mode (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
+    mode_of(spec).check_can_pair()
     root = Path(root)
     if root.exists() and any(root.iterdir()) and not is_pair(root) and (root / STATE_FILE).exists():
         raise UserError(f"{root} holds a single cluster: choose another --dir for a DR pair")
@@ -163,18 +272,11 @@ def up_pair(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float 
     except BaseException:
         lifecycle.down(root / PRIMARY)
         raise
-    (root / PAIR_FILE).write_text(json.dumps({"format": 1, "clusters": {alias: {"dir": alias} for alias in ALIASES},
-                                              "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2) + "\n")
+    write_pair_file(root)
     return Pair(root)
 
 
 def down_pair(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> tuple[list[MirrorFlow], dict[str, int]]:
-    """Mirrors first (they read one cluster and write the other), then the backup and the primary."""
-    pair = Pair.open(root)
-    flows = pair.stop_mirrors()
-    stopped = {}
-    for alias in (BACKUP, PRIMARY):
-        if (pair.cluster_dir(alias) / STATE_FILE).exists():
-            stopped[alias] = len(lifecycle.down(pair.cluster_dir(alias), timeout_s))
-    return flows, stopped
-
+    """Mirrors first, then the backup and the primary: the flows stopped and each cluster's count of nodes stopped."""
+    stopped = Pair.open(root).down(timeout_s)
+    return stopped.mirrors, stopped.nodes

@@ -9,6 +9,7 @@ both: the ensemble, KRaft controllers in migration mode, and brokers being rolle
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
@@ -47,7 +48,9 @@ KRAFT_MODE = "kraft"
 ZOOKEEPER_MODE = "zookeeper"
 # Brokers are being moved from ZooKeeper to the KRaft controllers (cluster/migration.py).
 MIGRATING_MODE = "migrating"
+# The modes 'failsafe up' makes; a state file may also hold MIGRATING_MODE. What each means: cluster/modes.py.
 MODES = (KRAFT_MODE, ZOOKEEPER_MODE)
+MODE_NAMES = (*MODES, MIGRATING_MODE)
 
 
 @dataclass(frozen=True)
@@ -116,11 +119,6 @@ class ClusterSpec:
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
         """A ZooKeeper-mode cluster: an ensemble of ``zookeepers`` nodes, brokers, no KRaft controller."""
         return cls(mode=ZOOKEEPER_MODE, zookeepers=zookeepers, controllers=0, kafka_version=kafka_version, node_addresses=False, **fields)
-
-    @property
-    def uses_zookeeper(self) -> bool:
-        """Brokers register in ZooKeeper (ZooKeeper mode, and a migration until the brokers run KRaft)."""
-        return self.mode in (ZOOKEEPER_MODE, MIGRATING_MODE)
 
     @property
     def effective_controller_base_port(self) -> int:
@@ -240,6 +238,40 @@ class ClusterSpec:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> ClusterSpec:
+    def from_json(cls, data: object) -> ClusterSpec:
+        """The spec a state file holds; ValueError names the first field that is unknown, of the wrong type, or of no mode.
+
+        A field left out takes its default: older state files lack the fields added since.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"its spec is {_json_kind(data)}, not an object")
+        annotations = {f.name: f.type for f in dataclass_fields(cls)}
+        for name, value in data.items():
+            if name not in annotations:
+                raise ValueError(f"spec.{name} is not a field of a cluster spec")
+            accepts, kind = JSON_TYPES[annotations[name]]
+            if not accepts(value):
+                raise ValueError(f"spec.{name} is {value!r}, not {kind}")
+        if data.get("mode", KRAFT_MODE) not in MODE_NAMES:
+            raise ValueError(f"spec.mode is {data['mode']!r}, not one of {', '.join(MODE_NAMES)}")
         # A cluster.json written before nodes had their own addresses: its configs have none.
         return cls(**{"node_addresses": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))})
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# What JSON a spec field may hold, by its annotation: (accepts, what it should be).
+JSON_TYPES = {
+    "int": (_is_int, "a whole number"),
+    "int | None": (lambda v: v is None or _is_int(v), "a whole number or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "dict[str, str]": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for kv in v.items() for x in kv), "an object of strings"),
+    "tuple[str, ...]": (lambda v: isinstance(v, list | tuple) and all(isinstance(x, str) for x in v), "a list of strings"),
+}
+
+
+def _json_kind(value: object) -> str:
+    return {list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(type(value), "a number")

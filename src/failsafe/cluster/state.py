@@ -61,8 +61,25 @@ class ClusterState:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> ClusterState:
+    def from_json(cls, data: object) -> ClusterState:
+        """ValueError names what is missing or of the wrong type (ClusterDir.load says which file and what to do)."""
+        if not isinstance(data, dict):
+            raise ValueError("it holds no JSON object")
+        for key in ("spec", "cluster_id", "created_at"):
+            if key not in data:
+                raise ValueError(f"{key!r} is missing")
+        for key in ("cluster_id", "created_at"):
+            if not isinstance(data[key], str):
+                raise ValueError(f"{key!r} is {data[key]!r}, not a string")
         return cls(spec=ClusterSpec.from_json(data["spec"]), cluster_id=data["cluster_id"], created_at=data["created_at"])
+
+
+class UnreadableState(UserError):
+    """A state file failsafe cannot read: not JSON, another format, keys missing or of the wrong type. Only 'clean' can help."""
+
+
+def unreadable(path: Path, root: Path, reason: str) -> UnreadableState:
+    return UnreadableState(f"{path} is unreadable ({reason}): run 'failsafe clean --dir {root}' and start again")
 
 
 @dataclass(frozen=True)
@@ -108,14 +125,17 @@ class ClusterDir:
             raise ClusterNotRunning(
                 f"no failsafe cluster at {self.root}: start one with 'failsafe up --dir {self.root}' or set FAILSAFE_DIR"
             ) from e
-        except (json.JSONDecodeError, OSError) as e:
-            raise UserError(f"{self.state_file} is unreadable ({e}): run 'failsafe clean --dir {self.root}' and start again") from e
-        if data.get("format") != STATE_FORMAT:
-            raise UserError(
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
+            raise unreadable(self.state_file, self.root, str(e)) from e
+        if isinstance(data, dict) and data.get("format") != STATE_FORMAT:
+            raise UnreadableState(
                 f"{self.state_file} has state format {data.get('format')!r}, this failsafe reads {STATE_FORMAT}: "
                 f"run 'failsafe clean --dir {self.root}'"
             )
-        return ClusterState.from_json(data)
+        try:
+            return ClusterState.from_json(data)
+        except ValueError as e:
+            raise unreadable(self.state_file, self.root, str(e)) from e
 
     def save(self, state: ClusterState) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,107 @@
+"""What a topology reports about its clusters: their status, the facts a run records, what ``down`` stopped.
+
+Shared by the lone cluster and the DR pair (cluster/topology.py, cluster/pair.py), so both say it in the same words
+and the same JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from failsafe.cluster import journal
+from failsafe.cluster.journal import OperatorAction
+from failsafe.cluster.lifecycle import Cluster, NodeStatus
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.dist.java import find_java
+from failsafe.supervisor import UP
+
+if TYPE_CHECKING:
+    from failsafe.cluster.mirror import MirrorFlow
+    from failsafe.cluster.pair import MirrorStatus
+
+# The lone cluster's alias among a topology's clusters (a DR pair's are MirrorMaker's: primary, backup).
+LONE = "cluster"
+# How many of the operator's last actions a cluster's status holds.
+RECENT_ACTIONS = 5
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """One cluster as 'failsafe status' shows it; also the status of a topology that is one cluster."""
+
+    root: Path
+    spec: ClusterSpec
+    cluster_id: str
+    bootstrap_servers: str
+    nodes: list[NodeStatus]
+    operator_actions: list[OperatorAction]
+    # Why no active controller is shown although a node that could be it is up (None: one is shown, or none could be).
+    note: str | None = None
+
+    @property
+    def active_controller(self) -> int | None:
+        return next((r.node.node_id for r in self.nodes if r.active_controller), None)
+
+    @property
+    def clusters(self) -> dict[str, ClusterStatus]:
+        return {LONE: self}
+
+    @property
+    def mirrors(self) -> list[MirrorStatus]:
+        return []
+
+    def to_json(self) -> dict[str, Any]:
+        spec = self.spec
+        return {
+            "dir": str(self.root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": self.cluster_id,
+            "bootstrap_servers": self.bootstrap_servers, "active_controller": self.active_controller,
+            **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
+            "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
+                       "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
+                       **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
+                      for r in self.nodes],
+            "operator_actions": [a.to_json() for a in self.operator_actions],
+        }
+
+
+def cluster_status(cluster: Cluster, recent_actions: int = RECENT_ACTIONS) -> ClusterStatus:
+    rows = cluster.status()
+    active = any(r.active_controller for r in rows)
+    return ClusterStatus(cluster.dir.root, cluster.spec, cluster.state.cluster_id, cluster.bootstrap_servers, rows,
+                         journal.last(cluster.dir.journal, recent_actions), None if active else cluster.mode.no_controller_note(rows))
+
+
+def not_up(cluster: Cluster) -> list[str]:
+    """Each node that is not up, with its state ("broker 1 is down"); the processes only, asking Kafka nothing."""
+    return [f"{n.role} {n.node_id} is {state}" for n in cluster.spec.nodes() if (state := cluster.node_state(n)) != UP]
+
+
+def cluster_facts(cluster: Cluster) -> dict[str, Any]:
+    """The cluster's part of a run's manifest.json."""
+    java = find_java()
+    spec = cluster.spec
+    return {
+        "kafka_version": spec.kafka_version,
+        "java": {"executable": str(java.executable), "major": java.major},
+        "cluster_dir": str(cluster.dir.root.resolve()),
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "cluster": spec.to_json(),
+        "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port} for n in spec.nodes()],
+    }
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What ``down`` stopped: how many nodes of each cluster (by alias), and the MirrorMakers."""
+
+    nodes: dict[str, int]
+    mirrors: list[MirrorFlow] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: "stopped 3 nodes", or per cluster "backup: stopped 1 nodes; primary: nothing was running"."""
+        said = {alias: f"stopped {n} nodes" if n else "nothing was running" for alias, n in self.nodes.items()}
+        if len(said) <= 1:
+            return next(iter(said.values()), "nothing was running")
+        return "; ".join(f"{alias}: {text}" for alias, text in said.items())
