@@ -249,3 +249,18 @@ def test_a_producer_acknowledged_by_a_cut_off_leader_does_not_hide_another_that_
     # The acks=1 producer alone saw no gap longer than its send interval.
     [alone] = check(history(BEFORE, STILL, MOVED, HEALED, *acks1, *KILL))["faults"][0]["affected_partitions"]
     assert alone["unavailable_ms"] == pytest.approx(50)
+
+
+def test_a_send_made_while_the_fault_was_being_applied_does_not_end_its_window() -> None:
+    """leader-isolated: the nft rules took 12 ms to install; a send made in that time was acknowledged at once, then nothing for 20 s."""
+    start = fault(1, start_ms=100, stop_ms=20_200, nodes=[1], target="network")
+    start[0]["in_force_ns"] = at(112)
+    h = history(topology(0, [(0, 1, [1, 2], [1, 2])]), *send("p0", 1, "v1", 0, ms=90), *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
+                *start, *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000), *send("p0", 4, "v4", 3, ms=20_200),
+                topology(20_300, [(0, 2, [1, 2], [2])]))
+    (partition,) = check(h)["faults"][0]["affected_partitions"]
+    assert partition["unavailable_ms"] == pytest.approx(20_010, abs=1), "from the ack at 110 ms to the first ack of a send made in force"
+    start[0].pop("in_force_ns")
+    older = check(history(topology(0, [(0, 1, [1, 2], [1, 2])]), *send("p0", 1, "v1", 0, ms=90), *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
+                          *start, *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000), *send("p0", 4, "v4", 3, ms=20_200)))
+    assert older["faults"][0]["affected_partitions"][0]["unavailable_ms"] == pytest.approx(19, abs=1), "without it: the old, short reading"

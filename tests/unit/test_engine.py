@@ -320,11 +320,21 @@ def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monk
     from contextlib import contextmanager
 
     from failsafe.cli.main import main
-    from failsafe.scenarios import cluster_use, engine, kinds
+    from failsafe.cluster import status
+    from failsafe.scenarios import engine, kinds, placement
 
     cluster = FakeCluster()
-    monkeypatch.setattr(cluster_use, "cluster_for", contextmanager(lambda *a, **k: (yield cluster)))
-    monkeypatch.setattr(cluster_use, "cluster_facts", lambda c: {})
+
+    class Placed:
+        fault_target = cluster
+
+        def bootstraps(self) -> dict:
+            return {}
+
+        def facts(self) -> dict:
+            return {}
+    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed())))
+    monkeypatch.setattr(status, "cluster_facts", lambda c: {})
     monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
     lab = kinds.KINDS["lab"]
     monkeypatch.setitem(kinds.KINDS, "lab", replace(lab, workload=lambda s: FakeWorkload(fail_in="end_chaos")))

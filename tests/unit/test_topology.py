@@ -85,12 +85,13 @@ def test_a_lone_clusters_status_is_what_status_json_printed(lone: Path) -> None:
 
 
 def test_the_facts_are_those_a_run_records(lone: Path, pair: Path) -> None:
-    # What scenarios/cluster_use.py and pair_use.py record today (read at call time: a test elsewhere patches it).
-    from failsafe.scenarios import cluster_use
-
-    assert open_topology(lone).facts() == cluster_use.cluster_facts(Cluster.open(lone))
-    assert open_topology(pair).facts() == {"dr_pair": {alias: cluster_use.cluster_facts(Cluster.open(pair / alias)) for alias in (PRIMARY, BACKUP)}}
-    assert open_topology(lone).facts()["cluster_dir"] == str(lone.resolve())
+    facts = open_topology(lone).facts()
+    assert list(facts) == ["kafka_version", "java", "cluster_dir", "bootstrap_servers", "cluster", "nodes"]
+    assert facts["cluster_dir"] == str(lone.resolve()) and facts["bootstrap_servers"] == Cluster.open(lone).bootstrap_servers
+    assert [n["id"] for n in facts["nodes"]] == [n.node_id for n in Cluster.open(lone).spec.nodes()]
+    pair_facts = open_topology(pair).facts()
+    assert list(pair_facts) == ["dr_pair"] and list(pair_facts["dr_pair"]) == [PRIMARY, BACKUP]
+    assert pair_facts["dr_pair"][BACKUP]["cluster_dir"] == str((pair / BACKUP).resolve())
 
 
 def test_a_dr_pair_as_a_topology(pair: Path) -> None:

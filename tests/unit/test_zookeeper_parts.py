@@ -15,7 +15,7 @@ from failsafe.cluster.state import ClusterDir, ClusterState
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
-from failsafe.scenarios.cluster_use import misfit, needs_of
+from failsafe.scenarios.placement import misfit, needs_of
 from failsafe.scenarios.registry import load_scenario
 from tests.helpers import free_port_block, run_cli
 from tests.unit.test_checker_builders import at, fault, history, topology
@@ -159,8 +159,8 @@ def test_the_run_mode_comes_from_the_scenarios_or_the_option() -> None:
         needs_of([zk, kraft])
     with pytest.raises(UserError, match="zookeeper mode only"):
         needs_of([zk], "kraft")
-    assert misfit(ClusterSpec(), needs_of([zk]), False) == "it runs in kraft mode and the run asks for zookeeper mode"
-    assert misfit(ClusterSpec(), needs_of([kraft]), False) == "it has 1 controllers and the scenario needs 3"
+    assert misfit(ClusterSpec(), needs_of([zk]), [zk]) == "it runs in kraft mode and the run asks for zookeeper mode"
+    assert misfit(ClusterSpec(), needs_of([kraft]), [kraft]) == "it has 1 controllers and the scenario needs 3"
 
 
 def test_migrate_is_refused_in_a_kraft_scenario(tmp_path: Path) -> None:

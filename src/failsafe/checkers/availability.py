@@ -123,13 +123,14 @@ def _affected_partitions(faults: pl.DataFrame, topology: pl.DataFrame) -> pl.Dat
     sample_times = topology.select(pl.col("time_ns").unique().sort().alias("sample_ns"))
     if faults.height == 0 or sample_times.height == 0:
         return _empty_partitions()
-    starts = faults.select("fault_id", "target", "start_ns", pl.col("nodes").list.eval(pl.element().cast(pl.Int64, strict=False)).alias("node_ids"))
+    starts = faults.select("fault_id", "target", "start_ns", pl.coalesce("in_force_ns", "start_ns").alias("in_force_ns"),
+                           pl.col("nodes").list.eval(pl.element().cast(pl.Int64, strict=False)).alias("node_ids"))
     starts = starts.sort("start_ns").join_asof(sample_times, left_on="start_ns", right_on="sample_ns", strategy="backward")
     starts = starts.with_columns(pl.col("sample_ns").fill_null(sample_times["sample_ns"].min()))
     before = topology.rename({"time_ns": "sample_ns", "leader": "leader_before", "isr": "isr_before"}).drop("replicas")
     pairs = starts.join(before, on="sample_ns", how="inner")
     affected = pairs.filter((pl.col("target") == "quorum") | pl.col("node_ids").list.contains(pl.col("leader_before")))
-    return affected.select(*_FP, "start_ns", "node_ids", "leader_before", "isr_before").sort(_FP)
+    return affected.select(*_FP, "start_ns", "in_force_ns", "node_ids", "leader_before", "isr_before").sort(_FP)
 
 
 def _empty_partitions() -> pl.DataFrame:
@@ -138,6 +139,7 @@ def _empty_partitions() -> pl.DataFrame:
         "topic": pl.String,
         "partition": pl.Int64,
         "start_ns": pl.Int64,
+        "in_force_ns": pl.Int64,
         "node_ids": pl.List(pl.Int64),
         "leader_before": pl.Int64,
         "isr_before": pl.List(pl.Int64),
@@ -147,19 +149,23 @@ def _empty_partitions() -> pl.DataFrame:
 
 def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
     """Each affected partition's window: the longest stretch without an acknowledgement between the last one at or before
-    the fault's start and the first one of a send made after it (``last_ok_before_ns`` / ``first_ok_after_ns`` are its edges).
+    the fault's start and the first one of a send made after the fault was in force (``last_ok_before_ns`` /
+    ``first_ok_after_ns`` are its edges).
 
     Acknowledgements of sends made before the fault mean nothing about whether the partition took
     new writes, and they come at either end: a SIGSTOPped broker's answers already in its socket
     arrive just after the fault began, and sends retried to a new leader are acknowledged just
-    before the first new one. So the window ends at the first acknowledgement of a send made after
-    the fault began, and is the longest gap up to it. Without one, the window runs from the
+    before the first new one; and a send made while the fault was being applied (an nft process
+    installing its rules takes milliseconds) may go through before it bites. So the window ends at the
+    first acknowledgement of a send made after the fault was in force (``in_force_ns``, recorded with
+    its start), and is the longest gap up to it. Without one, the window runs from the
     partition's last acknowledgement and never ends (``first_ok_after_ns`` null).
     """
     acks = acked.join(partitions.select("topic", "partition").unique(), on=["topic", "partition"], how="semi")
-    pairs = partitions.select(*_FP, "start_ns").join(
+    pairs = partitions.select(*_FP, "start_ns", "in_force_ns").join(
         acks.select("process", "topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")), on=["topic", "partition"], how="inner")
-    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("start_ns")).group_by(_FPP).agg(pl.col("ack_ns").min().alias("end_ns"))
+    # A send made before the fault was in force (its nftables rules installed, its signal delivered) can still go through.
+    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("in_force_ns")).group_by(_FPP).agg(pl.col("ack_ns").min().alias("end_ns"))
     before = pairs.filter(pl.col("ack_ns") <= pl.col("start_ns")).group_by(_FPP).agg(pl.col("ack_ns").max().alias("begin_ns"))
     pairs = pairs.join(new_send, on=_FPP, how="left").join(before, on=_FPP, how="left")
     # Acks from the last one before the fault (or the fault's start) up to the first of a new send; with no new send, all after.

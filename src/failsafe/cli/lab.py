@@ -157,25 +157,21 @@ def _run_options(files: list, given: dict[str, str | None]) -> list[str]:
 def _placed(scenarios: list, root: Path, base_port: int | None, heap: str | None, event, mode: str | None,
             zookeeper_port: int | None) -> Iterator[tuple]:
     """The cluster the engine drives, every cluster's bootstrap by alias (a DR pair: primary and backup; else none), and the
-    manifest's facts: where the scenarios' kinds place them, all in one place (a mix is one clear line)."""
-    from failsafe.scenarios.cluster_use import cluster_facts, cluster_for
+    manifest's facts, on the topology the scenarios' kinds place them on (all on one: a mix is one clear line)."""
+    from failsafe.cluster.status import cluster_facts
     from failsafe.scenarios.kinds import Placement, kind_of
-    from failsafe.scenarios.pair_use import pair_facts, pair_for
+    from failsafe.scenarios.placement import placed
 
-    placements = {kind_of(s).placement: [] for s in scenarios}
+    placements: dict[str, list[str]] = {}
     for s in scenarios:
-        placements[kind_of(s).placement].append(s.name)
+        placements.setdefault(kind_of(s).placement, []).append(s.name)
     if len(placements) > 1:
         raise UserError("these scenarios run on different topologies (" + "; ".join(f"{', '.join(n)} on a {p}" for p, n in placements.items())
                         + "): run them separately")
-    if Placement.DR_PAIR in placements:
-        if mode == "zookeeper":
-            raise UserError("DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
-        with pair_for(root, scenarios, base_port, heap, event) as (primary, clusters):
-            yield primary, clusters, {**cluster_facts(primary), **pair_facts(root)}
-    else:
-        with cluster_for(root, scenarios, base_port, heap, event, mode, zookeeper_port) as cluster:
-            yield cluster, {}, cluster_facts(cluster)
+    pair = Placement.DR_PAIR in placements
+    with placed(root, scenarios, pair, base_port, heap, event, mode, zookeeper_port) as topology:
+        cluster = topology.fault_target
+        yield cluster, (topology.bootstraps() if pair else {}), {**cluster_facts(cluster), **topology.facts()}
 
 
 def _parse(file, overrides: tuple[str, ...], mode: str | None = None):

@@ -40,6 +40,7 @@ from failsafe.cluster.readiness import under_replicated
 from failsafe.cluster.spec import KRAFT_MODE, MIGRATING_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterState
 from failsafe.errors import FailsafeError, UserError
+from failsafe.history.ops import MIGRATION_ROLL
 from failsafe.supervisor import UP
 from failsafe.waiting import WaitTimeout, wait_until
 
@@ -65,7 +66,7 @@ class MigrationFailed(FailsafeError):
     """A step of the migration failed; the message names it and the way back."""
 
 
-ROLL = "roll"  # a rolling restart of one node with a new config
+ROLL = MIGRATION_ROLL  # a rolling restart of one node with a new config (the name the history records: history/ops.py)
 MIGRATION = "migration"  # any other step: a node started or stopped, or a wait for Kafka
 
 

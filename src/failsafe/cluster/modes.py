@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from failsafe.cluster import zookeeper
 from failsafe.cluster.properties import kraft_properties, zookeeper_broker_properties
@@ -33,13 +33,26 @@ from failsafe.cluster.spec import (
     ClusterSpec,
     NodeSpec,
 )
-from failsafe.cluster.state import new_cluster_id
+from failsafe.cluster.state import ClusterDir, new_cluster_id
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
-from failsafe.supervisor import UP
+from failsafe.supervisor import UP, ProcessState
 
-if TYPE_CHECKING:
-    from failsafe.cluster.lifecycle import Cluster, NodeStatus
+
+class Cluster(Protocol):
+    """What a mode reads of a cluster (cluster/lifecycle.py's Cluster is one): typed here, so this module imports none of it."""
+
+    spec: ClusterSpec
+    dir: ClusterDir
+
+    def node_state(self, node: NodeSpec) -> ProcessState: ...
+
+
+class NodeStatus(Protocol):
+    """A row of a cluster's status (lifecycle.NodeStatus)."""
+
+    node: NodeSpec
+    state: ProcessState
 
 
 class ClusterMode(Protocol):

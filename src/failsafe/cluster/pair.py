@@ -26,10 +26,10 @@ from failsafe.cluster.mirror import MirrorError, MirrorFlow, PartitionLag, mirro
 from failsafe.cluster.modes import mode_of
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, STATE_FILE, ClusterDir, unreadable
-from failsafe.cluster.status import ClusterStatus, Stopped, cluster_facts, cluster_status, not_up
+from failsafe.cluster.status import ClusterStatus, MirrorStatus, Stopped, cluster_facts, cluster_status, not_up
 from failsafe.dist.mirror import mirror_dist
 from failsafe.errors import FailsafeError, UserError
-from failsafe.supervisor import DOWN, ProcessState, TrackedProcess, read_pidfile, spawn
+from failsafe.supervisor import DOWN, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
 PAIR_FILE = "dr.json"
@@ -78,14 +78,6 @@ def backup_spec(primary: ClusterSpec) -> ClusterSpec:
     shift = {name: getattr(primary, name) + BACKUP_PORT_OFFSET for name in ("controller_base_port", "replication_base_port")
              if getattr(primary, name) is not None}
     return replace(primary, base_port=primary.base_port + BACKUP_PORT_OFFSET, **shift)
-
-
-@dataclass(frozen=True)
-class MirrorStatus:
-    flow: MirrorFlow
-    pid: int | None
-    state: ProcessState
-    properties: Path
 
 
 @dataclass(frozen=True)

@@ -13,22 +13,33 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from failsafe.cluster import netfilter, zookeeper
 from failsafe.cluster.readiness import port_accepts, port_is_free, registered_brokers
-from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, NodeSpec
+from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ClusterSpec, NodeSpec
+from failsafe.cluster.state import ClusterDir, ClusterState
 from failsafe.cluster.watchdog import Leash
 from failsafe.dist.cds import share_options
 from failsafe.dist.java import Java
 from failsafe.dist.jvm import server_command, tool_command, zookeeper_command
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import ClusterStartError, PortInUse
-from failsafe.supervisor import DOWN, UP, spawn
+from failsafe.supervisor import DOWN, UP, ProcessState, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
-if TYPE_CHECKING:
-    from failsafe.cluster.lifecycle import Cluster
+
+class Cluster(Protocol):
+    """What starting nodes needs of a cluster (cluster/lifecycle.py's Cluster): typed here, so this module imports none of it."""
+
+    spec: ClusterSpec
+    dir: ClusterDir
+    state: ClusterState
+    mode: Any
+
+    def node_state(self, node: NodeSpec) -> ProcessState: ...
+
+    def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None: ...
 
 DEFAULT_READY_TIMEOUT_S = 120.0
 KILL_TIMEOUT_S = 15.0

@@ -8,23 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from failsafe.cluster import journal
 from failsafe.cluster.journal import OperatorAction
 from failsafe.cluster.lifecycle import Cluster, NodeStatus
+from failsafe.cluster.mirror import MirrorFlow
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.dist.java import find_java
-from failsafe.supervisor import UP
-
-if TYPE_CHECKING:
-    from failsafe.cluster.mirror import MirrorFlow
-    from failsafe.cluster.pair import MirrorStatus
+from failsafe.supervisor import UP, ProcessState
 
 # The lone cluster's alias among a topology's clusters (a DR pair's are MirrorMaker's: primary, backup).
 LONE = "cluster"
 # How many of the operator's last actions a cluster's status holds.
 RECENT_ACTIONS = 5
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    """A DR pair's MirrorMaker of one flow, as its pidfile and directory show it."""
+
+    flow: MirrorFlow
+    pid: int | None
+    state: ProcessState
+    properties: Path
 
 
 @dataclass(frozen=True)

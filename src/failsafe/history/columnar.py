@@ -19,7 +19,7 @@ from failsafe.history.model import FRAME_SCHEMAS, History
 
 FRAMES_DIR = "history.frames"
 SOURCE_FILE = "source.json"
-# 2: the clients frame. 3: the controllers frame. 4: faults' family, label and sides; events' leaderless.
+# 2: the clients frame. 3: the controllers frame. 4: faults' family, label, sides and in_force_ns; events' leaderless.
 FORMAT = 4
 
 

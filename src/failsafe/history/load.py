@@ -51,6 +51,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "one_way": pl.Boolean,
     "loss": pl.Float64,
     "leaderless": pl.List(pl.String),
+    "in_force_ns": pl.Int64,
     "under_replicated": pl.List(pl.String),
     "ok": pl.Boolean,
     "phase": pl.String,
@@ -303,7 +304,7 @@ def _commits(other: pl.DataFrame) -> pl.DataFrame:
 def _faults(other: pl.DataFrame) -> pl.DataFrame:
     starts = other.filter(pl.col("f") == Op.FAULT_START).select(
         "fault_id", "fault", "target", "nodes", "role", _family(), "label", "sides", "one_way", "loss", pl.col("time_ns").alias("start_ns"),
-        pl.col("error").alias("start_error"),
+        pl.coalesce("in_force_ns", "time_ns").alias("in_force_ns"), pl.col("error").alias("start_error"),
     )
     starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
     stops = other.filter(pl.col("f") == Op.FAULT_STOP).select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error",

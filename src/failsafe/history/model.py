@@ -77,6 +77,8 @@ FAULTS_SCHEMA = {
     "one_way": pl.Boolean,
     "loss": pl.Float64,
     "start_ns": pl.Int64,
+    # When the fault's action was done (null in histories before it was recorded: the start stands in).
+    "in_force_ns": pl.Int64,
     "stop_ns": pl.Int64,
     "ok": pl.Boolean,
     "error": pl.String,

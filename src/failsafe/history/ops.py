@@ -143,16 +143,19 @@ def sides_of(sides: Sequence[Sequence[str]] | None) -> list[list[str]] | None:
 def fault_start(fault_id: int, fault: str, *, target: str | None = None, nodes: Sequence[int | str] = (), role: str | None = None,
                 family: str | None = None, label: str | None = None, sides: Sequence[Sequence[str]] | None = None,
                 one_way: bool | None = None, loss: float | None = None, details: Mapping[str, Any] | None = None,
-                error: str | None = None, process: str = Process.NEMESIS, time_ns: int | None = None) -> dict[str, Any]:
+                error: str | None = None, in_force_ns: int | None = None, process: str = Process.NEMESIS,
+                time_ns: int | None = None) -> dict[str, Any]:
     """A fault began (or, with ``error``, could not begin).
 
+    ``time_ns`` is taken just before the fault acts, ``in_force_ns`` once its action is done (the rules
+    installed, the signal delivered): what was sent in between may still have gone through.
     ``sides``: a network fault's sides, each a list of node labels and ``clients``; ``label``: how
     reports name the fault when its nodes alone do not say it.
     """
     return op(Op.FAULT_START, OpType.INFO, process, time_ns, fault_id=fault_id, fault=str(fault),
               target=None if target is None else str(target), nodes=list(nodes) if target is not None or nodes else None,
               role=role, family=None if family is None else str(family), label=label, sides=sides_of(sides), one_way=one_way,
-              loss=loss, details=dict(details) if details else None, error=error)
+              loss=loss, details=dict(details) if details else None, error=error, in_force_ns=in_force_ns)
 
 
 def fault_stop(fault_id: int, fault: str | None, ok: bool, attempt: int, *, error: str | None = None, by: str | None = None,

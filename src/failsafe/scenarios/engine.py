@@ -269,7 +269,7 @@ class Engine:
         except FaultError as e:
             self.recorder.record(fault_start(fault_id, spec.fault, family=fault_type.family, error=str(e), time_ns=started_ns))
             raise ScenarioFailed(f"{self.scenario.name}: the {spec.fault} fault at {spec.at_s:g}s could not start: {e}") from e
-        self.recorder.record(applied_start(fault_id, applied, fault_type.family, started_ns))
+        self.recorder.record(applied_start(fault_id, applied, fault_type.family, started_ns, time.time_ns()))
         self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
         active = ActiveFault(fault_id, spec, applied)
         self.faults.append(active)
@@ -306,11 +306,11 @@ class Engine:
         action.run(a, ActionContext(self.scenario, self.cluster, self.workload, self.ctx, self.status, lambda: next(self._fault_ids)))
 
 
-def applied_start(fault_id: int, applied: AppliedFault, family: str, time_ns: int) -> dict:
-    """The fault-start op of a fault as it was applied: what it acted on, and how reports draw it."""
+def applied_start(fault_id: int, applied: AppliedFault, family: str, time_ns: int, in_force_ns: int) -> dict:
+    """The fault-start op of a fault as it was applied: what it acted on, since when it is in force, and how reports draw it."""
     return fault_start(fault_id, applied.kind, target=applied.target, nodes=applied.nodes, role=applied.role, family=family,
                        label=applied.label, sides=applied.sides, one_way=applied.one_way, loss=applied.loss, details=applied.details,
-                       time_ns=time_ns)
+                       in_force_ns=in_force_ns, time_ns=time_ns)
 
 
 def _nodes(applied: AppliedFault) -> str:

@@ -1,0 +1,116 @@
+"""Where scenarios run: the topology at --dir (one cluster, or a DR pair) when it fits them, otherwise one started for the run.
+
+A kind says where its scenarios run (``ScenarioKind.placement``); everything else is the same for a
+lone cluster and a DR pair, through cluster/topology.py's one interface: open what is at --dir,
+check that each of its clusters fits what the scenarios need (``misfit``, including each fault
+type's own ``fits``), use it when every node is up, restart it when it is stopped, or make one for
+the run; and stop what the run started, after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S
+from failsafe.cluster.pair import Pair
+from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE, ClusterSpec
+from failsafe.cluster.topology import SingleCluster, Topology, TopologyKind, find_topology
+from failsafe.errors import UserError
+from failsafe.faults import FAULT_TYPES
+from failsafe.scenarios.base import ClusterNeeds, Scenario
+
+Progress = Callable[[str], None]
+
+
+def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds:
+    """What one cluster for all of ``scenarios`` needs; ``mode`` is --mode (None: the scenarios', else KRaft)."""
+    modes = sorted({s.cluster.mode for s in scenarios if s.cluster.mode})
+    if len(modes) > 1:
+        raise UserError(f"these scenarios need clusters of different modes ({' and '.join(modes)}): run them separately")
+    if mode and modes and modes[0] != mode:
+        names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
+        raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
+    overrides: dict[str, str] = {}
+    for s in scenarios:
+        for key, value in s.cluster.overrides.items():
+            if overrides.setdefault(key, value) != value:
+                raise UserError(f"these scenarios need {key} set to both {overrides[key]} and {value}: run them separately")
+    return ClusterNeeds(
+        brokers=max(s.cluster.brokers for s in scenarios),
+        controllers=max(s.cluster.controllers for s in scenarios),
+        combined=all(s.cluster.combined for s in scenarios),
+        mode=mode or (modes[0] if modes else ""),
+        racks=max(s.cluster.racks for s in scenarios),
+        overrides=overrides,
+    )
+
+
+def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) -> str | None:
+    """Why a cluster of ``spec`` cannot run the scenarios, or None."""
+    if spec.brokers < needs.brokers:
+        return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
+    if needs.mode and spec.mode != needs.mode:
+        return f"it runs in {spec.mode} mode and the run asks for {needs.mode} mode"
+    if needs.mode != ZOOKEEPER_MODE and spec.mode == KRAFT_MODE and spec.controllers < needs.controllers:
+        return f"it has {spec.controllers} controllers and the scenario needs {needs.controllers}"
+    if needs.racks and spec.racks != needs.racks:
+        return f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks {needs.racks})"
+    missing = {k: v for k, v in needs.overrides.items() if spec.overrides.get(k) != v}
+    if missing:
+        return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
+                + " (failsafe up " + " ".join(f"--override {k}={v}" for k, v in missing.items()) + ")")
+    # What a fault of the scenarios cannot do on this cluster (its type says: quorum-loss on a combined cluster).
+    return next((why for s in scenarios for f in s.faults if (why := FAULT_TYPES[f.fault].fits(spec))), None)
+
+
+def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zookeeper_port: int | None) -> ClusterSpec:
+    """The spec of a cluster the run starts for ``needs``."""
+    fields = {"brokers": needs.brokers, "overrides": dict(needs.overrides), **({"base_port": base_port} if base_port is not None else {}),
+              **({"heap": heap} if heap else {})}
+    if needs.mode == ZOOKEEPER_MODE:
+        return ClusterSpec.zookeeper_mode(**fields, **({"zookeeper_base_port": zookeeper_port} if zookeeper_port else {}))
+    return ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, **fields)
+
+
+@contextmanager
+def placed(root: Path, scenarios: list[Scenario], pair: bool, base_port: int | None, heap: str | None, progress: Progress,
+           mode: str | None = None, zookeeper_port: int | None = None) -> Iterator[Topology]:
+    """Yield a ready topology at ``root`` (a DR pair when ``pair``); stop it afterwards only if this run started it."""
+    needs = needs_of(scenarios, mode)
+    wanted: TopologyKind = Pair if pair else SingleCluster  # type: ignore[assignment]
+    existing = find_topology(root)
+    if existing is not None:
+        if existing.noun != wanted.noun:
+            raise UserError(f"{root} holds a {existing.noun} and these scenarios run on a {wanted.noun}: pass another --dir "
+                            f"(the run starts one there){', or make one with failsafe up --dr' if pair else ''}")
+        for alias, cluster in existing.clusters().items():
+            reason = misfit(cluster.spec, needs, scenarios)
+            if reason:
+                raise UserError(f"the {alias} at {root} does not fit: {reason}; run the scenario with another --dir")
+        mirrors = [m for m in existing.status().mirrors if m.pid is not None]
+        if mirrors:
+            # Its Connect group and internal topics are the ones a run's own MirrorMaker uses.
+            raise UserError(f"MirrorMaker {mirrors[0].flow.arrow} is running at {root} (pid {mirrors[0].pid}); a DR scenario runs its own: "
+                            f"stop it with 'failsafe mirror stop --dir {root}'")
+        if existing.running():
+            not_up = existing.not_up()
+            if not_up:
+                raise UserError(f"the {existing.noun} at {root} is not whole ({', '.join(not_up)}): start or resume those nodes "
+                                f"('failsafe up --dir {root}'), or stop it ('failsafe down'); a scenario needs every node up")
+            progress(f"using the {existing.noun} running at {root} ({', '.join(existing.bootstraps().values())})")
+            yield existing
+            return
+        progress(f"restarting the stopped {existing.noun} at {root}")
+        spec = existing.fault_target.spec
+    else:
+        spec = spec_for(needs, base_port, heap, zookeeper_port)
+        progress(f"starting a {wanted.noun} of {spec.brokers}-broker {spec.mode} clusters in {root} for the run" if pair
+                 else f"starting a {spec.brokers}-broker {spec.mode} cluster in {root} for the run")
+    topology = wanted.up(root, spec, set(), DEFAULT_READY_TIMEOUT_S, progress)
+    try:
+        yield topology
+    finally:
+        progress(f"stopping the {wanted.noun} this run started at {root}")
+        topology.down()
