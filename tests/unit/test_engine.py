@@ -349,6 +349,46 @@ def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monk
     assert cluster.not_whole() == [], "the broker the scenario killed was restarted by the heal"
 
 
+def test_a_run_that_breaks_after_an_invalid_one_still_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Two scenarios: the first judged INVALID, the second crashes (a bug of ours): exit 1, the finding is not masked by 5."""
+    from contextlib import contextmanager
+
+    from failsafe.cli.main import main
+    from failsafe.cluster import status
+    from failsafe.scenarios import engine, kinds, placement
+
+    cluster = FakeCluster()
+
+    class Placed:
+        fault_target = cluster
+
+        def bootstraps(self) -> dict:
+            return {}
+
+        def facts(self) -> dict:
+            return {}
+
+    class Crashing(FakeWorkload):
+        def setup(self, ctx) -> None:
+            raise RuntimeError("a bug of failsafe's own")
+
+    made = iter([FakeWorkload(), Crashing()])
+    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed())))
+    monkeypatch.setattr(status, "cluster_facts", lambda c: {})
+    monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
+    lab = kinds.KINDS["lab"]
+    invalid = {"valid": False, "verdict": "INVALID", "checkers": {}, "expectations": []}
+    monkeypatch.setitem(kinds.KINDS, "lab", replace(lab, workload=lambda s: next(made), judge=lambda run_dir, s: (invalid, None),
+                                                    show=lambda *a: None, report=lambda run_dir, r, h: run_dir.report_path))
+    first, second = tmp_path / "first.toml", tmp_path / "second.toml"
+    first.write_text(QUICK_SCENARIO)
+    second.write_text(QUICK_SCENARIO.replace('name = "quick"', 'name = "quick-2"'))
+    code = main(["run", str(first), str(second), "--runs", str(tmp_path), "--dir", str(tmp_path / "cluster")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "failsafe crashed: RuntimeError: a bug of failsafe's own (details: " in err and "Traceback" not in err
+
+
 def test_sigterm_unwinds_like_ctrl_c() -> None:
     from failsafe.cli.main import _terminate_as_interrupt
 

@@ -25,7 +25,7 @@ PRODUCER = client_config("p0", acks="all", enable_idempotence="true")
 
 def _run_dir(tmp_path: Path, ops: list, scenario: dict = SCENARIO) -> Path:
     run = tmp_path / "run"
-    run.mkdir()
+    run.mkdir(parents=True)
     (run / "scenario.json").write_text(json.dumps(scenario))
     flat = [o for op in ops for o in (op if isinstance(op, list) else [op])]
     (run / "history.jsonl").write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in flat))
@@ -92,3 +92,30 @@ def test_the_contract_is_in_failsafe_help() -> None:
     text = run_cli("--help").stdout
     for line in ("0  VALID", "1  INVALID", "2  usage", "3  UNKNOWN", "4  KNOWN", "5  failsafe could not carry the run out"):
         assert line in text
+
+
+def test_a_run_stored_with_a_checker_wide_allow_loss_is_still_checked(tmp_path: Path) -> None:
+    """acks-matrix and leader-isolated runs stored before loss was allowed by writer: their acks=1 writer may lose, and only it."""
+    legacy = {**SCENARIO, "producers": [{"name": "p0", "topic": "t", "acks": "1"}, {"name": "p1", "topic": "t", "acks": "all"}],
+              "checkers": {"delivery": {"allow_loss": True}, "semantics": {"allow_loss": True}}}
+    acks1 = client_config("p0", acks="1")
+    lost_by_acks1 = [acks1, PRODUCER | {"process": "p1"}, send("p0", 1, "a1", 0), send("p0", 2, "a2", 1), assign("c-0", [0]),
+                     poll("c-0", [rec(0, "a1")], ms=5)]
+    assert _check(_run_dir(tmp_path / "one", lost_by_acks1, legacy)) == 0
+    lost_by_acksall = [acks1, PRODUCER | {"process": "p1"}, send("p1", 1, "b1", 0), send("p1", 2, "b2", 1), assign("c-0", [0]),
+                       poll("c-0", [rec(0, "b1")], ms=5)]
+    assert _check(_run_dir(tmp_path / "all", lost_by_acksall, legacy)) == 1
+
+
+def test_a_results_json_of_the_wrong_shape_is_judged_again(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)])
+    (run / "results.json").write_text(json.dumps({"valid": True, "checkers": ["not", "a", "table"]}))
+    result = run_cli("explain", str(run))
+    assert result.returncode == 0 and "Traceback" not in result.stderr and "no anomaly to explain" in result.stdout
+
+
+def test_a_scenario_file_that_is_not_utf8_is_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'name = "x\xff"\n')
+    result = run_cli("run", str(bad))
+    assert result.returncode == 2 and "cannot be read as a UTF-8 TOML file" in result.stderr and "Traceback" not in result.stderr

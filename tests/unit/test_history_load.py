@@ -61,6 +61,7 @@ def test_every_kind_of_op_lands_in_its_frame() -> None:
         "one_way": None,
         "loss": None,
         "start_ns": at(20),
+        "in_force_ns": at(20),  # not recorded by this (older) op: its start stands in
         "stop_ns": at(30),
         "ok": True,
         "error": None,

@@ -136,3 +136,21 @@ def test_a_second_type_or_kind_of_one_name_is_refused(registered: None) -> None:
         faults.register(dataclasses.replace(SHAKE))
     with pytest.raises(ValueError, match="already registered"):
         kinds.register(dataclasses.replace(TOY))
+
+
+# What each shipped kind offers its faults, its workload must do: a kind offering a client need implements ClientTargets.
+CLIENT_NEEDS = {"consumers", "spark-driver", "spark-workers"}
+
+
+@pytest.mark.parametrize("kind_name", sorted(kinds.KINDS))
+def test_a_kind_offering_its_clients_to_faults_has_a_workload_that_acts_on_them(kind_name: str) -> None:
+    from failsafe.scenarios.registry import catalog_names, load_scenario
+
+    kind = kinds.KINDS[kind_name]
+    scenario = next(s for s in map(load_scenario, catalog_names()) if s.kind == kind_name)
+    workload = kind.workload(scenario)
+    if CLIENT_NEEDS & set(kind.offers):
+        for method in ("kill_client", "close_client", "restart_client"):
+            assert callable(getattr(workload, method, None)), f"{kind_name} offers {sorted(CLIENT_NEEDS & set(kind.offers))} but cannot {method}"
+    # Every fault the kind takes is one whose needs it offers: none can reach a workload that cannot do it.
+    assert all(faults.FAULT_TYPES[name].needs <= kind.offers for name in faults.allowed(kind.offers))

@@ -258,3 +258,12 @@ def test_a_network_faults_window_is_named_by_its_sides() -> None:
     windows = series.fault_windows(history, series.timeline(history))
     assert [w.label for w in windows] == ["#3 isolate {1} | {1000,0,2}"]
     assert history.faults.row(0, named=True)["sides"] == [["1"], ["1000", "0", "2"]]
+
+
+def test_a_network_fault_recorded_before_labels_is_still_named_by_its_sides() -> None:
+    start = {"time_ns": T0 + 1000 * MS, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 3, "fault": "isolate",
+             "target": "network", "nodes": [1], "role": "leader of orders-0: partition {1} | {1000,0,2}"}
+    stop = {"time_ns": T0 + 3000 * MS, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 3, "ok": True}
+    history = history_from_ops([op for op in ops() if op.get("f") not in ("fault-start", "fault-stop")] + [start, stop])
+    assert [w.label for w in series.fault_windows(history, series.timeline(history))] == ["#3 isolate {1} | {1000,0,2}"]
+    assert history.faults["family"].to_list() == ["network"]

@@ -43,6 +43,23 @@ def test_an_acks_all_write_read_and_then_lost_makes_leader_isolated_invalid() ->
     assert [e["valid"] for e in results["expectations"]] == [True]
 
 
+@pytest.mark.parametrize("log_read", ["failed", "absent"])
+def test_when_the_final_log_read_of_a_read_acks_all_write_failed_the_run_cannot_be_valid(log_read: str) -> None:
+    ops = _leader_isolated_run(truncated="all-1")
+    ops[-1] = ({"time_ns": at(100_000), "process": "log-reader", "type": "fail", "f": "log-read", "topic": TOPIC, "partition": 0,
+                "error": "read 0 records but not up to the high watermark 2 within 30s"} if log_read == "failed" else
+               {**log_read_op_of_another_partition()})
+    results = check_history(history(*ops), load_scenario("leader-isolated"), LAB_CHECKERS)
+    delivery = results["checkers"]["delivery"]
+    assert delivery["valid"] == "unknown" and delivery["counts"]["lost-after-read-unverified"] == 2
+    assert results["verdict"] == "UNKNOWN"
+
+
+def log_read_op_of_another_partition() -> dict:
+    """The log read happened, for another topic only: nothing says what the log of events holds."""
+    return {**log_read([rec(0, "x", topic="other")]), "topic": "other", "partition": 0}
+
+
 def test_an_acks_1_write_lost_the_same_way_is_counted_against_its_writer_not_the_run() -> None:
     results = check_history(history(*_leader_isolated_run(truncated="one-1")), load_scenario("leader-isolated"), LAB_CHECKERS)
     delivery = results["checkers"]["delivery"]
@@ -115,3 +132,56 @@ def test_a_bad_checker_option_is_refused_when_the_scenario_is_parsed(checkers: d
     data = {"name": "opts", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}], "checkers": checkers}
     with pytest.raises(ScenarioError, match=message):
         parse_scenario(data)
+
+
+def test_a_partition_no_producer_tried_again_is_not_called_never_recovered() -> None:
+    """A sparse writer that sent nothing to t-0 after the fault says nothing about whether t-0 would have taken it."""
+    ops = [topology(0, [(0, 1, [1, 0], [1, 0])]), *send("p0", 1, "v1", 0), *fault(1, start_ms=10, stop_ms=20, nodes=[1]),
+           topology(40, [(0, 0, [1, 0], [0, 1])])]
+    result = availability(history(*ops))
+    assert result["counts"]["never-available-again"] == 1 and result["counts"]["never-recovered"] == 0 and result["valid"] is True
+
+
+# -- whose loss may be allowed: exactly the writers a scenario names ------------------------------------------------
+def test_the_writers_that_may_lose_are_named_exactly() -> None:
+    from failsafe.scenarios.registry import parse_scenario
+
+    base = {"name": "w", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}]}
+    lab = parse_scenario({**base, "producers": [{"name": "a", "topic": "t", "acks": "1", "may_lose": True},
+                                                {"name": "a-s1", "topic": "t", "acks": "1"},
+                                                {"name": "b", "topic": "t", "acks": "0", "count": 2, "may_lose": True}]})
+    assert lab.checker_options()["delivery"]["lossy_writers"] == ["a", "b\\-0", "b\\-1"]
+    from failsafe.checkers.common import may_lose
+    allowed = may_lose(["a", "a-s1", "b-0", "b-1", "b-10"], lab.checker_options()["delivery"]["lossy_writers"], set())
+    assert allowed == {"a": True, "a-s1": False, "b-0": True, "b-1": True, "b-10": False}
+
+
+def test_two_groups_that_would_run_one_worker_name_are_refused() -> None:
+    from failsafe.scenarios.base import ScenarioError
+    from failsafe.scenarios.registry import parse_scenario
+
+    with pytest.raises(ScenarioError, match="two producers or consumers would run a worker named b-1"):
+        parse_scenario({"name": "w", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}],
+                        "producers": [{"name": "b", "topic": "t", "count": 2}, {"name": "b-1", "topic": "t"}]})
+
+
+def test_a_dr_worker_matches_its_restarts_on_either_cluster_and_nothing_else() -> None:
+    from failsafe.checkers.common import may_lose
+
+    dr = load_scenario("dr-failover", ("producers[0].acks=1", "producers[0].may_lose=true"))
+    patterns = dr.checker_options()["dr"]["lossy_writers"]
+    name = dr.producers[0].name
+    names = [f"{name}@primary", f"{name}-s2@backup", f"{name}x@primary", f"{name}@primary@backup", name]
+    assert may_lose(names, patterns, set()) == {names[0]: True, names[1]: True, names[2]: False, names[3]: False, names[4]: False}
+
+
+def test_kafkas_java_producer_with_acks_minus_one_is_durable() -> None:
+    from failsafe.checkers.common import durable_writers
+    from failsafe.history.load import history_from_ops
+    from failsafe.workloads.verifiable import VerifiableProducerSpec
+    from failsafe.workloads.worker import client_config_fields
+
+    java = VerifiableProducerSpec(process="j", topic="t", acks="all", kafka_version="4.3.1")
+    op = {"time_ns": 1, "process": "j", "type": "info", "f": "client-config", **client_config_fields(java)}
+    assert {e["name"]: e["value"] for e in op["config"]}["acks"] == "-1"
+    assert durable_writers(history_from_ops([op])) == {"j"}

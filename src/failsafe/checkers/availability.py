@@ -17,11 +17,11 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers import stalls as write_stalls
+import failsafe.checkers.stalls as write_stalls
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
 from failsafe.checkers.liveness import never_recovered
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, PhaseName, Target
+from failsafe.history.ops import NODE_TARGETS, OpType, PhaseName, Target
 
 # expect_unrecovered: partitions ("topic-N") the scenario expects to stay unavailable after the heal.
 DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None, "expect_unrecovered": None}
@@ -44,7 +44,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
     # so it says nothing about when the partition was available.
     acked = history.sends.select("process", "topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
-        (pl.col("outcome") == "ok") & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
+        (pl.col("outcome") == OpType.OK) & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
     )
 
     partitions = _affected_partitions(faults, topology)
@@ -59,7 +59,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     if limit_ms is None:
         too_slow = too_slow.head(0)
     rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
-    unrecovered = _unrecovered(history, never_again, opts["expect_unrecovered"])
+    unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends), opts["expect_unrecovered"])
 
     end_state = _end_state(topology)
     counts = {
@@ -102,6 +102,15 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         baseline_gap_ms=stalls.baseline_gap_ms,
         **end_state,
     )
+
+
+def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame) -> pl.DataFrame:
+    """The partitions never available again to which some producer did send once the fault was in force: a partition
+    no send tried again (a sparse or stopped writer) says nothing about whether it would have taken one."""
+    tried = sends.select("topic", "partition", "invoke_ns").drop_nulls()
+    pairs = never_again.select("fault_id", "topic", "partition", "in_force_ns").join(tried, on=["topic", "partition"], how="inner")
+    again = pairs.filter(pl.col("invoke_ns") >= pl.col("in_force_ns")).select("fault_id", "topic", "partition").unique()
+    return never_again.join(again, on=["fault_id", "topic", "partition"], how="semi")
 
 
 def _unrecovered(history: History, never_again: pl.DataFrame, expected: list[str] | None) -> pl.DataFrame:

@@ -161,7 +161,9 @@ _DURABLE_ACKS = ("all", "-1")
 def durable_writers(history: History) -> set[str]:
     """The processes whose client-config op says they write with acks=all: their acknowledged writes must never be lost."""
     clients = history.clients.explode("config").drop_nulls("config").unnest("config")
-    acks = clients.filter(pl.col("name").is_in(_ACKS_NAMES)).sort("time_ns").group_by("process").agg(pl.col("value").last())
+    # The last acks setting each client recorded, in the order its op lists them (librdkafka takes the last one given).
+    acks = clients.filter(pl.col("name").is_in(_ACKS_NAMES)).sort("time_ns", maintain_order=True).group_by("process", maintain_order=True) \
+        .agg(pl.col("value").last())
     return set(acks.filter(pl.col("value").str.to_lowercase().is_in(_DURABLE_ACKS))["process"].to_list())
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, distinct, having_keys, key
 from failsafe.history.model import History
+from failsafe.history.ops import OpType
 
 # lossy_writers: regular expressions naming the writers that promise no durability (acks 0 or 1): their lost
 # writes are counted, not violations. A writer with acks=all in its client-config op is never one of them.
@@ -24,7 +25,7 @@ DEFAULTS = {"lossy_writers": None, "allow_duplicates": False}
 VIOLATIONS = {"lost": Side.PRODUCERS, "lost-after-read": Side.PRODUCERS, "duplicate": Side.PRODUCERS, "duplicate-acknowledged": Side.PRODUCERS,
               "duplicate-unacknowledged": Side.PRODUCERS, "inconsistent-offsets": Side.PRODUCERS, "failed-but-present": Side.PRODUCERS}
 _SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value")
-_UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == "info")
+_UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == OpType.INFO)
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
@@ -33,23 +34,26 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     observed = _observed_keys(history)
 
-    acked = sends.filter(pl.col("outcome") == "ok")
+    acked = sends.filter(pl.col("outcome") == OpType.OK)
     unread = unread_writes(acked, history.reads)
     lost = _classify_lost(unread, history)
     truncated = _lost_after_read(acked, unread, history)
+    unverified = _read_but_unverified(acked, unread, history)
     duplicates, conflicting = _observed_anomalies(history, observed)
     misplaced = _misplaced_acks(acked, observed, history)
-    failed = sends.filter(pl.col("outcome") == "fail")
+    failed = sends.filter(pl.col("outcome") == OpType.FAIL)
     failed_present = _present(failed, observed, history)
     unknown = sends.filter(_UNKNOWN)
     recovered = _present(unknown, observed, history)
 
     durable = durable_writers(history)
     lost_allowed = lost.filter(allowed_loss(lost, opts["lossy_writers"], durable))
+    # Read writes of writers that may not lose, on partitions whose final log read failed: truncation after the read cannot be ruled out.
+    unverified_durable = unverified.filter(~allowed_loss(unverified, opts["lossy_writers"], durable))
     truncated_allowed = truncated.filter(allowed_loss(truncated, opts["lossy_writers"], durable))
     n_duplicate = duplicates.select(pl.struct(IDENTITY).n_unique()).item() if duplicates.height else 0
     duplicate_writes = _duplicate_writes(duplicates, sends)
-    n_duplicate_acked = int((duplicate_writes["outcome"] == "ok").sum()) if duplicate_writes.height else 0
+    n_duplicate_acked = int((duplicate_writes["outcome"] == OpType.OK).sum()) if duplicate_writes.height else 0
     n_conflicting = conflicting.select(pl.struct(POSITION).n_unique()).item() if conflicting.height else 0
     n_inconsistent = n_conflicting + misplaced.height
     lost_write = lost.filter(pl.col("jepsen") == "lost-write")
@@ -64,6 +68,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         # Of those, by writers the scenario lets lose (acks 0 or 1): counted, not violations.
         "lost-allowed": lost_allowed.height,
         "lost-after-read-allowed": truncated_allowed.height,
+        "lost-after-read-unverified": unverified.height,
         "lost-write": lost_write.height,
         "unseen": unseen.height,
         **{name: frame.height for name, frame in by_log.items()},
@@ -80,6 +85,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     example_rows = {
         "lost-write": examples(lost_write, *_SEND_EXAMPLE),
         "lost-after-read": examples(truncated, *_SEND_EXAMPLE, "log_value"),
+        "lost-after-read-unverified": examples(unverified, *_SEND_EXAMPLE),
         "unseen": examples(unseen, *_SEND_EXAMPLE),
         **{name: examples(frame, *_SEND_EXAMPLE) for name, frame in by_log.items()},
         "duplicate": examples(duplicate_writes),
@@ -99,7 +105,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         # Named by which copy was acknowledged where the counts split them, so a known anomaly can match one kind only.
         violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
     violations += [name for name, n in (("inconsistent-offsets", n_inconsistent), ("failed-but-present", failed_present.height)) if n]
-    return result(not violations, counts, example_rows, violations,
+    # No violation, but writes that must not be lost could not be checked against the log: the checker cannot decide.
+    valid: bool | str = False if violations else UNKNOWN if unverified_durable.height else True
+    return result(valid, counts, example_rows, violations,
                   by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]))
 
 
@@ -166,6 +174,15 @@ def _logged_partitions(history: History) -> pl.DataFrame:
     topics = history.log["topic"].unique()
     sent = history.sends.select("topic", "partition").drop_nulls().unique()
     return sent.filter(pl.col("topic").is_in(topics.implode())).join(history.log_failures, on=["topic", "partition"], how="anti")
+
+
+def _read_but_unverified(acked: pl.DataFrame, unread: pl.DataFrame, history: History) -> pl.DataFrame:
+    """Acknowledged writes a consumer read whose partition the final log read did not read completely, when that read was
+    made (a log-read op, ok or failed, is in the history): whether the log still holds them is unknown."""
+    if history.log.height == 0 and history.log_failures.height == 0:
+        return acked.head(0)
+    read = acked.join(unread.select("k"), on="k", how="anti").filter(pl.col("offset").is_not_null())
+    return read.join(_logged_partitions(history), on=["topic", "partition"], how="anti", maintain_order="left").sort("process", "id")
 
 
 def _lost_after_read(acked: pl.DataFrame, unread: pl.DataFrame, history: History) -> pl.DataFrame:
@@ -235,7 +252,7 @@ def _duplicate_writes(duplicates: pl.DataFrame, sends: pl.DataFrame) -> pl.DataF
     # A value's send is unique in a run; keep the first should a producer have written it twice.
     sent = sends.select(*IDENTITY, "process", "id", "outcome", pl.col("partition").alias("p_sent"), pl.col("offset").alias("o_sent"))
     sent = sent.join(places.select(IDENTITY), on=list(IDENTITY), how="semi").unique(subset=list(IDENTITY), keep="first", maintain_order=True)
-    acked = pl.col("outcome") == "ok"
+    acked = pl.col("outcome") == OpType.OK
     joined = places.join(sent, on=list(IDENTITY), how="left", maintain_order="left").with_columns(
         pl.when(acked).then(pl.col("p_sent")).alias("acked_partition"),
         pl.when(acked).then(pl.col("o_sent")).alias("acked_offset"),
@@ -258,8 +275,8 @@ def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, truncated: pl.DataFra
                 lossy_writers: list[str] | None) -> dict[str, dict[str, Any]]:
     """Per writer: its counts, whether it promised durability (acks=all) and whether the scenario lets it lose."""
     totals = sends.group_by("process").agg(
-        (pl.col("outcome") == "ok").sum().alias("acknowledged"),
-        (pl.col("outcome") == "fail").sum().alias("failed"),
+        (pl.col("outcome") == OpType.OK).sum().alias("acknowledged"),
+        (pl.col("outcome") == OpType.FAIL).sum().alias("failed"),
         _UNKNOWN.sum().alias("unknown"),
     )
     lost = unread.group_by("process").agg(pl.len().alias("lost"))

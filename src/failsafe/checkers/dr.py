@@ -31,7 +31,7 @@ import polars as pl
 from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result
 from failsafe.checkers.liveness import never_recovered
 from failsafe.history.model import History
-from failsafe.history.ops import Op, Target
+from failsafe.history.ops import Op, OpType, Target
 
 # lossy_writers: as the delivery checker's; a skipped or unread write of such a writer is counted, not a violation.
 DEFAULTS: dict[str, Any] = {"clusters": ["primary", "backup"], "lossy_writers": None, "expect_unrecovered": None}
@@ -53,7 +53,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     t0, t0_kind = move_time(history, source, target)
     fields: dict[str, Any] = {"source": source, "target": target, "t0_ns": t0, "t0_kind": t0_kind}
     sends = history.sends.filter(pl.col("value").is_not_null()).with_columns(cluster=cluster_of())
-    by_source = sends.filter((pl.col("cluster") == source) & (pl.col("outcome") == "ok"))
+    by_source = sends.filter((pl.col("cluster") == source) & (pl.col("outcome") == OpType.OK))
     acked_source = by_source.filter(pl.col("invoke_ns") < t0) if t0 is not None else by_source.head(0)
     topics = [f"{source}.{topic}" for topic in sends.filter(pl.col("cluster") == source)["topic"].unique().drop_nulls()]
     mirrored = history.log.filter(pl.col("topic").is_in(topics) & pl.col("value").is_not_null())
@@ -73,7 +73,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     twice = _consumed_twice(group_reads, acked_source, source, target)
     twice_after_move = twice.filter(pl.col("on_source") & pl.col("on_target"))
     skipped = _skipped(acked_source.join(mirrored.select("value").unique(), on="value", how="semi"), group_reads, groups)
-    acked_target = sends.filter((pl.col("cluster") == target) & (pl.col("outcome") == "ok") & (pl.col("invoke_ns") >= t0))
+    acked_target = sends.filter((pl.col("cluster") == target) & (pl.col("outcome") == OpType.OK) & (pl.col("invoke_ns") >= t0))
     target_unread = acked_target.join(group_reads.select("value").unique(), on="value", how="anti").sort("id")
     on_target = group_reads.filter((pl.col("cluster") == target) & (pl.col("time_ns") >= t0))
     caught = {group: _caught_up(group_reads.filter(pl.col("group") == group), on_target.filter(pl.col("group") == group), mirrored)
@@ -131,6 +131,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     allowed = {"skipped": skipped_allowed, "target-unread": unread_allowed}
     violations = [name for name in VIOLATIONS if counts[name] > allowed.get(name, 0)]
     return result(not violations, counts, example_rows, violations, **fields)
+
+
+def check_options(options: Mapping) -> None:
+    """What a scenario's [checkers.dr] must hold, checked when it is parsed (CheckerOptionError otherwise)."""
+    _clusters(read_options(options, DEFAULTS, "dr")["clusters"])
 
 
 def _clusters(clusters: list[str] | None) -> tuple[str, str]:

@@ -29,7 +29,8 @@ def never_recovered(history: History, expected: Sequence[str] | None = None) -> 
     for column, seen in (("leaderless", "no leader at the recover timeout"), ("under_replicated", "ISR not full at the recover timeout")):
         named = timeouts.select("time_ns", column).explode(column).drop_nulls(column)
         found.append(named.select(pl.col(column).alias("partition"), pl.lit(seen).alias("seen"), "time_ns").cast(SCHEMA))
-    unnamed = timeouts.filter(pl.col("leaderless").is_null() & pl.col("under_replicated").is_null())
+    # A timeout that names no partition (recorded before it named them, or with no topology sample to name them from).
+    unnamed = timeouts.filter(pl.col("leaderless").list.len().fill_null(0) + pl.col("under_replicated").list.len().fill_null(0) == 0)
     found.append(unnamed.select(pl.lit(UNNAMED).alias("partition"), pl.lit("recover timeout").alias("seen"), "time_ns").cast(SCHEMA))
     topology = history.topology
     if topology.height:

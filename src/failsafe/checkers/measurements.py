@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from failsafe.history.model import History
-from failsafe.history.ops import MIGRATION_ROLL, Family, Target
+from failsafe.history.ops import MIGRATION_ROLL, Family, Op, OpType, Target
 
 
 def _window(faults: pl.DataFrame, end_ns: int) -> list[tuple[int, str, int, int]]:
@@ -50,9 +50,9 @@ def measure(history: History) -> dict:
         entry = {
             "fault_id": fault_id,
             "fault": fault,
-            "acknowledged_during": during.filter(pl.col("outcome") == "ok").height,
-            "failed_during": during.filter(pl.col("outcome") == "fail").height,
-            "unknown_during": during.filter(pl.col("outcome") == "info").height,
+            "acknowledged_during": during.filter(pl.col("outcome") == OpType.OK).height,
+            "failed_during": during.filter(pl.col("outcome") == OpType.FAIL).height,
+            "unknown_during": during.filter(pl.col("outcome") == OpType.INFO).height,
         }
         entry.update(_controller_change(history.controllers, start_ns))
         if targets.get(fault_id) == Target.BROKER:
@@ -61,7 +61,7 @@ def measure(history: History) -> dict:
                 entry.update(_leaders_in_outage(history.topology, [int(n) for n in nodes_of[fault_id] or []], start_ns, outage))
         per_fault.append(entry)
     errors = sends.filter(pl.col("error").is_not_null()).group_by("error").len().sort("error")
-    unacked = sends.filter(pl.col("outcome").is_in(["fail", "info"]))
+    unacked = sends.filter(pl.col("outcome").is_in([OpType.FAIL, OpType.INFO]))
     leaderless = (
         history.topology.filter(pl.col("leader") < 0).select((pl.col("topic") + "-" + pl.col("partition").cast(pl.String)).alias("name")).unique().sort("name")
     )
@@ -153,9 +153,9 @@ def _leaders_in_outage(topology: pl.DataFrame, nodes: list[int], start_ns: int, 
 
 
 def _create_topic(history: History, end_ns: int) -> dict:
-    ops = history.admin.filter(pl.col("f") == "create-topic")
-    invokes = ops.filter(pl.col("type") == "invoke").select("id", pl.col("time_ns").alias("invoke_ns"))
-    outcomes = ops.filter(pl.col("type") != "invoke").select("id", "type")
+    ops = history.admin.filter(pl.col("f") == Op.CREATE_TOPIC)
+    invokes = ops.filter(pl.col("type") == OpType.INVOKE).select("id", pl.col("time_ns").alias("invoke_ns"))
+    outcomes = ops.filter(pl.col("type") != OpType.INVOKE).select("id", "type")
     attempts = invokes.join(outcomes, on="id", how="left")
     quorum = [(start, stop) for _, _, start, stop in _window(history.faults.filter(_quorum_loss(history.faults)), end_ns)]
 

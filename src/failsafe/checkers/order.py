@@ -15,7 +15,7 @@ import polars as pl
 
 from failsafe.checkers.common import CheckerResult, Side, examples, read_options, result
 from failsafe.history.model import History
-from failsafe.history.ops import Op
+from failsafe.history.ops import Op, OpType
 
 DEFAULTS: dict[str, Any] = {"idempotent_producers": None}
 VIOLATIONS = {"nonmonotonic-poll": Side.CONSUMERS, "poll-skip": Side.CONSUMERS, "key-reordered": Side.CONSUMERS,
@@ -106,7 +106,7 @@ def _keys_reordered(reads: pl.DataFrame, backwards: pl.DataFrame) -> pl.DataFram
 
 def _nonmonotonic_sends(sends: pl.DataFrame, idempotent_producers: list[str] | None) -> pl.DataFrame:
     """Acknowledged offsets that do not grow with the invoke id, per producer and partition."""
-    acked = sends.select("process", "topic", "partition", "id", "offset", "outcome").filter((pl.col("outcome") == "ok") & pl.col("offset").is_not_null())
+    acked = sends.select("process", "topic", "partition", "id", "offset", "outcome").filter((pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null())
     if idempotent_producers is not None:
         acked = acked.filter(pl.col("process").is_in(list(idempotent_producers)))
     keys = ["process", "topic", "partition"]

@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from failsafe.checkers import availability, delivery, dr, order, pipeline_run, rebalance, sales, semantics
+import failsafe.checkers.availability as availability
+import failsafe.checkers.delivery as delivery
+import failsafe.checkers.dr as dr
+import failsafe.checkers.order as order
+import failsafe.checkers.pipeline_run as pipeline_run
+import failsafe.checkers.rebalance as rebalance
+import failsafe.checkers.sales as sales
+import failsafe.checkers.semantics as semantics
 from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
 from failsafe.history.model import History
 
@@ -25,6 +32,8 @@ class CheckerInfo:
     check: Checker | None  # None: not a function of the history (sales compares a sink with a ledger: pipeline/verify.py)
     defaults: Mapping[str, Any]
     violations: Mapping[str, Side]
+    # What the options must hold beyond their types (raises CheckerOptionError); checked when a scenario is parsed.
+    check_options: Callable[[Mapping], None] | None = None
 
 
 CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
@@ -33,14 +42,15 @@ CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
     CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
     CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
     CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
-    CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS),
+    CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
     CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
 )}
 
-# Every kind of loss of an acknowledged write, as CHECKER.VIOLATION: the one list no known anomaly can cover,
-# whatever client or settings it names. (Loss a writer that promised nothing may show is not a violation at
-# all: the checkers count it against that writer, see lossy_writers.)
+# Every kind of loss of an acknowledged write, as CHECKER.VIOLATION, and a partition that never came back: the one
+# list no known anomaly can cover, whatever client or settings it names. (Loss a writer that promised nothing may
+# show is not a violation at all: the checkers count it against that writer, see lossy_writers; a partition a
+# scenario expects to stay down is named in expect_unrecovered.)
 LOSS_VIOLATIONS: tuple[str, ...] = (
     "delivery.lost",
     "delivery.lost-after-read",
@@ -50,6 +60,9 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "sales.missing_windows",
     "sales.undercounted",
     "sales.dead_letters_missing",
+    "availability.never-recovered",
+    "pipeline.never-recovered",
+    "dr.never-recovered",
 )
 
 
@@ -66,6 +79,8 @@ def check_options(name: str, options: Mapping | None) -> None:
     if info is None:
         raise CheckerOptionError(f"no checker named {name!r}; the checkers are {', '.join(CHECKERS)}")
     read_options(options, info.defaults, name)
+    if info.check_options is not None:
+        info.check_options(options or {})
 
 
 def run_checkers(history: History, options_by_checker: Mapping[str, Mapping] | None, names: Sequence[str]) -> dict[str, CheckerResult]:

@@ -15,6 +15,7 @@ import polars as pl
 from failsafe.checkers.common import CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
+from failsafe.history.ops import OpType
 
 # lossy_writers: as the delivery checker's (writers that promise no durability); their writes a group missed are counted only.
 DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None}
@@ -40,7 +41,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     missing_by_group: dict[str, int] = {}
     missing_examples: list[dict[str, Any]] = []
     acked = history.sends.select("id", "process", "topic", "partition", "offset", "value", "outcome")
-    acked = acked.filter((pl.col("outcome") == "ok") & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
+    acked = acked.filter((pl.col("outcome") == OpType.OK) & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     for group in groups:
         reads = group_reads.filter(pl.col("group") == group)
         topics = pl.concat([reads["topic"].unique(), history.membership.filter(pl.col("group") == group)["topic"]]).unique().to_frame()

@@ -209,6 +209,14 @@ def parse_fields(cls: type, table: Mapping[str, Any], ctx: FaultContext) -> Any:
 _PLAIN = {"str": str, "int": int, "float": (int, float), "bool": bool}
 
 
+def typed(value: Any, annotation: str) -> Any:
+    """``value`` checked against a field's annotation when it names only plain types (``int | None``, ``bool``, ...);
+    anything else (``dict[str, str]``, ``Any``) is left to the field's own converter. Raises TypeError."""
+    if all(part.strip() in (*_PLAIN, "None") for part in annotation.split("|")):
+        return _typed(value, annotation)
+    return value
+
+
 def _typed(value: Any, annotation: str) -> Any:
     """``value`` when it is of one of the plain types ``annotation`` names (``int | None``, ``str``, ...)."""
     allowed = [part.strip() for part in annotation.split("|")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from failsafe.faults import register
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.registry import register
 from failsafe.history.ops import Family
 
 KILL_CONSUMER = "kill-consumer"

@@ -23,10 +23,10 @@ from typing import Any
 
 from failsafe.cluster import netfilter
 from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
-from failsafe.faults import register
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.leash import NetworkLeash
 from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
+from failsafe.faults.registry import register
 from failsafe.faults.sides import CLIENTS, ROLE_WORDS, Side, node_label, parse_sides, resolve_sides
 from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN
@@ -230,7 +230,11 @@ def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: NetworkLeash |
         leash.hold(fault.chain)
 
     def undo() -> None:
-        netfilter.delete_chain(cluster.dir.root, fault.chain)
+        try:
+            netfilter.delete_chain(cluster.dir.root, fault.chain)
+        except netfilter.NftError as e:
+            # An undo that failed is recorded and tried again by the heal: it must not abort it.
+            raise FaultError(f"nft could not delete {fault.chain}: {e}") from e
         if leash is not None:
             leash.release(fault.chain)
     nodes: list[int | str] = [node_label(n) if n.is_zookeeper else n.node_id for n in fault.sides[0].nodes]

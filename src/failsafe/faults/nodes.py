@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import Any
 
 from failsafe.cluster.spec import NodeSpec
-from failsafe.faults import register
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.registry import register
 from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN, PAUSED
 

@@ -303,7 +303,7 @@ def _commits(other: pl.DataFrame) -> pl.DataFrame:
 
 def _faults(other: pl.DataFrame) -> pl.DataFrame:
     starts = other.filter(pl.col("f") == Op.FAULT_START).select(
-        "fault_id", "fault", "target", "nodes", "role", _family(), "label", "sides", "one_way", "loss", pl.col("time_ns").alias("start_ns"),
+        "fault_id", "fault", "target", "nodes", "role", _family(), _label(), "sides", "one_way", "loss", pl.col("time_ns").alias("start_ns"),
         pl.coalesce("in_force_ns", "time_ns").alias("in_force_ns"), pl.col("error").alias("start_error"),
     )
     starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
@@ -330,6 +330,14 @@ def _family() -> pl.Expr:
               .when(pl.col("target").is_in([Target.CONSUMER, Target.PIPELINE, Target.SPARK_WORKER])).then(pl.lit(Family.CLIENT))
               .when(pl.col("target").is_not_null()).then(pl.lit(Family.PROCESS)))
     return pl.coalesce(pl.col("family"), legacy).alias("family")
+
+
+def _label() -> pl.Expr:
+    """How reports name the fault, as recorded; a network fault recorded before labels existed had its sides at the end of its
+    role ("leader of t-0: partition {1} | {1000,0,2}"), which is where they are read from for it."""
+    legacy = pl.when(pl.col("target") == Target.NETWORK).then(
+        pl.col("role").str.split(": ").list.last().str.strip_prefix("partition ").str.strip_prefix("lossy link "))
+    return pl.coalesce(pl.col("label"), legacy).alias("label")
 
 
 def _topology(other: pl.DataFrame) -> pl.DataFrame:

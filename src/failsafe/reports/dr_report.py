@@ -13,11 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from failsafe.checkers.common import Verdict
+from failsafe.history.ops import Op, OpType
 from failsafe.reports.plots import svg_data_uri
 
 if TYPE_CHECKING:
     from failsafe.history.model import History
 
+_MIRROR_START = f'"f":"{Op.MIRROR_START}"'.encode()  # its flow and settings are not in the loaded history's frames
 ANOMALIES = ("rpo-records", "consumed-twice", "consumed-twice-after-move", "mirror-duplicates", "mirror-reordered", "skipped",
              "target-unread", "groups-not-caught-up")
 
@@ -68,7 +70,7 @@ def traffic_plot(history: History, t0_ns: int | None) -> Figure:
     start = min(v for v in (history.sends["invoke_ns"].min(), history.reads["time_ns"].min()) if v is not None) \
         if history.sends.height or history.reads.height else 0
     frames = {
-        "acknowledged": history.sends.filter(pl.col("outcome") == "ok").select(pl.col("complete_ns").alias("t"), "process"),
+        "acknowledged": history.sends.filter(pl.col("outcome") == OpType.OK).select(pl.col("complete_ns").alias("t"), "process"),
         "read": history.reads.select(pl.col("time_ns").alias("t"), "process"),
     }
     for what, frame in frames.items():
@@ -121,7 +123,7 @@ def _mirror_starts(history_path: Path) -> list[dict]:
     out = []
     with history_path.open("rb") as f:
         for line in f:
-            if b'"mirror-start"' in line:
+            if _MIRROR_START in line:
                 op = json.loads(line)
                 out.append({"flow": op.get("flow"), "settings": op.get("settings")})
     return out

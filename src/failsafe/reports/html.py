@@ -8,7 +8,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from failsafe.reports import plots, series
+import failsafe.reports.plots as plots
+import failsafe.reports.series as series
 from failsafe.reports.summary import (
     KNOWN_HEADERS,
     PRODUCER_COLUMNS,

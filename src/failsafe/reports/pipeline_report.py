@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from failsafe.reports import plots, series
+import failsafe.reports.plots as plots
+import failsafe.reports.series as series
 from failsafe.reports.html import CSS, _badge, _json_details, _section, _table
 from failsafe.reports.summary import fmt, verdict
 

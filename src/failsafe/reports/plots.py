@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from failsafe.reports import series
+import failsafe.reports.series as series
 from failsafe.reports.series import Timeline
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from failsafe.history.ops import OpType
+
 if TYPE_CHECKING:
     from failsafe.history.model import History
 
@@ -84,9 +86,9 @@ def send_rates(history: History, tl: Timeline) -> pl.DataFrame:
         sends.lazy()
         .select(
             bin=(pl.coalesce("complete_ns", "invoke_ns") - tl.t0_ns) // tl.bin_ns,
-            acknowledged=(outcome == "ok").fill_null(False),
-            failed=(outcome == "fail").fill_null(False),
-            unknown=(outcome == "info").fill_null(True),
+            acknowledged=(outcome == OpType.OK).fill_null(False),
+            failed=(outcome == OpType.FAIL).fill_null(False),
+            unknown=(outcome == OpType.INFO).fill_null(True),
         )
         .drop_nulls("bin")
         .group_by("bin")

@@ -20,6 +20,7 @@ from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, allowed
+from failsafe.faults.base import typed
 
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
 # The client libraries a known anomaly may name: librdkafka (failsafe's own clients), Kafka's Java client.
@@ -150,12 +151,18 @@ def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), co
     if missing:
         raise fail(where, f"missing field {missing[0]!r}")
     values = dict(data)
-    for name, convert in (converters or {}).items():
-        if name in values:
-            try:
-                values[name] = convert(values[name])
-            except (TypeError, ValueError) as e:
-                raise fail(f"{where}.{name}", f"{values[name]!r} is not valid: {e}") from e
+    converters = converters or {}
+    for f in dataclasses.fields(cls):
+        if f.name not in values:
+            continue
+        try:
+            if f.name in converters:
+                values[f.name] = converters[f.name](values[f.name])
+            else:
+                # A field of a plain type (str, int, float, bool) gets a value of that type, or one clear line.
+                values[f.name] = typed(values[f.name], f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)))
+        except (TypeError, ValueError) as e:
+            raise fail(f"{where}.{f.name}", f"{values[f.name]!r} is not valid: {e}") from e
     return cls(**values)
 
 
@@ -309,7 +316,8 @@ def _validate_known(k: KnownAnomaly, at: str, kind: KindInfo) -> None:
     if not checker or not violation:
         raise fail(f"{at}.anomaly", f"{k.anomaly!r} must be CHECKER.VIOLATION, e.g. delivery.duplicate-acknowledged")
     if k.anomaly in LOSS_VIOLATIONS:
-        raise fail(f"{at}.anomaly", f"{k.anomaly!r}: a lost acknowledged write is never a known anomaly")
+        raise fail(f"{at}.anomaly", f"{k.anomaly!r}: a lost acknowledged write (or a partition that never came back) is never a "
+                                    "known anomaly")
     if checker not in kind.checkers:
         raise fail(f"{at}.anomaly", f"{checker!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})")
     declared = CHECKERS[checker].violations

@@ -53,7 +53,10 @@ def stored_results(run_dir: RunDir) -> dict | None:
         results = json.loads(run_dir.results_path.read_text())
     except (OSError, ValueError):
         return None
-    return results if isinstance(results, dict) and "valid" in results else None
+    # Anything else than what a check writes (a results.json edited or cut short) is judged again from the history.
+    shaped = isinstance(results, dict) and "valid" in results and isinstance(results.get("checkers", {}), dict) \
+        and isinstance(results.get("explanations", []), list) and isinstance(results.get("expectations", []), list)
+    return results if shaped else None
 
 
 def write_results(run_dir: RunDir, results: dict) -> None:
@@ -77,10 +80,10 @@ def checked_run(run_dir: Path) -> tuple[RunDir, dict, History, Scenario | None]:
     from failsafe.scenarios.registry import stored_scenario
 
     rd = RunDir.open(run_dir)
-    scenario = stored_scenario(rd)
     results = stored_results(rd)
-    if results is None:
-        results, history = kind_of_run(rd).judge(rd, scenario)
-    else:
-        history = load_run_history(rd)
+    if results is not None:
+        # Judged already: the scenario is not needed to show or explain what was found.
+        return rd, results, load_run_history(rd), None
+    scenario = stored_scenario(rd)
+    results, history = kind_of_run(rd).judge(rd, scenario)
     return rd, results, history, scenario

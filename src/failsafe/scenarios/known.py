@@ -25,19 +25,20 @@ from failsafe.history.model import History
 from failsafe.scenarios.base import KnownAnomaly, Scenario
 
 
-def clients_on_side(history: History, side: Side) -> dict[str, tuple[str, dict[str, str]]]:
-    """process -> (client library, settings) of the clients on ``side``, as their client-config ops recorded them."""
+def clients_on_side(history: History, side: Side) -> dict[str, tuple[str | None, dict[str, str]]]:
+    """process -> (client library, settings) of every client on ``side``, as its client-config op recorded them; a client
+    that recorded none is (None, {}): nothing is known of it, so no condition holds for it."""
     writers = set(history.sends["process"].drop_nulls().to_list())
     readers = set(history.reads["process"].drop_nulls().to_list()) | set(history.membership["process"].drop_nulls().to_list())
     wanted = writers if side == Side.PRODUCERS else readers if side == Side.CONSUMERS else writers | readers
-    out: dict[str, tuple[str, dict[str, str]]] = {}
-    for row in history.clients.sort("time_ns").filter(pl.col("process").is_in(list(wanted))).to_dicts():
+    out: dict[str, tuple[str | None, dict[str, str]]] = {process: (None, {}) for process in wanted}
+    for row in history.clients.sort("time_ns", maintain_order=True).filter(pl.col("process").is_in(list(wanted))).to_dicts():
         settings = {entry["name"]: str(entry["value"]).lower() for entry in row["config"] or []}
         out[row["process"]] = (row["client"], settings)
     return out
 
 
-def condition_holds(entry: KnownAnomaly, clients: Mapping[str, tuple[str, Mapping[str, str]]]) -> bool:
+def condition_holds(entry: KnownAnomaly, clients: Mapping[str, tuple[str | None, Mapping[str, str]]]) -> bool:
     """Every client is of the entry's library and ran with every property of ``when`` set to its value."""
     if not clients or not entry.when:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -69,7 +70,11 @@ def read_scenario(name_or_path: str) -> ScenarioFile:
         path = Path(name_or_path)
         if not path.is_file():
             raise ScenarioError(f"no scenario file at {path}: pass a catalog name ({', '.join(catalog_names())}) or a .toml file")
-        return _read_toml(path.read_text(), str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"{path} cannot be read as a UTF-8 TOML file: {e}") from e
+        return _read_toml(text, str(path))
     if name_or_path not in catalog_names():
         raise ScenarioError(f"no scenario named {name_or_path!r}: choose one of {', '.join(catalog_names())}, or seed-lab")
     text = (resources.files("failsafe.scenarios") / "catalog" / f"{name_or_path}.toml").read_text()
@@ -84,11 +89,40 @@ def load_scenario(name_or_path: str, overrides: tuple[str, ...] = (), mode: str 
     return read_scenario(name_or_path).parse(overrides, mode)
 
 
+# Before loss was allowed by writer, a scenario allowed it for a whole checker: [checkers.delivery] allow_loss = true.
+_LEGACY_LOSS_CHECKERS = ("delivery", "semantics")
+_DURABLE_ACKS = ("all", "-1")
+
+
+def _upgrade(data: dict) -> dict:
+    """A stored scenario as today's parser reads it: a checker-wide ``allow_loss`` becomes ``may_lose`` on the producers
+    that promised no durability (acks 0 or 1); an acks=all producer's loss was never to be allowed, and is not."""
+    checkers = data.get("checkers")
+    if not isinstance(checkers, dict) or not any(isinstance(checkers.get(c), dict) and "allow_loss" in checkers[c]
+                                                 for c in _LEGACY_LOSS_CHECKERS):
+        return data
+    data = copy.deepcopy(data)
+    allowed = False
+    for name in _LEGACY_LOSS_CHECKERS:
+        options = data["checkers"].get(name)
+        if isinstance(options, dict) and "allow_loss" in options:
+            allowed = bool(options.pop("allow_loss")) or allowed
+            if not options:
+                del data["checkers"][name]
+    if allowed:
+        for producer in data.get("producers") or []:
+            if isinstance(producer, dict) and str(producer.get("acks", "all")) not in _DURABLE_ACKS:
+                producer["may_lose"] = True
+    return data
+
+
 def stored_scenario(run_dir: RunDir) -> Scenario | None:
-    """The scenario a stored run ran (its scenario.json), parsed by its kind; None when the run has none."""
+    """The scenario a stored run ran (its scenario.json), parsed by its kind; None when the run has none. A run stored by
+    an earlier failsafe is read as today's would write it (``_upgrade``)."""
     data = run_dir.scenario_data()
     if data is None:
         return None
+    data = _upgrade(data)
     try:
         return parse_table(data, f"{run_dir.path}/scenario.json")
     except ScenarioError as e:

@@ -10,8 +10,8 @@ from rich.console import Console
 from failsafe.faults import Need
 from failsafe.scenarios.actions import COMMON_ACTIONS, ActionContext, ActionType
 from failsafe.scenarios.base import ActionSpec
-from failsafe.scenarios.kinds import Placement, ScenarioKind, register
 from failsafe.scenarios.kinds.dr.schema import parse_dr
+from failsafe.scenarios.kinds.registry import Placement, ScenarioKind, register
 from failsafe.scenarios.rundir import RunDir
 
 # A DR run's history spans two clusters: only the dr checker reads it whole (docs/checkers.md).
@@ -53,7 +53,8 @@ KIND = register(ScenarioKind(
     name="dr",
     summary="the lab's clients on a DR pair (failsafe up --dr), MirrorMaker 2 between; RPO and RTO",
     parser=parse_dr, workload=_workload, judge=_judge, show=_show, report=_report,
-    offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
+    # Not CONSUMERS: the DR workload moves its consumers between the clusters itself; a fault does not kill them.
+    offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK}),
     checkers=CHECKERS, actions={**COMMON_ACTIONS, "failover": _move("failover"), "failback": _move("failback")},
     placement=Placement.DR_PAIR,
 ))

@@ -8,18 +8,25 @@ decide RPO and RTO.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.scenarios.base import KindInfo, ScenarioError, fail
-from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, parse_lab
+from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, ProducerGroup, parse_lab
+
+# A DR worker is NAME@ALIAS, or NAME-sN@ALIAS from its Nth start on (kinds/dr/workload.py).
+STINT = r"(-s\d+)?@[^@]+"
 
 
 @dataclass(frozen=True)
 class DrScenario(LabScenario):
     mirror: dict[str, str] = field(default_factory=dict)
     loss_checkers: ClassVar[tuple[str, ...]] = ("dr",)
+
+    def writer_patterns(self, group: ProducerGroup) -> list[str]:
+        return [re.escape(name) + STINT for name in group.processes()]
 
 
 def parse_dr(data: dict, kind: KindInfo) -> DrScenario:
@@ -33,6 +40,9 @@ def parse_dr(data: dict, kind: KindInfo) -> DrScenario:
         raise ScenarioError(f"{where}.settings: expected a table of mm2.properties entries")
     settings = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
     scenario = parse_lab(table, kind, DrScenario, TOP, mirror=settings)
+    stint_like = [n for g in (*scenario.producers, *scenario.consumers) for n in g.processes() if re.search(r"-s\d+$", n)]
+    if stint_like:
+        raise fail(scenario.name, f"{stint_like[0]!r}: a DR worker's name must not end in -sN, which names a restart of a worker")
     if scenario.cluster.mode == ZOOKEEPER_MODE:
         raise fail(f"{scenario.name}.cluster.mode", "DR scenarios run on KRaft clusters (MirrorMaker 2 of Kafka 4.x)")
     assert isinstance(scenario, DrScenario)

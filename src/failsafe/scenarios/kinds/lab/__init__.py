@@ -9,8 +9,8 @@ from rich.console import Console
 
 from failsafe.faults import Need
 from failsafe.scenarios.actions import COMMON_ACTIONS
-from failsafe.scenarios.kinds import ScenarioKind, register
 from failsafe.scenarios.kinds.lab.schema import parse_lab
+from failsafe.scenarios.kinds.registry import ScenarioKind, register
 from failsafe.scenarios.rundir import RunDir
 
 CHECKERS = ("delivery", "order", "semantics", "availability", "rebalance")

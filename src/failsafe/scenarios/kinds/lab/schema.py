@@ -63,11 +63,6 @@ class ProducerGroup:
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)] if self.count > 1 else [self.name]
 
-    def writer_pattern(self) -> str:
-        """A regular expression matching its processes' names, whatever the kind appends after them (DR: ``-s2@backup``)."""
-        own = re.escape(self.name) + (r"-\d+" if self.count > 1 else "")
-        return own + r"(-s\d+)?(@[^@]+)?"
-
 
 @dataclass(frozen=True)
 class ConsumerGroup:
@@ -91,10 +86,14 @@ class LabScenario(Scenario):
     # The checkers whose loss counts spare the writers that may lose.
     loss_checkers: ClassVar[tuple[str, ...]] = ("delivery", "semantics")
 
+    def writer_patterns(self, group: ProducerGroup) -> list[str]:
+        """Regular expressions matching exactly the names of the group's worker processes."""
+        return [re.escape(name) for name in group.processes()]
+
     def checker_options(self) -> dict[str, dict]:
         """The scenario's options, with the writers that may lose (``may_lose``) given to the checkers that count loss."""
         options = super().checker_options()
-        lossy = [p.writer_pattern() for p in self.producers if p.may_lose]
+        lossy = [pattern for p in self.producers if p.may_lose for pattern in self.writer_patterns(p)]
         for name in self.loss_checkers:
             options[name] = {**options.get(name, {}), "lossy_writers": lossy}
         return options
@@ -103,6 +102,13 @@ class LabScenario(Scenario):
         names = [n for p in self.producers for n in p.processes()] + [n for c in self.consumers for n in c.processes()]
         return {"topics": [asdict(t) for t in self.topics], "producers": [asdict(p) for p in self.producers],
                 "consumers": [asdict(c) for c in self.consumers], "client_logs": {n: f"logs/{n}.client.log" for n in names}}
+
+
+def _acks(value: object) -> str:
+    # TOML reads acks = 1 as an integer: the same as "1".
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TypeError("expected 0, 1 or all")
+    return str(value)
 
 
 def _assignment(value: object) -> tuple[tuple[int, ...], ...]:
@@ -117,7 +123,7 @@ def parse_workload(data: dict, where: str) -> tuple[tuple[TopicSpec, ...], tuple
                         {"configs": str_dict, "replica_assignment": _assignment})
                    for i, t in enumerate(tables(data, "topics", where)))
     producers = tuple(take(p, f"{where}.producers[{i}]", ProducerGroup, ("name", "topic"),
-                           {"rate_per_s": positive, "properties": str_dict, "acks": str})
+                           {"rate_per_s": positive, "properties": str_dict, "acks": _acks})
                       for i, p in enumerate(tables(data, "producers", where)))
     # A consumer table without 'group' means manual assignment.
     consumers = tuple(take({"group": None, **c} if isinstance(c, dict) else c, f"{where}.consumers[{i}]", ConsumerGroup,
@@ -161,6 +167,11 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
     names = [p.name for p in producers] + [c.name for c in consumers]
     if len(names) != len(set(names)):
         raise fail(where, f"producer and consumer names must be unique: {names}")
+    # Each worker's name is its producer's or consumer's and its index: two groups must not make the same one (b with count 2, and b-1).
+    processes = [n for p in producers for n in p.processes()] + [n for c in consumers for n in c.processes()]
+    twice = sorted({n for n in processes if processes.count(n) > 1})
+    if twice:
+        raise fail(where, f"two producers or consumers would run a worker named {twice[0]}: rename one (workers are NAME or NAME-INDEX)")
     for i, p in enumerate(producers):
         if p.topic not in topic_names:
             raise fail(f"{where}.producers[{i}].topic", f"{p.topic!r} is not one of the scenario's topics {sorted(topic_names)}")

@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from failsafe.faults import Need
-from failsafe.scenarios.kinds import ScenarioKind, register
 from failsafe.scenarios.kinds.pipeline.schema import parse_pipeline
+from failsafe.scenarios.kinds.registry import ScenarioKind, register
 from failsafe.scenarios.rundir import RunDir
 
 # Runs made before the kind was recorded in scenario.json wrote this file.

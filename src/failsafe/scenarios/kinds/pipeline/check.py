@@ -17,6 +17,7 @@ from failsafe.errors import UserError
 from failsafe.history.model import History
 from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.check import load_run_history, write_results
+from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.known import classify
 from failsafe.scenarios.rundir import RunDir
 
@@ -42,7 +43,9 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     else:
         valid = combine_validity([facts["valid"], verification["valid"]])
     checkers = {"pipeline": facts, **({"sales": verification} if verification is not None else {})}
-    results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None,
+    expectations = evaluate_all(scenario.expect, {**checkers, "checkers": checkers}) if scenario is not None else []
+    valid = combine_validity([valid, *(e["valid"] for e in expectations)])
+    results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None, "expectations": expectations,
                "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "checkers": checkers, "pipeline": facts,
                "verification": verification}
     results = classify(results, scenario, history)

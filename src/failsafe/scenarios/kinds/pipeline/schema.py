@@ -16,6 +16,7 @@ from failsafe.scenarios.base import (
     Scenario,
     fail,
     fault_context,
+    parse_checks,
     parse_cluster,
     parse_faults,
     parse_phases,
@@ -29,7 +30,7 @@ from failsafe.scenarios.base import (
 STANDALONE = "standalone"
 PURCHASES_TOPIC = "demo.purchases"
 PURCHASES_PARTITIONS = 6
-TOP = {"name", "description", "seed", "cluster", "simulator", "pipeline", "faults", "phases"}
+TOP = {"name", "description", "seed", "cluster", "simulator", "pipeline", "faults", "phases", "checkers", "expect", "known"}
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,13 @@ def parse_pipeline(data: dict, kind: KindInfo) -> PipelineScenario:
     hints = {Need.SPARK_WORKERS: f"set pipeline.master = \"{STANDALONE}\" (not {pipeline.master!r})"}
     ctx = fault_context(name, cluster, {PURCHASES_TOPIC: PURCHASES_PARTITIONS}, clients, hints)
     faults = parse_faults(data, name, kind, ctx, phases)
+    checkers, expect, known = parse_checks(data, name, kind)
     for i, f in enumerate(faults):
         if f.duration_s is None:
             raise fail(f"{name}.faults[{i}].duration_s", "a pipeline scenario restores every fault it applies: give duration_s")
     return PipelineScenario(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
-                            faults=faults, actions=(), phases=phases, raw=data, simulator=simulator, pipeline=pipeline)
+                            faults=faults, actions=(), phases=phases, checkers=checkers, expect=expect, known=known, raw=data,
+                            simulator=simulator, pipeline=pipeline)
 
 
 def _validate(name: str, brokers: int, simulator: SimulatorSpec, pipeline: PipelineSpec) -> None:
