@@ -69,7 +69,7 @@ def test_the_group_view_is_what_groups_describe_prints(shared_cluster: RunningCl
     assert shown["total_lag"] == 1 and shown["state"] == "EMPTY" and shown["coordinator"] is not None
 
 
-def test_bad_input_is_one_line_and_exit_2(shared_cluster: RunningCluster, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_exit_2_and_a_port_in_use_exit_5(shared_cluster: RunningCluster, tmp_path: Path) -> None:
     missing = run_cli("console", "--dir", str(tmp_path / "none"), "--port", "0")
     assert missing.returncode == 2 and "no failsafe cluster at" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
     with socket.socket() as taken:
@@ -77,7 +77,8 @@ def test_bad_input_is_one_line_and_exit_2(shared_cluster: RunningCluster, tmp_pa
         taken.listen(1)
         port = taken.getsockname()[1]
         busy = run_cli("console", "--dir", str(shared_cluster.dir), "--port", str(port))
-    assert busy.returncode == 2 and f"port {port} on 127.0.0.1 is in use" in busy.stderr
+    # A port another process holds: failsafe cannot carry it out (README, "Exit codes").
+    assert busy.returncode == 5 and f"port {port} on 127.0.0.1 is in use" in busy.stderr
     assert "Traceback" not in busy.stderr and len(busy.stderr.strip().splitlines()) == 1
 
 

@@ -315,6 +315,19 @@ chaos_s = 0.05
 recover_s = 0
 """
 
+@dataclass
+class Placed:
+    """What placement yields the CLI (a topology), over a fake cluster."""
+
+    fault_target: FakeCluster
+
+    def bootstraps(self) -> dict:
+        return {}
+
+    def facts(self) -> dict:
+        return {}
+
+
 def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 5 (not carried out), the heal done."""
     from contextlib import contextmanager
@@ -324,16 +337,7 @@ def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monk
     from failsafe.scenarios import engine, kinds, placement
 
     cluster = FakeCluster()
-
-    class Placed:
-        fault_target = cluster
-
-        def bootstraps(self) -> dict:
-            return {}
-
-        def facts(self) -> dict:
-            return {}
-    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed())))
+    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed(cluster))))
     monkeypatch.setattr(status, "cluster_facts", lambda c: {})
     monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
     lab = kinds.KINDS["lab"]
@@ -359,21 +363,12 @@ def test_a_run_that_breaks_after_an_invalid_one_still_exits_1(tmp_path: Path, mo
 
     cluster = FakeCluster()
 
-    class Placed:
-        fault_target = cluster
-
-        def bootstraps(self) -> dict:
-            return {}
-
-        def facts(self) -> dict:
-            return {}
-
     class Crashing(FakeWorkload):
         def setup(self, ctx) -> None:
             raise RuntimeError("a bug of failsafe's own")
 
     made = iter([FakeWorkload(), Crashing()])
-    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed())))
+    monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed(cluster))))
     monkeypatch.setattr(status, "cluster_facts", lambda c: {})
     monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
     lab = kinds.KINDS["lab"]

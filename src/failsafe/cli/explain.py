@@ -22,8 +22,8 @@ def explain_command(run_dir: Path, value: str | None, as_json: bool) -> int:
     """
     # Checkers load polars: imported here so other commands start fast.
     from failsafe.checkers.explain import explain
-    from failsafe.scenarios.check import checked_run
     from failsafe.scenarios.client_logs import cite
+    from failsafe.scenarios.stored import checked_run
 
     rd, results, history, _ = checked_run(run_dir)
     explanations = cite(explain(history, results), rd.path)

@@ -249,7 +249,7 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help').
     """
     from failsafe.scenarios.kinds import kind_of_run
-    from failsafe.scenarios.registry import stored_scenario
+    from failsafe.scenarios.stored import stored_scenario
 
     rd = RunDir.open(run_dir)
     kind = kind_of_run(rd)
@@ -265,8 +265,8 @@ def check_command(run_dir: Path, as_json: bool) -> int:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
-    from failsafe.scenarios.check import checked_run
     from failsafe.scenarios.kinds import kind_of_run
+    from failsafe.scenarios.stored import checked_run
 
     rd, results, history, _ = checked_run(run_dir)
     click.echo(str(kind_of_run(rd).report(rd, results, history)))

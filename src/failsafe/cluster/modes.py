@@ -241,8 +241,9 @@ class ZooKeeperMode:
         raise UserError("a DR pair runs in KRaft mode (MirrorMaker 2 of Kafka 4.x): drop --mode zookeeper")
 
 
-class MigratingMode:
-    """ZooKeeper's brokers and registry, KRaft's controller: the controller leads its quorum from the migration's first step."""
+class MigratingMode(KRaftMode):
+    """ZooKeeper's brokers and registry, KRaft's controller: the controller leads its quorum from the migration's first step
+    (which is what it shares with KRaft: the active controller, its election, no cluster id to read, the note when none leads)."""
 
     name = MIGRATING_MODE
     registry = "the controller quorum"
@@ -266,18 +267,6 @@ class MigratingMode:
 
     def kafka_node_properties(self, spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
         return _zookeeper_style(spec, node, cluster_dir)
-
-    def active_controller(self, cluster: Cluster) -> int | None:
-        return _leader_of_quorum(cluster)
-
-    def controller_elected(self, spec: ClusterSpec) -> bool:
-        return True
-
-    def found_cluster_id(self, spec: ClusterSpec) -> str | None:
-        return None
-
-    def no_controller_note(self, nodes: Sequence[NodeStatus]) -> str | None:
-        return _no_quorum_leader(nodes)
 
     def check_can_migrate(self, root: Path) -> None:
         raise UserError(f"a migration of the cluster at {root} stopped half-way: finish it by hand or roll back "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 from failsafe.checkers import combine_validity, run_checkers
 from failsafe.checkers.explain import explain
@@ -72,18 +71,3 @@ def judge_history_run(run_dir: RunDir, scenario: Scenario | None, checkers: Sequ
     results = cite_results(check_history(history, scenario, checkers), run_dir.path)
     write_results(run_dir, results)
     return results, history
-
-
-def checked_run(run_dir: Path) -> tuple[RunDir, dict, History, Scenario | None]:
-    """A stored run with its results (judged now when results.json is missing or unreadable), history and scenario."""
-    from failsafe.scenarios.kinds import kind_of_run
-    from failsafe.scenarios.registry import stored_scenario
-
-    rd = RunDir.open(run_dir)
-    results = stored_results(rd)
-    if results is not None:
-        # Judged already: the scenario is not needed to show or explain what was found.
-        return rd, results, load_run_history(rd), None
-    scenario = stored_scenario(rd)
-    results, history = kind_of_run(rd).judge(rd, scenario)
-    return rd, results, history, scenario

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -11,7 +10,6 @@ from pathlib import Path
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import ScenarioKind, default_kind, kind_named, parse_table
 from failsafe.scenarios.overrides import apply_overrides
-from failsafe.scenarios.rundir import RunDir
 
 SEED_LAB = ("pubsub", "queue", "consumer-failover", "broker-failover", "broker-failover-sigterm", "broker-restart",
             "two-brokers-down", "controller-outage", "acks-matrix", "min-insync-replicas")
@@ -87,46 +85,6 @@ def load_scenario(name_or_path: str, overrides: tuple[str, ...] = (), mode: str 
     ``mode``: the cluster's (kraft, zookeeper); the scenario's table of that name, if any, applies first.
     """
     return read_scenario(name_or_path).parse(overrides, mode)
-
-
-# Before loss was allowed by writer, a scenario allowed it for a whole checker: [checkers.delivery] allow_loss = true.
-_LEGACY_LOSS_CHECKERS = ("delivery", "semantics")
-_DURABLE_ACKS = ("all", "-1")
-
-
-def _upgrade(data: dict) -> dict:
-    """A stored scenario as today's parser reads it: a checker-wide ``allow_loss`` becomes ``may_lose`` on the producers
-    that promised no durability (acks 0 or 1); an acks=all producer's loss was never to be allowed, and is not."""
-    checkers = data.get("checkers")
-    if not isinstance(checkers, dict) or not any(isinstance(checkers.get(c), dict) and "allow_loss" in checkers[c]
-                                                 for c in _LEGACY_LOSS_CHECKERS):
-        return data
-    data = copy.deepcopy(data)
-    allowed = False
-    for name in _LEGACY_LOSS_CHECKERS:
-        options = data["checkers"].get(name)
-        if isinstance(options, dict) and "allow_loss" in options:
-            allowed = bool(options.pop("allow_loss")) or allowed
-            if not options:
-                del data["checkers"][name]
-    if allowed:
-        for producer in data.get("producers") or []:
-            if isinstance(producer, dict) and str(producer.get("acks", "all")) not in _DURABLE_ACKS:
-                producer["may_lose"] = True
-    return data
-
-
-def stored_scenario(run_dir: RunDir) -> Scenario | None:
-    """The scenario a stored run ran (its scenario.json), parsed by its kind; None when the run has none. A run stored by
-    an earlier failsafe is read as today's would write it (``_upgrade``)."""
-    data = run_dir.scenario_data()
-    if data is None:
-        return None
-    data = _upgrade(data)
-    try:
-        return parse_table(data, f"{run_dir.path}/scenario.json")
-    except ScenarioError as e:
-        raise ScenarioError(f"{run_dir.path}/scenario.json: {e}") from e
 
 
 def parse_scenario(data: dict, origin: str = "scenario") -> Scenario:
