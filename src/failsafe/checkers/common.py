@@ -154,17 +154,17 @@ def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
 
 
 # The settings by which a writer promises durability: acks=all (-1), in librdkafka's or Kafka's names.
-_ACKS_NAMES = ("acks", "request.required.acks")
-_DURABLE_ACKS = ("all", "-1")
+ACKS_NAMES = ("acks", "request.required.acks")
+DURABLE_ACKS = ("all", "-1")
 
 
 def durable_writers(history: History) -> set[str]:
     """The processes whose client-config op says they write with acks=all: their acknowledged writes must never be lost."""
     clients = history.clients.explode("config").drop_nulls("config").unnest("config")
     # The last acks setting each client recorded, in the order its op lists them (librdkafka takes the last one given).
-    acks = clients.filter(pl.col("name").is_in(_ACKS_NAMES)).sort("time_ns", maintain_order=True).group_by("process", maintain_order=True) \
+    acks = clients.filter(pl.col("name").is_in(ACKS_NAMES)).sort("time_ns", maintain_order=True).group_by("process", maintain_order=True) \
         .agg(pl.col("value").last())
-    return set(acks.filter(pl.col("value").str.to_lowercase().is_in(_DURABLE_ACKS))["process"].to_list())
+    return set(acks.filter(pl.col("value").str.to_lowercase().is_in(DURABLE_ACKS))["process"].to_list())
 
 
 def may_lose(processes: pl.Series | Sequence[str], lossy_writers: Sequence[str] | None, durable: set[str]) -> dict[str, bool]:

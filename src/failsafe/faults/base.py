@@ -190,20 +190,32 @@ def parse_fields(cls: type, table: Mapping[str, Any], ctx: FaultContext) -> Any:
     if unknown:
         known = ", ".join(sorted(["fault", "at_s", "duration_s", *fields]))
         raise ctx.fail(unknown[0], f"is not a field of this fault (its fields: {known})")
-    values: dict[str, Any] = {}
-    for name, f in fields.items():
-        if name not in table:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ctx.fail(name, "missing")
+    missing = [name for name, f in fields.items()
+               if name not in table and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ctx.fail(missing[0], "missing")
+    converters = {name: f.metadata["convert"] for name, f in fields.items() if "convert" in f.metadata}
+    return cls(**typed_fields(cls, table, converters, ctx.fail))
+
+
+def typed_fields(cls: type, table: Mapping[str, Any], converters: Mapping[str, Callable[[Any], Any]],
+                 fail: Callable[[str, str], Exception]) -> dict[str, Any]:
+    """The values of ``table`` for the fields of dataclass ``cls``: each through its converter, else checked against its
+    plain annotation (str, int, float, bool, None); a bad one raises ``fail(field, message)``. Scenario tables and fault
+    tables are read alike (scenarios/base.py ``take`` and ``parse_fields`` above)."""
+    values: dict[str, Any] = dict(table)
+    for f in dataclasses.fields(cls):
+        if f.name not in values:
             continue
-        value = table[name]
-        convert = f.metadata.get("convert")
+        value = values[f.name]
         try:
-            annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-            values[name] = convert(value) if convert is not None else _typed(value, annotation)
+            if f.name in converters:
+                values[f.name] = converters[f.name](value)
+            else:
+                values[f.name] = typed(value, f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)))
         except (TypeError, ValueError) as e:
-            raise ctx.fail(name, f"{value!r} is not valid: {e}") from e
-    return cls(**values)
+            raise fail(f.name, f"{value!r} is not valid: {e}") from e
+    return values
 
 
 _PLAIN = {"str": str, "int": int, "float": (int, float), "bool": bool}

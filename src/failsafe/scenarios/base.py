@@ -20,7 +20,7 @@ from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, allowed
-from failsafe.faults.base import typed
+from failsafe.faults.base import typed_fields
 
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
 # The client libraries a known anomaly may name: librdkafka (failsafe's own clients), Kafka's Java client.
@@ -150,20 +150,7 @@ def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), co
     missing = [f for f in required if f not in data]
     if missing:
         raise fail(where, f"missing field {missing[0]!r}")
-    values = dict(data)
-    converters = converters or {}
-    for f in dataclasses.fields(cls):
-        if f.name not in values:
-            continue
-        try:
-            if f.name in converters:
-                values[f.name] = converters[f.name](values[f.name])
-            else:
-                # A field of a plain type (str, int, float, bool) gets a value of that type, or one clear line.
-                values[f.name] = typed(values[f.name], f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)))
-        except (TypeError, ValueError) as e:
-            raise fail(f"{where}.{f.name}", f"{values[f.name]!r} is not valid: {e}") from e
-    return cls(**values)
+    return cls(**typed_fields(cls, data, converters or {}, lambda name, message: fail(f"{where}.{name}", message)))
 
 
 def positive(value: object) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from failsafe.checkers.common import DURABLE_ACKS
 from failsafe.history.model import History
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.check import load_run_history, stored_results
@@ -13,7 +14,6 @@ from failsafe.scenarios.rundir import RunDir
 
 # Before loss was allowed by writer, a scenario allowed it for a whole checker: [checkers.delivery] allow_loss = true.
 _LEGACY_LOSS_CHECKERS = ("delivery", "semantics")
-_DURABLE_ACKS = ("all", "-1")
 
 
 def _upgrade(data: dict) -> dict:
@@ -33,7 +33,7 @@ def _upgrade(data: dict) -> dict:
                 del data["checkers"][name]
     if allowed:
         for producer in data.get("producers") or []:
-            if isinstance(producer, dict) and str(producer.get("acks", "all")) not in _DURABLE_ACKS:
+            if isinstance(producer, dict) and str(producer.get("acks", "all")) not in DURABLE_ACKS:
                 producer["may_lose"] = True
     return data
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from failsafe.checkers.common import ACKS_NAMES, DURABLE_ACKS
 from failsafe.faults import Need
 from failsafe.scenarios.base import (
     KindInfo,
@@ -36,9 +37,6 @@ from failsafe.scenarios.base import (
 
 # failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
 DRIVERS = ("failsafe", "kafka-verifiable")
-# The client library each driver is: what a known anomaly's ``client`` names.
-CLIENT_OF_DRIVER = {"failsafe": "librdkafka", "kafka-verifiable": "kafka-java"}
-DURABLE_ACKS = ("all", "-1")
 TOP = {"name", "description", "seed", "cluster", "topics", "producers", "consumers", "faults", "actions", "phases", "checkers", "expect", "known"}
 
 
@@ -181,7 +179,7 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
             raise fail(f"{where}.producers[{i}].count", f"{p.count} must be at least 1")
         if p.driver not in DRIVERS:
             raise fail(f"{where}.producers[{i}].driver", f"{p.driver!r} is not one of {', '.join(DRIVERS)}")
-        acks = str(p.properties.get("acks", p.properties.get("request.required.acks", p.acks)))
+        acks = next((str(p.properties[name]) for name in ACKS_NAMES if name in p.properties), p.acks)
         if p.may_lose and acks in DURABLE_ACKS:
             raise fail(f"{where}.producers[{i}].may_lose", "an acks=all producer promises durability: failsafe never lets a scenario "
                                                            "allow the loss of its acknowledged writes (may_lose is for acks 0 or 1)")
