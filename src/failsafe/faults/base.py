@@ -9,6 +9,8 @@ failsafe needs:
     params      its own fields, a frozen dataclass parsed from the scenario's table (unknown fields refused)
     validate    what a scenario must hold for it (a partition of its topics, a consumer it has), named by field
     fits        why a running cluster cannot take it (e.g. quorum-loss on a combined cluster), or None
+    draw        how a randomized campaign draws one (faults/draw.py): its fields, aimed by role, and how
+                many brokers and controllers it takes away; None: campaigns do not use it
     start       ``start(spec, targets) -> AppliedFault``: chooses its targets when it starts (leadership
                 moves, so a scenario names a role, not an id), acts, and returns how to undo it and how
                 reports draw it (``label``, a network fault's ``sides``)
@@ -29,6 +31,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from failsafe.errors import UserError
+from failsafe.faults.draw import Drawer
 from failsafe.history.ops import Family, Target
 
 __all__ = ["AppliedFault", "ClientTargets", "FaultContext", "FaultError", "FaultSpec", "FaultStart", "FaultTargets", "FaultType", "Family",
@@ -86,12 +89,18 @@ class NoFields:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One entry of a scenario's fault schedule: which type, when (seconds into chaos), for how long, and its own fields."""
+    """One entry of a scenario's fault schedule: which type, when (seconds into chaos), for how long, and its own fields.
+
+    ``may_fail``: when the fault cannot start at its time (its partition has no leader, no in-sync
+    follower, no active controller), the run records that (a ``fault-not-started`` event) and goes
+    on; otherwise the run stops there. Randomized campaigns write it on every fault they draw.
+    """
 
     fault: str
     at_s: float
     duration_s: float | None = None
     params: Any = NoFields()
+    may_fail: bool = False
 
 
 @dataclass
@@ -171,6 +180,7 @@ class FaultType:
     params: type = NoFields
     validate: Callable[[Any, FaultContext], None] = _no_check
     fits: Callable[[Any], str | None] = _fits_any  # a ClusterSpec -> why it cannot take this fault
+    draw: Drawer | None = None  # how a campaign draws one (faults/draw.py); None: campaigns do not use it
 
     def parse(self, table: Mapping[str, Any], ctx: FaultContext) -> Any:
         """The fault's own fields from its table (``fault``, ``at_s`` and ``duration_s`` already taken), validated."""
@@ -188,7 +198,7 @@ def parse_fields(cls: type, table: Mapping[str, Any], ctx: FaultContext) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(table) - set(fields))
     if unknown:
-        known = ", ".join(sorted(["fault", "at_s", "duration_s", *fields]))
+        known = ", ".join(sorted(["fault", "at_s", "duration_s", "may_fail", *fields]))
         raise ctx.fail(unknown[0], f"is not a field of this fault (its fields: {known})")
     missing = [name for name, f in fields.items()
                if name not in table and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]

@@ -24,6 +24,7 @@ from typing import Any
 from failsafe.cluster import netfilter
 from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.leash import NetworkLeash
 from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
 from failsafe.faults.registry import register
@@ -287,13 +288,57 @@ def cut_clients(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     return _applied(CUT_CLIENTS, cluster, fault, _leash(targets), chosen_as)
 
 
+# The sides a campaign cuts apart, with how many brokers and controllers the smaller side takes away (per Arena).
+# One node against the rest, one way or both; a partition's leader and follower against the rest; every
+# broker cut from the controllers (all fenced once broker.session.timeout.ms passes).
+CAMPAIGN_SIDES: tuple[tuple[str, Callable[[Arena], tuple[int, int]]], ...] = (
+    ("{leader} | {others}", lambda a: (1, int(a.combined))),
+    ("{follower} | {others}", lambda a: (1, int(a.combined))),
+    ("{controller} | {others}", lambda a: (int(a.combined), 1)),
+    ("{leader} -> {followers}", lambda a: (1, int(a.combined))),
+    ("{followers} -> {leader}", lambda a: (1, int(a.combined))),
+    ("{leader,follower} | {others}", lambda a: (2, 2 * int(a.combined))),
+    ("{brokers} | {controllers}", lambda a: (a.brokers, 0)),
+)
+CAMPAIGN_LOSS = (0.1, 0.3, 0.5)
+ONE_NODE_ROLES = ("leader", "follower", "any", "controller")
+
+
+def _draw_sides(rng, arena: Arena, loss: float | None) -> Draw:
+    sides, footprint = rng.choice([c for c in CAMPAIGN_SIDES if not arena.combined or "controllers" not in c[0]])
+    fields: dict[str, Any] = {"sides": sides}
+    if any(word in sides for word in ("leader", "follower")):
+        fields["partition"] = rng.choice(arena.partitions)
+    if loss is not None:
+        fields["loss"] = loss
+    return Draw(fields, *footprint(arena))
+
+
+def draw_partition(rng, arena: Arena) -> Draw:
+    return _draw_sides(rng, arena, None)
+
+
+def draw_lossy_link(rng, arena: Arena) -> Draw:
+    return _draw_sides(rng, arena, rng.choice(CAMPAIGN_LOSS))
+
+
+def draw_isolate(rng, arena: Arena) -> Draw:
+    fields, brokers, controllers = node_by_role(rng, arena, ONE_NODE_ROLES)
+    return Draw(fields, brokers, controllers)
+
+
+def draw_cut_clients(rng, arena: Arena) -> Draw:
+    fields, brokers, controllers = node_by_role(rng, arena, ("leader", "follower", "any"))
+    return Draw(fields, brokers, 0)
+
+
 _NEEDS = frozenset({Need.NETWORK})
 _UNDO = "its nftables chain deleted"
 register(FaultType(PARTITION, Family.NETWORK, "the cluster split into sides, both ways or one way ('A -> B')", _NEEDS, partition, _UNDO,
-                   SidesChoice, _check_sides))
+                   SidesChoice, _check_sides, draw=draw_partition))
 register(FaultType(LOSSY_LINK, Family.NETWORK, "packets between sides dropped with probability loss", _NEEDS, partition, _UNDO,
-                   SidesChoice, _check_lossy))
+                   SidesChoice, _check_lossy, draw=draw_lossy_link))
 register(FaultType(ISOLATE, Family.NETWORK, "one node cut from every other node; its clients keep it unless clients = true", _NEEDS,
-                   isolate, _UNDO, IsolateChoice, check_node_choice))
+                   isolate, _UNDO, IsolateChoice, check_node_choice, draw=draw_isolate))
 register(FaultType(CUT_CLIENTS, Family.NETWORK, "one broker cut from the clients only", _NEEDS, cut_clients, _UNDO, LinkChoice,
-                   check_node_choice))
+                   check_node_choice, draw=draw_cut_clients))

@@ -14,6 +14,7 @@ from typing import Any
 
 from failsafe.cluster.spec import NodeSpec
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.registry import register
 from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN, PAUSED
@@ -160,18 +161,38 @@ def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     return AppliedFault(CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node", lambda: cluster.restart(nodes))
 
 
+# The roles a campaign aims node faults at; ``replicas`` takes every replica of a partition at once.
+CAMPAIGN_ROLES = (Role.LEADER, Role.FOLLOWER, Role.ANY, Role.CONTROLLER, Role.REPLICAS)
+# How long the envelope counts a restart (SIGTERM, then started again at once) as a broker away.
+RESTART_OCCUPIES_S = 15.0
+
+
+def draw_node(rng, arena: Arena) -> Draw:
+    fields, brokers, controllers = node_by_role(rng, arena, CAMPAIGN_ROLES)
+    return Draw(fields, brokers, controllers)
+
+
+def draw_restart(rng, arena: Arena) -> Draw:
+    return Draw(**{**vars(draw_node(rng, arena)), "occupies_s": RESTART_OCCUPIES_S})
+
+
+def draw_quorum_loss(rng, arena: Arena) -> Draw:
+    return Draw({}, 0, arena.controllers)
+
+
 register(FaultType(KILL, Family.PROCESS, "SIGKILL (kill -9) of brokers or controllers chosen by role, id or partition",
                    frozenset({Need.NODES}), _stopping(KILL, "kill"), "started again, and the cluster waited on until ready",
-                   NodeChoice, check_node_choice))
+                   NodeChoice, check_node_choice, draw=draw_node))
 register(FaultType(TERMINATE, Family.PROCESS, "SIGTERM: Kafka's controlled shutdown", frozenset({Need.NODES}),
-                   _stopping(TERMINATE, "stop"), "started again", NodeChoice, check_node_choice))
+                   _stopping(TERMINATE, "stop"), "started again", NodeChoice, check_node_choice, draw=draw_node))
 register(FaultType(PAUSE, Family.PROCESS, "SIGSTOP: frozen, still holding its sockets", frozenset({Need.NODES}), pause,
-                   "SIGCONT", NodeChoice, check_node_choice))
+                   "SIGCONT", NodeChoice, check_node_choice, draw=draw_node))
 # SIGTERM, then the engine undoes it at once: the fault's window is the broker's whole absence.
 register(FaultType(RESTART, Family.PROCESS, "SIGTERM, then started again at once", frozenset({Need.NODES}),
                    _stopping(RESTART, "stop", heals_at_once=True), "part of the fault: started again at once", NodeChoice,
-                   check_node_choice))
+                   check_node_choice, draw=draw_restart))
 register(FaultType(QUORUM_LOSS, Family.PROCESS, "every controller stopped (in ZooKeeper mode: every ZooKeeper node)",
-                   frozenset({Need.QUORUM}), quorum_loss, "every one started again", validate=_separate_controllers, fits=_not_combined))
+                   frozenset({Need.QUORUM}), quorum_loss, "every one started again", validate=_separate_controllers, fits=_not_combined,
+                   draw=draw_quorum_loss))
 register(FaultType(CLUSTER_LOSS, Family.PROCESS, "kill -9 of every node of the cluster at once: a region lost",
                    frozenset({Need.REGION}), cluster_loss, "every node started again"))

@@ -47,6 +47,7 @@ class Op(StrEnum):
     CREATE_TOPIC = "create-topic"
     # Events: what the engine and the kinds record about the run itself (the loader's ``events`` frame).
     RECOVER_TIMEOUT = "recover-timeout"
+    FAULT_NOT_STARTED = "fault-not-started"
     ELECT_LEADERS = "elect-leaders"
     PIPELINE_START = "pipeline-start"
     PIPELINE_EXIT = "pipeline-exit"
@@ -61,7 +62,7 @@ class Op(StrEnum):
     MIRROR_STOP = "mirror-stop"
 
 
-EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
+EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.FAULT_NOT_STARTED, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
                           Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP)
 
 

@@ -237,12 +237,15 @@ def parse_faults(data: dict, where: str, kind: KindInfo, ctx: FaultContext, phas
                     raise fail(f"{at}.{key}", f"{table[key]!r} is not valid: {e}") from e
         if timing["at_s"] > phases.chaos_s:
             raise fail(f"{at}.at_s", f"{timing['at_s']:g} is after the chaos phase ends ({phases.chaos_s:g}s)")
-        own = {k: v for k, v in table.items() if k not in ("fault", "at_s", "duration_s")}
+        may_fail = table.get("may_fail", False)
+        if not isinstance(may_fail, bool):
+            raise fail(f"{at}.may_fail", f"{may_fail!r} is not true or false")
+        own = {k: v for k, v in table.items() if k not in ("fault", "at_s", "duration_s", "may_fail")}
         try:
             params = FAULT_TYPES[name].parse(own, dataclasses.replace(ctx, where=at))
         except FaultError as e:
             raise ScenarioError(str(e)) from e
-        out.append(FaultSpec(fault=name, params=params, **timing))
+        out.append(FaultSpec(fault=name, params=params, may_fail=may_fail, **timing))
     return tuple(out)
 
 

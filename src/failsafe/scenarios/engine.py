@@ -267,6 +267,11 @@ class Engine:
         try:
             applied = fault_type.start(spec, self.targets)
         except FaultError as e:
+            if spec.may_fail:
+                # Never in force, so no fault-start: an event saying which fault, when, and why not.
+                self.recorder.record(event_op(Op.FAULT_NOT_STARTED, time_ns=started_ns, fault=spec.fault, at_s=spec.at_s, error=str(e)))
+                self.event(f"{spec.fault} at {spec.at_s:g}s could not start (may_fail): {e}")
+                return
             self.recorder.record(fault_start(fault_id, spec.fault, family=fault_type.family, error=str(e), time_ns=started_ns))
             raise ScenarioFailed(f"{self.scenario.name}: the {spec.fault} fault at {spec.at_s:g}s could not start: {e}") from e
         self.recorder.record(applied_start(fault_id, applied, fault_type.family, started_ns, time.time_ns()))
