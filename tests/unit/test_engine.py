@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
+import polars as pl
 import pytest
 
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
@@ -283,6 +284,18 @@ def test_a_fault_that_cannot_start_is_recorded_and_stops_the_run_with_one_line(t
         run_scenario(engine)
     (start,) = _ops(engine, "fault-start")
     assert "needs a partition" in start["error"]
+
+
+def test_a_fault_that_may_fail_and_cannot_start_is_an_event_and_the_run_goes_on(tmp_path: Path) -> None:
+    cannot = FaultSpec("kill", 0.0, 0.01, FAULT_TYPES["kill"].params(role="leader", partition="t-9"), may_fail=True)
+    engine = _engine(tmp_path, (cannot, _kill(at_s=0.02)))
+    run_scenario(engine)
+    (skipped,) = _ops(engine, "fault-not-started")
+    assert skipped["fault"] == "kill" and skipped["at_s"] == 0.0 and "needs a partition" in skipped["error"]
+    # The one that could start did, and stopped: the one that could not is no fault window.
+    history = load_history(engine.run_dir.history_path)
+    assert history.faults["fault_id"].to_list() == [2] and history.faults["ok"].to_list() == [True]
+    assert history.events.filter(pl.col("f") == "fault-not-started")["at_s"].to_list() == [0.0]
 
 
 def test_recover_waits_for_a_full_isr_and_records_a_timeout(tmp_path: Path) -> None:

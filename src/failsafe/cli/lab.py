@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
@@ -20,26 +21,14 @@ from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario, read_scenario
 from failsafe.scenarios.rundir import RunDir
 
+if TYPE_CHECKING:
+    from failsafe.scenarios.runs import Outcome
+
 # Checkers, reports and the engine load polars and matplotlib: imported by the commands that use
 # them, so 'failsafe up' and friends start fast.
 
 VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold magenta]KNOWN[/]", Verdict.INVALID: "[bold red]INVALID[/]",
                  Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]"}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One finished run: where it is, what it found, how long each phase took."""
-
-    name: str
-    run_dir: RunDir
-    results: dict
-    wall_s: float
-    phase_seconds: dict[str, float]
-
-    @property
-    def verdict(self) -> Verdict:
-        return Verdict.of_run(self.results)
 
 
 @click.command("run")
@@ -73,8 +62,9 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     """
     from failsafe.cli.boundary import report
     from failsafe.errors import ClusterNotWhole
-    from failsafe.scenarios.engine import Engine, require_whole, run_scenario
+    from failsafe.scenarios.engine import require_whole
     from failsafe.scenarios.kinds import kind_of
+    from failsafe.scenarios.runs import run_and_judge
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     files = [read_scenario(n) for n in expanded]
@@ -90,7 +80,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
     outcomes: list[Outcome] = []
     try:
-        with stderr.status("preparing") as status, _placed(scenarios, root, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters, facts):
+        with stderr.status("preparing") as status, placed_for(scenarios, root, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters, facts):
             # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
             mode_of_cluster = cluster.spec.mode
             scenarios = [_parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s for f, s in zip(files, scenarios, strict=True)]
@@ -102,20 +92,12 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
                 for attempt in range(1, repeat + 1):
                     counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
                     event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
-                    run_started = time.monotonic()
-                    engine = Engine(scenario, kind.workload(scenario), RunDir.create(runs_root, scenario), cluster, actions=kind.actions,
-                                    kafka_version=cluster.spec.kafka_version, cluster_facts=facts, status=status.update, event=event,
-                                    operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters)
-                    try:
-                        run_dir = run_scenario(engine)
-                    finally:
-                        write_timings(engine.run_dir, engine.phase_seconds)
-                    status.update(f"{scenario.name} · checking")
-                    results, history = kind.judge(run_dir, scenario)
-                    report_path = kind.report(run_dir, results, history)
-                    kind.show(stdout, run_dir, results, history)
-                    stdout.print(f"report: {report_path}")
-                    mine.append(Outcome(scenario.name, run_dir, results, time.monotonic() - run_started, dict(engine.phase_seconds)))
+                    outcome = run_and_judge(scenario, cluster, RunDir.create(runs_root, scenario), kafka_version=cluster.spec.kafka_version,
+                                            facts=facts, clusters=clusters, status=status.update, event=event)
+                    kind.show(stdout, outcome.run_dir, outcome.results, outcome.history)
+                    stdout.print(f"report: {outcome.run_dir.report_path}")
+                    # The history is shown; the table after needs only the results (a --repeat of many runs holds no history).
+                    mine.append(dataclasses.replace(outcome, history=None))
                     try:
                         require_whole(cluster, after=scenario.name)
                     except ClusterNotWhole:
@@ -154,7 +136,7 @@ def _run_options(files: list, given: dict[str, str | None]) -> list[str]:
 
 
 @contextmanager
-def _placed(scenarios: list, root: Path, base_port: int | None, heap: str | None, event, mode: str | None,
+def placed_for(scenarios: list, root: Path, base_port: int | None, heap: str | None, event, mode: str | None,
             zookeeper_port: int | None) -> Iterator[tuple]:
     """The cluster the engine drives, every cluster's bootstrap by alias (a DR pair: primary and backup; else none), and the
     manifest's facts, on the topology the scenarios' kinds place them on (all on one: a mix is one clear line)."""
@@ -182,11 +164,6 @@ def _parse(file, overrides: tuple[str, ...], mode: str | None = None):
         if overrides and not str(e).startswith(str(name)):
             raise ScenarioError(f"{name}: {e}") from e
         raise
-
-
-def write_timings(run_dir: RunDir, phase_seconds: dict[str, float]) -> None:
-    """timings.json: wall seconds per phase of the engine (and ``close``), for "where the time goes"."""
-    (run_dir.path / "timings.json").write_text(json.dumps({k: round(v, 3) for k, v in phase_seconds.items()}, indent=2) + "\n")
 
 
 def _print_repeat(name: str, outcomes: list[Outcome], overrides: tuple[str, ...], runs_root: Path) -> None:

@@ -57,6 +57,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "phase": pl.String,
     "exit_code": pl.Int64,
     "drain_s": pl.Float64,
+    "at_s": pl.Float64,
     "attempt": pl.Int64,
     "client": pl.String,
     "client_version": pl.String,

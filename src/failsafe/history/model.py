@@ -106,7 +106,9 @@ ADMIN_SCHEMA = {
 # Ops about the run itself (ops.EVENTS): recover-timeout, elect-leaders, pipeline-start/-exit/-stop, drained, ...
 # ``leaderless`` / ``under_replicated``: a recover-timeout's partitions still without a leader, or with one but not a full ISR ("topic-N").
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
-                 "drain_s": pl.Float64, "leaderless": pl.List(pl.String), "under_replicated": pl.List(pl.String)}
+                 "drain_s": pl.Float64, "leaderless": pl.List(pl.String), "under_replicated": pl.List(pl.String),
+                 # fault-not-started: which fault of the schedule, and when it was due.
+                 "fault": pl.String, "at_s": pl.Float64}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})

@@ -44,7 +44,7 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _anomalies(results: dict) -> dict[str, int]:
+def anomalies(results: dict) -> dict[str, int]:
     """CHECKER.ANOMALY -> how many of it the run had, for every violation and every anomaly with examples."""
     found: dict[str, int] = {}
     for checker, entry in (results.get("checkers") or {}).items():
@@ -93,7 +93,7 @@ def _times(results: dict) -> dict[str, float]:
 def aggregate(scenario: str, runs: Sequence[tuple[str, dict]], overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The statistics of ``runs`` (run directory, results) of one scenario."""
     verdicts = Counter(Verdict.of_run(results).value for _, results in runs)
-    per_run = [(path, _anomalies(results), _times(results)) for path, results in runs]
+    per_run = [(path, anomalies(results), _times(results)) for path, results in runs]
     anomalies: dict[str, dict[str, Any]] = {}
     for path, found, _ in per_run:
         for name, count in found.items():

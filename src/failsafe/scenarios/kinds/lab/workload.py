@@ -79,20 +79,22 @@ class LabWorkload:
         pool.stop(pool.producers())
         ends = log_end_offsets(ctx.bootstrap_servers, [(p["topic"], p["partition"]) for p in ctx.topology()])
 
-        def caught_up() -> bool:
+        def behind() -> list[str]:
+            """GROUP-or-CONSUMER TOPIC-N (read up to / log end) for every partition a consumer has not read to its end."""
             read = pool.read_upto_by_group()
+            out = []
             for c in s.consumers:
                 keys = [c.group] if c.group else [f"{c.name}-{i}" for i in range(c.count)]
                 for key in keys:
                     upto = read.get(key, {})
-                    if any(upto.get(tp, -1) < end - 1 for tp, end in ends.items() if tp[0] in c.topics and end > 0):
-                        return False
-            return True
+                    out += [f"{key} {tp[0]}-{tp[1]} ({upto.get(tp, -1) + 1}/{end})" for tp, end in sorted(ends.items())
+                            if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1]
+            return out
 
         try:
-            ctx.wait(lambda: not pool.live_consumers() or caught_up(), s.phases.drain_timeout_s, "")
+            ctx.wait(lambda: not pool.live_consumers() or not behind(), s.phases.drain_timeout_s, "")
         except WaitTimeout:
-            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s")
+            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: {', '.join(behind())}")
         pool.stop(pool.consumers())
         ctx.event("reading every partition from the beginning")
         read_log(ctx.bootstrap_servers, sorted(ends), ctx.recorder)

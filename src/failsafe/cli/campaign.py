@@ -1,0 +1,103 @@
+"""campaign and shrink: randomized fault schedules over many runs on one cluster, and the smallest one that still fails."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+import click
+
+from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
+from failsafe.errors import UserError
+
+ENVELOPES = ("safe", "anything-goes")
+
+
+def _faults(value: str | None) -> tuple[str, ...]:
+    return tuple(f.strip() for f in value.split(",") if f.strip()) if value else ()
+
+
+def _seconds(value: str | None) -> float | None:
+    """'90', '90s', '45m', '2h' as seconds."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    number = text[:-1] if scale else text
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        raise UserError(f"--max-time {value!r}: give seconds, or minutes and hours as 45m, 2h") from None
+    if seconds <= 0:
+        raise UserError(f"--max-time {value!r} must be more than 0")
+    return seconds
+
+
+@click.command("campaign")
+@click.option("--faults", default=None, metavar="F1,F2,...",
+              help="Fault types to draw from [default: every type campaigns draw; see docs/campaigns.md].")
+@click.option("--runs", type=click.IntRange(1, 100000), default=10, show_default=True, help="How many runs.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+              help="The seed every schedule is drawn from; the same seed draws the same schedules [default: from the clock, printed].")
+@click.option("--duration-s", type=click.FloatRange(3, 3600), default=20.0, show_default=True, help="Each run's chaos phase, in seconds.")
+@click.option("--workload", default="acks-all", show_default=True,
+              help="A campaign workload (acks-all, client-matrix) or a lab scenario file without [[faults]].")
+@click.option("--envelope", type=click.Choice(ENVELOPES), default="safe", show_default=True,
+              help="safe: never more brokers away than replication.factor - min.insync.replicas, nor a controller majority; "
+                   "anything-goes: no bound (safety checks only).")
+@click.option("--stop-on-invalid", is_flag=True, help="Stop after the first INVALID run.")
+@click.option("--max-time", default=None, metavar="SECONDS|45m|2h", help="Start no run that would end past this budget.")
+@dir_option
+@click.option("--base-port", type=click.IntRange(1, 65535), default=None, help="Broker ports when the campaign starts its own cluster.")
+@click.option("--heap", default=None, help="JVM heap of each node when the campaign starts its own cluster [default: 1G].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the campaign's directory goes [default: DIR/campaigns].")
+def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s: float, workload: str, envelope: str, stop_on_invalid: bool,
+                     max_time: str | None, cluster_dir: Path | None, base_port: int | None, heap: str | None, out_dir: Path | None) -> int:
+    """Run randomized fault schedules on one cluster and judge every run.
+
+    Each run draws its faults (type, aim by role, start, duration) from --seed, within the envelope,
+    writes them as schedule.toml in its run directory ('failsafe run FILE' replays it), and is judged
+    by the lab's checkers. campaign.json and index.html sum the runs up as they finish. Exits as
+    'failsafe run' does: 1 if a run was INVALID, else 5 if one could not be carried out, else 3, 4 or 0.
+    """
+    from failsafe.campaigns.nemesis import Envelope
+    from failsafe.campaigns.plan import Plan
+    from failsafe.campaigns.runner import Campaign, Ready, exit_code
+    from failsafe.cli.lab import placed_for
+
+    budget = _seconds(max_time)
+    plan = Plan.make(workload, _faults(faults), Envelope(envelope), duration_s)
+    seed = seed if seed is not None else time.time_ns() % 1_000_000
+    root = resolve_dir(cluster_dir)
+    directory = (out_dir or root / "campaigns") / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    command = shlex.join(["failsafe", "campaign", "--workload", workload, "--faults", ",".join(plan.nemesis.faults), "--runs", str(runs),
+                          "--seed", str(seed), "--duration-s", f"{duration_s:g}", "--envelope", envelope])
+    settings = {"seed": seed, "workload": plan.workload, "faults": list(plan.nemesis.faults), "envelope": envelope,
+                "limits": {"brokers": plan.nemesis.limits.brokers, "controllers": plan.nemesis.limits.controllers},
+                "duration_s": duration_s, "runs": runs, "stop_on_invalid": stop_on_invalid, "max_time_s": budget, "command": command,
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    started = time.monotonic()
+
+    def event(message: str) -> None:
+        stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
+
+    stdout.print(f"campaign: {directory}\nseed {seed}: {command}")
+    campaign = Campaign(plan, directory, seed, runs, settings, stop_on_invalid, budget)
+    with stderr.status("preparing") as status, placed_for([plan.scenario], root, base_port, heap, event, None, None) as (cluster, clusters, facts):
+        settings["cluster"] = facts
+
+        def progress(record: dict, eta: str) -> None:
+            anomalies = ", ".join(f"{k} {v}" for k, v in record["anomalies"].items()) or "no anomaly"
+            stdout.print(f"run {record['run']:>3} [bold]{record['verdict']:<7}[/] {record['wall_s']:5.1f}s "
+                         f"(overhead {record['overhead_s']:.1f}s) {len(record['schedule']['faults'])} faults · {anomalies}")
+            status.update(f"campaign · {eta}")
+
+        def update(message: str) -> None:
+            status.update(f"{message} · {campaign.eta(time.monotonic() - started)}")
+
+        ready = Ready(cluster, {**facts}, clusters, update, event)
+        records = campaign.run_all(ready, progress)
+    stdout.print(f"{len(records)} runs ({campaign.stopped}); campaign.json and index.html in {directory}")
+    return exit_code(records)
