@@ -75,7 +75,10 @@ def test_a_deterministic_anomaly_shrinks_to_the_two_overlapping_faults() -> None
     assert not any(anomaly(c) for _, _, c in candidates(result.smallest))
     assert not result.budget_spent and result.shrunk and not result.unconfirmed
     assert {s.move for s in result.steps} == set(Move)
-    assert (result.steps[0].move, result.steps[0].after["faults"]) == (Move.DROP, 6)  # each half holds one of the pair; a quarter goes
+    # The chaos phase is cut first (every later run is cheaper), then the drops: each half holds one of the pair, a quarter goes.
+    assert (result.steps[0].move, result.steps[0].after["faults"]) == (Move.CHAOS, 8)
+    assert (result.steps[1].move, result.steps[1].after["faults"]) == (Move.DROP, 6)
+    assert result.steps[0].after["chaos_s"] < ORIGINAL.chaos_s
     assert all(s.runs == 1 for s in result.steps)  # an anomaly that always shows is accepted at its first try
     assert (result.confirm_runs, result.confirm_reproduced) == (3, 3)
     assert result.steps[-1].schedule == result.smallest and result.steps[0].before == ORIGINAL.size()
@@ -174,7 +177,7 @@ def test_progress_has_a_line_per_attempt_and_steps_are_reported_as_accepted() ->
     engine = FakeEngine(p=0.5, rng=random.Random(5))
     result = shrink(ORIGINAL, engine, tries=4, max_runs=60, progress=lines.append, on_step=accepted.append)
     assert len(lines) == len(engine.runs)
-    assert lines[0].startswith("run 1/60: drop") and lines[-1].startswith("confirm 4/4")
+    assert lines[0].startswith("run 1/60: chaos") and lines[-1].startswith("confirm 4/4")
     assert tuple(accepted) == result.steps
 
 

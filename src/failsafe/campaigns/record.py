@@ -11,12 +11,12 @@ from typing import Any
 import polars as pl
 
 from failsafe.campaigns.schedule import Schedule
+from failsafe.campaigns.stats import ERROR
 from failsafe.checkers.common import Verdict
 from failsafe.history.ops import Op, PhaseName
 from failsafe.scenarios.repeat import anomalies
 
 EXPLANATIONS_KEPT = 5
-ERROR = "ERROR"
 
 
 def lost_acknowledged(results: dict) -> int:

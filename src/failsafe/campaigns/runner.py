@@ -9,6 +9,7 @@ after every run, so an interrupted campaign keeps everything it did.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections import Counter
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from failsafe.campaigns.index import write_index
 from failsafe.campaigns.plan import Plan
-from failsafe.campaigns.record import ERROR, run_record
+from failsafe.campaigns.record import run_record
 from failsafe.campaigns.schedule import SCHEDULE_FILE, Schedule, scenario_data, write_schedule
+from failsafe.campaigns.stats import CAMPAIGN_FILE, ERROR, campaign_data, write_campaign
 from failsafe.errors import FailsafeError
 from failsafe.scenarios.engine import require_whole
 from failsafe.scenarios.registry import parse_scenario
@@ -27,7 +30,6 @@ from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.runs import run_and_judge
 from failsafe.waiting import WaitTimeout
 
-CAMPAIGN_FILE = "campaign.json"
 # What a run may fail with and the campaign go on (the run is recorded as ERROR): anything else stops it.
 RUN_ERRORS = (FailsafeError, WaitTimeout)
 
@@ -77,11 +79,11 @@ class Campaign:
                     break
             else:
                 self.stopped = "done"
-        except Exception as e:
-            self.stopped = f"{type(e).__name__}: {e}"
-            raise
-        finally:
+        except BaseException as e:
+            self.stopped = "interrupted" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
             self.write()
+            raise
+        self.write()
         return self.records
 
     def run_one(self, run: int, ready: Ready) -> dict[str, Any]:
@@ -120,20 +122,13 @@ class Campaign:
         return f"{done}/{self.runs} runs · {verdicts} · ETA {_duration(left)}"
 
     def write(self) -> Path:
-        from failsafe.campaigns.index import write_index
-        from failsafe.campaigns.stats import write_campaign
-
         settings = {**self.settings, "stopped": self.stopped, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         path = write_campaign(self.directory / CAMPAIGN_FILE, settings, self.records)
-        from failsafe.campaigns.stats import read_campaign
-
-        write_index(self.directory, read_campaign(path))
+        write_index(self.directory, campaign_data(settings, self.records))
         return path
 
 
 def _timings(run_dir: RunDir) -> dict[str, float]:
-    import json
-
     path = Path(run_dir.path) / "timings.json"
     return json.loads(path.read_text()) if path.is_file() else {}
 

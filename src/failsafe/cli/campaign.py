@@ -101,3 +101,49 @@ def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s
         records = campaign.run_all(ready, progress)
     stdout.print(f"{len(records)} runs ({campaign.stopped}); campaign.json and index.html in {directory}")
     return exit_code(records)
+
+
+@click.command("shrink")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--anomaly", default=None, metavar="CHECKER.ANOMALY", help="The anomaly kind to keep [default: a loss if the run had one, else its first].")
+@click.option("--tries", type=click.IntRange(1, 100), default=3, show_default=True, help="Runs of each candidate before it counts as not reproducing.")
+@click.option("--max-runs", type=click.IntRange(0, 10000), default=60, show_default=True, help="At most this many runs of candidates.")
+@click.option("--confirm", type=click.IntRange(0, 100), default=None, help="Runs of the smallest schedule at the end [default: --tries].")
+@dir_option
+@click.option("--base-port", type=click.IntRange(1, 65535), default=None, help="Broker ports when shrink starts its own cluster.")
+@click.option("--heap", default=None, help="JVM heap of each node when shrink starts its own cluster [default: 1G].")
+def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int, confirm: int | None, cluster_dir: Path | None,
+                   base_port: int | None, heap: str | None) -> int:
+    """Find a smaller schedule that still shows a campaign run's anomaly (docs/campaigns.md, "Shrinking").
+
+    Drops faults, shortens them, moves them earlier and cuts the chaos phase, running each candidate up
+    to --tries times on the cluster; writes RUN_DIR/shrink/shrunk.toml (replay it with 'failsafe run')
+    and shrink.json. Exits with the run's verdict (1 INVALID, 4 KNOWN) when the smallest schedule reproduced
+    the anomaly in a confirmation run, 3 when it did not.
+    """
+    from failsafe.campaigns.plan import parse
+    from failsafe.campaigns.reproduce import Failed
+    from failsafe.campaigns.runner import Ready
+    from failsafe.campaigns.shrink import shrink
+    from failsafe.cli.lab import placed_for
+
+    failed = Failed.open(run_dir, anomaly)
+    root = resolve_dir(cluster_dir)
+    scenario = parse(failed.base, failed.schedule, f"{failed.name}-shrink", failed.name)
+    started = time.monotonic()
+
+    def event(message: str) -> None:
+        stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
+
+    stdout.print(f"shrinking {run_dir} ({failed.anomaly}): {len(failed.schedule.faults)} faults, chaos {failed.schedule.chaos_s:g}s")
+    with stderr.status("preparing") as status, placed_for([scenario], root, base_port, heap, event, None, None) as (cluster, clusters, facts):
+        ready = Ready(cluster, facts, clusters, status.update, event)
+        result = shrink(failed.schedule, failed.attempt(ready), tries=tries, max_runs=max_runs, confirm=confirm, progress=stdout.print,
+                        on_step=lambda step: stdout.print(f"[bold]accepted[/]: {step.move} {step.detail} -> {failed.keep(step)}"))
+    path = failed.write_result(result)
+    for line in result.summary():
+        stdout.print(line)
+    stdout.print(f"smallest schedule: {failed.directory / 'shrunk.toml'}\nshrink.json: {path}")
+    from failsafe.checkers.common import Verdict
+
+    return Verdict(failed.verdict).exit_code if result.confirm_reproduced else Verdict.UNKNOWN.exit_code

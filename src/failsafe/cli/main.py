@@ -9,7 +9,7 @@ import click
 
 from failsafe import __version__
 from failsafe.cli.boundary import report
-from failsafe.cli.campaign import campaign_command
+from failsafe.cli.campaign import campaign_command, shrink_command
 from failsafe.cli.clients import consume_command, groups, leader_election_command, produce_command
 from failsafe.cli.cluster import (
     broker,
@@ -54,7 +54,7 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, pipeline, spark, simulate,
+                run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, pipeline, spark, simulate,
                 console_command, net, mirror):
     cli.add_command(command)
 

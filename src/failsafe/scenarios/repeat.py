@@ -94,10 +94,10 @@ def aggregate(scenario: str, runs: Sequence[tuple[str, dict]], overrides: Sequen
     """The statistics of ``runs`` (run directory, results) of one scenario."""
     verdicts = Counter(Verdict.of_run(results).value for _, results in runs)
     per_run = [(path, anomalies(results), _times(results)) for path, results in runs]
-    anomalies: dict[str, dict[str, Any]] = {}
+    by_anomaly: dict[str, dict[str, Any]] = {}
     for path, found, _ in per_run:
         for name, count in found.items():
-            entry = anomalies.setdefault(name, {"runs": 0, "total": 0, "run_dirs": []})
+            entry = by_anomaly.setdefault(name, {"runs": 0, "total": 0, "run_dirs": []})
             entry["runs"] += 1
             entry["total"] += count
             entry["run_dirs"].append(path)
@@ -111,7 +111,7 @@ def aggregate(scenario: str, runs: Sequence[tuple[str, dict]], overrides: Sequen
         "run_dirs": [path for path, _ in runs],
         "verdicts": dict(verdicts),
         "verdict": Verdict.worst(Verdict(v) for v in verdicts).value,
-        "anomalies": dict(sorted(anomalies.items())),
+        "anomalies": dict(sorted(by_anomaly.items())),
         "times": times,
     }
 

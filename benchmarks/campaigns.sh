@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The campaigns behind docs/campaigns.md: randomized fault schedules on one cluster, every run judged.
+#   bash benchmarks/campaigns.sh [safe|anything-goes|all]      DIR=/tmp/failsafe-campaigns
+# safe: 100 runs of the acks-all workload (RF 3, min.insync.replicas 2, idempotent producers of both
+# clients) within the safe envelope; anything-goes: 30 runs of the client matrix with no envelope.
+# Each campaign's campaign.json goes to docs/benchmarks/campaign-<what>.json with the machine's run
+# directories cut to their names. A campaign with INVALID runs exits 1: that is what is counted, so it
+# does not stop the script.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WHAT="${1:-all}"
+DIR="${DIR:-/tmp/failsafe-campaigns}"
+OUT="${OUT:-docs/benchmarks}"
+FS="${FS:-.venv/bin/failsafe}"
+PY="${PY:-.venv/bin/python}"
+mkdir -p "$DIR"
+
+# label campaign-options...: one campaign; its campaign.json becomes $OUT/campaign-label.json.
+campaign() {
+  local label="$1"
+  shift
+  echo "== campaign $label: $*" >&2
+  $FS campaign "$@" --dir "$DIR/cluster" --out "$DIR/$label" > "$DIR/$label.out" 2>&1
+  echo "   exit $?" >&2
+  local made
+  made=$(ls -td "$DIR/$label"/*/ 2>/dev/null | head -1)
+  [ -n "$made" ] && $PY benchmarks/store_campaign.py "$made/campaign.json" "$OUT/campaign-$label.json"
+}
+
+if [ "$WHAT" = safe ] || [ "$WHAT" = all ]; then
+  campaign safe --workload acks-all --faults kill,pause,terminate,restart,partition,lossy-link,isolate,cut-clients \
+    --runs 100 --seed 2611 --duration-s 20 --envelope safe --max-time 75m
+fi
+if [ "$WHAT" = anything-goes ] || [ "$WHAT" = all ]; then
+  campaign anything-goes --workload client-matrix --runs 30 --seed 2612 --duration-s 20 --envelope anything-goes --max-time 30m
+fi
