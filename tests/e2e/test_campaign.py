@@ -27,10 +27,11 @@ CHAOS_S = 15.0
 
 def test_a_short_campaign_runs_judges_and_records_every_run(own_cluster_dir: Path, tmp_path: Path) -> None:
     ports = cluster_ports(brokers=3, controllers=3)
+    out = tmp_path / "campaigns"
     result = run_cli("campaign", "--workload", "acks-all", "--faults", FAULTS, "--runs", str(RUNS), "--seed", str(SEED),
                      "--duration-s", f"{CHAOS_S:g}", "--dir", str(own_cluster_dir), "--heap", TEST_HEAP, "--base-port", ports[1],
-                     "--out", str(tmp_path), timeout_s=RUNS * 120 + 120)
-    (directory,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+                     "--out", str(out), timeout_s=RUNS * 120 + 120)
+    (directory,) = [d for d in out.iterdir() if d.is_dir()]
     data = json.loads((directory / "campaign.json").read_text())
     runs = data["runs"]
     assert [r["run"] for r in runs] == list(range(RUNS)), result.stdout + result.stderr

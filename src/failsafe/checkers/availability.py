@@ -19,13 +19,14 @@ import polars as pl
 
 import failsafe.checkers.stalls as write_stalls
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
-from failsafe.checkers.liveness import never_recovered
+from failsafe.checkers.liveness import never_caught_up, never_recovered
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, OpType, PhaseName, Target
 
 # expect_unrecovered: partitions ("topic-N") the scenario expects to stay unavailable after the heal.
 DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None, "expect_unrecovered": None}
-VIOLATIONS = {"slow-failover": Side.PRODUCERS, "rebalance-during-fault": Side.CONSUMERS, "never-recovered": Side.CLUSTER}
+VIOLATIONS = {"slow-failover": Side.PRODUCERS, "rebalance-during-fault": Side.CONSUMERS, "never-recovered": Side.CLUSTER,
+              "never-caught-up": Side.CONSUMERS}
 # A network fault acts on the nodes of its first side: the partitions they lead are its affected ones.
 BROKER_TARGETS = list(NODE_TARGETS)
 # Kafka's system tests give the group this long after a broker comes back before a rebalance
@@ -60,6 +61,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         too_slow = too_slow.head(0)
     rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
     unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends), opts["expect_unrecovered"])
+    stuck = never_caught_up(history)
 
     end_state = _end_state(topology)
     counts = {
@@ -70,17 +72,20 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "slow-failover": too_slow.height,
         "leaderless-at-end": end_state["leaderless_at_end"],
         "never-recovered": unrecovered.height,
+        "never-caught-up": stuck.height,
     }
     example_rows = {
         "never-available-again": examples(never_again, "fault_id", "topic", "partition", "last_ok_before_ns"),
         "slow-failover": examples(too_slow, "fault_id", "topic", "partition", "unavailable_ms"),
         "rebalance-during-fault": examples(rebalancing_faults, "fault_id", "rebalances_during"),
         "never-recovered": examples(unrecovered),
+        "never-caught-up": examples(stuck.with_columns(pl.col("processes").list.first().alias("process")),
+                                    "reader", "process", "topic", "partition", "read_upto", "last_offset", "unread", "time_ns"),
     }
     rebalanced = opts["expect_no_rebalance"] and rebalancing_faults.height
     violations = [name for name, bad in (("slow-failover", too_slow.height), ("rebalance-during-fault", rebalanced),
-                                         ("never-recovered", unrecovered.height)) if bad]
-    if faults.height and (topology.height == 0 or acked.height == 0) and not unrecovered.height:
+                                         ("never-recovered", unrecovered.height), ("never-caught-up", stuck.height)) if bad]
+    if faults.height and (topology.height == 0 or acked.height == 0) and not (unrecovered.height or stuck.height):
         valid: bool | str = UNKNOWN
         violations = []
     else:
@@ -100,6 +105,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         max_sample_gap_ms=_max_gap_ms(topology),
         stall_by_group=stalls.by_group,
         baseline_gap_ms=stalls.baseline_gap_ms,
+        # Whose behaviour each client-side violation is: a known anomaly is matched against these clients only.
+        processes={"never-caught-up": sorted({p for ps in stuck["processes"].to_list() for p in ps})} if stuck.height else {},
         **end_state,
     )
 

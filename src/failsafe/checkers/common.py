@@ -68,6 +68,9 @@ class CheckerResult(TypedDict, total=False):
     counts: dict[str, int]
     examples: dict[str, list[dict[str, Any]]]
     violations: list[str]  # the counts (anomaly names) that made it invalid; empty when valid or unknown
+    # Per violation about clients, the clients (processes) that showed it, where the checker can tell: a known
+    # anomaly is then matched against those clients only (scenarios/known.py), not every client on its side.
+    processes: dict[str, list[str]]
     error: str  # only when the checker raised: then valid is "unknown"
 
 

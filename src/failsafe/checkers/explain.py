@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import polars as pl
+
 from failsafe.checkers.explain_context import Context
 from failsafe.checkers.explain_words import client_words, context_words, fault_words, place, seconds
 from failsafe.checkers.rebalance import consumer_events
 from failsafe.history.model import History
+from failsafe.history.ops import Op
 
 DEFAULT_WINDOW_S = 15.0
 _LOST_BY_LOG = ("lost-not-in-log", "lost-in-log-not-consumed", "lost-unverified")
@@ -238,6 +241,20 @@ def _availability(ctx: Context, checker: str, anomaly: str, row: Mapping, result
     return {"topic": topic, "partition": partition, "ops": [], **around, "sentence": f"{what}, {_tail(ctx, ns, around)}"}
 
 
+def _caught_up(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
+    topic, partition, ns = row["topic"], row["partition"], row["time_ns"]
+    if ns is None:
+        raise ValueError(f"{row['reader']} has no close in the history")
+    around = _around(ctx, ns, topic, partition, row["process"])
+    read = "nothing" if row["read_upto"] is None else f"up to offset {row['read_upto']}"
+    drained = ctx.history.events.filter((pl.col("f") == Op.DRAINED) & (pl.col("time_ns") <= ns)).tail(1).to_dicts()
+    waited = (f"; the drain gave up after {drained[0]['drain_s']:g} s" if drained and drained[0]["ok"] is False and drained[0]["drain_s"] is not None
+              else "")
+    what = (f"{row['reader']} had read {read} of {place(topic, partition)} (last offset {row['last_offset']}, {row['unread']} records unread) "
+            f"when it closed at {ctx.s(ns)} s{waited}")
+    return {"topic": topic, "partition": partition, "ops": [], **around, "sentence": f"{what}, {_tail(ctx, ns, around)}"}
+
+
 def _rebalance(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
     processes = sorted(row["processes"])
     events = [e for e in consumer_events(ctx.history, ctx.history.membership) if sorted(e["processes"]) == processes]
@@ -294,4 +311,5 @@ _EXPLAINERS: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanati
     "double-delivery": _double_delivery,
     **{name: _availability for name in ("slow-failover", "never-available-again", "rebalance-during-fault")},
     **{name: _rebalance for name in ("never-reassigned", "slow-rebalance")},
+    "never-caught-up": _caught_up,
 }

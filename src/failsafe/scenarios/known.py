@@ -4,7 +4,10 @@ A scenario's ``[[known]]`` entry names a violation (``delivery.duplicate-acknowl
 library it is known of, the client properties under which it is known (``when``, required), and the
 upstream reference that explains it. The condition is checked against the clients on the
 violation's side (checkers/run.py: producers for a write's anomaly, consumers for a read's, every
-client for the cluster's), as each ran: the library and settings its ``client-config`` op recorded.
+client for the cluster's), or only the clients that showed it when its checker names them
+(``processes`` in the checker's result), as each ran: the library and settings its ``client-config``
+op recorded, and for a reader ``assignment`` (``manual`` when it assigned partitions itself, ``group``
+when a consumer group gave them), read from its own assign ops.
 A run is KNOWN when it is invalid, no expectation failed, every invalid checker names its
 violations, and each of them matches an entry whose condition every client on its side meets.
 A loss of an acknowledged write never matches (checkers.LOSS_VIOLATIONS: the scenario's parser
@@ -14,7 +17,7 @@ configuration outside the entry's condition: those runs stay INVALID.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import polars as pl
@@ -22,19 +25,32 @@ import polars as pl
 from failsafe.checkers import LOSS_VIOLATIONS, combine_validity, violation_side
 from failsafe.checkers.common import Side, Verdict
 from failsafe.history.model import History
+from failsafe.history.ops import Op
 from failsafe.scenarios.base import KnownAnomaly, Scenario
 
+ASSIGNMENT = "assignment"
 
-def clients_on_side(history: History, side: Side) -> dict[str, tuple[str | None, dict[str, str]]]:
-    """process -> (client library, settings) of every client on ``side``, as its client-config op recorded them; a client
-    that recorded none is (None, {}): nothing is known of it, so no condition holds for it."""
+
+def clients_on_side(history: History, side: Side, only: Collection[str] | None = None) -> dict[str, tuple[str | None, dict[str, str]]]:
+    """process -> (client library, settings) of every client on ``side`` (of those in ``only`` when given), as its
+    client-config op recorded them, with a reader's ``assignment``; a client that recorded none is (None, {}): nothing
+    is known of it, so no condition holds for it."""
     writers = set(history.sends["process"].drop_nulls().to_list())
     readers = set(history.reads["process"].drop_nulls().to_list()) | set(history.membership["process"].drop_nulls().to_list())
     wanted = writers if side == Side.PRODUCERS else readers if side == Side.CONSUMERS else writers | readers
+    if only is not None:
+        wanted &= set(only)
     out: dict[str, tuple[str | None, dict[str, str]]] = {process: (None, {}) for process in wanted}
+    assigns = history.membership.filter((pl.col("f") == Op.ASSIGN) & pl.col("process").is_in(list(wanted)))
+    manual = set(assigns.filter(pl.col("group").is_null())["process"].to_list())
+    grouped = set(assigns.filter(pl.col("group").is_not_null())["process"].to_list())
     for row in history.clients.sort("time_ns", maintain_order=True).filter(pl.col("process").is_in(list(wanted))).to_dicts():
         settings = {entry["name"]: str(entry["value"]).lower() for entry in row["config"] or []}
-        out[row["process"]] = (row["client"], settings)
+        process = row["process"]
+        # A reader that took partitions both ways has no one assignment: no condition on it holds.
+        if process in manual ^ grouped:
+            settings[ASSIGNMENT] = "manual" if process in manual else "group"
+        out[process] = (row["client"], settings)
     return out
 
 
@@ -61,7 +77,8 @@ def classify(results: dict[str, Any], scenario: Scenario | None, history: Histor
         anomaly = f"{checker}.{violation}"
         side = violation_side(anomaly)
         entries = [k for k in scenario.known if k.anomaly == anomaly]
-        clients = clients_on_side(history, side) if side is not None and entries else {}
+        showed = (checkers[checker].get("processes") or {}).get(violation)
+        clients = clients_on_side(history, side, showed) if side is not None and entries else {}
         entry = next((k for k in entries if condition_holds(k, clients)), None)
         if entry is None or anomaly in LOSS_VIOLATIONS:
             unexplained.append(anomaly)

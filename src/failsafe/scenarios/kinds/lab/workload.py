@@ -2,14 +2,18 @@
 
 setup: the scenario's topics and groups, fresh. start: every consumer, until each group owns every
 partition, then every producer, until each has a write acknowledged. drain: producers stopped, the
-consumers read up to the log end offsets, then the whole log is read back into ``log-read`` ops so
+consumers read up to the log end offsets (``drained`` records whether they did within
+drain_timeout_s), then the whole log is read back into ``log-read`` ops so
 the delivery checker can tell a write that is not in the log from one no consumer read.
 """
 
 from __future__ import annotations
 
+import time
+
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
+from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
 from failsafe.scenarios.kinds.lab.schema import LabScenario
 from failsafe.scenarios.observe import read_log
@@ -91,10 +95,16 @@ class LabWorkload:
                             if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1]
             return out
 
+        started = time.monotonic()
+        drained = True
         try:
             ctx.wait(lambda: not pool.live_consumers() or not behind(), s.phases.drain_timeout_s, "")
         except WaitTimeout:
+            drained = False
             ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: {', '.join(behind())}")
+        # The checkers judge who was behind from the reads and the log read (availability.never-caught-up); this says
+        # that the drain gave up, and when, for the explanation.
+        ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
         pool.stop(pool.consumers())
         ctx.event("reading every partition from the beginning")
         read_log(ctx.bootstrap_servers, sorted(ends), ctx.recorder)
