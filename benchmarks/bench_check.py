@@ -1,228 +1,87 @@
-"""Time `failsafe check`'s work (load history.jsonl, run every checker) on a large synthetic history.
+"""Time `failsafe check` on a large history as a run leaves it, and what that costs the run.
 
-The history looks like a real run: producers sending (invoke + ok, a few unknown outcomes while a
-broker is down), one consumer group of three members polling batches of records, topology samples
-every 250 ms, a broker kill of the leader of partition 0 with its leadership change, a log read
-of every partition at the end, phase markers. Lines are built with polars string expressions, so
-generating 10 million ops takes seconds, not minutes.
+A run's Recorder makes the columnar copy of history.jsonl while it writes it (src/failsafe/history/live_copy.py). So
+the synthetic history (benchmarks/synthetic_history.py) is fed through a Recorder line by line at --rate MB/s, as the
+runner hands it the lines of its workers, twice: without the copy, then with it. The difference in CPU seconds is what
+the copy costs during the run; its close (the last chunk, building the History, writing Parquet) is timed apart. Then:
 
-    .venv/bin/python benchmarks/bench_check.py --ops 10000000 --runs 3 [--keep FILE]
+- ``failsafe check RUN_DIR`` end to end, as a subprocess (start-up, load, checkers, measurements, explanations, the
+  summary), on the run as the recorder left it (the first check of a run, and every re-check after it), and on the
+  same history.jsonl without a copy (an old, edited or hand-written history: the JSON is parsed, and a copy written);
+- in this process, the load and each checker of both, to show where the time goes.
 
-Prints one JSON object: sizes, per-run seconds (load, each checker, total) and their medians.
+The copy must equal, frame by frame, the History the JSON gives, and the checkers must say the same from both.
+
+    .venv/bin/python benchmarks/bench_check.py --ops 10000000 --runs 3 [--rate MB_S] [--keep DIR] [--out FILE]
+
+Prints one JSON object (docs/benchmarks/check.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
+from polars.testing import assert_frame_equal
 
 from failsafe.checkers import run_checkers
+from failsafe.history.columnar import FRAMES_DIR, read_frames
 from failsafe.history.load import load_history
+from failsafe.history.model import FRAME_SCHEMAS, History
+from failsafe.history.recorder import Recorder
 from failsafe.scenarios.kinds.lab import CHECKERS
 
-TOPIC = "failsafe"
-PARTITIONS = 6
-BROKERS = [0, 1, 2]
-PRODUCERS = 3
-CONSUMERS = 3
-GROUP = "failsafe-group"
-SEND_INTERVAL_NS = 100_000  # 10k sends/s across all producers
-ACK_LATENCY_NS = 2_000_000
-READ_LATENCY_NS = 20_000_000
-SAMPLE_INTERVAL_NS = 250_000_000
-FAULT_DURATION_NS = 10_000_000_000
-ELECTION_NS = 8_000_000_000  # broker.session.timeout.ms after the kill, as measured in docs/benchmarks.md
-RECORDS_PER_POLL = 8
-T0_NS = 1_767_225_600_000_000_000
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.synthetic_history import history_lines  # noqa: E402
+
+FEED_BATCH = 10_000
+FAILSAFE = Path(sys.executable).with_name("failsafe")
 
 
-def fmt(template: str, *values: str | pl.Expr) -> pl.Expr:
-    """template with each %s replaced by a column (or expression), one string per row."""
-    pieces = template.split("%s")
-    assert len(pieces) == len(values) + 1, template
-    parts: list[pl.Expr] = [pl.lit(pieces[0])]
-    for value, piece in zip(values, pieces[1:], strict=True):
-        parts += [(pl.col(value) if isinstance(value, str) else value).cast(pl.String), pl.lit(piece)]
-    return pl.concat_str(parts)
+def record(path: Path, lines: pl.Series, rate_mb_s: float, columnar_copy: bool) -> dict:
+    """Feed lines to a Recorder at rate_mb_s, as the runner hands it its workers' lines; CPU seconds (every thread of this
+    process) while recording, and wall and CPU seconds of the close.
 
-
-def leader_of(partition: pl.Expr) -> pl.Expr:
-    return partition % len(BROKERS)
-
-
-def generate(path: Path, ops: int) -> dict:
-    """Write a history of about `ops` ops to path; return what it holds."""
-    # sends are 2 ops each, polls one per RECORDS_PER_POLL records
-    n_sends = int(ops / (2 + 1 / RECORDS_PER_POLL))
-    fault_start_ns = T0_NS + n_sends // 2 * SEND_INTERVAL_NS
-    fault_stop_ns = fault_start_ns + FAULT_DURATION_NS
-    election_ns = fault_start_ns + ELECTION_NS
-    killed = 0  # leads partitions 0 and 3
-
-    sends = pl.DataFrame({"id": pl.int_range(0, n_sends, eager=True)}).with_columns(
-        (pl.lit("producer-") + (pl.col("id") % PRODUCERS).cast(pl.String)).alias("process"),
-        (pl.col("id") % PARTITIONS).alias("partition"),
-        (pl.lit("k") + (pl.col("id") % 1000).cast(pl.String)).alias("key"),
-        (pl.lit("v") + pl.col("id").cast(pl.String)).alias("value"),
-        (T0_NS + pl.col("id") * SEND_INTERVAL_NS).alias("invoke_ns"),
-    )
-    stalled = (leader_of(pl.col("partition")) == killed) & (pl.col("invoke_ns") >= fault_start_ns - ACK_LATENCY_NS) & (pl.col("invoke_ns") < election_ns)
-    sends = sends.with_columns(
-        # acknowledged in invoke order once the new leader is elected
-        pl.when(stalled)
-        .then(pl.lit(election_ns) + (pl.col("invoke_ns") - fault_start_ns + ACK_LATENCY_NS) // 10_000)
-        .otherwise(pl.col("invoke_ns") + ACK_LATENCY_NS)
-        .alias("complete_ns"),
-        # a few sends stalled by the kill time out: outcome unknown, and not in the log
-        (stalled & (pl.col("id") % 97 == 0)).alias("timed_out"),
-    )
-    # offsets in the order the partition's leader appended them: the order of acknowledgement
-    acked = sends.filter(~pl.col("timed_out")).with_columns(
-        pl.int_range(pl.len(), dtype=pl.Int64).over("partition", order_by=["complete_ns", "id"]).alias("offset")
-    )
-    timed_out = sends.filter(pl.col("timed_out"))
-
-    head = '{"time_ns":%s,"process":"%s","type":"%s","f":"send","id":%s,"topic":"' + TOPIC + '","key":"%s","value":"%s"'
-    invokes = sends.select(pl.col("invoke_ns").alias("t"), fmt(head + "}", "invoke_ns", "process", pl.lit("invoke"), "id", "key", "value").alias("line"))
-    oks = acked.select(
-        pl.col("complete_ns").alias("t"),
-        fmt(head + ',"partition":%s,"offset":%s}', "complete_ns", "process", pl.lit("ok"), "id", "key", "value", "partition", "offset").alias("line"),
-    )
-    infos = timed_out.select(
-        pl.col("complete_ns").alias("t"),
-        fmt(head + ',"partition":%s,"error":"_MSG_TIMED_OUT"}', "complete_ns", "process", pl.lit("info"), "id", "key", "value", "partition").alias("line"),
-    )
-
-    records = acked.select(
-        "partition",
-        "offset",
-        "complete_ns",
-        fmt('{"topic":"' + TOPIC + '","partition":%s,"offset":%s,"key":"%s","value":"%s"}', "partition", "offset", "key", "value").alias("record"),
-    )
-    records = records.sort("partition", "offset").with_columns(
-        (pl.col("offset") // RECORDS_PER_POLL).alias("batch"), (pl.lit("consumer-") + (pl.col("partition") % CONSUMERS).cast(pl.String)).alias("process")
-    )
-    polls = records.group_by("process", "partition", "batch", maintain_order=True).agg(
-        (pl.col("complete_ns").max() + READ_LATENCY_NS).alias("t"), pl.col("record").str.join(",").alias("records")
-    )
-    poll_lines = polls.select(
-        "t", fmt('{"time_ns":%s,"process":"%s","type":"ok","f":"poll","group":"' + GROUP + '","records":[%s]}', "t", "process", "records").alias("line")
-    )
-    end_ns = int(poll_lines["t"].max()) + 1_000_000_000
-    log_lines = records.group_by("partition").agg(pl.col("record").str.join(",").alias("records"))
-    log_lines = log_lines.select(
-        pl.lit(end_ns).alias("t"),
-        fmt('{"time_ns":%s,"process":"log-reader","type":"ok","f":"log-read","records":[%s]}', pl.lit(end_ns), "records").alias("line"),
-    )
-
-    samples = pl.DataFrame({"t": pl.int_range(T0_NS, end_ns, SAMPLE_INTERVAL_NS, eager=True)})
-    partition_json = []
-    for partition in range(PARTITIONS):
-        leader = partition % len(BROKERS)
-        replicas = [leader, *(b for b in BROKERS if b != leader)]
-        moved = replicas[1]
-        partition_json.append((partition, leader, replicas, moved))
-
-    def sample_expr() -> pl.Expr:
-        parts = []
-        for partition, leader, replicas, moved in partition_json:
-            down = (pl.col("t") >= election_ns) & (pl.col("t") < fault_stop_ns)
-            led_by_killed = leader == killed
-            now_leader = pl.when(down & led_by_killed).then(pl.lit(moved)).otherwise(pl.lit(leader)) if led_by_killed else pl.lit(leader)
-            isr_down = json.dumps([b for b in replicas if b != killed])
-            isr = pl.when(down).then(pl.lit(isr_down)).otherwise(pl.lit(json.dumps(replicas)))
-            parts.append(
-                fmt(
-                    '{"topic":"' + TOPIC + '","partition":' + str(partition) + ',"leader":%s,"replicas":' + json.dumps(replicas) + ',"isr":%s}',
-                    now_leader,
-                    isr,
-                )
-            )
-        return pl.concat_str(parts, separator=",")
-
-    topology_lines = samples.select(
-        "t",
-        fmt('{"time_ns":%s,"process":"topology","type":"info","f":"topology","partitions":[%s],"brokers":[0,1,2],"controller":3}', "t", sample_expr()).alias(
-            "line"
-        ),
-    )
-    extra = [
-        (T0_NS - 2_000_000_000, {"process": "runner", "type": "info", "f": "phase", "phase": "warm-up"}),
-        (
-            T0_NS - 1_000_000_000,
-            {
-                "process": "consumer-0",
-                "type": "info",
-                "f": "assign",
-                "group": GROUP,
-                "partitions": [{"topic": TOPIC, "partition": 0}, {"topic": TOPIC, "partition": 3}],
-            },
-        ),
-        (
-            T0_NS - 1_000_000_000,
-            {
-                "process": "consumer-1",
-                "type": "info",
-                "f": "assign",
-                "group": GROUP,
-                "partitions": [{"topic": TOPIC, "partition": 1}, {"topic": TOPIC, "partition": 4}],
-            },
-        ),
-        (
-            T0_NS - 1_000_000_000,
-            {
-                "process": "consumer-2",
-                "type": "info",
-                "f": "assign",
-                "group": GROUP,
-                "partitions": [{"topic": TOPIC, "partition": 2}, {"topic": TOPIC, "partition": 5}],
-            },
-        ),
-        (fault_start_ns - 1, {"process": "runner", "type": "info", "f": "phase", "phase": "chaos"}),
-        (
-            fault_start_ns,
-            {
-                "process": "nemesis",
-                "type": "info",
-                "f": "fault-start",
-                "fault_id": 1,
-                "fault": "kill",
-                "target": "broker",
-                "nodes": [killed],
-                "role": f"leader of {TOPIC}-0",
-            },
-        ),
-        (fault_stop_ns, {"process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 1, "ok": True}),
-        (end_ns - 1, {"process": "runner", "type": "info", "f": "phase", "phase": "check"}),
-    ]
-    extra_lines = pl.DataFrame({"t": [t for t, _ in extra], "line": [json.dumps({"time_ns": t, **op}) for t, op in extra]})
-
-    lines = pl.concat([invokes, oks, infos, poll_lines, log_lines, topology_lines, extra_lines]).sort("t", maintain_order=True)
-    lines.select("line").write_csv(path, include_header=False, quote_style="never")
-    return {
-        "ops": lines.height,
-        "sends": n_sends,
-        "records_read": records.height,
-        "polls": poll_lines.height,
-        "topology_samples": topology_lines.height,
-        "file_mb": round(path.stat().st_size / 2**20, 1),
-    }
-
-
-def time_check(path: Path, columnar_copy: bool = False) -> dict[str, dict[str, float]]:
-    """Wall and CPU seconds (all threads of this process) of loading, then of each checker.
-
-    With ``columnar_copy`` the history is loaded as `failsafe check` loads it: from the Parquet
-    copy next to history.jsonl when one was made from this file (a re-check).
+    Paced by bytes, not ops, so that the log reads at the end (a few lines of millions of records) come as fast as a
+    log reader reads records, not all at once.
     """
+    recorder = Recorder(path, columnar_copy=columnar_copy)
+    rate_bytes_s = rate_mb_s * 2**20
+    fed_bytes = 0
+    started, started_cpu = time.perf_counter(), time.process_time()
+    for start in range(0, lines.len(), FEED_BATCH):
+        for n, line in enumerate(lines.slice(start, FEED_BATCH).to_list()):
+            data = line.encode() + b"\n"
+            recorder.write_line(data)
+            fed_bytes += len(data)
+            if n % 1000 == 999 or len(data) > 2**20:
+                ahead_s = fed_bytes / rate_bytes_s - (time.perf_counter() - started)
+                if ahead_s > 0:
+                    time.sleep(ahead_s)  # pacing the feed, not synchronising: the recorder is never waited for here
+    fed_s, fed_cpu_s = time.perf_counter() - started, time.process_time() - started_cpu
+    closing, closing_cpu = time.perf_counter(), time.process_time()
+    recorder.close()
+    out = {"ops_per_s": round(lines.len() / fed_s), "mb_per_s": round(fed_bytes / 2**20 / fed_s, 1), "recording_cpu_s": round(fed_cpu_s, 2),
+           "close_wall_s": round(time.perf_counter() - closing, 2), "close_cpu_s": round(time.process_time() - closing_cpu, 2)}
+    if columnar_copy:
+        if not recorder.copy_written:
+            raise SystemExit("bench_check: the recorder wrote no columnar copy (see history/live_copy.py for when it gives up)")
+        out["chunks"] = recorder.copy.chunks_decoded if recorder.copy else 0
+    return out
+
+
+def time_check(path: Path, columnar_copy: bool) -> tuple[dict, dict, History]:
+    """Wall and CPU seconds (all threads of this process) of loading as `failsafe check` does, then of each checker."""
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}
     started, started_cpu = time.perf_counter(), time.process_time()
@@ -238,44 +97,107 @@ def time_check(path: Path, columnar_copy: bool = False) -> dict[str, dict[str, f
     if invalid:
         # A clean synthetic history must check valid, or the timing measured the wrong work.
         raise SystemExit(f"bench_check: unexpected verdicts: {json.dumps(invalid)[:2000]}")
-    return {"wall_s": {k: round(v, 2) for k, v in wall.items()}, "cpu_s": {k: round(v, 2) for k, v in cpu.items()}}
+    return {"wall_s": {k: round(v, 2) for k, v in wall.items()}, "cpu_s": {k: round(v, 2) for k, v in cpu.items()}}, results, history
+
+
+def cli_check_s(run_dir: Path) -> float:
+    """Wall seconds of `failsafe check RUN_DIR`, from its start to its exit."""
+    started = time.perf_counter()
+    done = subprocess.run([str(FAILSAFE), "check", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall_s = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"bench_check: failsafe check exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    return round(wall_s, 2)
+
+
+def drop_copy(run_dir: Path) -> None:
+    shutil.rmtree(run_dir / FRAMES_DIR, ignore_errors=True)
+
+
+def same_history(a: History, b: History) -> None:
+    for name in FRAME_SCHEMAS:
+        assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    if a.op_count != b.op_count:
+        raise AssertionError(f"op_count {a.op_count} != {b.op_count}")
+
+
+def median_of(runs: list[dict]) -> dict:
+    return {kind: {name: round(statistics.median(run[kind][name] for run in runs), 2) for name in runs[0][kind]} for kind in ("wall_s", "cpu_s")}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keep", type=Path, help="write the history here and keep it (default: a temporary file)")
+    # 25 MB/s of this history is about 100,000 ops/s: twice what the fastest producer measured (docs/benchmarks.md) writes.
+    parser.add_argument("--rate", type=float, default=25, help="MB/s fed to the recorder")
+    parser.add_argument("--keep", type=Path, help="make the run directories under this directory and keep them (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="also write the report (JSON) here")
     args = parser.parse_args(argv)
+    load_average_at_start = round(os.getloadavg()[0], 1)
     with tempfile.TemporaryDirectory(prefix="failsafe-bench-") as tmp:
-        path = args.keep or Path(tmp) / "history.jsonl"
+        root = args.keep or Path(tmp)
+        plain, copied = root / "without-copy", root / "with-copy"
+        for run_dir in (plain, copied):
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run_dir.mkdir(parents=True)
         begun = time.perf_counter()
-        sizes = generate(path, args.ops)
+        lines, sizes = history_lines(args.ops)
         generate_s = round(time.perf_counter() - begun, 1)
-        runs = [time_check(path) for _ in range(args.runs)]
-        # What `failsafe check` does: the first check parses the JSON and writes the columnar copy,
-        # every re-check of the unchanged file reads the copy.
-        begun = time.perf_counter()
-        load_history(path, columnar_copy=True)
-        write_copy_s = round(time.perf_counter() - begun, 1)
-        rechecks = [time_check(path, columnar_copy=True) for _ in range(args.runs)]
+        without = record(plain / "history.jsonl", lines, args.rate, columnar_copy=False)
+        with_copy = record(copied / "history.jsonl", lines, args.rate, columnar_copy=True)
+        del lines
+        if not filecmp.cmp(plain / "history.jsonl", copied / "history.jsonl", shallow=False):
+            raise SystemExit("bench_check: the two recordings differ")
+        load_average = round(os.getloadavg()[0], 1)
 
-    def median_of(runs: list[dict]) -> dict:
-        return {kind: {name: round(statistics.median(run[kind][name] for run in runs), 2) for name in runs[0][kind]} for kind in ("wall_s", "cpu_s")}
+        # The run as the recorder left it: every check reads the copy it made.
+        first = [cli_check_s(copied) for _ in range(args.runs)]
+        from_copy = []
+        for _ in range(args.runs):
+            timing, copy_results, _ = time_check(copied / "history.jsonl", columnar_copy=True)
+            from_copy.append(timing)
+        # The same history without a copy: `failsafe check` parses the JSON (and writes a copy, dropped before each run).
+        json_first = []
+        for _ in range(args.runs):
+            drop_copy(plain)
+            json_first.append(cli_check_s(plain))
+        from_json = []
+        for _ in range(args.runs):
+            drop_copy(plain)
+            timing, json_results, json_history = time_check(plain / "history.jsonl", columnar_copy=False)
+            from_json.append(timing)
+        same_history(read_frames(copied / "history.jsonl") or History.empty(), json_history)
+        del json_history
+        if json.dumps(copy_results, sort_keys=True, default=str) != json.dumps(json_results, sort_keys=True, default=str):
+            raise SystemExit("bench_check: the checkers say different things from the copy and from the JSON")
 
-    medians = median_of(runs)
+    million_ops = sizes["ops"] / 1e6
     report = {
         "history": sizes,
         "generate_s": generate_s,
         "polars": pl.__version__,
         "threads": pl.thread_pool_size(),
-        "load_average_1m": round(os.getloadavg()[0], 1),
-        "runs": runs,
-        "median": medians,
-        "first_check_with_columnar_copy_s": write_copy_s,
-        "rechecks_from_columnar_copy": rechecks,
-        "recheck_median": median_of(rechecks),
+        # Of the machine's 2 cores, shared with whatever else runs: at the start, and when the checks began.
+        "load_average_1m": {"start": load_average_at_start, "checks": load_average},
+        "recording": {
+            "rate_mb_s": args.rate,
+            "without_copy": without,
+            "with_copy": with_copy,
+            # What making the copy costs the run, per million ops: CPU seconds in all (while recording and at the close),
+            # of which while recording, and the wall seconds it adds to the close.
+            "copy_cpu_s_per_million_ops": round((with_copy["recording_cpu_s"] + with_copy["close_cpu_s"] - without["recording_cpu_s"]
+                                                 - without["close_cpu_s"]) / million_ops, 2),
+            "copy_cpu_s_per_million_ops_while_recording": round((with_copy["recording_cpu_s"] - without["recording_cpu_s"]) / million_ops, 2),
+            "close_wall_s_per_million_ops": round((with_copy["close_wall_s"] - without["close_wall_s"]) / million_ops, 2),
+            "copy_equals_json": True,
+        },
+        "check_s": {"first": first, "first_median": statistics.median(first), "without_copy": json_first,
+                    "without_copy_median": statistics.median(json_first)},
+        "from_copy": from_copy,
+        "from_copy_median": median_of(from_copy),
+        "from_json": from_json,
+        "from_json_median": median_of(from_json),
     }
     json.dump(report, sys.stdout, indent=2)
     print()

@@ -19,6 +19,7 @@ from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, 
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
 from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER
 from failsafe.faults.nodes import CLUSTER_LOSS
+from failsafe.history.columnar import read_frames
 from failsafe.history.load import load_history
 from failsafe.history.ops import Family
 from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, require_whole, run_scenario
@@ -258,6 +259,8 @@ def test_the_phases_run_in_order_and_a_scheduled_undo_happens_in_chaos(tmp_path:
     assert stop["time_ns"] - start["time_ns"] >= 20_000_000
     assert stop["time_ns"] < next(p["time_ns"] for p in phases if p["phase"] == "heal")
     assert engine.sampler.stopped and engine.recorder._closed.is_set()
+    # The run leaves the columnar copy of its history: its check (and every later one) reads it, not the JSON.
+    assert engine.recorder.copy_written and read_frames(engine.run_dir.history_path) is not None
 
 
 def test_the_heal_runs_when_the_workload_fails_and_the_failure_reaches_the_caller(tmp_path: Path) -> None:

@@ -48,3 +48,18 @@ def test_without_the_option_nothing_is_written(tmp_path: Path) -> None:
     write(path, [*send("p0", 1, "a", 0)])
     assert load_history(path).sends.select(pl.len()).item() == 1
     assert not (tmp_path / FRAMES_DIR).exists()
+
+
+def test_no_copy_is_written_for_a_file_that_changed_after_it_was_read(tmp_path: Path) -> None:
+    from failsafe.history.columnar import read_frames, source_of, write_frames
+
+    path = tmp_path / "history.jsonl"
+    write(path, [*send("p0", 1, "a", 0)])
+    source = source_of(path)
+    history = load_history(path)
+    with path.open("ab") as f:
+        f.write(orjson.dumps(poll("c0", [rec(0, "a")], ms=5)) + b"\n")
+    assert not write_frames(path, history, source)
+    assert read_frames(path) is None and not (tmp_path / FRAMES_DIR).exists()
+    assert write_frames(path, load_history(path), source_of(path))
+    assert read_frames(path) is not None

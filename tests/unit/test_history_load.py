@@ -188,3 +188,15 @@ def test_a_history_without_client_config_has_an_empty_clients_frame(tmp_path: Pa
     # The columnar copy round-trips the new frame too.
     again = load_history(tmp_path / "history.jsonl", columnar_copy=True)
     assert again.clients.height == 0 and dict(again.clients.schema) == FRAME_SCHEMAS["clients"]
+
+
+def test_sends_written_with_spaces_keep_their_place_in_the_file(tmp_path: Path) -> None:
+    import json
+
+    # producer-0 writes id 1 twice (compact, then with spaces, then compact again): the first in the file is the one kept,
+    # whether the line has spaces or not, as history_from_ops (and a file decoded in chunks) keeps it.
+    ops = [*send("producer-0", 1, "spaced", 0, ms=1), *send("producer-0", 1, "compact", 1, ms=2), *send("producer-1", 1, "other", 2, ms=3)]
+    lines = [json.dumps(op).encode() for op in ops[:2]] + [orjson.dumps(op) for op in ops[2:]]
+    h = load_history(_write(tmp_path, lines))
+    assert h.sends.sort("process").select("process", "value").rows() == [("producer-0", "spaced"), ("producer-1", "other")]
+    assert h.sends.equals(history_from_ops(ops).sends)

@@ -145,9 +145,13 @@ def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
     return expr / 1_000_000
 
 
-def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
-    """The writes (rows with topic, value, partition, offset and their key k) that no read read."""
-    read_keys = reads.select(IDENTITY).drop_nulls("value").select(key(IDENTITY))
+def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame, read_keys: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The writes (rows with topic, value, partition, offset and their key k) that no read read.
+
+    ``read_keys``: the key k of every read with a value, when the caller has it already (hashing every read costs).
+    """
+    if read_keys is None:
+        read_keys = reads.select(IDENTITY).drop_nulls("value").select(key(IDENTITY))
     unread = writes.join(read_keys, on="k", how="anti", maintain_order="left")
     valueless = reads.filter(pl.col("value").is_null())
     if unread.height and valueless.height:

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
-from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, distinct, having_keys, key
+from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, having_keys, key
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
@@ -32,15 +32,21 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "delivery")
     columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
-    observed = _observed_keys(history)
+    read_keys, log_keys = (_placed_keys(frame) for frame in (history.reads, history.log))
+    observed = pl.concat([read_keys, log_keys])
+    # Each of these counts is a pass over every record: taken once, in one select.
+    n_writes, n_positions, n_placed = observed.select(pl.col(name).n_unique() for name in ("k", "p", "c")).row(0) if observed.height else (0, 0, 0)
 
     acked = sends.filter(pl.col("outcome") == OpType.OK)
-    unread = unread_writes(acked, history.reads)
+    unread = unread_writes(acked, history.reads, read_keys.select("k"))
+    # The acknowledged writes some consumer read, with an offset: what a later truncation of the log could have taken.
+    read = (acked if unread.height == 0 else acked.join(unread.select("k"), on="k", how="anti")).filter(pl.col("offset").is_not_null())
+    logged = _logged_partitions(history)
     lost = _classify_lost(unread, history)
-    truncated = _lost_after_read(acked, unread, history)
-    unverified = _read_but_unverified(acked, unread, history)
-    duplicates, conflicting = _observed_anomalies(history, observed)
-    misplaced = _misplaced_acks(acked, observed, history)
+    truncated = _lost_after_read(read, logged, log_keys, history)
+    unverified = _read_but_unverified(read, logged, history)
+    duplicates, conflicting = _observed_anomalies(history, observed, n_writes, n_positions, n_placed)
+    misplaced = _misplaced_acks(acked, observed, n_placed, history)
     failed = sends.filter(pl.col("outcome") == OpType.FAIL)
     failed_present = _present(failed, observed, history)
     unknown = sends.filter(_UNKNOWN)
@@ -111,10 +117,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
                   by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]))
 
 
-def _observed_keys(history: History) -> pl.DataFrame:
-    """k (the write), p (the place) and c (the write at the place) of every read and log record."""
-    columns = [key(IDENTITY, "k"), key(POSITION, "p"), key(PLACED, "c")]
-    return pl.concat([frame.select(PLACED).drop_nulls("value").select(columns) for frame in (history.reads, history.log)])
+def _placed_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    """k (the write), p (the place) and c (the write at the place) of every record of frame (reads or log) that has a value."""
+    return frame.select(PLACED).drop_nulls("value").select(key(IDENTITY, "k"), key(POSITION, "p"), key(PLACED, "c"))
 
 
 def observed_rows(history: History, columns: tuple[str, ...], keys: pl.Series) -> pl.DataFrame:
@@ -123,27 +128,27 @@ def observed_rows(history: History, columns: tuple[str, ...], keys: pl.Series) -
     return pl.concat(frames).unique(maintain_order=True)
 
 
-def _observed_anomalies(history: History, observed: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Values seen at two places (duplicates), places seen with two values (conflicts)."""
-    n_placed = distinct(observed, "c")
+def _observed_anomalies(history: History, observed: pl.DataFrame, n_writes: int, n_positions: int,
+                        n_placed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Values seen at two places (duplicates), places seen with two values (conflicts); n_*: the distinct k, p and c observed."""
     empty = pl.DataFrame(schema={column: history.log.schema[column] for column in PLACED})
     duplicates = conflicting = empty
     # One distinct (write, place) pair per write means no write was seen at two places.
-    if distinct(observed, "k") != n_placed:
+    if n_writes != n_placed:
         suspects = observed.unique(subset="c").filter(pl.col("k").is_duplicated())["k"].unique()
         rows = observed_rows(history, IDENTITY, suspects)
         duplicates = rows.filter(pl.struct(IDENTITY).is_duplicated()).sort(*IDENTITY, "partition", "offset")
-    if distinct(observed, "p") != n_placed:
+    if n_positions != n_placed:
         suspects = observed.unique(subset="c").filter(pl.col("p").is_duplicated())["p"].unique()
         rows = observed_rows(history, POSITION, suspects)
         conflicting = rows.filter(pl.struct(POSITION).is_duplicated()).sort(*POSITION)
     return duplicates, conflicting
 
 
-def _misplaced_acks(acked: pl.DataFrame, observed: pl.DataFrame, history: History) -> pl.DataFrame:
-    """Acknowledged writes read or logged at another (partition, offset) than the broker acknowledged."""
+def _misplaced_acks(acked: pl.DataFrame, observed: pl.DataFrame, n_placed: int, history: History) -> pl.DataFrame:
+    """Acknowledged writes read or logged at another (partition, offset) than the broker acknowledged (n_placed: distinct c observed)."""
     with_offset = acked.filter(pl.col("offset").is_not_null()).with_columns(key(PLACED, "c"))
-    if pl.concat([observed["c"], with_offset["c"]]).n_unique() == distinct(observed, "c"):
+    if pl.concat([observed["c"], with_offset["c"]]).n_unique() == n_placed:
         return with_offset.select("id", "process", "topic", "value", "partition", "offset").head(0)
     elsewhere = with_offset.join(observed.select("c"), on="c", how="anti")
     if elsewhere.height == 0:
@@ -172,29 +177,29 @@ def _logged_partitions(history: History) -> pl.DataFrame:
     The log reader reads every partition of a topic after the run, empty ones included.
     """
     topics = history.log["topic"].unique()
-    sent = history.sends.select("topic", "partition").drop_nulls().unique()
+    sent = history.sends.lazy().select("topic", "partition").drop_nulls().unique().collect()
     return sent.filter(pl.col("topic").is_in(topics.implode())).join(history.log_failures, on=["topic", "partition"], how="anti")
 
 
-def _read_but_unverified(acked: pl.DataFrame, unread: pl.DataFrame, history: History) -> pl.DataFrame:
+def _read_but_unverified(read: pl.DataFrame, logged: pl.DataFrame, history: History) -> pl.DataFrame:
     """Acknowledged writes a consumer read whose partition the final log read did not read completely, when that read was
     made (a log-read op, ok or failed, is in the history): whether the log still holds them is unknown."""
     if history.log.height == 0 and history.log_failures.height == 0:
-        return acked.head(0)
-    read = acked.join(unread.select("k"), on="k", how="anti").filter(pl.col("offset").is_not_null())
-    return read.join(_logged_partitions(history), on=["topic", "partition"], how="anti", maintain_order="left").sort("process", "id")
+        return read.head(0)
+    return read.join(logged, on=["topic", "partition"], how="anti", maintain_order="left").sort("process", "id")
 
 
-def _lost_after_read(acked: pl.DataFrame, unread: pl.DataFrame, history: History) -> pl.DataFrame:
+def _lost_after_read(read: pl.DataFrame, logged: pl.DataFrame, log_keys: pl.DataFrame, history: History) -> pl.DataFrame:
     """Acknowledged writes a consumer read that the log no longer holds at the end: the log was truncated under them
     (a leader that acknowledged what it could not replicate lost its place, e.g. to an unclean election).
     ``log_value``: what the log holds at the acknowledged offset now, if anything."""
-    read = acked.join(unread.select("k"), on="k", how="anti").filter(pl.col("offset").is_not_null())
     if read.height == 0 or history.log.height == 0:
         return read.head(0).with_columns(pl.lit(None, dtype=pl.String).alias("log_value"))
-    read = read.join(_logged_partitions(history), on=["topic", "partition"], how="semi")
-    in_log = having_keys(history.log, IDENTITY, read["k"].unique()).select(key(IDENTITY))
-    gone = read.join(in_log, on="k", how="anti", maintain_order="left")
+    # Nearly every read write is in the log: the few that are not are then narrowed to the partitions the log reader read.
+    gone = read.join(log_keys.select("k"), on="k", how="anti", maintain_order="left")
+    gone = gone.join(logged, on=["topic", "partition"], how="semi", maintain_order="left")
+    if gone.height == 0:
+        return gone.with_columns(pl.lit(None, dtype=pl.String).alias("log_value"))
     now = history.log.select("topic", "partition", "offset", pl.col("value").alias("log_value")).unique(subset=["topic", "partition", "offset"])
     return gone.join(now, on=["topic", "partition", "offset"], how="left", maintain_order="left").sort("process", "id")
 

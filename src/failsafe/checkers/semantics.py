@@ -62,8 +62,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     example_columns = (*_POSITION, "previous_process", "process", "previous_ns", "time_ns")
     example_rows = {
-        "double-delivery": examples(double.sort("time_ns"), *example_columns),
-        "redelivered-across-rebalance": examples(tolerated.sort("time_ns"), *example_columns),
+        # Ties broken by place and member: which examples are shown must not change from one check to the next.
+        "double-delivery": examples(double.sort("time_ns", *_POSITION, "process"), *example_columns),
+        "redelivered-across-rebalance": examples(tolerated.sort("time_ns", *_POSITION, "process"), *example_columns),
         "missing": missing_examples[:5],
     }
     violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing > missing_allowed)) if bad]
@@ -89,11 +90,12 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFr
         return _empty_handovers()
     suspects = keyed.unique(subset="gpp").filter(pl.col("gp").is_duplicated())["gp"].unique()
     reread = having_keys(group_reads, _POSITION, suspects)
-    firsts = reread.group_by([*_POSITION, "process"]).agg(pl.col("time_ns").min()).sort("time_ns")
+    # Two members reading a record at the same nanosecond are taken in name order, the same at every check.
+    firsts = reread.group_by([*_POSITION, "process"]).agg(pl.col("time_ns").min()).sort("time_ns", "process")
     firsts = firsts.filter(pl.col("process").n_unique().over(_POSITION) > 1)
     pairs = firsts.with_columns(
-        pl.col("process").shift(1).over(_POSITION, order_by="time_ns").alias("previous_process"),
-        pl.col("time_ns").shift(1).over(_POSITION, order_by="time_ns").alias("previous_ns"),
+        pl.col("process").shift(1).over(_POSITION, order_by=["time_ns", "process"]).alias("previous_process"),
+        pl.col("time_ns").shift(1).over(_POSITION, order_by=["time_ns", "process"]).alias("previous_ns"),
     ).filter(pl.col("previous_process").is_not_null())
     if pairs.height == 0:
         return _empty_handovers()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -24,7 +25,8 @@ SOURCE_FILE = "source.json"
 FORMAT = 5
 
 
-def _source_of(history_path: Path) -> dict:
+def source_of(history_path: Path) -> dict:
+    """What a copy records of the history.jsonl it was made from, and is checked against."""
     st = history_path.stat()
     return {"format": FORMAT, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
@@ -36,7 +38,7 @@ def read_frames(history_path: Path) -> History | None:
         saved = json.loads((frames / SOURCE_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if {k: saved.get(k) for k in ("format", "size", "mtime_ns")} != _source_of(history_path):
+    if {k: saved.get(k) for k in ("format", "size", "mtime_ns")} != source_of(history_path):
         return None
     try:
         loaded = {name: pl.read_parquet(frames / f"{name}.parquet") for name in FRAME_SCHEMAS}
@@ -47,17 +49,26 @@ def read_frames(history_path: Path) -> History | None:
     return History(**loaded, op_count=int(saved["op_count"]))
 
 
-def write_frames(history_path: Path, history: History) -> None:
-    """Write the copy atomically (a temporary directory renamed into place); a read-only run dir just goes without."""
+def write_frames(history_path: Path, history: History, source: dict) -> bool:
+    """Write the copy of ``history``, made from history_path when it was as ``source`` (source_of) says; False when it was
+    not written: the file has changed since (then the copy would describe another file), or a read-only run dir.
+
+    Written atomically: a temporary directory renamed into place.
+    """
     frames = history_path.parent / FRAMES_DIR
-    tmp = history_path.parent / f".{FRAMES_DIR}.{os.getpid()}"
+    tmp = history_path.parent / f".{FRAMES_DIR}.{os.getpid()}.{threading.get_ident()}"
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         for name in FRAME_SCHEMAS:
             getattr(history, name).write_parquet(tmp / f"{name}.parquet")
-        (tmp / SOURCE_FILE).write_text(json.dumps({**_source_of(history_path), "op_count": history.op_count}))
+        (tmp / SOURCE_FILE).write_text(json.dumps({**source, "op_count": history.op_count}))
+        if source_of(history_path) != source:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
         shutil.rmtree(frames, ignore_errors=True)
         tmp.rename(frames)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
+        return False
+    return True

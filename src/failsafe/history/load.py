@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from failsafe.history.columnar import read_frames, write_frames
+from failsafe.history.columnar import read_frames, source_of, write_frames
 from failsafe.history.model import CONFIG_ENTRY, FRAME_SCHEMAS, History, HistoryFormatError
 from failsafe.history.ops import EVENTS, MIGRATION_ROLL, Family, Op, OpType, Target
 
@@ -68,11 +68,14 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
 _BULK = {Op.SEND: SEND_SCHEMA, Op.POLL: POLL_SCHEMA, Op.LOG_READ: LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
 _REQUIRED_SCHEMA = {name: _COMMON[name] for name in _REQUIRED}
+# The kinds decode_chunk and history_from_kinds know, each with the columns it is decoded with.
+KIND_SCHEMAS: dict[str, dict[str, pl.DataType]] = {**_BULK, "other": OTHER_SCHEMA, "unknown": _REQUIRED_SCHEMA}
 # The rare ops, decoded with every field: their frames are small. Events are what the engine and the
 # workloads record about the run itself (the ``events`` frame).
 EVENT_KINDS = [str(f) for f in EVENTS]
 OTHER_KINDS = [str(f) for f in Op if f not in _BULK]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
 _LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
 
@@ -92,9 +95,11 @@ def load_history(path: str | Path, columnar_copy: bool = False) -> History:
         cached = read_frames(path)
         if cached is not None:
             return cached
+        # Taken before reading: a copy is only written for the file as it was read.
+        source = source_of(path)
     history = _parse(path, path.read_bytes)
     if columnar_copy:
-        write_frames(path, history)
+        write_frames(path, history, source)
     return history
 
 
@@ -123,13 +128,33 @@ def _parse(source: Path | io.BytesIO, read_bytes) -> History:
     return history_from_kinds(kinds)
 
 
+def decode_chunk(data: bytes) -> dict[str, pl.DataFrame] | None:
+    """The ops of ``data`` (whole lines of a history) decoded by kind, as the file's own load decodes them; None when the
+    fast path cannot place some line (then only the whole file, read by load_history, can say what it holds).
+
+    history_from_kinds of the chunks' kinds, concatenated kind by kind in file order, is the History of the file.
+    """
+    # polars skips a byte-order mark at the start of its input only: one opening a chunk is not the file's own.
+    if data.startswith(_BOM):
+        return None
+    try:
+        return _kinds_fast(io.BytesIO(data))
+    except (_NotFast, pl.exceptions.PolarsError):
+        return None
+
+
 def _kinds_fast(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
     lines = pl.read_csv(source, raise_if_empty=False, **_LINE_READER).drop_nulls()
     # Sends are most lines: a literal search finds them faster than the regular expression.
     is_send = lines["line"].str.contains(f'"f":"{Op.SEND}"', literal=True)
     rest = lines.filter(~is_send).with_columns(pl.col("line").str.extract(_F_PATTERN, 1).alias("kind"))
-    # rest may hold sends written with spaces ("f": "send") that the literal search missed.
-    kinds = {Op.SEND: _decode(pl.concat([lines.filter(is_send), rest.filter(pl.col("kind") == Op.SEND).drop("kind")]), SEND_SCHEMA)}
+    sends = lines.filter(is_send)
+    # rest may hold sends written with spaces ("f": "send") that the literal search missed: taken in file order, so that
+    # a file decoded in chunks gives the same sends (which of two sends with one id comes first decides which is kept).
+    if (rest["kind"] == Op.SEND).any():
+        kind = pl.when(is_send).then(pl.lit(str(Op.SEND))).otherwise(pl.col("line").str.extract(_F_PATTERN, 1))
+        sends = lines.filter(kind == Op.SEND)
+    kinds = {Op.SEND: _decode(sends, SEND_SCHEMA)}
     for kind in (Op.POLL, Op.LOG_READ):
         kinds[kind] = _decode(rest.filter(pl.col("kind") == kind), _BULK[kind])
     kinds["other"] = _decode(rest.filter(pl.col("kind").is_in(OTHER_KINDS)), OTHER_SCHEMA)

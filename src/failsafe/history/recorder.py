@@ -1,19 +1,26 @@
 """Writing a history: one JSON object per line, appended in batches so recording does not slow the workload.
 
 Two writers exist. :class:`Recorder` is the run's history file: many threads hand it ops (dicts) or
-ready-made lines (from worker processes), and one background thread appends them in batches.
+ready-made lines (from worker processes), and one background thread appends them in batches; it also
+hands each batch to a LiveCopy (history/live_copy.py), which leaves the columnar copy next to the file
+when the recorder closes, so the run's first check does not parse the JSON.
 :class:`OpWriter` is what a worker process writes its own ops with, to a pipe the runner reads.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
+
+# Worker processes write with OpWriter and never load polars: the copy's module comes in with the first Recorder.
+if TYPE_CHECKING:
+    from failsafe.history.live_copy import LiveCopy
 
 DEFAULT_FLUSH_INTERVAL_S = 0.05
 
@@ -26,16 +33,26 @@ class Recorder:
     """The run's history.jsonl, appended by a background thread.
 
     ``record`` and ``write_line`` only append to a deque (thread-safe, no lock), so a client thread
-    never waits on the disk.
+    never waits on the disk. ``columnar_copy``: make the columnar copy as the file is written (only of a
+    file that starts empty: lines already in it were never handed to the copy).
     """
 
-    def __init__(self, path: Path, flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S) -> None:
+    def __init__(self, path: Path, flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, columnar_copy: bool = True,
+                 copy_chunk_bytes: int | None = None) -> None:
         self.path = Path(path)
         self._pending: deque[bytes] = deque()
         self._file = open(self.path, "ab", buffering=1 << 20)  # noqa: SIM115 - closed in close()
         self._flush_interval_s = flush_interval_s
         self._closed = threading.Event()
         self._lines = 0
+        self._bytes = 0
+        empty = os.fstat(self._file.fileno()).st_size == 0
+        self.copy: LiveCopy | None = None
+        if columnar_copy and empty:
+            from failsafe.history.live_copy import DEFAULT_CHUNK_BYTES, LiveCopy
+
+            self.copy = LiveCopy(self.path, copy_chunk_bytes or DEFAULT_CHUNK_BYTES)
+        self.copy_written = False
         self._thread = threading.Thread(target=self._run, name="history-recorder", daemon=True)
         self._thread.start()
 
@@ -58,8 +75,12 @@ class Recorder:
         while pending:
             batch.append(pending.popleft())
         if batch:
-            self._file.write(b"".join(batch))
+            data = b"".join(batch)
+            self._file.write(data)
             self._lines += len(batch)
+            self._bytes += len(data)
+            if self.copy is not None:
+                self.copy.add(data)
 
     def _run(self) -> None:
         while not self._closed.wait(self._flush_interval_s):
@@ -73,6 +94,8 @@ class Recorder:
         self._thread.join()
         self._drain()
         self._file.close()
+        if self.copy is not None:
+            self.copy_written = self.copy.finish(self._bytes)
 
     def __enter__(self) -> Recorder:
         return self
