@@ -196,7 +196,8 @@ def _mirror_reordered(mirrored: pl.DataFrame, by_source: pl.DataFrame) -> pl.Dat
 def _consumed_twice(group_reads: pl.DataFrame, acked_source: pl.DataFrame, source: str, target: str) -> pl.DataFrame:
     """(group, value) of writes acknowledged on the source that the group read more than once, on either cluster:
     by which processes, in which topics, when, and whether on the source and on the target."""
-    reads = group_reads.join(acked_source.select("value"), on="value", how="semi").sort("time_ns")
+    # A total order (reads at one instant by process, then cluster), so the lists below are the same on every check.
+    reads = group_reads.join(acked_source.select("value"), on="value", how="semi").sort("time_ns", "process", "cluster", "topic")
     per_value = reads.group_by("group", "value", maintain_order=True).agg(
         reads=pl.len(), processes="process", topics="topic", times_ns="time_ns",
         on_source=(pl.col("cluster") == source).any(), on_target=(pl.col("cluster") == target).any())

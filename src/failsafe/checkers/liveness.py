@@ -43,7 +43,8 @@ def never_recovered(history: History, expected: Sequence[str] | None = None) -> 
         leaderless = last.filter(pl.col("leader").is_null() | (pl.col("leader") < 0))
         found.append(leaderless.select(pl.format("{}-{}", "topic", "partition").alias("partition"),
                                        pl.lit("no leader in the last topology sample").alias("seen"), "time_ns").cast(SCHEMA))
-    rows = pl.concat(found).sort("time_ns").unique(subset=["partition"], keep="first", maintain_order=True)
+    # Ties on time broken by how it was seen, so the same history always names the same sighting.
+    rows = pl.concat(found).sort("time_ns", "seen", "partition").unique(subset=["partition"], keep="first", maintain_order=True)
     return rows.filter(~pl.col("partition").is_in(list(expected or [])))
 
 
