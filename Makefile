@@ -62,6 +62,7 @@ bench: setup
 	N=5 bash benchmarks/findings.sh zookeeper
 	N=5 bash benchmarks/findings.sh zookeeper-control
 	N=3 bash benchmarks/findings.sh where
+	N=10 bash benchmarks/findings.sh cold
 	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:

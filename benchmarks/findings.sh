@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
-# sit, from N runs' histories by findings_duplicates.py; none of these part of all)
+# sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
+# benchmarks/findings_cold.py; none of these part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -81,6 +82,15 @@ if [ "$WHAT" = where ]; then
   # shellcheck disable=SC2046
   "$(dirname "$FS")/python" benchmarks/findings_duplicates.py $(ls -d "$DIR/runs/leader-pause-timeout-librdkafka-where/leader-pause-timeout"/*/) \
     --out "$OUT/leader-pause-timeout-duplicates-where.json"
+fi
+if [ "$WHAT" = cold ]; then
+  # librdkafka#5586 (section 6): the acks-all campaign workload with no fault, each run on a cluster of its own (a cold
+  # group coordinator) against runs on one warm cluster, and on Kafka 3.9.2; a cluster per run, so not part of all.
+  PYV="$(dirname "$FS")/python"
+  $PYV benchmarks/findings_cold.py --mode cold --runs "$N" --dir "$DIR/cold" --out "$OUT/cold-coordinator-librdkafka.json"
+  $PYV benchmarks/findings_cold.py --mode warm --runs "$N" --dir "$DIR/cold" --out "$OUT/warm-coordinator-librdkafka.json"
+  $PYV benchmarks/findings_cold.py --mode cold --runs "$N" --kafka-version 3.9.2 --dir "$DIR/cold" \
+    --out "$OUT/cold-coordinator-librdkafka-kafka-3.9.2.json"
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover
