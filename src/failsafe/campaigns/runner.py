@@ -62,7 +62,8 @@ class Campaign:
 
     def run_all(self, ready: Ready, progress: Callable[[dict[str, Any], str], None]) -> list[dict[str, Any]]:
         started = time.monotonic()
-        self.stopped = "interrupted"
+        # What campaign.json says while runs go on; how the campaign ended once it has.
+        self.stopped = "running"
         try:
             for run in range(self.runs):
                 walls = [r["wall_s"] for r in self.records]
