@@ -156,3 +156,36 @@ def test_the_supervisor_stops_every_child_it_started_in_reverse_order(tmp_path: 
     assert supervisor.running() == []
     for child in children:
         child.popen.stdout.close()
+
+
+# A child whose leader thread exits first while another thread runs on until RELEASE exists, as a JVM's launcher thread
+# can exit before the JVM's shutdown is over: /proc then says zombie for a process that is still running.
+LEADER_EXITS_FIRST = [sys.executable, "-c", "import ctypes, os, sys, threading, time; release = sys.argv[1]; "
+                      "threading.Thread(target=lambda: [time.sleep(0.01) for _ in iter(lambda: os.path.exists(release), True)]).start(); "
+                      "print('up', flush=True); ctypes.CDLL(None).pthread_exit(None)"]
+
+
+def test_a_process_whose_leader_thread_exited_is_running_until_its_last_thread_ends(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    child = spawn([*LEADER_EXITS_FIRST, str(release)], name="leader-exits", log_path=tmp_path / "l.log", cwd=tmp_path)
+    try:
+        wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 5, "the leader thread did not exit")
+        assert psutil.Process(child.pid).num_threads() > 1
+        assert child.tracked.alive() and child.tracked.state() == UP, "a zombie leader with a live thread is still running"
+        release.touch()
+        wait_until(lambda: not child.tracked.alive(), 5, "not gone once its last thread ended")
+        assert not psutil.pid_exists(child.pid), "gone, and reaped: no zombie left"
+    finally:
+        release.touch()
+        child.kill()
+
+
+def test_a_child_killed_behind_the_supervisors_back_is_reaped_at_the_next_start(tmp_path: Path) -> None:
+    first = spawn(SLEEPER, name="first", log_path=tmp_path / "a.log", cwd=tmp_path)
+    os.killpg(first.pid, signal.SIGKILL)
+    wait_until(lambda: psutil.Process(first.pid).status() == psutil.STATUS_ZOMBIE, 5, "not dead")
+    second = spawn(SLEEPER, name="second", log_path=tmp_path / "b.log", cwd=tmp_path)
+    try:
+        assert not psutil.pid_exists(first.pid), "the killed child stayed a zombie"
+    finally:
+        second.kill()

@@ -44,6 +44,10 @@ class TrackedProcess:
             if abs(proc.create_time() - self.create_time) > _CREATE_TIME_TOLERANCE_S:
                 return None
             if proc.status() == psutil.STATUS_ZOMBIE:
+                # A process's leader thread may exit before its other threads (a JVM shutting down does): /proc then
+                # says zombie while the rest still runs and cannot be reaped yet. It is gone when one thread is left.
+                if proc.num_threads() > 1:
+                    return proc
                 _reap(self.pid)
                 return None
             return proc
@@ -109,6 +113,11 @@ def _reap(pid: int) -> None:
 
 
 def keep_for_reaping(popen: subprocess.Popen) -> None:
+    """Keep ``popen`` until it is reaped, and reap every kept child that exited: a node a fault killed and nobody asks
+    about again (it was started anew under another pid) must not stay a zombie for the rest of a long campaign."""
+    for pid, child in list(_children.items()):
+        if child.poll() is not None:
+            del _children[pid]
     _children[popen.pid] = popen
 
 
