@@ -13,7 +13,7 @@ from failsafe.checkers.availability import check
 from failsafe.checkers.explain import explain
 from failsafe.scenarios.known import classify
 from failsafe.scenarios.registry import parse_scenario
-from tests.unit.test_checker_builders import assign, client_config, client_event, fault, history, log_read, poll, rec
+from tests.unit.test_checker_builders import assign, client_config, client_event, fault, history, log_read, poll, rec, send
 
 LOG = log_read([rec(0, "a"), rec(1, "b"), rec(2, "c"), rec(0, "d", partition=1)])
 GROUP = [assign("m-0", [0, 1]), poll("m-0", [rec(0, "a"), rec(1, "b"), rec(2, "c")], ms=10), poll("m-0", [rec(0, "d", partition=1)], ms=20),
@@ -106,3 +106,34 @@ def test_it_does_not_cover_a_stuck_group_reader_nor_another_library() -> None:
     results = _classified(*behind, *_manual(rec(0, "a"), rec(2, "c"), rec(0, "d", partition=1)))
     assert results["verdict"] == "INVALID" and results["unexplained"] == ["availability.never-caught-up"]
     assert _classified(*GROUP, *_manual(), client="kafka-java")["verdict"] == "INVALID"
+
+
+# -- the same for writers: a duplicate is matched against the producers that wrote it twice -----------------------
+KNOWN_AT_LEAST_ONCE = {"anomaly": "delivery.duplicate-acknowledged", "client": "librdkafka", "reference": "https://kafka.apache.org/documentation/#semantics",
+                       "when": {"enable.idempotence": "false"}}
+MATRIX = {"name": "matrix", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}],
+          "producers": [{"name": "plain", "topic": "t", "acks": "all", "idempotence": False}, {"name": "idem", "topic": "t", "acks": "all"}],
+          "consumers": [{"name": "m", "topics": ["t"], "group": "g"}], "known": [KNOWN_AT_LEAST_ONCE]}
+
+
+def _matrix_run(duplicated_by: str) -> dict:
+    from failsafe.checkers.delivery import check as delivery
+
+    ops = [client_config("plain", enable_idempotence="false"), client_config("idem", enable_idempotence="true"),
+           *send("plain", 1, "plain:1", 1, ms=1), *send("idem", 1, "idem:1", 2, ms=2),
+           assign("m-0", [0]), poll("m-0", [rec(0, f"{duplicated_by}:1"), rec(1, "plain:1"), rec(2, "idem:1")], ms=10),
+           log_read([rec(0, f"{duplicated_by}:1"), rec(1, "plain:1"), rec(2, "idem:1")])]
+    h = history(*ops)
+    results = {"checkers": {"delivery": delivery(h)}, "expectations": [], "valid": False}
+    return classify(results, parse_scenario(copy.deepcopy(MATRIX)), h)
+
+
+def test_a_duplicate_of_a_producer_without_idempotence_is_known_beside_an_idempotent_one() -> None:
+    results = _matrix_run("plain")
+    assert results["checkers"]["delivery"]["processes"] == {"duplicate-acknowledged": ["plain"]}
+    assert results["verdict"] == "KNOWN" and results["known"][0]["clients"] == ["plain"]
+
+
+def test_a_duplicate_of_the_idempotent_producer_stays_invalid() -> None:
+    results = _matrix_run("idem")
+    assert results["verdict"] == "INVALID" and results["unexplained"] == ["delivery.duplicate-acknowledged"]

@@ -114,7 +114,23 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     # No violation, but writes that must not be lost could not be checked against the log: the checker cannot decide.
     valid: bool | str = False if violations else UNKNOWN if unverified_durable.height else True
     return result(valid, counts, example_rows, violations,
-                  by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]))
+                  by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]),
+                  processes=_writers_of(violations, duplicate_writes, failed_present))
+
+
+def _writers_of(violations: list[str], duplicate_writes: pl.DataFrame, failed_present: pl.DataFrame) -> dict[str, list[str]]:
+    """The producers behind each violation about writes that can be known (duplicates, failed-but-present), so a known
+    anomaly is matched against them, not every producer. A violation with a write of no known producer is left out:
+    it is then matched against every producer, as before."""
+    acked = pl.col("outcome") == OpType.OK
+    frames = {"duplicate": duplicate_writes, "duplicate-acknowledged": duplicate_writes.filter(acked),
+              "duplicate-unacknowledged": duplicate_writes.filter(~acked.fill_null(False)), "failed-but-present": failed_present}
+    out = {}
+    for name in violations:
+        frame = frames.get(name)
+        if frame is not None and frame.height and frame["process"].null_count() == 0:
+            out[name] = sorted(frame["process"].unique().to_list())
+    return out
 
 
 def _placed_keys(frame: pl.DataFrame) -> pl.DataFrame:
