@@ -221,13 +221,17 @@ def _print_lab_table(outcomes: list[Outcome], elapsed_s: float) -> None:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print results.json instead of the summary.")
 def check_command(run_dir: Path, as_json: bool) -> int:
-    """Re-run the checkers on a stored run and rewrite its results.json.
+    """Re-run the checkers on a stored run and rewrite its results.json; on a campaign's directory, on every run of it
+    (campaign.json and index.html rewritten too).
 
-    Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help').
+    Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help'); a campaign by its worst run.
     """
+    from failsafe.campaigns.recheck import is_campaign
     from failsafe.scenarios.kinds import kind_of_run
     from failsafe.scenarios.stored import stored_scenario
 
+    if is_campaign(run_dir):
+        return _check_campaign(run_dir, as_json)
     rd = RunDir.open(run_dir)
     kind = kind_of_run(rd)
     results, history = kind.judge(rd, stored_scenario(rd))
@@ -236,6 +240,24 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     else:
         kind.show(stdout, rd, results, history)
     return Verdict.of_run(results).exit_code
+
+
+def _check_campaign(directory: Path, as_json: bool) -> int:
+    from failsafe.campaigns.recheck import recheck_campaign
+    from failsafe.campaigns.runner import exit_code
+
+    def progress(old: dict, new: dict) -> None:
+        if not as_json:
+            changed = f" (was {old['verdict']})" if new["verdict"] != old["verdict"] else ""
+            anomalies = ", ".join(f"{k} {v}" for k, v in new["anomalies"].items()) or "no anomaly"
+            stdout.print(f"run {new['run']:>3} [bold]{new['verdict']:<7}[/]{changed} · {anomalies}")
+
+    records = recheck_campaign(directory, progress)
+    if as_json:
+        from failsafe.campaigns.stats import read_campaign
+
+        click.echo(json.dumps(read_campaign(directory), indent=2, default=str))
+    return exit_code(records)
 
 
 @click.command("report")
