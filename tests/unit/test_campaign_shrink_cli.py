@@ -32,10 +32,23 @@ def test_a_loss_is_the_anomaly_kept_when_the_run_had_one(tmp_path: Path) -> None
     assert Failed.open(tmp_path, "order.poll-skip").anomaly == "order.poll-skip"
 
 
+# A VALID run whose acks=1 writer lost writes it was allowed to: no violation, but the loss can be named and shrunk.
+ALLOWED_LOSS = {"verdict": "VALID", "checkers": {"delivery": {"valid": True, "violations": [], "counts": {"lost-write": 12},
+                                                              "examples": {"lost-write": [{"id": 1}]}}}}
+
+
+def test_an_anomaly_the_scenario_allows_can_be_named(tmp_path: Path) -> None:
+    failed = Failed.open(stored(tmp_path, ALLOWED_LOSS), "delivery.lost-write")
+    assert failed.anomaly == "delivery.lost-write" and failed.verdict == "VALID"
+    with pytest.raises(UserError, match="name one it showed with --anomaly: delivery.lost-write"):
+        Failed.open(tmp_path, None)
+
+
 @pytest.mark.parametrize(("results", "args", "message"), [
     (None, [], "has no results.json"),
     ({"verdict": "VALID", "checkers": {"delivery": {"violations": []}}}, [], "nothing to shrink"),
-    (INVALID, ["--anomaly", "delivery.duplicate"], "the run did not show it; it showed delivery.duplicate-acknowledged, delivery.lost, order.poll-skip"),
+    (INVALID, ["--anomaly", "delivery.inconsistent-offsets"], "the run did not show it; it showed delivery.duplicate-acknowledged, delivery.lost, "
+                                                           "order.poll-skip"),
     (INVALID, ["--tries", "0"], "--tries"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], results: dict | None, args: list[str],

@@ -2,7 +2,8 @@
 
 The oracle of the shrinking search (shrink.py) is one real run: the run's workload (its schedule
 file less its faults) under a candidate schedule, on the same cluster, judged by the same checkers;
-it reproduces when the anomaly kind is among the violations that decided its verdict. Every
+it reproduces when the anomaly kind is among the violations that decided its verdict, or among the
+anomalies it showed (one its scenario allows, named with ``--anomaly``: a loss of an acks=1 writer). Every
 attempt is a run directory under RUN_DIR/shrink/, and the smallest schedule so far is written as
 RUN_DIR/shrink/shrunk.toml after every accepted step, so an interrupted search keeps it.
 """
@@ -23,6 +24,7 @@ from failsafe.errors import UserError
 from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.engine import require_whole
 from failsafe.scenarios.registry import parse_scenario
+from failsafe.scenarios.repeat import anomalies
 from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.runs import run_and_judge
 
@@ -52,10 +54,13 @@ class Failed:
             raise UserError(f"{run_dir} has no results.json: check it first ('failsafe check {run_dir}')")
         results = json.loads(results_path.read_text())
         found = violations(results)
-        if not found:
-            raise UserError(f"{run_dir} showed no anomaly that decided its verdict: there is nothing to shrink")
-        if anomaly is not None and anomaly not in found:
-            raise UserError(f"--anomaly {anomaly}: the run did not show it; it showed {', '.join(found)}")
+        # Any anomaly the run showed may be named: one its scenario allows (a loss of an acks=1 writer) decides no verdict.
+        shown = sorted(set(found) | set(anomalies(results)))
+        if anomaly is not None and anomaly not in shown:
+            raise UserError(f"--anomaly {anomaly}: the run did not show it; it showed {', '.join(shown) or 'none'}")
+        if anomaly is None and not found:
+            raise UserError(f"{run_dir} showed no anomaly that decided its verdict"
+                            + (f"; name one it showed with --anomaly: {', '.join(shown)}" if shown else ": there is nothing to shrink"))
         # A loss first: it is what a campaign is for.
         chosen = anomaly or next((a for a in found if a in LOSS_VIOLATIONS), found[0])
         base, schedule = read_schedule(schedule_path)
@@ -91,7 +96,7 @@ class Failed:
                 return False
             record = run_record(number, 0, scenario.name, schedule, run_dir=str(run_dir.path), results=outcome.results,
                                 history=outcome.history, wall_s=outcome.wall_s, phase_seconds=outcome.phase_seconds)
-            hit = self.anomaly in record["violations"]
+            hit = self.anomaly in record["violations"] or self.anomaly in record["anomalies"]
             self.attempts.append({"attempt": number, "dir": str(run_dir.path), "size": schedule.size(), "verdict": record["verdict"],
                                   "violations": record["violations"], "reproduced": hit, "wall_s": record["wall_s"]})
             require_whole(ready.cluster, after=scenario.name)
