@@ -301,6 +301,17 @@ def test_a_fault_that_may_fail_and_cannot_start_is_an_event_and_the_run_goes_on(
     assert history.events.filter(pl.col("f") == "fault-not-started")["at_s"].to_list() == [0.0]
 
 
+@pytest.mark.parametrize("second", ["restart", "terminate", "kill", "pause"])
+def test_a_node_fault_on_a_broker_another_fault_has_down_may_fail_and_the_run_goes_on(tmp_path: Path, second: str) -> None:
+    """A campaign drew kill of every replica, then a restart of broker 2 by id: a fault not started, not a failed run."""
+    down = FaultSpec("kill", 0.0, 0.05, FAULT_TYPES["kill"].params(node=2))
+    then = FaultSpec(second, 0.01, None if second == "restart" else 0.01, FAULT_TYPES[second].params(node=2), may_fail=True)
+    engine = _engine(tmp_path, (down, then))
+    run_scenario(engine)
+    (skipped,) = _ops(engine, "fault-not-started")
+    assert skipped["fault"] == second and "broker 2 is not running (another fault has it down)" in skipped["error"]
+
+
 def test_recover_waits_for_a_full_isr_and_records_a_timeout(tmp_path: Path) -> None:
     engine = _engine(tmp_path, ())
     engine.sampler.latest = [{**TOPOLOGY[0], "isr": [0]}]

@@ -105,9 +105,17 @@ def _target(nodes: list[NodeSpec]) -> Target:
     return Target.BROKER if all(n.is_broker for n in nodes) else Target.CONTROLLER
 
 
+def _all_running(cluster: Any, nodes: list, name: str) -> None:
+    """A node fault acts on running nodes: one that another fault has down (a broker named by id) cannot take it."""
+    down = [n for n in nodes if cluster.node_state(n) == DOWN]
+    if down:
+        raise FaultError(f"{name}: {', '.join(f'{n.role} {n.node_id}' for n in down)} is not running (another fault has it down)")
+
+
 def _stopping(name: str, action: str, heals_at_once: bool = False):
     def start(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         cluster, nodes, role = chosen(spec.params, targets)
+        _all_running(cluster, nodes, name)
         for node in nodes:
             cluster.signal_node(node, action, SIGNAL_TIMEOUT_S)
         return AppliedFault(name, _target(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
@@ -116,6 +124,7 @@ def _stopping(name: str, action: str, heals_at_once: bool = False):
 
 def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     cluster, nodes, role = chosen(spec.params, targets)
+    _all_running(cluster, nodes, PAUSE)
     for node in nodes:
         cluster.signal_node(node, "pause", SIGNAL_TIMEOUT_S)
 
