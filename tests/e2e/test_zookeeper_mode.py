@@ -117,8 +117,13 @@ def test_zookeeper_outage_scenario_passes(zk_cluster: RunningCluster, tmp_path: 
 
 def test_live_migration_to_kraft_under_load(zk_cluster: RunningCluster, tmp_path: Path) -> None:
     result = zk_cluster.cli("run", "zk-to-kraft-migration", "--runs", str(tmp_path), timeout_s=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    # VALID, or KNOWN for exactly the scenario's declared librdkafka#4953 duplicates (a roll moves a
+    # leader while produce requests are in flight: seen in 1 of 4 runs, docs/findings.md section 3).
+    assert result.returncode in (0, 4), result.stdout[-3000:] + result.stderr[-2000:]
     results = json.loads(next(tmp_path.glob("zk-to-kraft-migration/*/results.json")).read_text())
+    if result.returncode == 4:
+        assert results["verdict"] == "KNOWN" and "unexplained" not in results, results.get("unexplained")
+        assert {k["anomaly"] for k in results["known"]} <= {"delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged"}
     assert results["measurements"]["migration"]["completed"] is True
     assert results["checkers"]["delivery"]["counts"]["lost"] == 0
     status = json.loads(zk_cluster.cli("status", "--json").stdout)

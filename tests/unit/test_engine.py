@@ -7,6 +7,7 @@ keeps node states in a dict and can be told to fail a restart. Each test runs in
 from __future__ import annotations
 
 import signal
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -261,6 +262,46 @@ def test_the_phases_run_in_order_and_a_scheduled_undo_happens_in_chaos(tmp_path:
     assert engine.sampler.stopped and engine.recorder._closed.is_set()
     # The run leaves the columnar copy of its history: its check (and every later one) reads it, not the JSON.
     assert engine.recorder.copy_written and read_frames(engine.run_dir.history_path) is not None
+
+
+class BlockedRestartCluster(FakeCluster):
+    """Broker 0's restart waits until broker 1 is resumed (a broker that cannot register until a partition heals)."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        super().__init__()
+        self.resumed = threading.Event()
+        self.error = error
+
+    def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
+        super().signal_node(node, action, timeout_s)
+        if action == "resume":
+            self.resumed.set()
+
+    def restart(self, nodes: list[NodeSpec]) -> list[NodeSpec]:
+        if self.error is not None:
+            raise self.error
+        assert self.resumed.wait(5), "the resume was held back behind the restart"
+        return super().restart(nodes)
+
+
+def test_an_undo_that_waits_does_not_hold_back_the_next_scheduled_undo(tmp_path: Path) -> None:
+    cluster = BlockedRestartCluster()
+    pause = spec("pause", 0.01, 0.03, role="any", node=1)
+    engine = _engine(tmp_path, (spec("kill", 0.0, 0.02, role="any", node=0), pause), cluster)
+    run_scenario(engine)
+    starts, stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    stop_of = {next(s["fault"] for s in starts if s["fault_id"] == stop["fault_id"]): stop for stop in stops}
+    assert stop_of["kill"]["ok"] and stop_of["pause"]["ok"] and cluster.not_whole() == []
+    # The restart returned only after the resume: the pause was undone on its schedule, during the wait.
+    assert stop_of["pause"]["time_ns"] <= stop_of["kill"]["time_ns"]
+    heal = next(p["time_ns"] for p in _ops(engine, "phase") if p["phase"] == "heal")
+    assert stop_of["kill"]["time_ns"] <= heal, "the heal waits for the undo still running"
+
+
+def test_a_bug_in_an_undo_on_its_own_thread_reaches_the_caller(tmp_path: Path) -> None:
+    engine = _engine(tmp_path, (spec("kill", 0.0, 0.01, role="any", node=0),), BlockedRestartCluster(error=ValueError("a bug")))
+    with pytest.raises(ValueError, match="a bug"):
+        run_scenario(engine)
 
 
 def test_the_heal_runs_when_the_workload_fails_and_the_failure_reaches_the_caller(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
 from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.undo_lanes import UndoLanes
 from failsafe.supervisor import Supervisor
 from failsafe.waiting import WaitTimeout
 
@@ -91,6 +92,8 @@ class Engine:
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
         self.controller_watch = ControllerWatch(cluster, self.recorder)
         self.faults: list[ActiveFault] = []
+        # Scheduled undos run beside the schedule (a restart waiting for its broker must not delay the next fault).
+        self._lanes = UndoLanes()
         self._fault_ids = itertools.count(1)
         self._phase = Phase.SETUP
         self._phase_started = time.monotonic()
@@ -193,6 +196,7 @@ class Engine:
 
     def _heal(self) -> None:
         self._enter(Phase.HEAL)
+        self._settle_lanes()
         if self.operator is not None:
             self.operator.read(self._operator_fault)
         for _ in range(HEAL_ATTEMPTS):
@@ -242,6 +246,7 @@ class Engine:
                     self.event(f"could not stop: {'; '.join(left)}")
             finally:
                 try:
+                    self._settle_lanes()
                     for f in reversed(self.faults):
                         if not f.applied.undone:
                             self._undo(f)
@@ -278,13 +283,26 @@ class Engine:
         self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
         active = ActiveFault(fault_id, spec, applied)
         self.faults.append(active)
-        if applied.undo_action is None or applied.heals_at_once:
+        if applied.undo_action is None:
             self._undo(active)
+        elif applied.heals_at_once:
+            # A restart's start waits for the broker: beside the schedule, like a scheduled undo.
+            self._lanes.submit(spec.fault, lambda: self._undo(active))
 
     def _undo_scheduled(self, spec: FaultSpec) -> None:
-        for f in self.faults:
-            if f.spec is spec and not f.applied.undone:
-                self._undo(f)
+        def undo() -> None:
+            for f in self.faults:
+                if f.spec is spec and not f.applied.undone:
+                    self._undo(f)
+        self._lanes.submit(spec.fault, undo)
+
+    def _settle_lanes(self) -> None:
+        """Wait for every scheduled undo still running (each ends within its own timeout), then raise a bug one hit."""
+        while self._lanes.busy():
+            self._tick()
+            # Pacing the check of the undo threads, not a synchronising sleep.
+            time.sleep(TICK_S)
+        self._lanes.raise_errors()
 
     def _undo(self, f: ActiveFault) -> bool:
         if f.applied.undo_action is not None:
