@@ -63,6 +63,7 @@ bench: setup
 	N=5 bash benchmarks/findings.sh zookeeper-control
 	N=3 bash benchmarks/findings.sh where
 	N=10 bash benchmarks/findings.sh cold
+	N=10 bash benchmarks/findings.sh coordinator
 	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:

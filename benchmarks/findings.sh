@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
-# benchmarks/findings_cold.py; none of these part of all)
+# benchmarks/findings_cold.py; coordinator: a librdkafka group after every broker was cut from the controllers (section 8); none of these
+# part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -15,6 +16,7 @@ N="${N:-10}"
 DIR="${DIR:-/tmp/failsafe-findings}"
 OUT="${OUT:-docs/findings}"
 FS="${FS:-.venv/bin/failsafe}"
+PYV="$(dirname "$FS")/python"
 mkdir -p "$OUT" "$DIR"
 
 # label scenario --set ...: N runs of one configuration; the statistics go to $OUT/label.json.
@@ -86,11 +88,22 @@ fi
 if [ "$WHAT" = cold ]; then
   # librdkafka#5586 (section 6): the acks-all campaign workload with no fault, each run on a cluster of its own (a cold
   # group coordinator) against runs on one warm cluster, and on Kafka 3.9.2; a cluster per run, so not part of all.
-  PYV="$(dirname "$FS")/python"
   $PYV benchmarks/findings_cold.py --mode cold --runs "$N" --dir "$DIR/cold" --out "$OUT/cold-coordinator-librdkafka.json"
   $PYV benchmarks/findings_cold.py --mode warm --runs "$N" --dir "$DIR/cold" --out "$OUT/warm-coordinator-librdkafka.json"
   $PYV benchmarks/findings_cold.py --mode cold --runs "$N" --kafka-version 3.9.2 --dir "$DIR/cold" \
     --out "$OUT/cold-coordinator-librdkafka-kafka-3.9.2.json"
+fi
+if [ "$WHAT" = coordinator ]; then
+  # Section 8: every broker cut from the controllers for 20 s (fenced after 9 s), read by a librdkafka group and by
+  # Kafka's Java consumer; the same split for 5 s (no broker fenced) as the control.
+  config brokers-cut-from-controllers-librdkafka brokers-cut-from-controllers
+  config brokers-cut-from-controllers-java brokers-cut-from-controllers 'consumers[*].driver="kafka-verifiable"'
+  config brokers-cut-from-controllers-5s-librdkafka brokers-cut-from-controllers faults[0].duration_s=5
+  # The librdkafka case again with the members' metadata and broker logs (debug), to see what metadata said.
+  N="${N_DEBUG:-4}" config brokers-cut-from-controllers-librdkafka-debug-metadata brokers-cut-from-controllers \
+    'consumers[*].properties.debug="cgrp,metadata,broker"'
+  $PYV benchmarks/findings_decommissioned.py --runs "$DIR/runs" brokers-cut-from-controllers-librdkafka \
+    brokers-cut-from-controllers-java brokers-cut-from-controllers-5s-librdkafka brokers-cut-from-controllers-librdkafka-debug-metadata
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

@@ -118,6 +118,8 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/warm-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
+    Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
+        "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
     Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )
@@ -788,6 +790,40 @@ COLD_COORDINATOR = (("docs/findings/cold-coordinator-librdkafka.json", "a fresh 
                      "3.9.2"))
 
 
+DECOMMISSIONED = (("docs/findings/brokers-cut-from-controllers-librdkafka.json", "librdkafka 2.16.0", "20 s (brokers fenced after 9 s)"),
+                  ("docs/findings/brokers-cut-from-controllers-java.json", "Kafka's Java consumer 4.3.1", "20 s (brokers fenced after 9 s)"),
+                  ("docs/findings/brokers-cut-from-controllers-5s-librdkafka.json", "librdkafka 2.16.0", "5 s (no broker fenced)"))
+
+
+def t_findings_decommissioned(root: Path) -> str:
+    rows = []
+    for rel, client, split in DECOMMISSIONED:
+        d = load(root, rel)["decommissioned_coordinator"]
+        librdkafka = client.startswith("librdkafka")
+        rows.append([client, split, str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
+                     f"{d['stuck_members_left_in_query_coord']} of {d['stuck_members']}" if librdkafka else "—",
+                     str(d["members_left_in_query_coord_not_stuck"]) if librdkafka else "—",
+                     str(d["runs_with_the_line"]) if librdkafka else "—", num(d["acknowledged_lost_not_in_log"])])
+    header = ["group members", "brokers cut from the controllers for", "runs", "runs with a partition the group never read to the end",
+              "stuck members still looking for a coordinator at close", "members left looking that read to the end all the same",
+              "runs with \"Group coordinator decommissioned\"", "acknowledged writes not in the log"]
+    return table(header, rows) + source(root, *(rel for rel, _, _ in DECOMMISSIONED))
+
+
+NO_BROKER_REL = "docs/findings/brokers-cut-from-controllers-librdkafka-debug-metadata.json"
+
+
+def t_findings_no_broker(root: Path) -> str:
+    d = load(root, NO_BROKER_REL)["decommissioned_coordinator"]
+    rows = [[str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
+             f"{d['stuck_members_told_no_broker']} of {d['stuck_members']}", str(d["members_told_no_broker_not_stuck"]),
+             f"{d['stuck_members_left_without_a_broker']} of {d['stuck_members']}", str(d["members_left_without_a_broker_not_stuck"])]]
+    header = ["librdkafka runs with debug=cgrp,metadata,broker (20 s split)", "runs with a partition never read to the end",
+              "stuck members handed a Metadata response with 0 brokers", "members handed one that read to the end",
+              "stuck members with no usable broker when they closed", "members that read to the end with none"]
+    return table(header, rows) + source(root, NO_BROKER_REL)
+
+
 def t_findings_cold(root: Path) -> str:
     rows = []
     for rel, how, version in COLD_COORDINATOR:
@@ -1011,6 +1047,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "findings-where": t_findings_where,
     "findings-dr-flush": t_findings_dr_flush,
     "findings-cold-coordinator": t_findings_cold,
+    "findings-decommissioned-coordinator": t_findings_decommissioned,
+    "findings-no-broker-metadata": t_findings_no_broker,
     "findings-duplicates": t_findings_duplicates,
     "findings-stalls": t_findings_stalls,
     "findings-stalls-other": t_findings_stalls_other,
