@@ -100,6 +100,7 @@ class FakeWorkload:
     killed: list[str] = field(default_factory=list)
     closed: list[str] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)
+    restart_threads: list[str] = field(default_factory=list)
     sampled_topics: list[str] = field(default_factory=lambda: ["t"])
 
     def _hook(self, name: str) -> None:
@@ -138,6 +139,7 @@ class FakeWorkload:
 
     def restart_client(self, name: str) -> None:
         self.restarted.append(name)
+        self.restart_threads.append(threading.current_thread().name)
 
 
 @dataclass(frozen=True)
@@ -296,6 +298,13 @@ def test_an_undo_that_waits_does_not_hold_back_the_next_scheduled_undo(tmp_path:
     assert stop_of["pause"]["time_ns"] <= stop_of["kill"]["time_ns"]
     heal = next(p["time_ns"] for p in _ops(engine, "phase") if p["phase"] == "heal")
     assert stop_of["kill"]["time_ns"] <= heal, "the heal waits for the undo still running"
+
+
+def test_a_client_fault_is_undone_on_the_thread_that_drives_the_workload(tmp_path: Path) -> None:
+    # The workload sees a killed driver's exit and its restart in order only if both happen on its own thread.
+    workload = FakeWorkload()
+    run_scenario(_engine(tmp_path, (spec(KILL_DRIVER, 0.0, 0.01),), workload=workload))
+    assert workload.restarted == ["pipeline"] and workload.restart_threads == [threading.main_thread().name]
 
 
 def test_a_bug_in_an_undo_on_its_own_thread_reaches_the_caller(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
 from failsafe.faults.leash import NetworkLeash
-from failsafe.history.ops import Op, PhaseName, fault_start, fault_stop
+from failsafe.history.ops import Family, Op, PhaseName, fault_start, fault_stop
 from failsafe.history.ops import event as event_op
 from failsafe.history.ops import phase as phase_op
 from failsafe.history.recorder import Recorder
@@ -287,14 +287,22 @@ class Engine:
             self._undo(active)
         elif applied.heals_at_once:
             # A restart's start waits for the broker: beside the schedule, like a scheduled undo.
-            self._lanes.submit(spec.fault, lambda: self._undo(active))
+            self._beside(spec, lambda: self._undo(active))
 
     def _undo_scheduled(self, spec: FaultSpec) -> None:
         def undo() -> None:
             for f in self.faults:
                 if f.spec is spec and not f.applied.undone:
                     self._undo(f)
-        self._lanes.submit(spec.fault, undo)
+        self._beside(spec, undo)
+
+    def _beside(self, spec: FaultSpec, undo: Callable[[], object]) -> None:
+        """An undo of the cluster's (a node, a link) on a thread of its own; one of the workload's clients on this thread,
+        which drives the workload (a restarted client and the exit of the one it replaces are seen in order)."""
+        if self.fault_types[spec.fault].family == Family.CLIENT:
+            undo()
+        else:
+            self._lanes.submit(spec.fault, undo)
 
     def _settle_lanes(self) -> None:
         """Wait for every scheduled undo still running (each ends within its own timeout), then raise a bug one hit."""

@@ -5,8 +5,9 @@ from the controllers cannot register until that partition heals (it exits after
 ``initial.broker.registration.timeout.ms``, 60 s by default). Run inline, such an undo held back
 every fault after it: a 20 s partition scheduled to heal during that wait lasted 81 s, and the
 run's schedule was no longer the one it had written. Each scheduled undo therefore runs on its own
-thread; the heal waits for all of them before it retries what failed, so no fault is ever undone
-twice at once. An error that is not an undo's own (a bug) is raised again on the engine's thread.
+thread (a node's or a link's; a client's stays on the thread that drives the workload); the heal
+waits for all of them before it retries what failed, so no fault is ever undone twice at once. An
+error that is not an undo's own (a bug) is raised again on the engine's thread.
 """
 
 from __future__ import annotations
