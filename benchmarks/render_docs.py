@@ -120,6 +120,8 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
+    Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
+        "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
     Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )
@@ -1017,6 +1019,31 @@ def t_campaign_unavailability(root: Path) -> str:
                   "slowest new leader, ms: median (range, n)"], rows) + "\n\nRendered from `docs/benchmarks/campaign-*.json`."
 
 
+SHRINK_GLOB = "docs/benchmarks/shrink-*.json"
+
+
+def _size(size: dict) -> str:
+    return f"{size['faults']:g} faults, {size['fault_seconds']:.1f} fault-s, {size['chaos_s']:.1f} s chaos"
+
+
+def t_campaign_shrinks(root: Path) -> str:
+    rows, rels = [], sorted(str(p.relative_to(root)) for p in root.glob(SHRINK_GLOB))
+    if not rels:
+        raise RenderError(f"no {SHRINK_GLOB}")
+    for rel in rels:
+        d = load(root, rel)
+        original, smallest = d["original"], d["smallest"]
+        sizes = [f"{len(s['faults'])}" for s in (original, smallest)]
+        before = _size(d["steps"][0]["before"]) if d["steps"] else f"{sizes[0]} faults"
+        after = _size(d["steps"][-1]["after"]) if d["steps"] else "not shrunk"
+        rows.append([f"`{d['run']}`", f"`{d['anomaly']}`", before, after, str(len(d["steps"])),
+                     f"{d['runs']} ({d['reproductions']} reproduced)", f"{d['confirm']['reproduced']} of {d['confirm']['runs']}",
+                     "; ".join(f"{f['fault']} {f.get('role') or f.get('sides') or ''} at {f['at_s']:g} s"
+                               + (f" for {f['duration_s']:g} s" if f.get("duration_s") else "") for f in smallest["faults"])])
+    header = ["run", "anomaly kept", "before", "after", "steps", "runs of candidates", "the smallest schedule reproduced", "smallest schedule"]
+    return table(header, rows) + source(root, *rels)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "raw-files": t_raw_files,
     "summary": t_summary,
@@ -1056,6 +1083,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "campaigns": t_campaigns,
     "campaign-anomalies": t_campaign_anomalies,
     "campaign-unavailability": t_campaign_unavailability,
+    "campaign-shrinks": t_campaign_shrinks,
 }
 
 
