@@ -36,6 +36,7 @@ MECHANISM = "Group coordinator decommissioned"
 # with no broker left to ask (librdkafka#5301).
 NO_BROKER = re.compile(r": 0 brokers, \d+ topics")
 NO_USABLE = "no usable brokers"
+BOOTSTRAP_ANSWER = re.compile(r"/bootstrap: \d+ brokers, \d+ topics")
 METADATA_LINE = re.compile(r" METADATA \[[^\]]+\] [^\n]*")
 STATE_CHANGE = re.compile(r'Group "[^"]+" changed state \S+ -> (\S+)')
 
@@ -63,6 +64,12 @@ def left_without_a_broker(log: str) -> bool:
     return bool(lines) and NO_USABLE in lines[-1]
 
 
+def went_back_to_bootstrap(log: str) -> bool:
+    """After the last Metadata response with no broker, a bootstrap server answered one (the member re-bootstrapped)."""
+    told = list(NO_BROKER.finditer(log))
+    return bool(told) and BOOTSTRAP_ANSWER.search(log, told[-1].end()) is not None
+
+
 def record(run_dir: Path) -> dict:
     results = json.loads((run_dir / "results.json").read_text())
     history = load_history(run_dir / "history.jsonl")
@@ -75,6 +82,7 @@ def record(run_dir: Path) -> dict:
             "members_left_in_query_coord": sorted(p for p, t in consumers.items() if left_querying(t)),
             "members_told_no_broker": sorted(p for p, t in consumers.items() if NO_BROKER.search(t)),
             "members_left_without_a_broker": sorted(p for p, t in consumers.items() if left_without_a_broker(t)),
+            "members_back_to_bootstrap": sorted(p for p, t in consumers.items() if went_back_to_bootstrap(t)),
             "lost_not_in_log": delivery.get("lost-not-in-log", 0), "lost_in_log_not_consumed": delivery.get("lost-in-log-not-consumed", 0)}
 
 
@@ -93,6 +101,8 @@ def summary(records: list[dict]) -> dict:
         "stuck_members_left_without_a_broker": sum(len(set(r["stuck_members"]) & set(r["members_left_without_a_broker"])) for r in records),
         "members_left_without_a_broker_not_stuck": sum(len(set(r["members_left_without_a_broker"]) - set(r["stuck_members"]))
                                                        for r in records),
+        "stuck_members_back_to_bootstrap": sum(len(set(r["stuck_members"]) & set(r["members_back_to_bootstrap"])) for r in records),
+        "members_back_to_bootstrap_not_stuck": sum(len(set(r["members_back_to_bootstrap"]) - set(r["stuck_members"])) for r in records),
         "acknowledged_lost_not_in_log": sum(r["lost_not_in_log"] for r in records),
         "records": records,
     }

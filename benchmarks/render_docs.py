@@ -120,6 +120,8 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
+    Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
+        "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
     Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
         "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
     Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
@@ -819,10 +821,13 @@ def t_findings_no_broker(root: Path) -> str:
     d = load(root, NO_BROKER_REL)["decommissioned_coordinator"]
     rows = [[str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
              f"{d['stuck_members_told_no_broker']} of {d['stuck_members']}", str(d["members_told_no_broker_not_stuck"]),
-             f"{d['stuck_members_left_without_a_broker']} of {d['stuck_members']}", str(d["members_left_without_a_broker_not_stuck"])]]
+             f"{d['stuck_members_left_without_a_broker']} of {d['stuck_members']}", str(d["members_left_without_a_broker_not_stuck"]),
+             f"{d['members_back_to_bootstrap_not_stuck']} of {d['members_told_no_broker_not_stuck']}",
+             f"{d['stuck_members_back_to_bootstrap']} of {d['stuck_members_told_no_broker']}"]]
     header = ["librdkafka runs with debug=cgrp,metadata,broker (20 s split)", "runs with a partition never read to the end",
               "stuck members handed a Metadata response with 0 brokers", "members handed one that read to the end",
-              "stuck members with no usable broker when they closed", "members that read to the end with none"]
+              "stuck members with no usable broker when they closed", "members that read to the end with none",
+              "members handed one that read on and then got metadata from a bootstrap server", "stuck members that did"]
     return table(header, rows) + source(root, NO_BROKER_REL)
 
 

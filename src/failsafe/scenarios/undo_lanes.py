@@ -3,8 +3,8 @@
 An undo can take long: a stopped broker's restart waits until the broker is ready, and a broker cut
 from the controllers cannot register until that partition heals (it exits after
 ``initial.broker.registration.timeout.ms``, 60 s by default). Run inline, such an undo held back
-every fault after it: a 20 s partition scheduled to heal during that wait lasted 81 s, and the
-run's schedule was no longer the one it had written. Each scheduled undo therefore runs on its own
+every fault after it: a campaign's 3.6 s split, due to heal during that wait, was in force for
+73 s, and the run's schedule was no longer the one it had written. Each scheduled undo therefore runs on its own
 thread (a node's or a link's; a client's stays on the thread that drives the workload); the heal
 waits for all of them before it retries what failed, so no fault is ever undone twice at once. An
 error that is not an undo's own (a bug) is raised again on the engine's thread.
