@@ -150,6 +150,7 @@ def test_a_run_killed_mid_partition_leaves_no_rule(net_cluster: RunningCluster, 
         if run.poll() is None:
             run.kill()
             run.wait()
+        netfilter.delete_table(net_cluster.dir)  # a failure here must not leave the shared cluster split for the next test
     log = (only_run_dir(runs, "leader-isolated") / "network-leash.log").read_text()
     assert "failsafe ended with fault_1 in force; deleted it" in log
     # The run's own workers died with it (parent-death signal); the cluster's nodes did not.

@@ -180,6 +180,39 @@ def test_isolate_installs_one_chain_and_its_undo_deletes_it(tmp_path: Path, monk
     assert chains == {} and applied.undone
 
 
+class RecordingLeash(network.NetworkLeash):
+    """The leash's protocol without its process: the lines it would have been sent."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def _send(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_the_leash_holds_a_chain_before_its_rules_are_in_force_and_lets_go_of_one_nft_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A SIGKILL of failsafe just after nft installed the chain must find the chain held (CI once saw a
+    # kill land between the two, and the rules outlived the run).
+    leash = RecordingLeash()
+    seen_when_added: list[list[str]] = []
+
+    def add_chain(root, name, comment, rules):
+        seen_when_added.append(list(leash.lines))
+        if len(seen_when_added) == 2:
+            raise netfilter.NftError("Error: Could not process rule")
+    monkeypatch.setattr(netfilter, "require_available", lambda: None)
+    monkeypatch.setattr(netfilter, "list_chains", lambda root: [])
+    monkeypatch.setattr(netfilter, "add_chain", add_chain)
+    targets = FaultTargets(FakeCluster(tmp_path), clients=None, partition=lambda name: SAMPLE,  # type: ignore[arg-type]
+                           network_leash=lambda: leash)
+    network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
+    assert seen_when_added == [["hold fault_1"]]
+    with pytest.raises(FaultError, match="nft refused"):
+        network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
+    assert leash.lines == ["hold fault_1", "hold fault_1", "release fault_1"]
+
+
 def test_without_root_or_nft_a_network_fault_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(netfilter.os, "geteuid", lambda: 1000)
     with pytest.raises(netfilter.NetworkFaultsUnavailable, match="need root"):

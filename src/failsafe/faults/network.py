@@ -123,8 +123,12 @@ def gid_of(cluster: Any) -> Callable[[NodeSpec], int]:
     return lambda node: netfilter.node_gid(cluster.dir.root, slots[node])
 
 
-def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | None = None) -> NetworkFault:
-    """Install the rules of one fault as a new chain; returns it (its undo is :func:`heal`)."""
+def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | None = None,
+          leash: NetworkLeash | None = None) -> NetworkFault:
+    """Install the rules of one fault as a new chain; returns it (its undo is :func:`heal`).
+
+    ``leash`` holds the chain's name before the chain exists: a SIGKILL of failsafe at any point after
+    the rules are in force finds them held."""
     if loss is not None and not 0 < loss <= 1:
         raise FaultError(f"loss {loss:g} must be a probability in (0, 1]")
     check_ready(cluster)
@@ -135,9 +139,13 @@ def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | 
     number = next(i for i in range(1, 10_000) if f"fault_{i}" not in taken)
     comment = describe(sides, one_way, loss)
     chain = f"fault_{number}"
+    if leash is not None:
+        leash.hold(chain)
     try:
         netfilter.add_chain(cluster.dir.root, chain, comment, rules)
     except netfilter.NftError as e:
+        if leash is not None:
+            leash.release(chain)
         raise FaultError(f"nft refused the rules of '{comment}': {e}") from e
     return NetworkFault(chain, comment, sides, one_way, loss, {"sides": side_lists(sides), "one_way": one_way, "loss": loss, "chain": chain})
 
@@ -227,9 +235,6 @@ def _check_lossy(params: SidesChoice, ctx: FaultContext) -> None:
 
 
 def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: NetworkLeash | None, chosen_as: str = "") -> AppliedFault:
-    if leash is not None:
-        leash.hold(fault.chain)
-
     def undo() -> None:
         try:
             netfilter.delete_chain(cluster.dir.root, fault.chain)
@@ -264,8 +269,9 @@ def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     cluster, sample, active = _context(spec, targets)
     parsed = parse_sides(spec.params.sides)
     sides = resolve_sides(parsed, cluster.spec, sample, active)
-    fault = apply(cluster, sides, parsed.one_way, spec.params.loss)
-    return _applied(spec.fault, cluster, fault, _leash(targets))
+    leash = _leash(targets)
+    fault = apply(cluster, sides, parsed.one_way, spec.params.loss, leash)
+    return _applied(spec.fault, cluster, fault, leash)
 
 
 def _one_node(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, NodeSpec, str]:
@@ -278,14 +284,16 @@ def isolate(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     cluster, node, chosen_as = _one_node(spec, targets)
     others = tuple(n for n in cluster.spec.nodes() if n != node)
     sides = [Side((node,)), Side(others, bool(spec.params.clients))]
-    return _applied(ISOLATE, cluster, apply(cluster, sides, False, spec.params.loss), _leash(targets), chosen_as)
+    leash = _leash(targets)
+    return _applied(ISOLATE, cluster, apply(cluster, sides, False, spec.params.loss, leash), leash, chosen_as)
 
 
 def cut_clients(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """The clients lose one broker; the brokers and controllers do not."""
     cluster, node, chosen_as = _one_node(spec, targets)
-    fault = apply(cluster, [Side((node,)), Side((), True)], False, spec.params.loss)
-    return _applied(CUT_CLIENTS, cluster, fault, _leash(targets), chosen_as)
+    leash = _leash(targets)
+    fault = apply(cluster, [Side((node,)), Side((), True)], False, spec.params.loss, leash)
+    return _applied(CUT_CLIENTS, cluster, fault, leash, chosen_as)
 
 
 # The sides a campaign cuts apart, with how many brokers and controllers the smaller side takes away (per Arena).
