@@ -2,9 +2,10 @@
 
 The source is Parquet files of Kafka-shaped rows, one file per micro-batch, so the test decides
 what each batch holds. The first test runs Spark's own stateful aggregation (``sales_by_product``
-under ``withWatermark``, update mode); the second runs the pipeline's one stateless query, whose
-sink keeps the state (job.PipelineBatchSink, sales_state.py), on the same batches and requires the
-same rows from every batch and the same count of dropped purchases.
+under ``withWatermark``, update mode), the reference; the others run the pipeline's one query
+(``sales_and_dead_letters``: the same aggregation with the dead letters leaving by the same read)
+with its sink (job.SalesBatchSink) on the same batches, and require the same rows from every
+batch, the same dropped count and the same watermark, with the state in Spark's state store.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
-from failsafe.pipeline.job import PipelineBatchSink, PipelineConfig
+from failsafe.pipeline.job import SALES_QUERY, PipelineConfig, SalesBatchSink
 from failsafe.pipeline.schema import KAFKA_SOURCE_SCHEMA, SALES_BY_PRODUCT_COLUMNS
 from failsafe.pipeline.sink import read_dead_letters, read_sales_rows
-from failsafe.pipeline.transforms import parse_products, parse_purchases, sales_by_product, valid_purchases, with_products
+from failsafe.pipeline.transforms import parse_products, parse_purchases, sales_and_dead_letters, sales_by_product, valid_purchases, with_products
 
 # See test_transforms.py: pyspark's collect() leaves its socket to the garbage collector.
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")]
@@ -52,8 +53,8 @@ class FileSource:
         part.rename(self.dir / f"{offsets[0]:08d}.parquet")
 
 
-def three_batches(source: FileSource, query, late_batch: bool = False) -> dict:
-    """The batches both tests feed (and a fourth, late one); the last progress report."""
+def three_batches(source: FileSource, query, late_batch: bool = False) -> list[dict]:
+    """The batches both tests feed (and a fourth, late one); the query's progress reports."""
     try:
         source.add(purchase("1", "2024-08-25 12:00:30.000000"))
         query.processAllAvailable()
@@ -67,12 +68,12 @@ def three_batches(source: FileSource, query, late_batch: bool = False) -> dict:
         if late_batch:
             source.add(purchase("5", "2024-08-25 12:00:50.000000"))
             query.processAllAvailable()
-        return query.lastProgress
+        return list(query.recentProgress)
     finally:
         query.stop()
 
 
-def spark_stateful_rows(spark, kafka_frame, tmp_path, late_batch: bool = False) -> tuple[list[tuple[int, Row]], dict]:
+def spark_stateful_rows(spark, kafka_frame, tmp_path, late_batch: bool = False) -> tuple[list[tuple[int, Row]], list[dict]]:
     source = FileSource(tmp_path, kafka_frame)
     products = parse_products(kafka_frame([PRODUCT], topic="demo.products"))
     stream = spark.readStream.schema(KAFKA_SOURCE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source.dir))
@@ -89,7 +90,8 @@ def spark_stateful_rows(spark, kafka_frame, tmp_path, late_batch: bool = False) 
 
 
 def test_a_record_older_than_the_watermark_is_dropped_and_one_within_it_is_counted(spark, kafka_frame, utc, tmp_path):
-    emitted, progress = spark_stateful_rows(spark, kafka_frame, tmp_path)
+    emitted, reports = spark_stateful_rows(spark, kafka_frame, tmp_path)
+    progress = reports[-1]
 
     assert progress["numInputRows"] == 2
     assert progress["eventTime"]["watermark"] == "2024-08-25T12:04:10.000Z"
@@ -109,38 +111,67 @@ def test_a_record_older_than_the_watermark_is_dropped_and_one_within_it_is_count
     assert all(row.window_start != utc("2024-08-25 12:00:00") for batch_id, row in emitted if batch_id == progress["batchId"])
 
 
-def test_the_pipelines_own_state_emits_what_sparks_stateful_aggregation_emits(spark, kafka_frame, utc, tmp_path):
-    """Spark without no-data batches (a stateless query has none; docs/pipeline.md, "One query, one read")."""
-    spark.conf.set(NO_DATA_BATCHES, "false")
+def pipeline_query(spark, kafka_frame, root: Path):
+    """The pipeline's query and sink on a FileSource under ``root``: (source, query, config)."""
+    source = FileSource(root, kafka_frame)
+    config = PipelineConfig(bootstrap_servers="unused:9", output_dir=root / "output", checkpoint_dir=root / "ck",
+                            watermark_delay="1 minute", results_topic=None)
+    products = parse_products(kafka_frame([PRODUCT], topic="demo.products"))
+    stream = spark.readStream.schema(KAFKA_SOURCE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source.dir))
+    outputs = sales_and_dead_letters(parse_purchases(stream), products, config.window_duration, config.watermark_delay)
+    query = (outputs.writeStream.outputMode("update").foreachBatch(SalesBatchSink(config))
+             .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY)).start())
+    return source, query, config
+
+
+@pytest.mark.parametrize(("no_data_batches", "rows", "dropped"), [(True, 3, 2), (False, 4, 1)], ids=["no-data-batches", "data-batches-only"])
+def test_the_pipeline_query_emits_what_sparks_windowed_aggregation_emits(spark, kafka_frame, utc, tmp_path, no_data_batches, rows, dropped):
+    """With no-data batches (Spark's default) a batch without data moves the watermark after batch 1, and purchase 3
+    is late in batch 2; without them it is not, and only purchase 5 is. Either way both queries agree."""
+    spark.conf.set(NO_DATA_BATCHES, str(no_data_batches).lower())
     try:
-        spark_rows, spark_progress = spark_stateful_rows(spark, kafka_frame, tmp_path / "spark", late_batch=True)
+        spark_rows, spark_reports = spark_stateful_rows(spark, kafka_frame, tmp_path / "spark", late_batch=True)
+        source, query, config = pipeline_query(spark, kafka_frame, tmp_path / "ours")
+        reports = three_batches(source, query, late_batch=True)
     finally:
         spark.conf.unset(NO_DATA_BATCHES)
 
-    source = FileSource(tmp_path / "ours", kafka_frame)
-    config = PipelineConfig(bootstrap_servers="unused:9", output_dir=tmp_path / "ours" / "output", checkpoint_dir=tmp_path / "ours" / "ck",
-                            watermark_delay="1 minute", results_topic=None)
-    sink = PipelineBatchSink(config, parse_products(kafka_frame([PRODUCT], topic="demo.products")))
-    stream = spark.readStream.schema(KAFKA_SOURCE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source.dir))
-    query = (parse_purchases(stream).writeStream.outputMode("append").foreachBatch(sink)
-             .option("checkpointLocation", str(config.checkpoint_dir / "q")).start())
-    progress = three_batches(source, query, late_batch=True)
-
     ours = read_sales_rows(config.output_dir)
     assert sorted(ours.columns) == sorted([*SALES_BY_PRODUCT_COLUMNS, "batch_id"])
-    mine = _by_rank((r["batch_id"], utc(r["window_start"].strftime("%Y-%m-%d %H:%M:%S")), r["product_id"], r["purchases"],
-                     r["quantity"], r["revenue"]) for r in ours.iter_rows(named=True))
-    theirs = _by_rank((batch_id, row.window_start, row.product_id, row.purchases, row.quantity, row.revenue) for batch_id, row in spark_rows)
-    assert mine == theirs and len(mine) == 4
-    dropped = sink.stats[progress["batchId"]]["rows_dropped_by_watermark"]
-    assert dropped == spark_progress["stateOperators"][0]["numRowsDroppedByWatermark"] == 1
-    assert sink.stats[progress["batchId"]]["watermark"] == spark_progress["eventTime"]["watermark"]
+    mine = sorted((r["batch_id"], utc(r["window_start"].strftime("%Y-%m-%d %H:%M:%S")), r["product_id"], r["purchases"], r["quantity"],
+                   r["revenue"]) for r in ours.iter_rows(named=True))
+    theirs = sorted((batch_id, row.window_start, row.product_id, row.purchases, row.quantity, row.revenue) for batch_id, row in spark_rows)
+    assert mine == theirs and len(mine) == rows
+    assert [(r["batchId"], r["eventTime"].get("watermark")) for r in reports] == [(r["batchId"], r["eventTime"].get("watermark")) for r in spark_reports]
+    assert [_dropped(r) for r in reports] == [_dropped(r) for r in spark_reports] and sum(map(_dropped, reports)) == dropped
+    # One read: each batch's input is the rows of its file, not twice that (the dead letters share the sales' read).
+    assert [r["numInputRows"] for r in reports if r["numInputRows"]] == [1, 2, 2, 1]
     assert read_dead_letters(config.output_dir)["reason"].to_list() == ["missing transaction_id"]
+    assert (config.checkpoint_dir / SALES_QUERY / "state" / "0").is_dir() and not (config.checkpoint_dir / "sales-state").exists()
 
 
-def _by_rank(rows) -> list[tuple]:
-    """Rows with their batch's rank among the batches that emitted any: Spark's stateful query numbers its
-    no-data batches (run to move the watermark) too, so the same data batch has another id there."""
-    rows = sorted(rows)
-    ranks = {batch_id: rank for rank, batch_id in enumerate(sorted({row[0] for row in rows}))}
-    return [(ranks[row[0]], *row[1:]) for row in rows]
+def _dropped(report: dict) -> int:
+    return sum(op["numRowsDroppedByWatermark"] for op in report["stateOperators"])
+
+
+def test_a_dead_letter_does_not_move_the_watermark_and_the_topic_is_read_once(spark, kafka_frame, tmp_path):
+    spark.conf.set(NO_DATA_BATCHES, "false")  # the plan looked at is then a batch's with data
+    source, query, _ = pipeline_query(spark, kafka_frame, tmp_path)
+    try:
+        source.add(purchase("1", "2024-08-25 12:00:30.000000"))
+        query.processAllAvailable()
+        future = {**purchase("2", "2030-01-01 00:00:00.000000"), "quantity": "many"}  # its time parses, its quantity does not
+        source.add(future, purchase("3", "2024-08-25 12:01:30.000000"))
+        query.processAllAvailable()
+        source.add(purchase("4", "2024-08-25 12:01:40.000000"))
+        query.processAllAvailable()
+        plan = query._jsq.explainInternal(False)
+        watermarks = [r["eventTime"].get("watermark") for r in query.recentProgress if r["numInputRows"]]
+    finally:
+        query.stop()
+        spark.conf.unset(NO_DATA_BATCHES)
+    assert watermarks[-1] == "2024-08-25T12:00:30.000Z"  # 12:01:30 - 1 minute; 2030 would have made it 2029-12-31T23:59
+    scans, reused = plan.count("FileScan parquet"), plan.count("ReusedExchange")
+    assert (scans, reused) == (1, 1), plan
+
+

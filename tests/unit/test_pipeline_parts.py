@@ -48,6 +48,15 @@ def test_local_sessions_bind_loopback_and_cluster_sessions_do_not() -> None:
     assert "spark.driver.host" not in cluster and "spark.jars" not in cluster
 
 
+def test_the_state_store_is_rocksdb_with_changelog_checkpointing_unless_a_session_says_otherwise() -> None:
+    conf = session_conf(SessionSpec())
+    assert conf["spark.sql.streaming.stateStore.providerClass"].endswith(".RocksDBStateStoreProvider")
+    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    assert session_conf(SessionSpec(extra={"spark.sql.streaming.stateStore.providerClass": hdfs}))[
+        "spark.sql.streaming.stateStore.providerClass"] == hdfs
+
+
 SPARK_PROGRESS = {
     "batchId": 7, "timestamp": "2026-11-22T06:41:12.526Z", "numInputRows": 120, "inputRowsPerSecond": 40.0,
     "processedRowsPerSecond": 60.0, "durationMs": {"triggerExecution": 2000},

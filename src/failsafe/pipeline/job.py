@@ -1,24 +1,22 @@
 """The pipeline's edges: Kafka in, the exactly-once sink and Kafka out. Transforms live in transforms.py.
 
 One streaming query, ``sales-by-product``, reads ``demo.purchases`` once and parses each record
-once; its ``foreachBatch`` sink (``PipelineBatchSink``) does both outputs of micro-batch N:
+once (transforms.sales_and_dead_letters); its ``foreachBatch`` sink (``SalesBatchSink``) writes
+both outputs of micro-batch N:
 
 - the records that are not purchases go to ``OUTPUT/dead_letters/batch_id=N``;
-- the purchases, with their product, are summed per product and 1-minute event-time window and
-  added to the running totals of the batches before N (``sales_state.py``: Spark's watermark rules
-  for a windowed aggregation in update mode, the state one file per batch under the checkpoint);
-  every total batch N changed goes to ``OUTPUT/sales_by_product/batch_id=N`` and to
-  ``demo.sales-by-product``.
+- the purchases, with their product, are summed per product and 1-minute event-time window by
+  Spark's stateful aggregation in update mode (the running totals in Spark's state store, under
+  the query's checkpoint; the watermark and the late purchases are Spark's); every total batch N
+  changed goes to ``OUTPUT/sales_by_product/batch_id=N`` and to ``demo.sales-by-product``.
 
-Why one query: two queries (a stateful one for sales, a second for the dead letters) each read and
-parsed the whole topic; on two cores the second read cost as much as the aggregation
-(docs/benchmarks.md, "The pipeline at speed").
+The outputs are written by the executors; the driver collects two counts per batch.
 
 Why exactly-once holds (docs/pipeline.md has the long form): Spark writes a batch's offset range
 to the checkpoint before running it and re-runs an uncommitted batch with the same range after a
-crash; batch N starts from the state of batch N-1, so it always produces the same rows; the sink
-writes them under N's name and a replay replaces them. A reader takes, per key, the row of the
-largest batch.
+crash; the state store keeps one version per batch and batch N always starts from version N-1,
+so it produces the same rows; the sink writes them under N's name and a replay replaces them. A
+reader takes, per key, the row of the largest batch.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from failsafe.pipeline.progress import ProgressLog
-from failsafe.pipeline.sales_state import BatchTotals, SalesStateStore, WindowTotals, apply_batch, interval_us
 from failsafe.pipeline.sink import DEAD_LETTERS_DIR, SALES_DIR
 
 if TYPE_CHECKING:
@@ -50,7 +47,6 @@ SALES_QUERY = "sales-by-product"
 ENRICHED_QUERY = "enriched-purchases"
 ENRICHED_TOPIC = "demo.purchases-enriched"
 COMMITS_FILE = "_commits.jsonl"
-SALES_STATE_DIR = "sales-state"
 
 
 @dataclass(frozen=True)
@@ -80,66 +76,42 @@ class PipelineConfig:
         return options
 
 
-class PipelineBatchSink:
-    """foreachBatch target of the one query: batch N's dead letters and sales totals, each under ``batch_id=N``.
+class SalesBatchSink:
+    """foreachBatch target of the one query: batch N's sales rows and dead letters, each under ``batch_id=N``."""
 
-    ``stats[N]`` says what batch N did to the state (rows kept, purchases dropped as late, the
-    watermark it used), for the progress log: Spark sees a stateless query and cannot say it.
-    """
-
-    def __init__(self, config: PipelineConfig, products: DataFrame) -> None:
+    def __init__(self, config: PipelineConfig) -> None:
         self.config = config
-        self.products = products
-        self.state = SalesStateStore(config.checkpoint_dir / SALES_STATE_DIR)
-        self.delay_us = interval_us(config.watermark_delay)
-        self.stats: dict[int, dict] = {}
         self._warm = False
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from failsafe.pipeline.transforms import batch_window_totals, dead_letters, valid_purchases, with_products
+        from failsafe.pipeline.transforms import KIND_DEAD_LETTER, KIND_SALES, output_rows
 
-        state = self.state.before(batch_id)
-        parsed = batch.persist()
+        outputs = batch.persist()
         try:
-            # The first job reads and parses the batch into memory; the others run on that copy.
-            sums = batch_window_totals(with_products(valid_purchases(parsed), self.products), self.config.window_duration).collect()
-            letters = dead_letters(parsed)
-            if not letters.isEmpty():
-                _write_replacing(letters, self.config.output_dir / DEAD_LETTERS_DIR, batch_id)
+            # One job runs the batch (the stateful operator included) into memory and counts each kind;
+            # the writes below read that copy. A copy lost to an executor is computed again from the same
+            # offsets and state version: the same rows.
+            counts = dict(outputs.groupBy("kind").count().collect())
+            sales = output_rows(outputs, KIND_SALES)
+            if counts.get(KIND_SALES):
+                self._emit(sales, batch_id)
+            elif not self._warm:
+                self._warm_up(sales)
+            self._warm = True
+            if counts.get(KIND_DEAD_LETTER):
+                _write_replacing(output_rows(outputs, KIND_DEAD_LETTER), self.config.output_dir / DEAD_LETTERS_DIR, batch_id)
         finally:
-            parsed.unpersist()
-        result = apply_batch(state, [BatchTotals(WindowTotals(*row[:-1]), row[-1]) for row in sums], self.delay_us)
-        if result.updated:
-            self._emit(batch.sparkSession, result.updated, batch_id)
-        elif not self._warm:
-            self._warm_up(batch.sparkSession)
-        self._warm = True
-        self.state.write(batch_id, result.state)
-        self.stats[batch_id] = {"state_rows": len(result.state.totals), "rows_dropped_by_watermark": result.late_purchases,
-                                "watermark": _iso(state.watermark_us)}
-        for old in [n for n in self.stats if n < batch_id - 100]:
-            del self.stats[old]
+            outputs.unpersist()
 
-    def annotate(self, query: str, batch_id: int) -> dict:
-        """What batch ``batch_id`` did to the sales state (ProgressLog's ``annotate``)."""
-        return self.stats.get(batch_id, {}) if query == SALES_QUERY else {}
-
-    def _warm_up(self, spark: SparkSession) -> None:
+    def _warm_up(self, empty: DataFrame) -> None:
         """The first batch had nothing to emit (the pipeline started before the data): write nothing once, so that
         the first batch with data does not also pay for loading the Parquet writer and the Kafka producer."""
-        from failsafe.pipeline.transforms import sales_rows
-
-        rows = sales_rows(spark, [])
         scratch = self.config.output_dir / SALES_DIR / f"_warm-up-{uuid.uuid4().hex[:8]}"
-        with self._publishing(rows):
-            rows.coalesce(1).write.parquet(str(scratch))
+        with self._publishing(empty):
+            empty.coalesce(1).write.parquet(str(scratch))
         shutil.rmtree(scratch, ignore_errors=True)
 
-    def _emit(self, spark: SparkSession, updated: list[WindowTotals], batch_id: int) -> None:
-        from failsafe.pipeline.transforms import sales_rows
-
-        rows = sales_rows(spark, [(t.window_start_us, t.window_end_us, t.product_id, t.product_name, t.category, t.purchases,
-                                   t.quantity, t.revenue, t.member_purchases) for t in updated])
+    def _emit(self, rows: DataFrame, batch_id: int) -> None:
         with self._publishing(rows):
             _write_replacing(rows, self.config.output_dir / SALES_DIR, batch_id)
             with open(self.config.output_dir / SALES_DIR / COMMITS_FILE, "a", encoding="utf-8") as f:
@@ -177,11 +149,6 @@ def _write_replacing(rows: DataFrame, root: Path, batch_id: int) -> None:
         raise OSError(f"could not rename {tmp.toString()} to {final.toString()}")
 
 
-def _iso(us: int) -> str:
-    seconds, micros = divmod(us, 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micros // 1000:03d}Z"
-
-
 def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """The product catalogue as it is now (a batch read of the compacted topic), kept in memory."""
     from failsafe.pipeline.transforms import parse_products
@@ -192,18 +159,18 @@ def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     return parse_products(raw).cache()
 
 
-def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFrame) -> tuple[dict[str, StreamingQuery], PipelineBatchSink]:
-    """The one query (module docstring) and its sink, whose ``stats`` annotate the progress log."""
-    from failsafe.pipeline.transforms import parse_purchases
+def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFrame) -> dict[str, StreamingQuery]:
+    """The one query (module docstring), its state in Spark's state store under its checkpoint."""
+    from failsafe.pipeline.transforms import parse_purchases, sales_and_dead_letters
 
     reader = spark.readStream.format("kafka")
     for key, value in config.kafka_source_options().items():
         reader = reader.option(key, value)
-    sink = PipelineBatchSink(config, products)
-    writer = (parse_purchases(reader.load()).writeStream.queryName(SALES_QUERY).outputMode("append")
-              .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY)).foreachBatch(sink))
+    outputs = sales_and_dead_letters(parse_purchases(reader.load()), products, config.window_duration, config.watermark_delay)
+    writer = (outputs.writeStream.queryName(SALES_QUERY).outputMode("update")
+              .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY)).foreachBatch(SalesBatchSink(config)))
     writer = writer.trigger(availableNow=True) if config.available_now else writer.trigger(processingTime=f"{config.trigger_s:g} seconds")
-    return {SALES_QUERY: writer.start()}, sink
+    return {SALES_QUERY: writer.start()}
 
 
 def start_enriched_query(spark: SparkSession, config: PipelineConfig, products: DataFrame, topic: str,

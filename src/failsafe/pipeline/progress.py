@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from failsafe.pipeline.sink import PROGRESS_FILE, read_progress
@@ -31,28 +31,18 @@ def progress_line(query: str, progress: dict) -> dict:
     }
 
 
-Annotate = Callable[[str, int], dict]
-
-
 class ProgressLog:
-    """Appends each query's new progress reports once, in batch order.
+    """Appends each query's new progress reports once, in batch order."""
 
-    ``annotate(query, batch_id)`` gives fields Spark cannot report (the sales state's rows, late
-    purchases and watermark, kept by the sink: sales_state.py); they replace Spark's.
-    """
-
-    def __init__(self, output_dir: Path, annotate: Annotate | None = None) -> None:
+    def __init__(self, output_dir: Path) -> None:
         output_dir.mkdir(parents=True, exist_ok=True)
         self.path = output_dir / PROGRESS_FILE
-        self.annotate = annotate
         self._seen: set[tuple[str, int, bool]] = set()
 
     def record_new(self, query: str, reports: Iterable[dict]) -> list[dict]:
         new = []
         for report in reports:
             line = progress_line(query, dict(report))
-            if self.annotate is not None and line["num_input_rows"]:
-                line |= self.annotate(query, line["batch_id"])
             # One line per batch, except that an idle report (Spark repeats the next batch id while no
             # data comes) is followed by the batch's own report once it ran.
             key = (query, line["batch_id"], bool(line["num_input_rows"]))

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 
 from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
+from failsafe.pipeline.checkpoint import check_layout, write_layout
+from failsafe.pipeline.intervals import interval_us
 from failsafe.pipeline.job import PipelineConfig, QueryFailed, read_products, start_enriched_query, start_queries, watch
 from failsafe.pipeline.progress import ProgressLog
-from failsafe.pipeline.sales_state import interval_us
 from failsafe.pipeline.session import SessionSpec, build_session
 
 RESULTS_PARTITIONS = 6
@@ -57,13 +58,10 @@ def preflight(config: PipelineConfig) -> None:
 def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None] = lambda _: None,
                  stop: threading.Event | None = None) -> RunSummary:
     """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls)."""
+    check_layout(config.checkpoint_dir)
     preflight(config)
-
-    def start(spark, products):
-        queries, sink = start_queries(spark, config, products)
-        return queries, sink.annotate
-
-    return _run(config, session, on_batch, stop, start)
+    write_layout(config.checkpoint_dir)
+    return _run(config, session, on_batch, stop, lambda spark, products: start_queries(spark, config, products))
 
 
 def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtime_s: float | None,
@@ -72,7 +70,7 @@ def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtim
     preflight(replace(config, results_topic=topic))
     if realtime_s is not None:
         _check_task_slots(config, session.master)
-    return _run(config, session, on_batch, stop, lambda spark, products: (start_enriched_query(spark, config, products, topic, realtime_s), None))
+    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s))
 
 
 def task_slots(master: str | None) -> int | None:
@@ -109,9 +107,9 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
         on_batch(progress)
 
     try:
-        queries, annotate = start(spark, read_products(spark, config))
+        queries = start(spark, read_products(spark, config))
         try:
-            watch(spark, queries, ProgressLog(config.output_dir, annotate), count, stop=stop)
+            watch(spark, queries, ProgressLog(config.output_dir), count, stop=stop)
         except QueryFailed as e:
             raise PipelineError(f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume") from e
         finally:

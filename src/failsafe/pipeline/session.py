@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
+# The sales query's running totals live in Spark's state store: RocksDB (off the JVM heap, so a large state does not
+# grow the executors' garbage-collected memory), checkpointed as a changelog per batch instead of a snapshot upload
+# (docs/benchmarks.md, "The pipeline's state in Spark", has what each cost). Spark keeps the provider of a query in
+# its checkpoint: a query restarted from one keeps the provider it was started with.
+STATE_STORE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
 DEFAULT_SHUFFLE_PARTITIONS = 4
 
 
@@ -45,6 +53,7 @@ def session_conf(spec: SessionSpec) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": spec.driver_memory,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        **STATE_STORE_CONF,
     }
     if is_loopback_master(spec.master):
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}

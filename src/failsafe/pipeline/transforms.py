@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, DataType, StringType, StructField, StructType
 
+from failsafe.pipeline.intervals import interval_us
 from failsafe.pipeline.schema import DEAD_LETTER_COLUMNS, PRODUCT_SCHEMA, PURCHASE_SCHEMA, REVENUE, SALES_BY_PRODUCT_COLUMNS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 TRANSACTION_TIME_FORMAT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 KEY_TIME_FORMAT = "yyyy-MM-dd HH:mm:ss"
@@ -136,85 +137,103 @@ def with_products(purchases: DataFrame, products: DataFrame) -> DataFrame:
     )
 
 
+# The measures of a sales_by_product row, shared by the reference query and the pipeline's.
+def _sales_measures() -> list[Column]:
+    return [
+        F.count(F.lit(1)).alias("purchases"),
+        F.sum("quantity").cast("long").alias("quantity"),
+        F.sum("total_purchase").cast(REVENUE).alias("revenue"),
+        F.count_if(F.col("is_member")).alias("member_purchases"),
+    ]
+
+
+def _sales_columns() -> list[Column]:
+    return [
+        F.col("window.start").alias("window_start"),
+        F.col("window.end").alias("window_end"),
+        *(F.col(name) for name in ("product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases")),
+        (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
+    ]
+
+
 def sales_by_product(purchases: DataFrame, window_duration: str = "1 minute", watermark_delay: str = "2 minutes") -> DataFrame:
     """Purchases per tumbling event-time window and product, in the contract's column order.
 
     Streaming: rows older than the watermark are dropped; use output mode update (each row the
     window's cumulative total so far) or append (each row once, after the watermark passes it).
-    On a static DataFrame the watermark is ignored.
+    On a static DataFrame the watermark is ignored. The pipeline's query (``sales_and_dead_letters``)
+    computes the same rows; this is the reference its tests compare it with.
     """
     totals = (
         purchases.withWatermark("event_time", watermark_delay)
-        .groupBy(F.window("event_time", window_duration).alias("window"), "product_id", "product_name", "category")
-        .agg(
-            F.count(F.lit(1)).alias("purchases"),
-            F.sum("quantity").cast("long").alias("quantity"),
-            F.sum("total_purchase").cast(REVENUE).alias("revenue"),
-            F.count_if(F.col("is_member")).alias("member_purchases"),
-        )
+        .groupBy(F.window("event_time", window_duration).alias("window"), *SALES_KEYS[1:])
+        .agg(*_sales_measures())
     )
-    return totals.select(
-        F.col("window.start").alias("window_start"),
-        F.col("window.end").alias("window_end"),
-        "product_id",
-        "product_name",
-        "category",
-        "purchases",
-        "quantity",
-        "revenue",
-        "member_purchases",
-        (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
-    ).select(*SALES_BY_PRODUCT_COLUMNS)
+    return totals.select(*_sales_columns()).select(*SALES_BY_PRODUCT_COLUMNS)
 
 
-def batch_window_totals(purchases: DataFrame, window_duration: str = "1 minute") -> DataFrame:
-    """A static batch of purchases summed per tumbling window and product, for the sales state (sales_state.py).
+# What Spark's own window column carries to say it is the event time (EventTimeWatermark.delayKey).
+WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
+SALES_KEYS = ("window", "product_id", "product_name", "category")
+KIND_SALES, KIND_DEAD_LETTER = "sales", "dead_letter"
 
-    Times are microseconds since the epoch, so the rows reach Python without a time zone:
-    [window_start_us, window_end_us, product_id, product_name, category, purchases, quantity, revenue,
-    member_purchases, max_event_time_us].
+
+def event_window(event_time: Column, window_duration: str, watermark_delay: str) -> Column:
+    """``F.window(event_time, window_duration)`` (tumbling, from the epoch), but null where ``event_time`` is null instead of
+    dropping the row, and marked as the event-time column the way Spark marks its own window.
+
+    With the mark, Spark's stateful aggregation drops a row whose window ended at or before the
+    previous batch's watermark (counted in ``numRowsDroppedByWatermark``) and evicts keys whose
+    window ended at or before the current one, exactly as for ``F.window``.
     """
-    window = F.window("event_time", window_duration)
-    return (
-        purchases.groupBy(window.alias("window"), "product_id", "product_name", "category")
-        .agg(
-            F.count(F.lit(1)).alias("purchases"),
-            F.sum("quantity").cast("long").alias("quantity"),
-            F.sum("total_purchase").cast(REVENUE).alias("revenue"),
-            F.count_if(F.col("is_member")).alias("member_purchases"),
-            F.unix_micros(F.max("event_time")).alias("max_event_time_us"),
-        )
-        .select(
-            F.unix_micros(F.col("window.start")).alias("window_start_us"),
-            F.unix_micros(F.col("window.end")).alias("window_end_us"),
-            "product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases", "max_event_time_us",
-        )
-    )
+    width = interval_us(window_duration)
+    us = F.unix_micros(event_time)
+    start = us - F.pmod(us, F.lit(width))
+    window = F.struct(F.timestamp_micros(start).alias("start"), F.timestamp_micros(start + F.lit(width)).alias("end"))
+    return F.when(event_time.isNotNull(), window).alias("window", metadata={WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000})
 
 
-# The sales state's running totals (sales_state.WindowTotals), times in microseconds since the epoch.
-WINDOW_TOTALS_SCHEMA = StructType([
-    StructField("window_start_us", LongType()),
-    StructField("window_end_us", LongType()),
-    StructField("product_id", StringType()),
-    StructField("product_name", StringType()),
-    StructField("category", StringType()),
-    StructField("purchases", LongType()),
-    StructField("quantity", LongType()),
-    StructField("revenue", REVENUE),
-    StructField("member_purchases", LongType()),
-])
+def sales_and_dead_letters(parsed: DataFrame, products: DataFrame, window_duration: str, watermark_delay: str) -> DataFrame:
+    """The pipeline's one stateful query over ``parse_purchases``' rows, read and parsed once:
+    [kind, sales (a sales_by_product row), dead_letter (a dead-letter row)], one of the two set per row.
+
+    The sales rows are Spark's windowed aggregation in update mode (``sales_by_product``'s rows,
+    state in Spark's state store); the dead letters are the records that are not purchases. Only
+    valid purchases move the watermark.
+
+    A streaming query has one sink, so the two leave as one union; each branch of a union is its
+    own plan, and two branches over the source would read and parse the topic twice. They share one
+    shuffle instead: both read the same ``Exchange`` (the second as a ``ReusedExchange``, the plan
+    says so). For that the branches must be the same below it, and the optimizer would push each
+    branch's filter and column subset down through the shuffle: above it, a projection Spark must
+    treat as nondeterministic (``spark_partition_id()`` is never negative) packs every column into
+    one struct, which stops both. The aggregation then shuffles its partial sums once more (small:
+    the rows of a key are already together).
+    """
+    valid = F.col("reason").isNull()
+    # A dead letter whose transaction_time parses must not move the watermark.
+    marked = parsed.withColumn("event_time", F.when(valid, F.col("event_time"))).withWatermark("event_time", watermark_delay)
+    # Where a record came from travels through the shuffle for the dead letters only.
+    keyed = with_products(marked, products).select(
+        event_window(F.col("event_time"), window_duration, watermark_delay), *SALES_KEYS[1:], "quantity", "total_purchase", "is_member",
+        *(F.when(~valid, F.col(name)).alias(name) for name in _KAFKA_META), "reason")
+    packed = F.when(F.spark_partition_id() >= 0, F.struct(*keyed.columns)).alias("record")
+    shared = keyed.repartition(*SALES_KEYS).select(packed).select(
+        F.col("record.window").alias("window", metadata={WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000}),
+        *(F.col(f"record.{name}").alias(name) for name in keyed.columns if name != "window"))
+    sales = shared.where(valid).groupBy(*SALES_KEYS).agg(*_sales_measures()).select(*_sales_columns())
+    sales_row = F.struct(*SALES_BY_PRODUCT_COLUMNS)
+    letters = shared.where(~valid)
+    letter_row = F.struct(*DEAD_LETTER_COLUMNS)
+    sales_type = sales.select(sales_row.alias("row")).schema["row"].dataType
+    letter_type = letters.select(letter_row.alias("row")).schema["row"].dataType
+    return sales.select(F.lit(KIND_SALES).alias("kind"), sales_row.alias(KIND_SALES), F.lit(None).cast(letter_type).alias(KIND_DEAD_LETTER)).unionByName(
+        letters.select(F.lit(KIND_DEAD_LETTER).alias("kind"), F.lit(None).cast(sales_type).alias(KIND_SALES), letter_row.alias(KIND_DEAD_LETTER)))
 
 
-def sales_rows(spark: SparkSession, totals: list[tuple]) -> DataFrame:
-    """Running totals (tuples in WINDOW_TOTALS_SCHEMA's order) -> sales_by_product rows in the contract's columns and types."""
-    frame = spark.createDataFrame(totals, WINDOW_TOTALS_SCHEMA)
-    return frame.select(
-        F.timestamp_micros("window_start_us").alias("window_start"),
-        F.timestamp_micros("window_end_us").alias("window_end"),
-        "product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases",
-        (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
-    ).select(*SALES_BY_PRODUCT_COLUMNS)
+def output_rows(outputs: DataFrame, kind: str) -> DataFrame:
+    """The rows of one ``kind`` of ``sales_and_dead_letters``' output, as that sink's columns."""
+    return outputs.where(F.col("kind") == kind).select(f"{kind}.*")
 
 
 def revenue_by_category(sales: DataFrame) -> DataFrame:

@@ -93,7 +93,8 @@ def render_verification(result: dict[str, Any], console: Console) -> None:
     dropped = result.get("rows_dropped_by_watermark")
     if dropped:
         console.print(f"The watermark dropped {dropped:,} late row(s): a purchase read after the watermark passed its window is "
-                      "not counted, which explains an undercount of up to that many purchases.", style="yellow")
+                      "not counted; Spark counts a late (window, product) group as one row, so at least that many purchases "
+                      "were dropped, which can explain an undercount.", style="yellow")
 
 
 def _table(title: str, *headers: str, numeric: tuple[int, ...] = (1, 2, 3)) -> Table:
