@@ -7,12 +7,14 @@ Both leave the cluster whole: the killed broker is restarted, the demo topics ar
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from failsafe.pipeline.sink import read_progress
 from tests.conftest import RunningCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
@@ -111,6 +113,11 @@ def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_
     # The worker's executor died with it: the driver saw an executor lost, and the tasks ran again elsewhere.
     log = (run_dir / "pipeline.log").read_text()
     assert "Lost executor" in log or "lost worker" in log.lower() or "ExecutorLost" in log, log[-3000:]
+    # Its state partitions were loaded again from the checkpoint by another executor: none is placed on it at the end.
+    lost = {f"executor_127.0.0.1_{n}" for n in re.findall(r"Lost executor (\d+)", log)}
+    placed = [line["state_locations"] for line in read_progress(run_dir / "output")
+              if line["query"] == "sales-by-product" and line.get("state_locations")]
+    assert lost and placed and not lost & set(placed[-1].values()), (lost, placed[-1:])
     # Nothing of the run's Spark cluster outlives it.
     from failsafe.supervisor import read_pidfile
 

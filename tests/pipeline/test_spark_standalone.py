@@ -17,7 +17,8 @@ import polars as pl
 import psutil
 import pytest
 
-from failsafe.pipeline.sink import read_sales_rows
+from failsafe.pipeline.sink import read_progress, read_sales_rows
+from failsafe.pipeline.state_census import state_rows_by_partition
 from tests.conftest import RunningCluster
 from tests.helpers import _free, free_port_block, run_cli
 from tests.pipeline.conftest import PIPELINE_TIMEOUT_S
@@ -75,7 +76,8 @@ def alive(pid: int, create_time: float) -> bool:
         return False
 
 
-def test_the_pipeline_on_spark_standalone_equals_local_and_spark_down_leaves_nothing(clean_demo: RunningCluster, tmp_path: Path) -> None:
+def test_the_pipeline_on_spark_standalone_equals_local_and_spark_down_leaves_nothing(clean_demo: RunningCluster, tmp_path: Path,
+                                                                                     spark) -> None:
     ledger = tmp_path / "ledger"
     sim = clean_demo.cli("simulate", "sales", "--rate", "0", "--count", "3000", "--malformed-every", "100", "--seed", "13",
                          "--ledger", str(ledger), timeout_s=PIPELINE_TIMEOUT_S)
@@ -118,6 +120,15 @@ def test_the_pipeline_on_spark_standalone_equals_local_and_spark_down_leaves_not
         verify = run_cli("pipeline", "verify", "--output", str(tmp_path / name), "--ledger", str(ledger), "--json")
         assert verify.returncode == 0, (name, verify.stdout[-3000:])
         assert json.loads(verify.stdout)["totals"]["ledger"]["purchases"] == 3000
+    # The running totals are spread over both executors: Spark's coordinator placed state partitions on each, and the
+    # State Data Source finds rows in the partitions of each (their sum: the last batch's state rows).
+    progress = [line for line in read_progress(tmp_path / "standalone") if line["query"] == "sales-by-product"]
+    locations = [line for line in progress if line["num_input_rows"]][-1]["state_locations"]
+    assert len(locations) == progress[-1]["state_partitions"] == 4 and len(set(locations.values())) == 2, locations
+    rows = state_rows_by_partition(spark, str(tmp_path / "standalone-ck" / "sales-by-product"))
+    assert sum(rows.values()) == progress[-1]["state_rows"] > 0  # the newest version: after the last batch, no-data ones included
+    by_executor = {executor: sum(rows.get(int(p), 0) for p, e in locations.items() if e == executor) for executor in set(locations.values())}
+    assert all(by_executor.values()), by_executor
     local_totals = final_totals(tmp_path / "local")
     assert local_totals.height > 0
     assert local_totals.equals(final_totals(tmp_path / "standalone")) and local_totals.equals(final_totals(tmp_path / "submitted"))

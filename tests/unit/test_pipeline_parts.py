@@ -61,7 +61,8 @@ SPARK_PROGRESS = {
     "batchId": 7, "timestamp": "2026-11-22T06:41:12.526Z", "numInputRows": 120, "inputRowsPerSecond": 40.0,
     "processedRowsPerSecond": 60.0, "durationMs": {"triggerExecution": 2000},
     "eventTime": {"watermark": "2024-08-25T13:20:16.794Z"},
-    "stateOperators": [{"numRowsDroppedByWatermark": 3, "numRowsTotal": 40}, {"numRowsDroppedByWatermark": 1, "numRowsTotal": 2}],
+    "stateOperators": [{"numRowsDroppedByWatermark": 3, "numRowsTotal": 40, "numShufflePartitions": 4},
+                       {"numRowsDroppedByWatermark": 1, "numRowsTotal": 2, "numShufflePartitions": 4}],
     "sources": [{"endOffset": '{"demo.purchases":{"0":10,"1":12}}'}],
 }
 
@@ -73,6 +74,15 @@ def test_progress_line_keeps_the_contract_fields() -> None:
     assert progress_line("q", {**SPARK_PROGRESS, "stateOperators": []})["state_rows"] is None
     assert line["end_offsets"] == {"demo.purchases": {"0": 10, "1": 12}}
     assert line["watermark"] == "2024-08-25T13:20:16.794Z"
+
+
+def test_progress_log_annotates_batches_that_read_something_once(tmp_path: Path) -> None:
+    asked = []
+    log = ProgressLog(tmp_path, lambda query, line: asked.append((query, line["batch_id"])) or {"state_locations": {"0": "executor_h_1"}})
+    idle = {**SPARK_PROGRESS, "batchId": 8, "numInputRows": 0}
+    lines = log.record_new("q", [SPARK_PROGRESS, SPARK_PROGRESS, idle])
+    assert asked == [("q", 7)] and lines[0]["state_locations"] == {"0": "executor_h_1"} and "state_locations" not in lines[1]
+    assert lines[0]["state_partitions"] == 8
 
 
 def test_progress_log_writes_each_batch_once(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from failsafe.pipeline.sink import PROGRESS_FILE, read_progress
@@ -27,16 +27,25 @@ def progress_line(query: str, progress: dict) -> dict:
         "watermark": (progress.get("eventTime") or {}).get("watermark"),
         "rows_dropped_by_watermark": sum(op.get("numRowsDroppedByWatermark", 0) for op in state_ops),
         "state_rows": sum(op.get("numRowsTotal", 0) for op in state_ops) if state_ops else None,
+        "state_partitions": sum(op.get("numShufflePartitions", 0) for op in state_ops) if state_ops else None,
         "end_offsets": end_offsets,
     }
 
 
-class ProgressLog:
-    """Appends each query's new progress reports once, in batch order."""
+Annotate = Callable[[str, dict], dict]
 
-    def __init__(self, output_dir: Path) -> None:
+
+class ProgressLog:
+    """Appends each query's new progress reports once, in batch order.
+
+    ``annotate(query, line)`` adds fields Spark's report lacks to a line of a batch that read something
+    (where the sales query's state partitions are: state_census.py).
+    """
+
+    def __init__(self, output_dir: Path, annotate: Annotate | None = None) -> None:
         output_dir.mkdir(parents=True, exist_ok=True)
         self.path = output_dir / PROGRESS_FILE
+        self.annotate = annotate
         self._seen: set[tuple[str, int, bool]] = set()
 
     def record_new(self, query: str, reports: Iterable[dict]) -> list[dict]:
@@ -49,6 +58,8 @@ class ProgressLog:
             if key in self._seen or (query, line["batch_id"], True) in self._seen:
                 continue
             self._seen.add(key)
+            if self.annotate is not None and line["num_input_rows"]:
+                line |= self.annotate(query, line)
             new.append(line)
         if new:
             with open(self.path, "a", encoding="utf-8") as f:

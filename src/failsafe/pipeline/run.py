@@ -10,14 +10,20 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.pipeline.checkpoint import check_layout, write_layout
 from failsafe.pipeline.intervals import interval_us
-from failsafe.pipeline.job import PipelineConfig, QueryFailed, read_products, start_enriched_query, start_queries, watch
-from failsafe.pipeline.progress import ProgressLog
+from failsafe.pipeline.job import SALES_QUERY, PipelineConfig, QueryFailed, first_line, read_products, start_enriched_query, start_queries, watch
+from failsafe.pipeline.progress import Annotate, ProgressLog
 from failsafe.pipeline.session import SessionSpec, build_session
+from failsafe.pipeline.state_census import state_locations
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
 RESULTS_PARTITIONS = 6
 
@@ -109,7 +115,7 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
     try:
         queries = start(spark, read_products(spark, config))
         try:
-            watch(spark, queries, ProgressLog(config.output_dir), count, stop=stop)
+            watch(spark, queries, ProgressLog(config.output_dir, _state_locations(spark, queries, config)), count, stop=stop)
         except QueryFailed as e:
             raise PipelineError(f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume") from e
         finally:
@@ -119,3 +125,22 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
     finally:
         spark.stop()
     return summary
+
+
+def _state_locations(spark: SparkSession, queries: dict[str, StreamingQuery], config: PipelineConfig) -> Annotate | None:
+    """The progress log's annotation of a sales batch: which executor holds each state partition (state_census.py)."""
+    from py4j.protocol import Py4JError
+
+    if SALES_QUERY not in queries:
+        return None
+
+    def annotate(query: str, line: dict) -> dict:
+        if query != SALES_QUERY or not line.get("state_partitions"):
+            return {}
+        try:
+            return {"state_locations": state_locations(spark, queries[SALES_QUERY], str(config.checkpoint_dir / SALES_QUERY),
+                                                       line["state_partitions"])}
+        except Py4JError as e:  # Spark internals moved: the census is lost, the run is not
+            return {"state_locations": None, "state_locations_error": first_line(str(e))}
+
+    return annotate
