@@ -46,7 +46,8 @@ bench: setup
 	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 5 --out docs/benchmarks/simulator.json
 	$(PY) benchmarks/bench_simulator.py --dir $(BENCH_DIR) --records 300000 --rounds 3 --instances 2 --out docs/benchmarks/simulator-2-instances.json
 	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json
-	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --sustained 5000,8000,10000,13000,16000 --live-s 150 --warmup 60 --out docs/benchmarks/pipeline-one-query-sustained.json
+	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --sustained 5000,10000,16000 --live-s 150 --warmup 60 --out docs/benchmarks/pipeline-state-sustained.json
+	$(PY) benchmarks/bench_state_store.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-state-store.json
 	$(PY) benchmarks/bench_realtime.py --dir $(BENCH_DIR) --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json
 	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
 	$(PY) benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json

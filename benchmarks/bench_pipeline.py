@@ -187,7 +187,7 @@ def main() -> None:
             return
         first = None if args.skip_backlog else backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)
         rate = args.live_rate or (max(1, first["steady_records_per_s"] // 2) if first else None)
-        second = live(cluster.bootstrap_servers, args.work, rate, args.live_s) if args.live_s > 0 and rate else None
+        second = live(cluster.bootstrap_servers, args.work, rate, args.live_s, args.warmup) if args.live_s > 0 and rate else None
     write_summary({"master": "local[2]", "backlog": first, "live_at_half_rate": second},
                   args.out)
 

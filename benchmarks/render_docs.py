@@ -21,183 +21,41 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import fnmatch
 import json
 import re
 import statistics
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RAW_DIRS = ("docs/benchmarks", "docs/findings")
-BLOCK = re.compile(r"<!-- rendered: (?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /rendered -->", re.DOTALL)
-PY = ".venv/bin/python"
-BENCH_DIR = "/tmp/failsafe-bench-cluster"
-
-
-class RenderError(Exception):
-    """A raw file is missing or does not hold what its table reads."""
-
-
-# -- the raw files and the commands that make them ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Raw:
-    patterns: tuple[str, ...] | str  # globs under the repository root
-    command: str  # what makes the file(s), as run from the repository root
-    make_bench: bool
-    note: str = ""
-
-    @property
-    def globs(self) -> tuple[str, ...]:
-        return (self.patterns,) if isinstance(self.patterns, str) else self.patterns
-
-
-RAW: tuple[Raw, ...] = (
-    Raw("docs/benchmarks/cluster.json", f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json", True),
-    Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
-    Raw("docs/benchmarks/producer.json",
-        f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),
-    Raw("docs/benchmarks/check.json", f"{PY} benchmarks/bench_check.py --out docs/benchmarks/check.json", True,
-        "about 6 minutes: the history is recorded twice, at 25 MB/s"),
-    Raw("docs/benchmarks/failover.json", f"{PY} benchmarks/bench_failover.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/failover.json", True),
-    Raw("docs/benchmarks/simulator.json",
-        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 5 --out docs/benchmarks/simulator.json", True),
-    Raw("docs/benchmarks/simulator-2-instances.json",
-        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 3 --instances 2 --out docs/benchmarks/simulator-2-instances.json",
-        True),
-    Raw("docs/benchmarks/pipeline.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json", True),
-    Raw("docs/benchmarks/pipeline-one-query-sustained.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --sustained 5000,8000,10000,13000,16000 --live-s 150 --warmup 60 "
-        "--out docs/benchmarks/pipeline-one-query-sustained.json", True,
-        "the stored file merges three invocations of 2026-11-24 (5000; 8000,10000; 13000,16000)"),
-    Raw("docs/benchmarks/pipeline-one-query.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out docs/benchmarks/pipeline-one-query.json", False,
-        "one half of a same-session comparison with the two-query pipeline (2026-11-24): remade alone it would compare nothing"),
-    Raw("docs/benchmarks/pipeline-two-queries-same-session.json",
-        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
-        "--out docs/benchmarks/pipeline-two-queries-same-session.json", False,
-        "the two-query pipeline of commit 23a8813 (WORKTREE: a git worktree of it), no longer in the tree"),
-    Raw("docs/benchmarks/pipeline-sustained.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 3000,4000,5000,6000 --live-s 150 --warmup 60; the same with --sustained 8000,10000",
-        False, "the two-query pipeline (before commit ba9b0e6), no longer in the tree: superseded by pipeline-one-query-sustained.json"),
-    Raw("docs/benchmarks/realtime.json",
-        f"{PY} benchmarks/bench_realtime.py --dir {BENCH_DIR} --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json", True),
-    Raw("docs/benchmarks/realtime-checkpoint-5s-10s.json",
-        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s S", False,
-        "three invocations (S = 5, 10, 5) merged by hand: a one-off comparison of checkpoint intervals"),
-    Raw("docs/benchmarks/realtime-checkpoint-30s.json",
-        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s 30 "
-        "--out docs/benchmarks/realtime-checkpoint-30s.json", False, "a one-off comparison of checkpoint intervals"),
-    Raw("docs/benchmarks/console.json",
-        f"{PY} benchmarks/bench_console.py --dir {BENCH_DIR} --rounds 5 --idle-s 60 --out docs/benchmarks/console.json", True),
-    Raw("docs/benchmarks/seed-lab.json", f"{PY} benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json",
-        True),
-    Raw("docs/benchmarks/network/*.json", "bash benchmarks/network.sh", True,
-        "one run of each network scenario (root, nft and setpriv needed), each run's results.json"),
-    Raw("docs/benchmarks/dr-*.json", "bash benchmarks/bench_dr.sh", True,
-        "dr-tuned, dr-defaults, dr-failback: `failsafe run --repeat` summaries on a DR pair of two 3-broker clusters"),
-    Raw("docs/benchmarks/modes/*-failover.json", "N=5 bash benchmarks/modes.sh failover", True,
-        "`failsafe run --repeat` summaries, one per mode and scenario"),
-    Raw("docs/benchmarks/modes/migration-[0-9].json", "M=3 bash benchmarks/modes.sh migration", True, "each run's results.json"),
-    Raw("docs/benchmarks/modes/migration-*-[0-9].json", "M=4 bash benchmarks/modes.sh migration-clients", True, "each run's results.json"),
-    Raw(("docs/findings/two-brokers-down-librdkafka.json", "docs/findings/two-brokers-down-librdkafka-max-in-flight-1.json",
-         "docs/findings/two-brokers-down-java.json", "docs/findings/broker-restart-*.json"), "N=10 bash benchmarks/findings.sh duplicates", True),
-    Raw(("docs/findings/leader-pause-timeout-librdkafka*.json", "docs/findings/leader-pause-timeout-java.json"),
-        "N=10 bash benchmarks/findings.sh reproduce", True),
-    Raw("docs/findings/leader-pause-timeout-duplicates-where.json", "N=3 bash benchmarks/findings.sh where", True,
-        "`benchmarks/findings_duplicates.py` over the runs' histories"),
-    Raw("docs/findings/stall-*.json", "N=10 bash benchmarks/findings.sh stalls", True),
-    Raw("docs/findings/two-brokers-down-librdkafka-loaded.json", "N=10 bash benchmarks/findings.sh loaded", True),
-    Raw("docs/findings/two-brokers-down-zookeeper-*.json", "N=5 bash benchmarks/findings.sh zookeeper", True),
-    Raw("docs/findings/two-brokers-down-kraft-chaos32-librdkafka.json", "N=5 bash benchmarks/findings.sh zookeeper-control", True),
-    Raw("docs/findings/cold-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
-    Raw("docs/findings/warm-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
-    Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
-    Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
-        "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
-    Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
-        "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
-    Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
-        "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
-    Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
-        "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
+sys.path.insert(0, str(ROOT))
+from benchmarks.render_base import (  # noqa: E402
+    RAW,
+    RenderError,
+    command_of,
+    load,
+    num,
+    raw_index,
+    secs,
+    source,
+    spread_ms,
+    spread_s,
+    table,
+)
+from benchmarks.render_pipeline import (  # noqa: E402
+    t_pipeline_backlog,
+    t_pipeline_live,
+    t_pipeline_state,
+    t_pipeline_state_store,
+    t_pipeline_sustained,
+    t_pipeline_sustained_driver_state,
+    t_pipeline_sustained_two_queries,
+    t_pipeline_targets,
+    t_realtime,
 )
 
-
-def raw_files(root: Path) -> list[Path]:
-    return sorted(p for d in RAW_DIRS for p in (root / d).rglob("*.json"))
-
-
-def raw_entry(root: Path, path: Path) -> list[Raw]:
-    rel = path.relative_to(root).as_posix()
-    return [raw for raw in RAW if any(rel.count("/") == g.count("/") and fnmatch.fnmatchcase(rel, g) for g in raw.globs)]
-
-
-def raw_index(root: Path) -> dict[Path, list[Raw]]:
-    """Every raw file with the RAW entries that say how it is made (exactly one, when all is well)."""
-    return {path: raw_entry(root, path) for path in raw_files(root)}
-
-
-def command_of(root: Path, rel: str) -> str:
-    entries = raw_entry(root, root / rel)
-    if len(entries) != 1:
-        raise RenderError(f"{rel}: {len(entries)} entries in RAW, expected one")
-    return entries[0].command
-
-
-def load(root: Path, rel: str) -> dict:
-    path = root / rel
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError as e:
-        raise RenderError(f"{rel}: missing") from e
-    except json.JSONDecodeError as e:
-        raise RenderError(f"{rel}: not JSON ({e})") from e
-
-
-# -- formatting ----------------------------------------------------------------------------------
-
-
-def num(x: float, digits: int = 0) -> str:
-    return f"{x:,.{digits}f}"
-
-
-def secs(ms: float, digits: int = 1) -> str:
-    return f"{ms / 1000:.{digits}f} s"
-
-
-def spread_s(spread: dict, digits: int = 1) -> str:
-    """A `--repeat` spread in ms as `median s (min-max, n)`."""
-    return f"**{secs(spread['median'], digits)}** ({spread['min'] / 1000:.{digits}f}-{spread['max'] / 1000:.{digits}f}, n={spread['n']})"
-
-
-def spread_ms(spread: dict) -> str:
-    return f"{num(spread['median'])} ({num(spread['min'])}–{num(spread['max'])}, n={spread['n']})"
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def source(root: Path, *rels: str) -> str:
-    """The line under a table: which files it was rendered from and the commands that make them."""
-    commands: list[str] = []
-    for rel in rels:
-        command = command_of(root, rel)
-        if command not in commands:
-            commands.append(command)
-    files = ", ".join(f"`{rel}`" for rel in rels)
-    return f"\n\nRendered from {files}; made by " + "; ".join(f"`{c}`" for c in commands) + "."
+BLOCK = re.compile(r"<!-- rendered: (?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /rendered -->", re.DOTALL)
 
 
 # -- the tables ----------------------------------------------------------------------------------
@@ -321,128 +179,6 @@ def t_simulator_rounds(root: Path) -> str:
                  f"**{d['median_ratio']:.2f}**", f"**{d['median_ratio_same_batching']:.2f}**"])
     header = ["round", "perf-test (Java defaults)", "perf-test (simulator's batching)", "simulator", "ratio to perf-test", "ratio, same batching"]
     return table(header, rows) + source(root, rel)
-
-
-def _backlog_cells(d: dict) -> list[str]:
-    b = d["backlog"]
-    c = b["ceiling"]
-    return [f"{num(c['steady_records_per_s'])}/s, {c['wall_s_with_spark_start']:.1f} s",
-            f"**{num(b['steady_records_per_s'])}/s** ({b['pipeline_steady_over_ceiling']:.2f})",
-            f"{b['wall_s_with_spark_start']:.1f} s ({b['pipeline_wall_s_over_ceiling']:.2f})",
-            f"{b['first_batch_s']:.1f} s", "yes" if b["sink_equals_ledger"] else "**no**"]
-
-
-def t_pipeline_backlog(root: Path) -> str:
-    runs = (("docs/benchmarks/pipeline.json", "the pipeline as `make bench` last measured it"),
-            ("docs/benchmarks/pipeline-one-query.json", "one query, 2026-11-24"),
-            ("docs/benchmarks/pipeline-two-queries-same-session.json", "two queries (commit 23a8813), same session as the row above"))
-    rows = []
-    for rel, what in runs:
-        d = load(root, rel)
-        b = d["backlog"]
-        rows.append([f"{what} (`{Path(rel).name}`)", f"{num(b['records'])} / {num(b['max_records_per_batch'])}", *_backlog_cells(d)])
-    header = ["run", "backlog / batch", "ceiling query: steady rate, wall with Spark's start", "pipeline: steady rate (ratio of the ceiling's)",
-              "pipeline: wall with Spark's start (ratio)", "pipeline: first batch", "sink equals ledger"]
-    return table(header, rows) + source(root, *(rel for rel, _ in runs))
-
-
-def t_pipeline_live(root: Path) -> str:
-    rel = "docs/benchmarks/pipeline.json"
-    live = load(root, rel)["live_at_half_rate"]
-    if not live:
-        return "Not measured in the stored file (`--live-s 0`)." + source(root, rel)
-    a = live["latency_after_warmup"]
-    row = [f"{num(live['rate_per_s'])}/s for {live['duration_s']:.0f} s, {live['trigger_s']} s trigger", num(live["latency_all"]["records"]),
-           f"{a['p50_s']:.2f} / **{a['p99_s']:.2f}** / {a['max_s']:.2f} s", f"{live['latency_all']['p99_s']:.1f} s",
-           f"{live['latency_slope_s_per_s']:+.3f}", "yes" if live["bounded"] else "**no**", "yes" if live["sink_equals_ledger"] else "**no**"]
-    header = ["live at half the backlog's steady rate", "purchases", f"latency after {live['warmup_s']:.0f} s: p50 / p99 / max", "all purchases: p99",
-              "slope (s/s)", "bounded", "sink = ledger"]
-    return table(header, [row]) + source(root, rel)
-
-
-def _sustained_rows(d: dict) -> list[list[str]]:
-    rows = []
-    for r in d["runs"]:
-        a = r["latency_after_warmup"]
-        rows.append([f"{num(r['rate_per_s'])}/s", f"{r['duration_s']:.0f} s", f"{a['p50_s']:.2f} / {a['p99_s']:.2f} / {a['max_s']:.2f} s",
-                     f"{r['latency_all']['p99_s']:.1f} s", f"{r['latency_slope_s_per_s']:+.3f}", "yes" if r["bounded"] else "**no**",
-                     "yes" if r["sink_equals_ledger"] else "**no**"])
-    return rows
-
-
-SUSTAINED_HEADER = ["rate", "run", "latency after the warm-up: p50 / p99 / max", "all purchases: p99", "slope (s/s)", "bounded", "sink = ledger"]
-
-
-def t_pipeline_sustained(root: Path) -> str:
-    rel = "docs/benchmarks/pipeline-one-query-sustained.json"
-    d = load(root, rel)
-    note = (f"\n\nSustained rate (the highest rate tried whose latency stayed bounded): **{num(d['sustained_rate_per_s'])}/s**; "
-            f"bounded = slope of each second's worst latency at most {d['bounded_slope_s_per_s']} s/s.")
-    return table(SUSTAINED_HEADER, _sustained_rows(d)) + note + source(root, rel)
-
-
-def t_pipeline_sustained_two_queries(root: Path) -> str:
-    rel = "docs/benchmarks/pipeline-sustained.json"
-    d = load(root, rel)
-    return table(SUSTAINED_HEADER, _sustained_rows(d)) + source(root, rel)
-
-
-def t_pipeline_targets(root: Path) -> str:
-    backlog_rel, sustained_rel = "docs/benchmarks/pipeline.json", "docs/benchmarks/pipeline-one-query-sustained.json"
-    realtime_rels = ("docs/benchmarks/realtime.json", "docs/benchmarks/realtime-checkpoint-5s-10s.json")
-    b = load(root, backlog_rel)["backlog"]
-    sustained = load(root, sustained_rel)
-    at_5000 = [r for r in sustained["runs"] if r["rate_per_s"] == 5000]
-    if not at_5000:
-        raise RenderError(f"{sustained_rel}: no run at 5,000/s")
-    p99_5000 = at_5000[0]["latency_after_warmup"]["p99_s"]
-    realtime = [r["latency_after_warmup"]["p99_s"] for rel in realtime_rels for r in load(root, rel)["runs"]
-                if r["trigger"] == "real-time" and float(r["args"][1]) <= 10]
-    under = [p for p in realtime if p <= 1]
-    over = [p for p in realtime if p > 1]
-
-    def met(ok: bool) -> str:
-        return "met" if ok else "**missed**"
-
-    rt = f"met in {len(under)} of {len(realtime)} runs" + (f" ({min(under):.2f}-{max(under):.2f} s)" if under else "")
-    if over:
-        rt += "; " + ", ".join(f"{p:.2f} s" for p in over) + " in the other" + ("s" if len(over) > 1 else "")
-    rows = [
-        ["live at 5,000 purchases/s: latency p99 (after the warm-up) ≤ 5 s", f"{p99_5000:.2f} s", met(p99_5000 <= 5), f"`{Path(sustained_rel).name}`"],
-        ["real-time trigger (checkpoint 5 or 10 s): p99 ≤ 1 s", ", ".join(f"{p:.2f} s" for p in realtime), rt,
-         ", ".join(f"`{Path(r).name}`" for r in realtime_rels)],
-        ["at least 10,000 purchases/s on local[2]",
-         f"sustained live: at least {num(sustained['sustained_rate_per_s'])}/s"
-         + (" (the highest rate tried)" if sustained["sustained_rate_per_s"] == max(r["rate_per_s"] for r in sustained["runs"]) else "")
-         + f"; backlog steady: {num(b['steady_records_per_s'])}/s",
-         f"live: {met(sustained['sustained_rate_per_s'] >= 10000)}; backlog: {met(b['steady_records_per_s'] >= 10000)}",
-         f"`{Path(sustained_rel).name}`, `{Path(backlog_rel).name}`"],
-        ["backlog steady rate ≥ 0.6 of the ceiling query's, same run", f"{b['pipeline_steady_over_ceiling']:.2f}",
-         met(b["pipeline_steady_over_ceiling"] >= 0.6), f"`{Path(backlog_rel).name}`"],
-        ["the whole backlog in ≤ 2x the ceiling query's wall time", f"{b['pipeline_wall_s_over_ceiling']:.2f}x",
-         met(b["pipeline_wall_s_over_ceiling"] <= 2), f"`{Path(backlog_rel).name}`"],
-        ["first micro-batch under 15 s (the backlog's first batch)", f"{b['first_batch_s']:.1f} s", met(b["first_batch_s"] < 15),
-         f"`{Path(backlog_rel).name}`"],
-    ]
-    return table(["target", "measured", "", "raw file (docs/benchmarks/)"], rows)
-
-
-def t_realtime(root: Path) -> str:
-    rels = ("docs/benchmarks/realtime.json", "docs/benchmarks/realtime-checkpoint-5s-10s.json", "docs/benchmarks/realtime-checkpoint-30s.json")
-    rows = []
-    for rel in rels:
-        for r in load(root, rel)["runs"]:
-            args = r["args"]
-            master = args[args.index("--master") + 1]
-            trigger = f"real-time, checkpoint {args[1]} s" if r["trigger"] == "real-time" else f"micro-batch, `--trigger-s {args[1]}`"
-            if r.get("note"):
-                trigger += f" ({r['note'].split(', ', 1)[1]})" if ", " in r["note"] else ""
-            a = r["latency_after_warmup"]
-            rows.append([f"{trigger}, {master}", f"`{Path(rel).name}`", f"{a['p50_s']:.3f} / **{a['p99_s']:.3f}** / {a['max_s']:.3f} s",
-                         f"{r['latency_all']['p99_s']:.2f} s", f"{r['first_batch_s']:.1f} s",
-                         f"{num(r['acknowledged'])}, {r['missing']} missing, {r['duplicates']} duplicates"])
-    header = ["trigger", "file", "latency after 30 s: p50 / p99 / max", "all purchases: p99", "first batch", "purchases"]
-    return table(header, rows) + source(root, *rels)
 
 
 def t_console(root: Path) -> str:
@@ -1063,6 +799,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "pipeline-live": t_pipeline_live,
     "pipeline-sustained": t_pipeline_sustained,
     "pipeline-sustained-two-queries": t_pipeline_sustained_two_queries,
+    "pipeline-sustained-driver-state": t_pipeline_sustained_driver_state,
+    "pipeline-state": t_pipeline_state,
+    "pipeline-state-store": t_pipeline_state_store,
     "pipeline-targets": t_pipeline_targets,
     "realtime": t_realtime,
     "console": t_console,

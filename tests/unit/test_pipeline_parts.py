@@ -129,7 +129,7 @@ def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() ->
     scenario = load_scenario("pipeline-executor-loss")
     assert (scenario.pipeline.master, scenario.pipeline.spark_workers) == ("standalone", 2)
     (fault,) = scenario.faults
-    assert (fault.fault, fault.params.node, fault.duration_s) == ("kill-spark-worker", 0, 15)
+    assert (fault.fault, fault.params.node, fault.duration_s) == ("kill-spark-worker", "holding-state", 15)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -137,6 +137,9 @@ def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() ->
      'kill-spark-worker needs a Spark cluster of the run\'s own: set pipeline.master = "standalone"'),
     ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": 2, "at_s": 1, "duration_s": 1}]},
      "p.faults[0].node: 2 is not a worker of the run's Spark cluster (0-1)"),
+    ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": "busiest", "at_s": 1,
+                                                                           "duration_s": 1}]},
+     'must be a worker\'s index (0, 1, ...) or "holding-state"'),
     ({"pipeline": {"master": "yarn"}}, "p.pipeline.master: 'yarn': use local[N], spark://HOST:PORT or \"standalone\""),
     ({"pipeline": {"master": "standalone", "spark_workers": 0}}, "spark_workers must be 1-8"),
     ({"simulator": {"clock": "fast"}}, "p.simulator.clock: 'fast' is not one of wall, accelerated"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.registry import register
@@ -47,15 +47,28 @@ def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     return AppliedFault(KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER))
 
 
-def spark_worker_name(worker: int) -> str:
+def spark_worker_name(worker: int | str) -> str:
     return f"spark-worker-{worker}"
+
+
+# The worker whose executor holds the most state partitions of the sales query when the fault starts.
+HOLDING_STATE = "holding-state"
+
+
+def _worker_node(value: object) -> int | str:
+    if value == HOLDING_STATE:
+        return HOLDING_STATE
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"must be a worker's index (0, 1, ...) or \"{HOLDING_STATE}\"")
+    return value
 
 
 @dataclass(frozen=True)
 class WorkerChoice:
-    """The Spark worker by index (0 first)."""
+    """The Spark worker by index (0 first), or ``"holding-state"``: the one whose executor holds the most state
+    partitions of the sales query when the fault starts (the workload resolves it)."""
 
-    node: int = 0
+    node: int | str = field(default=0, metadata={"convert": _worker_node})
 
 
 def _check_worker(params: WorkerChoice, ctx: FaultContext) -> None:
@@ -63,7 +76,7 @@ def _check_worker(params: WorkerChoice, ctx: FaultContext) -> None:
     if not workers:
         hint = ctx.hints.get(Need.SPARK_WORKERS)
         raise ctx.fail("fault", "kill-spark-worker needs a Spark cluster of the run's own" + (f": {hint}" if hint else ""))
-    if spark_worker_name(params.node) not in workers:
+    if params.node != HOLDING_STATE and spark_worker_name(params.node) not in workers:
         raise ctx.fail("node", f"{params.node} is not a worker of the run's Spark cluster (0-{len(workers) - 1})")
 
 

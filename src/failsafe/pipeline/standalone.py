@@ -112,6 +112,17 @@ class StandaloneCluster:
         except (OSError, ValueError):
             return None
 
+    def worker_executors(self) -> dict[int, list[str]]:
+        """The executor ids each answering worker runs (``/json/`` of the worker's web UI), by our index."""
+        found = {}
+        for worker in range(self.spec.workers):
+            try:
+                with urllib.request.urlopen(f"http://{HOST}:{self.spec.worker_ui_port(worker)}/json/", timeout=JSON_TIMEOUT_S) as response:
+                    found[worker] = [str(e["id"]) for e in json.loads(response.read()).get("executors", [])]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return found
+
     def registered_workers(self, view: dict[str, Any] | None = None) -> set[int]:
         """The workers the master counts ALIVE, by our index (matched on their port)."""
         view = self.master_json() if view is None else view

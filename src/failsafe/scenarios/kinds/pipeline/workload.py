@@ -13,19 +13,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
-from failsafe.faults.clients import DRIVER, spark_worker_name
+from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, event
 from failsafe.pipeline.progress import latest_by_query
+from failsafe.pipeline.sink import read_progress
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios import setup
 from failsafe.scenarios.base import TopicSpec
 from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
 from failsafe.scenarios.plugin import RunContext
 from failsafe.supervisor import Child
-from failsafe.waiting import WaitTimeout
+from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.sales.run import publish_products
 
 DEMO_TOPICS = (
@@ -38,6 +40,7 @@ QUERIES = ("sales-by-product",)  # the pipeline's one query (pipeline/job.py)
 CATALOGUE_TIMEOUT_S = 60.0
 SIMULATOR_FINISH_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+STATE_PLACED_TIMEOUT_S = 60.0  # kill-spark-worker holding-state waits this long for the first placement
 
 
 def failsafe_command(*args: str) -> list[str]:
@@ -54,6 +57,7 @@ class PipelineWorkload:
         self.starts = 0
         self.spark: StandaloneCluster | None = None  # with pipeline.master = "standalone": the run's own Spark cluster
         self._driver_down = False  # while a kill-driver fault holds the pipeline down on purpose
+        self._state_holder: int | None = None  # the worker kill-spark-worker holding-state resolved to
 
     @property
     def output(self):
@@ -165,10 +169,38 @@ class PipelineWorkload:
 
     # -- helpers --------------------------------------------------------------------------------
     def _spark_worker(self, name: str) -> int | None:
-        """The index of a 'spark-worker-N' of the run's own Spark cluster; None for any other name."""
+        """The index of a 'spark-worker-N' of the run's own Spark cluster; None for any other name.
+
+        'spark-worker-holding-state' is the worker whose executor holds the most state partitions of the
+        sales query, by the newest placement the pipeline logged (waited for, when none is yet), resolved
+        once: its restart starts the same worker."""
         if self.spark is None:
             return None
+        if name == spark_worker_name(HOLDING_STATE):
+            if self._state_holder is None:
+                self._state_holder = self._worker_holding_state()
+            return self._state_holder
         return next((w for w in range(self.spark.spec.workers) if name == spark_worker_name(w)), None)
+
+    def _worker_holding_state(self) -> int:
+        assert self.spark is not None
+        spark = self.spark
+
+        def holder() -> tuple[int] | None:  # a tuple: worker 0 must count as found
+            placed = [line.get("state_locations") for line in read_progress(self.output) if line.get("query") == "sales-by-product"]
+            placed = [p for p in placed if p]
+            if not placed:
+                return None
+            held = Counter(location.rsplit("_", 1)[-1] for location in placed[-1].values())
+            by_worker = {w: sum(held[e] for e in executors) for w, executors in spark.worker_executors().items()}
+            return (max(by_worker, key=lambda w: (by_worker[w], -w)),) if any(by_worker.values()) else None
+
+        try:
+            (worker,) = wait_until(holder, STATE_PLACED_TIMEOUT_S, "no state partition of the sales query was placed on a worker")
+        except WaitTimeout as e:
+            raise FaultError(f"{e} within {STATE_PLACED_TIMEOUT_S:g} s: no worker holds state to kill") from e
+        self._ctx().event(f"spark-worker-{worker} holds the most state partitions of the sales query")
+        return worker
 
     def _start_spark(self) -> None:
         ctx, p = self._ctx(), self.scenario.pipeline

@@ -1,0 +1,194 @@
+"""What every rendered table stands on: the raw files, the commands that make them, loading and formatting.
+
+render_docs.py renders and checks the docs; the tables live there and in render_pipeline.py.
+Reads only JSON: no cluster, no import of failsafe.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+RAW_DIRS = ("docs/benchmarks", "docs/findings")
+PY = ".venv/bin/python"
+BENCH_DIR = "/tmp/failsafe-bench-cluster"
+
+
+class RenderError(Exception):
+    """A raw file is missing or does not hold what its table reads."""
+
+
+# -- the raw files and the commands that make them ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Raw:
+    patterns: tuple[str, ...] | str  # globs under the repository root
+    command: str  # what makes the file(s), as run from the repository root
+    make_bench: bool
+    note: str = ""
+
+    @property
+    def globs(self) -> tuple[str, ...]:
+        return (self.patterns,) if isinstance(self.patterns, str) else self.patterns
+
+
+RAW: tuple[Raw, ...] = (
+    Raw("docs/benchmarks/cluster.json", f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json", True),
+    Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
+    Raw("docs/benchmarks/producer.json",
+        f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),
+    Raw("docs/benchmarks/check.json", f"{PY} benchmarks/bench_check.py --out docs/benchmarks/check.json", True,
+        "about 6 minutes: the history is recorded twice, at 25 MB/s"),
+    Raw("docs/benchmarks/failover.json", f"{PY} benchmarks/bench_failover.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/failover.json", True),
+    Raw("docs/benchmarks/simulator.json",
+        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 5 --out docs/benchmarks/simulator.json", True),
+    Raw("docs/benchmarks/simulator-2-instances.json",
+        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 3 --instances 2 --out docs/benchmarks/simulator-2-instances.json",
+        True),
+    Raw("docs/benchmarks/pipeline.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json", True),
+    Raw("docs/benchmarks/pipeline-state-sustained.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --sustained 5000,10000,16000 --live-s 150 --warmup 60 "
+        "--out docs/benchmarks/pipeline-state-sustained.json", True),
+    Raw("docs/benchmarks/pipeline-state-store.json",
+        f"{PY} benchmarks/bench_state_store.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-state-store.json", True),
+    Raw("docs/benchmarks/pipeline-driver-state.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
+        "--out docs/benchmarks/pipeline-driver-state.json", False,
+        "the driver-state pipeline of commit d7756c3 (WORKTREE: a git worktree of it), no longer in the tree; the before of a same-session "
+        "comparison (2026-11-26)"),
+    Raw("docs/benchmarks/pipeline-state-spark.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out docs/benchmarks/pipeline-state-spark.json",
+        False, "the after of the same-session comparison with pipeline-driver-state.json (2026-11-26, commit 0deba24): remade alone it would "
+        "compare nothing"),
+    Raw("docs/benchmarks/pipeline-one-query-sustained.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 5000,8000,10000,13000,16000 --live-s 150 --warmup 60 "
+        "--out docs/benchmarks/pipeline-one-query-sustained.json", False,
+        "the driver-state pipeline (before commit 0deba24), no longer in the tree: three invocations of 2026-11-24 (5000; 8000,10000; "
+        "13000,16000) merged; superseded by pipeline-state-sustained.json"),
+    Raw("docs/benchmarks/pipeline-one-query.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out docs/benchmarks/pipeline-one-query.json", False,
+        "one half of a same-session comparison with the two-query pipeline (2026-11-24): remade alone it would compare nothing"),
+    Raw("docs/benchmarks/pipeline-two-queries-same-session.json",
+        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
+        "--out docs/benchmarks/pipeline-two-queries-same-session.json", False,
+        "the two-query pipeline of commit 23a8813 (WORKTREE: a git worktree of it), no longer in the tree"),
+    Raw("docs/benchmarks/pipeline-sustained.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 3000,4000,5000,6000 --live-s 150 --warmup 60; the same with --sustained 8000,10000",
+        False, "the two-query pipeline (before commit ba9b0e6), no longer in the tree: superseded by pipeline-one-query-sustained.json"),
+    Raw("docs/benchmarks/realtime.json",
+        f"{PY} benchmarks/bench_realtime.py --dir {BENCH_DIR} --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json", True),
+    Raw("docs/benchmarks/realtime-checkpoint-5s-10s.json",
+        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s S", False,
+        "three invocations (S = 5, 10, 5) merged by hand: a one-off comparison of checkpoint intervals"),
+    Raw("docs/benchmarks/realtime-checkpoint-30s.json",
+        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s 30 "
+        "--out docs/benchmarks/realtime-checkpoint-30s.json", False, "a one-off comparison of checkpoint intervals"),
+    Raw("docs/benchmarks/console.json",
+        f"{PY} benchmarks/bench_console.py --dir {BENCH_DIR} --rounds 5 --idle-s 60 --out docs/benchmarks/console.json", True),
+    Raw("docs/benchmarks/seed-lab.json", f"{PY} benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json",
+        True),
+    Raw("docs/benchmarks/network/*.json", "bash benchmarks/network.sh", True,
+        "one run of each network scenario (root, nft and setpriv needed), each run's results.json"),
+    Raw("docs/benchmarks/dr-*.json", "bash benchmarks/bench_dr.sh", True,
+        "dr-tuned, dr-defaults, dr-failback: `failsafe run --repeat` summaries on a DR pair of two 3-broker clusters"),
+    Raw("docs/benchmarks/modes/*-failover.json", "N=5 bash benchmarks/modes.sh failover", True,
+        "`failsafe run --repeat` summaries, one per mode and scenario"),
+    Raw("docs/benchmarks/modes/migration-[0-9].json", "M=3 bash benchmarks/modes.sh migration", True, "each run's results.json"),
+    Raw("docs/benchmarks/modes/migration-*-[0-9].json", "M=4 bash benchmarks/modes.sh migration-clients", True, "each run's results.json"),
+    Raw(("docs/findings/two-brokers-down-librdkafka.json", "docs/findings/two-brokers-down-librdkafka-max-in-flight-1.json",
+         "docs/findings/two-brokers-down-java.json", "docs/findings/broker-restart-*.json"), "N=10 bash benchmarks/findings.sh duplicates", True),
+    Raw(("docs/findings/leader-pause-timeout-librdkafka*.json", "docs/findings/leader-pause-timeout-java.json"),
+        "N=10 bash benchmarks/findings.sh reproduce", True),
+    Raw("docs/findings/leader-pause-timeout-duplicates-where.json", "N=3 bash benchmarks/findings.sh where", True,
+        "`benchmarks/findings_duplicates.py` over the runs' histories"),
+    Raw("docs/findings/stall-*.json", "N=10 bash benchmarks/findings.sh stalls", True),
+    Raw("docs/findings/two-brokers-down-librdkafka-loaded.json", "N=10 bash benchmarks/findings.sh loaded", True),
+    Raw("docs/findings/two-brokers-down-zookeeper-*.json", "N=5 bash benchmarks/findings.sh zookeeper", True),
+    Raw("docs/findings/two-brokers-down-kraft-chaos32-librdkafka.json", "N=5 bash benchmarks/findings.sh zookeeper-control", True),
+    Raw("docs/findings/cold-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
+    Raw("docs/findings/warm-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
+    Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
+    Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
+        "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
+    Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
+        "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
+    Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
+        "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
+    Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
+        "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
+)
+
+
+def raw_files(root: Path) -> list[Path]:
+    return sorted(p for d in RAW_DIRS for p in (root / d).rglob("*.json"))
+
+
+def raw_entry(root: Path, path: Path) -> list[Raw]:
+    rel = path.relative_to(root).as_posix()
+    return [raw for raw in RAW if any(rel.count("/") == g.count("/") and fnmatch.fnmatchcase(rel, g) for g in raw.globs)]
+
+
+def raw_index(root: Path) -> dict[Path, list[Raw]]:
+    """Every raw file with the RAW entries that say how it is made (exactly one, when all is well)."""
+    return {path: raw_entry(root, path) for path in raw_files(root)}
+
+
+def command_of(root: Path, rel: str) -> str:
+    entries = raw_entry(root, root / rel)
+    if len(entries) != 1:
+        raise RenderError(f"{rel}: {len(entries)} entries in RAW, expected one")
+    return entries[0].command
+
+
+def load(root: Path, rel: str) -> dict:
+    path = root / rel
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise RenderError(f"{rel}: missing") from e
+    except json.JSONDecodeError as e:
+        raise RenderError(f"{rel}: not JSON ({e})") from e
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+
+def num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def secs(ms: float, digits: int = 1) -> str:
+    return f"{ms / 1000:.{digits}f} s"
+
+
+def spread_s(spread: dict, digits: int = 1) -> str:
+    """A `--repeat` spread in ms as `median s (min-max, n)`."""
+    return f"**{secs(spread['median'], digits)}** ({spread['min'] / 1000:.{digits}f}-{spread['max'] / 1000:.{digits}f}, n={spread['n']})"
+
+
+def spread_ms(spread: dict) -> str:
+    return f"{num(spread['median'])} ({num(spread['min'])}–{num(spread['max'])}, n={spread['n']})"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def source(root: Path, *rels: str) -> str:
+    """The line under a table: which files it was rendered from and the commands that make them."""
+    commands: list[str] = []
+    for rel in rels:
+        command = command_of(root, rel)
+        if command not in commands:
+            commands.append(command)
+    files = ", ".join(f"`{rel}`" for rel in rels)
+    return f"\n\nRendered from {files}; made by " + "; ".join(f"`{c}`" for c in commands) + "."
