@@ -190,7 +190,11 @@ def event_window(event_time: Column, window_duration: str, watermark_delay: str)
     us = F.unix_micros(event_time)
     start = us - F.pmod(us, F.lit(width))
     window = F.struct(F.timestamp_micros(start).alias("start"), F.timestamp_micros(start + F.lit(width)).alias("end"))
-    return F.when(event_time.isNotNull(), window).alias("window", metadata={WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000})
+    return F.when(event_time.isNotNull(), window).alias("window", metadata=_event_time_mark(watermark_delay))
+
+
+def _event_time_mark(watermark_delay: str) -> dict[str, int]:
+    return {WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000}
 
 
 def sales_and_dead_letters(parsed: DataFrame, products: DataFrame, window_duration: str, watermark_delay: str) -> DataFrame:
@@ -219,16 +223,13 @@ def sales_and_dead_letters(parsed: DataFrame, products: DataFrame, window_durati
         *(F.when(~valid, F.col(name)).alias(name) for name in _KAFKA_META), "reason")
     packed = F.when(F.spark_partition_id() >= 0, F.struct(*keyed.columns)).alias("record")
     shared = keyed.repartition(*SALES_KEYS).select(packed).select(
-        F.col("record.window").alias("window", metadata={WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000}),
+        F.col("record.window").alias("window", metadata=_event_time_mark(watermark_delay)),
         *(F.col(f"record.{name}").alias(name) for name in keyed.columns if name != "window"))
     sales = shared.where(valid).groupBy(*SALES_KEYS).agg(*_sales_measures()).select(*_sales_columns())
-    sales_row = F.struct(*SALES_BY_PRODUCT_COLUMNS)
     letters = shared.where(~valid)
-    letter_row = F.struct(*DEAD_LETTER_COLUMNS)
-    sales_type = sales.select(sales_row.alias("row")).schema["row"].dataType
-    letter_type = letters.select(letter_row.alias("row")).schema["row"].dataType
-    return sales.select(F.lit(KIND_SALES).alias("kind"), sales_row.alias(KIND_SALES), F.lit(None).cast(letter_type).alias(KIND_DEAD_LETTER)).unionByName(
-        letters.select(F.lit(KIND_DEAD_LETTER).alias("kind"), F.lit(None).cast(sales_type).alias(KIND_SALES), letter_row.alias(KIND_DEAD_LETTER)))
+    # Each branch leaves the other kind's column out; the union fills it with nulls of its type.
+    return sales.select(F.lit(KIND_SALES).alias("kind"), F.struct(*SALES_BY_PRODUCT_COLUMNS).alias(KIND_SALES)).unionByName(
+        letters.select(F.lit(KIND_DEAD_LETTER).alias("kind"), F.struct(*DEAD_LETTER_COLUMNS).alias(KIND_DEAD_LETTER)), allowMissingColumns=True)
 
 
 def output_rows(outputs: DataFrame, kind: str) -> DataFrame:
