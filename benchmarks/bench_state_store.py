@@ -10,7 +10,9 @@ of at most --batch records, from a fresh checkpoint:
   pipeline's sink (Parquet and the Kafka publish);
 - ``rocksdb-changelog-count``: the same query with a sink that only counts each kind (the query
   alone, without the writes);
-- ``rocksdb-changelog-2-partitions``: ``spark.sql.shuffle.partitions`` 2 instead of 4.
+- ``rocksdb-changelog-2-partitions``: ``spark.sql.shuffle.partitions`` 2 instead of 4;
+- ``rocksdb-changelog-producer-defaults``: the results topic published with the Kafka producer's
+  defaults instead of the pipeline's larger batches (job.RESULTS_PRODUCER_OPTIONS).
 
 For each: the steady rate (records of the full batches after the first, over their
 ``triggerExecution``), the first batch, and the means over those batches of Spark's
@@ -32,7 +34,8 @@ from benchmarks.common import cluster_at, write_summary  # noqa: E402
 from failsafe.scenarios import setup  # noqa: E402
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS  # noqa: E402
 
-VARIANTS = ("hdfs", "rocksdb", "rocksdb-changelog", "rocksdb-changelog-count", "rocksdb-changelog-2-partitions")
+VARIANTS = ("hdfs", "rocksdb", "rocksdb-changelog", "rocksdb-changelog-count", "rocksdb-changelog-2-partitions",
+            "rocksdb-changelog-producer-defaults")
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -71,7 +74,10 @@ def child(variant: str, bootstrap: str, work: Path, batch: int) -> None:
         reader = reader.option(key, value)
     outputs = sales_and_dead_letters(parse_purchases(reader.load()), read_products(spark, config), config.window_duration,
                                      config.watermark_delay)
-    sink = (lambda frame, _: frame.groupBy("kind").count().collect()) if variant.endswith("-count") else SalesBatchSink(config)
+    if variant.endswith("-count"):
+        sink = lambda frame, _: frame.groupBy("kind").count().collect()  # noqa: E731
+    else:
+        sink = SalesBatchSink(config, producer_options={} if variant.endswith("producer-defaults") else None)
     query = (outputs.writeStream.outputMode("update").foreachBatch(sink).option("checkpointLocation", str(root / "checkpoint" / "q"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
@@ -87,6 +93,7 @@ def child(variant: str, bootstrap: str, work: Path, batch: int) -> None:
         "variant": variant, "provider": conf["spark.sql.streaming.stateStore.providerClass"].rsplit(".", 1)[1],
         "changelog_checkpointing": conf[CHANGELOG] == "true", "shuffle_partitions": partitions,
         "sink": "count only" if variant.endswith("-count") else "pipeline (Parquet and Kafka)",
+        "results_producer": "Kafka's defaults" if variant.endswith("producer-defaults") else "pipeline's",
         "steady_batches": len(steady), "steady_records_per_s": round(sum(p["numInputRows"] for p in steady) / busy_s) if busy_s else None,
         "first_batch_s": round(batches[0]["durationMs"]["triggerExecution"] / 1000, 1),
         "mean_add_batch_ms": mean([p["durationMs"]["addBatch"] for p in steady]),
