@@ -30,6 +30,7 @@ UNKNOWN = "unknown"
 # Fields a purchase cannot be counted without; the others may be absent or null, but not of the wrong type.
 REQUIRED_FIELDS = ("transaction_id", "product_id", "transaction_time", "quantity", "is_member", "total_purchase")
 
+_CORRUPT_RECORD = "_corrupt_record"
 _KAFKA_META = ("topic", "partition", "offset", "kafka_timestamp", "key", "value")
 
 
@@ -67,10 +68,13 @@ def parse_purchases(kafka_rows: DataFrame) -> DataFrame:
     # deterministic columns and inlines ``raw`` into it: each record's JSON was parsed once per field
     # the filter checks (37 from_json in the plan, 8x slower). A parse Spark must treat as
     # nondeterministic (it is not: spark_partition_id() is never negative) keeps the filter above it.
-    parsed_once = F.when(F.spark_partition_id() >= 0, F.from_json(text, _as_text(PURCHASE_SCHEMA)))
+    #
+    # What is not a JSON object (not JSON, truncated, an array, a scalar) Spark's parser hands back as text in the
+    # corrupt-record field, in the same parse; empty input and a tombstone parse to null.
+    as_text = StructType([*_as_text(PURCHASE_SCHEMA).fields, StructField(_CORRUPT_RECORD, StringType())])
+    parsed_once = F.when(F.spark_partition_id() >= 0, F.from_json(text, as_text, {"columnNameOfCorruptRecord": _CORRUPT_RECORD}))
     raw = kafka_rows.select(
         parsed_once.alias("raw"),
-        _is_json_object(text).alias("is_object"),
         "topic",
         "partition",
         "offset",
@@ -80,6 +84,7 @@ def parse_purchases(kafka_rows: DataFrame) -> DataFrame:
     )
     typed = raw.select(
         "*",
+        (F.col("raw").isNotNull() & F.col(f"raw.{_CORRUPT_RECORD}").isNull()).alias("is_object"),
         *(_convert(F.col(f"raw.{field.name}"), field.dataType).alias(field.name) for field in PURCHASE_SCHEMA.fields),
         F.try_to_timestamp(F.col("raw.transaction_time"), F.lit(TRANSACTION_TIME_FORMAT)).alias("event_time"),
     )
