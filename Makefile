@@ -38,6 +38,7 @@ lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 
 bench: setup
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json
 	$(PY) benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json
 	$(PY) benchmarks/bench_producer.py --dir $(BENCH_DIR) --records 200000 --rounds 3 --out docs/benchmarks/producer.json
@@ -48,6 +49,8 @@ bench: setup
 	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json
 	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --sustained 5000,10000,16000 --live-s 150 --warmup 60 --out docs/benchmarks/pipeline-state-sustained.json
 	$(PY) benchmarks/bench_state_store.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-state-store.json
+	$(PY) benchmarks/bench_pipeline_scale.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-scale.json
+	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-profile.json
 	$(PY) benchmarks/bench_realtime.py --dir $(BENCH_DIR) --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json
 	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
 	$(PY) benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json

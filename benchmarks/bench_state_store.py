@@ -12,7 +12,12 @@ of at most --batch records, from a fresh checkpoint:
   alone, without the writes);
 - ``rocksdb-changelog-2-partitions``: ``spark.sql.shuffle.partitions`` 2 instead of 4;
 - ``rocksdb-changelog-producer-defaults``: the results topic published with the Kafka producer's
-  defaults instead of the pipeline's larger batches (job.RESULTS_PRODUCER_OPTIONS).
+  defaults instead of the pipeline's larger batches (job.RESULTS_PRODUCER_OPTIONS);
+- ``transform-with-state-pandas-count``: the other candidate issue 28 named, Spark 4's
+  ``transformWithStateInPandas``, as a lower bound of its cost: a processor that only keeps the
+  running sums of each (window, product) in a ``ValueState`` and emits the changed ones (no
+  watermark, no eviction, no dead letters, the count-only sink), to set against
+  ``rocksdb-changelog-count``.
 
 For each: the steady rate (records of the full batches after the first, over their
 ``triggerExecution``), the first batch, and the means over those batches of Spark's
@@ -35,7 +40,7 @@ from failsafe.scenarios import setup  # noqa: E402
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS  # noqa: E402
 
 VARIANTS = ("hdfs", "rocksdb", "rocksdb-changelog", "rocksdb-changelog-count", "rocksdb-changelog-2-partitions",
-            "rocksdb-changelog-producer-defaults")
+            "rocksdb-changelog-producer-defaults", "transform-with-state-pandas-count")
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -43,8 +48,9 @@ CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabl
 
 def variant_conf(variant: str) -> tuple[dict[str, str], int]:
     """The session settings of a variant (over the pipeline's), and its shuffle partitions."""
+    # transformWithState needs RocksDB.
     conf = {"spark.sql.streaming.stateStore.providerClass": HDFS if variant == "hdfs" else ROCKSDB,
-            CHANGELOG: str("changelog" in variant).lower()}
+            CHANGELOG: str("changelog" in variant or variant.startswith("transform-with-state")).lower()}
     return conf, 2 if variant.endswith("2-partitions") else 4
 
 
@@ -55,6 +61,36 @@ def run_variant(variant: str, bootstrap: str, work: Path, batch: int) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"variant {variant} failed: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _transform_with_state(parsed, products, window_duration: str):  # noqa: ANN001, ANN202 (pyspark types imported late)
+    """The valid purchases summed per (window, product) by a transformWithStateInPandas processor (the lower bound above)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    from failsafe.pipeline.transforms import valid_purchases, with_products
+
+    sums = "purchases long, quantity long, revenue double, member_purchases long"
+
+    class RunningSums(StatefulProcessor):
+        def init(self, handle) -> None:  # noqa: ANN001
+            self.total = handle.getValueState("total", sums)
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: ANN001, ANN201, N802, N803
+            batch = pd.concat(list(rows))
+            old = self.total.get() if self.total.exists() else (0, 0, 0.0, 0)
+            new = (old[0] + len(batch), old[1] + int(batch["quantity"].sum()), old[2] + float(batch["total_purchase"].sum()),
+                   old[3] + int(batch["is_member"].sum()))
+            self.total.update(new)
+            yield pd.DataFrame([{"window_start": key[0], "product_id": key[1], "purchases": new[0], "quantity": new[1], "revenue": new[2],
+                                 "member_purchases": new[3]}])
+
+    rows = with_products(valid_purchases(parsed), products).select(
+        F.window("event_time", window_duration).start.alias("window_start"), "product_id", "quantity",
+        F.col("total_purchase").cast("double").alias("total_purchase"), F.col("is_member").cast("long").alias("is_member"))
+    return rows.groupBy("window_start", "product_id").transformWithStateInPandas(
+        RunningSums(), f"window_start timestamp, product_id string, {sums}", "Update", "None")
 
 
 def child(variant: str, bootstrap: str, work: Path, batch: int) -> None:
@@ -72,10 +108,13 @@ def child(variant: str, bootstrap: str, work: Path, batch: int) -> None:
     reader = spark.readStream.format("kafka")
     for key, value in config.kafka_source_options().items():
         reader = reader.option(key, value)
-    outputs = sales_and_dead_letters(parse_purchases(reader.load()), read_products(spark, config), config.window_duration,
-                                     config.watermark_delay)
+    if variant.startswith("transform-with-state"):
+        outputs = _transform_with_state(parse_purchases(reader.load()), read_products(spark, config), config.window_duration)
+    else:
+        outputs = sales_and_dead_letters(parse_purchases(reader.load()), read_products(spark, config), config.window_duration,
+                                         config.watermark_delay)
     if variant.endswith("-count"):
-        sink = lambda frame, _: frame.groupBy("kind").count().collect()  # noqa: E731
+        sink = lambda frame, _: frame.groupBy(*frame.columns[:1]).count().collect()  # noqa: E731 (the kind, or the window)
     else:
         sink = SalesBatchSink(config, producer_options={} if variant.endswith("producer-defaults") else None)
     query = (outputs.writeStream.outputMode("update").foreachBatch(sink).option("checkpointLocation", str(root / "checkpoint" / "q"))

@@ -1,6 +1,7 @@
 """What every rendered table stands on: the raw files, the commands that make them, loading and formatting.
 
-render_docs.py renders and checks the docs; the tables live there and in render_pipeline.py.
+render_docs.py renders and checks the docs; the tables live there and in render_pipeline.py, render_findings.py and
+render_network.py.
 Reads only JSON: no cluster, no import of failsafe.
 """
 
@@ -55,6 +56,29 @@ RAW: tuple[Raw, ...] = (
         "--out docs/benchmarks/pipeline-state-sustained.json", True),
     Raw("docs/benchmarks/pipeline-state-store.json",
         f"{PY} benchmarks/bench_state_store.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-state-store.json", True),
+    Raw("docs/benchmarks/pipeline-profile.json",
+        f"{PY} benchmarks/profile_pipeline.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-profile.json", True),
+    Raw("docs/benchmarks/pipeline-profile-115b35b.json",
+        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/profile_pipeline.py --dir DIR --out docs/benchmarks/pipeline-profile-115b35b.json", False,
+        "the pipeline of commit 115b35b (WORKTREE: a git worktree of it), before the results producer's larger batches and the one-parse "
+        "object check; the before of pipeline-profile.json, made just before it in one session (2026-11-26)"),
+    Raw("docs/benchmarks/pipeline-scale.json",
+        f"{PY} benchmarks/bench_pipeline_scale.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-scale.json", True),
+    Raw("docs/benchmarks/pipeline-live-5000-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --sustained 5000 --live-s 150 --warmup 60 "
+        "--out docs/benchmarks/pipeline-live-5000-NAME.json", False,
+        "WORKTREE: a git worktree of commit 115b35b (NAME 115b35b) and of this pass's tree (NAME after), run one after the other in one "
+        "session (2026-11-26), right after pipeline-state-sustained.json; remade alone a file would compare nothing"),
+    Raw("docs/benchmarks/pipeline-partitions-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
+        "--out docs/benchmarks/pipeline-partitions-N-rROUND.json", False,
+        "WORKTREE: the tree with DEFAULT_SHUFFLE_PARTITIONS = N in pipeline/session.py; N = 4 and 2 in turn within a round, three "
+        "rounds in one session (2026-11-26); remade alone a file would compare nothing"),
+    Raw("docs/benchmarks/pipeline-speed-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
+        "--out docs/benchmarks/pipeline-speed-COMMIT-rROUND.json", False,
+        "one run per commit and round (WORKTREE: a git worktree of COMMIT), the commits in turn within a round, rounds one after the "
+        "other, in one session (2026-11-26): what each change bought; remade alone a file would compare nothing"),
     Raw("docs/benchmarks/pipeline-driver-state.json",
         f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
         "--out docs/benchmarks/pipeline-driver-state.json", False,
@@ -172,6 +196,20 @@ def spread_s(spread: dict, digits: int = 1) -> str:
 
 def spread_ms(spread: dict) -> str:
     return f"{num(spread['median'])} ({num(spread['min'])}–{num(spread['max'])}, n={spread['n']})"
+
+
+def dr_records(spread: dict | None, runs: int) -> str:
+    if spread is None:
+        return "not measured"
+    if spread["max"] == 0:
+        return f"0 in all {runs}"
+    return f"{num(spread['median'])} ({num(spread['min'])}-{num(spread['max'])})"
+
+
+def dr_ms(spread: dict) -> str:
+    if spread["median"] >= 1000:
+        return f"{spread['median'] / 1000:.2f} s ({spread['min'] / 1000:.2f}-{spread['max'] / 1000:.2f} s)"
+    return f"{spread['median']:.0f} ms ({spread['min']:.0f}-{spread['max']:.0f} ms)"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

@@ -34,18 +34,43 @@ from benchmarks.render_base import (  # noqa: E402
     RAW,
     RenderError,
     command_of,
+    dr_ms,
+    dr_records,
     load,
     num,
     raw_index,
     secs,
     source,
-    spread_ms,
     spread_s,
     table,
+)
+from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
+from benchmarks.render_findings import (  # noqa: E402
+    t_findings_cold,
+    t_findings_decommissioned,
+    t_findings_dr_flush,
+    t_findings_duplicates,
+    t_findings_no_broker,
+    t_findings_stalls,
+    t_findings_stalls_other,
+    t_findings_where,
+    t_findings_zookeeper,
+)
+from benchmarks.render_network import (  # noqa: E402
+    t_network_faults,
+    t_network_leader_isolated,
+    t_network_unclean,
+    t_network_zone,
 )
 from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_backlog,
     t_pipeline_live,
+    t_pipeline_live_pair,
+    t_pipeline_partitions,
+    t_pipeline_profile,
+    t_pipeline_profile_before,
+    t_pipeline_scale,
+    t_pipeline_speed,
     t_pipeline_state,
     t_pipeline_state_store,
     t_pipeline_sustained,
@@ -261,132 +286,21 @@ DR_FILES = (("docs/benchmarks/dr-tuned.json", "failover, tuned"), ("docs/benchma
             ("docs/benchmarks/dr-failback.json", "failback, tuned"))
 
 
-def _dr_records(spread: dict | None, runs: int) -> str:
-    if spread is None:
-        return "not measured"
-    if spread["max"] == 0:
-        return f"0 in all {runs}"
-    return f"{num(spread['median'])} ({num(spread['min'])}-{num(spread['max'])})"
-
-
-def _dr_ms(spread: dict) -> str:
-    if spread["median"] >= 1000:
-        return f"{spread['median'] / 1000:.2f} s ({spread['min'] / 1000:.2f}-{spread['max'] / 1000:.2f} s)"
-    return f"{spread['median']:.0f} ms ({spread['min']:.0f}-{spread['max']:.0f} ms)"
-
-
 def t_dr(root: Path) -> str:
     cols = [(load(root, rel), what) for rel, what in DR_FILES]
     header = ["per run: median (range)", *(f"{what} ({d['runs']} runs)" for d, what in cols)]
     rows = [
         ["verdicts", *(", ".join(f"{n} {v}" for v, n in sorted(d["verdicts"].items())) for d, _ in cols)],
         ["RPO, records (acknowledged, never mirrored)",
-         *(_dr_records(d["times"].get("dr.rpo-records (records)"), d["runs"]) +
+         *(dr_records(d["times"].get("dr.rpo-records (records)"), d["runs"]) +
            (f"; in {d['anomalies']['dr.rpo-records']['runs']} run(s), {d['anomalies']['dr.rpo-records']['total']} in all"
             if "dr.rpo-records" in d["anomalies"] else "") for d, _ in cols)],
-        ["RPO, seconds of data", *(_dr_records(d["times"].get("dr.rpo_ms"), d["runs"]) for d, _ in cols)],
-        ["RTO, first read on the target", *(_dr_ms(d["times"]["dr.rto_first_read_ms"]) for d, _ in cols)],
-        ["RTO, group caught up", *(_dr_ms(d["times"]["dr.rto_caught_up_ms"]) for d, _ in cols)],
-        ["records read twice after the move", *(_dr_records(d["times"].get("dr.consumed-twice (records)"), d["runs"]) for d, _ in cols)],
+        ["RPO, seconds of data", *(dr_records(d["times"].get("dr.rpo_ms"), d["runs"]) for d, _ in cols)],
+        ["RTO, first read on the target", *(dr_ms(d["times"]["dr.rto_first_read_ms"]) for d, _ in cols)],
+        ["RTO, group caught up", *(dr_ms(d["times"]["dr.rto_caught_up_ms"]) for d, _ in cols)],
+        ["records read twice after the move", *(dr_records(d["times"].get("dr.consumed-twice (records)"), d["runs"]) for d, _ in cols)],
     ]
     return table(header, rows) + source(root, *(rel for rel, _ in DR_FILES))
-
-
-FINDINGS_ANOMALIES = ("delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged", "delivery.lost", "order.nonmonotonic-send")
-FINDINGS_DUPLICATES = (
-    ("leader-pause-timeout-librdkafka", ""),
-    ("leader-pause-timeout-librdkafka-max-in-flight-1", ""),
-    ("leader-pause-timeout-java", ""),
-    ("two-brokers-down-librdkafka", ""),
-    ("two-brokers-down-librdkafka-max-in-flight-1", ""),
-    ("two-brokers-down-java", ""),
-    ("broker-restart-librdkafka", ""),
-    ("broker-restart-librdkafka-max-in-flight-1", ""),
-    ("broker-restart-java", ""),
-    ("two-brokers-down-librdkafka-loaded", " (both cores kept busy by two spinning processes)"),
-)
-
-
-def _anomaly(stats: dict, name: str) -> str:
-    entry = stats["anomalies"].get(name)
-    return "0" if entry is None else f"{entry['runs']} ({num(entry['total'])})"
-
-
-def t_findings_duplicates(root: Path) -> str:
-    rows, rels = [], []
-    for label, what in FINDINGS_DUPLICATES:
-        rel = f"docs/findings/{label}.json"
-        stats = load(root, rel)
-        rels.append(rel)
-        rows.append([label + what, str(stats["runs"]), *(_anomaly(stats, a) for a in FINDINGS_ANOMALIES)])
-    header = ["configuration", "runs", *(f"runs with {a} (count)" for a in FINDINGS_ANOMALIES)]
-    commands = sorted({command_of(root, rel) for rel in rels}, key=lambda c: [r.command for r in RAW].index(c))
-    return (table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json` (LABEL: the first column); made by "
-            + "; ".join(f"`{c}`" for c in commands) + ".")
-
-
-FINDINGS_STALLS = (
-    ("stall-rf3-acks-all-librdkafka", "RF 3, acks=all, librdkafka", "— (none: RF 3 on 3 brokers)"),
-    ("stall-rf3-acks-all-java", "RF 3, acks=all, Java producer", "—"),
-    ("stall-rf3-acks-1-librdkafka", "RF 3, acks=1, librdkafka", "—"),
-    ("stall-rf2-acks-all-librdkafka", "RF 2, `min.insync.replicas` 1, acks=all, librdkafka", None),
-    ("stall-rf2-acks-all-java", "RF 2, `min.insync.replicas` 1, acks=all, Java producer", None),
-)
-
-
-def t_findings_stalls(root: Path) -> str:
-    rows = []
-    for label, what, unreplicated in FINDINGS_STALLS:
-        stats = load(root, f"docs/findings/{label}.json")
-        times = stats["times"]
-        rows.append([f"{what} (`{label}`)", str(stats["runs"]), spread_ms(times["availability.stall_by_group.led"]),
-                     spread_ms(times["availability.stall_by_group.follower"]),
-                     unreplicated if unreplicated is not None else spread_ms(times["availability.stall_by_group.unreplicated"])])
-    header = ["settings (broker-failover: kill -9 the leader of partition 0, 13 partitions, 200 writes/s)", "runs",
-              "`led` max stall ms, median (range, n)", "`follower` max stall ms", "`unreplicated` max stall ms"]
-    rel = f"docs/findings/{FINDINGS_STALLS[0][0]}.json"
-    return table(header, rows) + f"\n\nRendered from `docs/findings/LABEL.json`; made by `{command_of(root, rel)}`."
-
-
-FINDINGS_STALLS_OTHER = ("broker-restart-librdkafka", "two-brokers-down-librdkafka", "leader-pause-timeout-librdkafka")
-
-
-def t_findings_stalls_other(root: Path) -> str:
-    rows = []
-    for label in FINDINGS_STALLS_OTHER:
-        stats = load(root, f"docs/findings/{label}.json")
-        times = stats["times"]
-        rows.append([f"`{label}`", str(stats["runs"]), secs(times["availability.stall_by_group.led"]["median"]),
-                     secs(times["availability.stall_by_group.follower"]["median"])])
-    header = ["configuration", "runs", "`led` max stall, median", "`follower` max stall, median"]
-    return table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json` (section 1's runs)."
-
-
-FINDINGS_ZOOKEEPER = (
-    ("two-brokers-down-zookeeper-librdkafka", "ZooKeeper (3.9.2), librdkafka"),
-    ("two-brokers-down-zookeeper-java", "ZooKeeper (3.9.2), Java producer"),
-    ("two-brokers-down-kraft-chaos32-librdkafka", "KRaft (4.3.1), librdkafka, chaos 32 s"),
-)
-
-
-def t_findings_zookeeper(root: Path) -> str:
-    rows, rels = [], []
-    for label, what in FINDINGS_ZOOKEEPER:
-        rel = f"docs/findings/{label}.json"
-        stats = load(root, rel)
-        rels.append(rel)
-        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(stats["verdicts"].items()))
-        rows.append([f"{what} (`{label}`)", str(stats["runs"]), verdicts, _anomaly(stats, "delivery.duplicate-acknowledged"),
-                     _anomaly(stats, "delivery.duplicate-unacknowledged"), _anomaly(stats, "delivery.lost"),
-                     secs(stats["times"]["availability.stall_by_group.follower"]["median"])])
-    header = ["configuration", "runs", "verdicts", "runs with delivery.duplicate-acknowledged (values)",
-              "runs with delivery.duplicate-unacknowledged (values)", "runs with delivery.lost",
-              "longest stall of a partition the dead brokers only followed (median)"]
-    commands = []
-    for rel in rels:
-        if command_of(root, rel) not in commands:
-            commands.append(command_of(root, rel))
-    return table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json`; made by " + "; ".join(f"`{c}`" for c in commands) + "."
 
 
 SEEDLAB_REL = "docs/benchmarks/seed-lab.json"
@@ -449,212 +363,6 @@ def t_seed_lab_scenarios(root: Path) -> str:
     return table(header, rows) + f"\n\nRendered from `{SEEDLAB_REL}` (its last run, {d['measured_utc'][:10]}); made by `{command_of(root, SEEDLAB_REL)}`."
 
 
-NETWORK_DIR = "docs/benchmarks/network"
-
-
-def _net(root: Path, label: str) -> tuple[str, dict]:
-    rel = f"{NETWORK_DIR}/{label}.json"
-    return rel, load(root, rel)
-
-
-def _fault_view(results: dict) -> tuple[dict, dict]:
-    """The first fault's first affected partition and its stalls by group, from the availability checker."""
-    faults = results["checkers"]["availability"]["faults"]
-    if not faults:
-        raise RenderError(f"{results.get('scenario')}: no fault in the availability checker's results")
-    fault = faults[0]
-    partition = fault["affected_partitions"][0] if fault["affected_partitions"] else {}
-    return partition, fault.get("stalls", {})
-
-
-def _lost_of(p: dict) -> str:
-    return f"{num(p['lost'])} of {num(p['acknowledged'])}"
-
-
-def _stall(stalls: dict, group: str) -> str:
-    st = stalls.get(group)
-    return "—" if not st else f"{secs(st['max_stall_ms'])}" + (f" ({st['open']} never acknowledged again)" if st.get("open") else "")
-
-
-def t_network_leader_isolated(root: Path) -> str:
-    cols = [_net(root, "leader-isolated-librdkafka"), _net(root, "leader-isolated-java")]
-    views = [(r, *_fault_view(r)) for _, r in cols]
-    rows = [
-        ["verdict", *(r["verdict"] for r, _, _ in views)],
-        ["new leader of events-0 after the fault began", *(secs(p["new_leader_ms"]) if p.get("new_leader_ms") is not None else "none"
-                                                            for _, p, _ in views)],
-        ["longest stall of acknowledgements on events-0 (the isolated leader's)", *(_stall(st, "led") for _, _, st in views)],
-        ["the same on the partitions the isolated broker followed", *(_stall(st, "follower") for _, _, st in views)],
-        ["availability window of events-0 (`unavailable_ms`)", *(secs(p["unavailable_ms"], 3) if p.get("unavailable_ms") is not None else "—"
-                                                              for _, p, _ in views)],
-        ["acks=all: acknowledged writes lost", *(_lost_of(r["checkers"]["delivery"]["by_process"]["acksall"]) for r, _, _ in views)],
-        ["acks=1: acknowledged writes lost", *(_lost_of(r["checkers"]["delivery"]["by_process"]["acks1"]) for r, _, _ in views)],
-    ]
-    header = ["leader-isolated, one run each", "librdkafka", "Kafka's Java producer (`--set 'producers[*].driver=kafka-verifiable'`)"]
-    return table(header, rows) + source(root, *(rel for rel, _ in cols))
-
-
-WHERE_REL = "docs/findings/leader-pause-timeout-duplicates-where.json"
-
-
-def t_findings_where(root: Path) -> str:
-    d = load(root, WHERE_REL)
-    gaps = d["offsets_between_first_and_last_copy"]
-    rows = [[str(d["runs"]), num(d["values_written_more_than_once"]), num(d["sent_during_a_broker_fault"]),
-             f"{num(d['acknowledged_at_the_later_copy'])} of {num(d['acknowledged'])}",
-             "—" if gaps is None else f"{num(gaps['min'])} / {num(gaps['median'])} / {num(gaps['max'])}"]]
-    header = ["leader-pause-timeout runs (librdkafka)", "values written more than once", "of them sent while the broker was frozen",
-              "acknowledged at the later copy", "offsets between the first and last copy: min / median / max"]
-    return table(header, rows) + source(root, WHERE_REL)
-
-
-DR_FLUSH = (("docs/benchmarks/dr-failback-flush-60s.json", "60000 (Connect's default)"), ("docs/benchmarks/dr-failback.json", "1000 (the catalog's)"))
-
-
-def t_findings_dr_flush(root: Path) -> str:
-    rows = []
-    for rel, flush in DR_FLUSH:
-        d = load(root, rel)
-        t = d["times"]
-        rows.append([flush, str(d["runs"]), ", ".join(f"{n} {v}" for v, n in sorted(d["verdicts"].items())),
-                     _dr_records(t.get("dr.consumed-twice (records)"), d["runs"]), _dr_records(t.get("dr.rpo-records (records)"), d["runs"]),
-                     _dr_ms(t["dr.rto_first_read_ms"]), _dr_ms(t["dr.rto_caught_up_ms"])])
-    header = ["Connect's `offset.flush.interval.ms`", "dr-failback runs (3+3 brokers)", "verdicts", "records read twice after the move",
-              "records lost (RPO)", "RTO, first read on the primary", "RTO, group caught up"]
-    return table(header, rows) + source(root, *(rel for rel, _ in DR_FLUSH))
-
-
-COLD_COORDINATOR = (("docs/findings/cold-coordinator-librdkafka.json", "a fresh cluster for each run (cold group coordinator)", "4.3.1"),
-                    ("docs/findings/warm-coordinator-librdkafka.json", "one cluster, after a first run not counted (warm)", "4.3.1"),
-                    ("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "a fresh cluster for each run (cold group coordinator)",
-                     "3.9.2"))
-
-
-DECOMMISSIONED = (("docs/findings/brokers-cut-from-controllers-librdkafka.json", "librdkafka 2.16.0", "20 s (brokers fenced after 9 s)"),
-                  ("docs/findings/brokers-cut-from-controllers-java.json", "Kafka's Java consumer 4.3.1", "20 s (brokers fenced after 9 s)"),
-                  ("docs/findings/brokers-cut-from-controllers-5s-librdkafka.json", "librdkafka 2.16.0", "5 s (no broker fenced)"))
-
-
-def t_findings_decommissioned(root: Path) -> str:
-    rows = []
-    for rel, client, split in DECOMMISSIONED:
-        d = load(root, rel)["decommissioned_coordinator"]
-        librdkafka = client.startswith("librdkafka")
-        rows.append([client, split, str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
-                     f"{d['stuck_members_left_in_query_coord']} of {d['stuck_members']}" if librdkafka else "—",
-                     str(d["members_left_in_query_coord_not_stuck"]) if librdkafka else "—",
-                     str(d["runs_with_the_line"]) if librdkafka else "—", num(d["acknowledged_lost_not_in_log"])])
-    header = ["group members", "brokers cut from the controllers for", "runs", "runs with a partition the group never read to the end",
-              "stuck members still looking for a coordinator at close", "members left looking that read to the end all the same",
-              "runs with \"Group coordinator decommissioned\"", "acknowledged writes not in the log"]
-    return table(header, rows) + source(root, *(rel for rel, _, _ in DECOMMISSIONED))
-
-
-NO_BROKER_REL = "docs/findings/brokers-cut-from-controllers-librdkafka-debug-metadata.json"
-
-
-def t_findings_no_broker(root: Path) -> str:
-    d = load(root, NO_BROKER_REL)["decommissioned_coordinator"]
-    rows = [[str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
-             f"{d['stuck_members_told_no_broker']} of {d['stuck_members']}", str(d["members_told_no_broker_not_stuck"]),
-             f"{d['stuck_members_left_without_a_broker']} of {d['stuck_members']}", str(d["members_left_without_a_broker_not_stuck"]),
-             f"{d['members_back_to_bootstrap_not_stuck']} of {d['members_told_no_broker_not_stuck']}",
-             f"{d['stuck_members_back_to_bootstrap']} of {d['stuck_members_told_no_broker']}"]]
-    header = ["librdkafka runs with debug=cgrp,metadata,broker (20 s split)", "runs with a partition never read to the end",
-              "stuck members handed a Metadata response with 0 brokers", "members handed one that read to the end",
-              "stuck members with no usable broker when they closed", "members that read to the end with none",
-              "members handed one that read on and then got metadata from a bootstrap server", "stuck members that did"]
-    return table(header, rows) + source(root, NO_BROKER_REL)
-
-
-def t_findings_cold(root: Path) -> str:
-    rows = []
-    for rel, how, version in COLD_COORDINATOR:
-        c = load(root, rel)["cold_coordinator"]
-        if c["kafka_version"] != version:
-            raise RenderError(f"{rel}: Kafka {c['kafka_version']}, expected {version}")
-        rows.append([how, f"Kafka {version} (KRaft, 3 controllers)", str(c["runs"]), str(c["runs_with_a_reader_never_caught_up"]),
-                     str(c["runs_with_the_request_level_error"]), f"{c['stuck_readers_with_the_error']} of {c['stuck_readers']}",
-                     str(c["readers_with_the_error_not_stuck"])])
-    header = ["cluster", "Kafka", "runs", "runs with a reader that never caught up", "runs whose client logs have the request-level NOT_COORDINATOR",
-              "stuck readers whose log has it", "readers with it that read on"]
-    return table(header, rows) + source(root, *(rel for rel, _, _ in COLD_COORDINATOR))
-
-
-def _stall_examples(stalls: dict, group: str) -> str:
-    st = stalls.get(group)
-    if not st:
-        return "—"
-    cells = [f"{e['topic']}-{e['partition']} {secs(e['stall_ms'])}" + (" (never acknowledged again)" if e.get("never_acked_after") else "")
-             for e in st["examples"]]
-    more = st["partitions"] - len(st["examples"])
-    return ", ".join(cells) + (f" and {more} more" if more > 0 else "")
-
-
-NETWORK_FAULTS = ("follower-cut-off", "flaky-network")
-
-
-def t_network_faults(root: Path) -> str:
-    rows, rels = [], []
-    for label in NETWORK_FAULTS:
-        rel, r = _net(root, label)
-        rels.append(rel)
-        faults = r["checkers"]["availability"]["faults"]
-        stalls: dict = {}
-        for fault in faults:
-            for group, st in fault.get("stalls", {}).items():
-                stalls.setdefault(group, st)
-        counts = r["checkers"]["delivery"]["counts"]
-        errors = r["measurements"].get("send_errors") or {}
-        rows.append([f"`{label}`", "; ".join(f["role"] for f in faults), r["verdict"],
-                     f"{num(counts['lost'])} of {num(counts['acknowledged'])}", _stall_examples(stalls, "led"),
-                     _stall_examples(stalls, "follower"), _stall_examples(stalls, "unreplicated"),
-                     ", ".join(f"{num(n)} {e}" for e, n in errors.items()) or "none"])
-    header = ["scenario", "fault", "verdict", "acknowledged writes lost", "longest write stall: partitions the faulted brokers led",
-              "partitions they followed", "partitions with no replica on them", "refused writes"]
-    return table(header, rows) + source(root, *rels)
-
-
-def t_network_zone(root: Path) -> str:
-    rel, r = _net(root, "zone-outage")
-    faults = r["checkers"]["availability"]["faults"]
-    rows = []
-    for topic, what in (("zoned", "rack-aware (one replica per rack)"), ("unzoned", "RF 3 placed by hand, two replicas of partitions 0 and 1 in rack-0")):
-        led = [p for f in faults for p in f["affected_partitions"] if p["topic"] == topic]
-        p = r["checkers"]["delivery"]["by_process"][topic]
-        rows.append([f"`{topic}`: {what}",
-                     ", ".join(f"{x['topic']}-{x['partition']} {secs(x['unavailable_ms'])}" for x in sorted(led, key=lambda x: x["partition"])) or "—",
-                     num(p["failed"]), num(p["unknown"]), _lost_of(p)])
-    errors = r["measurements"].get("send_errors") or {}
-    header = ["topic (zone-outage: both brokers of rack-0 killed, 6 brokers in 3 racks)", "partitions led from rack-0: unavailable",
-              "writes refused", "outcome unknown", "acknowledged writes lost"]
-    note = f"\n\nVerdict {r['verdict']}; send errors: " + (", ".join(f"{num(n)} {e}" for e, n in errors.items()) or "none") + "."
-    return table(header, rows) + note + source(root, rel)
-
-
-UNCLEAN = (("unclean-election-enabled", "true (the catalog's)"),
-           ("unclean-election-disabled", "false (`--set 'topics[0].configs.\"unclean.leader.election.enable\"=\"false\"'`)"),
-           ("unclean-election-elr", "true, with `min.insync.replicas` 2 and acks=all (eligible leader replicas)"))
-
-
-def t_network_unclean(root: Path) -> str:
-    rows, rels = [], []
-    for label, what in UNCLEAN:
-        rel, r = _net(root, label)
-        rels.append(rel)
-        led = [p for f in r["checkers"]["availability"]["faults"] for p in f["affected_partitions"]]
-        counts = r["checkers"]["delivery"]["counts"]
-        leader = "; ".join(
-            (f"broker {p['new_leader']} after {secs(p['new_leader_ms'])}" + ("" if p.get("new_leader_in_isr") else ", not in the ISR before: unclean")
-             if p.get("new_leader") is not None else "none of the other brokers") for p in led) or "—"
-        unavailable = r["checkers"]["availability"]["max_unavailable_ms"]
-        rows.append([what, r["verdict"], leader, num(counts["acknowledged"]), num(counts["lost-after-read"]), num(counts["lost"]),
-                     secs(unavailable) if unavailable is not None else "—"])
-    header = ["`unclean.leader.election.enable`", "verdict", "new leader once broker 0 (the last in the ISR) was killed", "acknowledged",
-              "lost after a consumer read them (`lost-after-read`)", "`lost`", "longest unavailability"]
-    return table(header, rows) + source(root, *rels)
-
-
 def t_raw_files(root: Path) -> str:
     rows, index = [], raw_index(root)
     for raw in RAW:
@@ -712,79 +420,6 @@ def t_summary(root: Path) -> str:
 
 # -- campaigns (docs/campaigns.md) ------------------------------------------------------------------
 
-CAMPAIGNS = (("safe", "docs/benchmarks/campaign-safe.json"), ("anything-goes", "docs/benchmarks/campaign-anything-goes.json"))
-
-
-def _present(root: Path) -> list[tuple[str, str, dict]]:
-    return [(label, rel, load(root, rel)) for label, rel in CAMPAIGNS if (root / rel).is_file()]
-
-
-def _s(spread: dict | None) -> str:
-    return "—" if not spread else f"{spread['median']:.1f} (p95 {spread['p95']:.1f}, max {spread['max']:.1f})"
-
-
-def t_campaigns(root: Path) -> str:
-    rows, rels = [], []
-    for label, rel, data in _present(root):
-        c, s = data["campaign"], data["summary"]
-        verdicts = ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n) or "none"
-        rows.append([f"{label}: `{c['workload']}`, {c['envelope']}, seed {c['seed']}", ", ".join(c["faults"]), f"{s['runs_done']}/{c['runs']}",
-                     verdicts, str(s["lost_acknowledged"]), _s(s["wall_s"]), _s(s["overhead_s"]), f"{c['duration_s']:g}"])
-        rels.append(rel)
-    header = ["campaign", "faults drawn", "runs", "verdicts", "acknowledged writes lost (acks=all)", "wall s per run, median",
-              "overhead s per run (wall − chaos)", "chaos s asked"]
-    return (table(header, rows) + "\n\nRendered from " + ", ".join(f"`{r}`" for r in rels) + "; made by "
-            + "; ".join(f"`{command_of(root, r)}`" for r in rels[:1]) + " (`safe` or `anything-goes` as its argument).")
-
-
-def t_campaign_anomalies(root: Path) -> str:
-    rows = []
-    for label, _, data in _present(root):
-        for anomaly, entry in data["summary"]["anomalies"].items():
-            combos = sorted(((k, v) for k, v in entry["combinations"].items() if v["runs"]), key=lambda kv: -kv[1]["runs"] / kv[1]["of"])
-            shown = "; ".join(f"{k}: {v['runs']} of {v['of']}" for k, v in combos[:4]) + ("; ..." if len(combos) > 4 else "")
-            rows.append([label, f"`{anomaly}`", f"{entry['runs']} ({entry['decided_runs']} decided the verdict)", num(entry["total"]), shown])
-    if not rows:
-        rows.append(["—", "no anomaly in any run", "", "", ""])
-    return table(["campaign", "anomaly", "runs showing it", "total count", "fault combinations (runs showing it of runs under it)"], rows) + \
-        "\n\nRendered from `docs/benchmarks/campaign-*.json`."
-
-
-def t_campaign_unavailability(root: Path) -> str:
-    rows = []
-    for label, _, data in _present(root):
-        for fault, entry in sorted(data["summary"]["unavailability"].items()):
-            worst, leader = entry.get("max_unavailable_ms"), entry.get("new_leader_ms")
-            rows.append([label, f"`{fault}`", str(entry["started"]), spread_ms(worst) if worst else "—", spread_ms(leader) if leader else "—"])
-    return table(["campaign", "fault", "started", "longest unavailability of a partition it affected, ms: median (range, n)",
-                  "slowest new leader, ms: median (range, n)"], rows) + "\n\nRendered from `docs/benchmarks/campaign-*.json`."
-
-
-SHRINK_GLOB = "docs/benchmarks/shrink-*.json"
-
-
-def _size(size: dict) -> str:
-    return f"{size['faults']:g} faults, {size['fault_seconds']:.1f} fault-s, {size['chaos_s']:.1f} s chaos"
-
-
-def t_campaign_shrinks(root: Path) -> str:
-    rows, rels = [], sorted(str(p.relative_to(root)) for p in root.glob(SHRINK_GLOB))
-    if not rels:
-        raise RenderError(f"no {SHRINK_GLOB}")
-    for rel in rels:
-        d = load(root, rel)
-        original, smallest = d["original"], d["smallest"]
-        sizes = [f"{len(s['faults'])}" for s in (original, smallest)]
-        before = _size(d["steps"][0]["before"]) if d["steps"] else f"{sizes[0]} faults"
-        after = _size(d["steps"][-1]["after"]) if d["steps"] else "not shrunk"
-        rows.append([f"`{d['run']}`", f"`{d['anomaly']}`", before, after, str(len(d["steps"])),
-                     f"{d['runs']} ({d['reproductions']} reproduced)", f"{d['confirm']['reproduced']} of {d['confirm']['runs']}",
-                     "; ".join(f"{f['fault']} {f.get('role') or f.get('sides') or ''} at {f['at_s']:g} s"
-                               + (f" for {f['duration_s']:g} s" if f.get("duration_s") else "") for f in smallest["faults"])])
-    header = ["run", "anomaly kept", "before", "after", "steps", "runs of candidates", "the smallest schedule reproduced", "smallest schedule"]
-    return table(header, rows) + source(root, *rels)
-
-
 TABLES: dict[str, Callable[[Path], str]] = {
     "raw-files": t_raw_files,
     "summary": t_summary,
@@ -797,11 +432,17 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "simulator-rounds": t_simulator_rounds,
     "pipeline-backlog": t_pipeline_backlog,
     "pipeline-live": t_pipeline_live,
+    "pipeline-live-pair": t_pipeline_live_pair,
     "pipeline-sustained": t_pipeline_sustained,
     "pipeline-sustained-two-queries": t_pipeline_sustained_two_queries,
     "pipeline-sustained-driver-state": t_pipeline_sustained_driver_state,
     "pipeline-state": t_pipeline_state,
     "pipeline-state-store": t_pipeline_state_store,
+    "pipeline-speed": t_pipeline_speed,
+    "pipeline-profile": t_pipeline_profile,
+    "pipeline-profile-before": t_pipeline_profile_before,
+    "pipeline-partitions": t_pipeline_partitions,
+    "pipeline-scale": t_pipeline_scale,
     "pipeline-targets": t_pipeline_targets,
     "realtime": t_realtime,
     "console": t_console,

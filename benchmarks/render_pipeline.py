@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 from benchmarks.render_base import RenderError, load, num, source, table
@@ -62,6 +63,15 @@ def t_pipeline_sustained(root: Path, rel: str = "docs/benchmarks/pipeline-state-
     note = (f"\n\nSustained rate (the highest rate tried whose latency stayed bounded): **{num(d['sustained_rate_per_s'])}/s**; "
             f"bounded = slope of each second's worst latency at most {d['bounded_slope_s_per_s']} s/s.")
     return table(SUSTAINED_HEADER, _sustained_rows(d)) + note + source(root, rel)
+
+
+def t_pipeline_live_pair(root: Path) -> str:
+    """Live at 5,000/s, the tree before this pass and after it, one after the other in one session."""
+    rels = ("docs/benchmarks/pipeline-live-5000-115b35b.json", "docs/benchmarks/pipeline-live-5000-after.json")
+    rows = []
+    for rel, what in zip(rels, ("before (115b35b)", "after (this pass)"), strict=True):
+        rows += [[what, *row] for row in _sustained_rows(load(root, rel))]
+    return table(["tree", *SUSTAINED_HEADER], rows) + source(root, *rels)
 
 
 def t_pipeline_sustained_two_queries(root: Path) -> str:
@@ -150,11 +160,126 @@ def t_pipeline_state_store(root: Path) -> str:
     rel = "docs/benchmarks/pipeline-state-store.json"
     d = load(root, rel)
     rows = [[f"`{r['variant']}`", r["provider"].removesuffix("StateStoreProvider") + (", changelog" if r["changelog_checkpointing"] else ""),
-             str(r["shuffle_partitions"]), r["sink"], f"**{num(r['steady_records_per_s'])}/s**", f"{r['first_batch_s']:.1f} s",
+             str(r["shuffle_partitions"]), r["sink"] + (" (Kafka producer's defaults)" if r.get("results_producer") == "Kafka's defaults" else ""),
+             f"**{num(r['steady_records_per_s'])}/s**", f"{r['first_batch_s']:.1f} s",
              f"{num(r['mean_add_batch_ms'])} ms", num(r["mean_state_rows"]),
              f"{r['mean_state_update_ms']} / {r['mean_state_removal_ms']} / {r['mean_state_commit_ms']} ms"] for r in d["runs"]]
     header = ["variant", "state store", "partitions", "sink", "steady rate", "first batch", "addBatch (mean)", "state rows (mean)",
               "state update / removal / commit (mean, summed over partitions)"]
     note = (f"\n\n{num(d['records'])} purchases in batches of at most {num(d['max_records_per_batch'])}, one run per variant, "
             "each in a Spark of its own on local[2]; the means are over the full batches after the first.")
+    return table(header, rows) + note + source(root, rel)
+
+
+def _rounds_table(root: Path, steps: tuple[tuple[str, str], ...], first_column: str) -> str:
+    """One row per tree or setting (``steps``: file-name prefix under docs/benchmarks/, label), each the median (min-max) of its
+    ``bench_pipeline.py`` backlog runs ``PREFIX-r*.json``, taken in turn round after round in one session."""
+
+    def spread(values: list[float], fmt: str) -> str:
+        return f"**{format(statistics.median(values), fmt)}** ({format(min(values), fmt)}-{format(max(values), fmt)})"
+
+    rows, rels = [], []
+    for prefix, what in steps:
+        found = sorted(p.relative_to(root).as_posix() for p in (root / "docs/benchmarks").glob(f"{prefix}-r*.json"))
+        if not found:
+            raise RenderError(f"docs/benchmarks/{prefix}-r*.json: missing")
+        runs = [load(root, rel)["backlog"] for rel in found]
+        rels += found
+        rows.append([what, str(len(runs)),
+                     spread([r["ceiling"]["steady_records_per_s"] for r in runs], ",.0f") + "/s",
+                     spread([r["steady_records_per_s"] for r in runs], ",.0f") + "/s",
+                     spread([r["pipeline_steady_over_ceiling"] for r in runs], ".2f"),
+                     spread([r["pipeline_wall_s_over_ceiling"] for r in runs], ".2f"),
+                     spread([r["first_batch_s"] for r in runs], ".1f") + " s",
+                     "yes" if all(r["sink_equals_ledger"] for r in runs) else "**no**"])
+    header = [first_column, "runs", "ceiling query: steady rate", "pipeline: steady rate", "pipeline / ceiling: steady rate",
+              "pipeline / ceiling: wall with Spark's start", "pipeline: first batch", "sink equals ledger"]
+    return (table(header, rows) + "\n\nMedian (min-max) over the runs; a run is one `bench_pipeline.py` backlog (the pipeline, then the "
+            "ceiling query, each a Spark of its own)." + source(root, *rels))
+
+
+SPEED_STEPS = (("pipeline-speed-115b35b", "before: the pipeline as issue 28's state change left it (115b35b)"),
+               ("pipeline-speed-9b35d00", "+ the results topic's producer sends larger batches (9b35d00)"),
+               ("pipeline-speed-9f9d5b1", "+ each record parsed once (the object check in from_json's corrupt-record field) (9f9d5b1)"))
+
+
+def t_pipeline_speed(root: Path) -> str:
+    """What each speed change bought: the same backlog through each commit, the commits in turn, round after round, in one session."""
+    return _rounds_table(root, SPEED_STEPS, "tree (200,000 purchases, batches of 50,000)")
+
+
+def t_pipeline_partitions(root: Path) -> str:
+    """spark.sql.shuffle.partitions (the state partitions) 4 against 2 on local[2], in turn, round after round."""
+    steps = (("pipeline-partitions-4", "4 shuffle (and state) partitions, the pipeline's"), ("pipeline-partitions-2", "2 shuffle (and state) partitions"))
+    return _rounds_table(root, steps, "setting (200,000 purchases, batches of 50,000)")
+
+
+def t_pipeline_scale(root: Path) -> str:
+    """One worker against two on a Spark standalone cluster, with a state of about --products x windows rows."""
+    rel = "docs/benchmarks/pipeline-scale.json"
+    d = load(root, rel)
+    rows = []
+    for r in d["runs"]:
+        by_executor = ", ".join(num(n) for _, n in sorted(r["state_rows_by_executor"].items()))
+        rows.append([f"{r['workers']} x {r['cores_per_worker']} core", f"**{num(r['steady_records_per_s'])}/s**", f"{r['first_batch_s']:.1f} s",
+                     " / ".join(f"{s:.1f}" for s in r["batch_s"]) + " s", num(r["state_rows_after_batch"][-1]), by_executor,
+                     " / ".join(num(n) for _, n in sorted(r["state_rows_by_partition"].items(), key=lambda kv: int(kv[0])))])
+    header = ["workers", "steady rate", "first batch", "each batch", "state rows (Spark's numRowsTotal)", "state rows per executor",
+              "state rows per partition"]
+    note = (f"\n\n{num(d['records'])} purchases of {num(d['products'])} products over {d['spread_s']:.0f} s of event time, batches of at most "
+            f"{num(d['max_records_per_batch'])}; the runs' final totals ({num(d['sink_rows'])} rows) "
+            + ("are equal." if d["totals_equal"] else "**differ**."))
+    return table(header, rows) + note + source(root, rel)
+
+
+# What each stage of a steady batch is (benchmarks/profile_pipeline.py lists a job's stages in Spark's order, parents first).
+_AFTER_READ = ("partial sums, shuffled again", "stateful aggregation and the dead letters (the reused shuffle), union, cached, counted per kind",
+               "count per kind (final)")
+
+
+def _stage_roles(job: dict) -> list[tuple[str, str]]:
+    """(role, records read) of each stage of a job."""
+    stages = job["stages"]
+    if not stages:
+        return []
+    read = max(range(len(stages)), key=lambda i: stages[i]["input_records"])
+    if stages[read]["input_records"] < 1000:  # a job of the sink, or the catalogue's broadcast
+        roles = {"save": "Kafka publish of the changed totals", "parquet": "Parquet write of the changed totals (one file)"}
+        return [(roles.get(st["name"], "the catalogue's broadcast (the join is planned again each batch)"), "-") for st in stages]
+    after = len(stages) - read - 1
+    out = []
+    for i, st in enumerate(stages):
+        if i < read:
+            out.append(("the catalogue's cached rows", "-"))
+        elif i == read:
+            out.append(("read from Kafka, parse, join the catalogue, shuffle by key", num(st["input_records"])))
+        else:
+            role = _AFTER_READ[i - read - 1] if after == len(_AFTER_READ) else st["name"]
+            out.append((role, num(st["shuffle_read_records"])))
+    return out
+
+
+def t_pipeline_profile_before(root: Path) -> str:
+    return t_pipeline_profile(root, "docs/benchmarks/pipeline-profile-115b35b.json")
+
+
+def t_pipeline_profile(root: Path, rel: str = "docs/benchmarks/pipeline-profile.json") -> str:
+    """One steady micro-batch (the median of the full ones after the first) stage by stage, from Spark's event log."""
+    d = load(root, rel)
+    full = [b for b in d["batches"][1:] if b["num_input_rows"] >= 0.9 * d["max_records_per_batch"]]
+    if not full:
+        raise RenderError(f"{rel}: no full batch after the first")
+    batch = sorted(full, key=lambda b: b["duration_ms"]["triggerExecution"])[len(full) // 2]
+    rows = []
+    for job in batch["jobs"]:
+        for stage, (role, records) in zip(job["stages"], _stage_roles(job), strict=True):
+            rows.append([role, str(stage["tasks"]), num(stage["duration_ms"]), num(stage["run_ms"]), num(stage["cpu_ms"]), num(stage["gc_ms"]),
+                         records])
+    op = batch["state_operator"]
+    note = (f"\n\nBatch {batch['batch_id']} ({num(batch['num_input_rows'])} purchases): Spark's `triggerExecution` "
+            f"{num(batch['duration_ms']['triggerExecution'])} ms, `addBatch` {num(batch['duration_ms']['addBatch'])} ms; the state operator: "
+            f"{num(op['numRowsTotal'])} rows, {num(op['numRowsUpdated'])} updated, update / removal / commit "
+            f"{op['allUpdatesTimeMs']} / {op['allRemovalsTimeMs']} / {op['commitTimeMs']} ms summed over {op['numShufflePartitions']} partitions. "
+            "Task run time is wall time summed over the stage's tasks; CPU time is what their threads got.")
+    header = ["stage", "tasks", "wall (ms)", "task run time (ms)", "CPU (ms)", "GC (ms)", "records read (Kafka or shuffle)"]
     return table(header, rows) + note + source(root, rel)

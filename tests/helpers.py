@@ -62,6 +62,15 @@ def free_port_block(count: int) -> int:
     raise RuntimeError("no block of free ports")
 
 
+def spark_base_port(workers: int) -> int:
+    """A Spark master port with its workers' ports after it and their web UI ports (+1000) free too."""
+    for _ in range(100):
+        base = free_port_block(workers + 1)
+        if all(_free(p) for p in range(base + 1000, base + 1001 + workers)):
+            return base
+    raise RuntimeError("no free ports for a Spark cluster")
+
+
 def cluster_ports(brokers: int = 3, controllers: int = 1) -> list[str]:
     """--base-port / --controller-base-port options for a cluster on free ports."""
     base = free_port_block(brokers)

@@ -93,7 +93,7 @@ def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(demo_topics_c
 
 def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_the_ledger(demo_topics_cleaned: RunningCluster,
                                                                                           tmp_path: Path) -> None:
-    from tests.pipeline.test_spark_standalone import spark_base_port
+    from tests.helpers import spark_base_port
 
     port = spark_base_port(2)
     run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-executor-loss", tmp_path / "runs",

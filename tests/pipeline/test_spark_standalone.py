@@ -13,35 +13,16 @@ import sys
 import threading
 from pathlib import Path
 
-import polars as pl
 import psutil
 import pytest
 
-from failsafe.pipeline.sink import read_progress, read_sales_rows
+from failsafe.pipeline.sink import current_totals, read_progress
 from failsafe.pipeline.state_census import state_rows_by_partition
 from tests.conftest import RunningCluster
-from tests.helpers import _free, free_port_block, run_cli
+from tests.helpers import run_cli, spark_base_port
 from tests.pipeline.conftest import PIPELINE_TIMEOUT_S
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
-
-KEY = ["window_start", "product_id"]
-
-
-def spark_base_port(workers: int) -> int:
-    """A master port with the worker ports after it and the web UI ports (+1000) free too."""
-    for _ in range(100):
-        base = free_port_block(workers + 1)
-        if all(_free(p) for p in range(base + 1000, base + 1001 + workers)):
-            return base
-    raise RuntimeError("no free ports for a Spark cluster")
-
-
-def final_totals(output: Path) -> pl.DataFrame:
-    """Each (window, product)'s row of its last batch: what the sink says now, whatever the batch boundaries were."""
-    rows = read_sales_rows(output).sort("batch_id")
-    return rows.group_by(KEY).last().drop("batch_id").sort(KEY)
-
 
 class Descendants:
     """Every process below the workers while the job runs: their executor JVMs, to check they are gone after 'down'."""
@@ -123,15 +104,15 @@ def test_the_pipeline_on_spark_standalone_equals_local_and_spark_down_leaves_not
     # The running totals are spread over both executors: Spark's coordinator placed state partitions on each, and the
     # State Data Source finds rows in the partitions of each (their sum: the last batch's state rows).
     progress = [line for line in read_progress(tmp_path / "standalone") if line["query"] == "sales-by-product"]
-    locations = [line for line in progress if line["num_input_rows"]][-1]["state_locations"]
+    locations = [line["state_locations"] for line in progress if line.get("state_locations")][-1]
     assert len(locations) == progress[-1]["state_partitions"] == 4 and len(set(locations.values())) == 2, locations
     rows = state_rows_by_partition(spark, str(tmp_path / "standalone-ck" / "sales-by-product"))
     assert sum(rows.values()) == progress[-1]["state_rows"] > 0  # the newest version: after the last batch, no-data ones included
     by_executor = {executor: sum(rows.get(int(p), 0) for p, e in locations.items() if e == executor) for executor in set(locations.values())}
     assert all(by_executor.values()), by_executor
-    local_totals = final_totals(tmp_path / "local")
+    local_totals = current_totals(tmp_path / "local")
     assert local_totals.height > 0
-    assert local_totals.equals(final_totals(tmp_path / "standalone")) and local_totals.equals(final_totals(tmp_path / "submitted"))
+    assert local_totals.equals(current_totals(tmp_path / "standalone")) and local_totals.equals(current_totals(tmp_path / "submitted"))
 
 
 def spark_submit(master_url: str, bootstrap: str, output: Path) -> subprocess.CompletedProcess:

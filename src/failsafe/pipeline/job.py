@@ -49,8 +49,8 @@ ENRICHED_TOPIC = "demo.purchases-enriched"
 COMMITS_FILE = "_commits.jsonl"
 # The results topic gets a batch's changed totals at once (~15,000 records of JSON after a 50,000-purchase batch).
 # With the producer's defaults (batch.size 16 KB, linger.ms 5) each task's records leave as hundreds of small
-# requests, each waiting on acks=all: the publish took ~1 s of a ~4 s batch; larger batches cut it to ~0.3 s
-# (docs/benchmarks.md, "The pipeline's state in Spark"). acks stay Kafka's default, all.
+# requests, each waiting on acks=all; larger batches send them in a few (docs/benchmarks.md, "The pipeline's state
+# in Spark", has the publish stage before and after). acks stay Kafka's default, all.
 RESULTS_PRODUCER_OPTIONS = {"kafka.linger.ms": "20", "kafka.batch.size": str(512 * 1024)}
 
 

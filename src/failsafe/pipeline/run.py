@@ -135,8 +135,8 @@ def _state_locations(spark: SparkSession, queries: dict[str, StreamingQuery], co
         return None
 
     def annotate(query: str, line: dict) -> dict:
-        if query != SALES_QUERY or not line.get("state_partitions"):
-            return {}
+        if query != SALES_QUERY or not line.get("state_partitions") or not queries[SALES_QUERY].isActive:
+            return {}  # a stopped query's partitions are unloaded: the coordinator knows no location any more
         try:
             return {"state_locations": state_locations(spark, queries[SALES_QUERY], str(config.checkpoint_dir / SALES_QUERY),
                                                        line["state_partitions"])}

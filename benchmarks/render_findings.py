@@ -1,0 +1,190 @@
+"""The tables of the findings in docs/findings.md and docs/failover.md (render_docs.py renders and checks them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.render_base import RAW, RenderError, command_of, dr_ms, dr_records, load, num, secs, source, spread_ms, table
+
+FINDINGS_ANOMALIES = ("delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged", "delivery.lost", "order.nonmonotonic-send")
+FINDINGS_DUPLICATES = (
+    ("leader-pause-timeout-librdkafka", ""),
+    ("leader-pause-timeout-librdkafka-max-in-flight-1", ""),
+    ("leader-pause-timeout-java", ""),
+    ("two-brokers-down-librdkafka", ""),
+    ("two-brokers-down-librdkafka-max-in-flight-1", ""),
+    ("two-brokers-down-java", ""),
+    ("broker-restart-librdkafka", ""),
+    ("broker-restart-librdkafka-max-in-flight-1", ""),
+    ("broker-restart-java", ""),
+    ("two-brokers-down-librdkafka-loaded", " (both cores kept busy by two spinning processes)"),
+)
+
+
+def _anomaly(stats: dict, name: str) -> str:
+    entry = stats["anomalies"].get(name)
+    return "0" if entry is None else f"{entry['runs']} ({num(entry['total'])})"
+
+
+def t_findings_duplicates(root: Path) -> str:
+    rows, rels = [], []
+    for label, what in FINDINGS_DUPLICATES:
+        rel = f"docs/findings/{label}.json"
+        stats = load(root, rel)
+        rels.append(rel)
+        rows.append([label + what, str(stats["runs"]), *(_anomaly(stats, a) for a in FINDINGS_ANOMALIES)])
+    header = ["configuration", "runs", *(f"runs with {a} (count)" for a in FINDINGS_ANOMALIES)]
+    commands = sorted({command_of(root, rel) for rel in rels}, key=lambda c: [r.command for r in RAW].index(c))
+    return (table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json` (LABEL: the first column); made by "
+            + "; ".join(f"`{c}`" for c in commands) + ".")
+
+
+FINDINGS_STALLS = (
+    ("stall-rf3-acks-all-librdkafka", "RF 3, acks=all, librdkafka", "— (none: RF 3 on 3 brokers)"),
+    ("stall-rf3-acks-all-java", "RF 3, acks=all, Java producer", "—"),
+    ("stall-rf3-acks-1-librdkafka", "RF 3, acks=1, librdkafka", "—"),
+    ("stall-rf2-acks-all-librdkafka", "RF 2, `min.insync.replicas` 1, acks=all, librdkafka", None),
+    ("stall-rf2-acks-all-java", "RF 2, `min.insync.replicas` 1, acks=all, Java producer", None),
+)
+
+
+def t_findings_stalls(root: Path) -> str:
+    rows = []
+    for label, what, unreplicated in FINDINGS_STALLS:
+        stats = load(root, f"docs/findings/{label}.json")
+        times = stats["times"]
+        rows.append([f"{what} (`{label}`)", str(stats["runs"]), spread_ms(times["availability.stall_by_group.led"]),
+                     spread_ms(times["availability.stall_by_group.follower"]),
+                     unreplicated if unreplicated is not None else spread_ms(times["availability.stall_by_group.unreplicated"])])
+    header = ["settings (broker-failover: kill -9 the leader of partition 0, 13 partitions, 200 writes/s)", "runs",
+              "`led` max stall ms, median (range, n)", "`follower` max stall ms", "`unreplicated` max stall ms"]
+    rel = f"docs/findings/{FINDINGS_STALLS[0][0]}.json"
+    return table(header, rows) + f"\n\nRendered from `docs/findings/LABEL.json`; made by `{command_of(root, rel)}`."
+
+
+FINDINGS_STALLS_OTHER = ("broker-restart-librdkafka", "two-brokers-down-librdkafka", "leader-pause-timeout-librdkafka")
+
+
+def t_findings_stalls_other(root: Path) -> str:
+    rows = []
+    for label in FINDINGS_STALLS_OTHER:
+        stats = load(root, f"docs/findings/{label}.json")
+        times = stats["times"]
+        rows.append([f"`{label}`", str(stats["runs"]), secs(times["availability.stall_by_group.led"]["median"]),
+                     secs(times["availability.stall_by_group.follower"]["median"])])
+    header = ["configuration", "runs", "`led` max stall, median", "`follower` max stall, median"]
+    return table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json` (section 1's runs)."
+
+
+FINDINGS_ZOOKEEPER = (
+    ("two-brokers-down-zookeeper-librdkafka", "ZooKeeper (3.9.2), librdkafka"),
+    ("two-brokers-down-zookeeper-java", "ZooKeeper (3.9.2), Java producer"),
+    ("two-brokers-down-kraft-chaos32-librdkafka", "KRaft (4.3.1), librdkafka, chaos 32 s"),
+)
+
+
+def t_findings_zookeeper(root: Path) -> str:
+    rows, rels = [], []
+    for label, what in FINDINGS_ZOOKEEPER:
+        rel = f"docs/findings/{label}.json"
+        stats = load(root, rel)
+        rels.append(rel)
+        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(stats["verdicts"].items()))
+        rows.append([f"{what} (`{label}`)", str(stats["runs"]), verdicts, _anomaly(stats, "delivery.duplicate-acknowledged"),
+                     _anomaly(stats, "delivery.duplicate-unacknowledged"), _anomaly(stats, "delivery.lost"),
+                     secs(stats["times"]["availability.stall_by_group.follower"]["median"])])
+    header = ["configuration", "runs", "verdicts", "runs with delivery.duplicate-acknowledged (values)",
+              "runs with delivery.duplicate-unacknowledged (values)", "runs with delivery.lost",
+              "longest stall of a partition the dead brokers only followed (median)"]
+    commands = []
+    for rel in rels:
+        if command_of(root, rel) not in commands:
+            commands.append(command_of(root, rel))
+    return table(header, rows) + "\n\nRendered from `docs/findings/LABEL.json`; made by " + "; ".join(f"`{c}`" for c in commands) + "."
+
+
+WHERE_REL = "docs/findings/leader-pause-timeout-duplicates-where.json"
+
+
+def t_findings_where(root: Path) -> str:
+    d = load(root, WHERE_REL)
+    gaps = d["offsets_between_first_and_last_copy"]
+    rows = [[str(d["runs"]), num(d["values_written_more_than_once"]), num(d["sent_during_a_broker_fault"]),
+             f"{num(d['acknowledged_at_the_later_copy'])} of {num(d['acknowledged'])}",
+             "—" if gaps is None else f"{num(gaps['min'])} / {num(gaps['median'])} / {num(gaps['max'])}"]]
+    header = ["leader-pause-timeout runs (librdkafka)", "values written more than once", "of them sent while the broker was frozen",
+              "acknowledged at the later copy", "offsets between the first and last copy: min / median / max"]
+    return table(header, rows) + source(root, WHERE_REL)
+
+
+DR_FLUSH = (("docs/benchmarks/dr-failback-flush-60s.json", "60000 (Connect's default)"), ("docs/benchmarks/dr-failback.json", "1000 (the catalog's)"))
+
+
+def t_findings_dr_flush(root: Path) -> str:
+    rows = []
+    for rel, flush in DR_FLUSH:
+        d = load(root, rel)
+        t = d["times"]
+        rows.append([flush, str(d["runs"]), ", ".join(f"{n} {v}" for v, n in sorted(d["verdicts"].items())),
+                     dr_records(t.get("dr.consumed-twice (records)"), d["runs"]), dr_records(t.get("dr.rpo-records (records)"), d["runs"]),
+                     dr_ms(t["dr.rto_first_read_ms"]), dr_ms(t["dr.rto_caught_up_ms"])])
+    header = ["Connect's `offset.flush.interval.ms`", "dr-failback runs (3+3 brokers)", "verdicts", "records read twice after the move",
+              "records lost (RPO)", "RTO, first read on the primary", "RTO, group caught up"]
+    return table(header, rows) + source(root, *(rel for rel, _ in DR_FLUSH))
+
+
+COLD_COORDINATOR = (("docs/findings/cold-coordinator-librdkafka.json", "a fresh cluster for each run (cold group coordinator)", "4.3.1"),
+                    ("docs/findings/warm-coordinator-librdkafka.json", "one cluster, after a first run not counted (warm)", "4.3.1"),
+                    ("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "a fresh cluster for each run (cold group coordinator)",
+                     "3.9.2"))
+
+
+DECOMMISSIONED = (("docs/findings/brokers-cut-from-controllers-librdkafka.json", "librdkafka 2.16.0", "20 s (brokers fenced after 9 s)"),
+                  ("docs/findings/brokers-cut-from-controllers-java.json", "Kafka's Java consumer 4.3.1", "20 s (brokers fenced after 9 s)"),
+                  ("docs/findings/brokers-cut-from-controllers-5s-librdkafka.json", "librdkafka 2.16.0", "5 s (no broker fenced)"))
+
+
+def t_findings_decommissioned(root: Path) -> str:
+    rows = []
+    for rel, client, split in DECOMMISSIONED:
+        d = load(root, rel)["decommissioned_coordinator"]
+        librdkafka = client.startswith("librdkafka")
+        rows.append([client, split, str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
+                     f"{d['stuck_members_left_in_query_coord']} of {d['stuck_members']}" if librdkafka else "—",
+                     str(d["members_left_in_query_coord_not_stuck"]) if librdkafka else "—",
+                     str(d["runs_with_the_line"]) if librdkafka else "—", num(d["acknowledged_lost_not_in_log"])])
+    header = ["group members", "brokers cut from the controllers for", "runs", "runs with a partition the group never read to the end",
+              "stuck members still looking for a coordinator at close", "members left looking that read to the end all the same",
+              "runs with \"Group coordinator decommissioned\"", "acknowledged writes not in the log"]
+    return table(header, rows) + source(root, *(rel for rel, _, _ in DECOMMISSIONED))
+
+
+NO_BROKER_REL = "docs/findings/brokers-cut-from-controllers-librdkafka-debug-metadata.json"
+
+
+def t_findings_no_broker(root: Path) -> str:
+    d = load(root, NO_BROKER_REL)["decommissioned_coordinator"]
+    rows = [[str(d["runs"]), str(d["runs_with_a_partition_never_read_to_the_end"]),
+             f"{d['stuck_members_told_no_broker']} of {d['stuck_members']}", str(d["members_told_no_broker_not_stuck"]),
+             f"{d['stuck_members_left_without_a_broker']} of {d['stuck_members']}", str(d["members_left_without_a_broker_not_stuck"]),
+             f"{d['members_back_to_bootstrap_not_stuck']} of {d['members_told_no_broker_not_stuck']}",
+             f"{d['stuck_members_back_to_bootstrap']} of {d['stuck_members_told_no_broker']}"]]
+    header = ["librdkafka runs with debug=cgrp,metadata,broker (20 s split)", "runs with a partition never read to the end",
+              "stuck members handed a Metadata response with 0 brokers", "members handed one that read to the end",
+              "stuck members with no usable broker when they closed", "members that read to the end with none",
+              "members handed one that read on and then got metadata from a bootstrap server", "stuck members that did"]
+    return table(header, rows) + source(root, NO_BROKER_REL)
+
+
+def t_findings_cold(root: Path) -> str:
+    rows = []
+    for rel, how, version in COLD_COORDINATOR:
+        c = load(root, rel)["cold_coordinator"]
+        if c["kafka_version"] != version:
+            raise RenderError(f"{rel}: Kafka {c['kafka_version']}, expected {version}")
+        rows.append([how, f"Kafka {version} (KRaft, 3 controllers)", str(c["runs"]), str(c["runs_with_a_reader_never_caught_up"]),
+                     str(c["runs_with_the_request_level_error"]), f"{c['stuck_readers_with_the_error']} of {c['stuck_readers']}",
+                     str(c["readers_with_the_error_not_stuck"])])
+    header = ["cluster", "Kafka", "runs", "runs with a reader that never caught up", "runs whose client logs have the request-level NOT_COORDINATOR",
+              "stuck readers whose log has it", "readers with it that read on"]
+    return table(header, rows) + source(root, *(rel for rel, _, _ in COLD_COORDINATOR))
