@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from failsafe.errors import LedgerError, UserError
-from failsafe.pipeline.sink import committed_files, current_totals, read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
+from failsafe.pipeline.sink import committed_files, read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
 from failsafe.pipeline.verify import money, render_verification, verify_output
 from tests.unit.test_sales_checker import LEDGER, MALFORMED, letters, sink, total
 
@@ -112,13 +112,6 @@ def test_a_replayed_batch_under_a_later_id_does_not_count_twice(tmp_path: Path) 
     ledger_dir = write_ledger(tmp_path / "ledger")
     write_log(tmp_path / "dead_letters", "0", log_entry(write_letters(tmp_path / "dead_letters", "a", (1, 0))))
     assert verify_output(tmp_path, ledger_dir)["valid"] is True
-
-
-def test_current_totals_are_each_keys_row_of_its_largest_batch(tmp_path: Path) -> None:
-    write_sales(tmp_path, [*SALES_ROWS, total(1, "CS01", 3, 5, "24.95", batch_id=4)])
-    now = current_totals(tmp_path)
-    assert now.select("product_id", "purchases").rows() == [("SF05", 2), ("CS01", 3)]  # sorted by window, then product
-    assert "batch_id" not in now.columns and now.height == 2
 
 
 def test_no_sales_directory_reads_as_no_rows(tmp_path: Path) -> None:

@@ -67,13 +67,6 @@ def read_sales_rows(output_dir: Path | str) -> pl.DataFrame:
     return rows.drop("_file", "_batch")
 
 
-def current_totals(output_dir: Path | str) -> pl.DataFrame:
-    """What the sink says now: each (window, product)'s row of the largest batch that wrote it, whatever the batch
-    boundaries were (the reader's rule of docs/pipeline.md)."""
-    key = ["window_start", "product_id"]
-    return read_sales_rows(output_dir).sort("batch_id").group_by(key).last().drop("batch_id").sort(key)
-
-
 def batch_dirs(output_dir: Path | str, sink: str = SALES_DIR) -> list[tuple[int, Path]]:
     """(batch_id, directory) of every ``batch_id=N`` directory of ``sink``, in batch order."""
     root = Path(output_dir) / sink
