@@ -12,7 +12,7 @@ from failsafe.campaigns.plan import Plan, parse
 from failsafe.faults import FAULT_TYPES
 from failsafe.faults.draw import Arena
 
-ARENA = Arena(("events-0", "events-1", "events-2"), brokers=3, controllers=3, combined=False)
+ARENA = Arena(("events-0", "events-1", "events-2"), brokers=3, controllers=3, combined=False, txn_clients=("writer-0",))
 SAFE = Limits.of(Envelope.SAFE, ARENA, replication_factor=3, min_insync=2)
 
 
@@ -26,6 +26,8 @@ def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
         fields = f.fields
         if f.fault == "quorum-loss":
             return 0, arena.controllers
+        if "client" in fields:  # a transactional client: no node at all
+            return 0, 0
         if "sides" in fields:
             side = fields["sides"]
             return {"{leader,follower} | {others}": (2, 0), "{brokers} | {controllers}": (arena.brokers, 0),

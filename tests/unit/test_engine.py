@@ -20,6 +20,7 @@ from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, 
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
 from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER
 from failsafe.faults.nodes import CLUSTER_LOSS
+from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TXN_CLIENT
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import load_history
 from failsafe.history.ops import Family
@@ -86,6 +87,9 @@ class FakeSampler:
     def sample(self) -> list[dict]:
         return self.latest
 
+    def find(self, name: str) -> dict | None:
+        return None
+
     def stop(self) -> None:
         self.stopped = True
 
@@ -100,6 +104,8 @@ class FakeWorkload:
     killed: list[str] = field(default_factory=list)
     closed: list[str] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)
+    paused: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
     restart_threads: list[str] = field(default_factory=list)
     sampled_topics: list[str] = field(default_factory=lambda: ["t"])
 
@@ -141,6 +147,12 @@ class FakeWorkload:
         self.restarted.append(name)
         self.restart_threads.append(threading.current_thread().name)
 
+    def pause_client(self, name: str) -> None:
+        self.paused.append(name)
+
+    def resume_client(self, name: str) -> None:
+        self.resumed.append(name)
+
 
 @dataclass(frozen=True)
 class Phases:
@@ -168,7 +180,8 @@ class FakeScenario:
 
 # What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
 CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3,
-                       clients={Need.CONSUMERS: ("member-0",), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",)})
+                       clients={Need.CONSUMERS: ("member-0",), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",),
+                                TXN_CLIENTS: ("writer-0",)})
 
 
 def spec(fault: str, at_s: float = 0.0, duration_s: float | None = None, **fields) -> FaultSpec:
@@ -223,6 +236,8 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
 @pytest.mark.parametrize("kind", [name for name, t in FAULT_TYPES.items() if t.family != Family.NETWORK])
 def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: str) -> None:
     fields = {"consumer": "member-0"} if kind in (KILL_CONSUMER, CLOSE_CONSUMER) else {"role": "leader", "partition": "t-1"}
+    if kind in (KILL_TXN_CLIENT, ZOMBIE_TXN_CLIENT):
+        fields = {"client": "writer-0"}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
@@ -236,6 +251,11 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == KILL_CONSUMER:
         assert workload.killed == ["member-0"]
+    if kind == KILL_TXN_CLIENT:
+        assert workload.killed == ["writer-0"] and workload.restarted == ["writer-0"]
+    if kind == ZOMBIE_TXN_CLIENT:
+        # Frozen, replaced at once by a new instance, and let go on at the undo.
+        assert workload.paused == ["writer-0"] and workload.restarted == ["writer-0"] and workload.resumed == ["writer-0"]
     if kind == CLUSTER_LOSS:
         every_node = [n.node_id for n in cluster.spec.nodes()]
         assert cluster.stopped == [(every_node, signal.SIGKILL)] and cluster.restarts == [every_node]

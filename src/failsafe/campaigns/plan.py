@@ -1,6 +1,6 @@
 """What a campaign runs: its workload (a lab scenario without faults), the arena its faults aim at, its nemesis.
 
-Workloads ship in campaigns/workloads/ (``--workload acks-all``); any lab scenario file without
+Workloads ship in campaigns/workloads/ (``--workload acks-all``); any lab or txn scenario file without
 ``[[faults]]`` is one too (``--workload my.toml``). The envelope's limits come from the workload's
 own promise: its smallest replication factor less its largest min.insync.replicas brokers, and a
 minority of its controllers.
@@ -17,10 +17,12 @@ from typing import Any
 from failsafe.campaigns.nemesis import Envelope, Limits, Nemesis, drawable
 from failsafe.campaigns.schedule import Planned, Schedule, scenario_data
 from failsafe.errors import UserError
-from failsafe.faults import FAULT_TYPES
+from failsafe.faults import FAULT_TYPES, allowed
 from failsafe.faults.draw import Arena
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import kind_of
+from failsafe.scenarios.kinds.lab.schema import LabScenario
+from failsafe.scenarios.kinds.txn.schema import TxnScenario
 from failsafe.scenarios.registry import parse_scenario
 
 WORKLOADS_DIR = Path(__file__).parent / "workloads"
@@ -60,17 +62,20 @@ class Plan:
     def make(cls, workload: str, faults: tuple[str, ...], envelope: Envelope, chaos_s: float) -> Plan:
         name, base = load_workload(workload)
         scenario = parse(base, Schedule(chaos_s, ()), f"{name}-workload", name)
-        if kind_of(scenario).name != "lab":
-            raise UserError(f"--workload {workload}: a campaign runs lab scenarios, not {kind_of(scenario).name} ones")
-        topics = scenario.topics  # type: ignore[attr-defined]
+        if not isinstance(scenario, LabScenario):
+            raise UserError(f"--workload {workload}: a campaign runs scenarios of the lab's clients (lab, txn), not {kind_of(scenario).name} ones")
+        topics = scenario.topics
         if not topics:
             raise UserError(f"--workload {workload} has no topics for the faults to aim at")
         cluster = scenario.cluster
+        txn_clients = tuple(scenario.txn_clients()) if isinstance(scenario, TxnScenario) else ()
         arena = Arena(tuple(f"{t.name}-{i}" for t in topics for i in range(t.partitions)), cluster.brokers,
-                      0 if cluster.combined else cluster.controllers, cluster.combined)
+                      0 if cluster.combined else cluster.controllers, cluster.combined, txn_clients)
         replication = min(t.replication_factor for t in topics)
         min_insync = max(int(t.configs.get(MIN_INSYNC, "1")) for t in topics)
-        nemesis = Nemesis(faults or tuple(drawable()), chaos_s, arena, Limits.of(envelope, arena, replication, min_insync))
+        # Every type a campaign can draw that this kind of scenario takes (a lab workload has no transactional client to kill).
+        takes = set(allowed(kind_of(scenario).offers))
+        nemesis = Nemesis(faults or tuple(f for f in drawable() if f in takes), chaos_s, arena, Limits.of(envelope, arena, replication, min_insync))
         plan = cls(name, base, scenario, nemesis, envelope)
         plan.check_faults()
         return plan

@@ -52,7 +52,8 @@ def explain(history: History, results: Mapping, window_s: float = DEFAULT_WINDOW
 
 
 def _explain_one(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
-    explainer = _EXPLAINERS.get(anomaly, _generic)
+    # A checker with words of its own first (a transaction's lost-write is not delivery's), then by the anomaly's name.
+    explainer = _BY_CHECKER.get(checker) or _EXPLAINERS.get(anomaly, _generic)
     try:
         return {"checker": checker, "anomaly": anomaly, **explainer(ctx, checker, anomaly, row, results)}
     except Exception as e:  # noqa: BLE001 - like a checker's error: this example unexplained, never the check crashed
@@ -282,6 +283,19 @@ def _generic(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Ma
             "sentence": f"{checker} {anomaly} at {ctx.s(ns)} s, {_tail(ctx, ns, around)}"}
 
 
+def _transaction(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
+    """One example of the transactions checker: the transaction (writer, number, transactional.id, how it ended), then the moment."""
+    txn = f"transaction {row['txn']} of {row['process']}" if row.get("txn") is not None else None
+    if txn and row.get("transactional_id"):
+        ended = row.get("outcome") or "never completed"
+        txn += f" (transactional.id {row['transactional_id']}, asked to {row.get('end') or 'do nothing'}, {ended})"
+    what = {"kind": row.get("kind"), "input": row.get("input"), "cycle": row.get("cycle")}
+    detail = ", ".join(f"{k} {v}" for k, v in what.items() if v is not None)
+    explained = _generic(ctx, checker, anomaly, row, results)
+    head = f"{checker} {anomaly}" + (f": {txn}" if txn else "") + (f", {detail}" if detail else "")
+    return {**explained, "sentence": head + explained["sentence"].removeprefix(f"{checker} {anomaly}")}
+
+
 # -- helpers ----------------------------------------------------------------------------------------
 def _send_of_row(ctx: Context, row: Mapping) -> dict[str, Any]:
     send = ctx.send_of_id(row["process"], row["id"])
@@ -313,3 +327,4 @@ _EXPLAINERS: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanati
     **{name: _rebalance for name in ("never-reassigned", "slow-rebalance")},
     "never-caught-up": _caught_up,
 }
+_BY_CHECKER: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanation]] = {"transactions": _transaction}

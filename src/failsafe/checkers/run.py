@@ -20,6 +20,7 @@ import failsafe.checkers.pipeline_run as pipeline_run
 import failsafe.checkers.rebalance as rebalance
 import failsafe.checkers.sales as sales
 import failsafe.checkers.semantics as semantics
+import failsafe.checkers.transactions as transactions
 from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
 from failsafe.history.model import History
 
@@ -45,6 +46,7 @@ CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
     CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
     CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
+    CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS, transactions.check_options),
 )}
 
 # Every kind of loss of an acknowledged write, as CHECKER.VIOLATION, and a partition that never came back: the one
@@ -63,6 +65,7 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "availability.never-recovered",
     "pipeline.never-recovered",
     "dr.never-recovered",
+    "transactions.lost-write",
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
 from failsafe.errors import BrokerUnreachable, KafkaClientError
@@ -54,13 +54,17 @@ def describe_error(error: object) -> str:
     return str(error)
 
 
-def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
-    """Each partition's log end offset (ListOffsets latest), or one clear error."""
+def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], timeout_s: float = 30.0,
+                    committed: bool = False) -> dict[tuple[str, int], int]:
+    """Each partition's log end offset (ListOffsets latest), or one clear error. ``committed``: asked at read_committed, so
+    the last stable offset (below the first record of a transaction still open)."""
     if not partitions:
         return {}
     # The admin client must outlive its futures: a client collected early never completes them.
     admin = new_admin(bootstrap_servers)
-    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=timeout_s)
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=timeout_s,
+                                 isolation_level=isolation)
     try:
         return {(tp.topic, tp.partition): future.result(timeout=timeout_s + 5).offset for tp, future in futures.items()}
     except KafkaException as e:

@@ -145,3 +145,34 @@ def eligible_leader_replicas(dist: KafkaDist, bootstrap_servers: str, topics: li
         for m in _ELR_LINE.finditer(done.output):
             out[(m.group(1), int(m.group(2)))] = (m.group(3), m.group(4))
     return out
+
+
+FEATURES_TIMEOUT_S = 60.0
+_FEATURE_LINE = re.compile(r"Feature: (\S+)\s+SupportedMinVersion: (\S+)\s+SupportedMaxVersion: (\S+)\s+FinalizedVersionLevel: (\S+)")
+
+
+def _features(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
+    done = run_to_end(tool_command(find_java(), dist, main_class(dist, "features"), ["--bootstrap-server", bootstrap_servers, *args]),
+                      name=f"kafka-features {args[0]}", timeout_s=FEATURES_TIMEOUT_S)
+    if done.returncode != 0:
+        last = done.output.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        raise UserError(f"Kafka's kafka-features {' '.join(args)} failed: {last[0]}")
+    return done.output
+
+
+def finalized_features(dist: KafkaDist, bootstrap_servers: str) -> dict[str, tuple[str, str, str]]:
+    """Each feature's supported minimum and maximum and its finalized level, as ``kafka-features describe`` prints them."""
+    return {m.group(1): (m.group(2), m.group(3), m.group(4)) for m in _FEATURE_LINE.finditer(_features(dist, bootstrap_servers, ["describe"]))}
+
+
+def set_feature_level(dist: KafkaDist, bootstrap_servers: str, feature: str, level: int) -> int:
+    """Finalize ``feature`` at ``level`` (an upgrade or a downgrade, as needed); returns the level the cluster then reports."""
+    known = finalized_features(dist, bootstrap_servers)
+    if feature not in known:
+        raise UserError(f"this cluster has no feature {feature} (Kafka {dist.version}): its features are {', '.join(sorted(known))}")
+    low, high, current = known[feature]
+    if not int(low) <= level <= int(high):
+        raise UserError(f"{feature}={level} is outside what this cluster supports ({low}-{high})")
+    if int(current) != level:
+        _features(dist, bootstrap_servers, ["upgrade" if level > int(current) else "downgrade", "--feature", f"{feature}={level}"])
+    return int(finalized_features(dist, bootstrap_servers)[feature][2])

@@ -146,6 +146,11 @@ class ClientTargets(Protocol):
 
     def restart_client(self, name: str) -> None: ...
 
+    # Only kinds that offer txn-clients (faults/transactions.py): freeze a client (SIGSTOP) and let it go on (SIGCONT).
+    def pause_client(self, name: str) -> None: ...
+
+    def resume_client(self, name: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class FaultTargets:

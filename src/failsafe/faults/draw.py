@@ -19,12 +19,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Arena:
-    """What a campaign's faults may aim at: the scenario's partitions (TOPIC-N), its brokers, its separate controllers."""
+    """What a campaign's faults may aim at: the scenario's partitions (TOPIC-N), its brokers, its separate controllers,
+    and its transactional clients (by NAME-INDEX, which is also each one's transactional.id)."""
 
     partitions: tuple[str, ...]
     brokers: int = 3
     controllers: int = 1
     combined: bool = False
+    txn_clients: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ def node_by_role(rng: random.Random, arena: Arena, roles: tuple[str, ...]) -> tu
         return {"role": role, "partition": rng.choice(arena.partitions)}, 1, int(arena.combined)
     if role == "replicas":
         return {"role": role, "partition": rng.choice(arena.partitions)}, arena.brokers, int(arena.combined) * arena.brokers
+    if role == "txn-coordinator":
+        # The coordinator is a broker: combined nodes take a controller with it.
+        return {"role": role, "transactional_id": rng.choice(arena.txn_clients)}, 1, int(arena.combined)
     if role == "controller":
         # Combined nodes are brokers too: the active controller then takes a broker with it.
         return {"role": role}, int(arena.combined), 1

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from failsafe.cluster.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition_name
 from failsafe.cluster.spec import NodeSpec
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.draw import Arena, Draw, node_by_role
@@ -37,9 +38,14 @@ class Role(StrEnum):
     REPLICAS = "replicas"
     CONTROLLER = "controller"
     ANY = "any"
+    # The leader of the __transaction_state partition of ``transactional_id``, of the __consumer_offsets partition of ``group``.
+    TXN_COORDINATOR = "txn-coordinator"
+    GROUP_COORDINATOR = "group-coordinator"
 
 
 PARTITION_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS)
+# The names a scenario's transactional clients use (FaultContext.clients): what a txn-coordinator fault may name.
+TRANSACTIONAL_IDS = "transactional-ids"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class NodeChoice:
     role: str = Role.ANY
     partition: str | None = None
     node: int | None = None
+    transactional_id: str | None = None
+    group: str | None = None
 
 
 def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
@@ -58,6 +66,13 @@ def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
         raise ctx.fail("node", f"{params.node} is not a broker of the scenario's cluster (0-{ctx.brokers - 1})")
     if params.role in PARTITION_ROLES and params.node is None:
         ctx.require_partition("partition", params.partition)
+    if params.role == Role.TXN_COORDINATOR:
+        known = ctx.clients.get(TRANSACTIONAL_IDS, ())
+        if params.transactional_id not in known:
+            raise ctx.fail("transactional_id", f"{params.transactional_id!r} must name one of the scenario's transactional ids: "
+                                               f"{', '.join(known) or 'it has no transactional client'}")
+    if params.role == Role.GROUP_COORDINATOR and not params.group:
+        raise ctx.fail("group", "role group-coordinator needs the group whose coordinator to act on")
 
 
 # The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.
@@ -96,9 +111,26 @@ def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | 
 def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpec], str]:
     """The cluster, the nodes ``params`` names now, and how they were chosen."""
     cluster: Any = targets.cluster
+    if params.role in (Role.TXN_COORDINATOR, Role.GROUP_COORDINATOR) and params.node is None:
+        return cluster, *_coordinator(cluster, params, targets)
     partition = targets.partition(params.partition) if params.partition else None
     nodes, role = choose_brokers(cluster, params.role, partition, params.node)
     return cluster, nodes, role
+
+
+def _coordinator(cluster: Any, params: NodeChoice, targets: FaultTargets) -> tuple[list[NodeSpec], str]:
+    """The coordinator now: the leader of the internal partition that holds the transactional id's (or group's) state."""
+    if params.role == Role.TXN_COORDINATOR:
+        topic, key, what = TRANSACTION_STATE_TOPIC, str(params.transactional_id), f"transaction coordinator of {params.transactional_id}"
+    else:
+        topic, key, what = CONSUMER_OFFSETS_TOPIC, str(params.group), f"group coordinator of {params.group}"
+    name = coordinator_partition_name(topic, key, getattr(cluster.spec, "overrides", {}))
+    partition = targets.partition(name)
+    if partition is None:
+        raise FaultError(f"no {what}: {name} does not exist yet (Kafka creates it when the first client asks for its coordinator)")
+    if partition["leader"] < 0:
+        raise FaultError(f"no {what}: {name} has no leader")
+    return [cluster.node(partition["leader"], "broker")], f"{what} ({name})"
 
 
 def _target(nodes: list[NodeSpec]) -> Target:
@@ -177,7 +209,9 @@ RESTART_OCCUPIES_S = 15.0
 
 
 def draw_node(rng, arena: Arena) -> Draw:
-    fields, brokers, controllers = node_by_role(rng, arena, CAMPAIGN_ROLES)
+    """A node by one of the campaign's roles; with transactional clients, their transaction coordinator is one more role."""
+    roles = CAMPAIGN_ROLES + ((Role.TXN_COORDINATOR,) if arena.txn_clients else ())
+    fields, brokers, controllers = node_by_role(rng, arena, roles)
     return Draw(fields, brokers, controllers)
 
 

@@ -30,8 +30,9 @@ _OFFSET = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int
 _COMMON = {"time_ns": pl.Int64, "process": pl.String, "type": pl.String, "f": pl.String, "error": pl.String}
 
 # The fields each kind of op carries (docs/history.md); OTHER is every field of every op.
-SEND_SCHEMA = {**_COMMON, "id": pl.Int64, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String}
-POLL_SCHEMA = {**_COMMON, "group": pl.String, "records": pl.List(_RECORD)}
+SEND_SCHEMA = {**_COMMON, "id": pl.Int64, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String,
+               "txn": pl.Int64}
+POLL_SCHEMA = {**_COMMON, "group": pl.String, "records": pl.List(_RECORD), "txn": pl.Int64}
 LOG_READ_SCHEMA = {**_COMMON, "topic": pl.String, "partition": pl.Int64, "records": pl.List(_RECORD)}
 OTHER_SCHEMA: dict[str, pl.DataType] = {
     **SEND_SCHEMA,
@@ -64,6 +65,10 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "config": pl.List(CONFIG_ENTRY),
     "log": pl.String,
     "controller": pl.Int64,
+    "transactional_id": pl.String,
+    "end": pl.String,
+    "feature": pl.String,
+    "level": pl.Int64,
 }
 _BULK = {Op.SEND: SEND_SCHEMA, Op.POLL: POLL_SCHEMA, Op.LOG_READ: LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
@@ -251,6 +256,7 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
         clients=_select(other.filter(pl.col("f") == Op.CLIENT_CONFIG), "clients"),
         controllers=_select(other.filter(pl.col("f") == Op.CONTROLLER), "controllers"),
+        txns=_txns(other),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 
@@ -260,7 +266,8 @@ def _select(frame: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def _sends(sends: pl.DataFrame) -> pl.DataFrame:
-    invokes = sends.filter(pl.col("type") == OpType.INVOKE).select("process", "id", "topic", "key", "value", "partition", pl.col("time_ns").alias("invoke_ns"))
+    invokes = sends.filter(pl.col("type") == OpType.INVOKE).select("process", "id", "topic", "key", "value", "partition", "txn",
+                                                                   pl.col("time_ns").alias("invoke_ns"))
     completions = sends.filter(pl.col("type") != OpType.INVOKE).select(
         "process",
         "id",
@@ -305,7 +312,7 @@ def _records(frame: pl.DataFrame, *keep: str) -> pl.DataFrame:
 
 def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
     polls = polls.filter(pl.col("type") == OpType.OK).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq"))
-    reads = _records(polls, "process", "group", "time_ns", "poll_seq")
+    reads = _records(polls, "process", "group", "time_ns", "poll_seq", "txn")
     if reads.height and reads["value"].null_count() and log.height:
         # Kafka's VerifiableConsumer reports offsets only: take the record from the log.
         from_log = log.unique(subset=["topic", "partition", "offset"], keep="first").rename({"key": "key_log", "value": "value_log"})
@@ -325,6 +332,26 @@ def _membership(other: pl.DataFrame) -> pl.DataFrame:
 def _commits(other: pl.DataFrame) -> pl.DataFrame:
     commits = other.filter(pl.col("f") == Op.COMMIT).select("process", "group", "time_ns", "type", "error", "offsets")
     return _select(commits.explode("offsets").with_columns(pl.col("offsets").struct.field("topic", "partition", "offset")), "commits")
+
+
+def _txns(other: pl.DataFrame) -> pl.DataFrame:
+    """One row per transaction: its begin (a txn invoke), its txn-end, and its first completion, by writer and txn number."""
+    key = ["process", "txn"]
+
+    def first(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.unique(subset=key, keep="first", maintain_order=True)
+
+    txns = other.filter(pl.col("f") == Op.TXN)
+    begins = first(txns.filter(pl.col("type") == OpType.INVOKE).select(*key, "transactional_id", pl.col("time_ns").alias("invoke_ns")))
+    ends = first(other.filter(pl.col("f") == Op.TXN_END).select(*key, pl.col("transactional_id").alias("transactional_id_e"), "end",
+                                                                  pl.col("time_ns").alias("end_ns"), "offsets"))
+    completions = first(txns.filter(pl.col("type") != OpType.INVOKE).select(
+        *key, pl.col("transactional_id").alias("transactional_id_c"), pl.col("type").alias("outcome"), "error",
+        pl.col("time_ns").alias("complete_ns")))
+    joined = (begins.join(ends, on=key, how="full", coalesce=True, maintain_order="left_right")
+              .join(completions, on=key, how="full", coalesce=True, maintain_order="left_right"))
+    return _select(joined.with_columns(pl.coalesce("transactional_id", "transactional_id_e", "transactional_id_c").alias("transactional_id")),
+                   "txns")
 
 
 def _faults(other: pl.DataFrame) -> pl.DataFrame:

@@ -29,6 +29,8 @@ SENDS_SCHEMA = {
     "error": pl.String,
     "invoke_ns": pl.Int64,
     "complete_ns": pl.Int64,
+    # The transaction the write was part of (the writer's txn number; null: not transactional).
+    "txn": pl.Int64,
 }
 READS_SCHEMA = {
     "process": pl.String,
@@ -40,6 +42,8 @@ READS_SCHEMA = {
     "offset": pl.Int64,
     "key": pl.String,
     "value": pl.String,
+    # The reader's transaction the record was consumed into (consume-transform-produce); null otherwise.
+    "txn": pl.Int64,
 }
 LOG_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String}
 LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String}
@@ -108,11 +112,19 @@ ADMIN_SCHEMA = {
 EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
                  "drain_s": pl.Float64, "leaderless": pl.List(pl.String), "under_replicated": pl.List(pl.String),
                  # fault-not-started: which fault of the schedule, and when it was due.
-                 "fault": pl.String, "at_s": pl.Float64}
+                 "fault": pl.String, "at_s": pl.Float64,
+                 # feature-level: a Kafka feature (transaction.version) and the level the cluster had finalized for the run.
+                 "feature": pl.String, "level": pl.Int64}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})
 # One row per client-config op: which client library a worker ran, with which settings, and its own log.
+OFFSET_ENTRY = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
+# One row per transaction a transactional producer began (``txn`` ops): its writer and number, what the writer asked for at
+# its end (``end``: commit or abort; null: it never got there), how that ended (``outcome``: ok, fail, info; null: never
+# completed, the writer was killed), and the input offsets a consume-transform-produce worker sent into it.
+TXNS_SCHEMA = {"process": pl.String, "txn": pl.Int64, "transactional_id": pl.String, "end": pl.String, "outcome": pl.String,
+               "error": pl.String, "invoke_ns": pl.Int64, "end_ns": pl.Int64, "complete_ns": pl.Int64, "offsets": pl.List(OFFSET_ENTRY)}
 CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
                   "config": pl.List(CONFIG_ENTRY), "log": pl.String}
 
@@ -132,6 +144,7 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "events": EVENTS_SCHEMA,
     "clients": CLIENTS_SCHEMA,
     "controllers": CONTROLLERS_SCHEMA,
+    "txns": TXNS_SCHEMA,
 }
 
 
@@ -153,6 +166,7 @@ class History:
         events: the run's own ops (pipeline start, exit and stop, simulator exit, drained, ...).
         clients: one row per client-config op (client library, version, settings, log path).
         controllers: one row per controller op (the active controller's node id, null while none is known).
+        txns: one row per transaction (invoke of a txn op joined with its completion, if any).
     """
 
     sends: pl.DataFrame
@@ -171,6 +185,7 @@ class History:
     events: pl.DataFrame = field(default_factory=lambda: empty_frame("events"))
     clients: pl.DataFrame = field(default_factory=lambda: empty_frame("clients"))
     controllers: pl.DataFrame = field(default_factory=lambda: empty_frame("controllers"))
+    txns: pl.DataFrame = field(default_factory=lambda: empty_frame("txns"))
 
     @classmethod
     def empty(cls) -> History:

@@ -36,6 +36,10 @@ class Op(StrEnum):
     CLOSE = "close"
     CRASH = "crash"
     CLIENT_CONFIG = "client-config"
+    # A transaction: invoke at begin, then ok (committed), fail (certainly aborted) or info (unknown); txn-end (an
+    # invoke) is written just before the writer asks for the commit or the abort, with the input offsets sent into it.
+    TXN = "txn"
+    TXN_END = "txn-end"
     # The log read back after the run.
     LOG_READ = "log-read"
     # Faults, the cluster as the engine saw it, the run's own phases and admin actions.
@@ -60,10 +64,12 @@ class Op(StrEnum):
     MIRROR_START = "mirror-start"
     MIRROR_READY = "mirror-ready"
     MIRROR_STOP = "mirror-stop"
+    FEATURE_LEVEL = "feature-level"
 
 
 EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.FAULT_NOT_STARTED, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
-                          Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP)
+                          Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP,
+                          Op.FEATURE_LEVEL)
 
 
 class Target(StrEnum):
@@ -74,6 +80,7 @@ class Target(StrEnum):
     QUORUM = "quorum"
     CLUSTER = "cluster"
     CONSUMER = "consumer"
+    TXN_CLIENT = "txn-client"
     PIPELINE = "pipeline"
     SPARK_WORKER = "spark-worker"
     NETWORK = "network"

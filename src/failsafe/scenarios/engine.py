@@ -54,6 +54,8 @@ class Sampler(Protocol):
 
     def sample(self) -> list[dict] | None: ...
 
+    def find(self, name: str) -> dict | None: ...
+
     def stop(self) -> None: ...
 
 
@@ -328,7 +330,9 @@ class Engine:
     def _partition(self, name: str) -> dict | None:
         topic, _, number = name.rpartition("-")
         latest = self.sampler.sample() or self.sampler.latest
-        return next((p for p in latest if p["topic"] == topic and p["partition"] == int(number)), None)
+        sampled = next((p for p in latest if p["topic"] == topic and p["partition"] == int(number)), None)
+        # A partition of a topic the run does not sample (a coordinator's internal partition): from the same fresh metadata.
+        return sampled if sampled is not None else self.sampler.find(name)
 
     def _action(self, a: ActionSpec) -> None:
         action = self.actions.get(a.action)

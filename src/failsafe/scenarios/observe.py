@@ -39,6 +39,7 @@ class TopologySampler:
         self.recorder = recorder
         self.admin = new_admin(bootstrap_servers)
         self.latest: list[dict] = []
+        self.metadata = None  # the last sample's metadata, every topic of the cluster (the internal ones too)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="topology", daemon=True)
 
@@ -53,12 +54,20 @@ class TopologySampler:
         except KafkaException as e:
             self.recorder.record(op(Op.TOPOLOGY, process=Process.TOPOLOGY, time_ns=now, error=describe_error(e)))
             return None
+        self.metadata = metadata
         partitions = partitions_of(metadata, self.topics)
         controller = metadata.controller_id if metadata.controller_id >= 0 else None
         self.recorder.record(op(Op.TOPOLOGY, process=Process.TOPOLOGY, time_ns=now, partitions=partitions, brokers=sorted(metadata.brokers),
                                 controller=controller))
         self.latest = partitions
         return partitions
+
+    def find(self, name: str) -> dict | None:
+        """Partition ``name`` (TOPIC-N) of any topic, as the last sample's metadata shows it (not recorded in the history)."""
+        topic, _, number = name.rpartition("-")
+        if self.metadata is None or not number.isdigit():
+            return None
+        return next((p for p in partitions_of(self.metadata, [topic]) if p["partition"] == int(number)), None)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -72,16 +81,20 @@ class TopologySampler:
             self._thread.join(10)
 
 
-def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder: Recorder, timeout_s: float = 30.0) -> None:
+def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder: Recorder, timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
     """Read every partition from its first offset to its high watermark into ``log-read`` ops.
 
     This is how the delivery checker tells a write that is not in the log from one no consumer read
     (kafkatest searches the log segments for the same reason). All partitions are read at once, by
     one consumer assigned to all of them: one at a time cost a fetch round trip each, about
-    0.4 s a partition, seconds a scenario.
+    0.4 s a partition, seconds a scenario. It reads at read_committed (librdkafka's default, said here):
+    no aborted transaction's record, and nothing past an open transaction. Returns the highest offset
+    read of each partition read completely.
     """
     consumer = Consumer(client_config(bootstrap_servers, **{"group.id": "failsafe-log-reader", "enable.auto.commit": False,
-                                                            "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+                                                            "enable.partition.eof": True, "auto.offset.reset": "earliest",
+                                                            "isolation.level": "read_committed"}))
+    upto: dict[tuple[str, int], int] = {}
     try:
         highs: dict[tuple[str, int], int] = {}
         records: dict[tuple[str, int], list[dict]] = {}
@@ -117,9 +130,11 @@ def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder
         for (topic, partition), read in records.items():
             if (topic, partition) not in pending:
                 recorder.record(op(Op.LOG_READ, OpType.OK, Process.LOG_READER, topic=topic, partition=partition, records=read))
+                upto[(topic, partition)] = read[-1]["offset"] if read else -1
             else:
                 recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition,
                                    error=f"read {len(read)} records but not up to the high watermark {highs[(topic, partition)]} "
                                          f"within {timeout_s:g}s"))
     finally:
         consumer.close()
+    return upto

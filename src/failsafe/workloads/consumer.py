@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError, TopicPartition
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
@@ -58,7 +58,8 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
             consumer.subscribe(list(spec.topics), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
         else:
             metadata = consumer.list_topics(timeout=30)
-            tps = [TopicPartition(t, p) for t in spec.topics for p in sorted(metadata.topics[t].partitions)]
+            start = OFFSET_BEGINNING if spec.from_beginning else OFFSET_INVALID  # OFFSET_INVALID: the committed offset, else auto.offset.reset
+            tps = [TopicPartition(t, p, start) for t in spec.topics for p in sorted(metadata.topics[t].partitions)]
             consumer.assign(tps)
             on_assign(consumer, tps)
         while not stop.is_set():

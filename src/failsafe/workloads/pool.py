@@ -26,6 +26,7 @@ from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import wait_until
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
+from failsafe.workloads.txn_specs import TxnSpec
 
 STOP_TIMEOUT_S = 45.0
 # A producer's lines are counted by cheap byte tests, never parsed twice: OpWriter writes "type" then "f".
@@ -49,7 +50,7 @@ class Counters:
 
 @dataclass
 class Worker:
-    spec: ProducerSpec | ConsumerSpec
+    spec: ProducerSpec | ConsumerSpec | TxnSpec
     child: Child
     reader: threading.Thread
     # Highest offset read, per (topic, partition): what the drain phase waits on.
@@ -59,6 +60,10 @@ class Worker:
     crashed: bool = False
     # Asked to stop or killed on purpose: its exit is no failure of the workload.
     expected_exit: bool = False
+    # A transactional worker's transactions by how they ended (ok, fail, info), and whether one is open now with a write in it.
+    txn_outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    txn_open: bool = False
+    txn_written: bool = False
 
     @property
     def process(self) -> str:
@@ -66,7 +71,7 @@ class Worker:
 
     @property
     def group(self) -> str | None:
-        return self.spec.group if isinstance(self.spec, ConsumerSpec) else None
+        return getattr(self.spec, "group", None)
 
     def alive(self) -> bool:
         return self.child.running()
@@ -83,7 +88,7 @@ class WorkerPool:
         self.workers: dict[str, Worker] = {}
 
     # -- starting -------------------------------------------------------------------------------
-    def start(self, spec: ProducerSpec | ConsumerSpec) -> Worker:
+    def start(self, spec: ProducerSpec | ConsumerSpec | TxnSpec) -> Worker:
         if not spec.client_log:
             spec = replace(spec, client_log=str(self.logs_dir / f"{spec.process}.client.log"))
         child = self.supervisor.spawn(
@@ -124,6 +129,13 @@ class WorkerPool:
                     if r["offset"] > upto.get(tp, -1):
                         upto[tp] = r["offset"]
                 counters.records_read += len(entry["records"])
+            elif f == Op.TXN:
+                worker.txn_open = entry.get("type") == OpType.INVOKE
+                worker.txn_written = False
+                if not worker.txn_open:
+                    worker.txn_outcomes[entry["type"]] += 1
+            elif f == Op.SEND and worker.txn_open:
+                worker.txn_written = True
             elif f == Op.ASSIGN:
                 worker.assigned |= {(p["topic"], p["partition"]) for p in entry["partitions"]}
             elif f == Op.REVOKE:

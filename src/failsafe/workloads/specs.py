@@ -71,6 +71,8 @@ class ConsumerSpec:
     auto_commit_interval_ms: int = 1000
     properties: dict[str, str] = field(default_factory=dict)
     client_log: str = ""
+    # Manual assignment only: start every partition at its first offset instead of asking the group for a committed one.
+    from_beginning: bool = False
 
     def consumer_config(self) -> dict[str, object]:
         config: dict[str, object] = {

@@ -20,8 +20,11 @@ from failsafe.errors import FailsafeError
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
+from failsafe.workloads.ctp import run_ctp
 from failsafe.workloads.producer import run_producer
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
+from failsafe.workloads.txn_producer import run_txn_producer
+from failsafe.workloads.txn_specs import TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
 from failsafe.workloads.verifiable import VERIFIABLE_KINDS, VerifiableSpec, run_verifiable, verifiable_spec_from_json
 
 
@@ -34,17 +37,27 @@ def _watch_stdin(stop: threading.Event) -> None:
     stop.set()
 
 
-def decode_spec(data: dict) -> ProducerSpec | ConsumerSpec | VerifiableSpec:
-    return verifiable_spec_from_json(data) if data.get("kind") in VERIFIABLE_KINDS else spec_from_json(data)
+Spec = ProducerSpec | ConsumerSpec | VerifiableSpec | TxnSpec
 
 
-def client_config_fields(spec: ProducerSpec | ConsumerSpec | VerifiableSpec) -> dict:
+def decode_spec(data: dict) -> Spec:
+    kind = data.get("kind")
+    if kind in VERIFIABLE_KINDS:
+        return verifiable_spec_from_json(data)
+    return txn_spec_from_json(data) if kind in TXN_KINDS else spec_from_json(data)
+
+
+def client_config_fields(spec: Spec) -> dict:
     """The fields of the worker's client-config op (docs/history.md): the client library and the settings failsafe gave it."""
     if isinstance(spec, VerifiableSpec):
         client, version, config = "kafka-java", spec.kafka_version or None, spec.effective_properties()
     else:
         client, version = "librdkafka", confluent_kafka.libversion()[0]
-        config = spec.producer_config() if isinstance(spec, ProducerSpec) else spec.consumer_config()
+        if isinstance(spec, CtpSpec):
+            # Its consumer's settings (the isolation level its reads were made at) with its producer's.
+            config = {**spec.consumer_config(), **spec.producer_config()}
+        else:
+            config = spec.producer_config() if isinstance(spec, ProducerSpec | TxnProducerSpec) else spec.consumer_config()
     entries = [{"name": name, "value": _property_text(value)} for name, value in config.items()
                if name not in ("bootstrap.servers", "logger") and not callable(value)]
     # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
@@ -57,7 +70,7 @@ def _property_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def client_logger(spec: ProducerSpec | ConsumerSpec) -> logging.Logger:
+def client_logger(spec: Spec) -> logging.Logger:
     """librdkafka's log: to spec.client_log with timestamps, or discarded when there is none."""
     logger = logging.getLogger("failsafe.worker.librdkafka")
     logger.propagate = False
@@ -90,6 +103,10 @@ def main(argv: list[str]) -> int:
             run_verifiable(spec, out, stop)
         elif isinstance(spec, ProducerSpec):
             run_producer(spec, out, stop, client_logger(spec))
+        elif isinstance(spec, TxnProducerSpec):
+            run_txn_producer(spec, out, stop, client_logger(spec))
+        elif isinstance(spec, CtpSpec):
+            run_ctp(spec, out, stop, client_logger(spec))
         else:
             run_consumer(spec, out, stop, client_logger(spec))
     except FailsafeError as e:

@@ -3,6 +3,7 @@
     lab       verifying clients (failsafe's or Kafka's verifiable ones) on one cluster; the checkers of failsafe.checkers
     dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr.py
     pipeline  the sales simulator and the Spark pipeline; the pipeline's run and the sink against the ledger
+    txn       transactional writers and consume-transform-produce processors; checkers/transactions.py
 
 A ``ScenarioKind`` says everything the engine and the CLI need: how its scenarios are parsed (once,
 completely), where they run (one cluster or a DR pair), its workload, which faults it takes (by

@@ -9,6 +9,7 @@ from the history too, by the acks each client ran with).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -130,8 +131,10 @@ def parse_workload(data: dict, where: str) -> tuple[tuple[TopicSpec, ...], tuple
     return topics, producers, consumers
 
 
-def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, top: set[str] = TOP, **extra: Any) -> LabScenario:
-    """A lab scenario from its table (``cls``, ``top`` and ``extra``: a kind that adds fields, e.g. the DR kind's mirror)."""
+def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, top: set[str] = TOP,
+              clients: Mapping[str, tuple[str, ...]] | None = None, **extra: Any) -> LabScenario:
+    """A lab scenario from its table (``cls``, ``top`` and ``extra``: a kind that adds fields, e.g. the DR kind's mirror;
+    ``clients``: the names of the kind's own clients a fault may target, by what they are, besides the consumers)."""
     name = scenario_name(data)
     refuse_unknown(data, name, top)
     cluster = parse_cluster(data, name)
@@ -139,7 +142,7 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     topics, producers, consumers = parse_workload(data, name)
     _validate_workload(name, cluster.brokers, topics, producers, consumers)
     ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics},
-                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes())})
+                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes()), **(clients or {})})
     faults = parse_faults(data, name, kind, ctx, phases)
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)

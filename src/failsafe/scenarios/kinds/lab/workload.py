@@ -15,7 +15,7 @@ from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
-from failsafe.scenarios.kinds.lab.schema import LabScenario
+from failsafe.scenarios.kinds.lab.schema import ConsumerGroup, LabScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout
@@ -44,11 +44,7 @@ class LabWorkload:
         s, pool = self.scenario, self._pool()
         for c in s.consumers:
             for i in range(c.count):
-                spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
-                                    session_timeout_ms=c.session_timeout_ms, properties=c.properties)
-                if c.driver == KAFKA_VERIFIABLE:
-                    spec = VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version)
-                pool.start(spec)
+                pool.start(self.consumer_spec(c, i, ctx))
         partitions = {t.name: t.partitions for t in s.topics}
 
         def every_group_assigned() -> bool:
@@ -74,6 +70,13 @@ class LabWorkload:
                 pool.start(producer)
         ctx.wait(lambda: all(w.acked > 0 for w in pool.producers()), FIRST_ACK_TIMEOUT_S,
                  f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
+
+    def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
+        spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
+                            session_timeout_ms=c.session_timeout_ms, properties=c.properties)
+        if c.driver == KAFKA_VERIFIABLE:
+            spec = VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version)
+        return spec
 
     def end_chaos(self, ctx: RunContext) -> None:
         pass  # producers write until the drain

@@ -1,0 +1,149 @@
+"""Transaction scenarios: transactional writers and consume-transform-produce workers, with the lab's topics, plain
+producers (the processors' input) and consumers (read_committed unless they say otherwise), on one cluster.
+
+    [transactions] version = 1      finalize Kafka's transaction.version (kafka-features) before the run; absent: as it is
+    [[writers]]    name, topics, count, rate_per_s, min_writes, max_writes, abort_probability, ...
+    [[processors]] name, input, output, group, count, batch, abort_probability, ...
+
+Every client's ``transactional.id`` is its worker's name (``writer-0``): what a txn-coordinator fault names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar
+
+from failsafe.faults.nodes import TRANSACTIONAL_IDS
+from failsafe.faults.transactions import TXN_CLIENTS
+from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take
+from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
+from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
+from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS
+
+TOP = LAB_TOP | {"transactions", "writers", "processors"}
+ISOLATION = "isolation.level"
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+@dataclass(frozen=True)
+class Writers:
+    name: str
+    topics: tuple[str, ...]
+    count: int = 1
+    rate_per_s: float = 20.0
+    min_writes: int = 1
+    max_writes: int = 8
+    keys: int = 16
+    abort_probability: float = 0.1
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def processes(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Processors:
+    name: str
+    input: str
+    output: str
+    group: str
+    count: int = 1
+    batch: int = 20
+    abort_probability: float = 0.1
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def processes(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class TransactionSettings:
+    # Kafka's transaction.version to finalize before the run (0, 1 or 2 on Kafka 4.x); None: leave the cluster's.
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class TxnScenario(LabScenario):
+    writers: tuple[Writers, ...] = ()
+    processors: tuple[Processors, ...] = ()
+    transactions: TransactionSettings = TransactionSettings()
+    # Loss of plain writes is not what this kind judges: its one checker is transactions.
+    loss_checkers: ClassVar[tuple[str, ...]] = ()
+
+    def txn_clients(self) -> list[str]:
+        return [n for w in self.writers for n in w.processes()] + [n for p in self.processors for n in p.processes()]
+
+    def manifest(self) -> dict[str, Any]:
+        manifest = super().manifest()
+        names = self.txn_clients()
+        return {**manifest, "writers": [asdict(w) for w in self.writers], "processors": [asdict(p) for p in self.processors],
+                "transactions": asdict(self.transactions),
+                "client_logs": {**manifest["client_logs"], **{n: f"logs/{n}.client.log" for n in names}}}
+
+
+def _probability(value: object) -> float:
+    number = positive(value)
+    if number > 1:
+        raise ValueError("must be between 0 and 1")
+    return number
+
+
+def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
+    name = scenario_name(data)
+    refuse_unknown(data, name, TOP)
+    writers = tuple(take(w, f"{name}.writers[{i}]", Writers, ("name", "topics"),
+                         {"topics": tuple, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
+                    for i, w in enumerate(tables(data, "writers", name)))
+    processors = tuple(take(p, f"{name}.processors[{i}]", Processors, ("name", "input", "output", "group"),
+                            {"abort_probability": _probability, "properties": str_dict})
+                       for i, p in enumerate(tables(data, "processors", name)))
+    settings = take(data.get("transactions", {}), f"{name}.transactions", TransactionSettings)
+    clients = [n for w in writers for n in w.processes()] + [n for p in processors for n in p.processes()]
+    lab_data = {k: v for k, v in data.items() if k not in ("writers", "processors", "transactions")}
+    scenario = parse_lab(lab_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients)},
+                         writers=writers, processors=processors, transactions=settings)
+    scenario = _with_isolation(scenario)
+    _validate(scenario)
+    return scenario
+
+
+def _with_isolation(scenario: TxnScenario) -> TxnScenario:
+    """Every consumer states its isolation level (read_committed unless it says otherwise), so its client-config op records it."""
+    consumers = tuple(c if ISOLATION in c.properties else replace(c, properties={**c.properties, ISOLATION: "read_committed"})
+                      for c in scenario.consumers)
+    return replace(scenario, consumers=consumers)
+
+
+def _validate(s: TxnScenario) -> None:
+    where = s.name
+    topics = {t.name for t in s.topics}
+    if not s.writers and not s.processors:
+        raise fail(where, "a transaction scenario needs [[writers]] or [[processors]]")
+    for i, c in enumerate(s.consumers):
+        if c.properties[ISOLATION] not in ISOLATION_LEVELS:
+            raise fail(f"{where}.consumers[{i}].properties", f"{ISOLATION} must be one of {', '.join(ISOLATION_LEVELS)}")
+        if c.driver != "failsafe":
+            raise fail(f"{where}.consumers[{i}].driver", "a transaction scenario's consumers are failsafe's own (librdkafka)")
+    for i, w in enumerate(s.writers):
+        bad = [t for t in w.topics if t not in topics]
+        if bad or not w.topics:
+            raise fail(f"{where}.writers[{i}].topics", f"{list(w.topics)!r} must name the scenario's topics {sorted(topics)}")
+        if not 1 <= w.min_writes <= w.max_writes:
+            raise fail(f"{where}.writers[{i}]", f"needs 1 <= min_writes <= max_writes (got {w.min_writes}, {w.max_writes})")
+        if w.count < 1:
+            raise fail(f"{where}.writers[{i}].count", f"{w.count} must be at least 1")
+    for i, p in enumerate(s.processors):
+        for field_name in ("input", "output"):
+            if getattr(p, field_name) not in topics:
+                raise fail(f"{where}.processors[{i}].{field_name}", f"{getattr(p, field_name)!r} is not one of the scenario's topics {sorted(topics)}")
+        if p.input == p.output:
+            raise fail(f"{where}.processors[{i}]", "input and output must be different topics")
+        if p.count < 1 or p.batch < 1:
+            raise fail(f"{where}.processors[{i}]", "count and batch must be at least 1")
+    names = [p.name for p in s.producers] + [c.name for c in s.consumers] + [w.name for w in s.writers] + [p.name for p in s.processors]
+    if len(names) != len(set(names)):
+        raise fail(where, f"producer, consumer, writer and processor names must be unique: {names}")
+    if s.transactions.version is not None and s.transactions.version not in (0, 1, 2):
+        raise fail(f"{where}.transactions.version", f"{s.transactions.version} must be 0, 1 or 2 (Kafka's transaction.version)")

@@ -1,0 +1,236 @@
+"""The transaction kind's workload: the lab's producers and consumers, with transactional writers and
+consume-transform-produce processors.
+
+setup: the topics fresh, Kafka's transaction.version finalized if the scenario names one (recorded as
+an event either way). start: consumers, then processors, then the plain producers (the processors'
+input), then writers, until each writer and processor has committed a transaction. drain: writers and
+producers stopped; processors until they read their input to its end; then, once no transaction is open
+on any partition (the last stable offset is the log end offset), the log is read back at read_committed,
+and the consumers are waited on until they read what it holds.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import zlib
+from dataclasses import replace
+
+from failsafe.clients.admin import log_end_offsets
+from failsafe.clients.kafka_tools import finalized_features, set_feature_level
+from failsafe.dist.kafka import kafka_dist
+from failsafe.faults import FaultError
+from failsafe.history.ops import Op, event
+from failsafe.scenarios import setup
+from failsafe.scenarios.kinds.lab.schema import ConsumerGroup
+from failsafe.scenarios.kinds.lab.workload import LabWorkload
+from failsafe.scenarios.kinds.txn.schema import TxnScenario
+from failsafe.scenarios.observe import read_log
+from failsafe.scenarios.plugin import RunContext
+from failsafe.waiting import WaitTimeout, wait_until
+from failsafe.workloads.pool import Worker, WorkerPool
+from failsafe.workloads.specs import ConsumerSpec
+from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, TxnSpec
+
+TRANSACTION_VERSION = "transaction.version"
+FIRST_COMMIT_TIMEOUT_S = 60.0
+# How long a kill waits for the client to have a transaction open (it nearly always has).
+OPEN_TXN_TIMEOUT_S = 10.0
+# Past a killed writer's transaction.timeout.ms, its coordinator aborts what it left open.
+STABLE_MARGIN_S = 20.0
+
+
+class TxnWorkload(LabWorkload):
+    def __init__(self, scenario: TxnScenario) -> None:
+        super().__init__(scenario)
+        self.scenario: TxnScenario = scenario
+        # A transactional client's name (writer-0) -> the spec of its current incarnation (writer-0, writer-0.1, ...).
+        self.txn_specs: dict[str, TxnSpec] = {}
+        self.incarnations: dict[str, int] = {}
+        # Frozen incarnations (zombie-txn-client), by client name, until they are let go on.
+        self.paused: dict[str, Worker] = {}
+
+    def setup(self, ctx: RunContext) -> None:
+        s = self.scenario
+        groups = sorted({c.group for c in s.consumers if c.group} | {p.group for p in s.processors})
+        setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups)
+        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+        dist = kafka_dist(ctx.kafka_version)
+        wanted = self.scenario.transactions.version
+        if wanted is not None:
+            ctx.event(f"finalizing {TRANSACTION_VERSION}={wanted} (kafka-features)")
+            level = set_feature_level(dist, ctx.bootstrap_servers, TRANSACTION_VERSION, wanted)
+        else:
+            found = finalized_features(dist, ctx.bootstrap_servers).get(TRANSACTION_VERSION)
+            level = None if found is None else int(found[2])
+        ctx.recorder.record(event(Op.FEATURE_LEVEL, feature=TRANSACTION_VERSION, level=level))
+
+    def start(self, ctx: RunContext) -> None:
+        s = self.scenario
+        for p in s.processors:
+            for i, process in enumerate(p.processes()):
+                self._start_txn(CtpSpec(process=process, input_topic=p.input, output_topic=p.output, group=p.group,
+                                        transactional_id=process, bootstrap_servers=ctx.bootstrap_servers, batch=p.batch,
+                                        abort_probability=p.abort_probability, transaction_timeout_ms=p.transaction_timeout_ms,
+                                        seed=_seed(s.seed, i), properties=p.properties))
+        super().start(ctx)  # consumers, then the plain producers
+        for w in s.writers:
+            for i, process in enumerate(w.processes()):
+                self._start_txn(TxnProducerSpec(process=process, topics=w.topics, transactional_id=process,
+                                                bootstrap_servers=ctx.bootstrap_servers, rate_per_s=w.rate_per_s, min_writes=w.min_writes,
+                                                max_writes=w.max_writes, keys=w.keys, abort_probability=w.abort_probability,
+                                                transaction_timeout_ms=w.transaction_timeout_ms, seed=_seed(s.seed, i), properties=w.properties))
+        ctx.wait(lambda: all(w.txn_outcomes["ok"] > 0 for w in self._txn_workers()), FIRST_COMMIT_TIMEOUT_S,
+                 f"a transactional client had no transaction committed within {FIRST_COMMIT_TIMEOUT_S:g}s")
+
+    def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
+        # A reader without a group starts at the first offsets itself: asking a cold group coordinator for committed offsets
+        # can leave librdkafka's reader fetching nothing for good (docs/findings.md, section 6), and that is not what this
+        # kind's readers are for.
+        return replace(super().consumer_spec(c, i, ctx), from_beginning=c.group is None)
+
+    def _start_txn(self, spec: TxnSpec, name: str | None = None) -> Worker:
+        self.txn_specs[name or spec.process] = spec
+        return self._pool().start(spec)
+
+    def _txn_workers(self) -> list[Worker]:
+        pool = self._pool()
+        return [pool.workers[spec.process] for spec in self.txn_specs.values()]
+
+    # -- drain ----------------------------------------------------------------------------------------
+    def drain(self, ctx: RunContext) -> None:
+        s, pool = self.scenario, self._pool()
+        writers = [w for w in self._txn_workers() if isinstance(w.spec, TxnProducerSpec)]
+        processors = [w for w in self._txn_workers() if isinstance(w.spec, CtpSpec)]
+        pool.stop(writers + pool.producers())
+        started = time.monotonic()
+        drained = self._wait_processors(ctx, processors)
+        pool.stop(processors)
+        partitions = [(p["topic"], p["partition"]) for p in ctx.topology()]
+        timeout_s = max(w.transaction_timeout_ms for w in s.writers + s.processors) / 1000 + STABLE_MARGIN_S  # type: ignore[operator]
+        open_now: list[str] = []
+
+        def no_open_transaction() -> bool:
+            ends, stable = (log_end_offsets(ctx.bootstrap_servers, partitions, committed=c) for c in (False, True))
+            open_now[:] = [f"{t}-{p} (stable {stable[(t, p)]}, end {ends[(t, p)]})" for t, p in sorted(ends) if stable[(t, p)] < ends[(t, p)]]
+            return not open_now
+
+        try:
+            ctx.wait(no_open_transaction, timeout_s, "")
+        except WaitTimeout:
+            ctx.event(f"drain: transactions still open after {timeout_s:g}s on {', '.join(open_now)}: those partitions are read up to there")
+        ctx.event("reading every partition from the beginning, at read_committed")
+        upto = read_log(ctx.bootstrap_servers, sorted(partitions), ctx.recorder)
+        drained = self._wait_consumers(ctx, upto) and drained
+        ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
+        pool.stop(pool.consumers())
+
+    def _wait_processors(self, ctx: RunContext, processors: list[Worker]) -> bool:
+        """Until each processor group read its input to the log end (plain writes: the last offset is a record)."""
+        by_group: dict[str, set[tuple[str, int]]] = {}
+        for w in processors:
+            spec = w.spec
+            assert isinstance(spec, CtpSpec)
+            by_group.setdefault(spec.group, set()).update((p["topic"], p["partition"]) for p in ctx.topology() if p["topic"] == spec.input_topic)
+        if not by_group:
+            return True
+        ends = log_end_offsets(ctx.bootstrap_servers, sorted({tp for tps in by_group.values() for tp in tps}))
+        every = [w for w in self._pool().workers.values() if isinstance(w.spec, CtpSpec)]  # earlier incarnations too
+
+        def behind() -> list[str]:
+            read: dict[str, dict[tuple[str, int], int]] = {}
+            for w in every:
+                merged = read.setdefault(w.spec.group, {})  # type: ignore[union-attr]
+                for tp, offset in list(w.read_upto.items()):
+                    merged[tp] = max(merged.get(tp, -1), offset)
+            return [f"{g} {t}-{p} ({read.get(g, {}).get((t, p), -1) + 1}/{ends[(t, p)]})" for g, tps in by_group.items() for t, p in sorted(tps)
+                    if read.get(g, {}).get((t, p), -1) < ends[(t, p)] - 1]
+        try:
+            ctx.wait(lambda: not any(w.alive() for w in processors) or not behind(), self.scenario.phases.drain_timeout_s, "")
+            return True
+        except WaitTimeout:
+            ctx.event(f"drain: processors had not read their input to its end after {self.scenario.phases.drain_timeout_s:g}s: "
+                      f"{', '.join(behind())}")
+            return False
+
+    def _wait_consumers(self, ctx: RunContext, upto: dict[tuple[str, int], int]) -> bool:
+        """Until every consumer (group) read each of its partitions up to the last record the log read found there."""
+        s, pool = self.scenario, self._pool()
+
+        def behind() -> list[str]:
+            read = pool.read_upto_by_group()
+            out = []
+            for c in s.consumers:
+                for key in [c.group] if c.group else c.processes():
+                    out += [f"{key} {t}-{p} ({read.get(key, {}).get((t, p), -1)}/{last})" for (t, p), last in sorted(upto.items())
+                            if t in c.topics and last >= 0 and read.get(key, {}).get((t, p), -1) < last]
+            return out
+        try:
+            ctx.wait(lambda: not pool.live_consumers() or not behind(), s.phases.drain_timeout_s, "")
+            return True
+        except WaitTimeout:
+            ctx.event(f"drain: consumers had not read up to the log read's last records after {s.phases.drain_timeout_s:g}s: "
+                      f"{', '.join(behind())}")
+            return False
+
+    # -- faults on clients ----------------------------------------------------------------------------
+    def kill_client(self, name: str) -> None:
+        if name not in self.txn_specs:
+            return super().kill_client(name)
+        self._pool().kill(self._with_open_txn(name).process)
+
+    def pause_client(self, name: str) -> None:
+        if name not in self.txn_specs:
+            raise FaultError(f"{name} is not a transactional client of this run: they are {', '.join(self.txn_specs)}")
+        worker = self._with_open_txn(name)
+        worker.child.signal(signal.SIGSTOP)
+        self.paused[name] = worker
+
+    def resume_client(self, name: str) -> None:
+        worker = self.paused.pop(name, None)
+        if worker is not None:
+            worker.child.signal(signal.SIGCONT)
+
+    def _with_open_txn(self, name: str) -> Worker:
+        worker = self._current(name)
+        try:
+            wait_until(lambda: (worker.txn_open and worker.txn_written) or not worker.alive(), OPEN_TXN_TIMEOUT_S, "")
+        except WaitTimeout:
+            raise FaultError(f"{worker.process} had no transaction open with a write in it within {OPEN_TXN_TIMEOUT_S:g}s") from None
+        return worker
+
+    def restart_client(self, name: str) -> None:
+        if name not in self.txn_specs:
+            return super().restart_client(name)
+        self.incarnations[name] = self.incarnations.get(name, 0) + 1
+        self._start_txn(replace(self.txn_specs[name], process=f"{name}.{self.incarnations[name]}", client_log=""), name)
+
+    def _current(self, name: str) -> Worker:
+        worker = self._pool().workers[self.txn_specs[name].process]
+        if not worker.alive():
+            raise FaultError(f"transactional client {worker.process} is not running any more")
+        return worker
+
+    def stop(self) -> None:
+        for name in list(self.paused):
+            self.resume_client(name)
+        if self.pool is not None:
+            self.pool.stop([w for w in self.pool.workers.values() if isinstance(w.spec, TxnProducerSpec | CtpSpec)])
+        super().stop()
+
+    def tick(self) -> None:
+        if self.pool is not None:
+            # A transactional client that exits 0 closed cleanly: stopped, or fenced by a newer instance (its close op says so).
+            txn = [w for w in self._txn_workers() if w.alive() or w.child.exit_code() != 0]
+            self.pool.check_alive(self.pool.producers() + self.pool.consumers() + txn)
+
+    def progress(self) -> str:
+        if self.pool is None:
+            return "no clients yet"
+        outcomes = {k: sum(w.txn_outcomes[k] for w in self._txn_workers()) for k in ("ok", "fail", "info")}
+        return (f"transactions committed {outcomes['ok']} · aborted {outcomes['fail']} · unknown {outcomes['info']} · "
+                f"{self.pool.counters.line()}")
+
+
+def _seed(seed: str, index: int) -> int:
+    return zlib.crc32(f"{seed}:{index}".encode())

@@ -1,0 +1,116 @@
+"""What a transactional worker is asked to do: a transactional producer, or a consume-transform-produce worker.
+
+Both travel to the worker as JSON like the other specs (workloads/specs.py), each naming its kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from failsafe.workloads.specs import PRODUCER_DEBUG
+
+TXN_PRODUCER = "txn-producer"
+CTP = "consume-transform-produce"
+TXN_KINDS = (TXN_PRODUCER, CTP)
+# Short enough that a transaction left open by a killed writer is aborted by its coordinator within a run's
+# recover and drain phases; Kafka's default (60 s) would hold every read_committed reader back that long.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 10_000
+
+
+def transactional_config(process: str, bootstrap_servers: str, transactional_id: str, transaction_timeout_ms: int, client_log: str,
+                         properties: dict[str, str]) -> dict[str, object]:
+    """A transactional producer's settings: idempotent, acks=all (Kafka requires both of a transactional producer)."""
+    config: dict[str, object] = {"bootstrap.servers": bootstrap_servers, "client.id": process, "transactional.id": transactional_id,
+                                 "enable.idempotence": True, "acks": "all", "transaction.timeout.ms": transaction_timeout_ms}
+    if client_log:
+        config["debug"] = PRODUCER_DEBUG
+    config.update(properties)
+    return config
+
+
+@dataclass(frozen=True)
+class TxnProducerSpec:
+    """Transactions of ``min_writes``..``max_writes`` writes over ``topics`` (random topic and key per write), each committed,
+    or aborted on purpose with probability ``abort_probability``; ``rate_per_s`` transactions a second (0: as fast as it goes).
+
+    ``seed`` makes the sizes, keys and aborts reproducible; ``count`` transactions, None: until stopped.
+    """
+
+    KIND = TXN_PRODUCER
+
+    process: str
+    topics: tuple[str, ...]
+    transactional_id: str
+    bootstrap_servers: str = ""
+    rate_per_s: float = 20.0
+    count: int | None = None
+    min_writes: int = 1
+    max_writes: int = 8
+    keys: int = 16
+    abort_probability: float = 0.1
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    # How long a commit is retried after retriable errors before the producer is replaced (the outcome is then unknown).
+    commit_timeout_s: float = 30.0
+    seed: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    client_log: str = ""
+
+    def producer_config(self) -> dict[str, object]:
+        return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,
+                                    self.client_log, self.properties)
+
+
+@dataclass(frozen=True)
+class CtpSpec:
+    """Consume-transform-produce: read ``input_topic`` in ``group`` at read_committed, write one record to ``output_topic`` per
+    record read, and commit the input offsets inside the same transaction (``send_offsets_to_transaction``).
+
+    Each transaction takes up to ``batch`` records; ``abort_probability`` of them are aborted on purpose, and the
+    consumer then rewinds to the batch's first offsets (a consumer does not rewind by itself after an abort).
+    """
+
+    KIND = CTP
+
+    process: str
+    input_topic: str
+    output_topic: str
+    group: str
+    transactional_id: str
+    bootstrap_servers: str = ""
+    batch: int = 20
+    abort_probability: float = 0.1
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    commit_timeout_s: float = 30.0
+    session_timeout_ms: int = 10_000
+    seed: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    consumer_properties: dict[str, str] = field(default_factory=dict)
+    client_log: str = ""
+
+    def producer_config(self) -> dict[str, object]:
+        return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,
+                                    self.client_log, self.properties)
+
+    def consumer_config(self) -> dict[str, object]:
+        config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, "client.id": f"{self.process}-in", "group.id": self.group,
+                                     "isolation.level": "read_committed", "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                     "session.timeout.ms": self.session_timeout_ms}
+        config.update(self.consumer_properties)
+        return config
+
+
+TxnSpec = TxnProducerSpec | CtpSpec
+
+
+def txn_spec_to_json(spec: TxnSpec) -> dict:
+    return {"kind": spec.KIND, **asdict(spec)}
+
+
+def txn_spec_from_json(data: dict) -> TxnSpec:
+    data = dict(data)
+    cls = TxnProducerSpec if data.pop("kind") == TXN_PRODUCER else CtpSpec
+    known = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in known}
+    if cls is TxnProducerSpec:
+        values["topics"] = tuple(values["topics"])
+    return cls(**values)

@@ -1,0 +1,125 @@
+"""Transactions on the shared cluster: a kill of a writer's transaction coordinator, a zombie fenced, a writer killed.
+
+One run of the catalog's txn-coordinator-kill scenario with the zombie scenario's client faults added, read by both tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from failsafe.cluster.coordinators import coordinator_partition
+
+RUN_TIMEOUT_S = 300
+# What the txn scenarios leave on the shared cluster.
+TXN_TOPICS = ("txn-a", "txn-b", "txn-in", "txn-out")
+TXN_GROUPS = ("txn-readers", "txn-ctp", "txn-zombie-ctp")
+
+
+def _ops(run_dir: Path) -> list[dict]:
+    return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+
+
+def _run(cluster, scenario: str, runs: Path, *overrides: str) -> tuple[Path, dict]:
+    result = cluster.cli("run", scenario, "--runs", str(runs), *[a for o in overrides for a in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
+    [run_dir] = sorted(p for p in (runs / "txn-faults").iterdir() if p.is_dir())
+    results = json.loads((run_dir / "results.json").read_text())
+
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-2000:])
+    return run_dir, results
+
+
+# One run for both tests: the catalog's coordinator kill, with the zombie scenario's processor and writer faults added.
+FAULTS = """
+[[faults]]
+fault = "kill"
+role = "txn-coordinator"
+transactional_id = "writer-0"
+at_s = 1
+
+[[faults]]
+fault = "zombie-txn-client"
+client = "ctp-0"
+at_s = 2
+duration_s = 12
+
+[[faults]]
+fault = "kill-txn-client"
+client = "writer-1"
+at_s = 3
+duration_s = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def txn_run(shared_cluster_holder, tmp_path_factory) -> Iterator[tuple[Path, dict, object]]:
+    from tests.conftest import start_cluster
+
+    if "cluster" not in shared_cluster_holder:
+        shared_cluster_holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
+    cluster = shared_cluster_holder["cluster"]
+    catalog = Path(__file__).parents[2] / "src/failsafe/scenarios/catalog/txn-coordinator-kill.toml"
+    text = catalog.read_text()
+    text = text[:text.index("[[faults]]")] + FAULTS + text[text.index("[phases]"):]
+    scenario = tmp_path_factory.mktemp("scenario") / "txn-faults.toml"
+    scenario.write_text(text.replace('name = "txn-coordinator-kill"', 'name = "txn-faults"'))
+    runs = tmp_path_factory.mktemp("runs")
+    try:
+        yield (*_run(cluster, str(scenario), runs, "phases.chaos_s=14"), cluster)
+    finally:
+        _clean(cluster)
+
+
+def _clean(cluster) -> None:
+    listed = cluster.cli("topics", "list").stdout.split()
+    for topic in TXN_TOPICS:
+        if topic in listed:
+            assert cluster.cli("topics", "delete", topic).returncode == 0
+    groups = cluster.cli("groups", "list").stdout.split()
+    for group in TXN_GROUPS:
+        if group in groups:
+            cluster.cli("kafka", "consumer-groups", "--delete", "--group", group)
+
+
+def test_transactions_through_a_kill_of_their_coordinator(txn_run) -> None:
+    run_dir, results, cluster = txn_run
+    checker = results["checkers"]["transactions"]
+    assert checker["valid"] is True, checker
+    assert checker["counts"]["committed"] > 0 and checker["counts"]["aborted"] > 0
+    ops = _ops(run_dir)
+    # The history records how each transaction ended, and which writes it made.
+    ended = {(op["process"], op["txn"]): op["type"] for op in ops if op["f"] == "txn" and op["type"] != "invoke"}
+    assert {"ok", "fail"} <= set(ended.values())
+    assert any(op["f"] == "send" and op.get("txn") is not None for op in ops)
+    # The fault took the broker that led writer-0's __transaction_state partition when it started.
+    [start] = [op for op in ops if op["f"] == "fault-start" and op["fault"] == "kill"]
+    partition = coordinator_partition("writer-0")
+    assert start["role"] == f"transaction coordinator of writer-0 (__transaction_state-{partition})", start
+    # Kafka's own tool names the coordinator the same way failsafe finds it (the partition's leader now).
+    described = cluster.cli("kafka", "transactions", "describe", "--transactional-id", "writer-0")
+    assert described.returncode == 0, described.stderr
+    coordinator = int(described.stdout.strip().splitlines()[-1].split()[0])
+    leaders = cluster.cli("kafka", "topics", "--describe", "--topic", "__transaction_state").stdout
+    line = next(x for x in leaders.splitlines() if f"\tPartition: {partition}\t" in x)
+    assert f"Leader: {coordinator}\t" in line, line
+    assert [e for e in ops if e["f"] == "feature-level"][0]["level"] == 2
+    # Transactions committed after the kill: the history shows the first one.
+    assert any(op["f"] == "txn" and op["type"] == "ok" and op["time_ns"] > start["time_ns"] for op in ops)
+
+
+def test_a_zombie_processor_is_fenced_and_no_input_is_processed_twice(txn_run) -> None:
+    run_dir, results, _ = txn_run
+    checker = results["checkers"]["transactions"]
+    assert checker["counts"]["duplicate-processed"] == 0
+    ops = _ops(run_dir)
+    [zombie_close] = [op for op in ops if op["f"] == "close" and op["process"] == "ctp-0"]
+    assert "fenced" in zombie_close["error"], zombie_close
+    # The instance that took over committed transactions with the input offsets in them.
+    assert any(op["f"] == "txn" and op["process"] == "ctp-0.1" and op["type"] == "ok" for op in ops)
+    assert any(op["f"] == "txn-end" and op["process"] == "ctp-0.1" and op.get("offsets") for op in ops)
+    # The killed writer's new instance, with the same transactional.id, went on committing.
+    assert any(op["f"] == "txn" and op["process"] == "writer-1.1" and op["type"] == "ok" for op in ops)
