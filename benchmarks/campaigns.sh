@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The campaigns behind docs/campaigns.md: randomized fault schedules on one cluster, every run judged.
-#   bash benchmarks/campaigns.sh [safe|anything-goes|all|shrink]      DIR=/tmp/failsafe-campaigns
+#   bash benchmarks/campaigns.sh [safe|anything-goes|all|shrink|txn]      DIR=/tmp/failsafe-campaigns
 # shrink: failsafe shrink of an anything-goes run (needs that campaign's run directories); not part of all.
 # safe: 100 runs of the acks-all workload (RF 3, min.insync.replicas 2, idempotent producers of both
 # clients) within the safe envelope; anything-goes: 30 runs of the client matrix with no envelope.
+# txn: the transactions workload (docs/transactions.md) for each client (librdkafka, kafka-java) and transaction.version
+# (2, 1), TXN_RUNS runs each (default 50), coordinator, leader and client faults within the safe envelope; not part of all.
 # Each campaign's campaign.json goes to docs/benchmarks/campaign-<what>.json with the machine's run
 # directories cut to their names. A campaign with INVALID runs exits 1: that is what is counted, so it
 # does not stop the script.
@@ -34,6 +36,20 @@ if [ "$WHAT" = safe ] || [ "$WHAT" = all ]; then
 fi
 if [ "$WHAT" = anything-goes ] || [ "$WHAT" = all ]; then
   campaign anything-goes --workload client-matrix --runs 30 --seed 2612 --duration-s 20 --envelope anything-goes --max-time 30m
+fi
+if [ "$WHAT" = txn ]; then
+  for version in 2 1; do
+    for client in librdkafka kafka-java; do
+      workload="$DIR/transactions-$client-tv$version.toml"
+      # The shipped workload with its writers and processor on $client and transaction.version at $version.
+      sed -e "s/^version = 2$/version = $version/" \
+          -e "s/^name = \"writer\"$/name = \"writer\"\ndriver = \"$client\"/" \
+          -e "s/^name = \"ctp\"$/name = \"ctp\"\ndriver = \"$client\"/" \
+          src/failsafe/campaigns/workloads/transactions.toml > "$workload"
+      campaign "txn-$client-tv$version" --workload "$workload" --faults kill,pause,restart,kill-txn-client,zombie-txn-client \
+        --runs "${TXN_RUNS:-50}" --seed 2913 --duration-s 20 --envelope safe --max-time "${TXN_MAX_TIME:-75m}"
+    done
+  done
 fi
 if [ "$WHAT" = shrink ]; then
   # Run 21 of the anything-goes campaign (a kill of every replica of events-2, then a split): the acks=1 writers'

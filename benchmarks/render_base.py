@@ -142,7 +142,13 @@ RAW: tuple[Raw, ...] = (
         "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
     Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
         "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
-    Raw("docs/benchmarks/campaign-*.json", "bash benchmarks/campaigns.sh", False,
+    Raw("docs/benchmarks/transactions-throughput.json",
+        f"{PY} benchmarks/bench_transactions.py --dir {BENCH_DIR} --seconds 15 --rounds 2 --versions 2,1 "
+        "--out docs/benchmarks/transactions-throughput.json", True),
+    Raw("docs/benchmarks/transactions-failover.json",
+        f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
+        "--out docs/benchmarks/transactions-failover.json", True),
+    Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )
 

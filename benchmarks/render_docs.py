@@ -79,6 +79,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_targets,
     t_realtime,
 )
+from benchmarks.render_transactions import t_transactions_epochs, t_transactions_failover, t_transactions_throughput  # noqa: E402
 
 BLOCK = re.compile(r"<!-- rendered: (?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /rendered -->", re.DOTALL)
 
@@ -469,6 +470,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "campaign-anomalies": t_campaign_anomalies,
     "campaign-unavailability": t_campaign_unavailability,
     "campaign-shrinks": t_campaign_shrinks,
+    "transactions-throughput": t_transactions_throughput,
+    "transactions-epochs": t_transactions_epochs,
+    "transactions-failover": t_transactions_failover,
 }
 
 

@@ -1,4 +1,4 @@
-"""A short real campaign: three runs of random faults on one cluster the campaign starts and stops, each judged, each
+"""A short real campaign: two runs of random faults on one cluster the campaign starts and stops, each judged, each
 schedule the one its seed draws, written as a scenario file; the statistics and the index written; nothing left running."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster, pytest.mark.slow,
 
 FAULTS = "kill,pause,isolate,lossy-link"
 SEED = 5
-RUNS = 3
-CHAOS_S = 15.0
+RUNS = 2
+CHAOS_S = 10.0
 
 
 def test_a_short_campaign_runs_judges_and_records_every_run(own_cluster_dir: Path, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""Transactions on the shared cluster: a kill of a writer's transaction coordinator, a zombie fenced, a writer killed.
+"""Transactions on the shared cluster: a kill of a writer's transaction coordinator, zombies fenced, writers killed, on both clients.
 
-One run of the catalog's txn-coordinator-kill scenario with the zombie scenario's client faults added, read by both tests.
+One run, read by every test: the catalog's txn-coordinator-kill scenario, with a writer and a processor on Kafka's Java client
+(failsafe's TxnDriver) beside the librdkafka ones, and the zombie scenario's client faults on one of each.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from failsafe.cluster.coordinators import coordinator_partition
 
 RUN_TIMEOUT_S = 300
 # What the txn scenarios leave on the shared cluster.
-TXN_TOPICS = ("txn-a", "txn-b", "txn-in", "txn-out")
-TXN_GROUPS = ("txn-readers", "txn-ctp", "txn-zombie-ctp")
+TXN_TOPICS = ("txn-a", "txn-b", "txn-in", "txn-out", "txn-jout")
+TXN_GROUPS = ("txn-readers", "txn-ctp", "txn-jctp")
 
 
 def _ops(run_dir: Path) -> list[dict]:
@@ -28,12 +29,34 @@ def _run(cluster, scenario: str, runs: Path, *overrides: str) -> tuple[Path, dic
     result = cluster.cli("run", scenario, "--runs", str(runs), *[a for o in overrides for a in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
     [run_dir] = sorted(p for p in (runs / "txn-faults").iterdir() if p.is_dir())
     results = json.loads((run_dir / "results.json").read_text())
-
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-2000:])
     return run_dir, results
 
 
-# One run for both tests: the catalog's coordinator kill, with the zombie scenario's processor and writer faults added.
+# Added to the catalog's coordinator kill: Java clients, and client faults on a librdkafka and a Java one of each kind.
+JAVA_CLIENTS = """
+[[topics]]
+name = "txn-jout"
+partitions = 3
+replication_factor = 3
+configs = { "min.insync.replicas" = "2" }
+
+[[writers]]
+name = "jwriter"
+driver = "kafka-java"
+topics = ["txn-a", "txn-b"]
+rate_per_s = 20
+abort_probability = 0.15
+
+[[processors]]
+name = "jctp"
+driver = "kafka-java"
+input = "txn-in"
+output = "txn-jout"
+group = "txn-jctp"
+abort_probability = 0.1
+
+"""
 FAULTS = """
 [[faults]]
 fault = "kill"
@@ -48,8 +71,20 @@ at_s = 2
 duration_s = 12
 
 [[faults]]
+fault = "zombie-txn-client"
+client = "jctp-0"
+at_s = 2
+duration_s = 12
+
+[[faults]]
 fault = "kill-txn-client"
 client = "writer-1"
+at_s = 3
+duration_s = 2
+
+[[faults]]
+fault = "kill-txn-client"
+client = "jwriter-0"
 at_s = 3
 duration_s = 2
 """
@@ -64,7 +99,7 @@ def txn_run(shared_cluster_holder, tmp_path_factory) -> Iterator[tuple[Path, dic
     cluster = shared_cluster_holder["cluster"]
     catalog = Path(__file__).parents[2] / "src/failsafe/scenarios/catalog/txn-coordinator-kill.toml"
     text = catalog.read_text()
-    text = text[:text.index("[[faults]]")] + FAULTS + text[text.index("[phases]"):]
+    text = text[:text.index("[[faults]]")] + JAVA_CLIENTS + FAULTS + text[text.index("[phases]"):]
     scenario = tmp_path_factory.mktemp("scenario") / "txn-faults.toml"
     scenario.write_text(text.replace('name = "txn-coordinator-kill"', 'name = "txn-faults"'))
     runs = tmp_path_factory.mktemp("runs")
@@ -111,15 +146,24 @@ def test_transactions_through_a_kill_of_their_coordinator(txn_run) -> None:
     assert any(op["f"] == "txn" and op["type"] == "ok" and op["time_ns"] > start["time_ns"] for op in ops)
 
 
-def test_a_zombie_processor_is_fenced_and_no_input_is_processed_twice(txn_run) -> None:
+@pytest.mark.parametrize(("processor", "writer"), [("ctp-0", "writer-1"), ("jctp-0", "jwriter-0")], ids=["librdkafka", "kafka-java"])
+def test_a_zombie_processor_is_fenced_and_no_input_is_processed_twice(txn_run, processor: str, writer: str) -> None:
     run_dir, results, _ = txn_run
     checker = results["checkers"]["transactions"]
     assert checker["counts"]["duplicate-processed"] == 0
     ops = _ops(run_dir)
-    [zombie_close] = [op for op in ops if op["f"] == "close" and op["process"] == "ctp-0"]
+    [zombie_close] = [op for op in ops if op["f"] == "close" and op["process"] == processor]
     assert "fenced" in zombie_close["error"], zombie_close
     # The instance that took over committed transactions with the input offsets in them.
-    assert any(op["f"] == "txn" and op["process"] == "ctp-0.1" and op["type"] == "ok" for op in ops)
-    assert any(op["f"] == "txn-end" and op["process"] == "ctp-0.1" and op.get("offsets") for op in ops)
+    assert any(op["f"] == "txn" and op["process"] == f"{processor}.1" and op["type"] == "ok" for op in ops)
+    assert any(op["f"] == "txn-end" and op["process"] == f"{processor}.1" and op.get("offsets") for op in ops)
     # The killed writer's new instance, with the same transactional.id, went on committing.
-    assert any(op["f"] == "txn" and op["process"] == "writer-1.1" and op["type"] == "ok" for op in ops)
+    assert any(op["f"] == "txn" and op["process"] == f"{writer}.1" and op["type"] == "ok" for op in ops)
+
+
+def test_the_java_clients_are_kafkas_own_at_read_committed(txn_run) -> None:
+    run_dir, _, _ = txn_run
+    clients = {op["process"]: op for op in _ops(run_dir) if op["f"] == "client-config"}
+    assert {clients[p]["client"] for p in ("jwriter-0", "jwriter-0.1", "jctp-0", "jctp-0.1")} == {"kafka-java"}
+    assert {clients[p]["client"] for p in ("writer-0", "ctp-0")} == {"librdkafka"}
+    assert {"name": "isolation.level", "value": "read_committed"} in clients["jctp-0"]["config"]

@@ -71,7 +71,7 @@ def test_shrinking_moves_make_a_schedule_smaller() -> None:
     assert Schedule(8.0, (Planned("kill", 2.0, 5.0),)).fitted(3.0).chaos_s == 8.0
 
 
-@pytest.mark.parametrize(("workload", "message"), [("no-such-workload", "neither one of acks-all, client-matrix nor a scenario file"),
+@pytest.mark.parametrize(("workload", "message"), [("no-such-workload", "neither one of acks-all, client-matrix, transactions nor a scenario file"),
                                                    ("FAULTS", "has [[faults]]: a campaign draws its own")])
 def test_a_bad_workload_is_one_line(tmp_path: Path, workload: str, message: str) -> None:
     if workload == "FAULTS":

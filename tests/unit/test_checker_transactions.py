@@ -459,3 +459,18 @@ def test_a_committed_write_dropped_from_the_log_is_a_lost_write(run: tuple[list[
     assert result["valid"] is False and "lost-write" in result["violations"]
     assert set(result["violations"]) <= {"lost-write", "torn-transaction"}
     assert result["counts"]["lost-write"] == 1 and result["examples"]["lost-write"][0]["value"] == dropped
+
+
+def test_an_input_processed_once_by_each_of_two_groups_is_not_a_duplicate() -> None:
+    """Two pipelines (groups) each consume input i5 into one committed transaction of theirs: exactly once per group."""
+    h = story(*txn("w0", 1, [w("o1", 0, topic="out")], ms=50), *txn("j0", 1, [w("p1", 0, topic="jout")], ms=50),
+              into("w0", 1, [rec(5, "i5", topic="in")], ms=50.5, group="workers"),
+              into("j0", 1, [rec(5, "i5", topic="in")], ms=50.5, group="java-workers"),
+              log=log_read([rec(0, "v1"), rec(3, "v3"), rec(0, "v2", 1), rec(0, "o1", topic="out"), rec(0, "p1", topic="jout")]))
+    assert check(h)["counts"]["duplicate-processed"] == 0
+    # The same two transactions in one group are a duplicate.
+    same = story(*txn("w0", 1, [w("o1", 0, topic="out")], ms=50), *txn("j0", 1, [w("p1", 0, topic="jout")], ms=50),
+                 into("w0", 1, [rec(5, "i5", topic="in")], ms=50.5), into("j0", 1, [rec(5, "i5", topic="in")], ms=50.5),
+                 log=log_read([rec(0, "v1"), rec(3, "v3"), rec(0, "v2", 1), rec(0, "o1", topic="out"), rec(0, "p1", topic="jout")]))
+    result = check(same)
+    assert result["counts"]["duplicate-processed"] == 1 and result["examples"]["duplicate"][0]["group"] == "workers"

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 import failsafe.checkers.txn_graph as txn_graph
+import failsafe.checkers.txn_measure as txn_measure
 from failsafe.checkers.common import EXAMPLES_PER_ANOMALY, UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, examples, read_options, result
 from failsafe.checkers.keys import IDENTITY
 from failsafe.history.model import History
@@ -130,7 +131,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     return result(valid, counts, example_rows, violations,
                   processes={name: sorted(set(involved[name][1].drop_nulls().to_list())) for name in violations},
-                  txn_anomalies=_txn_anomalies({name: frame for name, (frame, _) in involved.items()}))
+                  txn_anomalies=_txn_anomalies({name: frame for name, (frame, _) in involved.items()}),
+                  faults=txn_measure.commit_times(history))
 
 
 def _with_isolation(history: History) -> pl.DataFrame:
@@ -285,14 +287,15 @@ def _written_twice(writes: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
 
 
 def _processed_twice(reads: pl.DataFrame, txns: pl.DataFrame) -> pl.DataFrame:
-    """Input records (topic, partition, offset) consumed into two or more committed transactions, by any reader (exactly-once
-    processing is about offsets, not isolation): the transactions, and the first such read's time."""
-    schema = {"kind": pl.String, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "value": pl.String,
+    """Input records (topic, partition, offset) consumed into two or more committed transactions of one consumer group, by any
+    reader (exactly-once processing is about offsets, not isolation; each group processes its input once, so two groups reading
+    one topic are two pipelines, not a duplicate): the group, the transactions, and the first such read's time."""
+    schema = {"kind": pl.String, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "value": pl.String,
               "txns": pl.List(pl.Struct({"process": pl.String, "txn": pl.Int64})), "time_ns": pl.Int64}
     into = reads.filter(pl.col("txn").is_not_null()).join(txns.filter(pl.col("committed")).select(_TXN), on=_TXN, how="semi")
-    per = into.sort("time_ns").group_by("topic", "partition", "offset").agg(
+    per = into.sort("time_ns").group_by("group", "topic", "partition", "offset").agg(
         pl.col("value").first(), pl.struct(_TXN).unique(maintain_order=True).alias("txns"), pl.col("time_ns").first())
-    per = per.filter(pl.col("txns").list.len() > 1).sort("topic", "partition", "offset")
+    per = per.filter(pl.col("txns").list.len() > 1).sort("group", "topic", "partition", "offset", nulls_last=True)
     return per.with_columns(pl.lit("processed").alias("kind"), pl.col("txns").list.sort()).select([pl.col(n).cast(t) for n, t in schema.items()])
 
 

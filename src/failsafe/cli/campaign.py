@@ -42,7 +42,7 @@ def _seconds(value: str | None) -> float | None:
               help="The seed every schedule is drawn from; the same seed draws the same schedules [default: from the clock, printed].")
 @click.option("--duration-s", type=click.FloatRange(3, 3600), default=20.0, show_default=True, help="Each run's chaos phase, in seconds.")
 @click.option("--workload", default="acks-all", show_default=True,
-              help="A campaign workload (acks-all, client-matrix) or a lab scenario file without [[faults]].")
+              help="A campaign workload (acks-all, client-matrix, transactions) or a lab or txn scenario file without [[faults]].")
 @click.option("--envelope", type=click.Choice(ENVELOPES), default="safe", show_default=True,
               help="safe: never more brokers away than replication.factor - min.insync.replicas, nor a controller majority; "
                    "anything-goes: no bound (safety checks only).")
@@ -59,7 +59,7 @@ def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s
 
     Each run draws its faults (type, aim by role, start, duration) from --seed, within the envelope,
     writes them as schedule.toml in its run directory ('failsafe run FILE' replays it), and is judged
-    by the lab's checkers. campaign.json and index.html sum the runs up as they finish. Exits as
+    by its kind's checkers. campaign.json and index.html sum the runs up as they finish. Exits as
     'failsafe run' does: 1 if a run was INVALID, else 5 if one could not be carried out, else 3, 4 or 0.
     """
     from failsafe.campaigns.nemesis import Envelope

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import failsafe.reports.plots as plots
 import failsafe.reports.series as series
+import failsafe.reports.txn_report as txn_report
 from failsafe.reports.summary import (
     KNOWN_HEADERS,
     PRODUCER_COLUMNS,
@@ -51,6 +52,9 @@ figcaption { color: #666; font-size: 0.85rem; }
 pre { background: #f7f7f7; padding: 0.7rem; overflow-x: auto; font-size: 0.8rem; }
 details { margin: 0.6rem 0; } summary { cursor: pointer; }
 .empty { color: #888; }
+h3 { font-size: 1rem; margin: 1.2rem 0 0.3rem; }
+.cycles { display: flex; flex-wrap: wrap; gap: 0.8rem; }
+.cycles figure { margin: 0; flex: 0 1 340px; }
 """
 
 
@@ -132,6 +136,42 @@ def _json_details(summary: str, value: dict | None, details_id: str, facts: bool
     return f'<details id="{details_id}"><summary>{escape(summary)}</summary>{table}<pre>{escape(text)}</pre></details>'
 
 
+def _figure_html(figure_id: str, caption: str, uri: str) -> str:
+    return f'<figure id="{figure_id}"><img alt="{escape(caption)}" src="{uri}"><figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def _transactions(results: dict, history: History) -> str:
+    """Outcomes per writer, the timeline, the transactions anomalies name and the cycles explained (txn_report.py)."""
+    tl = series.timeline(history)
+    outcomes = txn_report.outcome_rows(history, results)
+    parts = [_table("txn-outcomes", txn_report.OUTCOME_HEADERS, outcomes, numeric_from=2) if outcomes
+             else _empty("The history records no transaction.")]
+    if outcomes:
+        parts.append("<p>unknown: the commit or abort returned no answer, or never completed (those are drawn to the end of the run, "
+                     "hatched).</p>")
+        parts.append(_figure_html("plot-txns", "Transactions per writer by status",
+                                  plots.svg_data_uri(txn_report.timeline_plot(history, tl, results, plots.left_margin(history)))))
+    checker = txn_report.checker_result(results)
+    named = txn_report.anomaly_rows(history, results, tl)
+    parts.append("<h3>Transactions named by an anomaly</h3>")
+    if named:
+        total = len(txn_report.named_txns(results))
+        more = f" The first {len(named)} of {total}." if total > len(named) else ""
+        parts.append(f"<p>As the transactions checker names them (docs/checkers.md, \"transactions\").{escape(more)}</p>"
+                     + _table("txn-anomalies", txn_report.ANOMALY_HEADERS, named))
+    else:
+        parts.append(_empty("None." if checker and not checker.get("error") else "The transactions checker has no result."))
+    found = txn_report.cycles(results)
+    if found:
+        figures = "".join(_figure_html(f"plot-cycle-{anomaly.lower()}-{number}", txn_report.cycle_caption(anomaly, number, cycle),
+                                       plots.svg_data_uri(txn_report.cycle_plot(anomaly, number, cycle)))
+                          for anomaly, number, cycle in found)
+        parts.append("<h3>Dependency cycles</h3><p>One shortest cycle per strongly connected component (wr: the later transaction "
+                     "read a write of the earlier; ww: its write follows the earlier's in the log).</p>"
+                     f'<div class="cycles">{figures}</div>')
+    return "".join(parts)
+
+
 def render_html(results: dict, history: History, scenario: dict | None = None, manifest: dict | None = None) -> str:
     """The whole page as a string."""
     word = run_verdict(results)
@@ -181,11 +221,13 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
         parts.append(_section("Producers (sends by outcome)",
                               _table("producers", ("producer", *PRODUCER_COLUMNS), producers, numeric_from=1), "section-producers"))
 
+    if txn_report.has_transactions(history, results):
+        parts.append(_section("Transactions", _transactions(results, history), "section-transactions"))
+
     figures = []
     anomalies_ns = [e["time_ns"] for e in explanations if isinstance(e.get("time_ns"), int)]
     for plot_id, caption, fig in plots.all_plots(history, anomalies_ns):
-        figures.append(f'<figure id="{plot_id}"><img alt="{escape(caption)}" src="{plots.svg_data_uri(fig)}">'
-                       f"<figcaption>{escape(caption)}</figcaption></figure>")
+        figures.append(_figure_html(plot_id, caption, plots.svg_data_uri(fig)))
     parts.append(_section("Over time", "".join(figures), "section-plots"))
 
     run_info = _json_details("Manifest (Kafka version, nodes, configs)", manifest, "manifest", facts=True) \

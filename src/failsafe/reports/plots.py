@@ -60,8 +60,10 @@ def _figure(title: str, left: float, rows: int = 0) -> tuple[Figure, Axes]:
 
 
 def left_margin(history: History) -> float:
-    """The left margin every plot shares: wide enough for the longest partition name on the leader plot."""
-    longest = max((len(label) for label in series.partitions(history)), default=0)
+    """The left margin every plot shares: wide enough for the longest partition name on the leader plot, and writer name on
+    the transactions plot."""
+    writers = history.txns["process"].drop_nulls().unique().to_list()
+    longest = max((len(label) for label in [*series.partitions(history), *writers]), default=0)
     return min(max(MARGINS["left"], 0.02 + longest * TICK_CHAR_IN / WIDTH_IN), 0.3)
 
 

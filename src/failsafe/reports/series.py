@@ -22,7 +22,7 @@ BIN_CHOICES_NS = (100_000_000, 1_000_000_000, 10_000_000_000, 60_000_000_000)
 MAX_BINS = 1500
 _TIME_COLUMNS = (("sends", "invoke_ns"), ("sends", "complete_ns"), ("reads", "time_ns"), ("faults", "start_ns"),
                  ("faults", "stop_ns"), ("topology", "time_ns"), ("topology_errors", "time_ns"), ("phases", "time_ns"),
-                 ("membership", "time_ns"), ("client_events", "time_ns"))
+                 ("membership", "time_ns"), ("client_events", "time_ns"), ("txns", "invoke_ns"), ("txns", "complete_ns"))
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,8 @@ def run_ctp(spec: CtpSpec, out: OpWriter, stop: threading.Event, logger: object 
                 for m in batch])
             try:
                 for m in batch:
-                    session.produce(spec.output_topic, _decode(m.key()), value_for(spec.process, seq, 0))
-                    seq += 1
+                    seq += 1  # before the write: a value refused once is never written again by a later one
+                    session.produce(spec.output_topic, _decode(m.key()), value_for(spec.process, seq - 1, 0))
             except KafkaException as e:
                 session.abort(kafka_error(e))
                 _rewind(consumer, batch)

@@ -41,8 +41,8 @@ def run_txn_producer(spec: TxnProducerSpec, out: OpWriter, stop: threading.Event
             try:
                 for _ in range(rng.randint(spec.min_writes, spec.max_writes)):
                     key = f"k{rng.randrange(spec.keys)}" if spec.keys > 0 else None
-                    session.produce(rng.choice(spec.topics), key, value_for(spec.process, seq, 0))
-                    seq += 1
+                    seq += 1  # before the write: a value refused once is never written again by a later one
+                    session.produce(rng.choice(spec.topics), key, value_for(spec.process, seq - 1, 0))
             except KafkaException as e:
                 # The producer refused a write (an abortable state): nothing was asked to commit.
                 session.abort(kafka_error(e))

@@ -1,17 +1,23 @@
 """What a transactional worker is asked to do: a transactional producer, or a consume-transform-produce worker.
 
-Both travel to the worker as JSON like the other specs (workloads/specs.py), each naming its kind.
+Both travel to the worker as JSON like the other specs (workloads/specs.py), each naming its kind. ``driver`` says which
+client runs it: failsafe's librdkafka workers (txn_producer.py, ctp.py), or failsafe's driver on Kafka's Java client
+(txn_java.py), whose jars are those of ``kafka_version``; ``properties`` are that client's configs.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION
 from failsafe.workloads.specs import PRODUCER_DEBUG
 
 TXN_PRODUCER = "txn-producer"
 CTP = "consume-transform-produce"
 TXN_KINDS = (TXN_PRODUCER, CTP)
+LIBRDKAFKA = "librdkafka"
+KAFKA_JAVA = "kafka-java"
+TXN_DRIVERS = (LIBRDKAFKA, KAFKA_JAVA)
 # Short enough that a transaction left open by a killed writer is aborted by its coordinator within a run's
 # recover and drain phases; Kafka's default (60 s) would hold every read_committed reader back that long.
 DEFAULT_TRANSACTION_TIMEOUT_MS = 10_000
@@ -54,6 +60,8 @@ class TxnProducerSpec:
     seed: int = 0
     properties: dict[str, str] = field(default_factory=dict)
     client_log: str = ""
+    driver: str = LIBRDKAFKA
+    kafka_version: str = DEFAULT_KAFKA_VERSION
 
     def producer_config(self) -> dict[str, object]:
         return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,
@@ -86,6 +94,8 @@ class CtpSpec:
     properties: dict[str, str] = field(default_factory=dict)
     consumer_properties: dict[str, str] = field(default_factory=dict)
     client_log: str = ""
+    driver: str = LIBRDKAFKA
+    kafka_version: str = DEFAULT_KAFKA_VERSION
 
     def producer_config(self) -> dict[str, object]:
         return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,

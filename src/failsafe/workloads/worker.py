@@ -1,7 +1,9 @@
 """A workload worker process: ``python -m failsafe.workloads.worker SPEC_JSON``.
 
 It writes its ops as JSON lines to stdout and stops cleanly on SIGTERM or when stdin closes
-(the runner went away). The runner kills it with SIGKILL to simulate a crash.
+(the runner went away). The runner kills it with SIGKILL to simulate a crash. A transactional
+worker with ``driver = "kafka-java"`` writes its client-config op, then becomes failsafe's Java
+driver (txn_java.py), which writes the rest and stops the same way.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.ctp import run_ctp
 from failsafe.workloads.producer import run_producer
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
+from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properties
 from failsafe.workloads.txn_producer import run_txn_producer
-from failsafe.workloads.txn_specs import TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
+from failsafe.workloads.txn_specs import KAFKA_JAVA, TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
 from failsafe.workloads.verifiable import VERIFIABLE_KINDS, VerifiableSpec, run_verifiable, verifiable_spec_from_json
 
 
@@ -51,6 +54,8 @@ def client_config_fields(spec: Spec) -> dict:
     """The fields of the worker's client-config op (docs/history.md): the client library and the settings failsafe gave it."""
     if isinstance(spec, VerifiableSpec):
         client, version, config = "kafka-java", spec.kafka_version or None, spec.effective_properties()
+    elif _on_java(spec):
+        client, version, config = KAFKA_JAVA, spec.kafka_version or None, java_effective_properties(spec)  # type: ignore[arg-type]
     else:
         client, version = "librdkafka", confluent_kafka.libversion()[0]
         if isinstance(spec, CtpSpec):
@@ -63,6 +68,10 @@ def client_config_fields(spec: Spec) -> dict:
     # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
     log = f"{Path(spec.client_log).parent.name}/{Path(spec.client_log).name}" if spec.client_log else None
     return {"client": client, "client_version": version, "config": entries, "log": log}
+
+
+def _on_java(spec: Spec) -> bool:
+    return isinstance(spec, TxnProducerSpec | CtpSpec) and spec.driver == KAFKA_JAVA
 
 
 def _property_text(value: object) -> str:
@@ -101,6 +110,15 @@ def main(argv: list[str]) -> int:
         out.flush()
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             run_verifiable(spec, out, stop)
+        elif _on_java(spec):
+            # SIGTERM blocked from here on: one that comes before the JVM has its own handler stays pending for it
+            # (the mask survives the exec) instead of reaching ours and being lost with this process image.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            if stop.is_set():
+                out.op(OpType.INFO, Op.CLOSE, **({"group": spec.group} if isinstance(spec, CtpSpec) else {}))
+                out.flush()
+                return 0
+            exec_txn_driver(spec)  # type: ignore[arg-type]
         elif isinstance(spec, ProducerSpec):
             run_producer(spec, out, stop, client_logger(spec))
         elif isinstance(spec, TxnProducerSpec):

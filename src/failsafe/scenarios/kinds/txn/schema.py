@@ -2,10 +2,12 @@
 producers (the processors' input) and consumers (read_committed unless they say otherwise), on one cluster.
 
     [transactions] version = 1      finalize Kafka's transaction.version (kafka-features) before the run; absent: as it is
-    [[writers]]    name, topics, count, rate_per_s, min_writes, max_writes, abort_probability, ...
-    [[processors]] name, input, output, group, count, batch, abort_probability, ...
+    [[writers]]    name, topics, count, rate_per_s, min_writes, max_writes, abort_probability, driver, ...
+    [[processors]] name, input, output, group, count, batch, abort_probability, driver, ...
 
-Every client's ``transactional.id`` is its worker's name (``writer-0``): what a txn-coordinator fault names.
+Every client's ``transactional.id`` is its worker's name (``writer-0``): what a txn-coordinator fault names. ``driver``:
+``librdkafka`` (failsafe's confluent-kafka workers, the default) or ``kafka-java`` (failsafe's driver on Kafka's Java
+client, of the cluster's Kafka version); ``properties`` are that client's configs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from failsafe.faults.transactions import TXN_CLIENTS
 from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
-from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS
+from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS, LIBRDKAFKA, TXN_DRIVERS
 
 TOP = LAB_TOP | {"transactions", "writers", "processors"}
 ISOLATION = "isolation.level"
@@ -37,6 +39,7 @@ class Writers:
     abort_probability: float = 0.1
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     properties: dict[str, str] = field(default_factory=dict)
+    driver: str = LIBRDKAFKA
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -53,6 +56,7 @@ class Processors:
     abort_probability: float = 0.1
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     properties: dict[str, str] = field(default_factory=dict)
+    driver: str = LIBRDKAFKA
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -126,6 +130,10 @@ def _validate(s: TxnScenario) -> None:
             raise fail(f"{where}.consumers[{i}].properties", f"{ISOLATION} must be one of {', '.join(ISOLATION_LEVELS)}")
         if c.driver != "failsafe":
             raise fail(f"{where}.consumers[{i}].driver", "a transaction scenario's consumers are failsafe's own (librdkafka)")
+    for i, client in enumerate(s.writers):
+        _check_driver(f"{where}.writers[{i}].driver", client.driver)
+    for i, client in enumerate(s.processors):
+        _check_driver(f"{where}.processors[{i}].driver", client.driver)
     for i, w in enumerate(s.writers):
         bad = [t for t in w.topics if t not in topics]
         if bad or not w.topics:
@@ -147,3 +155,8 @@ def _validate(s: TxnScenario) -> None:
         raise fail(where, f"producer, consumer, writer and processor names must be unique: {names}")
     if s.transactions.version is not None and s.transactions.version not in (0, 1, 2):
         raise fail(f"{where}.transactions.version", f"{s.transactions.version} must be 0, 1 or 2 (Kafka's transaction.version)")
+
+
+def _check_driver(where: str, driver: str) -> None:
+    if driver not in TXN_DRIVERS:
+        raise fail(where, f"{driver!r} is not one of {', '.join(TXN_DRIVERS)} (failsafe's librdkafka worker, or its driver on Kafka's Java client)")

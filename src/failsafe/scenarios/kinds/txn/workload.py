@@ -18,9 +18,10 @@ from dataclasses import replace
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.clients.kafka_tools import finalized_features, set_feature_level
+from failsafe.dist.java import find_java
 from failsafe.dist.kafka import kafka_dist
 from failsafe.faults import FaultError
-from failsafe.history.ops import Op, event
+from failsafe.history.ops import Op, OpType, Process, event, op
 from failsafe.scenarios import setup
 from failsafe.scenarios.kinds.lab.schema import ConsumerGroup
 from failsafe.scenarios.kinds.lab.workload import LabWorkload
@@ -30,7 +31,8 @@ from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker, WorkerPool
 from failsafe.workloads.specs import ConsumerSpec
-from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, TxnSpec
+from failsafe.workloads.txn_java import compiled_driver
+from failsafe.workloads.txn_specs import KAFKA_JAVA, CtpSpec, TxnProducerSpec, TxnSpec
 
 TRANSACTION_VERSION = "transaction.version"
 FIRST_COMMIT_TIMEOUT_S = 60.0
@@ -56,6 +58,9 @@ class TxnWorkload(LabWorkload):
         setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups)
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
         dist = kafka_dist(ctx.kafka_version)
+        if any(c.driver == KAFKA_JAVA for c in (*s.writers, *s.processors)):
+            # Compiled here, once, before any worker starts: a missing javac stops the run before its clients do.
+            compiled_driver(find_java(), dist)
         wanted = self.scenario.transactions.version
         if wanted is not None:
             ctx.event(f"finalizing {TRANSACTION_VERSION}={wanted} (kafka-features)")
@@ -72,14 +77,15 @@ class TxnWorkload(LabWorkload):
                 self._start_txn(CtpSpec(process=process, input_topic=p.input, output_topic=p.output, group=p.group,
                                         transactional_id=process, bootstrap_servers=ctx.bootstrap_servers, batch=p.batch,
                                         abort_probability=p.abort_probability, transaction_timeout_ms=p.transaction_timeout_ms,
-                                        seed=_seed(s.seed, i), properties=p.properties))
+                                        seed=_seed(s.seed, i), properties=p.properties, driver=p.driver, kafka_version=ctx.kafka_version))
         super().start(ctx)  # consumers, then the plain producers
         for w in s.writers:
             for i, process in enumerate(w.processes()):
                 self._start_txn(TxnProducerSpec(process=process, topics=w.topics, transactional_id=process,
                                                 bootstrap_servers=ctx.bootstrap_servers, rate_per_s=w.rate_per_s, min_writes=w.min_writes,
                                                 max_writes=w.max_writes, keys=w.keys, abort_probability=w.abort_probability,
-                                                transaction_timeout_ms=w.transaction_timeout_ms, seed=_seed(s.seed, i), properties=w.properties))
+                                                transaction_timeout_ms=w.transaction_timeout_ms, seed=_seed(s.seed, i), properties=w.properties,
+                                                driver=w.driver, kafka_version=ctx.kafka_version))
         ctx.wait(lambda: all(w.txn_outcomes["ok"] > 0 for w in self._txn_workers()), FIRST_COMMIT_TIMEOUT_S,
                  f"a transactional client had no transaction committed within {FIRST_COMMIT_TIMEOUT_S:g}s")
 
@@ -108,19 +114,25 @@ class TxnWorkload(LabWorkload):
         pool.stop(processors)
         partitions = [(p["topic"], p["partition"]) for p in ctx.topology()]
         timeout_s = max(w.transaction_timeout_ms for w in s.writers + s.processors) / 1000 + STABLE_MARGIN_S  # type: ignore[operator]
-        open_now: list[str] = []
+        open_now: dict[tuple[str, int], tuple[int, int]] = {}
 
         def no_open_transaction() -> bool:
             ends, stable = (log_end_offsets(ctx.bootstrap_servers, partitions, committed=c) for c in (False, True))
-            open_now[:] = [f"{t}-{p} (stable {stable[(t, p)]}, end {ends[(t, p)]})" for t, p in sorted(ends) if stable[(t, p)] < ends[(t, p)]]
+            open_now.clear()
+            open_now.update({tp: (stable[tp], ends[tp]) for tp in sorted(ends) if stable[tp] < ends[tp]})
             return not open_now
 
         try:
             ctx.wait(no_open_transaction, timeout_s, "")
         except WaitTimeout:
-            ctx.event(f"drain: transactions still open after {timeout_s:g}s on {', '.join(open_now)}: those partitions are read up to there")
+            ctx.event(f"drain: transactions still open after {timeout_s:g}s on "
+                      + ", ".join(f"{t}-{p} (stable {s}, end {e})" for (t, p), (s, e) in open_now.items()))
         ctx.event("reading every partition from the beginning, at read_committed")
         upto = read_log(ctx.bootstrap_servers, sorted(partitions), ctx.recorder)
+        for (topic, partition), (stable, end) in open_now.items():
+            # Read only up to the last stable offset: what a transaction still open hides cannot be judged (the checker's uncovered).
+            ctx.recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition,
+                                   error=f"a transaction was still open: read up to the last stable offset {stable}, not to {end}"))
         drained = self._wait_consumers(ctx, upto) and drained
         ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
         pool.stop(pool.consumers())

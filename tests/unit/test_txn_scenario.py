@@ -1,0 +1,68 @@
+"""Scenarios of the txn kind: the catalog's parse, bad ones are refused naming the field, consumers say their isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from failsafe.cluster.coordinators import coordinator_partition, coordinator_partition_name, java_string_hash
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.registry import load_scenario, parse_scenario
+
+MINIMAL = {
+    "kind": "txn",
+    "name": "tx",
+    "topics": [{"name": "a", "partitions": 2, "replication_factor": 1}, {"name": "in", "partitions": 1, "replication_factor": 1},
+               {"name": "out", "partitions": 1, "replication_factor": 1}],
+    "writers": [{"name": "writer", "topics": ["a"], "count": 2}],
+    "processors": [{"name": "ctp", "input": "in", "output": "out", "group": "g"}],
+    "consumers": [{"name": "r", "topics": ["a"]}, {"name": "dirty", "topics": ["a"], "properties": {"isolation.level": "read_uncommitted"}}],
+}
+
+
+def test_the_catalogs_txn_scenarios_parse_with_their_faults() -> None:
+    kill = load_scenario("txn-coordinator-kill")
+    assert kill.kind == "txn" and kill.faults[0].params.role == "txn-coordinator"
+    zombie = load_scenario("txn-zombie-fencing")
+    assert [f.fault for f in zombie.faults] == ["zombie-txn-client", "kill-txn-client"]
+
+
+def test_consumers_state_their_isolation_and_clients_are_named_by_index() -> None:
+    s = parse_scenario(MINIMAL)
+    assert [c.properties["isolation.level"] for c in s.consumers] == ["read_committed", "read_uncommitted"]
+    assert s.txn_clients() == ["writer-0", "writer-1", "ctp-0"]
+    assert s.transactions.version is None
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"writers": [{"name": "w", "topics": ["nope"]}]}, "tx.writers[0].topics: ['nope'] must name the scenario's topics"),
+    ({"writers": [{"name": "w", "topics": ["a"], "min_writes": 3, "max_writes": 2}]}, "needs 1 <= min_writes <= max_writes"),
+    ({"writers": [{"name": "w", "topics": ["a"], "abort_probability": 2}]}, "abort_probability: 2 is not valid"),
+    ({"processors": [{"name": "p", "input": "in", "output": "in", "group": "g"}]}, "input and output must be different topics"),
+    ({"processors": [{"name": "p", "input": "in", "output": "x", "group": "g"}]}, "tx.processors[0].output: 'x' is not one of"),
+    ({"transactions": {"version": 5}}, "tx.transactions.version: 5 must be 0, 1 or 2"),
+    ({"consumers": [{"name": "r", "topics": ["a"], "properties": {"isolation.level": "dirty"}}]}, "isolation.level must be one of"),
+    ({"writers": [], "processors": []}, "needs [[writers]] or [[processors]]"),
+    ({"faults": [{"fault": "kill", "role": "txn-coordinator", "transactional_id": "ghost", "at_s": 1}]},
+     "faults[0].transactional_id: 'ghost' must name one of the scenario's transactional ids: writer-0, writer-1, ctp-0"),
+    ({"faults": [{"fault": "kill-txn-client", "client": "r-0", "at_s": 1, "duration_s": 1}]}, "faults[0].client: 'r-0' must name a transactional client"),
+])
+def test_bad_txn_scenarios_are_refused_naming_the_field(change: dict, message: str) -> None:
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({**MINIMAL, **change})
+    assert message in str(e.value)
+
+
+def test_a_lab_scenario_cannot_take_a_transactional_clients_fault() -> None:
+    lab = {"name": "mini", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}], "producers": [{"name": "p", "topic": "t"}],
+           "faults": [{"fault": "kill-txn-client", "client": "p", "at_s": 1, "duration_s": 1}]}
+    with pytest.raises(ScenarioError, match="kill-txn-client"):
+        parse_scenario(lab)
+
+
+def test_the_coordinator_partition_is_javas_hash_as_kafka_takes_it() -> None:
+    # Java: "hello".hashCode() == 99162322; "polygenelubricants".hashCode() == Integer.MIN_VALUE, which Utils.abs makes 0.
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(2**31) and coordinator_partition("polygenelubricants") == 0
+    assert java_string_hash("é") == 233  # one UTF-16 unit
+    assert coordinator_partition_name("__transaction_state", "writer-0") == f"__transaction_state-{coordinator_partition('writer-0')}"
+    assert coordinator_partition_name("__consumer_offsets", "g", {"offsets.topic.num.partitions": "3"}) == f"__consumer_offsets-{java_string_hash('g') % 3}"
