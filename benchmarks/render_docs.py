@@ -79,7 +79,12 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_targets,
     t_realtime,
 )
-from benchmarks.render_transactions import t_transactions_epochs, t_transactions_failover, t_transactions_throughput  # noqa: E402
+from benchmarks.render_transactions import (  # noqa: E402
+    t_transactions_campaigns,
+    t_transactions_epochs,
+    t_transactions_failover,
+    t_transactions_throughput,
+)
 
 BLOCK = re.compile(r"<!-- rendered: (?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /rendered -->", re.DOTALL)
 
@@ -473,6 +478,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-throughput": t_transactions_throughput,
     "transactions-epochs": t_transactions_epochs,
     "transactions-failover": t_transactions_failover,
+    "transactions-campaigns": t_transactions_campaigns,
 }
 
 

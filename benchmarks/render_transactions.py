@@ -46,6 +46,29 @@ def t_transactions_failover(root: Path) -> str:
         gaps = [r["longest_gap_ms"] for r in runs if r.get("longest_gap_ms") is not None]
         rows.append([s["client"], str(s["transaction_version"]), str(s["runs"]), ", ".join(f"{v} {n}" for v, n in sorted(s["verdicts"].items())),
                      f"{statistics.median(firsts) / 1000:.1f} (max {max(firsts) / 1000:.1f})" if firsts else "—",
-                     f"{statistics.median(gaps) / 1000:.1f} (max {max(gaps) / 1000:.1f})" if gaps else "—", ", ".join(anomalies) or "none"])
+                     f"{statistics.median(gaps) / 1000:.1f} (max {max(gaps) / 1000:.1f})" if gaps else "—",
+                     f"{sum(r['counts'].get('unknown', 0) for r in runs)} of {sum(r['counts'].get('txns', 0) for r in runs)}",
+                     ", ".join(anomalies) or "none"])
     return table(["client", "transaction.version", "runs", "verdicts", "kill → first commit of a new transaction, s (median)",
-                  "longest time without a commit, s (median)", "anomalies seen"], rows) + source(root, FAILOVER)
+                  "longest time without a commit, s (median)", "transactions of unknown outcome, all runs", "anomalies seen"],
+                 rows) + source(root, FAILOVER)
+
+
+TXN_ANOMALIES = ("aborted-read", "precommitted-read", "lost-write", "torn-transaction", "intermediate-read", "duplicate", "G1c")
+
+
+def t_transactions_campaigns(root: Path) -> str:
+    rels = sorted(p.relative_to(root).as_posix() for p in (root / "docs/benchmarks").glob("campaign-txn-*.json"))
+    rows = []
+    for rel in rels:
+        d = load(root, rel)
+        c, s = d["campaign"], d["summary"]
+        label = rel.removeprefix("docs/benchmarks/campaign-txn-").removesuffix(".json")
+        client, _, version = label.rpartition("-tv")
+        runs = d["runs"]
+        found = {name: sum(1 for r in runs if (r.get("anomalies") or {}).get(f"transactions.{name}")) for name in TXN_ANOMALIES}
+        rows.append([client, version, f"{s['runs_done']}/{c['runs']}", ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n) or "none",
+                     str(s["lost_acknowledged"]), ", ".join(f"{name} in {n} runs" for name, n in found.items() if n) or "none",
+                     ", ".join(c["faults"])])
+    return table(["client", "transaction.version", "runs", "verdicts", "committed writes lost", "transaction anomalies", "faults drawn"],
+                 rows) + source(root, *rels)

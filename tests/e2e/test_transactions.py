@@ -15,7 +15,8 @@ import pytest
 
 from failsafe.cluster.coordinators import coordinator_partition
 
-RUN_TIMEOUT_S = 300
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+RUN_TIMEOUT_S = 280
 # What the txn scenarios leave on the shared cluster.
 TXN_TOPICS = ("txn-a", "txn-b", "txn-in", "txn-out", "txn-jout")
 TXN_GROUPS = ("txn-readers", "txn-ctp", "txn-jctp")

@@ -93,6 +93,8 @@ def test_records_count_only_durable_writers_losses_and_the_violations_that_decid
                "known": [{"anomaly": "delivery.duplicate-acknowledged", "count": 2}]}
     assert lost_acknowledged(results) == 3
     assert violations(results) == ["delivery.duplicate-acknowledged", "delivery.lost"]
+    # A committed transaction's lost writes count too: the commit promised them.
+    assert lost_acknowledged({"checkers": {"transactions": {"counts": {"lost-write": 2, "aborted-read": 4}}}}) == 2
 
 
 @pytest.mark.parametrize(("verdicts", "code"), [(["VALID"], 0), (["VALID", "KNOWN"], 4), (["KNOWN", "UNKNOWN"], 3), (["UNKNOWN", "ERROR"], 5),

@@ -21,7 +21,7 @@ from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.kinds.txn.workload import TxnWorkload
 from failsafe.scenarios.registry import load_scenario, parse_scenario
 from failsafe.workloads.outcomes import error_name, send_outcome
-from failsafe.workloads.txn_java import MAIN_CLASS, compiled_driver, driver_dir, driver_source, txn_driver_command
+from failsafe.workloads.txn_java import MAIN_CLASS, compiled_driver, driver_dir, driver_sources, txn_driver_command
 from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, txn_spec_from_json, txn_spec_to_json
 from failsafe.workloads.worker import client_config_fields
 
@@ -66,11 +66,12 @@ def _driver(compiled: tuple[Java, KafkaDist, Path], *args: str) -> subprocess.Co
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
-def test_the_driver_is_compiled_once_into_the_cache_keyed_by_its_source_and_kafka_version(compiled, monkeypatch) -> None:
+def test_the_driver_is_compiled_once_into_the_cache_keyed_by_its_sources_and_kafka_version(compiled, monkeypatch) -> None:
     java, dist, classes = compiled
-    assert (classes / "failsafe" / "TxnDriver.class").is_file()
+    assert (classes / "failsafe" / "txn" / "TxnDriver.class").is_file()
+    assert {f"{name.removesuffix('.java')}.class" for name in driver_sources()} <= {p.name for p in (classes / "failsafe" / "txn").iterdir()}
     assert classes.parent.name.startswith(f"kafka-{dist.version}-")
-    assert driver_dir(dist, b"other source") != driver_dir(dist) != driver_dir(replace(dist, version="3.9.2"))
+    assert driver_dir(dist, {"TxnDriver.java": b"other source"}) != driver_dir(dist) != driver_dir(replace(dist, version="3.9.2"))
     monkeypatch.setattr(txn_java, "cache_root", lambda: classes.parent.parent.parent)
 
     def no_javac(*args, **kwargs):
@@ -78,6 +79,25 @@ def test_the_driver_is_compiled_once_into_the_cache_keyed_by_its_source_and_kafk
 
     monkeypatch.setattr(txn_java, "run_to_end", no_javac)
     assert compiled_driver(java, dist) == classes
+
+
+def test_the_driver_is_every_java_file_of_its_package_directory() -> None:
+    sources = driver_sources()
+    on_disk = sorted(p.name for p in Path(txn_java.__file__).parent.joinpath(*txn_java.SOURCE_DIR).glob("*.java"))
+    assert list(sources) == on_disk and "TxnDriver.java" in sources and len(sources) > 1
+    assert all(b"\npackage failsafe.txn;\n" in text for text in sources.values())
+    assert MAIN_CLASS == "failsafe.txn.TxnDriver"
+
+
+def test_the_cache_key_hashes_every_source_file_in_a_stable_order() -> None:
+    dist = KafkaDist("4.3.1", Path("/k/libs"))
+    sources = driver_sources()
+    key = driver_dir(dist, sources)
+    assert driver_dir(dist) == key == driver_dir(dist, dict(reversed(list(sources.items()))))
+    assert all(driver_dir(dist, {**sources, name: text + b"\n"}) != key for name, text in sources.items())
+    assert driver_dir(dist, {**sources, "Extra.java": b""}) != key
+    # A file's bytes moved into its neighbour is another driver.
+    assert driver_dir(dist, {"A.java": b"xy", "B.java": b""}) != driver_dir(dist, {"A.java": b"x", "B.java": b"y"})
 
 
 def test_help_is_one_line(compiled) -> None:
@@ -106,10 +126,12 @@ def test_bad_arguments_are_one_line_on_stderr(compiled, args: tuple[str, ...], m
 def test_a_source_javac_refuses_is_one_line_naming_its_first_error(compiled, monkeypatch, tmp_path: Path) -> None:
     java, dist, _ = compiled
     monkeypatch.setattr(txn_java, "cache_root", lambda: tmp_path)
-    monkeypatch.setattr(txn_java, "driver_source", lambda: b"package failsafe; class TxnDriver { int x = ; }\n")
+    sources = {**driver_sources(), "Session.java": b"package failsafe.txn; final class Session { int x = ; }\n"}
+    monkeypatch.setattr(txn_java, "driver_sources", lambda: sources)
     with pytest.raises(ProvisionError) as e:
         compiled_driver(java, dist)
-    assert "\n" not in str(e.value) and "javac could not compile TxnDriver.java" in str(e.value) and "error" in str(e.value)
+    message = str(e.value)
+    assert "\n" not in message and "javac could not compile failsafe's txn driver" in message and "Session.java" in message and "error" in message
     assert list((tmp_path / txn_java.CACHE_DIR).iterdir()) == []  # nothing half-made left in the cache
 
 
@@ -127,7 +149,7 @@ def test_the_drivers_send_errors_are_the_verifiable_tools_names_and_outcomes() -
 
     from failsafe.workloads.verifiable_events import JAVA_EXCEPTION_ERRORS
 
-    source = driver_source().decode()
+    source = driver_sources()["Errors.java"].decode()
     pairs = re.findall(r'"(\w+Exception)", "([A-Z_]+)"', source[source.index("String[] names"):])
     definite = set(re.findall(r'"(\w+Exception)"', source[source.index("DEFINITE_SEND_FAILURES ="):source.index("static {")]))
     expected = {name: error_name(KafkaError(code)) for name, code in JAVA_EXCEPTION_ERRORS.items()}

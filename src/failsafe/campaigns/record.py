@@ -20,9 +20,12 @@ EXPLANATIONS_KEPT = 5
 
 
 def lost_acknowledged(results: dict) -> int:
-    """Acknowledged writes lost by writers that promised durability (the counts less what lossy writers may lose)."""
-    counts = ((results.get("checkers") or {}).get("delivery") or {}).get("counts") or {}
-    return sum(int(counts.get(name) or 0) - int(counts.get(f"{name}-allowed") or 0) for name in ("lost", "lost-after-read"))
+    """Acknowledged writes lost by writers that promised durability (the counts less what lossy writers may lose), and writes of
+    committed transactions lost (the transactions checker's lost-write: a commit promises them all)."""
+    checkers = results.get("checkers") or {}
+    counts = (checkers.get("delivery") or {}).get("counts") or {}
+    committed_lost = int(((checkers.get("transactions") or {}).get("counts") or {}).get("lost-write") or 0)
+    return committed_lost + sum(int(counts.get(name) or 0) - int(counts.get(f"{name}-allowed") or 0) for name in ("lost", "lost-after-read"))
 
 
 def violations(results: dict) -> list[str]:

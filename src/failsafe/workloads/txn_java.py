@@ -1,9 +1,10 @@
 """failsafe's transactional writer and consume-transform-produce worker on Kafka's Java client (``driver = "kafka-java"``).
 
-The driver is one Java file of failsafe's own, ``java/TxnDriver.java``, that writes exactly the ops of the librdkafka
-workers (txn_producer.py, ctp.py) under the same outcome rules (txn_session.py). It is compiled at first use with the
-JDK's javac against the Kafka distribution's jars, into the cache (``txn-driver/kafka-VERSION-HASH``, keyed by the
-source's hash and the Kafka version), and needs nothing else.
+The driver is a Java package of failsafe's own, ``failsafe.txn`` in ``java/failsafe/txn/`` (main class ``TxnDriver``),
+that writes exactly the ops of the librdkafka workers (txn_producer.py, ctp.py) under the same outcome rules
+(txn_session.py). Its files are compiled together at first use with the JDK's javac against the Kafka distribution's
+jars, into the cache (``txn-driver/kafka-VERSION-HASH``, keyed by the hash of every source file, in name order, and the
+Kafka version), and need nothing else.
 
 The worker process *becomes* the JVM (``exec``) once it has written its client-config op, rather than running it as a
 child like Kafka's verifiable tools (verifiable.py): the transactional-client faults act on the worker's pid (SIGSTOP
@@ -18,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -28,8 +30,10 @@ from failsafe.errors import ProvisionError, WorkloadFailed
 from failsafe.supervisor import run_to_end
 from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, TxnSpec
 
-MAIN_CLASS = "failsafe.TxnDriver"
-SOURCE_NAME = "TxnDriver.java"
+MAIN_CLASS = "failsafe.txn.TxnDriver"
+# The driver's package directory under failsafe/workloads: every .java file in it is compiled, and hashed into the cache key.
+SOURCE_DIR = ("java", "failsafe", "txn")
+SOURCE_LABEL = "failsafe's txn driver (java/failsafe/txn/*.java)"
 CACHE_DIR = "txn-driver"
 _COMPILED_MARKER = ".compiled"
 JAVAC_TIMEOUT_S = 300.0
@@ -89,14 +93,24 @@ def java_effective_properties(spec: TxnSpec) -> dict[str, str]:
 
 
 # -- compiling --------------------------------------------------------------------------------------------------------
-def driver_source() -> bytes:
-    return (resources.files("failsafe.workloads") / "java" / SOURCE_NAME).read_bytes()
+def driver_sources() -> dict[str, bytes]:
+    """The driver's source files, name to content, in name order."""
+    package = resources.files("failsafe.workloads").joinpath(*SOURCE_DIR)
+    sources = {f.name: f.read_bytes() for f in sorted(package.iterdir(), key=lambda f: f.name) if f.name.endswith(".java") and f.is_file()}
+    if not sources:
+        raise ProvisionError(f"{SOURCE_LABEL} is missing from failsafe's installation: reinstall failsafe")
+    return sources
 
 
-def driver_dir(dist: KafkaDist, source: bytes | None = None) -> Path:
+def driver_dir(dist: KafkaDist, sources: Mapping[str, bytes] | None = None) -> Path:
     """Where the driver's classes for this Kafka live (they may not be compiled yet)."""
-    digest = hashlib.sha256((source if source is not None else driver_source()) + dist.version.encode()).hexdigest()[:12]
-    return cache_root() / CACHE_DIR / f"kafka-{dist.version}-{digest}"
+    h = hashlib.sha256()
+    # Name and length before each content, in name order: the key changes with any file's name or content, never with listing order.
+    for name, text in sorted((sources if sources is not None else driver_sources()).items()):
+        h.update(f"{name}\0{len(text)}\0".encode())
+        h.update(text)
+    h.update(dist.version.encode())
+    return cache_root() / CACHE_DIR / f"kafka-{dist.version}-{h.hexdigest()[:12]}"
 
 
 def find_javac(java: Java) -> Path:
@@ -110,13 +124,13 @@ def find_javac(java: Java) -> Path:
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
-    raise ProvisionError(f"no javac found: driver = \"kafka-java\" compiles failsafe's {SOURCE_NAME} at first use; {JAVAC_HINT}")
+    raise ProvisionError(f"no javac found: driver = \"kafka-java\" compiles {SOURCE_LABEL} at first use; {JAVAC_HINT}")
 
 
 def compiled_driver(java: Java, dist: KafkaDist) -> Path:
     """The driver's class directory for this Kafka, compiled now if it is not in the cache yet."""
-    source = driver_source()
-    home = driver_dir(dist, source)
+    sources = driver_sources()
+    home = driver_dir(dist, sources)
     classes = home / "classes"
     if (home / _COMPILED_MARKER).is_file():
         return classes
@@ -125,12 +139,15 @@ def compiled_driver(java: Java, dist: KafkaDist) -> Path:
     # Compiled aside and renamed into place: two workers starting at once each compile, and the first rename wins.
     staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.", dir=home.parent))
     try:
-        (staging / SOURCE_NAME).write_bytes(source)
+        src = staging.joinpath("src", *SOURCE_DIR[1:])
+        src.mkdir(parents=True)
+        for name, text in sources.items():
+            (src / name).write_bytes(text)
         cmd = [str(javac), "--release", str(MIN_JAVA_MAJOR), "-encoding", "UTF-8", "-nowarn", "-cp", dist.classpath,
-               "-d", str(staging / "classes"), str(staging / SOURCE_NAME)]
+               "-d", str(staging / "classes"), *(str(src / name) for name in sources)]
         done = run_to_end(cmd, name="javac (TxnDriver)", timeout_s=JAVAC_TIMEOUT_S)
         if done.returncode != 0:
-            raise ProvisionError(f"javac could not compile {SOURCE_NAME} against Kafka {dist.version}'s jars: {_first_error(done.output)}")
+            raise ProvisionError(f"javac could not compile {SOURCE_LABEL} against Kafka {dist.version}'s jars: {_first_error(done.output)}")
         (staging / _COMPILED_MARKER).write_text(f"kafka {dist.version}\n")
         try:
             staging.rename(home)
