@@ -148,8 +148,6 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/transactions-failover.json",
         f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
         "--out docs/benchmarks/transactions-failover.json", True),
-    Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=6 TXN_MAX_TIME=8m bash benchmarks/campaigns.sh txn", False,
-        "the transactions workload per client and transaction.version, campaign.json cut as the others; about 25 min, not part of make bench"),
     Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )

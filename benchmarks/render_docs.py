@@ -80,7 +80,6 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_realtime,
 )
 from benchmarks.render_transactions import (  # noqa: E402
-    t_transactions_campaigns,
     t_transactions_epochs,
     t_transactions_failover,
     t_transactions_throughput,
@@ -478,7 +477,6 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-throughput": t_transactions_throughput,
     "transactions-epochs": t_transactions_epochs,
     "transactions-failover": t_transactions_failover,
-    "transactions-campaigns": t_transactions_campaigns,
 }
 
 

@@ -53,22 +53,3 @@ def t_transactions_failover(root: Path) -> str:
                   "longest time without a commit, s (median)", "transactions of unknown outcome, all runs", "anomalies seen"],
                  rows) + source(root, FAILOVER)
 
-
-TXN_ANOMALIES = ("aborted-read", "precommitted-read", "lost-write", "torn-transaction", "intermediate-read", "duplicate", "G1c")
-
-
-def t_transactions_campaigns(root: Path) -> str:
-    rels = sorted(p.relative_to(root).as_posix() for p in (root / "docs/benchmarks").glob("campaign-txn-*.json"))
-    rows = []
-    for rel in rels:
-        d = load(root, rel)
-        c, s = d["campaign"], d["summary"]
-        label = rel.removeprefix("docs/benchmarks/campaign-txn-").removesuffix(".json")
-        client, _, version = label.rpartition("-tv")
-        runs = d["runs"]
-        found = {name: sum(1 for r in runs if (r.get("anomalies") or {}).get(f"transactions.{name}")) for name in TXN_ANOMALIES}
-        rows.append([client, version, f"{s['runs_done']}/{c['runs']}", ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n) or "none",
-                     str(s["lost_acknowledged"]), ", ".join(f"{name} in {n} runs" for name, n in found.items() if n) or "none",
-                     ", ".join(c["faults"])])
-    return table(["client", "transaction.version", "runs", "verdicts", "committed writes lost", "transaction anomalies", "faults drawn"],
-                 rows) + source(root, *rels)

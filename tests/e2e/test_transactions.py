@@ -55,6 +55,7 @@ driver = "kafka-java"
 input = "txn-in"
 output = "txn-jout"
 group = "txn-jctp"
+batch = 100
 abort_probability = 0.1
 
 """

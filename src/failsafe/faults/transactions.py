@@ -1,7 +1,8 @@
 """Faults on the transactional clients (writers and consume-transform-produce processors), each with a transaction open.
 
-The workload waits until the client has begun a transaction (an observable moment: its txn op went down
-the pipe), then acts: writes made, no commit asked yet.
+The workload waits until the client's pipe shows a transaction begun with a write in it, then acts. The
+signal lands a moment after the pipe said so: usually before the commit, sometimes during it or in the
+next transaction; the history records however that transaction ended.
 
     kill-txn-client    SIGKILL; the undo starts a new instance with the same ``transactional.id``, whose
                        ``init_transactions`` fences the old epoch and aborts what was left open: a crash and

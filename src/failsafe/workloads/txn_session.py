@@ -25,8 +25,10 @@ from failsafe.workloads.outcomes import error_name, send_outcome
 
 INIT_TIMEOUT_S = 10.0
 _POLL_S = 0.05
-_FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH,
-                     KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+# Only a newer instance with the same transactional.id fences this one. INVALID_PRODUCER_EPOCH is not that: the coordinator
+# also bumps the epoch when it aborts a transaction that ran past transaction.timeout.ms (KIP-588); the producer is then
+# replaced like after any other error, and a real zombie is told _FENCED or PRODUCER_FENCED.
+_FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED})
 
 
 class Fenced(FailsafeError):
@@ -181,13 +183,9 @@ class TxnSession:
                 if error.retriable() and time.monotonic() < deadline and not self.stop.is_set():
                     continue
                 self._complete(OpType.INFO, error)
-                if error.txn_requires_abort():
-                    # librdkafka's way back to a usable producer; the outcome stays unknown whatever the abort says.
-                    try:
-                        producer.abort_transaction(self._remaining(time.monotonic() + self.commit_timeout_s))
-                        return OpType.INFO
-                    except KafkaException as abort_error:
-                        error = kafka_error(abort_error)
+                # Even when librdkafka says the transaction requires an abort: the EndTxn(commit) may be on its way, and an
+                # abort sent after it is KAFKA-17754's pattern. A new producer's init_transactions finishes it instead.
+                del producer
                 self._fatal_or_replace(error)
                 return OpType.INFO
 

@@ -20,6 +20,7 @@ from failsafe.clients.admin import log_end_offsets
 from failsafe.clients.kafka_tools import finalized_features, set_feature_level
 from failsafe.dist.java import find_java
 from failsafe.dist.kafka import kafka_dist
+from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, OpType, Process, event, op
 from failsafe.scenarios import setup
@@ -112,12 +113,17 @@ class TxnWorkload(LabWorkload):
         started = time.monotonic()
         drained = self._wait_processors(ctx, processors)
         pool.stop(processors)
+        # Every instance, not only the current ones: a zombie let go at the heal must not commit after the log is read.
+        pool.stop([w for w in pool.workers.values() if isinstance(w.spec, TxnProducerSpec | CtpSpec)])
         partitions = [(p["topic"], p["partition"]) for p in ctx.topology()]
         timeout_s = max(w.transaction_timeout_ms for w in s.writers + s.processors) / 1000 + STABLE_MARGIN_S  # type: ignore[operator]
         open_now: dict[tuple[str, int], tuple[int, int]] = {}
 
         def no_open_transaction() -> bool:
-            ends, stable = (log_end_offsets(ctx.bootstrap_servers, partitions, committed=c) for c in (False, True))
+            try:
+                ends, stable = (log_end_offsets(ctx.bootstrap_servers, partitions, committed=c) for c in (False, True))
+            except KafkaClientError:
+                return False  # a leader moving after the heal: not yet
             open_now.clear()
             open_now.update({tp: (stable[tp], ends[tp]) for tp in sorted(ends) if stable[tp] < ends[tp]})
             return not open_now
@@ -194,6 +200,8 @@ class TxnWorkload(LabWorkload):
     def pause_client(self, name: str) -> None:
         if name not in self.txn_specs:
             raise FaultError(f"{name} is not a transactional client of this run: they are {', '.join(self.txn_specs)}")
+        if name in self.paused:
+            raise FaultError(f"{name} is frozen already (another zombie-txn-client): one at a time")
         worker = self._with_open_txn(name)
         worker.child.signal(signal.SIGSTOP)
         self.paused[name] = worker
@@ -232,9 +240,9 @@ class TxnWorkload(LabWorkload):
 
     def tick(self) -> None:
         if self.pool is not None:
-            # A transactional client that exits 0 closed cleanly: stopped, or fenced by a newer instance (its close op says so).
-            txn = [w for w in self._txn_workers() if w.alive() or w.child.exit_code() != 0]
-            self.pool.check_alive(self.pool.producers() + self.pool.consumers() + txn)
+            # Every client's current instance must run until the drain: one that stops by itself (fenced with no newer instance
+            # of ours, a driver error) fails the run. A replaced instance (a zombie, fenced as it should be) is not watched.
+            self.pool.check_alive(self.pool.producers() + self.pool.consumers() + self._txn_workers())
 
     def progress(self) -> str:
         if self.pool is None:

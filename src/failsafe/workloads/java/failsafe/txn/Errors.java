@@ -11,9 +11,7 @@ import java.util.Set;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
-import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
-import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 
@@ -50,7 +48,9 @@ final class Errors {
 
     static boolean fenced(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException || t instanceof TransactionalIdAuthorizationException) {
+            // Only a newer instance with the same transactional.id fences: InvalidProducerEpochException is abortable
+            // (the coordinator aborted a transaction that ran past its timeout, and bumped the epoch), not a fence.
+            if (t instanceof ProducerFencedException) {
                 return true;
             }
         }

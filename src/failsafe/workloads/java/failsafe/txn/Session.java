@@ -258,6 +258,31 @@ final class Session {
         if (fenced(e)) {
             throw new Fenced(transactionalId + " was fenced: " + errorName(e));
         }
+        if (abortable(e)) {
+            // The Java client's own way back (KIP-588): abort on this producer, which bumps its epoch itself. A new producer
+            // would fence whoever holds the id now, and this instance may be a zombie that a newer one superseded: it
+            // must hear ProducerFencedException, not take the id back.
+            try {
+                producer.abortTransaction();
+                return;
+            } catch (KafkaException | IllegalStateException abortError) {
+                if (fenced(abortError)) {
+                    throw new Fenced(transactionalId + " was fenced: " + errorName(abortError));
+                }
+            }
+        }
         replace();
+    }
+
+    /** InvalidProducerEpochException (the coordinator bumped the epoch, e.g. aborting a transaction past its timeout) and
+     *  TransactionAbortableException: the client recovers from them by aborting. */
+    static boolean abortable(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.apache.kafka.common.errors.InvalidProducerEpochException
+                    || t instanceof org.apache.kafka.common.errors.TransactionAbortableException) {
+                return true;
+            }
+        }
+        return false;
     }
 }
