@@ -44,7 +44,8 @@ RECORD_SIZE = 16
 
 def cli(root: Path, *args: str) -> str:
     env = {**os.environ, "FAILSAFE_DIR": str(root)}
-    return subprocess.run([sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True, env=env).stdout
+    return subprocess.run([sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True, env=env,
+                          timeout=600).stdout
 
 
 def fresh_topic(root: Path) -> None:
@@ -88,14 +89,16 @@ def ours(bootstrap: str, seconds: float, writes: int, transactional_id: str) -> 
         pool = WorkerPool(recorder, supervisor, Path(tmp) / "logs")
         spec = TxnProducerSpec(process=transactional_id, topics=(TOPIC,), transactional_id=transactional_id, bootstrap_servers=bootstrap,
                                rate_per_s=0, min_writes=writes, max_writes=writes, keys=0, abort_probability=0.0)
-        worker = pool.start(spec)
-        wait_until(lambda: worker.txn_outcomes["ok"] > 0, 60, "the benchmark's transactional writer committed nothing", poll_interval_s=0.05)
-        first, t0 = worker.txn_outcomes["ok"], time.monotonic()
-        time.sleep(seconds)  # the measured window: a duration the benchmark asks for, not a synchronisation
-        committed, elapsed = worker.txn_outcomes["ok"] - first, time.monotonic() - t0
-        pool.stop([worker])
-        recorder.close()
-        supervisor.stop_all()
+        try:
+            worker = pool.start(spec)
+            wait_until(lambda: worker.txn_outcomes["ok"] > 0, 60, "the benchmark's transactional writer committed nothing", poll_interval_s=0.05)
+            first, t0 = worker.txn_outcomes["ok"], time.monotonic()
+            time.sleep(seconds)  # the measured window: a duration the benchmark asks for, not a synchronisation
+            committed, elapsed = worker.txn_outcomes["ok"] - first, time.monotonic() - t0
+            pool.stop([worker])
+        finally:
+            recorder.close()
+            supervisor.stop_all()
         outcomes = dict(worker.txn_outcomes)
     records = sum(outcomes.values()) * writes
     markers = log_end_offsets(bootstrap, [(TOPIC, 0)])[(TOPIC, 0)] - before - records

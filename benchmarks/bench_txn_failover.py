@@ -29,6 +29,7 @@ from benchmarks.common import write_summary  # noqa: E402
 SCENARIO = "txn-coordinator-kill"
 WRITER = "writer-0"
 TIMES = ("first_commit_ms", "first_new_commit_ms", "longest_gap_ms")
+RUN_TIMEOUT_S = 600
 
 
 def one_run(root: Path, runs: Path, version: int, client: str) -> dict:
@@ -37,8 +38,12 @@ def one_run(root: Path, runs: Path, version: int, client: str) -> dict:
         sets += [f"writers[*].driver={client}", f"processors[*].driver={client}"]
     cmd = [sys.executable, "-m", "failsafe.cli.main", "run", SCENARIO, "--dir", str(root), "--runs", str(runs),
            *[a for s in sets for a in ("--set", s)]]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
-    run_dir = max((runs / SCENARIO).iterdir(), key=lambda p: p.stat().st_mtime)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=RUN_TIMEOUT_S)
+    made = sorted((runs / SCENARIO).iterdir(), key=lambda p: p.stat().st_mtime) if (runs / SCENARIO).is_dir() else []
+    if not made or not (made[-1] / "results.json").is_file():
+        raise SystemExit(f"{SCENARIO} (transaction.version {version}, {client}) was not carried out (exit {done.returncode}): "
+                         f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    run_dir = made[-1]
     results = json.loads((run_dir / "results.json").read_text())
     checker = results["checkers"]["transactions"]
     [kill] = [f for f in checker.get("faults", []) if f["fault"] == "kill"]

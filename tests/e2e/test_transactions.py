@@ -28,10 +28,9 @@ def _ops(run_dir: Path) -> list[dict]:
 
 def _run(cluster, scenario: str, runs: Path, *overrides: str) -> tuple[Path, dict]:
     result = cluster.cli("run", scenario, "--runs", str(runs), *[a for o in overrides for a in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
-    [run_dir] = sorted(p for p in (runs / "txn-faults").iterdir() if p.is_dir())
-    results = json.loads((run_dir / "results.json").read_text())
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-2000:])
-    return run_dir, results
+    [run_dir] = sorted(p for p in (runs / "txn-faults").iterdir() if p.is_dir())
+    return run_dir, json.loads((run_dir / "results.json").read_text())
 
 
 # Added to the catalog's coordinator kill: Java clients, and client faults on a librdkafka and a Java one of each kind.

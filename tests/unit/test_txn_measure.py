@@ -32,3 +32,14 @@ def test_a_writer_that_never_commits_again_has_no_times() -> None:
 
 def test_no_fault_no_entries() -> None:
     assert commit_times(history(*committed("w", 0, 0, 900))) == []
+
+
+def test_a_measurement_that_fails_leaves_the_verdict_standing(monkeypatch) -> None:
+    import failsafe.checkers.transactions as transactions
+
+    def broken(history):
+        raise ValueError("no")
+
+    monkeypatch.setattr(transactions.txn_measure, "commit_times", broken)
+    result = transactions.check(history(*committed("w", 0, 0, 900)))
+    assert result["faults"] == [] and result["faults_error"] == "ValueError: no" and "error" not in result

@@ -45,6 +45,12 @@ def test_consumers_state_their_isolation_and_clients_are_named_by_index() -> Non
     ({"faults": [{"fault": "kill", "role": "txn-coordinator", "transactional_id": "ghost", "at_s": 1}]},
      "faults[0].transactional_id: 'ghost' must name one of the scenario's transactional ids: writer-0, writer-1, ctp-0"),
     ({"faults": [{"fault": "kill-txn-client", "client": "r-0", "at_s": 1, "duration_s": 1}]}, "faults[0].client: 'r-0' must name a transactional client"),
+    ({"writers": [{"name": "w", "topics": "a"}]}, "tx.writers[0].topics: 'a' is not valid: expected a list of topic names"),
+    ({"writers": [{"name": "w", "topics": ["a"], "transaction_timeout_ms": 0}]}, "tx.writers[0].transaction_timeout_ms: 0 must be positive"),
+    ({"writers": [{"name": "w", "topics": ["a"], "properties": {"enable.idempotence": False}}]},
+     "tx.writers[0].properties: enable.idempotence = 'false': a transactional producer needs true"),
+    ({"processors": [{"name": "p", "input": "in", "output": "out", "group": "g", "properties": {"acks": 1}}]},
+     "tx.processors[0].properties: acks = '1': a transactional producer needs all or -1"),
 ])
 def test_bad_txn_scenarios_are_refused_naming_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError) as e:

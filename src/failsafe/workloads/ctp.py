@@ -115,6 +115,7 @@ def run_ctp(spec: CtpSpec, out: OpWriter, stop: threading.Event, logger: object 
 
 
 COMMITTED_TIMEOUT_S = 10.0
+RETRY_BACKOFF_S = 0.5
 
 
 def _resume_from_committed(consumer: Consumer, batch: list[Message], stop: threading.Event) -> None:
@@ -125,7 +126,7 @@ def _resume_from_committed(consumer: Consumer, batch: list[Message], stop: threa
             committed = consumer.committed(partitions, timeout=COMMITTED_TIMEOUT_S)
             break
         except KafkaException:
-            continue
+            stop.wait(RETRY_BACKOFF_S)  # the group coordinator moving: ask again, not in a tight loop
     else:
         return
     for tp in committed:

@@ -57,7 +57,10 @@ class TxnSession:
     # -- the producer ---------------------------------------------------------------------------------
     def open(self) -> None:
         """A new producer, its transactions initialised (retried while the coordinator cannot be reached)."""
-        self.producer = Producer(self.config)
+        try:
+            self.producer = Producer(self.config)
+        except KafkaException as e:
+            raise FailsafeError(f"{self.transactional_id}: librdkafka refused the producer's settings: {kafka_error(e).str()}") from None
         while True:
             try:
                 self.producer.init_transactions(INIT_TIMEOUT_S)
@@ -114,6 +117,8 @@ class TxnSession:
                 producer.produce(topic, value=value, key=key, on_delivery=self._reporter(send_id))
                 break
             except BufferError:
+                if self.stop.is_set():
+                    raise KafkaException(KafkaError(KafkaError._QUEUE_FULL, "stopped while the producer's queue was full")) from None
                 producer.poll(_POLL_S)
             except KafkaException as e:
                 self.in_flight.pop(send_id, None)

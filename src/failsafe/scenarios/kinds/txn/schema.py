@@ -87,6 +87,16 @@ class TxnScenario(LabScenario):
                 "client_logs": {**manifest["client_logs"], **{n: f"logs/{n}.client.log" for n in names}}}
 
 
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of topic names, e.g. [\"txn-a\", \"txn-b\"]")
+    return tuple(value)
+
+
+# What Kafka requires of a transactional producer: a writer's properties may not say otherwise.
+REQUIRED_PRODUCER = {"enable.idempotence": ("true",), "acks": ("all", "-1")}
+
+
 def _probability(value: object) -> float:
     number = positive(value)
     if number > 1:
@@ -98,7 +108,7 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
     name = scenario_name(data)
     refuse_unknown(data, name, TOP)
     writers = tuple(take(w, f"{name}.writers[{i}]", Writers, ("name", "topics"),
-                         {"topics": tuple, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
+                         {"topics": _names, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
                     for i, w in enumerate(tables(data, "writers", name)))
     processors = tuple(take(p, f"{name}.processors[{i}]", Processors, ("name", "input", "output", "group"),
                             {"abort_probability": _probability, "properties": str_dict})
@@ -134,6 +144,14 @@ def _validate(s: TxnScenario) -> None:
         _check_driver(f"{where}.writers[{i}].driver", client.driver)
     for i, client in enumerate(s.processors):
         _check_driver(f"{where}.processors[{i}].driver", client.driver)
+    for i, client in enumerate((*s.writers, *s.processors)):
+        table = f"writers[{i}]" if i < len(s.writers) else f"processors[{i - len(s.writers)}]"
+        if client.transaction_timeout_ms <= 0:
+            raise fail(f"{where}.{table}.transaction_timeout_ms", f"{client.transaction_timeout_ms} must be positive")
+        for key, allowed in REQUIRED_PRODUCER.items():
+            if key in client.properties and client.properties[key].lower() not in allowed:
+                raise fail(f"{where}.{table}.properties", f"{key} = {client.properties[key]!r}: a transactional producer needs "
+                                                          f"{' or '.join(allowed)}")
     for i, w in enumerate(s.writers):
         bad = [t for t in w.topics if t not in topics]
         if bad or not w.topics:
