@@ -40,6 +40,7 @@ def test_consumers_state_their_isolation_and_clients_are_named_by_index() -> Non
     ({"processors": [{"name": "p", "input": "in", "output": "in", "group": "g"}]}, "input and output must be different topics"),
     ({"processors": [{"name": "p", "input": "in", "output": "x", "group": "g"}]}, "tx.processors[0].output: 'x' is not one of"),
     ({"transactions": {"version": 5}}, "tx.transactions.version: 5 must be 0, 1 or 2"),
+    ({"processors": [{"name": "p", "input": "a", "output": "out", "group": "g"}]}, "tx.processors[0].input: 'a' is written in transactions"),
     ({"consumers": [{"name": "r", "topics": ["a"], "properties": {"isolation.level": "dirty"}}]}, "isolation.level must be one of"),
     ({"writers": [], "processors": []}, "needs [[writers]] or [[processors]]"),
     ({"faults": [{"fault": "kill", "role": "txn-coordinator", "transactional_id": "ghost", "at_s": 1}]},

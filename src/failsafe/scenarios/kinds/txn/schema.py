@@ -166,6 +166,11 @@ def _validate(s: TxnScenario) -> None:
                 raise fail(f"{where}.processors[{i}].{field_name}", f"{getattr(p, field_name)!r} is not one of the scenario's topics {sorted(topics)}")
         if p.input == p.output:
             raise fail(f"{where}.processors[{i}]", "input and output must be different topics")
+        transactional = {t for w in s.writers for t in w.topics} | {q.output for q in s.processors}
+        if p.input in transactional:
+            # Its end is a transaction marker no reader is ever given, so the drain could not tell when it read it all.
+            raise fail(f"{where}.processors[{i}].input", f"{p.input!r} is written in transactions: a processor reads a topic that "
+                                                         "[[producers]] write (the drain cannot yet tell when a transactional input was read to its end)")
         if p.count < 1 or p.batch < 1:
             raise fail(f"{where}.processors[{i}]", "count and batch must be at least 1")
     names = [p.name for p in s.producers] + [c.name for c in s.consumers] + [w.name for w in s.writers] + [p.name for p in s.processors]
