@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from failsafe.history.recorder import OpWriter
-from failsafe.workloads.txn_session import Fenced, TxnSession
+from failsafe.workloads.txn_session import SUPERSEDED, Fenced, TxnSession
 
 
 def session() -> tuple[TxnSession, list[str]]:
@@ -19,12 +19,27 @@ def session() -> tuple[TxnSession, list[str]]:
     return s, replaced
 
 
+@pytest.fixture
+def superseded():
+    SUPERSEDED.set()
+    yield
+    SUPERSEDED.clear()
+
+
 @pytest.mark.parametrize("code", [KafkaError._FENCED, KafkaError.PRODUCER_FENCED])
-def test_a_newer_instance_fences_this_one(code: int) -> None:
+def test_a_worker_a_newer_instance_superseded_stops_when_fenced(code: int, superseded) -> None:
     s, replaced = session()
     with pytest.raises(Fenced, match="writer-0 was fenced"):
         s._fatal_or_replace(KafkaError(code, fatal=True))
     assert replaced == []
+
+
+def test_a_fence_without_a_newer_instance_replaces_the_producer() -> None:
+    # librdkafka says _FENCED also when the coordinator aborted a transaction that outlived its timeout (a coordinator
+    # killed for longer than transaction.timeout.ms): no other instance holds the id, so this one goes on with a new producer.
+    s, replaced = session()
+    s._fatal_or_replace(KafkaError(KafkaError._FENCED, fatal=True))
+    assert replaced == ["replaced"]
 
 
 @pytest.mark.parametrize("error", [KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, fatal=True), KafkaError(KafkaError.INVALID_PRODUCER_EPOCH),

@@ -35,6 +35,12 @@ class Fenced(FailsafeError):
     """Another producer with the same transactional.id took over: this one must stop (a zombie)."""
 
 
+# Set in a worker that a newer instance of its client superseded (the workload signals it: workloads/worker.py). librdkafka says
+# _FENCED both to a zombie and to a producer whose transaction its coordinator aborted on timeout (INVALID_PRODUCER_EPOCH,
+# normalized): only a superseded worker stops; any other replaces its producer, as an application would.
+SUPERSEDED = threading.Event()
+
+
 def kafka_error(e: KafkaException) -> KafkaError:
     return e.args[0]
 
@@ -67,7 +73,7 @@ class TxnSession:
                 return
             except KafkaException as e:
                 error = kafka_error(e)
-                if error.code() in _FENCED:
+                if error.code() in _FENCED and SUPERSEDED.is_set():
                     raise Fenced(f"init_transactions: {error_name(error)}") from None
                 if not error.retriable() or self.stop.is_set():
                     raise FailsafeError(f"init_transactions of {self.transactional_id}: {error_name(error)}: {error.str()}") from None
@@ -200,7 +206,7 @@ class TxnSession:
         self.out.flush()
 
     def _fatal_or_replace(self, error: KafkaError) -> None:
-        if error.code() in _FENCED:
+        if error.code() in _FENCED and SUPERSEDED.is_set():
             raise Fenced(f"{self.transactional_id} was fenced: {error_name(error)}")
         self.replace()
 

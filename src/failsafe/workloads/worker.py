@@ -27,6 +27,7 @@ from failsafe.workloads.producer import run_producer
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
 from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properties
 from failsafe.workloads.txn_producer import run_txn_producer
+from failsafe.workloads.txn_session import SUPERSEDED
 from failsafe.workloads.txn_specs import KAFKA_JAVA, TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
 from failsafe.workloads.verifiable import VERIFIABLE_KINDS, VerifiableSpec, run_verifiable, verifiable_spec_from_json
 
@@ -101,6 +102,8 @@ def main(argv: list[str]) -> int:
     spec = decode_spec(orjson.loads(argv[0]))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # A newer instance of this transactional client took over (faults/transactions.py): a fence from now on means stop.
+    signal.signal(signal.SIGUSR1, lambda *_: SUPERSEDED.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     out = OpWriter(sys.stdout.buffer, spec.process)

@@ -209,6 +209,10 @@ class TxnWorkload(LabWorkload):
     def resume_client(self, name: str) -> None:
         worker = self.paused.pop(name, None)
         if worker is not None:
+            if getattr(worker.spec, "driver", "librdkafka") == "librdkafka":
+                # librdkafka says _FENCED to a zombie and to a producer whose transaction timed out alike: tell this one it was
+                # superseded, so that its fence stops it (the Java client names the two apart: ProducerFencedException).
+                worker.child.signal(signal.SIGUSR1)
             worker.child.signal(signal.SIGCONT)
 
     def _with_open_txn(self, name: str) -> Worker:
