@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError, TopicPartition
 
@@ -15,12 +16,30 @@ _BATCH = 500
 _POLL_S = 0.1
 
 
-def _partitions(tps: list[TopicPartition]) -> list[dict]:
+def partitions(tps: list[TopicPartition]) -> list[dict]:
     return [{"topic": tp.topic, "partition": tp.partition} for tp in tps]
 
 
-def _decode(data: bytes | None) -> str | None:
+def decode(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def membership_callbacks(out: OpWriter, group: str | None) -> tuple[Callable, Callable, Callable]:
+    """on_assign, on_revoke and on_lost for subscribe(): each change of the assignment written, and down the pipe at once."""
+
+    def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op(OpType.INFO, Op.ASSIGN, group=group, partitions=partitions(tps))
+        out.flush()
+
+    def on_revoke(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=partitions(tps))
+        out.flush()
+
+    def on_lost(c: Consumer, tps: list[TopicPartition]) -> None:
+        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=partitions(tps), lost=True)
+        out.flush()
+
+    return on_assign, on_revoke, on_lost
 
 
 def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logger: object | None = None) -> None:
@@ -41,17 +60,7 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
         config["logger"] = logger
     consumer = Consumer(config)
 
-    def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.ASSIGN, group=group, partitions=_partitions(tps))
-        out.flush()
-
-    def on_revoke(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps))
-        out.flush()
-
-    def on_lost(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps), lost=True)
-        out.flush()
+    on_assign, on_revoke, on_lost = membership_callbacks(out, group)
 
     try:
         if group is not None:
@@ -75,7 +84,7 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
                         out.op(OpType.FAIL, Op.POLL, group=group, error=error_name(error))
                     continue
                 records.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
-                                "key": _decode(m.key()), "value": _decode(m.value())})
+                                "key": decode(m.key()), "value": decode(m.value())})
                 good.append(m)
             if records:
                 out.op(OpType.OK, Op.POLL, group=group, records=records)

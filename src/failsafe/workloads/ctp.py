@@ -15,7 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
-from failsafe.workloads.consumer import _decode, _partitions
+from failsafe.workloads.consumer import decode, membership_callbacks
 from failsafe.workloads.outcomes import error_name
 from failsafe.workloads.producer import value_for
 from failsafe.workloads.txn_session import Fenced, TxnSession, kafka_error
@@ -49,17 +49,7 @@ def run_ctp(spec: CtpSpec, out: OpWriter, stop: threading.Event, logger: object 
     consumer = Consumer(consumer_config)
     group = spec.group
 
-    def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.ASSIGN, group=group, partitions=_partitions(tps))
-        out.flush()
-
-    def on_revoke(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps))
-        out.flush()
-
-    def on_lost(c: Consumer, tps: list[TopicPartition]) -> None:
-        out.op(OpType.INFO, Op.REVOKE, group=group, partitions=_partitions(tps), lost=True)
-        out.flush()
+    on_assign, on_revoke, on_lost = membership_callbacks(out, group)
 
     seq = begun = 0
     fenced: str | None = None
@@ -83,12 +73,12 @@ def run_ctp(spec: CtpSpec, out: OpWriter, stop: threading.Event, logger: object 
                 continue
             begun += 1
             out.op(OpType.OK, Op.POLL, group=group, txn=txn, records=[
-                {"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "key": _decode(m.key()), "value": _decode(m.value())}
+                {"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "key": decode(m.key()), "value": decode(m.value())}
                 for m in batch])
             try:
                 for m in batch:
                     seq += 1  # before the write: a value refused once is never written again by a later one
-                    session.produce(spec.output_topic, _decode(m.key()), value_for(spec.process, seq - 1, 0))
+                    session.produce(spec.output_topic, decode(m.key()), value_for(spec.process, seq - 1, 0))
             except KafkaException as e:
                 session.abort(kafka_error(e))
                 _rewind(consumer, batch)

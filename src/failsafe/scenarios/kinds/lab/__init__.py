@@ -28,13 +28,13 @@ def _judge(run_dir: RunDir, scenario: Any) -> tuple[dict, Any]:
     return judge_history_run(run_dir, scenario, CHECKERS)
 
 
-def _show(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
+def show_summary(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
     from failsafe.reports.terminal import render_summary
 
     render_summary(console, results, history, run_dir=run_dir.path)
 
 
-def _report(run_dir: RunDir, results: dict, history: Any) -> Path:
+def write_lab_report(run_dir: RunDir, results: dict, history: Any) -> Path:
     from failsafe.reports.html import write_report
 
     return write_report(run_dir.path, results, history, run_dir.scenario_data(), run_dir.manifest())
@@ -43,7 +43,7 @@ def _report(run_dir: RunDir, results: dict, history: Any) -> Path:
 KIND = register(ScenarioKind(
     name="lab",
     summary="verifying producers and consumers on one cluster, the seeds' experiments",
-    parser=parse_lab, workload=_workload, judge=_judge, show=_show, report=_report,
+    parser=parse_lab, workload=_workload, judge=_judge, show=show_summary, report=write_lab_report,
     offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
     checkers=CHECKERS, actions=COMMON_ACTIONS, default=True,
 ))
