@@ -6,6 +6,7 @@
 # clients) within the safe envelope; anything-goes: 30 runs of the client matrix with no envelope.
 # txn: the transactions workload (docs/transactions.md) for each client (librdkafka, kafka-java) and transaction.version
 # (2, 1), TXN_RUNS runs each (default 50), coordinator, leader and client faults within the safe envelope; not part of all.
+# TXN_FIRST=N goes on from run N of the same seed and merges the new runs into the stored campaign-txn-*.json.
 # Each campaign's campaign.json goes to docs/benchmarks/campaign-<what>.json with the machine's run
 # directories cut to their names. A campaign with INVALID runs exits 1: that is what is counted, so it
 # does not stop the script.
@@ -27,7 +28,12 @@ campaign() {
   echo "   exit $?" >&2
   local made
   made=$(ls -td "$DIR/$label"/*/ 2>/dev/null | head -1)
-  [ -n "$made" ] && $PY benchmarks/store_campaign.py "$made/campaign.json" "$OUT/campaign-$label.json"
+  # A part that goes on where an earlier one stopped (--first-run above 0) is merged into what is stored of it.
+  local earlier=""
+  if [[ " $* " == *" --first-run "* && " $* " != *" --first-run 0 "* && -f "$OUT/campaign-$label.json" ]]; then
+    earlier="$OUT/campaign-$label.json"
+  fi
+  [ -n "$made" ] && $PY benchmarks/store_campaign.py "$made/campaign.json" $earlier "$OUT/campaign-$label.json"
 }
 
 if [ "$WHAT" = safe ] || [ "$WHAT" = all ]; then
@@ -47,7 +53,7 @@ if [ "$WHAT" = txn ]; then
           -e "s/^name = \"ctp\"$/name = \"ctp\"\ndriver = \"$client\"/" \
           src/failsafe/campaigns/workloads/transactions.toml > "$workload"
       campaign "txn-$client-tv$version" --workload "$workload" --faults kill,pause,restart,kill-txn-client,zombie-txn-client \
-        --runs "${TXN_RUNS:-50}" --seed 2913 --duration-s 20 --envelope safe --max-time "${TXN_MAX_TIME:-75m}"
+        --runs "${TXN_RUNS:-50}" --first-run "${TXN_FIRST:-0}" --seed 2913 --duration-s 20 --envelope safe --max-time "${TXN_MAX_TIME:-75m}"
     done
   done
 fi

@@ -148,6 +148,11 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/transactions-failover.json",
         f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
         "--out docs/benchmarks/transactions-failover.json", True),
+    Raw("docs/benchmarks/pipeline-sink-duplicates.json",
+        f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json", True),
+    Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=50 bash benchmarks/campaigns.sh txn", False,
+        "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each campaign.json with run "
+        "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench"),
     Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )

@@ -70,6 +70,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_profile,
     t_pipeline_profile_before,
     t_pipeline_scale,
+    t_pipeline_sink_duplicates,
     t_pipeline_speed,
     t_pipeline_state,
     t_pipeline_state_store,
@@ -80,6 +81,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_realtime,
 )
 from benchmarks.render_transactions import (  # noqa: E402
+    t_transactions_campaigns,
     t_transactions_epochs,
     t_transactions_failover,
     t_transactions_throughput,
@@ -477,6 +479,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-throughput": t_transactions_throughput,
     "transactions-epochs": t_transactions_epochs,
     "transactions-failover": t_transactions_failover,
+    "transactions-campaigns": t_transactions_campaigns,
+    "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
 }
 
 

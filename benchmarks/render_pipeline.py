@@ -283,3 +283,22 @@ def t_pipeline_profile(root: Path, rel: str = "docs/benchmarks/pipeline-profile.
             "Task run time is wall time summed over the stage's tasks; CPU time is what their threads got.")
     header = ["stage", "tasks", "wall (ms)", "task run time (ms)", "CPU (ms)", "GC (ms)", "records read (Kafka or shuffle)"]
     return table(header, rows) + note + source(root, rel)
+
+
+SINK_DUPLICATES = "docs/benchmarks/pipeline-sink-duplicates.json"
+
+
+def t_pipeline_sink_duplicates(root: Path) -> str:
+    d = load(root, SINK_DUPLICATES)
+    rows = []
+    for i, r in enumerate(d["rows"], start=1):
+        c = r["counts"]
+        batches = ", ".join(str(b["batch_id"]) for b in r["replayed"]) or "—"
+        rows.append([str(i), str(r["verdict"]), "exact" if r["sales_valid"] is True else f"**{r['sales_valid']}**", num(c.get("acknowledged", 0)),
+                     num(c.get("records", 0)), str(c.get("missing", 0)), num(c.get("duplicate", 0)),
+                     f"{num(c.get('duplicate_in_replayed_batch', 0))} (batch {batches}, {num(r['replayed_source_records'])} source records)"])
+    s = d["summary"]
+    rows.append(["**all**", ", ".join(f"{v} {n}" for v, n in s["verdicts"].items()), "", "", "", f"**{s['missing_total']}**",
+                 f"**{num(s['copies_total'])}** in {s['runs_with_copies']} of {s['runs']} runs", f"outside it: {s['copies_outside_replayed_batch']}"])
+    return table(["run", "verdict", "sales totals (foreachBatch sink)", "acknowledged purchases", "enriched records in the topic",
+                  "missing", "copies (Kafka sink)", "of them in the batch run first after the restart"], rows) + source(root, SINK_DUPLICATES)

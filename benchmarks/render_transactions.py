@@ -5,10 +5,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from benchmarks.render_base import load, num, source, table
+from benchmarks.render_base import RenderError, command_of, load, num, source, table
 
 THROUGHPUT = "docs/benchmarks/transactions-throughput.json"
 FAILOVER = "docs/benchmarks/transactions-failover.json"
+CAMPAIGNS = "docs/benchmarks/campaign-txn-*.json"
+# What the transactions checker can report (checkers/transactions.py), each shown even at 0: a count of 0 is a result.
+TXN_ANOMALIES = ("aborted-read", "precommitted-read", "lost-write", "torn-transaction", "intermediate-read", "duplicate", "G1c", "G0")
 
 
 def t_transactions_throughput(root: Path) -> str:
@@ -53,3 +56,22 @@ def t_transactions_failover(root: Path) -> str:
                   "longest time without a commit, s (median)", "transactions of unknown outcome, all runs", "anomalies seen"],
                  rows) + source(root, FAILOVER)
 
+
+
+def t_transactions_campaigns(root: Path) -> str:
+    rels = sorted(str(p.relative_to(root)) for p in root.glob(CAMPAIGNS))
+    if not rels:
+        raise RenderError(f"no {CAMPAIGNS}")
+    rows = []
+    for rel in rels:
+        d = load(root, rel)
+        c, s = d["campaign"], d["summary"]
+        counts = {a: sum(r["anomalies"].get(f"transactions.{a}", 0) for r in d["runs"]) for a in TXN_ANOMALIES}
+        showing = {a: sum(bool(r["anomalies"].get(f"transactions.{a}")) for r in d["runs"]) for a in TXN_ANOMALIES}
+        others = sorted({k for r in d["runs"] for k in r["anomalies"] if not k.startswith("transactions.")})
+        rows.append([f"`{c['workload']}`", f"{s['runs_done']}/{c['runs']}", ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n),
+                     str(s["lost_acknowledged"]), *(f"{num(counts[a])} ({showing[a]})" if counts[a] else "0" for a in TXN_ANOMALIES),
+                     ", ".join(f"`{k}` {sum(bool(r['anomalies'].get(k)) for r in d['runs'])}" for k in others) or "none"])
+    header = ["campaign (seed 2913)", "runs", "verdicts", "committed writes lost", *(f"{a} (runs)" for a in TXN_ANOMALIES),
+              "other checkers' anomalies (runs)"]
+    return table(header, rows) + "\n\nRendered from " + ", ".join(f"`{r}`" for r in rels) + f"; made by `{command_of(root, rels[0])}`."

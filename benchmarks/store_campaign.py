@@ -1,6 +1,10 @@
 """A campaign's campaign.json as docs/ keeps it: statistics made again from its run records, run directories cut to their names.
 
-    .venv/bin/python benchmarks/store_campaign.py CAMPAIGN_DIR/campaign.json docs/benchmarks/campaign-LABEL.json
+    .venv/bin/python benchmarks/store_campaign.py CAMPAIGN_DIR/campaign.json [MORE.json ...] docs/benchmarks/campaign-LABEL.json
+
+Several sources are parts of one campaign (the same seed, workload, faults, envelope and chaos length; a later
+part started with --first-run where an earlier one stopped): their runs are merged in run order, and a run
+index two parts both hold is refused. A stored file may be a source, so a campaign goes on part by part.
 """
 
 from __future__ import annotations
@@ -11,13 +15,36 @@ from pathlib import Path
 
 from failsafe.campaigns.stats import campaign_data, read_campaign
 
+SAME = ("seed", "workload", "faults", "envelope", "duration_s")
+PART = ("first_run", "runs", "started_at", "finished_at", "stopped", "command")
 
-def main(source: str, target: str) -> None:
-    data = read_campaign(Path(source))
-    runs = [{**r, "dir": "/".join(Path(r["dir"]).parts[-2:])} for r in data["runs"]]
-    Path(target).write_text(json.dumps(campaign_data(data["campaign"], runs), indent=1, default=str) + "\n")
+
+def merge(parts: list[dict]) -> dict:
+    first = parts[0]["campaign"]
+    runs: dict[int, dict] = {}
+    for part in parts:
+        differing = [k for k in SAME if part["campaign"].get(k) != first.get(k)]
+        if differing:
+            raise SystemExit(f"not parts of one campaign: {', '.join(differing)} differ")
+        for r in part["runs"]:
+            if r["run"] in runs:
+                raise SystemExit(f"run {r['run']} is in two parts")
+            runs[r["run"]] = {**r, "dir": "/".join(Path(r["dir"]).parts[-2:])}
+    if len(parts) == 1:
+        return campaign_data(first, list(runs.values()))
+    # A stored file that was merged before brings its own parts.
+    pieces = [piece for p in parts for piece in p["campaign"].get("parts") or [{k: p["campaign"].get(k) for k in PART}]]
+    campaign = {**first, "runs": sum(piece["runs"] for piece in pieces), "first_run": min(runs, default=0), "parts": pieces}
+    return campaign_data(campaign, [runs[i] for i in sorted(runs)])
+
+
+def main(sources: list[str], target: str) -> None:
+    data = merge([read_campaign(Path(source)) for source in sources])
+    Path(target).write_text(json.dumps(data, indent=1, default=str) + "\n")
     print(target)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    main(sys.argv[1:-1], sys.argv[-1])

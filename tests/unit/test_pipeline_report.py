@@ -88,3 +88,12 @@ def test_the_report_shows_verdict_totals_and_plots_and_refuses_latency_without_t
     assert page.count("<figure") == 4 and "latency p50 / p99 / max (s)</td><td>2.00 / 2.50 / 2.50" in page
     accelerated = render_pipeline_html(RESULTS, history(), PROGRESS, COMMITS, latencies, "accelerated")
     assert "latency p50 / p99 / max (s)</td><td>n/a" in accelerated and "<td>event-time clock</td><td>accelerated</td>" in accelerated
+
+
+def test_the_report_shows_the_enriched_stream_only_when_the_run_had_it() -> None:
+    latencies = record_latencies(purchases([(0, 0, 1.0)]), PROGRESS, COMMITS, TOPIC)
+    enriched = {"valid": True, "allow_duplicates": True, "replayed": [{"batch_id": 7, "start": {}, "end": {}}],
+                "counts": {"records": 5012, "acknowledged": 4800, "missing": 0, "duplicate": 212, "duplicate_in_replayed_batch": 212}}
+    page = render_pipeline_html({**RESULTS, "checkers": {"enriched": enriched}}, history(), PROGRESS, COMMITS, latencies, "wall")
+    assert "enriched stream (Spark&#x27;s Kafka sink)" in page and "from the batch run first after a restart (7)</td><td>212" in page
+    assert "enriched stream" not in render_pipeline_html(RESULTS, history(), PROGRESS, COMMITS, latencies, "wall")

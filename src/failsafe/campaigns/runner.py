@@ -54,6 +54,7 @@ class Campaign:
     settings: dict[str, Any]
     stop_on_invalid: bool = False
     max_time_s: float | None = None
+    first_run: int = 0  # the index of the first run: a campaign cut short goes on with the same seed from where it stopped
     records: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
 
@@ -65,7 +66,7 @@ class Campaign:
         # What campaign.json says while runs go on; how the campaign ended once it has.
         self.stopped = "running"
         try:
-            for run in range(self.runs):
+            for run in range(self.first_run, self.first_run + self.runs):
                 walls = [r["wall_s"] for r in self.records]
                 if self.max_time_s is not None and walls and time.monotonic() - started + statistics.median(walls) > self.max_time_s:
                     self.stopped = f"max-time: {self.max_time_s:g}s would be exceeded by another run"

@@ -15,6 +15,7 @@ from typing import Any
 import failsafe.checkers.availability as availability
 import failsafe.checkers.delivery as delivery
 import failsafe.checkers.dr as dr
+import failsafe.checkers.enriched as enriched
 import failsafe.checkers.order as order
 import failsafe.checkers.pipeline_run as pipeline_run
 import failsafe.checkers.rebalance as rebalance
@@ -30,7 +31,7 @@ Checker = Callable[[History, Mapping | None], CheckerResult]
 @dataclass(frozen=True)
 class CheckerInfo:
     name: str
-    check: Checker | None  # None: not a function of the history (sales compares a sink with a ledger: pipeline/verify.py)
+    check: Checker | None  # None: not a function of the history alone (sales and enriched compare a sink with a ledger)
     defaults: Mapping[str, Any]
     violations: Mapping[str, Side]
     # What the options must hold beyond their types (raises CheckerOptionError); checked when a scenario is parsed.
@@ -46,6 +47,7 @@ CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
     CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
     CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
+    CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
     CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS, transactions.check_options),
 )}
 
@@ -66,6 +68,7 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "pipeline.never-recovered",
     "dr.never-recovered",
     "transactions.lost-write",
+    "enriched.missing",
 )
 
 

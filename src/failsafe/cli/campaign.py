@@ -38,6 +38,8 @@ def _seconds(value: str | None) -> float | None:
 @click.option("--faults", default=None, metavar="F1,F2,...",
               help="Fault types to draw from [default: every type campaigns draw; see docs/campaigns.md].")
 @click.option("--runs", type=click.IntRange(1, 100000), default=10, show_default=True, help="How many runs.")
+@click.option("--first-run", type=click.IntRange(0, 100000), default=0, show_default=True,
+              help="The index of the first run: go on with a seed's schedules where an earlier campaign of it stopped.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
               help="The seed every schedule is drawn from; the same seed draws the same schedules [default: from the clock, printed].")
 @click.option("--duration-s", type=click.FloatRange(3, 3600), default=20.0, show_default=True, help="Each run's chaos phase, in seconds.")
@@ -53,7 +55,7 @@ def _seconds(value: str | None) -> float | None:
 @click.option("--heap", default=None, help="JVM heap of each node when the campaign starts its own cluster [default: 1G].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the campaign's directory goes [default: DIR/campaigns].")
-def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s: float, workload: str, envelope: str, stop_on_invalid: bool,
+def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | None, duration_s: float, workload: str, envelope: str, stop_on_invalid: bool,
                      max_time: str | None, cluster_dir: Path | None, base_port: int | None, heap: str | None, out_dir: Path | None) -> int:
     """Run randomized fault schedules on one cluster and judge every run.
 
@@ -73,10 +75,11 @@ def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s
     root = resolve_dir(cluster_dir)
     directory = (out_dir or root / "campaigns") / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     command = shlex.join(["failsafe", "campaign", "--workload", workload, "--faults", ",".join(plan.nemesis.faults), "--runs", str(runs),
-                          "--seed", str(seed), "--duration-s", f"{duration_s:g}", "--envelope", envelope])
+                          *(("--first-run", str(first_run)) if first_run else ()), "--seed", str(seed), "--duration-s", f"{duration_s:g}",
+                          "--envelope", envelope])
     settings = {"seed": seed, "workload": plan.workload, "faults": list(plan.nemesis.faults), "envelope": envelope,
                 "limits": {"brokers": plan.nemesis.limits.brokers, "controllers": plan.nemesis.limits.controllers},
-                "duration_s": duration_s, "runs": runs, "stop_on_invalid": stop_on_invalid, "max_time_s": budget, "command": command,
+                "duration_s": duration_s, "runs": runs, "first_run": first_run, "stop_on_invalid": stop_on_invalid, "max_time_s": budget, "command": command,
                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     started = time.monotonic()
 
@@ -84,7 +87,7 @@ def campaign_command(faults: str | None, runs: int, seed: int | None, duration_s
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     stdout.print(f"campaign: {directory}\nseed {seed}: {command}")
-    campaign = Campaign(plan, directory, seed, runs, settings, stop_on_invalid, budget)
+    campaign = Campaign(plan, directory, seed, runs, settings, stop_on_invalid, budget, first_run)
     with stderr.status("preparing") as status, placed_for([plan.scenario], root, base_port, heap, event, None, None) as (cluster, clusters, facts):
         settings["cluster"] = facts
 

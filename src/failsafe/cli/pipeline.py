@@ -37,8 +37,12 @@ def pipeline() -> None:
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
 @click.option("--max-offsets-per-trigger", type=click.IntRange(min=1), default=None, help="Cap on records per micro-batch.")
 @click.option("--no-publish", is_flag=True, help="Do not publish results to demo.sales-by-product.")
+@click.option("--enriched-topic", default=None, metavar="TOPIC",
+              help="Also publish the enriched purchase stream to TOPIC, a second query in the same Spark session "
+                   "(Spark's Kafka sink: at least once; created if missing).")
 def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_dir: Path, checkpoint_dir: Path, trigger_s: float,
-                available_now: bool, watermark_delay: str, master: str, max_offsets_per_trigger: int | None, no_publish: bool) -> int:
+                available_now: bool, watermark_delay: str, master: str, max_offsets_per_trigger: int | None, no_publish: bool,
+                enriched_topic: str | None) -> int:
     """Aggregate purchases per product and 1-minute window, exactly once, until stopped (Ctrl-C)."""
     from failsafe.dist.spark import spark_kafka_dist
     from failsafe.pipeline.job import RESULTS_TOPIC, PipelineConfig
@@ -58,7 +62,7 @@ def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_d
                           f"{rate:,.0f} rows/s · watermark {progress['watermark'] or '-'}")
 
         with stop_on_signals() as stop:
-            summary = run_pipeline(config, SessionSpec(master=master, jars=tuple(str(j) for j in dist.jars)), show, stop)
+            summary = run_pipeline(config, SessionSpec(master=master, jars=tuple(str(j) for j in dist.jars)), show, stop, enriched_topic)
     stdout.print(f"pipeline stopped after {summary.batches} batches of sales-by-product, {summary.input_rows} records read, "
                  f"{summary.rows_dropped_by_watermark} dropped as later than the watermark; sink in {output_dir}")
     if stop.is_set():

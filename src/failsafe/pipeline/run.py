@@ -16,13 +16,23 @@ from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.pipeline.checkpoint import check_layout, write_layout
 from failsafe.pipeline.intervals import interval_us
-from failsafe.pipeline.job import SALES_QUERY, PipelineConfig, QueryFailed, first_line, read_products, start_enriched_query, start_queries, watch
+from failsafe.pipeline.job import (
+    ENRICHED_QUERY,
+    SALES_QUERY,
+    PipelineConfig,
+    QueryFailed,
+    first_line,
+    read_products,
+    start_enriched_query,
+    start_queries,
+    watch,
+)
 from failsafe.pipeline.progress import Annotate, ProgressLog
 from failsafe.pipeline.session import SessionSpec, build_session
 from failsafe.pipeline.state_census import state_locations
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 RESULTS_PARTITIONS = 6
@@ -40,8 +50,8 @@ class RunSummary:
     last_batch: dict = field(default_factory=dict)
 
 
-def preflight(config: PipelineConfig) -> None:
-    """The cluster answers and the input topics exist; the results topic is created if missing."""
+def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> None:
+    """The cluster answers and the input topics exist; the results topic and ``extra_topics`` are created if missing."""
     try:
         interval_us(config.watermark_delay)
     except ValueError as e:
@@ -52,22 +62,33 @@ def preflight(config: PipelineConfig) -> None:
         if topic not in existing:
             raise UserError(f"topic {topic} does not exist at {config.bootstrap_servers}: "
                             "run 'failsafe simulate sales' first (it creates the demo topics)")
-    if config.results_topic and config.results_topic not in existing:
-        replication = min(3, len(topics.broker_ids()))
-        try:
-            topics.create(config.results_topic, RESULTS_PARTITIONS, replication, {})
-        except KafkaClientError as e:
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise
+    for topic in (config.results_topic, *extra_topics):
+        if topic and topic not in existing:
+            replication = min(3, len(topics.broker_ids()))
+            try:
+                topics.create(topic, RESULTS_PARTITIONS, replication, {})
+            except KafkaClientError as e:
+                if "TOPIC_ALREADY_EXISTS" not in str(e):
+                    raise
 
 
 def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None] = lambda _: None,
-                 stop: threading.Event | None = None) -> RunSummary:
-    """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls)."""
+                 stop: threading.Event | None = None, enriched_topic: str | None = None) -> RunSummary:
+    """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls).
+
+    ``enriched_topic``: the enriched purchase stream to that topic too, in the same Spark session (its own query and
+    checkpoint; Spark's Kafka sink, at least once), so that a fault of the driver hits both."""
     check_layout(config.checkpoint_dir)
-    preflight(config)
+    preflight(config, (enriched_topic,) if enriched_topic else ())
     write_layout(config.checkpoint_dir)
-    return _run(config, session, on_batch, stop, lambda spark, products: start_queries(spark, config, products))
+
+    def start(spark: SparkSession, products: DataFrame) -> dict[str, StreamingQuery]:
+        queries = start_queries(spark, config, products)
+        if enriched_topic:
+            queries |= start_enriched_query(spark, config, products, enriched_topic)
+        return queries
+
+    return _run(config, session, on_batch, stop, start, SALES_QUERY)
 
 
 def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtime_s: float | None,
@@ -76,7 +97,8 @@ def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtim
     preflight(replace(config, results_topic=topic))
     if realtime_s is not None:
         _check_task_slots(config, session.master)
-    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s))
+    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s),
+                ENRICHED_QUERY)
 
 
 def task_slots(master: str | None) -> int | None:
@@ -100,12 +122,13 @@ def _check_task_slots(config: PipelineConfig, master: str | None) -> None:
 
 
 def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None], stop: threading.Event | None,
-         start: Callable) -> RunSummary:
+         start: Callable, counted: str) -> RunSummary:
+    """Start the queries and watch them; the summary counts the batches of ``counted``."""
     spark = build_session(session)
     summary = RunSummary()
 
     def count(progress: dict) -> None:
-        if progress["query"] in ("sales-by-product", "enriched-purchases"):
+        if progress["query"] == counted:
             summary.batches += 1
             summary.input_rows += progress["num_input_rows"] or 0
             summary.rows_dropped_by_watermark += progress["rows_dropped_by_watermark"] or 0

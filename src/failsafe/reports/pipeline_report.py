@@ -161,9 +161,24 @@ def render_pipeline_html(results: dict[str, Any], history: History, progress: li
         _section("ledger and sink", _table("totals", ("total", "ledger", "sink"), total_rows, numeric_from=1) if total_rows
                  else f'<p class="empty">{escape("; ".join(results.get("reasons") or []) or "no verification")}</p>', "verification"),
         _section("the pipeline", _table("facts", ("fact", "value"), fact_rows), "pipeline"),
+        _enriched_section((results.get("checkers") or {}).get("enriched")),
         _section("over time", "".join(f'<figure id="plot-{fid}"><img alt="{escape(alt)}" src="{plots.svg_data_uri(fig)}">'
                                       f"<figcaption>{escape(alt)}</figcaption></figure>" for fid, alt, fig in figures), "plots"),
         _json_details("results.json", results, "results"),
     ]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(str(name))}: {escape(word)}</title>'
             f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
+
+
+def _enriched_section(enriched: dict[str, Any] | None) -> str:
+    """The enriched stream through Spark's Kafka sink (checkers.enriched), when the run had it."""
+    if enriched is None:
+        return ""
+    counts = enriched.get("counts") or {}
+    batches = ", ".join(str(b["batch_id"]) for b in enriched.get("replayed") or []) or "none"
+    rows = [("verdict", str(verdict(enriched.get("valid")))), ("records in the topic", fmt(counts.get("records"))),
+            ("acknowledged purchases", fmt(counts.get("acknowledged"))), ("acknowledged purchases missing", fmt(counts.get("missing"))),
+            ("copies of a record written before" + (" (allowed: at least once)" if enriched.get("allow_duplicates", True) else ""),
+             fmt(counts.get("duplicate"))),
+            (f"of them from the batch run first after a restart ({batches})", fmt(counts.get("duplicate_in_replayed_batch")))]
+    return _section("enriched stream (Spark's Kafka sink)", _table("enriched", ("fact", "value"), rows), "enriched")

@@ -49,5 +49,5 @@ KIND = register(ScenarioKind(
     summary="the sales simulator and the Spark pipeline, exactly-once while brokers and Spark die",
     parser=parse_pipeline, workload=_workload, judge=_judge, show=_show, report=_report,
     offers=frozenset({Need.NODES, Need.QUORUM, Need.SPARK_DRIVER, Need.SPARK_WORKERS}),
-    checkers=("pipeline", "sales"), run_options={"master": "pipeline.master"}, recognises=_recognises,
+    checkers=("pipeline", "sales", "enriched"), run_options={"master": "pipeline.master"}, recognises=_recognises,
 ))

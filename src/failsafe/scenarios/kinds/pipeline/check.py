@@ -43,6 +43,9 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     else:
         valid = combine_validity([facts["valid"], verification["valid"]])
     checkers = {"pipeline": facts, **({"sales": verification} if verification is not None else {})}
+    if decidable and getattr(getattr(scenario, "pipeline", None), "enriched", False):
+        checkers["enriched"] = _check_enriched(run_dir, history, options.get("enriched"))
+        valid = combine_validity([valid, checkers["enriched"]["valid"]])
     expectations = evaluate_all(scenario.expect, {**checkers, "checkers": checkers}) if scenario is not None else []
     valid = combine_validity([valid, *(e["valid"] for e in expectations)])
     results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None, "expectations": expectations,
@@ -51,6 +54,18 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     results = classify(results, scenario, history)
     write_results(run_dir, results)
     return results, history
+
+
+def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> dict[str, Any]:
+    """checkers.enriched over what the run read back of the enriched topic; a ledger that cannot be read is unknown."""
+    from failsafe.scenarios.kinds.pipeline.enriched import check_enriched
+    from failsafe.workloads.sales.ledger import read_ledger
+
+    try:
+        ledger = read_ledger(run_dir.path / "ledger")
+    except (UserError, OSError) as e:
+        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "reasons": [f"cannot read the ledger: {e}"]}
+    return check_enriched(run_dir.path / "output", ledger.purchases, history, options)
 
 
 def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: History) -> Path:
@@ -100,7 +115,26 @@ def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:
     console.print(table)
     if results["verification"] is not None:
         render_verification(results["verification"], console)
+    if (enriched := results["checkers"].get("enriched")) is not None:
+        console.print(_enriched_table(enriched))
     for reason in results["reasons"]:
         console.print(f"[yellow]undecided:[/] {reason}")
     word = run_verdict(results)
     console.print(f"{results.get('scenario', 'pipeline scenario')}: [{VERDICT_STYLE[word]}]{word}[/]")
+
+
+def _enriched_table(enriched: dict[str, Any]) -> Table:
+    from failsafe.reports.summary import verdict
+
+    counts = enriched.get("counts") or {}
+    table = Table(title=f"enriched purchases (Spark's Kafka sink): {verdict(enriched['valid'])}", show_header=False)
+    table.add_row("records in the topic", str(counts.get("records", "-")))
+    table.add_row("acknowledged purchases missing", str(counts.get("missing", "-")))
+    allowed = "allowed: the sink is at least once" if enriched.get("allow_duplicates", True) else "not allowed"
+    table.add_row("copies of a record written before", f"{counts.get('duplicate', '-')} ({allowed})")
+    if replayed := enriched.get("replayed"):
+        batches = ", ".join(str(batch["batch_id"]) for batch in replayed)
+        table.add_row(f"  of them from the batch run first after a restart ({batches})", str(counts.get("duplicate_in_replayed_batch", "-")))
+    for reason in enriched.get("reasons") or []:
+        table.add_row("undecided", reason)
+    return table

@@ -50,6 +50,9 @@ class PipelineSpec:
     master: str = "local[2]"  # local[N], spark://HOST:PORT, or "standalone"
     spark_workers: int = 2  # with master = "standalone"
     spark_port: int = 7077  # with master = "standalone": the master's port (see pipeline/standalone.py for the others)
+    # The enriched purchase stream too, to demo.purchases-enriched in the same Spark session (Spark's Kafka sink, at least
+    # once), read back after the run and judged by checkers.enriched.
+    enriched: bool = False
 
 
 @dataclass(frozen=True)

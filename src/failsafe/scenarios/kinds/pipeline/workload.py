@@ -19,12 +19,15 @@ from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, event
+from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, SALES_QUERY
 from failsafe.pipeline.progress import latest_by_query
 from failsafe.pipeline.sink import read_progress
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios import setup
 from failsafe.scenarios.base import TopicSpec
+from failsafe.scenarios.kinds.pipeline.enriched import ENRICHED_PARTITIONS
 from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
+from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
 from failsafe.supervisor import Child
 from failsafe.waiting import WaitTimeout, wait_until
@@ -36,7 +39,8 @@ DEMO_TOPICS = (
     TopicSpec("demo.inventories", 6, 3),
     TopicSpec("demo.sales-by-product", 6, 3),
 )
-QUERIES = ("sales-by-product",)  # the pipeline's one query (pipeline/job.py)
+ENRICHED_SPEC = TopicSpec(ENRICHED_TOPIC, ENRICHED_PARTITIONS, 3)
+READ_BACK_TIMEOUT_S = 60.0
 CATALOGUE_TIMEOUT_S = 60.0
 SIMULATOR_FINISH_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -58,6 +62,7 @@ class PipelineWorkload:
         self.spark: StandaloneCluster | None = None  # with pipeline.master = "standalone": the run's own Spark cluster
         self._driver_down = False  # while a kill-driver fault holds the pipeline down on purpose
         self._state_holder: int | None = None  # the worker kill-spark-worker holding-state resolved to
+        self.queries = (SALES_QUERY, ENRICHED_QUERY) if scenario.pipeline.enriched else (SALES_QUERY,)
 
     @property
     def output(self):
@@ -66,14 +71,14 @@ class PipelineWorkload:
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS, [])
+        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()), [])
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
         if self.scenario.pipeline.master == STANDALONE:
             self._start_spark()
         self._start_pipeline()
         timeout_s = self.scenario.pipeline.start_timeout_s
         # Spark runs batch 0 of the query at once, even on an empty topic: its progress says the query is up.
-        ctx.wait(lambda: set(QUERIES) <= set(latest_by_query(self.output)), timeout_s,
+        ctx.wait(lambda: set(self.queries) <= set(latest_by_query(self.output)), timeout_s,
                  f"the pipeline finished no micro-batch within {timeout_s:g}s (see {ctx.run_path / 'pipeline.log'})")
 
     def start(self, ctx: RunContext) -> None:
@@ -102,7 +107,7 @@ class PipelineWorkload:
 
         def caught_up() -> bool:
             latest = latest_by_query(self.output)
-            return all(_covers(latest.get(q, {}).get("end_offsets"), ends) for q in QUERIES)
+            return all(_covers(latest.get(q, {}).get("end_offsets"), ends) for q in self.queries)
 
         drained = False
         try:
@@ -117,6 +122,9 @@ class PipelineWorkload:
             code = self.pipeline.stop(STOP_TIMEOUT_S)
             ctx.recorder.record(event(Op.PIPELINE_STOP, process="pipeline", exit_code=code))
             self.pipeline = None
+        if self.scenario.pipeline.enriched:
+            # Everything the sink wrote, once the pipeline is down and can write no more: checkers.enriched's input.
+            read_log(ctx.bootstrap_servers, [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)], ctx.recorder, READ_BACK_TIMEOUT_S)
 
     def stop(self) -> None:
         for child in (self.simulator, self.pipeline):
@@ -220,7 +228,8 @@ class PipelineWorkload:
         ctx.recorder.record(event(Op.PIPELINE_START, process="pipeline", start=self.starts, master=self._master()))
         self.pipeline = ctx.supervisor.spawn(failsafe_command(
             "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--master", self._master(), "--output", str(self.output),
-            "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark),
+            "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark,
+            *(("--enriched-topic", ENRICHED_TOPIC) if s.pipeline.enriched else ())),
             name="pipeline", log_path=ctx.run_path / "pipeline.log", env=_unbuffered())
         self._driver_down = False
 

@@ -1,0 +1,71 @@
+"""Enriched: what Spark's Kafka sink wrote of the enriched purchase stream, against the simulator's ledger.
+
+Spark's Kafka sink is at least once (Spark's Structured Streaming + Kafka integration guide: "Kafka only
+supports at least once write semantics"): a micro-batch the driver had started but not committed when it
+died runs again after the restart, and what its tasks had already written is written a second time. Each
+enriched record carries the position of the purchase it came from (``source_partition``,
+``source_offset``), so a copy is told from a purchase the simulator sent twice.
+
+- ``missing``: an acknowledged purchase (the ledger's) of which the topic holds no record. Loss, never allowed.
+- ``duplicate``: every copy of a source position beyond its first. Counted always; a violation only with
+  ``allow_duplicates = false`` (a user who needs the sink to be exactly once).
+- ``duplicate_in_replayed_batch``: the copies whose source position lies in a batch the query ran first
+  after a restart of the pipeline (``replayed``, from its progress log): the attribution of the copies to
+  Spark's replay of an uncommitted batch.
+
+Pure: frames in, a result out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, examples, read_options, result
+
+DEFAULTS: dict = {"allow_duplicates": True}
+VIOLATIONS = {"missing": Side.PRODUCERS, "duplicate": Side.PRODUCERS}
+_SOURCE = ("source_partition", "source_offset")
+
+
+def check(acknowledged: pl.DataFrame, log: pl.DataFrame, failures: pl.DataFrame, replayed: Sequence[Mapping] = (),
+          options: Mapping | None = None) -> CheckerResult:
+    """``acknowledged``: the ledger's purchases (``transaction_id``); ``log``: the enriched topic as read back
+    (topic, partition, offset, key, value); ``failures``: its partitions that could not be read to the end;
+    ``replayed``: ``{"batch_id", "start": {partition: offset}, "end": {partition: offset}}`` of each batch run
+    first after a restart (source offsets, end exclusive)."""
+    opts = read_options(options, DEFAULTS, "enriched")
+    records = log.select(
+        "partition", "offset", pl.col("key").alias("transaction_id"),
+        *(pl.col("value").str.json_path_match(f"$.{name}").cast(pl.Int64, strict=False).alias(name) for name in _SOURCE))
+    copies = records.group_by(_SOURCE).agg(pl.len().alias("copies"), pl.col("partition").alias("partitions"),
+                                          pl.col("offset").alias("offsets")).filter(pl.col("copies") > 1)
+    duplicate = int((copies["copies"] - 1).sum()) if copies.height else 0
+    in_replayed = _in_ranges(copies, replayed)
+    replayed_duplicates = int((in_replayed["copies"] - 1).sum()) if in_replayed.height else 0
+    seen = records["transaction_id"].drop_nulls().unique()
+    missing = acknowledged.select("transaction_id").unique().filter(~pl.col("transaction_id").is_in(seen.implode()))
+    unreadable = failures.height
+    counts = {"records": records.height, "acknowledged": acknowledged.height, "missing": missing.height,
+              "duplicate": duplicate, "duplicated-sources": copies.height, "duplicate_in_replayed_batch": replayed_duplicates,
+              "unreadable-partitions": unreadable}
+    violations = (["missing"] if missing.height else []) + (["duplicate"] if duplicate and not opts["allow_duplicates"] else [])
+    valid = False if violations else UNKNOWN if unreadable else True
+    return result(valid, counts,
+                  {"missing": examples(missing), "duplicate": examples(copies.sort(_SOURCE)),
+                   "unreadable-partitions": examples(failures)},
+                  violations, allow_duplicates=opts["allow_duplicates"], replayed=[dict(r) for r in replayed],
+                  reasons=[f"{unreadable} partition(s) of the enriched topic could not be read to their end"] if unreadable else [])
+
+
+def _in_ranges(copies: pl.DataFrame, replayed: Sequence[Mapping]) -> pl.DataFrame:
+    if not replayed or copies.height == 0:
+        return copies.head(0)
+    ranges = pl.DataFrame(
+        [{"source_partition": int(p), "start": int(batch["start"].get(p, batch["start"].get(str(p), 0))), "end": int(end)}
+         for batch in replayed for p, end in batch["end"].items()],
+        schema={"source_partition": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+    joined = copies.join(ranges, on="source_partition")
+    inside = joined.filter((pl.col("source_offset") >= pl.col("start")) & (pl.col("source_offset") < pl.col("end")))
+    return inside.unique(subset=list(_SOURCE))
