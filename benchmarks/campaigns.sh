@@ -6,7 +6,8 @@
 # clients) within the safe envelope; anything-goes: 30 runs of the client matrix with no envelope.
 # txn: the transactions workload (docs/transactions.md) for each client (librdkafka, kafka-java) and transaction.version
 # (2, 1), TXN_RUNS runs each (default 50), coordinator, leader and client faults within the safe envelope; not part of all.
-# TXN_FIRST=N goes on from run N of the same seed and merges the new runs into the stored campaign-txn-*.json.
+# TXN_FIRST=N goes on from run N of the same seed up to TXN_RUNS in all, and merges the new runs into the stored
+# campaign-txn-*.json (the runs before N).
 # Each campaign's campaign.json goes to docs/benchmarks/campaign-<what>.json with the machine's run
 # directories cut to their names. A campaign with INVALID runs exits 1: that is what is counted, so it
 # does not stop the script.
@@ -24,16 +25,18 @@ campaign() {
   local label="$1"
   shift
   echo "== campaign $label: $*" >&2
+  local before made
+  before=$(ls -d "$DIR/$label"/*/ 2>/dev/null)
   $FS campaign "$@" --dir "$DIR/cluster" --out "$DIR/$label" > "$DIR/$label.out" 2>&1
   echo "   exit $?" >&2
-  local made
-  made=$(ls -td "$DIR/$label"/*/ 2>/dev/null | head -1)
+  # The directory this campaign made (an earlier part's is never taken for it).
+  made=$(ls -d "$DIR/$label"/*/ 2>/dev/null | grep -vxF -f <(printf '%s\n' "$before") | tail -1)
   # A part that goes on where an earlier one stopped (--first-run above 0) is merged into what is stored of it.
   local earlier=""
   if [[ " $* " == *" --first-run "* && " $* " != *" --first-run 0 "* && -f "$OUT/campaign-$label.json" ]]; then
     earlier="$OUT/campaign-$label.json"
   fi
-  [ -n "$made" ] && $PY benchmarks/store_campaign.py "$made/campaign.json" $earlier "$OUT/campaign-$label.json"
+  [ -n "$made" ] && [ -f "$made/campaign.json" ] && $PY benchmarks/store_campaign.py "$made/campaign.json" ${earlier:+"$earlier"} "$OUT/campaign-$label.json"
 }
 
 if [ "$WHAT" = safe ] || [ "$WHAT" = all ]; then
@@ -53,7 +56,7 @@ if [ "$WHAT" = txn ]; then
           -e "s/^name = \"ctp\"$/name = \"ctp\"\ndriver = \"$client\"/" \
           src/failsafe/campaigns/workloads/transactions.toml > "$workload"
       campaign "txn-$client-tv$version" --workload "$workload" --faults kill,pause,restart,kill-txn-client,zombie-txn-client \
-        --runs "${TXN_RUNS:-50}" --first-run "${TXN_FIRST:-0}" --seed 2913 --duration-s 20 --envelope safe --max-time "${TXN_MAX_TIME:-75m}"
+        --runs $(( ${TXN_RUNS:-50} - ${TXN_FIRST:-0} )) --first-run "${TXN_FIRST:-0}" --seed 2913 --duration-s 20 --envelope safe --max-time "${TXN_MAX_TIME:-75m}"
     done
   done
 fi

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from benchmarks.store_campaign import merge
 
 
@@ -22,7 +21,7 @@ def test_two_parts_of_one_campaign_are_one_campaign_of_both_parts_runs() -> None
     assert [r["run"] for r in data["runs"]] == [0, 1, 2, 3, 4] and data["campaign"]["runs"] == 5
     assert data["summary"]["runs_done"] == 5 and data["runs"][0]["dir"] == "r000/20261126T000000Z"
     again = merge([part(5, 1), data])  # a stored merge goes on with its parts
-    assert [p["first_run"] for p in again["campaign"]["parts"]] == [5, 2, 0] and again["campaign"]["runs"] == 6
+    assert [p["first_run"] for p in again["campaign"]["parts"]] == [0, 2, 5] and again["campaign"]["runs"] == 6
 
 
 def test_parts_of_different_campaigns_or_a_run_twice_are_refused() -> None:
@@ -30,3 +29,5 @@ def test_parts_of_different_campaigns_or_a_run_twice_are_refused() -> None:
         merge([part(0, 2), part(2, 2, seed=1)])
     with pytest.raises(SystemExit, match="run 1"):
         merge([part(0, 2), part(1, 2)])
+    with pytest.raises(SystemExit, match="gap"):
+        merge([part(0, 2), part(3, 2)])

@@ -30,42 +30,51 @@ _SOURCE = ("source_partition", "source_offset")
 
 
 def check(acknowledged: pl.DataFrame, log: pl.DataFrame, failures: pl.DataFrame, replayed: Sequence[Mapping] = (),
-          options: Mapping | None = None) -> CheckerResult:
+          options: Mapping | None = None, *, read_back: bool = True) -> CheckerResult:
     """``acknowledged``: the ledger's purchases (``transaction_id``); ``log``: the enriched topic as read back
     (topic, partition, offset, key, value); ``failures``: its partitions that could not be read to the end;
     ``replayed``: ``{"batch_id", "start": {partition: offset}, "end": {partition: offset}}`` of each batch run
-    first after a restart (source offsets, end exclusive)."""
+    first after a restart (source offsets, end exclusive); ``read_back``: whether the topic was read back at all.
+
+    A purchase is placed in a partition by its key's hash, which the ledger does not record: with a partition not
+    read to its end, or the topic not read at all, what looks missing may sit there, so the verdict is unknown
+    (the count is kept). A record whose value names no source cannot be told a copy or not: unknown too."""
     opts = read_options(options, DEFAULTS, "enriched")
     records = log.select(
         "partition", "offset", pl.col("key").alias("transaction_id"),
         *(pl.col("value").str.json_path_match(f"$.{name}").cast(pl.Int64, strict=False).alias(name) for name in _SOURCE))
-    copies = records.group_by(_SOURCE).agg(pl.len().alias("copies"), pl.col("partition").alias("partitions"),
-                                          pl.col("offset").alias("offsets")).filter(pl.col("copies") > 1)
+    placed = records.drop_nulls(list(_SOURCE))
+    unparseable = records.height - placed.height
+    copies = placed.group_by(_SOURCE).agg(pl.len().alias("copies"), pl.col("partition").alias("partitions"),
+                                         pl.col("offset").alias("offsets")).filter(pl.col("copies") > 1)
     duplicate = int((copies["copies"] - 1).sum()) if copies.height else 0
     in_replayed = _in_ranges(copies, replayed)
-    replayed_duplicates = int((in_replayed["copies"] - 1).sum()) if in_replayed.height else 0
     seen = records["transaction_id"].drop_nulls().unique()
-    missing = acknowledged.select("transaction_id").unique().filter(~pl.col("transaction_id").is_in(seen.implode()))
-    unreadable = failures.height
+    wanted = acknowledged.select("transaction_id").unique()
+    missing = wanted.filter(~pl.col("transaction_id").is_in(seen.implode()))
     counts = {"records": records.height, "acknowledged": acknowledged.height, "missing": missing.height,
-              "duplicate": duplicate, "duplicated-sources": copies.height, "duplicate_in_replayed_batch": replayed_duplicates,
-              "unreadable-partitions": unreadable}
-    violations = (["missing"] if missing.height else []) + (["duplicate"] if duplicate and not opts["allow_duplicates"] else [])
-    valid = False if violations else UNKNOWN if unreadable else True
+              "duplicate": duplicate, "duplicated-sources": copies.height,
+              "duplicate_in_replayed_batch": int((in_replayed["copies"] - 1).sum()) if in_replayed.height else 0,
+              "not-acknowledged": seen.len() - wanted.filter(pl.col("transaction_id").is_in(seen.implode())).height,
+              "unparseable": unparseable, "unreadable-partitions": failures.height}
+    reasons = ([] if read_back else ["the enriched topic was not read back"]) + \
+        ([f"{failures.height} partition(s) of the enriched topic could not be read to their end"] if failures.height else []) + \
+        ([f"{unparseable} record(s) name no source partition and offset"] if unparseable else [])
+    violations = (["missing"] if missing.height and read_back and not failures.height else []) + \
+        (["duplicate"] if duplicate and not opts["allow_duplicates"] else [])
+    valid = False if violations else UNKNOWN if reasons else True
     return result(valid, counts,
-                  {"missing": examples(missing), "duplicate": examples(copies.sort(_SOURCE)),
-                   "unreadable-partitions": examples(failures)},
-                  violations, allow_duplicates=opts["allow_duplicates"], replayed=[dict(r) for r in replayed],
-                  reasons=[f"{unreadable} partition(s) of the enriched topic could not be read to their end"] if unreadable else [])
+                  {"missing": examples(missing), "duplicate": examples(copies.sort(_SOURCE)), "unreadable-partitions": examples(failures)},
+                  violations, allow_duplicates=opts["allow_duplicates"], replayed=[dict(r) for r in replayed], reasons=reasons)
 
 
 def _in_ranges(copies: pl.DataFrame, replayed: Sequence[Mapping]) -> pl.DataFrame:
     if not replayed or copies.height == 0:
         return copies.head(0)
-    ranges = pl.DataFrame(
-        [{"source_partition": int(p), "start": int(batch["start"].get(p, batch["start"].get(str(p), 0))), "end": int(end)}
-         for batch in replayed for p, end in batch["end"].items()],
-        schema={"source_partition": pl.Int64, "start": pl.Int64, "end": pl.Int64})
-    joined = copies.join(ranges, on="source_partition")
-    inside = joined.filter((pl.col("source_offset") >= pl.col("start")) & (pl.col("source_offset") < pl.col("end")))
+    rows = []
+    for batch in replayed:
+        start = {int(p): int(o) for p, o in batch["start"].items()}
+        rows += [{"source_partition": int(p), "start": start.get(int(p), 0), "end": int(end)} for p, end in batch["end"].items()]
+    ranges = pl.DataFrame(rows, schema={"source_partition": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+    inside = copies.join(ranges, on="source_partition").filter((pl.col("source_offset") >= pl.col("start")) & (pl.col("source_offset") < pl.col("end")))
     return inside.unique(subset=list(_SOURCE))

@@ -65,11 +65,12 @@ class Op(StrEnum):
     MIRROR_READY = "mirror-ready"
     MIRROR_STOP = "mirror-stop"
     FEATURE_LEVEL = "feature-level"
+    READ_BACK = "read-back"
 
 
 EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.FAULT_NOT_STARTED, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
                           Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP,
-                          Op.FEATURE_LEVEL)
+                          Op.FEATURE_LEVEL, Op.READ_BACK)
 
 
 class Target(StrEnum):

@@ -46,6 +46,7 @@ RESULTS_TOPIC = "demo.sales-by-product"
 SALES_QUERY = "sales-by-product"
 ENRICHED_QUERY = "enriched-purchases"
 ENRICHED_TOPIC = "demo.purchases-enriched"
+RESULTS_PARTITIONS = 6  # a results topic the pipeline creates when it is missing (the enriched topic among them)
 COMMITS_FILE = "_commits.jsonl"
 # The results topic gets a batch's changed totals at once (~15,000 records of JSON after a 50,000-purchase batch).
 # With the producer's defaults (batch.size 16 KB, linger.ms 5) each task's records leave as hundreds of small

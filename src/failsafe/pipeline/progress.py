@@ -13,9 +13,8 @@ def progress_line(query: str, progress: dict) -> dict:
     """The fields failsafe keeps from Spark's StreamingQueryProgress."""
     state_ops = progress.get("stateOperators") or []
     sources = progress.get("sources") or []
-    end_offsets = sources[0].get("endOffset") if sources else None
-    if isinstance(end_offsets, str):
-        end_offsets = json.loads(end_offsets)
+    end_offsets = _offsets(sources[0].get("endOffset")) if sources else None
+    start_offsets = _offsets(sources[0].get("startOffset")) if sources else None
     return {
         "query": query,
         "batch_id": progress.get("batchId"),
@@ -28,8 +27,14 @@ def progress_line(query: str, progress: dict) -> dict:
         "rows_dropped_by_watermark": sum(op.get("numRowsDroppedByWatermark", 0) for op in state_ops),
         "state_rows": sum(op.get("numRowsTotal", 0) for op in state_ops) if state_ops else None,
         "state_partitions": sum(op.get("numShufflePartitions", 0) for op in state_ops) if state_ops else None,
+        "start_offsets": start_offsets,
         "end_offsets": end_offsets,
     }
+
+
+def _offsets(offsets: object) -> dict | None:
+    """A source's offsets as Spark reports them (a JSON string or an object; none before the first batch)."""
+    return json.loads(offsets) if isinstance(offsets, str) else offsets if isinstance(offsets, dict) else None
 
 
 Annotate = Callable[[str, dict], dict]

@@ -18,6 +18,7 @@ from failsafe.pipeline.checkpoint import check_layout, write_layout
 from failsafe.pipeline.intervals import interval_us
 from failsafe.pipeline.job import (
     ENRICHED_QUERY,
+    RESULTS_PARTITIONS,
     SALES_QUERY,
     PipelineConfig,
     QueryFailed,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-RESULTS_PARTITIONS = 6
 
 
 class PipelineError(FailsafeError):

@@ -17,35 +17,53 @@ import polars as pl
 from failsafe.checkers import enriched
 from failsafe.history.model import History
 from failsafe.history.ops import Op
-from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC
+from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, RESULTS_PARTITIONS
 from failsafe.pipeline.sink import read_progress
 from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_TOPIC
 
-ENRICHED_PARTITIONS = 6
+ENRICHED_PARTITIONS = RESULTS_PARTITIONS  # as `pipeline run --enriched-topic` creates it when missing
 
 
 def replayed_batches(progress: list[dict], restarts_ns: list[int]) -> list[dict[str, Any]]:
-    """For each restart, the first batch of the enriched query that read something and began after it: its source range."""
-    lines = sorted((line for line in progress if line.get("query") == ENRICHED_QUERY and line.get("end_offsets")),
+    """For each restart, the first batch of the enriched query that read something and began after it: its source range.
+
+    The range is Spark's own (``start_offsets`` to ``end_offsets``); a progress line written before failsafe kept the
+    start takes the end of the batch logged before it. A line without a batch id, a time or offsets is left out."""
+    lines = sorted((line for line in progress if line.get("query") == ENRICHED_QUERY and isinstance(line.get("batch_id"), int)
+                    and isinstance(line.get("timestamp"), str) and isinstance(line.get("end_offsets"), dict)),
                    key=lambda line: line["batch_id"])
     out = []
     for restart in restarts_ns:
-        after = [line for line in lines if line["num_input_rows"] and _ns(line["timestamp"]) >= restart]
+        after = [line for line in lines if line.get("num_input_rows") and _ns(line["timestamp"]) >= restart]
         if not after:
             continue
         first = after[0]
-        before = [line for line in lines if line["batch_id"] < first["batch_id"]]
-        start = before[-1]["end_offsets"].get(PURCHASES_TOPIC, {}) if before else {}
-        out.append({"batch_id": first["batch_id"], "start": dict(start), "end": dict(first["end_offsets"].get(PURCHASES_TOPIC, {}))})
+        if isinstance(first.get("start_offsets"), dict):
+            start = first["start_offsets"].get(PURCHASES_TOPIC, {})
+        else:
+            before = [line for line in lines if line["batch_id"] < first["batch_id"]]
+            start = before[-1]["end_offsets"].get(PURCHASES_TOPIC, {}) if before else {}
+        out.append({"batch_id": first["batch_id"], "start": {str(p): int(o) for p, o in start.items()},
+                    "end": {str(p): int(o) for p, o in first["end_offsets"].get(PURCHASES_TOPIC, {}).items()}})
     return out
 
 
 def check_enriched(output: Path, ledger_purchases: pl.DataFrame, history: History, options: dict | None) -> dict[str, Any]:
+    """checkers.enriched over this run; a progress log that cannot be read leaves the copies unplaced, never the verdict unmade."""
     starts = history.events.filter(pl.col("f") == Op.PIPELINE_START).sort("time_ns")["time_ns"].to_list()
-    replayed = replayed_batches(read_progress(output), starts[1:])
+    try:
+        replayed = replayed_batches(read_progress(output), starts[1:])
+    except (OSError, ValueError) as e:
+        replayed, placing = [], f"the copies are not placed: the progress log cannot be read ({e})"
+    else:
+        placing = None
     log = history.log.filter(pl.col("topic") == ENRICHED_TOPIC)
     failures = history.log_failures.filter(pl.col("topic") == ENRICHED_TOPIC)
-    return enriched.check(ledger_purchases, log, failures, replayed, options)
+    read_back = history.events.filter(pl.col("f") == Op.READ_BACK).height > 0
+    result = enriched.check(ledger_purchases, log, failures, replayed, options, read_back=read_back)
+    if placing:
+        result["placing_error"] = placing
+    return result
 
 
 def _ns(timestamp: str) -> int:

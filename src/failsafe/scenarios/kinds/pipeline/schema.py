@@ -89,6 +89,8 @@ def parse_pipeline(data: dict, kind: KindInfo) -> PipelineScenario:
     ctx = fault_context(name, cluster, {PURCHASES_TOPIC: PURCHASES_PARTITIONS}, clients, hints)
     faults = parse_faults(data, name, kind, ctx, phases)
     checkers, expect, known = parse_checks(data, name, kind)
+    if "enriched" in checkers and not pipeline.enriched:
+        raise fail(f"{name}.checkers.enriched", "judges the enriched stream, which runs only with pipeline.enriched = true")
     for i, f in enumerate(faults):
         if f.duration_s is None:
             raise fail(f"{name}.faults[{i}].duration_s", "a pipeline scenario restores every fault it applies: give duration_s")

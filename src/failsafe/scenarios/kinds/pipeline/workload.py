@@ -18,7 +18,7 @@ from collections import Counter
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
-from failsafe.history.ops import Op, event
+from failsafe.history.ops import Op, Process, event
 from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, SALES_QUERY
 from failsafe.pipeline.progress import latest_by_query
 from failsafe.pipeline.sink import read_progress
@@ -124,7 +124,9 @@ class PipelineWorkload:
             self.pipeline = None
         if self.scenario.pipeline.enriched:
             # Everything the sink wrote, once the pipeline is down and can write no more: checkers.enriched's input.
-            read_log(ctx.bootstrap_servers, [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)], ctx.recorder, READ_BACK_TIMEOUT_S)
+            partitions = [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)]
+            read = read_log(ctx.bootstrap_servers, partitions, ctx.recorder, READ_BACK_TIMEOUT_S)
+            ctx.recorder.record(event(Op.READ_BACK, process=Process.LOG_READER, ok=len(read) == len(partitions)))
 
     def stop(self) -> None:
         for child in (self.simulator, self.pipeline):
