@@ -6,6 +6,7 @@
 # clients) within the safe envelope; anything-goes: 30 runs of the client matrix with no envelope.
 # txn: the transactions workload (docs/transactions.md) for each client (librdkafka, kafka-java) and transaction.version
 # (2, 1), TXN_RUNS runs each (default 50), coordinator, leader and client faults within the safe envelope; not part of all.
+# TXN_VERSIONS="1" and TXN_CLIENTS="kafka-java" run only those (default: "2 1", "librdkafka kafka-java").
 # TXN_FIRST=N goes on from run N of the same seed up to TXN_RUNS in all, and merges the new runs into the stored
 # campaign-txn-*.json (the runs before N).
 # Each campaign's campaign.json goes to docs/benchmarks/campaign-<what>.json with the machine's run
@@ -47,8 +48,8 @@ if [ "$WHAT" = anything-goes ] || [ "$WHAT" = all ]; then
   campaign anything-goes --workload client-matrix --runs 30 --seed 2612 --duration-s 20 --envelope anything-goes --max-time 30m
 fi
 if [ "$WHAT" = txn ]; then
-  for version in 2 1; do
-    for client in librdkafka kafka-java; do
+  for version in ${TXN_VERSIONS:-2 1}; do
+    for client in ${TXN_CLIENTS:-librdkafka kafka-java}; do
       workload="$DIR/transactions-$client-tv$version.toml"
       # The shipped workload with its writers and processor on $client and transaction.version at $version.
       sed -e "s/^version = 2$/version = $version/" \

@@ -68,10 +68,16 @@ def t_transactions_campaigns(root: Path) -> str:
         c, s = d["campaign"], d["summary"]
         counts = {a: sum(r["anomalies"].get(f"transactions.{a}", 0) for r in d["runs"]) for a in TXN_ANOMALIES}
         showing = {a: sum(bool(r["anomalies"].get(f"transactions.{a}")) for r in d["runs"]) for a in TXN_ANOMALIES}
-        others = sorted({k for r in d["runs"] for k in r["anomalies"] if not k.startswith("transactions.")})
-        rows.append([f"`{c['workload']}`", f"{s['runs_done']}/{c['runs']}", ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n),
+        shown = {f"transactions.{a}" for a in TXN_ANOMALIES}
+        others = sorted({k for r in d["runs"] for k in r["anomalies"] if k not in shown})
+        started = [f for r in d["runs"] for f in r["faults"] if f.get("started")]
+        node_faults = [f for f in started if f["fault"] in ("kill", "pause", "restart")]
+        at_coordinator = sum("coordinator" in str(f.get("role") or "") for f in node_faults)
+        faults = (f"{len(node_faults)} kill, pause or restart of a node ({at_coordinator} at a transaction coordinator), "
+                  + ", ".join(f"{sum(f['fault'] == name for f in started)} {name}" for name in ("kill-txn-client", "zombie-txn-client")))
+        rows.append([f"`{c['workload']}`", f"{s['runs_done']}/{c['runs']}", faults, ", ".join(f"{v} {n}" for v, n in s["verdicts"].items() if n),
                      str(s["lost_acknowledged"]), *(f"{num(counts[a])} ({showing[a]})" if counts[a] else "0" for a in TXN_ANOMALIES),
                      ", ".join(f"`{k}` {sum(bool(r['anomalies'].get(k)) for r in d['runs'])}" for k in others) or "none"])
-    header = ["campaign (seed 2913)", "runs", "verdicts", "committed writes lost", *(f"{a} (runs)" for a in TXN_ANOMALIES),
-              "other checkers' anomalies (runs)"]
+    header = ["campaign (seed 2913)", "runs", "faults started", "verdicts", "committed writes lost", *(f"{a} (runs)" for a in TXN_ANOMALIES),
+              "other anomalies (runs)"]
     return table(header, rows) + "\n\nRendered from " + ", ".join(f"`{r}`" for r in rels) + f"; made by `{command_of(root, rels[0])}`."
