@@ -46,6 +46,8 @@ def test_consumers_state_their_isolation_and_clients_are_named_by_index() -> Non
     ({"faults": [{"fault": "kill", "role": "txn-coordinator", "transactional_id": "ghost", "at_s": 1}]},
      "faults[0].transactional_id: 'ghost' must name one of the scenario's transactional ids: writer-0, writer-1, ctp-0"),
     ({"faults": [{"fault": "kill-txn-client", "client": "r-0", "at_s": 1, "duration_s": 1}]}, "faults[0].client: 'r-0' must name a transactional client"),
+    ({"faults": [{"fault": "kill", "role": "group-coordinator", "group": "ghost", "at_s": 1}]},
+     "faults[0].group: 'ghost' must name one of the scenario's consumer groups: g"),
     ({"writers": [{"name": "w", "topics": "a"}]}, "tx.writers[0].topics: 'a' is not valid: expected a list of topic names"),
     ({"writers": [{"name": "w", "topics": ["a"], "transaction_timeout_ms": 0}]}, "tx.writers[0].transaction_timeout_ms: 0 must be positive"),
     ({"writers": [{"name": "w", "topics": ["a"], "properties": {"enable.idempotence": False}}]},
@@ -73,3 +75,14 @@ def test_the_coordinator_partition_is_javas_hash_as_kafka_takes_it() -> None:
     assert java_string_hash("é") == 233  # one UTF-16 unit
     assert coordinator_partition_name("__transaction_state", "writer-0") == f"__transaction_state-{coordinator_partition('writer-0')}"
     assert coordinator_partition_name("__consumer_offsets", "g", {"offsets.topic.num.partitions": "3"}) == f"__consumer_offsets-{java_string_hash('g') % 3}"
+
+
+def test_a_group_coordinator_fault_names_a_group_of_the_scenarios_consumers_or_processors() -> None:
+    grouped = {**MINIMAL, "consumers": [{"name": "r", "topics": ["a"], "group": "readers"}]}
+    for group in ("readers", "g"):
+        s = parse_scenario({**grouped, "faults": [{"fault": "kill", "role": "group-coordinator", "group": group, "at_s": 1}]})
+        assert s.faults[0].params.group == group
+    lab = {"name": "mini", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}], "producers": [{"name": "p", "topic": "t"}],
+           "consumers": [{"name": "c", "topics": ["t"]}], "faults": [{"fault": "pause", "role": "group-coordinator", "group": "g", "at_s": 1}]}
+    with pytest.raises(ScenarioError, match="'g' must name one of the scenario's consumer groups: it has none"):
+        parse_scenario(lab)

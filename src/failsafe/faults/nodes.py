@@ -46,6 +46,7 @@ class Role(StrEnum):
 PARTITION_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS)
 # The names a scenario's transactional clients use (FaultContext.clients): what a txn-coordinator fault may name.
 TRANSACTIONAL_IDS = "transactional-ids"
+CONSUMER_GROUPS = "consumer-groups"  # a kind's consumer groups, in its fault context's clients (absent: not known at parse time)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
                                                f"{', '.join(known) or 'it has no transactional client'}")
     if params.role == Role.GROUP_COORDINATOR and not params.group:
         raise ctx.fail("group", "role group-coordinator needs the group whose coordinator to act on")
+    groups = ctx.clients.get(CONSUMER_GROUPS)
+    if params.role == Role.GROUP_COORDINATOR and groups is not None and params.group not in groups:
+        raise ctx.fail("group", f"{params.group!r} must name one of the scenario's consumer groups: {', '.join(groups) or 'it has none'}")
 
 
 # The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from failsafe.checkers.common import ACKS_NAMES, DURABLE_ACKS
 from failsafe.faults import Need
+from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.scenarios.base import (
     KindInfo,
     Phases,
@@ -141,8 +142,11 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     phases = parse_phases(data, name, Phases)
     topics, producers, consumers = parse_workload(data, name)
     _validate_workload(name, cluster.brokers, topics, producers, consumers)
+    clients = dict(clients or {})
+    # The groups a group-coordinator fault may name: the consumers' and any the kind adds (a txn scenario's processors').
+    groups = tuple(dict.fromkeys([*(c.group for c in consumers if c.group), *clients.pop(CONSUMER_GROUPS, ())]))
     ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics},
-                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes()), **(clients or {})})
+                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes()), CONSUMER_GROUPS: groups, **clients})
     faults = parse_faults(data, name, kind, ctx, phases)
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)

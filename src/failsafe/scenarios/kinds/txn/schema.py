@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from failsafe.faults.nodes import TRANSACTIONAL_IDS
+from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.faults.transactions import TXN_CLIENTS
 from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
@@ -116,7 +116,8 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
     settings = take(data.get("transactions", {}), f"{name}.transactions", TransactionSettings)
     clients = [n for w in writers for n in w.processes()] + [n for p in processors for n in p.processes()]
     lab_data = {k: v for k, v in data.items() if k not in ("writers", "processors", "transactions")}
-    scenario = parse_lab(lab_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients)},
+    scenario = parse_lab(lab_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients),
+                                                                 CONSUMER_GROUPS: tuple(p.group for p in processors)},
                          writers=writers, processors=processors, transactions=settings)
     scenario = _with_isolation(scenario)
     _validate(scenario)
