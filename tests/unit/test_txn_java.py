@@ -196,6 +196,10 @@ def test_the_writers_command_line(monkeypatch, tmp_path: Path) -> None:
     assert "-Dfailsafe.client.log=/r/logs/writer-0.client.log" in cmd
     [config] = [a.split("=", 1)[1] for a in cmd if a.startswith("-Dlog4j2.configurationFile=")]
     assert "${sys:failsafe.client.log}" in Path(config).read_text()
+    assert "--superseded-file" not in cmd
+    marked = txn_driver_command(replace(WRITER, superseded_file="/r/superseded/writer-0"), Java(Path("/j/bin/java"), 17),
+                                KafkaDist("4.3.1", Path("/k/libs")), Path("/c/classes"))
+    assert marked[marked.index("--superseded-file") + 1] == "/r/superseded/writer-0"
 
 
 def test_the_processors_command_line_and_kafka_39s_logging(monkeypatch, tmp_path: Path) -> None:

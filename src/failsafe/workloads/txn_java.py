@@ -195,7 +195,8 @@ def txn_driver_command(spec: TxnSpec, java: Java, dist: KafkaDist, classes: Path
            "-Dlog4j2.shutdownHookEnabled=false", *logging_option(spec, dist),
            "-cp", f"{classes}{os.pathsep}{dist.classpath}", MAIN_CLASS]
     common = ["--process", spec.process, "--seed", str(spec.seed), "--abort-probability", repr(spec.abort_probability),
-              "--commit-timeout-s", repr(spec.commit_timeout_s), *_properties_args("--producer-property", java_producer_properties(spec))]
+              "--commit-timeout-s", repr(spec.commit_timeout_s), *_properties_args("--producer-property", java_producer_properties(spec)),
+              *(("--superseded-file", spec.superseded_file) if spec.superseded_file else ())]
     if isinstance(spec, TxnProducerSpec):
         args = ["writer", *common, *[a for t in spec.topics for a in ("--topic", t)], "--rate-per-s", repr(spec.rate_per_s),
                 "--count", str(spec.count if spec.count is not None else -1), "--min-writes", str(spec.min_writes),

@@ -62,6 +62,9 @@ class TxnProducerSpec:
     client_log: str = ""
     driver: str = LIBRDKAFKA
     kafka_version: str = DEFAULT_KAFKA_VERSION
+    # Made by the workload just before a frozen instance goes on, once a newer one holds its transactional.id: a fence
+    # stops the Java driver only then (librdkafka's workers are told by SIGUSR1 instead: txn_session.SUPERSEDED).
+    superseded_file: str = ""
 
     def producer_config(self) -> dict[str, object]:
         return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,
@@ -96,6 +99,9 @@ class CtpSpec:
     client_log: str = ""
     driver: str = LIBRDKAFKA
     kafka_version: str = DEFAULT_KAFKA_VERSION
+    # Made by the workload just before a frozen instance goes on, once a newer one holds its transactional.id: a fence
+    # stops the Java driver only then (librdkafka's workers are told by SIGUSR1 instead: txn_session.SUPERSEDED).
+    superseded_file: str = ""
 
     def producer_config(self) -> dict[str, object]:
         return transactional_config(self.process, self.bootstrap_servers, self.transactional_id, self.transaction_timeout_ms,

@@ -15,6 +15,7 @@ import signal
 import time
 import zlib
 from dataclasses import replace
+from pathlib import Path
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.clients.kafka_tools import finalized_features, set_feature_level
@@ -39,6 +40,7 @@ TRANSACTION_VERSION = "transaction.version"
 FIRST_COMMIT_TIMEOUT_S = 60.0
 # How long a kill waits for the client to have a transaction open (it nearly always has).
 OPEN_TXN_TIMEOUT_S = 10.0
+SUPERSEDED_DIR = "superseded"  # RUN_DIR/superseded/PROCESS: made when a zombie-txn-client lets a superseded instance go on
 # Past a killed writer's transaction.timeout.ms, its coordinator aborts what it left open.
 STABLE_MARGIN_S = 20.0
 
@@ -52,12 +54,14 @@ class TxnWorkload(LabWorkload):
         self.incarnations: dict[str, int] = {}
         # Frozen incarnations (zombie-txn-client), by client name, until they are let go on.
         self.paused: dict[str, Worker] = {}
+        self.superseded_dir: Path | None = None  # set up in setup(): where zombie-txn-client leaves its superseded markers
 
     def setup(self, ctx: RunContext) -> None:
         s = self.scenario
         groups = sorted({c.group for c in s.consumers if c.group} | {p.group for p in s.processors})
         setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups)
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+        self.superseded_dir = ctx.run_path / SUPERSEDED_DIR
         dist = kafka_dist(ctx.kafka_version)
         if any(c.driver == KAFKA_JAVA for c in (*s.writers, *s.processors)):
             # Compiled here, once, before any worker starts: a missing javac stops the run before its clients do.
@@ -97,6 +101,8 @@ class TxnWorkload(LabWorkload):
         return replace(super().consumer_spec(c, i, ctx), from_beginning=c.group is None)
 
     def _start_txn(self, spec: TxnSpec, name: str | None = None) -> Worker:
+        assert self.superseded_dir is not None, "setup() comes first"
+        spec = replace(spec, superseded_file=str(self.superseded_dir / spec.process))
         self.txn_specs[name or spec.process] = spec
         return self._pool().start(spec)
 
@@ -209,9 +215,13 @@ class TxnWorkload(LabWorkload):
     def resume_client(self, name: str) -> None:
         worker = self.paused.pop(name, None)
         if worker is not None:
-            if getattr(worker.spec, "driver", "librdkafka") == "librdkafka":
-                # librdkafka says _FENCED to a zombie and to a producer whose transaction timed out alike: tell this one it was
-                # superseded, so that its fence stops it (the Java client names the two apart: ProducerFencedException).
+            # Both clients say fenced to a zombie and to a producer whose transaction timed out while its coordinator was away
+            # alike (librdkafka _FENCED, Java ProducerFencedException): tell this one it was superseded before it goes on, so
+            # that its fence stops it and only its: the Java driver reads a file, librdkafka's worker takes SIGUSR1.
+            marker = Path(worker.spec.superseded_file)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            if worker.spec.driver == "librdkafka":
                 worker.child.signal(signal.SIGUSR1)
             worker.child.signal(signal.SIGCONT)
 

@@ -25,6 +25,8 @@ final class Args {
     String output;
     String group;
     int batch = 20;
+    // Made by the workload just before it lets a frozen instance go on, once a newer one holds its transactional.id.
+    String supersededFile;
 
     static Args parse(String[] argv) {
         Args a = new Args();
@@ -58,6 +60,7 @@ final class Args {
                 case "--output": a.output = v; break;
                 case "--group": a.group = v; break;
                 case "--batch": a.batch = (int) number(flag, v); break;
+                case "--superseded-file": a.supersededFile = v; break;
                 default: throw new IllegalArgumentException("unknown option " + flag);
             }
         }

@@ -8,6 +8,7 @@ import static failsafe.txn.Errors.fatal;
 import static failsafe.txn.Errors.fenced;
 import static failsafe.txn.Errors.sendErrorName;
 import static failsafe.txn.Errors.sendOutcome;
+import static failsafe.txn.Errors.superseded;
 import static failsafe.txn.Ops.obj;
 
 import java.time.Duration;
@@ -255,7 +256,7 @@ final class Session {
     }
 
     void fatalOrReplace(Throwable e) {
-        if (fenced(e)) {
+        if (superseded(e)) {
             throw new Fenced(transactionalId + " was fenced: " + errorName(e));
         }
         if (abortable(e)) {
@@ -266,7 +267,7 @@ final class Session {
                 producer.abortTransaction();
                 return;
             } catch (KafkaException | IllegalStateException abortError) {
-                if (fenced(abortError)) {
+                if (superseded(abortError)) {
                     throw new Fenced(transactionalId + " was fenced: " + errorName(abortError));
                 }
             }

@@ -32,7 +32,7 @@ import failsafe.txn.Errors.DriverError;
 
 public final class TxnDriver {
     static final String USAGE = "usage: TxnDriver writer|processor --process NAME --producer-property bootstrap.servers=HOST:PORT "
-        + "--producer-property transactional.id=ID [--producer-property K=V ...] [--seed N] [--abort-probability P] [--commit-timeout-s S] "
+        + "--producer-property transactional.id=ID [--producer-property K=V ...] [--seed N] [--abort-probability P] [--commit-timeout-s S] [--superseded-file F] "
         + "writer: --topic T [--topic T2 ...] [--rate-per-s R] [--count N] [--min-writes N] [--max-writes N] [--keys N]; "
         + "processor: --input T --output T --group G [--batch N] [--consumer-property K=V ...]";
     // Below the worker pool's 45 s SIGKILL: a transaction that cannot finish by then is the pool's to kill.
@@ -54,6 +54,7 @@ public final class TxnDriver {
             System.exit(2);
             return;
         }
+        Errors.supersededFile = args.supersededFile;
         // stdout is the ops pipe: nothing else may write there (a library's stray println goes to stderr).
         OutputStream stdout = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
