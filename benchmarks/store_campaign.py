@@ -32,17 +32,18 @@ def merge(parts: list[dict]) -> dict:
             runs[r["run"]] = {**r, "dir": "/".join(Path(r["dir"]).parts[-2:])}
     if len(parts) == 1:
         return campaign_data(first, list(runs.values()))
-    # A stored file that was merged before brings its own parts; the parts must follow one another, run for run.
+    indices = sorted(runs)
+    missing = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices)) if indices else []
+    if missing:
+        raise SystemExit(f"the parts leave a gap: no run {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    # A stored file that was merged before brings its own parts; each part says where it began and how many runs it asked for.
     pieces = sorted((piece for p in parts for piece in p["campaign"].get("parts") or [{k: p["campaign"].get(k) for k in PART}]),
                     key=lambda piece: piece.get("first_run") or 0)
-    for before, after in zip(pieces, pieces[1:], strict=False):
-        if (before.get("first_run") or 0) + before["runs"] != (after.get("first_run") or 0):
-            raise SystemExit(f"the parts leave a gap or overlap: runs {before.get('first_run') or 0}+{before['runs']}, "
-                             f"then from run {after.get('first_run') or 0}")
-    campaign = {**first, "runs": sum(piece["runs"] for piece in pieces), "first_run": pieces[0].get("first_run") or 0,
-                "started_at": pieces[0].get("started_at"), "stopped": pieces[-1].get("stopped"), "finished_at": pieces[-1].get("finished_at"),
-                "parts": pieces}
-    return campaign_data(campaign, [runs[i] for i in sorted(runs)])
+    last = pieces[-1]
+    campaign = {**first, "runs": (last.get("first_run") or 0) + last["runs"] - (pieces[0].get("first_run") or 0),
+                "first_run": pieces[0].get("first_run") or 0, "started_at": pieces[0].get("started_at"), "stopped": last.get("stopped"),
+                "finished_at": last.get("finished_at"), "parts": pieces}
+    return campaign_data(campaign, [runs[i] for i in indices])
 
 
 def main(sources: list[str], target: str) -> None:
