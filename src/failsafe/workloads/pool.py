@@ -24,11 +24,13 @@ from failsafe.errors import WorkloadFailed
 from failsafe.history.ops import Op, OpType, op
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
-from failsafe.waiting import wait_until
+from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
+from failsafe.workloads.stacks import STACKS_SIGNAL, runs_python, stuck_at
 from failsafe.workloads.txn_specs import TxnSpec
 
 STOP_TIMEOUT_S = 45.0
+STACKS_TIMEOUT_S = 5.0  # how long a worker that did not stop is given to dump its stacks before it is killed
 # A producer's lines are counted by cheap byte tests, never parsed twice: OpWriter writes "type" then "f".
 _INVOKE = f'"type":"{OpType.INVOKE}"'.encode()
 _SEND_OK, _SEND_FAIL, _SEND_INFO = (f'"type":"{t}","f":"{Op.SEND}"'.encode() for t in (OpType.OK, OpType.FAIL, OpType.INFO))
@@ -183,6 +185,24 @@ class WorkerPool:
         worker.reader.join(STOP_TIMEOUT_S)
         self.recorder.record(op(Op.CRASH, process=process))
 
+    def _stuck_at(self, w: Worker) -> str | None:
+        """A Python worker's main thread's innermost frames, dumped by faulthandler on STACKS_SIGNAL into its log."""
+        if not runs_python(w.spec) or not w.alive():
+            return None
+        log = Path(w.child.log_path)
+        start = log.stat().st_size if log.is_file() else 0
+
+        def dumped() -> str | None:
+            with open(log, "rb") as f:
+                f.seek(start)
+                return stuck_at(f.read().decode(errors="replace"))
+
+        w.child.signal(STACKS_SIGNAL)
+        try:
+            return wait_until(dumped, STACKS_TIMEOUT_S, "")
+        except WaitTimeout:
+            return None
+
     def stop(self, workers: list[Worker], timeout_s: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM: producers flush and record what is still in flight; consumers close and leave their group."""
         live = [w for w in workers if w.alive()]
@@ -195,8 +215,10 @@ class WorkerPool:
                 w.child.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 w.crashed = True
+                where = self._stuck_at(w)
                 w.child.kill(STOP_TIMEOUT_S)
-                self.recorder.record(op(Op.CRASH, process=w.process, error="did not stop on SIGTERM"))
+                self.recorder.record(op(Op.CRASH, process=w.process,
+                                        error="did not stop on SIGTERM" + (f"; its main thread was in {where}" if where else "")))
             w.reader.join(STOP_TIMEOUT_S)
 
     def stop_all(self) -> None:

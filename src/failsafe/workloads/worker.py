@@ -8,6 +8,7 @@ driver (txn_java.py), which writes the rest and stops the same way.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -25,6 +26,7 @@ from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.ctp import run_ctp
 from failsafe.workloads.producer import run_producer
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
+from failsafe.workloads.stacks import STACKS_SIGNAL, runs_python
 from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properties
 from failsafe.workloads.txn_producer import run_txn_producer
 from failsafe.workloads.txn_session import SUPERSEDED
@@ -72,7 +74,7 @@ def client_config_fields(spec: Spec) -> dict:
 
 
 def _on_java(spec: Spec) -> bool:
-    return isinstance(spec, TxnProducerSpec | CtpSpec) and spec.driver == KAFKA_JAVA
+    return not runs_python(spec)
 
 
 def _property_text(value: object) -> str:
@@ -105,6 +107,9 @@ def main(argv: list[str]) -> int:
     # A newer instance of this transactional client took over (faults/transactions.py): a fence from now on means stop.
     signal.signal(signal.SIGUSR1, lambda *_: SUPERSEDED.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _on_java(spec):
+        # Asked for by the pool before it kills a worker that did not stop on SIGTERM: where it is stuck (stacks.py).
+        faulthandler.register(STACKS_SIGNAL, all_threads=True)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     out = OpWriter(sys.stdout.buffer, spec.process)
     try:
