@@ -63,6 +63,8 @@ class TxnSession:
     # -- the producer ---------------------------------------------------------------------------------
     def open(self) -> None:
         """A new producer, its transactions initialised (retried while the coordinator cannot be reached)."""
+        if SUPERSEDED.is_set():
+            raise Fenced(f"{self.transactional_id} was superseded: no new producer, which would fence the newer instance")
         try:
             self.producer = Producer(self.config)
         except KafkaException as e:
@@ -206,8 +208,11 @@ class TxnSession:
         self.out.flush()
 
     def _fatal_or_replace(self, error: KafkaError) -> None:
-        if error.code() in _FENCED and SUPERSEDED.is_set():
-            raise Fenced(f"{self.transactional_id} was fenced: {error_name(error)}")
+        if SUPERSEDED.is_set():
+            # A newer instance holds the id: a new producer of this one would fence it and take the id back (the zombie
+            # returning that fencing exists to stop). Whatever the error, a superseded worker stops.
+            what = "was fenced" if error.code() in _FENCED else "was superseded"
+            raise Fenced(f"{self.transactional_id} {what}: {error_name(error)}")
         self.replace()
 
     def _flush_reports(self) -> None:

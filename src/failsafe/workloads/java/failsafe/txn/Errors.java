@@ -60,13 +60,14 @@ final class Errors {
         return false;
     }
 
-    /** Fenced, and a newer instance of this client exists: the workload said so (the file) before this one could go on.
+    /** A newer instance of this client exists: the workload said so (the file) before this one could go on. Such an
+     *  instance stops on any error, since a new producer of its own would fence the newer one and take the id back.
      *  ProducerFencedException alone does not say it: the Java client also throws it at a producer whose transaction the
      *  coordinator aborted past transaction.timeout.ms while that coordinator was paused, with no other instance anywhere
      *  (campaign txn-kafka-java-tv2, seed 2913, run 0: a 14 s pause of the coordinator's broker). */
-    static boolean superseded(Throwable e) {
+    static boolean superseded() {
         String file = supersededFile;
-        return fenced(e) && file != null && java.nio.file.Files.exists(java.nio.file.Path.of(file));
+        return file != null && java.nio.file.Files.exists(java.nio.file.Path.of(file));
     }
 
     /** Errors after which this producer can do nothing more (librdkafka's fatal()). */

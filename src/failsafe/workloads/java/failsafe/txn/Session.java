@@ -74,6 +74,9 @@ final class Session {
     }
 
     void open() {
+        if (superseded()) {
+            throw new Fenced(transactionalId + " was superseded: no new producer, which would fence the newer instance");
+        }
         producer = new KafkaProducer<>(props);
         while (true) {
             try {
@@ -256,8 +259,8 @@ final class Session {
     }
 
     void fatalOrReplace(Throwable e) {
-        if (superseded(e)) {
-            throw new Fenced(transactionalId + " was fenced: " + errorName(e));
+        if (superseded()) {
+            throw new Fenced(transactionalId + (fenced(e) ? " was fenced: " : " was superseded: ") + errorName(e));
         }
         if (abortable(e)) {
             // The Java client's own way back (KIP-588): abort on this producer, which bumps its epoch itself. A new producer
@@ -267,8 +270,8 @@ final class Session {
                 producer.abortTransaction();
                 return;
             } catch (KafkaException | IllegalStateException abortError) {
-                if (superseded(abortError)) {
-                    throw new Fenced(transactionalId + " was fenced: " + errorName(abortError));
+                if (superseded()) {
+                    throw new Fenced(transactionalId + (fenced(abortError) ? " was fenced: " : " was superseded: ") + errorName(abortError));
                 }
             }
         }
