@@ -108,8 +108,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGUSR1, lambda *_: SUPERSEDED.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not _on_java(spec):
-        # Asked for by the pool before it kills a worker that did not stop on SIGTERM: where it is stuck (stacks.py).
+        # Asked for by the pool before it kills a worker that did not stop on SIGTERM: where it is stuck (stacks.py); and
+        # a crash of the client library (SIGSEGV, SIGABRT) leaves the Python stacks in the worker's log too.
         faulthandler.register(STACKS_SIGNAL, all_threads=True)
+        faulthandler.enable(all_threads=True)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     out = OpWriter(sys.stdout.buffer, spec.process)
     try:
