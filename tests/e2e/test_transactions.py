@@ -7,6 +7,7 @@ One run, read by every test: the catalog's txn-coordinator-kill scenario, with a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,7 +155,9 @@ def test_a_zombie_processor_is_fenced_and_no_input_is_processed_twice(txn_run, p
     assert checker["counts"]["duplicate-processed"] == 0
     ops = _ops(run_dir)
     [zombie_close] = [op for op in ops if op["f"] == "close" and op["process"] == processor]
-    assert "fenced" in zombie_close["error"], zombie_close
+    # Turned away by Kafka for its stale epoch ("was fenced"), or stopped by another error once superseded, never to open a
+    # producer that would fence the newer instance ("was superseded": a commit that timed out while it was frozen).
+    assert re.search(rf"^{re.escape(processor)} was (fenced|superseded): ", zombie_close["error"]), zombie_close
     # The instance that took over committed transactions with the input offsets in them.
     assert any(op["f"] == "txn" and op["process"] == f"{processor}.1" and op["type"] == "ok" for op in ops)
     assert any(op["f"] == "txn-end" and op["process"] == f"{processor}.1" and op.get("offsets") for op in ops)

@@ -29,6 +29,8 @@ _POLL_S = 0.05
 # also bumps the epoch when it aborts a transaction that ran past transaction.timeout.ms (KIP-588); the producer is then
 # replaced like after any other error, and a real zombie is told _FENCED or PRODUCER_FENCED.
 _FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED})
+# What a superseded instance hears when Kafka turns it away: its epoch is older than the newer instance's.
+_STALE_EPOCH = _FENCED | {KafkaError.INVALID_PRODUCER_EPOCH}
 
 
 class Fenced(FailsafeError):
@@ -211,7 +213,7 @@ class TxnSession:
         if SUPERSEDED.is_set():
             # A newer instance holds the id: a new producer of this one would fence it and take the id back (the zombie
             # returning that fencing exists to stop). Whatever the error, a superseded worker stops.
-            what = "was fenced" if error.code() in _FENCED else "was superseded"
+            what = "was fenced" if error.code() in _STALE_EPOCH else "was superseded"
             raise Fenced(f"{self.transactional_id} {what}: {error_name(error)}")
         self.replace()
 

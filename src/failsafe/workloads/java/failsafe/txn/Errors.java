@@ -11,6 +11,7 @@ import java.util.Set;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
@@ -65,6 +66,16 @@ final class Errors {
      *  ProducerFencedException alone does not say it: the Java client also throws it at a producer whose transaction the
      *  coordinator aborted past transaction.timeout.ms while that coordinator was paused, with no other instance anywhere
      *  (campaign txn-kafka-java-tv2, seed 2913, run 0: a 14 s pause of the coordinator's broker). */
+    /** What a superseded instance hears when Kafka turns it away: its epoch is older than the newer instance's. */
+    static boolean staleEpoch(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static boolean superseded() {
         String file = supersededFile;
         return file != null && java.nio.file.Files.exists(java.nio.file.Path.of(file));

@@ -8,6 +8,7 @@ import static failsafe.txn.Errors.fatal;
 import static failsafe.txn.Errors.fenced;
 import static failsafe.txn.Errors.sendErrorName;
 import static failsafe.txn.Errors.sendOutcome;
+import static failsafe.txn.Errors.staleEpoch;
 import static failsafe.txn.Errors.superseded;
 import static failsafe.txn.Ops.obj;
 
@@ -260,7 +261,7 @@ final class Session {
 
     void fatalOrReplace(Throwable e) {
         if (superseded()) {
-            throw new Fenced(transactionalId + (fenced(e) ? " was fenced: " : " was superseded: ") + errorName(e));
+            throw new Fenced(transactionalId + (staleEpoch(e) ? " was fenced: " : " was superseded: ") + errorName(e));
         }
         if (abortable(e)) {
             // The Java client's own way back (KIP-588): abort on this producer, which bumps its epoch itself. A new producer
@@ -271,7 +272,7 @@ final class Session {
                 return;
             } catch (KafkaException | IllegalStateException abortError) {
                 if (superseded()) {
-                    throw new Fenced(transactionalId + (fenced(abortError) ? " was fenced: " : " was superseded: ") + errorName(abortError));
+                    throw new Fenced(transactionalId + (staleEpoch(abortError) ? " was fenced: " : " was superseded: ") + errorName(abortError));
                 }
             }
         }
