@@ -31,6 +31,8 @@ def test_parts_of_different_campaigns_or_a_run_twice_are_refused() -> None:
         merge([part(0, 2), part(1, 2)])
     with pytest.raises(SystemExit, match="no run 2"):
         merge([part(0, 2), part(3, 2)])
+    with pytest.raises(SystemExit, match="no run 0"):  # the first part made none of its runs
+        merge([part(0, 3, done=0), part(3, 2)])
 
 
 def test_a_part_cut_short_by_max_time_goes_on_where_its_runs_stopped() -> None:

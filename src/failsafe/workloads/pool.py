@@ -26,7 +26,7 @@ from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
-from failsafe.workloads.stacks import STACKS_SIGNAL, runs_python, stuck_at
+from failsafe.workloads.stacks import STACKS_SIGNAL, crash_reason, runs_python, stuck_at
 from failsafe.workloads.txn_specs import TxnSpec
 
 STOP_TIMEOUT_S = 45.0
@@ -172,7 +172,7 @@ class WorkerPool:
         """Raise when a worker died on its own: its stderr says why."""
         for w in workers:
             if not w.alive() and not w.expected_exit:
-                tail = w.child.tail() or "no output"
+                tail = self._crash_reason(w) or w.child.tail() or "no output"
                 raise WorkloadFailed(f"{w.process} exited with code {w.child.exit_code()} while the scenario ran: {tail} "
                                      f"(log: {w.child.log_path})")
 
@@ -185,6 +185,14 @@ class WorkerPool:
         worker.reader.join(STOP_TIMEOUT_S)
         self.recorder.record(op(Op.CRASH, process=process))
 
+    @staticmethod
+    def _crash_reason(w: Worker) -> str | None:
+        """A crash faulthandler caught, from the worker's log (its own last lines would be the dumped frames)."""
+        try:
+            return crash_reason(Path(w.child.log_path).read_text(errors="replace")) if w.child.log_path else None
+        except OSError:
+            return None
+
     def _stuck_at(self, w: Worker) -> str | None:
         """A Python worker's main thread's innermost frames, dumped by faulthandler on STACKS_SIGNAL into its log."""
         if not runs_python(w.spec) or not w.alive():
@@ -192,14 +200,19 @@ class WorkerPool:
         log = Path(w.child.log_path)
         start = log.stat().st_size if log.is_file() else 0
 
-        def dumped() -> str | None:
-            with open(log, "rb") as f:
-                f.seek(start)
-                return stuck_at(f.read().decode(errors="replace"))
+        def dumped() -> tuple[str | None] | None:
+            try:
+                with open(log, "rb") as f:
+                    f.seek(start)
+                    where = stuck_at(f.read().decode(errors="replace"))
+            except OSError:
+                where = None
+            # A worker that died meanwhile has nothing more to write: stop waiting.
+            return (where,) if where is not None or not w.alive() else None
 
         w.child.signal(STACKS_SIGNAL)
         try:
-            return wait_until(dumped, STACKS_TIMEOUT_S, "")
+            return wait_until(dumped, STACKS_TIMEOUT_S, "")[0]
         except WaitTimeout:
             return None
 

@@ -17,6 +17,9 @@ STACKS_SIGNAL = signal.SIGUSR2
 _THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$")
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)$')
 FRAMES = 3
+# The outermost frame of the main thread: runpy's for `python -m` (how the pool starts workers), else the script's.
+_OUTERMOST = ("_run_module_as_main", "<module>")
+_FATAL = "Fatal Python error:"
 
 
 def runs_python(spec: object) -> bool:
@@ -26,14 +29,26 @@ def runs_python(spec: object) -> bool:
 
 def stuck_at(dump: str, frames: int = FRAMES) -> str | None:
     """The main thread's innermost ``frames`` frames in a faulthandler dump (file:line function, innermost first),
-    or None when the dump holds no complete main thread (the one whose outermost frame is a ``<module>``)."""
+    or None when the dump holds no complete main thread (the one whose outermost frame is runpy's or a script's)."""
     threads: list[list[tuple[str, str, str]]] = []
     for line in dump.splitlines():
         if _THREAD.match(line):
             threads.append([])
         elif (m := _FRAME.match(line)) and threads:
             threads[-1].append((m["file"].rsplit("/", 1)[-1], m["line"], m["func"]))
-    main = next((t for t in threads if any(func == "<module>" for _, _, func in t)), None)
+    main = next((t for t in threads if t and t[-1][2] in _OUTERMOST), None)
     if not main:
         return None
     return " < ".join(f"{file}:{line} {func}" for file, line, func in main[:frames])
+
+
+def crash_reason(log: str, lines: int = 3) -> str | None:
+    """What a worker's log says of a crash faulthandler caught ("Fatal Python error: Segmentation fault"): the lines
+    the worker wrote before it, that line, and where the main thread was; None when the log shows no such crash."""
+    at = log.find(_FATAL)
+    if at < 0:
+        return None
+    before = [line.strip() for line in log[:at].splitlines() if line.strip()][-lines:]
+    fatal = log[at:].splitlines()[0].strip()
+    where = stuck_at(log[at:], frames=1)
+    return " | ".join([*before, fatal + (f", main thread in {where}" if where else "")])

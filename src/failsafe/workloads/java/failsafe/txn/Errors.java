@@ -61,11 +61,6 @@ final class Errors {
         return false;
     }
 
-    /** A newer instance of this client exists: the workload said so (the file) before this one could go on. Such an
-     *  instance stops on any error, since a new producer of its own would fence the newer one and take the id back.
-     *  ProducerFencedException alone does not say it: the Java client also throws it at a producer whose transaction the
-     *  coordinator aborted past transaction.timeout.ms while that coordinator was paused, with no other instance anywhere
-     *  (campaign txn-kafka-java-tv2, seed 2913, run 0: a 14 s pause of the coordinator's broker). */
     /** What a superseded instance hears when Kafka turns it away: its epoch is older than the newer instance's. */
     static boolean staleEpoch(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
@@ -76,6 +71,11 @@ final class Errors {
         return false;
     }
 
+    /** A newer instance of this client exists: the workload said so (the file) before this one could go on. Such an
+     *  instance stops on any error, since a new producer of its own would fence the newer one and take the id back.
+     *  ProducerFencedException alone does not say it: the Java client also throws it at a producer whose transaction the
+     *  coordinator aborted past transaction.timeout.ms while that coordinator was paused, with no other instance anywhere
+     *  (campaign txn-kafka-java-tv2, seed 2913, run 0: a 14 s pause of the coordinator's broker). */
     static boolean superseded() {
         String file = supersededFile;
         return file != null && java.nio.file.Files.exists(java.nio.file.Path.of(file));
