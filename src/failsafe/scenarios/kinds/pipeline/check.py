@@ -61,16 +61,18 @@ def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> 
     from failsafe.scenarios.kinds.pipeline.enriched import check_enriched
     from failsafe.workloads.sales.ledger import read_ledger
 
-    allow = (options or {}).get("allow_duplicates", True)
+    def undecided(reason: str) -> dict[str, Any]:
+        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [],
+                "allow_duplicates": (options or {}).get("allow_duplicates", True), "reasons": [reason]}
+
     try:
         ledger = read_ledger(run_dir.path / "ledger")
     except (UserError, OSError) as e:
-        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "allow_duplicates": allow, "reasons": [f"cannot read the ledger: {e}"]}
+        return undecided(f"cannot read the ledger: {e}")
     try:
         return check_enriched(run_dir.path / "output", ledger.purchases, history, options)
     except Exception as e:  # noqa: BLE001 - a checker that raises is reported, as run_checkers reports one
-        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "allow_duplicates": allow,
-                "reasons": [f"the enriched checker raised {type(e).__name__}: {e}"], "error": f"{type(e).__name__}: {e}"}
+        return {**undecided(f"the enriched checker raised {type(e).__name__}: {e}"), "error": f"{type(e).__name__}: {e}"}
 
 
 def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: History) -> Path:
