@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
-# benchmarks/findings_cold.py; coordinator: a librdkafka group after every broker was cut from the controllers (section 8); none of these
+# benchmarks/findings_cold.py; coordinator: a librdkafka group after every broker was cut from the controllers (section 8);
+# txn-fence: a transaction coordinator frozen past and within transaction.timeout.ms, both clients (section 9);
+# txn-hang: librdkafka's processor through a restart of its transaction or group coordinator (section 10); none of these
 # part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
@@ -104,6 +106,37 @@ if [ "$WHAT" = coordinator ]; then
     'consumers[*].properties.debug="cgrp,metadata,broker"'
   $PYV benchmarks/findings_decommissioned.py --runs "$DIR/runs" brokers-cut-from-controllers-librdkafka \
     brokers-cut-from-controllers-java brokers-cut-from-controllers-5s-librdkafka brokers-cut-from-controllers-librdkafka-debug-metadata
+fi
+if [ "$WHAT" = txn-hang ]; then
+  # Section 10: the transactions campaign workload (librdkafka) with one restart, 5 s into the chaos phase, of the broker
+  # coordinating ctp-0's transactions or of its group's coordinator, at transaction.version 1, then 2 (N_TV2 runs); on a
+  # 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
+  for target in txn group; do
+    $PYV benchmarks/findings_txn_hang.py --target "$target" --version 1 --runs "$N" --dir "$DIR/txn" --out "$OUT/txn-hang-$target-coordinator-restart-tv1.json"
+  done
+  for target in txn group; do
+    $PYV benchmarks/findings_txn_hang.py --target "$target" --version 2 --runs "${N_TV2:-$N}" --dir "$DIR/txn" --out "$OUT/txn-hang-$target-coordinator-restart-tv2.json"
+  done
+  $FS down --dir "$DIR/txn" >/dev/null 2>&1 || true
+fi
+if [ "$WHAT" = txn-fence ]; then
+  # Section 9: writer-0's transaction coordinator frozen 15 s (past its 10 s transaction.timeout.ms) or 5 s (within it),
+  # librdkafka against Kafka's Java client, transaction.version 2; the control: the 15 s pause with a 60 s timeout (N_CONTROL
+  # runs, default N). No other instance of writer-0 is ever started.
+  TV2=('transactions.version=2')
+  JAVA_TXN=('writers[*].driver="kafka-java"')
+  SHORT=('faults[0].duration_s=5')
+  config txn-pause-15s-librdkafka txn-coordinator-pause "${TV2[@]}"
+  config txn-pause-5s-librdkafka txn-coordinator-pause "${TV2[@]}" "${SHORT[@]}"
+  config txn-pause-15s-java txn-coordinator-pause "${TV2[@]}" "${JAVA_TXN[@]}"
+  config txn-pause-5s-java txn-coordinator-pause "${TV2[@]}" "${JAVA_TXN[@]}" "${SHORT[@]}"
+  # The control: the same 15 s pause (the coordinator moves: the broker is fenced after 9 s) with a transaction.timeout.ms
+  # the pause does not reach.
+  LONG_TIMEOUT=('writers[*].transaction_timeout_ms=60000')
+  N="${N_CONTROL:-$N}" config txn-pause-15s-timeout-60s-librdkafka txn-coordinator-pause "${TV2[@]}" "${LONG_TIMEOUT[@]}"
+  N="${N_CONTROL:-$N}" config txn-pause-15s-timeout-60s-java txn-coordinator-pause "${TV2[@]}" "${JAVA_TXN[@]}" "${LONG_TIMEOUT[@]}"
+  $PYV benchmarks/findings_txn_fence.py --runs "$DIR/runs" txn-pause-15s-librdkafka txn-pause-5s-librdkafka txn-pause-15s-java \
+    txn-pause-5s-java txn-pause-15s-timeout-60s-librdkafka txn-pause-15s-timeout-60s-java
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

@@ -138,6 +138,10 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
+    Raw("docs/findings/txn-hang-*.json", "N=10 N_TV2=5 bash benchmarks/findings.sh txn-hang", True,
+        "`failsafe run --repeat` summaries with each run's hung processes and where they were (benchmarks/findings_txn_hang.py)"),
+    Raw("docs/findings/txn-pause-*.json", "N=10 N_CONTROL=5 N_TV1=5 bash benchmarks/findings.sh txn-fence", True,
+        "`failsafe run --repeat` summaries with each run's writer-0 errors and client-log words (benchmarks/findings_txn_fence.py)"),
     Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
         "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
     Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
@@ -154,6 +158,10 @@ RAW: tuple[Raw, ...] = (
         "TXN_RUNS=50 TXN_CLIENTS=kafka-java TXN_VERSIONS=2 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)", False,
         "the first two runs of the kafka-java campaign at transaction.version 2 before the Java fence fix (02bc6e1), stopped by hand: "
         "run 0 could not be carried out (ctp-0 fenced with no zombie); kept as the before of that fix"),
+    Raw("docs/benchmarks/earlier-campaign-txn-librdkafka-tv1-77fa4f2.json",
+        "TXN_RUNS=50 TXN_CLIENTS=librdkafka TXN_VERSIONS=1 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)", False,
+        "the librdkafka campaign at transaction.version 1 on the workload before the fixes it and the Java campaign led to (a superseded "
+        "worker re-initialising, the Java fence); its runs 10, 17 and 36 hung the processor; kept as the before of the campaign run again"),
     Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=50 bash benchmarks/campaigns.sh txn", False,
         "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each campaign.json with run "
         "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench"),

@@ -53,6 +53,8 @@ from benchmarks.render_findings import (  # noqa: E402
     t_findings_no_broker,
     t_findings_stalls,
     t_findings_stalls_other,
+    t_findings_txn_fence,
+    t_findings_txn_hang,
     t_findings_where,
     t_findings_zookeeper,
 )
@@ -468,6 +470,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "findings-cold-coordinator": t_findings_cold,
     "findings-decommissioned-coordinator": t_findings_decommissioned,
     "findings-no-broker-metadata": t_findings_no_broker,
+    "findings-txn-fence": t_findings_txn_fence,
+    "findings-txn-hang": t_findings_txn_hang,
     "findings-duplicates": t_findings_duplicates,
     "findings-stalls": t_findings_stalls,
     "findings-stalls-other": t_findings_stalls_other,

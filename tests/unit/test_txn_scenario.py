@@ -24,6 +24,13 @@ def test_the_catalogs_txn_scenarios_parse_with_their_faults() -> None:
     assert kill.kind == "txn" and kill.faults[0].params.role == "txn-coordinator"
     zombie = load_scenario("txn-zombie-fencing")
     assert [f.fault for f in zombie.faults] == ["zombie-txn-client", "kill-txn-client"]
+    pause = load_scenario("txn-coordinator-pause")
+    assert pause.faults[0].fault == "pause" and pause.faults[0].params.role == "txn-coordinator"
+    # Frozen past writer-0's transaction.timeout.ms, which findings.sh txn-fence compares with a pause it outlives.
+    assert pause.faults[0].duration_s * 1000 > pause.writers[0].transaction_timeout_ms
+    short = load_scenario("txn-coordinator-pause", ("faults[0].duration_s=5", 'writers[*].driver="kafka-java"', "transactions.version=1"))
+    assert short.faults[0].duration_s * 1000 < short.writers[0].transaction_timeout_ms
+    assert short.writers[0].driver == "kafka-java" and short.transactions.version == 1
 
 
 def test_consumers_state_their_isolation_and_clients_are_named_by_index() -> None:

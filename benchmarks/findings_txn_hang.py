@@ -1,0 +1,122 @@
+"""The processor that never came back: librdkafka's send_offsets_to_transaction through a restart of a coordinator.
+
+Campaign txn-librdkafka-tv1 (seed 2913) had runs whose consume-transform-produce processor stopped for good
+(availability.never-caught-up), and its run 1 at commit 832a0f2 said where: the worker did not stop on SIGTERM, and
+its main thread was in ``send_offsets_to_transaction`` (workloads/txn_session.py), called with a 30 s timeout, while
+the broker that coordinated writer-0's and ctp-0's transactions was restarted. This runs the campaign's transactions
+workload (librdkafka clients) under one fault aimed by role, so that only what the restarted broker coordinates
+differs between configurations:
+
+    txn      restart the transaction coordinator of ctp-0 (AddOffsetsToTxn and EndTxn go there)
+    group    restart the group coordinator of the processor's group (TxnOffsetCommit goes there)
+
+N runs on one cluster (failsafe run --repeat), at transaction.version 1 or 2. Per run it records the verdict, the
+restarted broker, the processes that did not stop on SIGTERM and where their main thread was (the crash op), and
+which broker ctp-0's client log names its transaction coordinator; the counts go into the stored --repeat summary
+under "txn_hang".
+
+    .venv/bin/python benchmarks/findings_txn_hang.py --target group --version 1 --runs 10 \
+        --out docs/findings/txn-hang-group-coordinator-restart-tv1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from failsafe.campaigns.plan import load_workload
+from failsafe.campaigns.schedule import Planned, Schedule, scenario_data, write_schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+FAILSAFE = str(ROOT / ".venv" / "bin" / "failsafe")
+WORKLOAD = "transactions"
+PROCESSOR = "ctp-0"
+TARGETS = {
+    "txn": ("transaction coordinator of ctp-0", {"role": "txn-coordinator", "transactional_id": PROCESSOR}),
+    "group": ("group coordinator of the processor's group", {"role": "group-coordinator", "group": "txn-campaign-ctp"}),
+}
+HUNG = "did not stop on SIGTERM"
+WHERE = re.compile(r"its main thread was in (.+)$")
+TXN_COORDINATOR = re.compile(r"FindCoordinator response: Transaction coordinator is broker (\d+)")
+
+
+def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, chaos_s: float) -> Path:
+    what, fields = TARGETS[target]
+    _, base = load_workload(WORKLOAD)
+    base = {**base, "transactions": {**base.get("transactions", {}), "version": version}}
+    name = f"txn-hang-{target}-coordinator-{fault}-tv{version}"
+    data = scenario_data(base, Schedule(chaos_s, (Planned(fault, at_s, None, fields),)), name,
+                         f"The {WORKLOAD} campaign workload (librdkafka) at transaction.version {version}: {fault} of the {what} at {at_s:g}s")
+    directory.mkdir(parents=True, exist_ok=True)
+    return write_schedule(directory / f"{name}.toml", data, "Made by benchmarks/findings_txn_hang.py: the processor hang, aimed.")
+
+
+def record(run_dir: Path) -> dict:
+    results = json.loads((run_dir / "results.json").read_text())
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if line.strip()]
+    started = [o for o in ops if o.get("f") == "fault-start"]
+    hung = {o["process"]: (WHERE.search(o.get("error") or "") or [None, "not said"])[1]
+            for o in ops if o.get("f") == "crash" and HUNG in (o.get("error") or "")}
+    log_path = run_dir / "logs" / f"{PROCESSOR}.client.log"
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    availability = (results.get("checkers") or {}).get("availability") or {}
+    return {"dir": run_dir.name, "verdict": results.get("verdict"),
+            "restarted": [n for o in started for n in o.get("nodes", [])], "role": [o.get("role") for o in started],
+            "hung": hung, "never_caught_up": sorted((availability.get("processes") or {}).get("never-caught-up") or []),
+            "processor_txn_coordinators": sorted({int(b) for b in TXN_COORDINATOR.findall(log)})}
+
+
+def summary(records: list[dict]) -> dict:
+    where: Counter = Counter(w for r in records for w in r["hung"].values())
+    return {
+        "runs": len(records),
+        "verdicts": dict(Counter(r["verdict"] for r in records)),
+        "runs_with_the_processor_hung": sum(PROCESSOR in r["hung"] for r in records),
+        "runs_with_another_process_hung": sum(bool(set(r["hung"]) - {PROCESSOR}) for r in records),
+        "where": dict(where.most_common()),
+        # Whether the broker restarted was also ctp-0's transaction coordinator (the target group: by chance).
+        "runs_restarting_the_processors_txn_coordinator": sum(bool(set(r["restarted"]) & set(r["processor_txn_coordinators"]))
+                                                               for r in records),
+        "records": records,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", choices=sorted(TARGETS), required=True)
+    parser.add_argument("--version", type=int, choices=(1, 2), required=True)
+    parser.add_argument("--fault", choices=("restart", "kill"), default="restart")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--at-s", type=float, default=5.0)
+    parser.add_argument("--chaos-s", type=float, default=15.0)
+    parser.add_argument("--heap", default="512M")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/failsafe-findings"), help="the cluster's directory (one cluster for all runs)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    runs = args.dir / "runs" / f"txn-hang-{time.strftime('%Y%m%dT%H%M%S')}"
+    schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, args.chaos_s)
+    done = subprocess.run([FAILSAFE, "run", str(schedule), "--dir", str(args.dir), "--heap", args.heap, "--repeat", str(args.runs),
+                           "--runs", str(runs)], text=True)
+    name = schedule.stem
+    stats_files = sorted((runs / name).glob("repeat-*.json"))
+    if not stats_files:
+        sys.exit(f"failsafe run exited {done.returncode} and left no repeat summary under {runs / name}")
+    stats = json.loads(stats_files[-1].read_text())
+    run_dirs = sorted(d for d in (runs / name).glob("*/") if (d / "results.json").exists())
+    stats["txn_hang"] = summary([record(d) for d in run_dirs]) | {
+        "target": args.target, "transaction_version": args.version, "fault": args.fault,
+        "command": f".venv/bin/python benchmarks/findings_txn_hang.py --target {args.target} --version {args.version} --runs {args.runs}"}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(stats, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in stats["txn_hang"].items() if k != "records"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
