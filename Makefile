@@ -72,7 +72,6 @@ bench: setup
 	N=10 bash benchmarks/findings.sh cold
 	N=10 bash benchmarks/findings.sh coordinator
 	N=10 N_TV2=5 bash benchmarks/findings.sh txn-hang
-	N=10 N_CONTROL=5 N_TV1=5 bash benchmarks/findings.sh txn-fence
 	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:

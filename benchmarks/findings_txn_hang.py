@@ -4,8 +4,9 @@ Campaign txn-librdkafka-tv1 (seed 2913) had runs whose consume-transform-produce
 (availability.never-caught-up), and its run 1 at commit 832a0f2 said where: the worker did not stop on SIGTERM, and
 its main thread was in ``send_offsets_to_transaction`` (workloads/txn_session.py), called with a 30 s timeout, while
 the broker that coordinated writer-0's and ctp-0's transactions was restarted. This runs the campaign's transactions
-workload (librdkafka clients) under one fault aimed by role, so that only what the restarted broker coordinates
-differs between configurations:
+workload (librdkafka clients) under one fault aimed by role (a restart, or a kill for --duration-s, 12 s by default:
+longer than the 9 s broker session timeout, so the controllers fence the broker and it leaves the metadata), so that
+only what the broker coordinates and how it goes away differ between configurations:
 
     txn      restart the transaction coordinator of ctp-0 (AddOffsetsToTxn and EndTxn go there)
     group    restart the group coordinator of the processor's group (TxnOffsetCommit goes there)
@@ -46,13 +47,14 @@ WHERE = re.compile(r"its main thread was in (.+)$")
 TXN_COORDINATOR = re.compile(r"FindCoordinator response: Transaction coordinator is broker (\d+)")
 
 
-def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, chaos_s: float) -> Path:
+def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, duration_s: float | None, chaos_s: float) -> Path:
     what, fields = TARGETS[target]
     _, base = load_workload(WORKLOAD)
     base = {**base, "transactions": {**base.get("transactions", {}), "version": version}}
     name = f"txn-hang-{target}-coordinator-{fault}-tv{version}"
-    data = scenario_data(base, Schedule(chaos_s, (Planned(fault, at_s, None, fields),)), name,
-                         f"The {WORKLOAD} campaign workload (librdkafka) at transaction.version {version}: {fault} of the {what} at {at_s:g}s")
+    lasting = "" if duration_s is None else f" for {duration_s:g}s"
+    data = scenario_data(base, Schedule(chaos_s, (Planned(fault, at_s, duration_s, fields),)), name,
+                         f"The {WORKLOAD} campaign workload (librdkafka) at transaction.version {version}: {fault} of the {what} at {at_s:g}s{lasting}")
     directory.mkdir(parents=True, exist_ok=True)
     return write_schedule(directory / f"{name}.toml", data, "Made by benchmarks/findings_txn_hang.py: the processor hang, aimed.")
 
@@ -94,6 +96,7 @@ def main() -> None:
     parser.add_argument("--fault", choices=("restart", "kill"), default="restart")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--at-s", type=float, default=5.0)
+    parser.add_argument("--duration-s", type=float, default=12.0, help="how long a kill lasts (a restart has no duration)")
     parser.add_argument("--chaos-s", type=float, default=15.0)
     parser.add_argument("--heap", default="512M")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/failsafe-findings"), help="the cluster's directory (one cluster for all runs)")
@@ -101,7 +104,10 @@ def main() -> None:
     args = parser.parse_args()
 
     runs = args.dir / "runs" / f"txn-hang-{time.strftime('%Y%m%dT%H%M%S')}"
-    schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, args.chaos_s)
+    duration_s = args.duration_s if args.fault == "kill" else None
+    # A kill ends within the chaos phase, with 3 s to spare.
+    chaos_s = max(args.chaos_s, args.at_s + (duration_s or 0.0) + 3.0)
+    schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, duration_s, chaos_s)
     done = subprocess.run([FAILSAFE, "run", str(schedule), "--dir", str(args.dir), "--heap", args.heap, "--repeat", str(args.runs),
                            "--runs", str(runs)], text=True)
     name = schedule.stem
@@ -111,8 +117,9 @@ def main() -> None:
     stats = json.loads(stats_files[-1].read_text())
     run_dirs = sorted(d for d in (runs / name).glob("*/") if (d / "results.json").exists())
     stats["txn_hang"] = summary([record(d) for d in run_dirs]) | {
-        "target": args.target, "transaction_version": args.version, "fault": args.fault,
-        "command": f".venv/bin/python benchmarks/findings_txn_hang.py --target {args.target} --version {args.version} --runs {args.runs}"}
+        "target": args.target, "transaction_version": args.version, "fault": args.fault, "duration_s": duration_s,
+        "command": f".venv/bin/python benchmarks/findings_txn_hang.py --target {args.target} --version {args.version} --fault {args.fault} "
+                   f"--runs {args.runs}"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(stats, indent=2) + "\n")
     print(json.dumps({k: v for k, v in stats["txn_hang"].items() if k != "records"}, indent=2))

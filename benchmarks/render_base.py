@@ -140,8 +140,6 @@ RAW: tuple[Raw, ...] = (
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
     Raw("docs/findings/txn-hang-*.json", "N=10 N_TV2=5 bash benchmarks/findings.sh txn-hang", True,
         "`failsafe run --repeat` summaries with each run's hung processes and where they were (benchmarks/findings_txn_hang.py)"),
-    Raw("docs/findings/txn-pause-*.json", "N=10 N_CONTROL=5 N_TV1=5 bash benchmarks/findings.sh txn-fence", True,
-        "`failsafe run --repeat` summaries with each run's writer-0 errors and client-log words (benchmarks/findings_txn_fence.py)"),
     Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
         "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
     Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,

@@ -190,52 +190,23 @@ def t_findings_cold(root: Path) -> str:
     return table(header, rows) + source(root, *(rel for rel, _, _ in COLD_COORDINATOR))
 
 
-TXN_FENCE = (("docs/findings/txn-pause-15s-librdkafka.json", "librdkafka 2.16.0", "2", "15 s"),
-             ("docs/findings/txn-pause-5s-librdkafka.json", "librdkafka 2.16.0", "2", "5 s"),
-             ("docs/findings/txn-pause-15s-java.json", "Kafka's Java producer 4.3.1", "2", "15 s"),
-             ("docs/findings/txn-pause-5s-java.json", "Kafka's Java producer 4.3.1", "2", "5 s"),
-             ("docs/findings/txn-pause-15s-timeout-60s-librdkafka.json", "librdkafka 2.16.0", "2", "15 s, transaction.timeout.ms 60 s"),
-             ("docs/findings/txn-pause-15s-timeout-60s-java.json", "Kafka's Java producer 4.3.1", "2", "15 s, transaction.timeout.ms 60 s"))
-
-
-def t_findings_txn_fence(root: Path) -> str:
-    rows, rels = [], []
-    for rel, client, version, pause in TXN_FENCE:
-        if not (root / rel).is_file():
-            continue
-        rels.append(rel)
-        d = load(root, rel)["txn_fence"]
-        waits = d["first_new_commit_ms_median"]
-        rows.append([client, version, f"{pause} (measured {d['pause_s_median']:.1f} s)", str(d["runs"]),
-                     ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())), str(d["runs_told_fenced"]),
-                     str(d["runs_told_invalid_epoch"]), ", ".join(f"{e} {n}" for e, n in d["errors"].items()) or "none",
-                     str(d["runs_where_writer_stopped"]), f"{d['runs_committing_again']} ({secs(waits)} median)" if waits is not None else "0",
-                     str(d["unknown_outcomes"])])
-    if not rels:
-        raise RenderError("no docs/findings/txn-pause-*.json: run N=10 N_CONTROL=5 N_TV1=5 bash benchmarks/findings.sh txn-fence")
-    header = ["writer-0's client", "transaction.version", "its coordinator frozen for", "runs", "verdicts",
-              "runs where it was told it was fenced", "runs where it was told INVALID_PRODUCER_EPOCH", "errors its transactions ended with, all runs",
-              "runs where it stopped", "runs where it committed again (pause start → first commit of a new transaction)",
-              "transactions of unknown outcome, all runs"]
-    return table(header, rows) + source(root, *rels)
-
-
-TXN_HANG = "docs/findings/txn-hang-*-coordinator-restart-tv*.json"
+TXN_HANG = "docs/findings/txn-hang-*.json"
 HANG_TARGETS = {"txn": "ctp-0's transaction coordinator", "group": "the processor group's coordinator"}
 
 
 def t_findings_txn_hang(root: Path) -> str:
-    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)), key=lambda r: (r.endswith("tv2.json"), "group" in r))
+    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)), key=lambda r: ("-kill-" in r, r.endswith("tv2.json"), "group" in r))
     if not rels:
         raise RenderError(f"no {TXN_HANG}: run N=10 bash benchmarks/findings.sh txn-hang")
     rows = []
     for rel in rels:
         d = load(root, rel)["txn_hang"]
-        rows.append([HANG_TARGETS[d["target"]], str(d["transaction_version"]), str(d["runs"]),
+        how = "restarted" if d["fault"] == "restart" else f"killed for {d['duration_s']:g} s"
+        rows.append([f"{HANG_TARGETS[d['target']]}, {how}", str(d["transaction_version"]), str(d["runs"]),
                      ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())), str(d["runs_with_the_processor_hung"]),
                      "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
                      str(d["runs_restarting_the_processors_txn_coordinator"])])
-    header = ["broker restarted (5 s into the chaos phase)", "transaction.version", "runs", "verdicts",
+    header = ["broker (5 s into the chaos phase)", "transaction.version", "runs", "verdicts",
               "runs where ctp-0 never returned and ignored SIGTERM", "where its main thread was (runs)", "runs where another process did",
-              "runs where the broker restarted was also ctp-0's transaction coordinator"]
+              "runs where that broker was also ctp-0's transaction coordinator"]
     return table(header, rows) + source(root, *rels)
