@@ -108,21 +108,22 @@ if [ "$WHAT" = coordinator ]; then
     brokers-cut-from-controllers-java brokers-cut-from-controllers-5s-librdkafka brokers-cut-from-controllers-librdkafka-debug-metadata
 fi
 if [ "$WHAT" = txn-hang ]; then
-  # Section 9: the transactions campaign workload (librdkafka) with one restart, 5 s into the chaos phase, of the broker
-  # coordinating ctp-0's transactions or of its group's coordinator, then a 12 s kill of the group's coordinator, at
-  # transaction.version 1, then 2 (N_TV2 runs); on a 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
-  for target in txn group; do
-    $PYV benchmarks/findings_txn_hang.py --target "$target" --version 1 --runs "$N" --dir "$DIR/txn" --out "$OUT/txn-hang-$target-coordinator-restart-tv1.json"
-  done
-  for target in txn group; do
-    $PYV benchmarks/findings_txn_hang.py --target "$target" --version 2 --runs "${N_TV2:-$N}" --dir "$DIR/txn" --out "$OUT/txn-hang-$target-coordinator-restart-tv2.json"
-  done
-  # The group coordinator killed for 12 s (fenced after 9 s: it leaves the metadata, and librdkafka decommissions it).
-  for version in 1 2; do
-    n=$N; [ "$version" = 2 ] && n=${N_TV2:-$N}
-    $PYV benchmarks/findings_txn_hang.py --target group --fault kill --version "$version" --runs "$n" --dir "$DIR/txn" \
-      --out "$OUT/txn-hang-group-coordinator-kill-tv$version.json"
-  done
+  # Section 9: the transactions campaign workload (librdkafka) with one fault 5 s into the chaos phase: a restart of the
+  # broker coordinating ctp-0's transactions, a restart of its group's coordinator, a 12 s kill of its group's
+  # coordinator (fenced after 9 s: it leaves the metadata), N runs each at transaction.version 1; with N_TV2 set, the
+  # kill again at version 2; with N_JAVA set, the kill with Kafka's Java client as the control. On a 3-controller
+  # cluster of its own (benchmarks/findings_txn_hang.py).
+  hang() {
+    local driver="${5:-librdkafka}" suffix=""
+    [ "$driver" = librdkafka ] || suffix="-$driver"
+    $PYV benchmarks/findings_txn_hang.py --target "$1" --fault "$2" --version "$3" --runs "$4" --driver "$driver" --dir "$DIR/txn" \
+      --out "$OUT/txn-hang-$1-coordinator-$2-tv$3$suffix.json"
+  }
+  hang txn restart 1 "$N"
+  hang group restart 1 "$N"
+  hang group kill 1 "$N"
+  [ "${N_TV2:-0}" -gt 0 ] && hang group kill 2 "$N_TV2"
+  [ "${N_JAVA:-0}" -gt 0 ] && hang group kill 1 "$N_JAVA" kafka-java
   $FS down --dir "$DIR/txn" >/dev/null 2>&1 || true
 fi
 if [ "$WHAT" = txn-fence ]; then

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from failsafe.campaigns.plan import load_workload
 from failsafe.campaigns.schedule import Planned, Schedule, scenario_data, write_schedule
+from failsafe.workloads.txn_specs import LIBRDKAFKA, TXN_DRIVERS
 
 ROOT = Path(__file__).resolve().parent.parent
 FAILSAFE = str(ROOT / ".venv" / "bin" / "failsafe")
@@ -47,14 +48,16 @@ WHERE = re.compile(r"its main thread was in (.+)$")
 TXN_COORDINATOR = re.compile(r"FindCoordinator response: Transaction coordinator is broker (\d+)")
 
 
-def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, duration_s: float | None, chaos_s: float) -> Path:
+def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, duration_s: float | None, chaos_s: float,
+                  driver: str) -> Path:
     what, fields = TARGETS[target]
     _, base = load_workload(WORKLOAD)
-    base = {**base, "transactions": {**base.get("transactions", {}), "version": version}}
-    name = f"txn-hang-{target}-coordinator-{fault}-tv{version}"
+    base = {**base, "transactions": {**base.get("transactions", {}), "version": version},
+            "writers": [{**w, "driver": driver} for w in base["writers"]], "processors": [{**p, "driver": driver} for p in base["processors"]]}
+    name = f"txn-hang-{target}-coordinator-{fault}-tv{version}" + ("" if driver == LIBRDKAFKA else f"-{driver}")
     lasting = "" if duration_s is None else f" for {duration_s:g}s"
     data = scenario_data(base, Schedule(chaos_s, (Planned(fault, at_s, duration_s, fields),)), name,
-                         f"The {WORKLOAD} campaign workload (librdkafka) at transaction.version {version}: {fault} of the {what} at {at_s:g}s{lasting}")
+                         f"The {WORKLOAD} campaign workload ({driver}) at transaction.version {version}: {fault} of the {what} at {at_s:g}s{lasting}")
     directory.mkdir(parents=True, exist_ok=True)
     return write_schedule(directory / f"{name}.toml", data, "Made by benchmarks/findings_txn_hang.py: the processor hang, aimed.")
 
@@ -82,7 +85,7 @@ def summary(records: list[dict]) -> dict:
         "runs_with_the_processor_hung": sum(PROCESSOR in r["hung"] for r in records),
         "runs_with_another_process_hung": sum(bool(set(r["hung"]) - {PROCESSOR}) for r in records),
         "where": dict(where.most_common()),
-        # Whether the broker restarted was also ctp-0's transaction coordinator (the target group: by chance).
+        # Whether the broker the fault hit (killed or restarted: "restarted") was also ctp-0's transaction coordinator.
         "runs_restarting_the_processors_txn_coordinator": sum(bool(set(r["restarted"]) & set(r["processor_txn_coordinators"]))
                                                                for r in records),
         "records": records,
@@ -94,6 +97,7 @@ def main() -> None:
     parser.add_argument("--target", choices=sorted(TARGETS), required=True)
     parser.add_argument("--version", type=int, choices=(1, 2), required=True)
     parser.add_argument("--fault", choices=("restart", "kill"), default="restart")
+    parser.add_argument("--driver", choices=TXN_DRIVERS, default=LIBRDKAFKA, help="the writers' and the processor's client (the control: kafka-java)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--at-s", type=float, default=5.0)
     parser.add_argument("--duration-s", type=float, default=12.0, help="how long a kill lasts (a restart has no duration)")
@@ -107,7 +111,7 @@ def main() -> None:
     duration_s = args.duration_s if args.fault == "kill" else None
     # A kill ends within the chaos phase, with 3 s to spare.
     chaos_s = max(args.chaos_s, args.at_s + (duration_s or 0.0) + 3.0)
-    schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, duration_s, chaos_s)
+    schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, duration_s, chaos_s, args.driver)
     done = subprocess.run([FAILSAFE, "run", str(schedule), "--dir", str(args.dir), "--heap", args.heap, "--repeat", str(args.runs),
                            "--runs", str(runs)], text=True)
     name = schedule.stem
@@ -117,9 +121,9 @@ def main() -> None:
     stats = json.loads(stats_files[-1].read_text())
     run_dirs = sorted(d for d in (runs / name).glob("*/") if (d / "results.json").exists())
     stats["txn_hang"] = summary([record(d) for d in run_dirs]) | {
-        "target": args.target, "transaction_version": args.version, "fault": args.fault, "duration_s": duration_s,
+        "target": args.target, "transaction_version": args.version, "fault": args.fault, "duration_s": duration_s, "driver": args.driver,
         "command": f".venv/bin/python benchmarks/findings_txn_hang.py --target {args.target} --version {args.version} --fault {args.fault} "
-                   f"--runs {args.runs}"}
+                   f"--driver {args.driver} --runs {args.runs}"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(stats, indent=2) + "\n")
     print(json.dumps({k: v for k, v in stats["txn_hang"].items() if k != "records"}, indent=2))

@@ -195,18 +195,18 @@ HANG_TARGETS = {"txn": "ctp-0's transaction coordinator", "group": "the processo
 
 
 def t_findings_txn_hang(root: Path) -> str:
-    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)), key=lambda r: ("-kill-" in r, r.endswith("tv2.json"), "group" in r))
+    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)), key=lambda r: ("-kill-" in r, "kafka-java" in r, "tv2" in r, "group" in r))
     if not rels:
         raise RenderError(f"no {TXN_HANG}: run N=10 bash benchmarks/findings.sh txn-hang")
     rows = []
     for rel in rels:
         d = load(root, rel)["txn_hang"]
         how = "restarted" if d["fault"] == "restart" else f"killed for {d['duration_s']:g} s"
-        rows.append([f"{HANG_TARGETS[d['target']]}, {how}", str(d["transaction_version"]), str(d["runs"]),
+        rows.append([f"{HANG_TARGETS[d['target']]}, {how}", d.get("driver", "librdkafka"), str(d["transaction_version"]), str(d["runs"]),
                      ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())), str(d["runs_with_the_processor_hung"]),
                      "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
                      str(d["runs_restarting_the_processors_txn_coordinator"])])
-    header = ["broker (5 s into the chaos phase)", "transaction.version", "runs", "verdicts",
-              "runs where ctp-0 never returned and ignored SIGTERM", "where its main thread was (runs)", "runs where another process did",
-              "runs where that broker was also ctp-0's transaction coordinator"]
+    header = ["broker (5 s into the chaos phase)", "writers' and processor's client", "transaction.version", "runs", "verdicts",
+              "runs where ctp-0 hung (ignored SIGTERM)", "where its main thread was (runs)", "runs where another process did",
+              "runs where ctp-0's log named that broker its transaction coordinator at some point"]
     return table(header, rows) + source(root, *rels)
