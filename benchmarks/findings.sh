@@ -111,8 +111,8 @@ if [ "$WHAT" = txn-hang ]; then
   # Section 9: the transactions campaign workload (librdkafka) with one fault 5 s into the chaos phase: a restart of the
   # broker coordinating ctp-0's transactions, a restart of its group's coordinator, a 12 s kill of its group's
   # coordinator (fenced after 9 s: it leaves the metadata), N runs each at transaction.version 1; with N_TV2 set, the
-  # kill again at version 2; with N_JAVA set, the kill with Kafka's Java client as the control. On a 3-controller
-  # cluster of its own (benchmarks/findings_txn_hang.py).
+  # kill again at version 2; with N_JAVA set, the kill with Kafka's Java client as the control; with N_SHORT, a 4 s
+  # kill. On a 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
   hang() {
     local driver="${5:-librdkafka}" suffix=""
     [ "$driver" = librdkafka ] || suffix="-$driver"
@@ -124,6 +124,9 @@ if [ "$WHAT" = txn-hang ]; then
   hang group kill 1 "$N"
   [ "${N_TV2:-0}" -gt 0 ] && hang group kill 2 "$N_TV2"
   [ "${N_JAVA:-0}" -gt 0 ] && hang group kill 1 "$N_JAVA" kafka-java
+  # The control for the fencing: a 4 s kill, over before the broker session timeout (the broker stays in the metadata).
+  [ "${N_SHORT:-0}" -gt 0 ] && $PYV benchmarks/findings_txn_hang.py --target group --fault kill --duration-s 4 --version 1 --runs "$N_SHORT" \
+    --dir "$DIR/txn" --out "$OUT/txn-hang-group-coordinator-kill-4s-tv1.json"
   $FS down --dir "$DIR/txn" >/dev/null 2>&1 || true
 fi
 if [ "$WHAT" = txn-fence ]; then

@@ -123,7 +123,7 @@ def main() -> None:
     stats["txn_hang"] = summary([record(d) for d in run_dirs]) | {
         "target": args.target, "transaction_version": args.version, "fault": args.fault, "duration_s": duration_s, "driver": args.driver,
         "command": f".venv/bin/python benchmarks/findings_txn_hang.py --target {args.target} --version {args.version} --fault {args.fault} "
-                   f"--driver {args.driver} --runs {args.runs}"}
+                   f"--duration-s {args.duration_s:g} --driver {args.driver} --runs {args.runs}"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(stats, indent=2) + "\n")
     print(json.dumps({k: v for k, v in stats["txn_hang"].items() if k != "records"}, indent=2))

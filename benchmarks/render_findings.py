@@ -195,7 +195,8 @@ HANG_TARGETS = {"txn": "ctp-0's transaction coordinator", "group": "the processo
 
 
 def t_findings_txn_hang(root: Path) -> str:
-    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)), key=lambda r: ("-kill-" in r, "kafka-java" in r, "tv2" in r, "group" in r))
+    rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)),
+                  key=lambda r: ("-kill-" in r, "-4s-" in r, "kafka-java" in r, "tv2" in r, "group" in r))
     if not rels:
         raise RenderError(f"no {TXN_HANG}: run N=10 bash benchmarks/findings.sh txn-hang")
     rows = []
