@@ -71,7 +71,7 @@ bench: setup
 	N=3 bash benchmarks/findings.sh where
 	N=10 bash benchmarks/findings.sh cold
 	N=10 bash benchmarks/findings.sh coordinator
-	N=10 bash benchmarks/findings.sh txn-hang
+	N=10 N_TV2=5 N_JAVA=5 N_SHORT=5 bash benchmarks/findings.sh txn-hang
 	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:

@@ -138,7 +138,7 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
-    Raw("docs/findings/txn-hang-*.json", "N=10 bash benchmarks/findings.sh txn-hang", True,
+    Raw("docs/findings/txn-hang-*.json", "N=10 N_TV2=5 N_JAVA=5 N_SHORT=5 bash benchmarks/findings.sh txn-hang", True,
         "`failsafe run --repeat` summaries with each run's hung processes and where they were (benchmarks/findings_txn_hang.py)"),
     Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
         "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
