@@ -17,9 +17,9 @@ closed. The counts go into the stored file under "decommissioned_coordinator".
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -28,8 +28,9 @@ from failsafe.checkers.liveness import never_caught_up
 from failsafe.history.load import load_history
 from failsafe.history.ops import Op
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "docs" / "findings"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.findings_runs import annotate_stored  # noqa: E402
+
 # What librdkafka logs when it drops a broker that left the metadata while it was the group's coordinator.
 MECHANISM = "Group coordinator decommissioned"
 # With debug=metadata: a Metadata response that lists no broker (KRaft leaves fenced brokers out), and librdkafka
@@ -109,17 +110,7 @@ def summary(records: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=Path, required=True, help="findings.sh's DIR/runs")
-    parser.add_argument("labels", nargs="+")
-    args = parser.parse_args()
-    for label in args.labels:
-        stored = OUT / f"{label}.json"
-        stats = json.loads(stored.read_text())
-        run_dirs = sorted(d for d in (args.runs / label).glob("*/*/") if (d / "results.json").exists())
-        stats["decommissioned_coordinator"] = summary([record(d) for d in run_dirs])
-        stored.write_text(json.dumps(stats, indent=2) + "\n")
-        print(label, json.dumps({k: v for k, v in stats["decommissioned_coordinator"].items() if k != "records"}))
+    annotate_stored(__doc__, "decommissioned_coordinator", record, summary)
 
 
 if __name__ == "__main__":

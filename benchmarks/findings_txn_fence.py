@@ -16,14 +16,15 @@ under "txn_fence".
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
+import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "docs" / "findings"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.findings_runs import annotate_stored  # noqa: E402
+
 WRITER = "writer-0"
 # The names a fence goes by: librdkafka's own _FENCED (its fatal error, also what it makes of INVALID_PRODUCER_EPOCH in
 # EndTxn) and Kafka's PRODUCER_FENCED (the Java client's ProducerFencedException).
@@ -82,17 +83,7 @@ def summary(records: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=Path, required=True, help="findings.sh's DIR/runs")
-    parser.add_argument("labels", nargs="+")
-    args = parser.parse_args()
-    for label in args.labels:
-        stored = OUT / f"{label}.json"
-        stats = json.loads(stored.read_text())
-        run_dirs = sorted(d for d in (args.runs / label).glob("*/*/") if (d / "results.json").exists())
-        stats["txn_fence"] = summary([record(d) for d in run_dirs])
-        stored.write_text(json.dumps(stats, indent=2) + "\n")
-        print(label, json.dumps({k: v for k, v in stats["txn_fence"].items() if k != "records"}))
+    annotate_stored(__doc__, "txn_fence", record, summary)
 
 
 if __name__ == "__main__":
