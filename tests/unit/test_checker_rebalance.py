@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from failsafe.checkers.rebalance import check
-from tests.unit.test_checker_builders import assign, client_event, fault, history, poll, rec, revoke
+from tests.unit.test_checker_builders import assign, client_config, client_event, fault, history, membership, poll, rec, revoke
 
 START = [assign("c0", [0], ms=0), assign("c1", [1], ms=0)]
 KILL_C1 = fault(1, start_ms=100, stop_ms=110, nodes=["c1"], fault_name="kill-consumer", target="consumer")
@@ -69,3 +69,64 @@ def test_a_consumer_fault_on_a_process_in_no_group_is_unknown() -> None:
 
 def test_an_empty_history_is_valid() -> None:
     assert check(history())["valid"] is True
+
+
+def _configs(**settings: str) -> list[dict]:
+    return [client_config("c0", **settings), client_config("c1", **settings)]
+
+
+# c1 is killed; c0, the survivor, gives up its own partition 0 during the handover and gets it back with partition 1.
+SURVIVOR_REVOKED = [*START, poll("c0", [rec(3, "v", partition=0)], ms=50), *KILL_C1, revoke("c0", [0], ms=4000),
+                    assign("c0", [0, 1], ms=4500), poll("c0", [rec(4, "v", partition=0)], ms=4600)]
+
+
+def test_an_incremental_group_whose_survivor_gave_up_a_partition_is_invalid() -> None:
+    result = check(history(*_configs(partition_assignment_strategy="cooperative-sticky"), *SURVIVOR_REVOKED))
+    assert result["valid"] is False and "survivors-interrupted" in result["violations"]
+    assert result["counts"]["survivors-interrupted"] == 1 and result["counts"]["kept-partitions"] == 1
+    [example] = result["examples"]["survivors-interrupted"]
+    assert (example["protocol"], example["owner"], example["partition"]) == ("cooperative", "c0", 0)
+    assert example["revoked_ms"] == pytest.approx(3900) and example["gap_ms"] == pytest.approx(4550)
+
+
+def test_the_same_revocation_is_what_the_eager_protocol_does() -> None:
+    result = check(history(*_configs(), *SURVIVOR_REVOKED))
+    assert result["valid"] is True
+    assert result["counts"]["interrupted-kept-partitions"] == 1 and result["counts"]["survivors-interrupted"] == 0
+    [event] = result["events"]
+    assert event["protocol"] == "eager" and event["survivors_kept_expected"] is False
+    assert event["kept_partitions"][0]["revoked"] is True
+
+
+def test_the_option_expects_the_survivors_kept_whatever_the_protocol() -> None:
+    h = history(*_configs(), *SURVIVOR_REVOKED)
+    assert check(h, {"expect_survivors_kept": True})["counts"]["survivors-interrupted"] == 1
+    assert check(history(*_configs(group_protocol="consumer"), *SURVIVOR_REVOKED))["valid"] is False
+
+
+def test_a_kip848_group_that_left_the_survivor_alone_is_valid_with_its_gaps() -> None:
+    h = history(*_configs(group_protocol="consumer"), *START, poll("c0", [rec(3, "v", partition=0)], ms=50),
+                poll("c1", [rec(8, "v", partition=1)], ms=90), *KILL_C1, poll("c0", [rec(4, "v", partition=0)], ms=300),
+                assign("c0", [1], ms=5000), poll("c0", [rec(9, "v", partition=1)], ms=5200))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["interrupted-kept-partitions"] == 0
+    [event] = result["events"]
+    assert event["protocol"] == "consumer"
+    [kept] = event["kept_partitions"]
+    assert (kept["owner"], kept["revoked"], kept["gap_ms"]) == ("c0", False, pytest.approx(250))
+    [moved] = event["moved_partitions"]
+    assert moved["gap_ms"] == pytest.approx(5110) and moved["first_poll_after_ms"] == pytest.approx(5100)
+
+
+def test_a_survivor_that_lost_its_own_session_is_counted_not_judged() -> None:
+    lost = membership("revoke", "c0", [0], ms=4000, lost=True)
+    h = history(*_configs(group_protocol="consumer"), *START, *KILL_C1, lost, assign("c0", [0, 1], ms=4500))
+    result = check(h)
+    assert result["valid"] is True
+    assert result["counts"]["lost-kept-partitions"] == 1 and result["counts"]["survivors-interrupted"] == 0
+
+
+def test_a_group_whose_members_ran_different_protocols_expects_nothing() -> None:
+    h = history(client_config("c0", group_protocol="consumer"), client_config("c1"), *SURVIVOR_REVOKED)
+    result = check(h)
+    assert result["valid"] is True and result["events"][0]["protocol"] is None

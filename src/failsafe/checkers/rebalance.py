@@ -5,6 +5,13 @@ group member that no such fault explains. The partitions its group owned at that
 be assigned again to live members; pause_ms is how long that took, measured from the membership
 events the consumers recorded (with the eager protocol even the survivors' partitions are revoked
 and assigned again; with the cooperative one they are kept, and count as owned all along).
+
+The survivors' partitions are the *kept* ones: with an incremental protocol (classic cooperative-sticky,
+or KIP-848's group.protocol=consumer: checkers/group_protocol.py) a member's departure must not revoke
+any of them, and one revoked during the handover is a `survivors-interrupted` violation (a revocation
+the survivor reported as lost, its own session gone, is counted but not judged). For every partition
+the group owned, moved or kept, gap_ms is its processing gap: from the group's last read of it before
+the event to its first read after.
 """
 
 from __future__ import annotations
@@ -16,11 +23,14 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, read_options, result
+from failsafe.checkers.group_protocol import INCREMENTAL, group_protocols
 from failsafe.history.model import History
 from failsafe.history.ops import Op, Target
 
-DEFAULTS: dict[str, Any] = {"max_pause_ms": None}
-VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUMERS}
+# expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
+# anyway when the protocol is incremental).
+DEFAULTS: dict[str, Any] = {"max_pause_ms": None, "expect_survivors_kept": False}
+VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUMERS, "survivors-interrupted": Side.CONSUMERS}
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
@@ -30,6 +40,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "rebalance")
     membership = history.membership.filter(pl.col("group").is_not_null()).sort("time_ns", maintain_order=True)
     events = consumer_events(history, membership)
+    protocols = group_protocols(history)
     measured: list[dict[str, Any]] = []
     unmeasured_faults = 0
     for event in events:
@@ -38,12 +49,17 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             unmeasured_faults += event["source"] == "fault"
             continue
         for group in sorted(groups):
-            measured.append(_measure(event, group, membership.filter(pl.col("group") == group), history))
-    _add_first_polls(measured, history.reads)
+            event_measured = _measure(event, group, membership.filter(pl.col("group") == group), history)
+            event_measured["protocol"] = protocols.get(group)
+            event_measured["survivors_kept_expected"] = opts["expect_survivors_kept"] or protocols.get(group) in INCREMENTAL
+            measured.append(event_measured)
+    _add_reads(measured, history.reads)
 
     limit_ms = opts["max_pause_ms"]
     stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
     slow = [event for event in measured if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
+    interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if kept["revoked"] and not kept["lost"]]
+    needless = [(event, kept) for event, kept in interrupted if event["survivors_kept_expected"]]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
@@ -51,14 +67,23 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "moved-partitions": sum(len(event["moved_partitions"]) for event in measured),
         "never-reassigned": len(stuck),
         "slow-rebalance": len(slow),
+        "kept-partitions": sum(len(event["kept_partitions"]) for event in measured),
+        "interrupted-kept-partitions": len(interrupted),
+        "lost-kept-partitions": sum(kept["lost"] for event in measured for kept in event["kept_partitions"]),
+        "survivors-interrupted": len(needless),
     }
     example_rows = {
         "never-reassigned": [
             {"processes": event["processes"], "group": event["group"], "topic": moved["topic"], "partition": moved["partition"]} for event, moved in stuck[:5]
         ],
         "slow-rebalance": [{"processes": event["processes"], "group": event["group"], "pause_ms": event["pause_ms"]} for event in slow[:5]],
+        "survivors-interrupted": [
+            {"processes": event["processes"], "group": event["group"], "protocol": event["protocol"], "owner": kept["owner"],
+             "topic": kept["topic"], "partition": kept["partition"], "revoked_ms": kept["revoked_ms"], "gap_ms": kept["gap_ms"]}
+            for event, kept in needless[:5]
+        ],
     }
-    violations = [name for name, bad in (("never-reassigned", stuck), ("slow-rebalance", slow)) if bad]
+    violations = [name for name, bad in (("never-reassigned", stuck), ("slow-rebalance", slow), ("survivors-interrupted", needless)) if bad]
     if violations:
         valid: bool | str = False
     elif unmeasured_faults and not measured:
@@ -121,8 +146,10 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     revokes = after.filter(pl.col("f") == Op.REVOKE)
     if handover_end_ns is not None:
         revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns)
-    revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns")), on=["process", *_PARTITION], how="inner")
-    revoked = revoked.group_by(_PARTITION).agg(pl.col("revoked_ns").min())
+    revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns"), "lost"), on=["process", *_PARTITION], how="inner")
+    revoked = revoked.sort("revoked_ns").group_by(_PARTITION).agg(pl.col("revoked_ns").first(), pl.col("lost").first().fill_null(False))
+    kept_rows = kept.join(revoked, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()
+    revoked = revoked.select(*_PARTITION, "revoked_ns")
     regained = (
         revoked.join(assigns, on=_PARTITION, how="left")
         .group_by(_PARTITION)
@@ -150,8 +177,21 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
                 "reassigned": row["assigned_ns"] is not None,
                 "reassigned_ms": None if row["assigned_ns"] is None else (row["assigned_ns"] - start_ns) / 1e6,
                 "first_poll_after_ms": None,
+                "gap_ms": None,
             }
             for row in moved_rows
+        ],
+        "kept_partitions": [
+            {
+                "topic": row["topic"],
+                "partition": row["partition"],
+                "owner": row["process"],
+                "revoked": row["revoked_ns"] is not None,
+                "lost": bool(row["lost"]),
+                "revoked_ms": None if row["revoked_ns"] is None else (row["revoked_ns"] - start_ns) / 1e6,
+                "gap_ms": None,
+            }
+            for row in kept_rows
         ],
     }
 
@@ -176,23 +216,28 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
     return sorted(set(others.to_list()) - set(stopped.to_list()))
 
 
-def _add_first_polls(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
-    """first_poll_after_ms: the first read of each moved partition, by any member, after the event."""
+def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
+    """For each moved and kept partition of each event: first_poll_after_ms (moved only), its group's first read of it
+    after the event, and gap_ms, from the group's last read of it before the event to that first read after."""
     rows = [
-        {"event": index, "group": event["group"], "topic": moved["topic"], "partition": moved["partition"], "start_ns": event["start_ns"]}
+        {"event": index, "group": event["group"], "topic": p["topic"], "partition": p["partition"], "start_ns": event["start_ns"]}
         for index, event in enumerate(measured)
-        for moved in event["moved_partitions"]
+        for p in event["moved_partitions"] + event["kept_partitions"]
     ]
     if not rows:
         return
-    wanted = pl.DataFrame(rows, schema={"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64})
+    wanted = pl.DataFrame(rows, schema={"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64}).sort("start_ns")
     relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
     relevant = relevant.select("group", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
-    found = wanted.sort("start_ns").join_asof(
-        relevant, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy="forward", allow_exact_matches=False, check_sortedness=False
-    )
-    first_ns = {(row["event"], row["topic"], row["partition"]): row["read_ns"] for row in found.to_dicts()}
+    found: dict[tuple[int, str, int], list[int | None]] = {}
+    for strategy, allow_exact in (("backward", True), ("forward", False)):
+        edge = wanted.join_asof(relevant, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy=strategy,
+                                allow_exact_matches=allow_exact, check_sortedness=False)
+        for row in edge.to_dicts():
+            found.setdefault((row["event"], row["topic"], row["partition"]), []).append(row["read_ns"])
     for index, event in enumerate(measured):
-        for moved in event["moved_partitions"]:
-            read_ns = first_ns.get((index, moved["topic"], moved["partition"]))
-            moved["first_poll_after_ms"] = None if read_ns is None else (read_ns - event["start_ns"]) / 1e6
+        for p in event["moved_partitions"] + event["kept_partitions"]:
+            before_ns, after_ns = found.get((index, p["topic"], p["partition"]), [None, None])
+            if "first_poll_after_ms" in p:
+                p["first_poll_after_ms"] = None if after_ns is None else (after_ns - event["start_ns"]) / 1e6
+            p["gap_ms"] = None if before_ns is None or after_ns is None else (after_ns - before_ns) / 1e6
