@@ -6,8 +6,8 @@
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
 # benchmarks/findings_cold.py; coordinator: a librdkafka group after every broker was cut from the controllers (section 8);
-# txn-fence: a transaction coordinator frozen past and within transaction.timeout.ms, both clients (not measured yet);
-# txn-hang: librdkafka's processor through a restart of its transaction or group coordinator (section 9); none of these
+# txn-fence: a transaction coordinator frozen past and within transaction.timeout.ms, both clients (section 10);
+# txn-hang: librdkafka's processor through a restart or kill of its transaction or group coordinator (section 9); none of these
 # part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
@@ -110,18 +110,22 @@ fi
 if [ "$WHAT" = txn-hang ]; then
   # Section 9: the transactions campaign workload (librdkafka) with one fault 5 s into the chaos phase: a restart of the
   # broker coordinating ctp-0's transactions, a restart of its group's coordinator, a 12 s kill of its group's
-  # coordinator (fenced after 9 s: it leaves the metadata), N runs each at transaction.version 1; with N_TV2 set, the
+  # coordinator (fenced after 9 s: it leaves the metadata), N runs each (KILL_BATCHES for the kill) at transaction.version 1; with N_TV2 set, the
   # kill again at version 2; with N_JAVA set, the kill with Kafka's Java client as the control; with N_SHORT, a 4 s
   # kill. On a 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
   hang() {
-    local driver="${5:-librdkafka}" suffix=""
-    [ "$driver" = librdkafka ] || suffix="-$driver"
+    local driver="${5:-librdkafka}" suffix="${6:-}"
+    [ "$driver" = librdkafka ] || suffix="-$driver$suffix"
     $PYV benchmarks/findings_txn_hang.py --target "$1" --fault "$2" --version "$3" --runs "$4" --driver "$driver" --dir "$DIR/txn" \
       --out "$OUT/txn-hang-$1-coordinator-$2-tv$3$suffix.json"
   }
   hang txn restart 1 "$N"
   hang group restart 1 "$N"
-  hang group kill 1 "$N"
+  # The 12 s kill again and again: KILL_BATCHES runs per batch of the same schedule (default N), each stored as -batchI.
+  i=1
+  for n in ${KILL_BATCHES:-$N}; do hang group kill 1 "$n" librdkafka "-batch$i"; i=$((i + 1)); done
+  # The other coordinator killed alone: ctp-0's transaction coordinator, 12 s (N_TXN_KILL runs).
+  [ "${N_TXN_KILL:-0}" -gt 0 ] && hang txn kill 1 "$N_TXN_KILL"
   [ "${N_TV2:-0}" -gt 0 ] && hang group kill 2 "$N_TV2"
   [ "${N_JAVA:-0}" -gt 0 ] && hang group kill 1 "$N_JAVA" kafka-java
   # The control for the fencing: a 4 s kill, over before the broker session timeout (the broker stays in the metadata).
@@ -130,7 +134,7 @@ if [ "$WHAT" = txn-hang ]; then
   $FS down --dir "$DIR/txn" >/dev/null 2>&1 || true
 fi
 if [ "$WHAT" = txn-fence ]; then
-  # Not measured yet (docs/transactions.md, "Not done yet"): writer-0's transaction coordinator frozen 15 s (past its
+  # Section 10: writer-0's transaction coordinator frozen 15 s (past its
   # 10 s transaction.timeout.ms) or 5 s (within it), librdkafka against Kafka's Java client, transaction.version 2; the
   # control: the 15 s pause with a 60 s timeout (N_CONTROL runs, default N). No other instance of writer-0 is started.
   TV2=('transactions.version=2')

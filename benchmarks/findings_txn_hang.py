@@ -74,7 +74,22 @@ def record(run_dir: Path) -> dict:
     return {"dir": run_dir.name, "verdict": results.get("verdict"),
             "restarted": [n for o in started for n in o.get("nodes", [])], "role": [o.get("role") for o in started],
             "hung": hung, "never_caught_up": sorted((availability.get("processes") or {}).get("never-caught-up") or []),
-            "processor_txn_coordinators": sorted({int(b) for b in TXN_COORDINATOR.findall(log)})}
+            "processor_txn_coordinators": sorted({int(b) for b in TXN_COORDINATOR.findall(log)}),
+            **processor_after_fault(ops, started[0]["time_ns"] if started else None)}
+
+
+def processor_after_fault(ops: list[dict], fault_ns: int | None) -> dict:
+    """When, after the fault began, the processor began its last transaction (the one a hung processor never ended), and
+    whether its group had given it partitions again (an assign op) between the fault and then."""
+    if fault_ns is None:
+        return {"last_txn_began_s": None, "assigned_before_last_txn": None}
+    mine = [o for o in ops if o.get("process") == PROCESSOR and o["time_ns"] > fault_ns]
+    began = [o["time_ns"] for o in mine if o.get("f") == "txn" and o.get("type") == "invoke"]
+    if not began:
+        return {"last_txn_began_s": None, "assigned_before_last_txn": None}
+    last = began[-1]
+    return {"last_txn_began_s": round((last - fault_ns) / 1e9, 2),
+            "assigned_before_last_txn": any(o.get("f") == "assign" and o["time_ns"] < last for o in mine)}
 
 
 def summary(records: list[dict]) -> dict:
@@ -88,6 +103,8 @@ def summary(records: list[dict]) -> dict:
         # Whether the broker the fault hit (killed or restarted: "restarted") was also ctp-0's transaction coordinator.
         "runs_restarting_the_processors_txn_coordinator": sum(bool(set(r["restarted"]) & set(r["processor_txn_coordinators"]))
                                                                for r in records),
+        # Per run where the processor hung: when its last transaction began after the fault, and whether after a rebalance.
+        "hung_txn_began_s": [[r.get("last_txn_began_s"), r.get("assigned_before_last_txn")] for r in records if PROCESSOR in r["hung"]],
         "records": records,
     }
 
@@ -105,7 +122,14 @@ def main() -> None:
     parser.add_argument("--heap", default="512M")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/failsafe-findings"), help="the cluster's directory (one cluster for all runs)")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--again", action="store_true",
+                        help="make --out's per-run records again from the run directories it lists, running nothing (after a change here)")
     args = parser.parse_args()
+    if args.again:
+        stats = json.loads(args.out.read_text())
+        stats["txn_hang"] |= summary([record(Path(d)) for d in stats["run_dirs"]])
+        args.out.write_text(json.dumps(stats, indent=2) + "\n")
+        return
 
     runs = args.dir / "runs" / f"txn-hang-{time.strftime('%Y%m%dT%H%M%S')}"
     duration_s = args.duration_s if args.fault == "kill" else None

@@ -194,21 +194,80 @@ TXN_HANG = "docs/findings/txn-hang-*.json"
 HANG_TARGETS = {"txn": "ctp-0's transaction coordinator", "group": "the processor group's coordinator"}
 
 
+def _hang_row(label: str, d: dict) -> list[str]:
+    return [label, d.get("driver", "librdkafka"), str(d["transaction_version"]), str(d["runs"]),
+            ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())), str(d["runs_with_the_processor_hung"]),
+            "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
+            # The Java client's log names its coordinator in other words: not read.
+            str(d["runs_restarting_the_processors_txn_coordinator"]) if d.get("driver", "librdkafka") == "librdkafka" else "—",
+            ", ".join(f"{began:g}" + (" r" if rebalanced else "") for began, rebalanced in sorted(d.get("hung_txn_began_s", []), key=lambda b: b[0] or 0))
+            or "—"]
+
+
+def _hang_total(batches: list[dict]) -> dict:
+    """The batches of one schedule summed (verdicts, hung runs and where they hung)."""
+    total = {**batches[0], "runs": 0, "verdicts": {}, "where": {}, "runs_with_the_processor_hung": 0, "runs_with_another_process_hung": 0,
+             "runs_restarting_the_processors_txn_coordinator": 0}
+    for d in batches:
+        for key in ("runs", "runs_with_the_processor_hung", "runs_with_another_process_hung", "runs_restarting_the_processors_txn_coordinator"):
+            total[key] += d[key]
+        for field in ("verdicts", "where"):
+            for name, n in d[field].items():
+                total[field][name] = total[field].get(name, 0) + n
+    total["hung_txn_began_s"] = [b for d in batches for b in d.get("hung_txn_began_s", [])]
+    return total
+
+
 def t_findings_txn_hang(root: Path) -> str:
     rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)),
-                  key=lambda r: ("-kill-" in r, "-4s-" in r, "kafka-java" in r, "tv2" in r, "group" in r))
+                  key=lambda r: ("-kill-" in r, "-4s-" in r, "kafka-java" in r, "tv2" in r, "group" in r, r))
     if not rels:
-        raise RenderError(f"no {TXN_HANG}: run N=10 N_TV2=5 N_JAVA=5 N_SHORT=5 bash benchmarks/findings.sh txn-hang")
-    rows = []
+        raise RenderError(f"no {TXN_HANG}: run bash benchmarks/findings.sh txn-hang (docs/benchmarks.md, Raw data)")
+    # Files of one schedule (its batches, -batchN) side by side, then their sum.
+    schedules: dict[tuple, list[tuple[str, dict]]] = {}
     for rel in rels:
         d = load(root, rel)["txn_hang"]
-        how = "restarted" if d["fault"] == "restart" else f"killed for {d['duration_s']:g} s"
-        rows.append([f"{HANG_TARGETS[d['target']]}, {how}", d.get("driver", "librdkafka"), str(d["transaction_version"]), str(d["runs"]),
-                     ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())), str(d["runs_with_the_processor_hung"]),
-                     "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
-                     # The Java client's log names its coordinator in other words: not read.
-                     str(d["runs_restarting_the_processors_txn_coordinator"]) if d.get("driver", "librdkafka") == "librdkafka" else "—"])
+        schedules.setdefault((d["target"], d["fault"], d.get("duration_s"), d["transaction_version"], d.get("driver", "librdkafka")), []).append((rel, d))
+    rows = []
+    for (target, fault, duration_s, _, _), files in schedules.items():
+        how = f"{HANG_TARGETS[target]}, " + ("restarted" if fault == "restart" else f"killed for {duration_s:g} s")
+        if len(files) == 1:
+            rows.append(_hang_row(how, files[0][1]))
+            continue
+        for n, (_, d) in enumerate(files, 1):
+            day = d["records"][0]["dir"][:8] if d["records"] else "?"
+            rows.append(_hang_row(f"{how}: batch {n} ({day[:4]}-{day[4:6]}-{day[6:]})", d))
+        rows.append(_hang_row(f"**{how}: all {len(files)} batches**", _hang_total([d for _, d in files])))
     header = ["broker (5 s into the chaos phase)", "writers' and processor's client", "transaction.version", "runs", "verdicts",
               "runs where ctp-0 hung (ignored SIGTERM)", "where its main thread was (runs)", "runs where another process did",
-              "runs where ctp-0's log named that broker its transaction coordinator at some point"]
+              "runs where ctp-0's log named that broker its transaction coordinator at some point",
+              "when ctp-0 began the transaction it hung in, s after the fault began (r: after its group gave it partitions again)"]
+    return table(header, rows) + source(root, *rels)
+
+
+# findings.sh txn-fence: label, client, pause, transaction.timeout.ms (all at transaction.version 2).
+TXN_FENCE = (("txn-pause-15s-librdkafka", "librdkafka", "15 s", "10 s"),
+             ("txn-pause-5s-librdkafka", "librdkafka", "5 s", "10 s"),
+             ("txn-pause-15s-timeout-60s-librdkafka", "librdkafka", "15 s", "60 s"),
+             ("txn-pause-15s-java", "kafka-java", "15 s", "10 s"),
+             ("txn-pause-5s-java", "kafka-java", "5 s", "10 s"),
+             ("txn-pause-15s-timeout-60s-java", "kafka-java", "15 s", "60 s"))
+
+
+def t_findings_txn_fence(root: Path) -> str:
+    rows, rels = [], []
+    for label, client, pause, timeout in TXN_FENCE:
+        rel = f"docs/findings/{label}.json"
+        d = load(root, rel)["txn_fence"]
+        rels.append(rel)
+        wait = d["first_new_commit_ms_median"]
+        rows.append([f"`{label}`", client, pause, timeout, str(d["runs"]), ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())),
+                     str(d["runs_told_fenced"]), str(d["runs_told_invalid_epoch"]), str(d["runs_where_writer_stopped"]),
+                     f"{d['runs_committing_again']}" + ("" if wait is None else f" (median {secs(wait)} to a new one)"),
+                     str(d["unknown_outcomes"]),
+                     "; ".join(f"`{e}` {n}" for e, n in d["errors"].items()) or "—"])
+    header = ["configuration", "writer-0's client", "coordinator frozen for", "transaction.timeout.ms", "runs", "verdicts",
+              "runs where writer-0 was told it was fenced", "runs told INVALID_PRODUCER_EPOCH", "runs where writer-0 stopped",
+              "runs where it committed a new transaction after the pause was in force (median time)", "transactions of unknown outcome",
+              "errors its transactions ended with (count)"]
     return table(header, rows) + source(root, *rels)

@@ -341,6 +341,9 @@ def test_consumer_command_line(fake_dist: KafkaDist) -> None:
     args = _tool_args(verifiable_consumer_command(auto, Java(Path("java"), 17), fake_dist), "org.apache.kafka.tools.VerifiableConsumer")
     assert "--enable-autocommit" in args and "--verbose" not in args
     assert auto.java_properties() == {"client.id": "vc-0", "auto.commit.interval.ms": "250"}
+    remote = VerifiableConsumerSpec("vc-0", (TOPIC,), group="g", group_protocol="consumer", remote_assignor="range")
+    args = _tool_args(verifiable_consumer_command(remote, Java(Path("java"), 17), fake_dist), "org.apache.kafka.tools.VerifiableConsumer")
+    assert args[args.index("--group-remote-assignor") + 1] == "range"
 
 
 def test_properties_text_escapes_what_java_would_misread() -> None:

@@ -226,7 +226,8 @@ def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
     ]
     if not rows:
         return
-    wanted = pl.DataFrame(rows, schema={"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64}).sort("start_ns")
+    schema = {"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64}
+    wanted = pl.DataFrame(rows, schema=schema).sort("start_ns")
     relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
     relevant = relevant.select("group", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
     found: dict[tuple[int, str, int], list[int | None]] = {}

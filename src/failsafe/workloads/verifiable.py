@@ -126,6 +126,7 @@ class VerifiableConsumerSpec(ConsumerSpec):
     verbose: bool = True
     group_protocol: str | None = None
     assignment_strategy: str | None = None
+    remote_assignor: str | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
 
@@ -151,6 +152,8 @@ class VerifiableConsumerSpec(ConsumerSpec):
             props["group.protocol"] = self.group_protocol
         if self.assignment_strategy is not None:
             props["partition.assignment.strategy"] = self.assignment_strategy
+        if self.remote_assignor is not None:
+            props["group.remote.assignor"] = self.remote_assignor
         return {**props, **self.java_properties()}
 
 
@@ -218,6 +221,8 @@ def verifiable_consumer_command(spec: VerifiableConsumerSpec, java: Java, dist: 
         args += ["--group-protocol", spec.group_protocol]
     if spec.assignment_strategy is not None:
         args += ["--assignment-strategy", spec.assignment_strategy]
+    if spec.remote_assignor is not None:
+        args += ["--group-remote-assignor", spec.remote_assignor]
     if config_path is not None:
         args += ["--consumer.config", str(config_path)]
     return tool_command(java, dist, main_class(dist, "verifiable-consumer"), args)

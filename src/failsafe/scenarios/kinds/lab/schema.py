@@ -36,6 +36,7 @@ from failsafe.scenarios.base import (
     take,
     validate_actions,
 )
+from failsafe.workloads.group_settings import GroupSettings
 
 # failsafe's own clients (confluent-kafka), or Kafka's VerifiableProducer / VerifiableConsumer.
 DRIVERS = ("failsafe", "kafka-verifiable")
@@ -73,9 +74,16 @@ class ConsumerGroup:
     session_timeout_ms: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
     driver: str = "failsafe"
+    # The rebalance protocol and assignor (workloads/group_settings.py), given to either driver in its own words.
+    group_protocol: str | None = None
+    assignment_strategy: str | None = None
+    remote_assignor: str | None = None
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
+
+    def group_settings(self) -> GroupSettings:
+        return GroupSettings(self.group_protocol, self.assignment_strategy, self.remote_assignor)
 
 
 @dataclass(frozen=True)
@@ -200,3 +208,10 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
             raise fail(f"{where}.consumers[{i}].driver", f"{c.driver!r} is not one of {', '.join(DRIVERS)}")
         if c.driver == "kafka-verifiable" and (c.group is None or len(c.topics) != 1):
             raise fail(f"{where}.consumers[{i}]", "Kafka's VerifiableConsumer needs a group and exactly one topic")
+        settings = c.group_settings()
+        if settings != GroupSettings() and c.group is None:
+            raise fail(f"{where}.consumers[{i}]", "group_protocol, assignment_strategy and remote_assignor need a group")
+        problems = settings.problems(c.session_timeout_ms, c.properties)
+        if problems:
+            name, why = problems[0]
+            raise fail(f"{where}.consumers[{i}].{name}", why)

@@ -10,6 +10,7 @@ the delivery checker can tell a write that is not in the log from one no consume
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
@@ -72,11 +73,13 @@ class LabWorkload:
                  f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
 
     def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
+        settings = c.group_settings()
         spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
                             session_timeout_ms=c.session_timeout_ms, properties=c.properties)
         if c.driver == KAFKA_VERIFIABLE:
-            spec = VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version)
-        return spec
+            return VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version, group_protocol=settings.group_protocol,
+                                          assignment_strategy=settings.java_assignor(), remote_assignor=settings.remote_assignor)
+        return replace(spec, properties={**c.properties, **settings.librdkafka_properties()})
 
     def end_chaos(self, ctx: RunContext) -> None:
         pass  # producers write until the drain
