@@ -71,8 +71,8 @@ bench: setup
 	N=3 bash benchmarks/findings.sh where
 	N=10 bash benchmarks/findings.sh cold
 	N=10 bash benchmarks/findings.sh coordinator
-	N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 bash benchmarks/findings.sh txn-hang
-	N=5 N_CONTROL=5 bash benchmarks/findings.sh txn-fence
+	N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 N_PAUSE=5 bash benchmarks/findings.sh txn-hang
+	N=3 N_CONTROL=3 bash benchmarks/findings.sh txn-fence
 	$(PY) benchmarks/render_docs.py --write
 
 clean-demo:

@@ -112,7 +112,8 @@ if [ "$WHAT" = txn-hang ]; then
   # broker coordinating ctp-0's transactions, a restart of its group's coordinator, a 12 s kill of its group's
   # coordinator (fenced after 9 s: it leaves the metadata), N runs each (KILL_BATCHES for the kill) at transaction.version 1; with N_TV2 set, the
   # kill again at version 2; with N_JAVA set, the kill with Kafka's Java client as the control; with N_SHORT, a 4 s
-  # kill. On a 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
+  # kill; with N_TXN_KILL, a 12 s kill of ctp-0's transaction coordinator; with N_PAUSE, pauses of it (below). On a
+  # 3-controller cluster of its own (benchmarks/findings_txn_hang.py).
   hang() {
     local driver="${5:-librdkafka}" suffix="${6:-}"
     [ "$driver" = librdkafka ] || suffix="-$driver$suffix"
@@ -128,6 +129,15 @@ if [ "$WHAT" = txn-hang ]; then
   [ "${N_TXN_KILL:-0}" -gt 0 ] && hang txn kill 1 "$N_TXN_KILL"
   [ "${N_TV2:-0}" -gt 0 ] && hang group kill 2 "$N_TV2"
   [ "${N_JAVA:-0}" -gt 0 ] && hang group kill 1 "$N_JAVA" kafka-java
+  # ctp-0's transaction coordinator frozen (SIGSTOP) 15 s, past its 10 s transaction.timeout.ms, at transaction.version 2 (the
+  # shape of run 0 of campaign txn-kafka-java-tv2, where the Java processor was told it was fenced with no other ctp-0):
+  # Kafka's Java client, librdkafka, and a 5 s pause (within the timeout) with the Java client; N_PAUSE runs each.
+  if [ "${N_PAUSE:-0}" -gt 0 ]; then
+    P=(--target txn --fault pause --version 2 --runs "$N_PAUSE" --dir "$DIR/txn")
+    $PYV benchmarks/findings_txn_hang.py "${P[@]}" --duration-s 15 --driver kafka-java --out "$OUT/txn-hang-txn-coordinator-pause-tv2-kafka-java.json"
+    $PYV benchmarks/findings_txn_hang.py "${P[@]}" --duration-s 15 --out "$OUT/txn-hang-txn-coordinator-pause-tv2.json"
+    $PYV benchmarks/findings_txn_hang.py "${P[@]}" --duration-s 5 --driver kafka-java --out "$OUT/txn-hang-txn-coordinator-pause-5s-tv2-kafka-java.json"
+  fi
   # The control for the fencing: a 4 s kill, over before the broker session timeout (the broker stays in the metadata).
   [ "${N_SHORT:-0}" -gt 0 ] && $PYV benchmarks/findings_txn_hang.py --target group --fault kill --duration-s 4 --version 1 --runs "$N_SHORT" \
     --dir "$DIR/txn" --out "$OUT/txn-hang-group-coordinator-kill-4s-tv1.json"

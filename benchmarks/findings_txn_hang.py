@@ -4,9 +4,9 @@ Campaign txn-librdkafka-tv1 (seed 2913) had runs whose consume-transform-produce
 (availability.never-caught-up), and its run 1 at commit 832a0f2 said where: the worker did not stop on SIGTERM, and
 its main thread was in ``send_offsets_to_transaction`` (workloads/txn_session.py), called with a 30 s timeout, while
 the broker that coordinated writer-0's and ctp-0's transactions was restarted. This runs the campaign's transactions
-workload (librdkafka clients) under one fault aimed by role (a restart, or a kill for --duration-s, 12 s by default:
-longer than the 9 s broker session timeout, so the controllers fence the broker and it leaves the metadata), so that
-only what the broker coordinates and how it goes away differ between configurations:
+workload (librdkafka clients) under one fault aimed by role (a restart, or a kill or a pause for --duration-s, 12 s by
+default: longer than the 9 s broker session timeout, so the controllers fence the broker and it leaves the metadata), so
+that only what the broker coordinates and how it goes away differ between configurations:
 
     txn      restart the transaction coordinator of ctp-0 (AddOffsetsToTxn and EndTxn go there)
     group    restart the group coordinator of the processor's group (TxnOffsetCommit goes there)
@@ -34,6 +34,9 @@ from pathlib import Path
 from failsafe.campaigns.plan import load_workload
 from failsafe.campaigns.schedule import Planned, Schedule, scenario_data, write_schedule
 from failsafe.workloads.txn_specs import LIBRDKAFKA, TXN_DRIVERS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.findings_txn_fence import FENCED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FAILSAFE = str(ROOT / ".venv" / "bin" / "failsafe")
@@ -82,14 +85,16 @@ def processor_after_fault(ops: list[dict], fault_ns: int | None) -> dict:
     """When, after the fault began, the processor began its last transaction (the one a hung processor never ended), and
     whether its group had given it partitions again (an assign op) between the fault and then."""
     if fault_ns is None:
-        return {"last_txn_began_s": None, "assigned_before_last_txn": None}
+        return {"last_txn_began_s": None, "assigned_before_last_txn": None, "processor_errors": {}}
     mine = [o for o in ops if o.get("process") == PROCESSOR and o["time_ns"] > fault_ns]
+    # The errors its transactions ended with after the fault (a fence with no other ctp-0 anywhere among them?).
+    errors = dict(Counter(o["error"] for o in mine if o.get("f") == "txn" and o.get("type") != "invoke" and o.get("error")))
     began = [o["time_ns"] for o in mine if o.get("f") == "txn" and o.get("type") == "invoke"]
     if not began:
-        return {"last_txn_began_s": None, "assigned_before_last_txn": None}
+        return {"last_txn_began_s": None, "assigned_before_last_txn": None, "processor_errors": errors}
     last = began[-1]
     return {"last_txn_began_s": round((last - fault_ns) / 1e9, 2),
-            "assigned_before_last_txn": any(o.get("f") == "assign" and o["time_ns"] < last for o in mine)}
+            "assigned_before_last_txn": any(o.get("f") == "assign" and o["time_ns"] < last for o in mine), "processor_errors": errors}
 
 
 def summary(records: list[dict]) -> dict:
@@ -103,6 +108,8 @@ def summary(records: list[dict]) -> dict:
         # Whether the broker the fault hit (killed or restarted: "restarted") was also ctp-0's transaction coordinator.
         "runs_restarting_the_processors_txn_coordinator": sum(bool(set(r["restarted"]) & set(r["processor_txn_coordinators"]))
                                                                for r in records),
+        # Runs where the processor was told it was fenced (only one ctp-0 ever runs here: no zombie).
+        "runs_with_the_processor_told_fenced": sum(bool(FENCED & set(r.get("processor_errors", {}))) for r in records),
         # Per run where the processor hung: when its last transaction began after the fault, and whether after a rebalance.
         "hung_txn_began_s": [[r.get("last_txn_began_s"), r.get("assigned_before_last_txn")] for r in records if PROCESSOR in r["hung"]],
         "records": records,
@@ -113,11 +120,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=sorted(TARGETS), required=True)
     parser.add_argument("--version", type=int, choices=(1, 2), required=True)
-    parser.add_argument("--fault", choices=("restart", "kill"), default="restart")
+    parser.add_argument("--fault", choices=("restart", "kill", "pause"), default="restart")
     parser.add_argument("--driver", choices=TXN_DRIVERS, default=LIBRDKAFKA, help="the writers' and the processor's client (the control: kafka-java)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--at-s", type=float, default=5.0)
-    parser.add_argument("--duration-s", type=float, default=12.0, help="how long a kill lasts (a restart has no duration)")
+    parser.add_argument("--duration-s", type=float, default=12.0, help="how long a kill or a pause lasts (a restart has no duration)")
     parser.add_argument("--chaos-s", type=float, default=15.0)
     parser.add_argument("--heap", default="512M")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/failsafe-findings"), help="the cluster's directory (one cluster for all runs)")
@@ -132,7 +139,7 @@ def main() -> None:
         return
 
     runs = args.dir / "runs" / f"txn-hang-{time.strftime('%Y%m%dT%H%M%S')}"
-    duration_s = args.duration_s if args.fault == "kill" else None
+    duration_s = None if args.fault == "restart" else args.duration_s
     # A kill ends within the chaos phase, with 3 s to spare.
     chaos_s = max(args.chaos_s, args.at_s + (duration_s or 0.0) + 3.0)
     schedule = schedule_file(runs, args.target, args.version, args.fault, args.at_s, duration_s, chaos_s, args.driver)

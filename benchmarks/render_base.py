@@ -138,9 +138,10 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
         "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
-    Raw("docs/findings/txn-hang-*.json", 'N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 bash benchmarks/findings.sh txn-hang', True,
+    Raw("docs/findings/txn-hang-*.json",
+        'N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 N_PAUSE=5 bash benchmarks/findings.sh txn-hang', True,
         "`failsafe run --repeat` summaries with each run's hung processes and where they were (benchmarks/findings_txn_hang.py)"),
-    Raw("docs/findings/txn-pause-*.json", "N=5 N_CONTROL=5 bash benchmarks/findings.sh txn-fence", True,
+    Raw("docs/findings/txn-pause-*.json", "N=3 N_CONTROL=3 bash benchmarks/findings.sh txn-fence", True,
         "`failsafe run --repeat` summaries with writer-0's transaction errors, client-log words and next commit per run "
         "(benchmarks/findings_txn_fence.py)"),
     Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,

@@ -192,6 +192,7 @@ def t_findings_cold(root: Path) -> str:
 
 TXN_HANG = "docs/findings/txn-hang-*.json"
 HANG_TARGETS = {"txn": "ctp-0's transaction coordinator", "group": "the processor group's coordinator"}
+HANG_FAULTS = {"kill": "killed", "pause": "paused (SIGSTOP)"}
 
 
 def _hang_row(label: str, d: dict) -> list[str]:
@@ -200,6 +201,7 @@ def _hang_row(label: str, d: dict) -> list[str]:
             "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
             # The Java client's log names its coordinator in other words: not read.
             str(d["runs_restarting_the_processors_txn_coordinator"]) if d.get("driver", "librdkafka") == "librdkafka" else "—",
+            str(d.get("runs_with_the_processor_told_fenced", "—")),
             ", ".join(f"{began:g}" + (" r" if rebalanced else "") for began, rebalanced in sorted(d.get("hung_txn_began_s", []), key=lambda b: b[0] or 0))
             or "—"]
 
@@ -209,7 +211,8 @@ def _hang_total(batches: list[dict]) -> dict:
     total = {**batches[0], "runs": 0, "verdicts": {}, "where": {}, "runs_with_the_processor_hung": 0, "runs_with_another_process_hung": 0,
              "runs_restarting_the_processors_txn_coordinator": 0}
     for d in batches:
-        for key in ("runs", "runs_with_the_processor_hung", "runs_with_another_process_hung", "runs_restarting_the_processors_txn_coordinator"):
+        for key in ("runs", "runs_with_the_processor_hung", "runs_with_another_process_hung", "runs_restarting_the_processors_txn_coordinator",
+                    "runs_with_the_processor_told_fenced"):
             total[key] += d[key]
         for field in ("verdicts", "where"):
             for name, n in d[field].items():
@@ -220,7 +223,7 @@ def _hang_total(batches: list[dict]) -> dict:
 
 def t_findings_txn_hang(root: Path) -> str:
     rels = sorted((str(p.relative_to(root)) for p in root.glob(TXN_HANG)),
-                  key=lambda r: ("-kill-" in r, "-4s-" in r, "kafka-java" in r, "tv2" in r, "group" in r, r))
+                  key=lambda r: ("-pause-" in r, "-kill-" in r, "-4s-" in r, "-5s-" in r, "kafka-java" in r, "tv2" in r, "group" in r, r))
     if not rels:
         raise RenderError(f"no {TXN_HANG}: run bash benchmarks/findings.sh txn-hang (docs/benchmarks.md, Raw data)")
     # Files of one schedule (its batches, -batchN) side by side, then their sum.
@@ -230,7 +233,7 @@ def t_findings_txn_hang(root: Path) -> str:
         schedules.setdefault((d["target"], d["fault"], d.get("duration_s"), d["transaction_version"], d.get("driver", "librdkafka")), []).append((rel, d))
     rows = []
     for (target, fault, duration_s, _, _), files in schedules.items():
-        how = f"{HANG_TARGETS[target]}, " + ("restarted" if fault == "restart" else f"killed for {duration_s:g} s")
+        how = f"{HANG_TARGETS[target]}, " + ("restarted" if fault == "restart" else f"{HANG_FAULTS[fault]} for {duration_s:g} s")
         if len(files) == 1:
             rows.append(_hang_row(how, files[0][1]))
             continue
@@ -241,6 +244,7 @@ def t_findings_txn_hang(root: Path) -> str:
     header = ["broker (5 s into the chaos phase)", "writers' and processor's client", "transaction.version", "runs", "verdicts",
               "runs where ctp-0 hung (ignored SIGTERM)", "where its main thread was (runs)", "runs where another process did",
               "runs where ctp-0's log named that broker its transaction coordinator at some point",
+              "runs where ctp-0 was told it was fenced (no other ctp-0 ran)",
               "when ctp-0 began the transaction it hung in, s after the fault began (r: after its group gave it partitions again)"]
     return table(header, rows) + source(root, *rels)
 
