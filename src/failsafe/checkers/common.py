@@ -89,6 +89,8 @@ def read_options(options: Mapping | None, defaults: Mapping[str, Any], checker: 
         default = defaults[name]
         if isinstance(default, bool):
             ok = isinstance(value, bool)
+        elif isinstance(default, int) and not name.endswith("_ms"):
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         elif name.endswith("_ms"):
             ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
         else:

@@ -21,6 +21,7 @@ import failsafe.checkers.pipeline_run as pipeline_run
 import failsafe.checkers.rebalance as rebalance
 import failsafe.checkers.sales as sales
 import failsafe.checkers.semantics as semantics
+import failsafe.checkers.share as share
 import failsafe.checkers.transactions as transactions
 from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
 from failsafe.history.model import History
@@ -49,6 +50,7 @@ CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
     CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
     CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS, transactions.check_options),
+    CheckerInfo("share", share.check, share.DEFAULTS, share.VIOLATIONS),
 )}
 
 # Every kind of loss of an acknowledged write, as CHECKER.VIOLATION, and a partition that never came back: the one
@@ -69,6 +71,7 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "dr.never-recovered",
     "transactions.lost-write",
     "enriched.missing",
+    "share.lost",
 )
 
 

@@ -23,7 +23,9 @@ from failsafe.history.columnar import read_frames, source_of, write_frames
 from failsafe.history.model import CONFIG_ENTRY, FRAME_SCHEMAS, History, HistoryFormatError
 from failsafe.history.ops import EVENTS, MIGRATION_ROLL, Family, Op, OpType, Target
 
-_RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String})
+_RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String,
+                     "delivery_count": pl.Int64})
+_ACK = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String})
 # assign/revoke partitions and topology partitions share one struct: absent fields are null.
 _PARTITION = pl.Struct({"topic": pl.String, "partition": pl.Int64, "leader": pl.Int64, "replicas": pl.List(pl.Int64), "isr": pl.List(pl.Int64)})
 _OFFSET = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
@@ -39,6 +41,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     **POLL_SCHEMA,
     "partitions": pl.List(_PARTITION),
     "offsets": pl.List(_OFFSET),
+    "acks": pl.List(_ACK),
     "lost": pl.Boolean,
     "fault_id": pl.Int64,
     "fault": pl.String,
@@ -257,6 +260,10 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         clients=_select(other.filter(pl.col("f") == Op.CLIENT_CONFIG), "clients"),
         controllers=_select(other.filter(pl.col("f") == Op.CONTROLLER), "controllers"),
         txns=_txns(other),
+        share_deliveries=_select(_records(other.filter((pl.col("f") == Op.SHARE_POLL) & (pl.col("type") == OpType.OK)),
+                                          "process", "group", "time_ns"), "share_deliveries"),
+        share_acks=_select(other.filter(pl.col("f") == Op.SHARE_ACK).select("process", "group", "time_ns", "type", "error", "acks")
+                           .explode("acks").drop_nulls("acks").unnest("acks"), "share_acks"),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 

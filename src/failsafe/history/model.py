@@ -127,6 +127,13 @@ TXNS_SCHEMA = {"process": pl.String, "txn": pl.Int64, "transactional_id": pl.Str
                "error": pl.String, "invoke_ns": pl.Int64, "end_ns": pl.Int64, "complete_ns": pl.Int64, "offsets": pl.List(OFFSET_ENTRY)}
 CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
                   "config": pl.List(CONFIG_ENTRY), "log": pl.String}
+# One row per record a share-poll acquired (delivery_count: 1 the first time the group delivered it, then one more each time).
+SHARE_DELIVERIES_SCHEMA = {"process": pl.String, "group": pl.String, "time_ns": pl.Int64, "topic": pl.String, "partition": pl.Int64,
+                           "offset": pl.Int64, "key": pl.String, "value": pl.String, "delivery_count": pl.Int64}
+# One row per record a share-ack acknowledged: ack is accept, release or reject; type ok (the broker took it), fail (it refused
+# it: error) or info (no answer known).
+SHARE_ACKS_SCHEMA = {"process": pl.String, "group": pl.String, "time_ns": pl.Int64, "type": pl.String, "error": pl.String,
+                     "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String}
 
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "sends": SENDS_SCHEMA,
@@ -145,6 +152,8 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "clients": CLIENTS_SCHEMA,
     "controllers": CONTROLLERS_SCHEMA,
     "txns": TXNS_SCHEMA,
+    "share_deliveries": SHARE_DELIVERIES_SCHEMA,
+    "share_acks": SHARE_ACKS_SCHEMA,
 }
 
 
@@ -167,6 +176,7 @@ class History:
         clients: one row per client-config op (client library, version, settings, log path).
         controllers: one row per controller op (the active controller's node id, null while none is known).
         txns: one row per transaction (invoke of a txn op joined with its completion, if any).
+        share_deliveries: one row per record of a share-poll; share_acks: one row per record of a share-ack.
     """
 
     sends: pl.DataFrame
@@ -186,6 +196,8 @@ class History:
     clients: pl.DataFrame = field(default_factory=lambda: empty_frame("clients"))
     controllers: pl.DataFrame = field(default_factory=lambda: empty_frame("controllers"))
     txns: pl.DataFrame = field(default_factory=lambda: empty_frame("txns"))
+    share_deliveries: pl.DataFrame = field(default_factory=lambda: empty_frame("share_deliveries"))
+    share_acks: pl.DataFrame = field(default_factory=lambda: empty_frame("share_acks"))
 
     @classmethod
     def empty(cls) -> History:

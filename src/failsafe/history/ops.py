@@ -36,6 +36,10 @@ class Op(StrEnum):
     CLOSE = "close"
     CRASH = "crash"
     CLIENT_CONFIG = "client-config"
+    # A share-group consumer (KIP-932): the records one poll acquired, each with its delivery count; then, per
+    # partition, the acknowledgements (accept, release, reject) sent for them and what the broker answered.
+    SHARE_POLL = "share-poll"
+    SHARE_ACK = "share-ack"
     # A transaction: invoke at begin, then ok (committed), fail (certainly aborted) or info (unknown); txn-end (an
     # invoke) is written just before the writer asks for the commit or the abort, with the input offsets sent into it.
     TXN = "txn"

@@ -1,0 +1,118 @@
+"""The share-group checker on hand-written histories: each violation seen failing, redeliveries explained seen passing."""
+
+from __future__ import annotations
+
+import pytest
+
+from failsafe.checkers.share import check
+from tests.unit.test_checker_builders import at, client_event, fault, history, send
+
+GROUP = "sg"
+
+
+def acquire(process: str, offsets: list[int], *, ms: float, count: int = 1, partition: int = 0) -> dict:
+    """A share-poll: the records at ``offsets`` acquired with delivery count ``count``."""
+    return {"time_ns": at(ms), "process": process, "type": "ok", "f": "share-poll", "group": GROUP,
+            "records": [{"topic": "t", "partition": partition, "offset": o, "key": None, "value": f"v{o}", "delivery_count": count}
+                        for o in offsets]}
+
+
+def ack(process: str, offsets: list[int], kind: str = "accept", *, ms: float, type: str = "ok", error: str | None = None) -> dict:
+    op = {"time_ns": at(ms), "process": process, "type": type, "f": "share-ack", "group": GROUP,
+          "acks": [{"topic": "t", "partition": 0, "offset": o, "ack": kind} for o in offsets]}
+    if error:
+        op["error"] = error
+    return op
+
+
+WRITES = [send("p", i, f"v{i}", i, ms=i) for i in range(3)]
+
+
+def test_every_write_accepted_once_is_valid() -> None:
+    result = check(history(*WRITES, acquire("s0", [0, 1], ms=100), ack("s0", [0, 1], ms=110), acquire("s1", [2], ms=120),
+                           ack("s1", [2], ms=130)))
+    assert result["valid"] is True
+    assert (result["counts"]["accepted"], result["counts"]["records-delivered"], result["counts"]["redeliveries"]) == (3, 3, 0)
+
+
+def test_an_acknowledged_write_never_accepted_is_lost() -> None:
+    result = check(history(*WRITES, acquire("s0", [0, 1], ms=100), ack("s0", [0, 1], ms=110)))
+    assert result["valid"] is False and result["violations"] == ["lost"]
+    assert result["counts"]["lost"] == 1 and result["counts"]["lost-never-delivered"] == 1
+    assert result["examples"]["lost"][0]["offset"] == 2
+
+
+def test_a_delivered_write_whose_accept_the_broker_refused_is_lost_too() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 1], ms=110), ack("s0", [2], ms=110, type="fail",
+                                                                                           error="INVALID_RECORD_STATE"))
+    result = check(h)
+    assert result["counts"]["lost"] == 1 and result["counts"]["lost-never-delivered"] == 0 and result["counts"]["acks-failed"] == 1
+
+
+def test_a_record_accepted_twice_without_a_redelivery_is_invalid() -> None:
+    result = check(history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 1, 2], ms=110), ack("s0", [1], ms=120)))
+    assert result["violations"] == ["accepted-twice"]
+    assert result["examples"]["accepted-twice"][0]["offset"] == 1
+
+
+def test_a_record_delivered_again_after_its_accept_was_taken_is_invalid() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 1, 2], ms=110), acquire("s1", [1], ms=200, count=2),
+                ack("s1", [1], ms=210))
+    result = check(h)
+    assert set(result["violations"]) == {"redelivered-after-ack"}
+    [example] = result["examples"]["redelivered-after-ack"]
+    assert (example["offset"], example["to"], example["ack"]) == (1, "s1", "accept")
+    assert result["counts"]["unexplained-redelivery"] == 0 and result["counts"]["accepted-twice"] == 0
+
+
+def test_a_redelivery_with_no_reason_is_unexplained() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), acquire("s1", [1], ms=5_000, count=2),
+                ack("s1", [1], ms=5_010))
+    result = check(h)
+    assert result["violations"] == ["unexplained-redelivery"]
+    [example] = result["examples"]["unexplained-redelivery"]
+    assert (example["from"], example["to"], example["delay_ms"], example["reason"]) == ("s0", "s1", pytest.approx(4900), None)
+
+
+def test_redeliveries_after_a_lock_expiry_a_kill_and_a_release_are_explained() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100),
+                # s0 releases 0, holds 1 past the 30 s lock, and is killed holding 2.
+                ack("s0", [0], "release", ms=110), acquire("s1", [0], ms=200, count=2), ack("s1", [0], ms=210),
+                acquire("s1", [1], ms=30_500, count=2), ack("s1", [1], ms=30_510),
+                *fault(1, start_ms=40_000, stop_ms=40_010, nodes=["s0"], fault_name="kill-consumer", target="consumer"),
+                acquire("s1", [2], ms=70_000, count=2), ack("s1", [2], ms=70_010))
+    result = check(h)
+    assert result["valid"] is True
+    counts = result["counts"]
+    assert (counts["redeliveries-released"], counts["redeliveries-lock-expired"], counts["redeliveries-holder-stopped"]) == (1, 1, 1)
+    assert result["redelivery_delay_ms"]["holder-stopped"]["median"] == pytest.approx(69_900)
+
+
+def test_a_crash_of_the_holder_and_a_skipped_delivery_count() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 1], ms=110), client_event("crash", "s0", ms=500),
+                acquire("s1", [2], ms=31_000, count=3), ack("s1", [2], ms=31_010))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["unseen-deliveries"] == 1
+
+
+def test_records_delivered_to_the_limit_are_archived_not_lost() -> None:
+    ops = [*WRITES, acquire("s0", [0, 1], ms=10), ack("s0", [0, 1], ms=11)]
+    for n in range(1, 6):
+        ops += [acquire(f"s{n}", [2], ms=n * 100, count=n), ack(f"s{n}", [2], "release", ms=n * 100 + 5)]
+    result = check(history(*ops), {"delivery_count_limit": 5})
+    assert result["valid"] is True and result["counts"]["archived-at-limit"] == 1
+    assert result["examples"]["archived-at-limit"][0]["delivery_count"] == 5
+    assert check(history(*ops), {"delivery_count_limit": 6})["violations"] == ["lost"]
+
+
+def test_a_rejected_record_is_archived_and_a_node_fault_explains_a_redelivery() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0], "reject", ms=110), ack("s0", [2], ms=110),
+                *fault(1, start_ms=1_000, stop_ms=2_000, nodes=["1"], fault_name="kill", target="broker"),
+                acquire("s1", [1], ms=3_000, count=2), ack("s1", [1], ms=3_010))
+    result = check(h)
+    assert result["valid"] is True
+    assert (result["counts"]["rejected"], result["counts"]["redeliveries-node-fault"]) == (1, 1)
+
+
+def test_no_share_delivery_is_unknown() -> None:
+    assert check(history(*WRITES))["valid"] == "unknown"
