@@ -25,6 +25,7 @@ from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.ctp import run_ctp
 from failsafe.workloads.producer import run_producer
+from failsafe.workloads.share_consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, runs_python
 from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properties
@@ -43,13 +44,15 @@ def _watch_stdin(stop: threading.Event) -> None:
     stop.set()
 
 
-Spec = ProducerSpec | ConsumerSpec | VerifiableSpec | TxnSpec
+Spec = ProducerSpec | ConsumerSpec | VerifiableSpec | TxnSpec | ShareConsumerSpec
 
 
 def decode_spec(data: dict) -> Spec:
     kind = data.get("kind")
     if kind in VERIFIABLE_KINDS:
         return verifiable_spec_from_json(data)
+    if kind == ShareConsumerSpec.KIND:
+        return share_spec_from_json(data)
     return txn_spec_from_json(data) if kind in TXN_KINDS else spec_from_json(data)
 
 
@@ -65,7 +68,7 @@ def client_config_fields(spec: Spec) -> dict:
             # Its consumer's settings (the isolation level its reads were made at) with its producer's.
             config = {**spec.consumer_config(), **spec.producer_config()}
         else:
-            config = spec.producer_config() if isinstance(spec, ProducerSpec | TxnProducerSpec) else spec.consumer_config()
+            config = spec.producer_config() if isinstance(spec, ProducerSpec | TxnProducerSpec) else spec.consumer_config()  # type: ignore[union-attr]
     entries = [{"name": name, "value": _property_text(value)} for name, value in config.items()
                if name not in ("bootstrap.servers", "logger") and not callable(value)]
     # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
@@ -135,6 +138,8 @@ def main(argv: list[str]) -> int:
             run_txn_producer(spec, out, stop, client_logger(spec))
         elif isinstance(spec, CtpSpec):
             run_ctp(spec, out, stop, client_logger(spec))
+        elif isinstance(spec, ShareConsumerSpec):
+            run_share_consumer(spec, out, stop, client_logger(spec))
         else:
             run_consumer(spec, out, stop, client_logger(spec))
     except FailsafeError as e:
