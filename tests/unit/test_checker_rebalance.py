@@ -111,7 +111,7 @@ def test_a_kip848_group_that_left_the_survivor_alone_is_valid_with_its_gaps() ->
     result = check(h)
     assert result["valid"] is True and result["counts"]["interrupted-kept-partitions"] == 0
     [event] = result["events"]
-    assert event["protocol"] == "consumer"
+    assert event["protocol"] == "consumer-uniform"
     [kept] = event["kept_partitions"]
     assert (kept["owner"], kept["revoked"], kept["gap_ms"]) == ("c0", False, pytest.approx(250))
     [moved] = event["moved_partitions"]
@@ -130,3 +130,44 @@ def test_a_group_whose_members_ran_different_protocols_expects_nothing() -> None
     h = history(client_config("c0", group_protocol="consumer"), client_config("c1"), *SURVIVOR_REVOKED)
     result = check(h)
     assert result["valid"] is True and result["events"][0]["protocol"] is None
+
+
+THREE = [assign("c0", [0], ms=0), assign("c1", [1], ms=0), assign("c2", [2], ms=0)]
+
+
+def test_a_second_kill_moves_only_what_the_second_member_owned_then() -> None:
+    # c1 is killed and never records a revoke; c2 takes its partition, then c2 is killed in turn.
+    h = history(*_configs(group_protocol="consumer"), client_config("c2", group_protocol="consumer"), *THREE, *KILL_C1,
+                assign("c2", [1], ms=3000), *fault(2, start_ms=6000, stop_ms=6010, nodes=["c2"], fault_name="kill-consumer", target="consumer"),
+                assign("c0", [1, 2], ms=9000))
+    result = check(h)
+    assert result["valid"] is True
+    second = result["events"][1]
+    assert sorted((m["partition"], m["previous_owner"]) for m in second["moved_partitions"]) == [(1, "c2"), (2, "c2")]
+    assert [(k["partition"], k["owner"]) for k in second["kept_partitions"]] == [(0, "c0")]
+
+
+def test_the_revokes_of_a_handover_that_never_completed_are_not_judged() -> None:
+    # c1 is killed near the end; its partition is never reassigned, and c0 revokes everything when it closes.
+    h = history(*_configs(group_protocol="consumer"), *START, *KILL_C1, revoke("c0", [0], ms=4000), client_event("close", "c0", ms=4001))
+    result = check(h)
+    assert result["counts"]["survivors-interrupted"] == 0 and result["events"][0]["kept_partitions"][0]["judged"] is False
+
+
+def test_a_survivor_that_closed_during_the_handover_is_not_judged() -> None:
+    h = history(*_configs(group_protocol="consumer"), client_config("c2", group_protocol="consumer"), *THREE, *KILL_C1,
+                revoke("c0", [0], ms=2000), client_event("close", "c0", ms=2100), assign("c2", [0, 1], ms=5000))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["interrupted-kept-partitions"] == 1
+
+
+def test_kip848s_range_assignor_is_not_expected_to_keep_the_survivors_partitions() -> None:
+    result = check(history(*_configs(group_protocol="consumer", group_remote_assignor="range"), *SURVIVOR_REVOKED))
+    assert result["valid"] is True and result["events"][0]["protocol"] == "consumer-range"
+
+
+def test_a_java_survivors_revoke_while_a_node_was_down_is_not_judged() -> None:
+    java = [client_config("c0", client="kafka-java", group_protocol="consumer"), client_config("c1", client="kafka-java", group_protocol="consumer")]
+    broker = fault(2, start_ms=50, stop_ms=3000, nodes=["1"], fault_name="kill", target="broker")
+    assert check(history(*java, *SURVIVOR_REVOKED, *broker))["valid"] is True
+    assert check(history(*java, *SURVIVOR_REVOKED))["valid"] is False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from failsafe.checkers.common import CheckerOptionError
 from failsafe.checkers.share import check
 from tests.unit.test_checker_builders import at, client_event, fault, history, send
 
@@ -76,16 +77,58 @@ def test_a_redelivery_with_no_reason_is_unexplained() -> None:
 
 def test_redeliveries_after_a_lock_expiry_a_kill_and_a_release_are_explained() -> None:
     h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100),
-                # s0 releases 0, holds 1 past the 30 s lock, and is killed holding 2.
+                # s0 releases 0, holds 1 past the 30 s lock, and is killed holding 2 (more than the 10 s a stop is allowed to lag after 1's
+    # redelivery: its kill does not explain that one).
                 ack("s0", [0], "release", ms=110), acquire("s1", [0], ms=200, count=2), ack("s1", [0], ms=210),
                 acquire("s1", [1], ms=30_500, count=2), ack("s1", [1], ms=30_510),
-                *fault(1, start_ms=40_000, stop_ms=40_010, nodes=["s0"], fault_name="kill-consumer", target="consumer"),
+                *fault(1, start_ms=45_000, stop_ms=45_010, nodes=["s0"], fault_name="kill-consumer", target="consumer"),
                 acquire("s1", [2], ms=70_000, count=2), ack("s1", [2], ms=70_010))
     result = check(h)
     assert result["valid"] is True
     counts = result["counts"]
     assert (counts["redeliveries-released"], counts["redeliveries-lock-expired"], counts["redeliveries-holder-stopped"]) == (1, 1, 1)
     assert result["redelivery_delay_ms"]["holder-stopped"]["median"] == pytest.approx(69_900)
+
+
+def test_a_release_answered_after_the_redelivery_still_explains_it() -> None:
+    # The broker took s0's release and gave the record to s1 before s0 wrote the answer down.
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), acquire("s1", [1], ms=150, count=2),
+                ack("s0", [1], "release", ms=160), ack("s1", [1], ms=170))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["redeliveries-released"] == 1
+
+
+def test_an_accept_with_no_answer_is_neither_lost_nor_accepted() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 1], ms=110), ack("s0", [2], ms=110, type="info", error="TIMED_OUT"))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["unknown-acks"] == 1 and result["counts"]["lost"] == 0
+
+
+def test_a_group_that_started_late_is_judged_from_its_first_delivery_when_asked() -> None:
+    h = history(*WRITES, acquire("s0", [1, 2], ms=100), ack("s0", [1, 2], ms=110))
+    assert check(h)["counts"]["lost-never-delivered"] == 1
+    assert check(h, {"from_first_delivered": True})["valid"] is True
+
+
+def test_a_redelivery_after_a_leader_change_is_explained() -> None:
+    def sample(ms: float, leader: int) -> dict:
+        return {"time_ns": at(ms), "process": "runner", "type": "info", "f": "topology",
+                "partitions": [{"topic": "t", "partition": 0, "leader": leader, "replicas": [0, 1, 2], "isr": [0, 1, 2]}]}
+
+    h = history(*WRITES, sample(50, 0), acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), sample(1_000, 1),
+                acquire("s1", [1], ms=2_000, count=2), ack("s1", [1], ms=2_010))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["redeliveries-leader-change"] == 1
+
+
+def test_unknown_delivery_counts_and_bad_options() -> None:
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100, count=0), ack("s0", [0, 2], ms=110), ack("s0", [1], "release", ms=120),
+                acquire("s1", [1], ms=200, count=0), ack("s1", [1], ms=210))
+    assert check(h)["valid"] is True
+    with pytest.raises(CheckerOptionError):
+        check(h, {"lock_duration_ms": None})
+    with pytest.raises(CheckerOptionError):
+        check(h, {"lock_duration_ms": 1000, "lock_slack_ms": 2000})
 
 
 def test_a_crash_of_the_holder_and_a_skipped_delivery_count() -> None:

@@ -14,9 +14,11 @@ from tests.unit.test_checker_builders import assign, client_config, history
         ("librdkafka", {"partition.assignment.strategy": "cooperative-sticky"}, "cooperative"),
         ("kafka-java", {"partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}, "cooperative"),
         ("kafka-java", {"partition.assignment.strategy": "org.apache.kafka.clients.consumer.StickyAssignor"}, "eager"),
-        ("kafka-java", {"partition.assignment.strategy": "cooperative-sticky, range"}, "cooperative"),
-        ("librdkafka", {"group.protocol": "consumer", "group.remote.assignor": "range"}, "consumer"),
-        ("kafka-java", {"group.protocol": "CONSUMER"}, "consumer"),
+        ("kafka-java", {"partition.assignment.strategy": "cooperative-sticky, range"}, "eager"),  # range supports eager only
+        ("kafka-java", {"partition.assignment.strategy": "cooperative-sticky, org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
+         "cooperative"),
+        ("librdkafka", {"group.protocol": "consumer", "group.remote.assignor": "range"}, "consumer-range"),
+        ("kafka-java", {"group.protocol": "CONSUMER"}, "consumer-uniform"),
         ("librdkafka", {"group.protocol": "classic"}, "eager"),
         ("another-client", {}, None),
     ],
@@ -30,4 +32,4 @@ def test_a_group_has_a_protocol_only_when_every_member_agrees_and_said() -> None
                 client_config("b0", group_protocol="consumer"), client_config("b1"),
                 assign("a0", [0], group="a"), assign("a1", [1], group="a"), assign("b0", [0], group="b"), assign("b1", [1], group="b"),
                 assign("c0", [0], group="c"))
-    assert group_protocols(h) == {"a": "consumer", "b": None, "c": None}
+    assert group_protocols(h) == {"a": "consumer-uniform", "b": None, "c": None}

@@ -25,6 +25,7 @@ def _consumer(**fields: object) -> dict:
     ({"group_protocol": "consumer", "properties": {"heartbeat.interval.ms": "1000"}}, "heartbeat.interval.ms is refused with group_protocol"),
     ({"remote_assignor": "uniform"}, "remote_assignor: only with group_protocol = \"consumer\""),
     ({"group_protocol": "consumer", "properties": {"group.remote.assignor": "range"}}, "group.remote.assignor is set by group_protocol"),
+    ({"properties": {"partition.assignment.strategy": "cooperative-sticky"}}, "partition.assignment.strategy is set by group_protocol"),
 ])
 def test_settings_the_clients_would_refuse_are_refused_naming_the_field(fields: dict, message: str) -> None:
     with pytest.raises(ScenarioError) as e:

@@ -1,15 +1,22 @@
 """Which rebalance protocol each consumer group ran, read from its members' client-config ops. Pure.
 
-    eager        the classic protocol with an eager assignor first in partition.assignment.strategy (range,
-                 roundrobin, sticky): at each rebalance every member gives up every partition it owns
-    cooperative  the classic protocol with cooperative-sticky first (KIP-429): only the partitions that move
-                 are revoked
-    consumer     KIP-848's protocol (group.protocol=consumer): the group coordinator assigns, and members
-                 give up only the partitions that move
+    eager             the classic protocol with an eager assignor (range, roundrobin, sticky): at each rebalance
+                      every member gives up every partition it owns
+    cooperative       the classic protocol with cooperative-sticky (KIP-429): only the partitions that move are
+                      revoked
+    consumer-ASSIGNOR KIP-848's protocol (group.protocol=consumer): the group coordinator assigns with its
+                      server-side ASSIGNOR (group.remote.assignor; the broker's default, the first of
+                      group.consumer.assignors, is uniform), and members give up only the partitions that move
 
-A classic group uses the first assignor in the list that every member supports (librdkafka refuses a list
-that mixes eager and cooperative ones), so the first entry decides. Kafka's defaults when nothing is set:
-librdkafka "range,roundrobin", the Java consumer "range, cooperative-sticky" (range: eager).
+A classic group is cooperative only when every assignor a member lists is: librdkafka refuses a list that mixes eager
+and cooperative ones, and the Java consumer runs the eager protocol when any listed assignor supports only that.
+Kafka's defaults when nothing is set: librdkafka "range,roundrobin"; the Java consumer
+"range, cooperative-sticky" (eager: range first; Kafka's VerifiableConsumer passes RangeAssignor itself).
+
+Which protocols leave the members that stay alone when a member leaves (KEEPS_SURVIVORS): cooperative-sticky and
+KIP-848's uniform assignor are sticky, and a departure leaves every survivor at or under its new share. KIP-848's
+range assignor is not: since KAFKA-16944 (Kafka 3.9) it recomputes contiguous ranges in member order at every
+assignment, so a departure can move a survivor's partitions.
 """
 
 from __future__ import annotations
@@ -19,22 +26,22 @@ import polars as pl
 from failsafe.history.model import History
 
 EAGER, COOPERATIVE, CONSUMER = "eager", "cooperative", "consumer"
-# The protocols with which a member's departure takes nothing from the members that stay: the survivors' partitions
-# are kept whole (KIP-429's cooperative-sticky and KIP-848's server-side uniform and range assignors are all sticky).
-INCREMENTAL = frozenset({COOPERATIVE, CONSUMER})
-DEFAULT_STRATEGY = {"librdkafka": "range,roundrobin", "kafka-java": "range,cooperative-sticky"}
+JAVA = "kafka-java"
+DEFAULT_STRATEGY = {"librdkafka": "range,roundrobin", JAVA: "range,cooperative-sticky"}
+DEFAULT_REMOTE_ASSIGNOR = "uniform"
+KEEPS_SURVIVORS = frozenset({COOPERATIVE, f"{CONSUMER}-uniform"})
 _COOPERATIVE_NAMES = ("cooperative-sticky", "cooperativestickyassignor")
 
 
 def member_protocol(client: str | None, settings: dict[str, str]) -> str | None:
     """The protocol of one member from its library and settings; None when its library's default is not known."""
     if settings.get("group.protocol", "classic").strip().lower() == CONSUMER:
-        return CONSUMER
+        return f"{CONSUMER}-{settings.get('group.remote.assignor', DEFAULT_REMOTE_ASSIGNOR).strip().lower()}"
     strategy = settings.get("partition.assignment.strategy", DEFAULT_STRATEGY.get(client or ""))
     if strategy is None:
         return None
-    first = strategy.split(",")[0].strip().rsplit(".", 1)[-1].lower()
-    return COOPERATIVE if first in _COOPERATIVE_NAMES else EAGER
+    names = [name.strip().rsplit(".", 1)[-1].lower() for name in strategy.split(",") if name.strip()]
+    return COOPERATIVE if names and all(name in _COOPERATIVE_NAMES for name in names) else EAGER
 
 
 def group_protocols(history: History) -> dict[str, str | None]:

@@ -23,9 +23,9 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, read_options, result
-from failsafe.checkers.group_protocol import INCREMENTAL, group_protocols
+from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols
 from failsafe.history.model import History
-from failsafe.history.ops import Op, Target
+from failsafe.history.ops import NODE_TARGETS, Op, Target
 
 # expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
 # anyway when the protocol is incremental).
@@ -34,6 +34,8 @@ VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUME
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
+# A survivor that stops within this of the handover's end revoked its partitions for its own reasons (a close revokes them all).
+_SURVIVOR_STOP_GRACE_NS = 10_000_000_000
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
@@ -51,7 +53,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         for group in sorted(groups):
             event_measured = _measure(event, group, membership.filter(pl.col("group") == group), history)
             event_measured["protocol"] = protocols.get(group)
-            event_measured["survivors_kept_expected"] = opts["expect_survivors_kept"] or protocols.get(group) in INCREMENTAL
+            event_measured["survivors_kept_expected"] = opts["expect_survivors_kept"] or protocols.get(group) in KEEPS_SURVIVORS
             measured.append(event_measured)
     _add_reads(measured, history.reads)
 
@@ -59,7 +61,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
     slow = [event for event in measured if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if kept["revoked"] and not kept["lost"]]
-    needless = [(event, kept) for event, kept in interrupted if event["survivors_kept_expected"]]
+    needless = [(event, kept) for event, kept in interrupted if event["survivors_kept_expected"] and kept["judged"]]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
@@ -132,6 +134,12 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     after = membership.filter(pl.col("time_ns") > start_ns)
     latest = before.group_by("process", *_PARTITION).agg(pl.col("f").last(), pl.col("time_ns").last())
     owned = latest.filter(pl.col("f") == Op.ASSIGN).select("process", *_PARTITION).sort(_PARTITION)
+    # A member that crashed, closed or was faulted before the event, after its last assign or revoke, owns nothing any more
+    # (a killed one never records a revoke); one restarted under the same name records an assign again.
+    stops = _stops(history)
+    seen = before.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
+    gone = stops.join(seen, on="process").filter((pl.col("stop_ns") >= pl.col("seen_ns")) & (pl.col("stop_ns") < start_ns))["process"]
+    owned = owned.filter(~pl.col("process").is_in(sorted(set(gone.to_list()) - set(faulted))))
     moved = owned.filter(pl.col("process").is_in(faulted))
     kept = owned.filter(~pl.col("process").is_in(faulted))
     assigns = after.filter(pl.col("f") == Op.ASSIGN).select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
@@ -150,6 +158,14 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     revoked = revoked.sort("revoked_ns").group_by(_PARTITION).agg(pl.col("revoked_ns").first(), pl.col("lost").first().fill_null(False))
     kept_rows = kept.join(revoked, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()
     revoked = revoked.select(*_PARTITION, "revoked_ns")
+    # What survivors-interrupted may judge: a handover that completed, a survivor that did not stop itself soon after (a
+    # close revokes everything), and not the Java consumer's revokes while a node was down (VerifiableConsumer reports a
+    # lost partition as revoked, so its own expired session would look like the assignor's doing).
+    judged_until = None if handover_end_ns is None else handover_end_ns + _SURVIVOR_STOP_GRACE_NS
+    stopped_soon = set() if judged_until is None else set(
+        stops.filter(pl.col("stop_ns").is_between(start_ns, judged_until))["process"].to_list())
+    node_down = judged_until is not None and _node_fault_between(history, start_ns, judged_until)
+    java = set(history.clients.filter(pl.col("client") == JAVA)["process"].to_list())
     regained = (
         revoked.join(assigns, on=_PARTITION, how="left")
         .group_by(_PARTITION)
@@ -189,6 +205,7 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
                 "revoked": row["revoked_ns"] is not None,
                 "lost": bool(row["lost"]),
                 "revoked_ms": None if row["revoked_ns"] is None else (row["revoked_ns"] - start_ns) / 1e6,
+                "judged": judged_until is not None and row["process"] not in stopped_soon and not (node_down and row["process"] in java),
                 "gap_ms": None,
             }
             for row in kept_rows
@@ -204,7 +221,13 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
     """
     others = membership.filter((pl.col("time_ns") <= start_ns) & ~pl.col("process").is_in(faulted))["process"].unique()
     last_seen = membership.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
-    stops = pl.concat(
+    stopped = _stops(history).join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
+    return sorted(set(others.to_list()) - set(stopped.to_list()))
+
+
+def _stops(history: History) -> pl.DataFrame:
+    """(process, stop_ns): each crash or close of a client, and each consumer fault on it."""
+    return pl.concat(
         [
             history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
             history.faults.filter(pl.col("target") == Target.CONSUMER)
@@ -212,8 +235,12 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
             .explode("process"),
         ]
     )
-    stopped = stops.join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
-    return sorted(set(others.to_list()) - set(stopped.to_list()))
+
+
+def _node_fault_between(history: History, start_ns: int, end_ns: int) -> bool:
+    """A fault on Kafka's nodes in force at some moment of [start_ns, end_ns]."""
+    faults = history.faults.filter(pl.col("target").is_in([str(t) for t in NODE_TARGETS]))
+    return faults.filter((pl.col("start_ns") <= end_ns) & (pl.col("stop_ns").is_null() | (pl.col("stop_ns") >= start_ns))).height > 0
 
 
 def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
@@ -231,11 +258,11 @@ def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
     relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
     relevant = relevant.select("group", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
     found: dict[tuple[int, str, int], list[int | None]] = {}
-    for strategy, allow_exact in (("backward", True), ("forward", False)):
+    for side, (strategy, allow_exact) in enumerate((("backward", True), ("forward", False))):
         edge = wanted.join_asof(relevant, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy=strategy,
                                 allow_exact_matches=allow_exact, check_sortedness=False)
         for row in edge.to_dicts():
-            found.setdefault((row["event"], row["topic"], row["partition"]), []).append(row["read_ns"])
+            found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[side] = row["read_ns"]
     for index, event in enumerate(measured):
         for p in event["moved_partitions"] + event["kept_partitions"]:
             before_ns, after_ns = found.get((index, p["topic"], p["partition"]), [None, None])

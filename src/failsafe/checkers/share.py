@@ -9,23 +9,27 @@ once and unordered: a redelivery is not a fault, an unexplained one is.
 
 For each record (group, topic, partition, offset):
 
-    accepted / rejected       an acknowledgement of it the broker took (share-ack ok)
-    archived-at-limit         never accepted nor rejected, delivered with delivery_count >= delivery_count_limit
-    lost (violation)          an acknowledged write to a topic the group read that was neither accepted, nor
-                              rejected, nor archived at the limit (``lost-never-delivered``: and never delivered)
-    accepted-twice (v.)       accepted by the broker again with no delivery of it in between
-    redelivered-after-ack (v.)  delivered again after an accept or reject of its delivery was taken
+    accepted / rejected         an acknowledgement of it the broker took (share-ack ok)
+    unknown-acks                its last accept or reject got no answer (share-ack info): judged neither way
+    archived-at-limit           never accepted nor rejected, delivered with delivery_count >= delivery_count_limit
+    lost (violation)            an acknowledged write to a topic the group read with none of the above
+                                (``lost-never-delivered``: and never delivered); every write, or with
+                                from_first_delivered those at or after the group's first delivered offset of the
+                                partition (a group that started at share.auto.offset.reset=latest, Kafka's default)
+    accepted-twice (v.)         accepted by the broker again with no delivery of it in between
+    redelivered-after-ack (v.)  delivered again after the delivery whose accept or reject the broker took
     unexplained-redelivery (v.) a delivery after the first with none of the reasons below
 
-A redelivery is explained by what happened to the delivery before it (its holder, from that poll until this one):
-``released`` (the holder's release was taken), ``ack-failed`` (its acknowledgement was refused or unanswered),
-``holder-stopped`` (it crashed or closed, or a consumer fault hit it), ``lock-expired`` (at least the lock duration,
-less ``lock_slack_ms`` for the time between the broker's acquisition and the poll's record, passed with no
-acknowledgement taken), or ``node-fault`` (a fault on Kafka's nodes began meanwhile: a new share-partition leader
-does not keep acquisitions). ``unseen-deliveries`` counts delivery counts skipped between two recorded deliveries (an
-acquisition no consumer recorded: one killed between the broker's answer and its op). Each redelivery's delay (from
-the poll before it) is kept with its reason: for ``holder-stopped`` it is the time to take a dead consumer's records
-back (the lock, when the consumer was killed).
+A redelivery is explained by what became of the delivery before it: ``released`` (its holder's release was taken,
+whenever the answer was recorded), ``ack-failed`` (the holder's acknowledgement was refused or unanswered),
+``holder-stopped`` (it crashed or closed, or a consumer fault hit it, up to 10 s after the redelivery: a close is
+recorded once it returned), ``lock-expired`` (at least the lock duration, less ``lock_slack_ms`` for the time between
+the broker's acquisition and the poll's record, passed), ``node-fault`` (a fault on Kafka's nodes was in force) or
+``leader-change`` (the partition's sampled leader changed): a new share-partition leader does not keep acquisitions.
+``unseen-deliveries`` counts delivery counts skipped between two recorded deliveries (an acquisition no consumer
+recorded: one killed between the broker's answer and its op). Each redelivery's delay (from the poll before it) is
+kept with its reason. A killed consumer's records need not wait for the lock: the broker may release them when the
+consumer's connection drops.
 """
 
 from __future__ import annotations
@@ -36,22 +40,30 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, allowed_loss, durable_writers, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, allowed_loss, durable_writers, read_options, result
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, OpType, Target
 
 # lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5).
-DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None, "lock_duration_ms": 30_000, "lock_slack_ms": 2_000, "delivery_count_limit": 5}
+# lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5). from_first_delivered: judge each
+# partition's writes from the first offset the group delivered (a group that started at "latest"), not all of them.
+DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None, "lock_duration_ms": 30_000, "lock_slack_ms": 2_000, "delivery_count_limit": 5,
+                            "from_first_delivered": False}
 VIOLATIONS = {"lost": Side.CLUSTER, "accepted-twice": Side.CLUSTER, "redelivered-after-ack": Side.CLUSTER,
               "unexplained-redelivery": Side.CLUSTER}
-REASONS = ("released", "ack-failed", "holder-stopped", "lock-expired", "node-fault")
+REASONS = ("released", "ack-failed", "holder-stopped", "lock-expired", "node-fault", "leader-change")
 ACKNOWLEDGED = "acknowledged"
+_SETTLING = ("accept", "reject")
 _KEY = ["group", "topic", "partition", "offset"]
 _EXAMPLES = 5
+# A close or a kill takes effect on the broker before the op that records it (a close op is written once close() returned).
+_STOP_SLACK_NS = 10_000_000_000
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "share")
+    if opts["lock_duration_ms"] is None or opts["lock_slack_ms"] is None or opts["lock_slack_ms"] >= opts["lock_duration_ms"]:
+        raise CheckerOptionError("share: lock_duration_ms and lock_slack_ms must be numbers, the slack below the duration")
     deliveries = history.share_deliveries
     acks = history.share_acks
     if opts["groups"] is not None:
@@ -59,10 +71,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         acks = acks.filter(pl.col("group").is_in(opts["groups"]))
     if deliveries.height == 0:
         return result(UNKNOWN, {"deliveries": 0}, {}, groups=[])
-    limit = opts["delivery_count_limit"]
     taken = acks.filter(pl.col("type") == OpType.OK)
 
-    settled, archived, lost, lost_allowed = _fates(history, deliveries, taken, limit, opts["lossy_writers"])
+    settled, archived, unknown, lost, lost_allowed = _fates(history, deliveries, acks, opts)
     twice = _accepted_twice(deliveries, taken)
     after_ack = _redelivered_after_ack(deliveries, taken)
     redeliveries, unseen = _redeliveries(history, deliveries, acks, opts["lock_duration_ms"] - opts["lock_slack_ms"])
@@ -78,6 +89,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "rejected": settled.filter(pl.col("ack") == "reject").height,
         "archived-at-limit": archived.height,
         "acks-failed": acks.filter(pl.col("type") != OpType.OK).height,
+        "unknown-acks": unknown.height,
         "lost": lost.height,
         "lost-never-delivered": lost.join(deliveries.select(_KEY).unique(), on=_KEY, how="anti").height,
         "lost-allowed": lost_allowed.height,
@@ -88,6 +100,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     example_rows = {
         "lost": lost.head(_EXAMPLES).to_dicts(),
         "archived-at-limit": archived.head(_EXAMPLES).to_dicts(),
+        "unknown-acks": unknown.head(_EXAMPLES).to_dicts(),
         "accepted-twice": twice.head(_EXAMPLES).to_dicts(),
         "redelivered-after-ack": after_ack.head(_EXAMPLES).to_dicts(),
         "unexplained-redelivery": unexplained[:_EXAMPLES],
@@ -99,21 +112,27 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
                   redelivery_delay_ms={reason: {"n": len(d), "median": median(d), "max": max(d)} for reason, d in delays.items() if d})
 
 
-def _fates(history: History, deliveries: pl.DataFrame, taken: pl.DataFrame, limit: int,
-           lossy_writers: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(records accepted or rejected, records archived at the limit, acknowledged writes lost, the part of those a writer that
-    promised nothing may lose)."""
-    settled = taken.filter(pl.col("ack").is_in(["accept", "reject"])).sort("time_ns").unique(subset=_KEY, keep="first", maintain_order=True)
-    settled = settled.select(*_KEY, "ack")
+def _fates(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame,
+           opts: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(records accepted or rejected, records archived at the limit, records whose last accept or reject has no known answer,
+    acknowledged writes lost, the part of those a writer that promised nothing may lose)."""
+    settling = acks.filter(pl.col("ack").is_in(_SETTLING)).sort("time_ns")
+    settled = settling.filter(pl.col("type") == OpType.OK).unique(subset=_KEY, keep="first", maintain_order=True).select(*_KEY, "ack")
+    # An accept the broker may or may not have taken (its answer never came): not judged either way.
+    unknown = settling.filter(pl.col("type") == OpType.INFO).join(settled, on=_KEY, how="anti")
+    unknown = unknown.unique(subset=_KEY, keep="last", maintain_order=True).select(*_KEY, "process", "ack", "error")
     most = deliveries.group_by(_KEY).agg(pl.col("delivery_count").max())
-    archived = most.filter(pl.col("delivery_count") >= limit).join(settled, on=_KEY, how="anti").sort(_KEY)
-    done = pl.concat([settled.select(_KEY), archived.select(_KEY)])
+    archived = most.filter(pl.col("delivery_count") >= opts["delivery_count_limit"]).join(settled, on=_KEY, how="anti").sort(_KEY)
+    done = pl.concat([settled.select(_KEY), archived.select(_KEY), unknown.select(_KEY)])
     topics = deliveries.select("group", "topic").unique()
     writes = history.sends.filter((pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null()).join(topics, on="topic", how="inner")
+    if opts["from_first_delivered"]:
+        first = deliveries.group_by("group", "topic", "partition").agg(pl.col("offset").min().alias("first"))
+        writes = writes.join(first, on=["group", "topic", "partition"], how="inner").filter(pl.col("offset") >= pl.col("first"))
     missing = writes.join(done, on=_KEY, how="anti").sort(_KEY)
-    allowed = missing.filter(allowed_loss(missing, lossy_writers, durable_writers(history)))
+    allowed = missing.filter(allowed_loss(missing, opts["lossy_writers"], durable_writers(history)))
     lost = missing.join(allowed.select(_KEY), on=_KEY, how="anti").select(*_KEY, "process", "key", "value")
-    return settled, archived, lost, allowed
+    return settled, archived, unknown, lost, allowed
 
 
 def _accepted_twice(deliveries: pl.DataFrame, taken: pl.DataFrame) -> pl.DataFrame:
@@ -123,59 +142,82 @@ def _accepted_twice(deliveries: pl.DataFrame, taken: pl.DataFrame) -> pl.DataFra
     between = accepts.join(deliveries.select(*_KEY, pl.col("time_ns").alias("delivered_ns")), on=_KEY, how="left")
     between = between.with_columns(pl.col("delivered_ns").is_between(pl.col("previous_ns"), pl.col("time_ns")).fill_null(False).alias("redelivered"))
     flagged = between.group_by(*_KEY, "process", "time_ns", "previous_ns").agg(pl.col("redelivered").any())
-    return flagged.filter(~pl.col("redelivered")).drop("redelivered").sort(_KEY)
+    return flagged.filter(~pl.col("redelivered")).drop("redelivered").sort([*_KEY, "time_ns"])
 
 
 def _redelivered_after_ack(deliveries: pl.DataFrame, taken: pl.DataFrame) -> pl.DataFrame:
-    """Deliveries of a record with a delivery count above that of a delivery whose accept or reject the broker took."""
-    acked = taken.filter(pl.col("ack").is_in(["accept", "reject"])).select(*_KEY, "process", pl.col("time_ns").alias("ack_ns"), "ack")
+    """Deliveries of a record after the delivery whose accept or reject the broker took: once its holder acquired it, no one
+    else can have it until the lock is gone, and then that holder's acknowledgement is refused. By time, not delivery count
+    (the count may be unknown, and Kafka 4.1 did not raise it for records released when a share session closed)."""
+    acked = taken.filter(pl.col("ack").is_in(_SETTLING)).select(*_KEY, "process", pl.col("time_ns").alias("ack_ns"), "ack")
     # The delivery each acknowledgement was for: the holder's latest delivery of the record before it.
-    held = deliveries.select(*_KEY, "process", pl.col("time_ns").alias("held_ns"), pl.col("delivery_count").alias("acked_count"))
+    held = deliveries.select(*_KEY, "process", pl.col("time_ns").alias("held_ns"))
     acked = acked.join(held, on=[*_KEY, "process"], how="inner").filter(pl.col("held_ns") <= pl.col("ack_ns"))
-    acked = acked.sort("held_ns").group_by(*_KEY, "process", "ack_ns", "ack").agg(pl.col("acked_count").last())
+    acked = acked.group_by(*_KEY, "process", "ack_ns", "ack").agg(pl.col("held_ns").max())
     later = deliveries.select(*_KEY, pl.col("process").alias("to"), "time_ns", "delivery_count").join(acked, on=_KEY, how="inner")
-    return later.filter(pl.col("delivery_count") > pl.col("acked_count")).unique(subset=[*_KEY, "delivery_count"]).sort(_KEY)
+    later = later.filter(pl.col("time_ns") > pl.col("held_ns"))
+    return later.sort(*_KEY, "time_ns").unique(subset=[*_KEY, "time_ns", "to"], keep="first", maintain_order=True)
 
 
 def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, lock_ms: float) -> tuple[list[dict], int]:
-    """Each delivery after a record's first, with the reason the one before it ended (None: unexplained) and its delay."""
-    repeated = deliveries.filter(pl.len().over(_KEY) > 1).sort(*_KEY, "delivery_count", "time_ns")
+    """Each delivery after a record's first, in time order, with the reason the one before it ended (None: unexplained)."""
+    repeated = deliveries.filter(pl.len().over(_KEY) > 1).sort(*_KEY, "time_ns")
     if repeated.height == 0:
         return [], 0
     stops = _holder_stops(history)
-    node_faults = history.faults.filter(pl.col("target").is_in([str(t) for t in NODE_TARGETS]))["start_ns"].to_list()
+    node_faults = history.faults.filter(pl.col("target").is_in([str(t) for t in NODE_TARGETS])).select("start_ns", "stop_ns").rows()
+    leaders = _leaders(history)
     by_key: dict[tuple, list[dict]] = {}
-    for row in acks.filter(pl.col("ack").is_not_null()).join(repeated.select(_KEY).unique(), on=_KEY, how="semi").iter_rows(named=True):
+    for row in acks.join(repeated.select(_KEY).unique(), on=_KEY, how="semi").sort("time_ns").iter_rows(named=True):
         by_key.setdefault(tuple(row[k] for k in _KEY), []).append(row)
     out, unseen = [], 0
     rows = repeated.to_dicts()
-    for before, after in zip(rows, rows[1:], strict=False):
+    for index, (before, after) in enumerate(zip(rows, rows[1:], strict=False)):
         key = tuple(before[k] for k in _KEY)
         if key != tuple(after[k] for k in _KEY):
             continue
-        unseen += max(0, after["delivery_count"] - before["delivery_count"] - 1)
+        if before["delivery_count"] and after["delivery_count"]:
+            unseen += max(0, after["delivery_count"] - before["delivery_count"] - 1)
         start, end = before["time_ns"], after["time_ns"]
-        mine = [a for a in by_key.get(key, []) if a["process"] == before["process"] and start <= a["time_ns"] <= end]
-        reason = _reason(mine, stops.get(before["process"], []), node_faults, start, end, lock_ms)
+        # The holder's acknowledgements of this delivery: from it until the holder's next delivery of the record, whenever
+        # their answer was recorded (a release takes effect before the holder writes the answer down).
+        mine = [r for r in rows[index + 1:] if tuple(r[k] for k in _KEY) == key and r["process"] == before["process"]]
+        until = mine[0]["time_ns"] if mine else None
+        held = [a for a in by_key.get(key, []) if a["process"] == before["process"] and a["time_ns"] >= start
+                and (until is None or a["time_ns"] < until)]
+        reason = _reason(held, stops.get(before["process"], []), node_faults, leaders.get((key[1], key[2]), []), start, end, lock_ms)
         out.append({"group": key[0], "topic": key[1], "partition": key[2], "offset": key[3], "from": before["process"], "to": after["process"],
                     "delivery_count": after["delivery_count"], "delay_ms": (end - start) / 1e6, "reason": reason})
     return out, unseen
 
 
-def _reason(acks: list[dict], stops: list[int], node_faults: list[int], start: int, end: int, lock_ms: float) -> str | None:
-    if any(a["type"] == OpType.OK and a["ack"] in ("accept", "reject") for a in acks):
+def _reason(acks: list[dict], stops: list[int], node_faults: list[tuple], leaders: list[tuple[int, int | None]], start: int, end: int,
+            lock_ms: float) -> str | None:
+    if any(a["type"] == OpType.OK and a["ack"] in _SETTLING for a in acks):
         return ACKNOWLEDGED  # no explanation: redelivered-after-ack says so
     if any(a["type"] == OpType.OK and a["ack"] == "release" for a in acks):
         return "released"
     if any(a["type"] != OpType.OK for a in acks):
         return "ack-failed"
-    if any(start <= t <= end for t in stops):
+    if any(start <= t <= end + _STOP_SLACK_NS for t in stops):
         return "holder-stopped"
     if (end - start) / 1e6 >= lock_ms:
         return "lock-expired"
-    if any(start <= t <= end for t in node_faults):
+    if any(f_start <= end and (f_stop is None or f_stop >= start) for f_start, f_stop in node_faults):
         return "node-fault"
+    # The partition's leader (as sampled) changed between the last sample before the delivery and the redelivery.
+    last_before = max((t for t, _ in leaders if t <= start), default=None)
+    if len({leader for t, leader in leaders if (last_before is None or t >= last_before) and t <= end}) > 1:
+        return "leader-change"
     return None
+
+
+def _leaders(history: History) -> dict[tuple[str, int], list[tuple[int, int | None]]]:
+    """(time, leader) of each topology sample, per partition."""
+    out: dict[tuple[str, int], list[tuple[int, int | None]]] = {}
+    for row in history.topology.sort("time_ns").iter_rows(named=True):
+        out.setdefault((row["topic"], row["partition"]), []).append((row["time_ns"], row["leader"]))
+    return out
 
 
 def _holder_stops(history: History) -> dict[str, list[int]]:

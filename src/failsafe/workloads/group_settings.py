@@ -4,7 +4,8 @@
                          librdkafka 2.12)
     assignment_strategy  classic only: range, roundrobin or cooperative-sticky (librdkafka's names; the Java
                          consumer is given the assignor's class)
-    remote_assignor      consumer only: uniform or range, the group coordinator's assignors (group.remote.assignor)
+    remote_assignor      consumer only: uniform or range, the group coordinator's assignors (group.remote.assignor;
+                         unset: the broker's first group.consumer.assignors, uniform by default)
 
 With group.protocol=consumer the session and the heartbeat belong to the broker (group.consumer.session.timeout.ms,
 group.consumer.heartbeat.interval.ms, each with a minimum of its own, group.consumer.min.session.timeout.ms ...), and
@@ -47,7 +48,9 @@ class GroupSettings:
             out.append(("assignment_strategy", f"{self.assignment_strategy!r} is not one of {', '.join(ASSIGNMENT_STRATEGIES)}"))
         if self.remote_assignor is not None and self.remote_assignor not in REMOTE_ASSIGNORS:
             out.append(("remote_assignor", f"{self.remote_assignor!r} is not one of {', '.join(REMOTE_ASSIGNORS)}"))
-        for name in ("group.protocol", "group.remote.assignor") + (("partition.assignment.strategy",) if self.assignment_strategy else ()):
+        # In properties they would not reach Kafka's VerifiableConsumer: its command line (--group-protocol, --assignment-strategy,
+        # with defaults of its own) is applied over its config file.
+        for name in ("group.protocol", "group.remote.assignor", "partition.assignment.strategy"):
             if name in properties:
                 out.append(("properties", f"{name} is set by group_protocol, assignment_strategy and remote_assignor, not in properties"))
         if self.group_protocol == CONSUMER:
@@ -56,7 +59,7 @@ class GroupSettings:
             if session_timeout_ms is not None:
                 out.append(("session_timeout_ms", f"not with group_protocol = \"consumer\": it is {BROKER_SIDE['session.timeout.ms']}"))
             out += [("properties", f"{name} is refused with group_protocol = \"consumer\": it is {where}")
-                    for name, where in BROKER_SIDE.items() if name in properties]
+                    for name, where in BROKER_SIDE.items() if name in properties and name != "partition.assignment.strategy"]
         elif self.remote_assignor is not None:
             out.append(("remote_assignor", "only with group_protocol = \"consumer\" (a classic group's assignor is assignment_strategy)"))
         return out
