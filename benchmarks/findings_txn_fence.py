@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.findings_runs import annotate_stored  # noqa: E402
 
 WRITER = "writer-0"
-# The names a fence goes by: librdkafka's own _FENCED (its fatal error, also what it makes of INVALID_PRODUCER_EPOCH in
-# EndTxn) and Kafka's PRODUCER_FENCED (the Java client's ProducerFencedException).
-FENCED = {"_FENCED", "PRODUCER_FENCED"}
+# The names a fence goes by in the history: librdkafka's own _FENCED (its fatal error, also what it makes of
+# INVALID_PRODUCER_EPOCH in EndTxn), recorded as FENCED (workloads/outcomes.error_name drops the leading underscore), and
+# Kafka's PRODUCER_FENCED (the Java client's ProducerFencedException).
+FENCED = {"FENCED", "_FENCED", "PRODUCER_FENCED"}
 EPOCH = "INVALID_PRODUCER_EPOCH"
 # What the clients' logs say when the coordinator answers with a stale epoch.
 LOG_WORDS = ("INVALID_PRODUCER_EPOCH", "InvalidProducerEpoch", "PRODUCER_FENCED", "ProducerFenced", "_FENCED", "fenced")
