@@ -49,6 +49,8 @@ TARGETS = {
 HUNG = "did not stop on SIGTERM"
 WHERE = re.compile(r"its main thread was in (.+)$")
 TXN_COORDINATOR = re.compile(r"FindCoordinator response: Transaction coordinator is broker (\d+)")
+# librdkafka's consumer when its group coordinator stopped answering (it logs little else about that coordinator).
+GROUP_TIMEOUT = re.compile(r"session timed out .* from the group coordinator \(broker (\d+)")
 
 
 def schedule_file(directory: Path, target: str, version: int, fault: str, at_s: float, duration_s: float | None, chaos_s: float,
@@ -78,6 +80,7 @@ def record(run_dir: Path) -> dict:
             "restarted": [n for o in started for n in o.get("nodes", [])], "role": [o.get("role") for o in started],
             "hung": hung, "never_caught_up": sorted((availability.get("processes") or {}).get("never-caught-up") or []),
             "processor_txn_coordinators": sorted({int(b) for b in TXN_COORDINATOR.findall(log)}),
+            "processor_group_coordinators_timed_out": sorted({int(b) for b in GROUP_TIMEOUT.findall(log)}),
             **processor_after_fault(ops, started[0]["time_ns"] if started else None)}
 
 
@@ -108,6 +111,9 @@ def summary(records: list[dict]) -> dict:
         # Whether the broker the fault hit (killed or restarted: "restarted") was also ctp-0's transaction coordinator.
         "runs_restarting_the_processors_txn_coordinator": sum(bool(set(r["restarted"]) & set(r["processor_txn_coordinators"]))
                                                                for r in records),
+        # Whether the broker hit was also the one the processor's group session timed out on (its group coordinator).
+        "runs_where_the_processors_group_timed_out_on_that_broker": sum(
+            bool(set(r["restarted"]) & set(r.get("processor_group_coordinators_timed_out", []))) for r in records),
         # Runs where the processor was told it was fenced (only one ctp-0 ever runs here: no zombie).
         "runs_with_the_processor_told_fenced": sum(bool(FENCED & set(r.get("processor_errors", {}))) for r in records),
         # Per run where the processor hung: when its last transaction began after the fault, and whether after a rebalance.

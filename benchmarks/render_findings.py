@@ -201,6 +201,7 @@ def _hang_row(label: str, d: dict) -> list[str]:
             "; ".join(f"`{w}` ({n})" for w, n in d["where"].items()) or "—", str(d["runs_with_another_process_hung"]),
             # The Java client's log names its coordinator in other words: not read.
             str(d["runs_restarting_the_processors_txn_coordinator"]) if d.get("driver", "librdkafka") == "librdkafka" else "—",
+            str(d["runs_where_the_processors_group_timed_out_on_that_broker"]) if d.get("driver", "librdkafka") == "librdkafka" else "—",
             str(d.get("runs_with_the_processor_told_fenced", "—")),
             ", ".join(f"{began:g}" + (" r" if rebalanced else "") for began, rebalanced in sorted(d.get("hung_txn_began_s", []), key=lambda b: b[0] or 0))
             or "—"]
@@ -212,7 +213,7 @@ def _hang_total(batches: list[dict]) -> dict:
              "runs_restarting_the_processors_txn_coordinator": 0}
     for d in batches:
         for key in ("runs", "runs_with_the_processor_hung", "runs_with_another_process_hung", "runs_restarting_the_processors_txn_coordinator",
-                    "runs_with_the_processor_told_fenced"):
+                    "runs_where_the_processors_group_timed_out_on_that_broker", "runs_with_the_processor_told_fenced"):
             total[key] += d[key]
         for field in ("verdicts", "where"):
             for name, n in d[field].items():
@@ -244,6 +245,7 @@ def t_findings_txn_hang(root: Path) -> str:
     header = ["broker (5 s into the chaos phase)", "writers' and processor's client", "transaction.version", "runs", "verdicts",
               "runs where ctp-0 hung (ignored SIGTERM)", "where its main thread was (runs)", "runs where another process did",
               "runs where ctp-0's log named that broker its transaction coordinator at some point",
+              "runs where ctp-0's log shows its group's session timing out on that broker, its group coordinator (a blocked ctp-0 logs nothing more)",
               "runs where ctp-0 was told it was fenced (no other ctp-0 ran)",
               "when ctp-0 began the transaction it hung in, s after the fault began (r: after its group gave it partitions again)"]
     return table(header, rows) + source(root, *rels)
