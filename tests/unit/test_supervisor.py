@@ -122,7 +122,8 @@ def test_a_child_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     try:
         orphan = int(parent.stdout.readline())
         # setpriv sets the guard, then execs the command: once the command runs, the guard is set.
-        wait_until(lambda: "setpriv" not in psutil.Process(orphan).cmdline()[0], 10, "setpriv did not exec the command")
+        # An empty command line: the process is between its fork and its exec (seen under load).
+        wait_until(lambda: bool(cmd := psutil.Process(orphan).cmdline()) and "setpriv" not in cmd[0], 10, "setpriv did not exec the command")
         parent.kill()
         parent.wait(10)
         wait_until(lambda: not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE, 10,
