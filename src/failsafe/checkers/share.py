@@ -172,6 +172,13 @@ def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame
         by_key.setdefault(tuple(row[k] for k in _KEY), []).append(row)
     out, unseen = [], 0
     rows = repeated.to_dicts()
+    # For each row, when the same holder next got the same record (rows are by record, then time): one pass from the end.
+    next_same: list[int | None] = [None] * len(rows)
+    latest: dict[tuple, int] = {}
+    for index in range(len(rows) - 1, -1, -1):
+        holder = (*(rows[index][k] for k in _KEY), rows[index]["process"])
+        next_same[index] = latest.get(holder)
+        latest[holder] = rows[index]["time_ns"]
     for index, (before, after) in enumerate(zip(rows, rows[1:], strict=False)):
         key = tuple(before[k] for k in _KEY)
         if key != tuple(after[k] for k in _KEY):
@@ -181,8 +188,7 @@ def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame
         start, end = before["time_ns"], after["time_ns"]
         # The holder's acknowledgements of this delivery: from it until the holder's next delivery of the record, whenever
         # their answer was recorded (a release takes effect before the holder writes the answer down).
-        mine = [r for r in rows[index + 1:] if tuple(r[k] for k in _KEY) == key and r["process"] == before["process"]]
-        until = mine[0]["time_ns"] if mine else None
+        until = next_same[index]
         held = [a for a in by_key.get(key, []) if a["process"] == before["process"] and a["time_ns"] >= start
                 and (until is None or a["time_ns"] < until)]
         reason = _reason(held, stops.get(before["process"], []), node_faults, leaders.get((key[1], key[2]), []), start, end, lock_ms)

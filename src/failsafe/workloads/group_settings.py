@@ -65,15 +65,14 @@ class GroupSettings:
         return out
 
     def librdkafka_properties(self) -> dict[str, str]:
-        props = {}
-        if self.group_protocol is not None:
-            props["group.protocol"] = self.group_protocol
-        if self.assignment_strategy is not None:
-            props["partition.assignment.strategy"] = self.assignment_strategy
-        if self.remote_assignor is not None:
-            props["group.remote.assignor"] = self.remote_assignor
-        return props
+        return group_properties(self.group_protocol, self.assignment_strategy, self.remote_assignor)
 
     def java_assignor(self) -> str | None:
         """The class Kafka's VerifiableConsumer is given with --assignment-strategy."""
         return None if self.assignment_strategy is None else _JAVA_ASSIGNORS[self.assignment_strategy]
+
+
+def group_properties(group_protocol: str | None, assignment_strategy: str | None, remote_assignor: str | None) -> dict[str, str]:
+    """The settings given, by their client config names (either client's words for the strategy: the caller's)."""
+    named = {"group.protocol": group_protocol, "partition.assignment.strategy": assignment_strategy, "group.remote.assignor": remote_assignor}
+    return {name: value for name, value in named.items() if value is not None}

@@ -38,6 +38,7 @@ from failsafe.errors import UserError, WorkloadFailed
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.supervisor import Child, spawn
+from failsafe.workloads.group_settings import group_properties
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable_events import (
     ProducerState,
@@ -148,12 +149,7 @@ class VerifiableConsumerSpec(ConsumerSpec):
         props = {"group.id": str(self.group), "auto.offset.reset": "earliest", "enable.auto.commit": str(self.auto_commit).lower()}
         if self.session_timeout_ms is not None:
             props["session.timeout.ms"] = str(self.session_timeout_ms)
-        if self.group_protocol is not None:
-            props["group.protocol"] = self.group_protocol
-        if self.assignment_strategy is not None:
-            props["partition.assignment.strategy"] = self.assignment_strategy
-        if self.remote_assignor is not None:
-            props["group.remote.assignor"] = self.remote_assignor
+        props.update(group_properties(self.group_protocol, self.assignment_strategy, self.remote_assignor))
         return {**props, **self.java_properties()}
 
 
