@@ -35,15 +35,14 @@ def assert_valid_run(run_dir: Path) -> dict:
 # What the scenarios run on the shared cluster (queue, consumer-failover, queue-verifiable) leave there.
 SHARED_TOPICS = ("my-failsafe-topic", "verifiable-topic")
 SHARED_GROUPS = ("mygroup", "vgroup")
+SHARED_SHARE_GROUPS = ("myqueue",)
 
 
 @pytest.fixture(scope="module")
 def queue_run(shared_cluster_holder, tmp_path_factory) -> Iterator[Path]:
-    from tests.conftest import start_cluster
+    from tests.conftest import shared_cluster_in
 
-    if "cluster" not in shared_cluster_holder:
-        shared_cluster_holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
-    cluster = shared_cluster_holder["cluster"]
+    cluster = shared_cluster_in(shared_cluster_holder, tmp_path_factory)
     runs = tmp_path_factory.mktemp("runs")
     result = cluster.cli("run", "queue", "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -57,6 +56,11 @@ def queue_run(shared_cluster_holder, tmp_path_factory) -> Iterator[Path]:
     for group in SHARED_GROUPS:
         if group in groups.split():
             deleted = cluster.cli("kafka", "consumer-groups", "--delete", "--group", group)
+            assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+    share_groups = cluster.cli("kafka", "share-groups", "--list").stdout.split()
+    for group in SHARED_SHARE_GROUPS:
+        if group in share_groups:
+            deleted = cluster.cli("kafka", "share-groups", "--delete", "--group", group)
             assert deleted.returncode == 0, deleted.stdout + deleted.stderr
 
 
@@ -118,6 +122,40 @@ def test_consumer_failover_moves_the_killed_members_partitions(queue_run: Path, 
     assert result.returncode == 0, result.stdout + result.stderr
     results = assert_valid_run(only_run_dir(tmp_path, "consumer-failover"))
     assert results["checkers"]["rebalance"]["valid"] is True
+
+
+def test_a_kip848_group_survives_a_member_kill_moving_only_its_partitions(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    result = shared_cluster.cli("run", "consumer-failover-kip848", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rebalance = assert_valid_run(only_run_dir(tmp_path, "consumer-failover-kip848"))["checkers"]["rebalance"]
+    [kill] = [e for e in rebalance["events"] if e["source"] == "fault"]
+    assert kill["protocol"] == "consumer-uniform" and kill["survivors_kept_expected"] is True
+    assert kill["moved_partitions"] and all(m["reassigned"] and m["new_owner"] != "member-0" for m in kill["moved_partitions"])
+    assert kill["kept_partitions"] and not any(k["revoked"] for k in kill["kept_partitions"])
+    # Measured: the broker fences the dead member after the group's 10 s session, not at once and not after Kafka's 45 s.
+    assert 5_000 < kill["pause_ms"] < 30_000, kill["pause_ms"]
+
+
+def test_a_share_group_redelivers_a_killed_members_records_to_another(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    result = shared_cluster.cli("run", "share-consumer-killed", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    share = assert_valid_run(only_run_dir(tmp_path, "share-consumer-killed"))["checkers"]["share"]
+    assert share["members_with_deliveries"] == {"myqueue": 4}
+    assert share["counts"]["lost"] == 0 and share["counts"]["accepted"] == share["counts"]["records-delivered"]
+    assert share["counts"]["redeliveries-holder-stopped"] >= 1, share["counts"]
+
+
+def test_a_frozen_share_members_records_come_back_after_their_lock(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+    result = shared_cluster.cli("run", "share-consumer-paused", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    results = json.loads((only_run_dir(tmp_path, "share-consumer-paused") / "results.json").read_text())
+    share = results["checkers"]["share"]
+    assert share["counts"]["lost"] == 0 and share["counts"]["unexplained-redelivery"] == 0
+    assert share["counts"]["redeliveries-lock-expired"] >= 1
+    assert share["redelivery_delay_ms"]["lock-expired"]["median"] >= 15_000 - 2_000  # the group's lock, less the checker's slack
+    # Kafka 4.3.1 answered the woken member's acknowledgement of the records another member had accepted meanwhile with no
+    # error (docs/share-groups.md): the checker must say so, and nothing else.
+    assert set(share["violations"]) <= {"accepted-twice", "redelivered-after-ack"}
+    assert result.returncode == (1 if share["violations"] else 0), result.stdout + result.stderr
 
 
 @pytest.mark.breaks_cluster

@@ -94,11 +94,9 @@ duration_s = 2
 
 @pytest.fixture(scope="module")
 def txn_run(shared_cluster_holder, tmp_path_factory) -> Iterator[tuple[Path, dict, object]]:
-    from tests.conftest import start_cluster
+    from tests.conftest import shared_cluster_in
 
-    if "cluster" not in shared_cluster_holder:
-        shared_cluster_holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
-    cluster = shared_cluster_holder["cluster"]
+    cluster = shared_cluster_in(shared_cluster_holder, tmp_path_factory)
     catalog = Path(__file__).parents[2] / "src/failsafe/scenarios/catalog/txn-coordinator-kill.toml"
     text = catalog.read_text()
     text = text[:text.index("[[faults]]")] + JAVA_CLIENTS + FAULTS + text[text.index("[phases]"):]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from failsafe.checkers.rebalance import check
-from tests.unit.test_checker_builders import assign, client_config, client_event, fault, history, membership, poll, rec, revoke
+from tests.unit.test_checker_builders import assign, at, client_config, client_event, fault, history, membership, poll, rec, revoke
 
 START = [assign("c0", [0], ms=0), assign("c1", [1], ms=0)]
 KILL_C1 = fault(1, start_ms=100, stop_ms=110, nodes=["c1"], fault_name="kill-consumer", target="consumer")
@@ -171,3 +171,27 @@ def test_a_java_survivors_revoke_while_a_node_was_down_is_not_judged() -> None:
     broker = fault(2, start_ms=50, stop_ms=3000, nodes=["1"], fault_name="kill", target="broker")
     assert check(history(*java, *SURVIVOR_REVOKED, *broker))["valid"] is True
     assert check(history(*java, *SURVIVOR_REVOKED))["valid"] is False
+
+
+def test_a_fault_on_a_share_groups_member_is_no_rebalance_and_not_unknown() -> None:
+    share_poll = {"time_ns": at(50), "process": "s0", "type": "ok", "f": "share-poll", "group": "sg",
+                  "records": [{"topic": "t", "partition": 0, "offset": 0, "key": None, "value": "v0", "delivery_count": 1}]}
+    h = history(share_poll, *fault(1, start_ms=100, stop_ms=110, nodes=["s0"], fault_name="kill-consumer", target="consumer"))
+    result = check(h)
+    assert result["valid"] is True and result["counts"]["unmeasured-consumer-faults"] == 0
+
+
+PAUSE_C1 = fault(1, start_ms=100, stop_ms=3000, nodes=["c1"], fault_name="pause-consumer", target="consumer")
+
+
+def test_a_member_frozen_within_its_session_moves_nothing_and_need_not() -> None:
+    result = check(history(*START, *PAUSE_C1))
+    assert result["valid"] is True
+    assert result["counts"]["not-rebalanced"] == 1 and result["counts"]["never-reassigned"] == 0
+    assert result["events"][0]["rebalanced"] is False
+
+
+def test_a_member_frozen_past_its_session_is_measured_like_a_kill() -> None:
+    result = check(history(*START, *PAUSE_C1, assign("c0", [1], ms=10_000)))
+    assert result["valid"] is True and result["counts"]["not-rebalanced"] == 0
+    assert result["events"][0]["pause_ms"] == pytest.approx(9900)

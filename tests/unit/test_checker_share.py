@@ -159,3 +159,26 @@ def test_a_rejected_record_is_archived_and_a_node_fault_explains_a_redelivery() 
 
 def test_no_share_delivery_is_unknown() -> None:
     assert check(history(*WRITES))["valid"] == "unknown"
+
+
+def test_the_delivery_checker_counts_a_write_a_share_group_acquired_as_read() -> None:
+    from failsafe.checkers.delivery import check as check_delivery
+    from tests.unit.test_checker_builders import log_read, rec
+
+    logged = log_read([rec(i, f"v{i}", topic="t") for i in range(3)])
+    only_two = check_delivery(history(*WRITES, acquire("s0", [0, 1], ms=100), logged))
+    assert only_two["counts"]["read"] == 2 and only_two["counts"]["lost-in-log-not-consumed"] == 1
+    every = check_delivery(history(*WRITES, acquire("s0", [0, 1], ms=100), acquire("s1", [2], ms=120), acquire("s1", [2], ms=130, count=2),
+                                   logged))
+    assert every["valid"] is True and every["counts"]["read"] == 3 and every["counts"]["duplicate"] == 0
+
+
+def test_a_stale_accept_taken_after_the_lock_expired_is_flagged_and_the_redelivery_still_explained() -> None:
+    # Seen on Kafka 4.3.1 (share-consumer-paused): s0 froze holding record 1, its lock ran out, s1 got it and accepted it,
+    # then s0 woke and its accept of the old delivery was answered with no error.
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), acquire("s1", [1], ms=16_000, count=2),
+                ack("s1", [1], ms=16_100), ack("s0", [1], ms=26_000))
+    result = check(h, {"lock_duration_ms": 15_000})
+    assert set(result["violations"]) == {"accepted-twice", "redelivered-after-ack"}
+    assert result["counts"]["redeliveries-lock-expired"] == 1 and result["counts"]["unexplained-redelivery"] == 0
+    assert result["examples"]["accepted-twice"][0]["process"] == "s0"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
 
@@ -145,6 +146,16 @@ def end_ns(history: History) -> int | None:
 def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
     expr = pl.col(column) if isinstance(column, str) else column
     return expr / 1_000_000
+
+
+def with_share_reads(history: History) -> History:
+    """The history with every record a share group acquired among its reads (a share delivery is a read): for a checker
+    that asks whether a write was read at all, not in what order or how often within a group."""
+    shared = history.share_deliveries
+    if shared.height == 0:
+        return history
+    columns = [pl.col(c).cast(t) if c in shared.columns else pl.lit(None, dtype=t).alias(c) for c, t in history.reads.schema.items()]
+    return replace(history, reads=pl.concat([history.reads, shared.select(columns)]))
 
 
 def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame, read_keys: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""Delivery: every acknowledged write was read, once, where the broker said it was.
+"""Delivery: every acknowledged write was read (by a consumer, or acquired by a share group), once, where the broker said it was.
 
 A write is known by (topic, value): failsafe's producers write values unique across the run, so a
 value read at some offset is that write, whatever offset the producer was told. The anomalies
@@ -13,7 +13,18 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
+from failsafe.checkers.common import (
+    UNKNOWN,
+    CheckerResult,
+    Side,
+    allowed_loss,
+    durable_writers,
+    examples,
+    read_options,
+    result,
+    unread_writes,
+    with_share_reads,
+)
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, having_keys, key
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
@@ -30,6 +41,7 @@ _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == OpType.INFO)
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "delivery")
+    history = with_share_reads(history)
     columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     read_keys, log_keys = (_placed_keys(frame) for frame in (history.reads, history.log))

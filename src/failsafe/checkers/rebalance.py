@@ -34,6 +34,8 @@ VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUME
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
+# The consumer fault that freezes a member (faults/clients.py): it rebalances its group only if frozen past its session.
+_FROZEN = "pause-consumer"
 # A survivor that stops within this of the handover's end revoked its partitions for its own reasons (a close revokes them all).
 _SURVIVOR_STOP_GRACE_NS = 10_000_000_000
 
@@ -45,10 +47,12 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     protocols = group_protocols(history)
     measured: list[dict[str, Any]] = []
     unmeasured_faults = 0
+    # A share group's members (KIP-932) do not rebalance: a fault on them is the share checker's.
+    share_members = set(history.share_deliveries["process"].to_list()) | set(history.share_acks["process"].to_list())
     for event in events:
         groups = membership.filter(pl.col("process").is_in(event["processes"]) & (pl.col("time_ns") <= event["start_ns"]))["group"].unique().to_list()
         if not groups:
-            unmeasured_faults += event["source"] == "fault"
+            unmeasured_faults += event["source"] == "fault" and not set(event["processes"]) <= share_members
             continue
         for group in sorted(groups):
             event_measured = _measure(event, group, membership.filter(pl.col("group") == group), history)
@@ -58,13 +62,18 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     _add_reads(measured, history.reads)
 
     limit_ms = opts["max_pause_ms"]
-    stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
-    slow = [event for event in measured if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
+    for event in measured:
+        # A member frozen for less than its session is never expelled: its group did not rebalance, and need not have.
+        event["rebalanced"] = event["fault"] != _FROZEN or any(moved["reassigned"] for moved in event["moved_partitions"])
+    judged = [event for event in measured if event["rebalanced"]]
+    stuck = [(event, moved) for event in judged for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
+    slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if kept["revoked"] and not kept["lost"]]
     needless = [(event, kept) for event, kept in interrupted if event["survivors_kept_expected"] and kept["judged"]]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
+        "not-rebalanced": len(measured) - len(judged),
         "unmeasured-consumer-faults": unmeasured_faults,
         "moved-partitions": sum(len(event["moved_partitions"]) for event in measured),
         "never-reassigned": len(stuck),
@@ -111,7 +120,7 @@ def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str
     """Consumer faults, then crashes and closes of group members that no consumer fault explains."""
     faults = history.faults.filter(pl.col("target") == Target.CONSUMER)
     events = [
-        {"source": "fault", "fault_id": row["fault_id"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"]}
+        {"source": "fault", "fault_id": row["fault_id"], "fault": row["fault"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"]}
         for row in faults.sort("start_ns").to_dicts()
     ]
     members = membership.group_by("process").agg(pl.col("time_ns").min().alias("joined_ns"))
@@ -123,7 +132,8 @@ def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str
     client = history.client_events.join(members, on="process", how="inner").filter(pl.col("time_ns") >= pl.col("joined_ns"))
     explained = client.join(covered, on="process", how="inner").filter(pl.col("time_ns").is_between(pl.col("from_ns"), pl.col("to_ns")))
     client = client.join(explained.select("process", "time_ns"), on=["process", "time_ns"], how="anti")
-    events += [{"source": row["f"], "fault_id": None, "processes": [row["process"]], "start_ns": row["time_ns"]} for row in client.sort("time_ns").to_dicts()]
+    events += [{"source": row["f"], "fault_id": None, "fault": None, "processes": [row["process"]], "start_ns": row["time_ns"]}
+               for row in client.sort("time_ns").to_dicts()]
     return sorted(events, key=lambda event: event["start_ns"])
 
 
@@ -178,6 +188,7 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     return {
         "source": event["source"],
         "fault_id": event["fault_id"],
+        "fault": event["fault"],
         "processes": faulted,
         "group": group,
         "start_ns": start_ns,

@@ -107,8 +107,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     violations = [name for name in VIOLATIONS if counts[name]]
     delays = {reason: [r["delay_ms"] for r in redeliveries if r["reason"] == reason] for reason in REASONS}
+    members = deliveries.group_by("group").agg(pl.col("process").n_unique().alias("n")).sort("group")
     return result(False if violations else True, counts, example_rows, violations,
                   groups=sorted(deliveries["group"].unique().to_list()),
+                  members_with_deliveries=dict(zip(members["group"].to_list(), members["n"].to_list(), strict=True)),
                   redelivery_delay_ms={reason: {"n": len(d), "median": median(d), "max": max(d)} for reason, d in delays.items() if d})
 
 
@@ -199,8 +201,10 @@ def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame
 
 def _reason(acks: list[dict], stops: list[int], node_faults: list[tuple], leaders: list[tuple[int, int | None]], start: int, end: int,
             lock_ms: float) -> str | None:
-    if any(a["type"] == OpType.OK and a["ack"] in _SETTLING for a in acks):
+    if any(a["type"] == OpType.OK and a["ack"] in _SETTLING and a["time_ns"] <= end for a in acks):
         return ACKNOWLEDGED  # no explanation: redelivered-after-ack says so
+    # An accept the broker took only after the redelivery does not explain it (accepted-twice and redelivered-after-ack report
+    # it): what came before the redelivery does.
     if any(a["type"] == OpType.OK and a["ack"] == "release" for a in acks):
         return "released"
     if any(a["type"] != OpType.OK for a in acks):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ClusterMetadata, ConfigEntry, ConfigResource, OffsetSpec, ResourceType
 
 from failsafe.errors import BrokerUnreachable, KafkaClientError
 
@@ -72,3 +72,42 @@ def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], t
     except TimeoutError as e:
         raise KafkaClientError(f"the log end offsets of {len(partitions)} partitions were not returned within {timeout_s + 5:g}s "
                                f"by {bootstrap_servers}") from e
+
+
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
+def kafka_uuid(printed: object) -> str:
+    """A Uuid as Kafka writes it (URL-safe base64, no padding) from confluent-kafka's (standard base64)."""
+    return str(printed).translate(_URL_SAFE)
+
+
+def topic_id(bootstrap_servers: str, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """The topic's id as Kafka writes it (Uuid.toString: URL-safe base64, no padding), or one clear error.
+
+    confluent-kafka's Uuid prints standard base64 ('+' and '/' where Kafka has '-' and '_'): a key built from that
+    string hashes elsewhere than Kafka's."""
+    admin = new_admin(bootstrap_servers)
+    try:
+        described = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic].result(timeout=timeout_s + 5)
+        return kafka_uuid(described.topic_id)
+    except KafkaException as e:
+        raise KafkaClientError(f"cannot describe topic {topic} at {bootstrap_servers}: {describe_error(e)}") from e
+    except TimeoutError as e:
+        raise KafkaClientError(f"topic {topic} was not described within {timeout_s + 5:g}s by {bootstrap_servers}") from e
+
+
+def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Set a group's dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``, ...), as
+    ``kafka-configs.sh --entity-type groups --alter`` does, or one clear error naming what Kafka refused."""
+    if not configs:
+        return
+    admin = new_admin(bootstrap_servers)
+    entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    try:
+        admin.incremental_alter_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s + 5)
+    except KafkaException as e:
+        raise KafkaClientError(f"Kafka refused group {group}'s configs {configs}: {describe_error(e)}") from e
+    except TimeoutError as e:
+        raise KafkaClientError(f"group {group}'s configs were not set within {timeout_s + 5:g}s by {bootstrap_servers}") from e

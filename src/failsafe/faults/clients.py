@@ -10,6 +10,7 @@ from failsafe.history.ops import Family
 
 KILL_CONSUMER = "kill-consumer"
 CLOSE_CONSUMER = "close-consumer"
+PAUSE_CONSUMER = "pause-consumer"
 KILL_DRIVER = "kill-driver"
 KILL_SPARK_WORKER = "kill-spark-worker"
 # The Spark driver's process name: what kill-driver asks the workload to kill and restart.
@@ -39,6 +40,15 @@ def close_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close: the member leaves its group at once. Nothing comes back."""
     targets.clients.close_client(spec.params.consumer)
     return AppliedFault(CLOSE_CONSUMER, Target.CONSUMER, [spec.params.consumer], "consumer")
+
+
+def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """SIGSTOP for the fault's duration, then SIGCONT: a member frozen (a GC pause, a stalled host) that keeps its
+    connections open. A classic member frozen past session.timeout.ms, or a KIP-848 one past the group's session, is
+    expelled; a share group's member keeps its records until their acquisition lock runs out."""
+    name = spec.params.consumer
+    targets.clients.pause_client(name)
+    return AppliedFault(PAUSE_CONSUMER, Target.CONSUMER, [name], "consumer", lambda: targets.clients.resume_client(name))
 
 
 def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -91,6 +101,8 @@ register(FaultType(KILL_CONSUMER, Family.CLIENT, "SIGKILL of a consumer: a crash
                    kill_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
 register(FaultType(CLOSE_CONSUMER, Family.CLIENT, "a consumer closes and leaves its group", frozenset({Need.CONSUMERS}),
                    close_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
+register(FaultType(PAUSE_CONSUMER, Family.CLIENT, "SIGSTOP of a consumer for duration_s, then SIGCONT", frozenset({Need.CONSUMERS}),
+                   pause_consumer, "SIGCONT: the consumer goes on", ConsumerChoice, _check_consumer))
 register(FaultType(KILL_DRIVER, Family.CLIENT, "SIGKILL of the Spark driver's process group", frozenset({Need.SPARK_DRIVER}),
                    kill_driver, "the driver started again from its checkpoint"))
 register(FaultType(KILL_SPARK_WORKER, Family.CLIENT, "SIGKILL of a standalone Spark worker's group, its executors too",

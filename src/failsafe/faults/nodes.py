@@ -12,8 +12,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from failsafe.cluster.coordinators import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition_name
+from failsafe.clients.admin import topic_id
+from failsafe.cluster.coordinators import (
+    CONSUMER_OFFSETS_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    coordinator_partition_name,
+    share_state_key,
+)
 from failsafe.cluster.spec import NodeSpec
+from failsafe.errors import KafkaClientError
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.registry import register
@@ -38,9 +46,11 @@ class Role(StrEnum):
     REPLICAS = "replicas"
     CONTROLLER = "controller"
     ANY = "any"
-    # The leader of the __transaction_state partition of ``transactional_id``, of the __consumer_offsets partition of ``group``.
+    # The leader of the __transaction_state partition of ``transactional_id``, of the __consumer_offsets partition of ``group``
+    # (a consumer group's or a share group's), of the __share_group_state partition of ``group``'s state of ``partition``.
     TXN_COORDINATOR = "txn-coordinator"
     GROUP_COORDINATOR = "group-coordinator"
+    SHARE_COORDINATOR = "share-coordinator"
 
 
 PARTITION_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS)
@@ -72,10 +82,12 @@ def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
         if params.transactional_id not in known:
             raise ctx.fail("transactional_id", f"{params.transactional_id!r} must name one of the scenario's transactional ids: "
                                                f"{', '.join(known) or 'it has no transactional client'}")
-    if params.role == Role.GROUP_COORDINATOR and not params.group:
-        raise ctx.fail("group", "role group-coordinator needs the group whose coordinator to act on")
+    if params.role in (Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and not params.group:
+        raise ctx.fail("group", f"role {params.role} needs the group whose coordinator to act on")
+    if params.role == Role.SHARE_COORDINATOR:
+        ctx.require_partition("partition", params.partition)
     groups = ctx.clients.get(CONSUMER_GROUPS)
-    if params.role == Role.GROUP_COORDINATOR and groups is not None and params.group not in groups:
+    if params.role in (Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and groups is not None and params.group not in groups:
         raise ctx.fail("group", f"{params.group!r} must name one of the scenario's consumer groups: {', '.join(groups) or 'it has none'}")
 
 
@@ -115,7 +127,7 @@ def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | 
 def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpec], str]:
     """The cluster, the nodes ``params`` names now, and how they were chosen."""
     cluster: Any = targets.cluster
-    if params.role in (Role.TXN_COORDINATOR, Role.GROUP_COORDINATOR) and params.node is None:
+    if params.role in (Role.TXN_COORDINATOR, Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and params.node is None:
         return cluster, *_coordinator(cluster, params, targets)
     partition = targets.partition(params.partition) if params.partition else None
     nodes, role = choose_brokers(cluster, params.role, partition, params.node)
@@ -126,6 +138,13 @@ def _coordinator(cluster: Any, params: NodeChoice, targets: FaultTargets) -> tup
     """The coordinator now: the leader of the internal partition that holds the transactional id's (or group's) state."""
     if params.role == Role.TXN_COORDINATOR:
         topic, key, what = TRANSACTION_STATE_TOPIC, str(params.transactional_id), f"transaction coordinator of {params.transactional_id}"
+    elif params.role == Role.SHARE_COORDINATOR:
+        name, _, number = str(params.partition).rpartition("-")
+        try:
+            key = share_state_key(str(params.group), topic_id(cluster.bootstrap_servers, name), int(number))
+        except KafkaClientError as e:
+            raise FaultError(f"no share coordinator of {params.group}'s {params.partition}: {e}") from e
+        topic, what = SHARE_GROUP_STATE_TOPIC, f"share coordinator of {params.group}'s {params.partition}"
     else:
         topic, key, what = CONSUMER_OFFSETS_TOPIC, str(params.group), f"group coordinator of {params.group}"
     name = coordinator_partition_name(topic, key, getattr(cluster.spec, "overrides", {}))

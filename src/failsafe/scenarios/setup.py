@@ -35,7 +35,7 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         delete_topics(admin, stale)
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
     if stale_groups:
-        _delete_groups(admin, stale_groups)
+        delete_groups(admin, stale_groups)
     _create_when_deleted(admin, [_new_topic(t) for t in topics])
 
     def all_led_and_in_sync() -> bool:
@@ -87,7 +87,7 @@ def _create_when_deleted(admin, new: list[NewTopic]) -> None:
     wait_until(created, ADMIN_TIMEOUT_S, f"topics {[t.topic for t in new]} were still being deleted after {ADMIN_TIMEOUT_S:g}s")
 
 
-def _delete_groups(admin, groups: list[str]) -> None:
+def delete_groups(admin, groups: list[str]) -> None:
     """Delete an earlier run's groups. A group listed a moment ago may be gone by now (Kafka 3.9 answers
     GROUP_ID_NOT_FOUND): gone is what we want. One whose members were killed with their run (SIGKILL: they never
     left) is not empty until the coordinator expires them after session.timeout.ms: deleted once it is."""

@@ -25,6 +25,7 @@ from failsafe.history.ops import Op, OpType, op
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import WaitTimeout, wait_until
+from failsafe.workloads.share_consumer import SETTLING, ShareConsumerSpec
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, crash_reason, runs_python, stuck_at
 from failsafe.workloads.txn_specs import TxnSpec
@@ -52,7 +53,7 @@ class Counters:
 
 @dataclass
 class Worker:
-    spec: ProducerSpec | ConsumerSpec | TxnSpec
+    spec: ProducerSpec | ConsumerSpec | TxnSpec | ShareConsumerSpec
     child: Child
     reader: threading.Thread
     # Highest offset read, per (topic, partition): what the drain phase waits on.
@@ -66,6 +67,8 @@ class Worker:
     txn_outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     txn_open: bool = False
     txn_written: bool = False
+    # A share consumer's records whose accept or reject the broker took, per (topic, partition): what its drain waits on.
+    settled: dict[tuple[str, int], set[int]] = field(default_factory=lambda: defaultdict(set))
 
     @property
     def process(self) -> str:
@@ -90,7 +93,7 @@ class WorkerPool:
         self.workers: dict[str, Worker] = {}
 
     # -- starting -------------------------------------------------------------------------------
-    def start(self, spec: ProducerSpec | ConsumerSpec | TxnSpec) -> Worker:
+    def start(self, spec: ProducerSpec | ConsumerSpec | TxnSpec | ShareConsumerSpec) -> Worker:
         if not spec.client_log:
             spec = replace(spec, client_log=str(self.logs_dir / f"{spec.process}.client.log"))
         child = self.supervisor.spawn(
@@ -124,7 +127,7 @@ class WorkerPool:
                 continue
             entry = orjson.loads(line)
             f = entry.get("f")
-            if f == Op.POLL and entry.get("type") == OpType.OK:
+            if f in (Op.POLL, Op.SHARE_POLL) and entry.get("type") == OpType.OK:
                 upto = worker.read_upto
                 for r in entry["records"]:
                     tp = (r["topic"], r["partition"])
@@ -138,6 +141,10 @@ class WorkerPool:
                     worker.txn_outcomes[entry["type"]] += 1
             elif f == Op.SEND and worker.txn_open:
                 worker.txn_written = True
+            elif f == Op.SHARE_ACK and entry.get("type") == OpType.OK:
+                for a in entry["acks"]:
+                    if a["ack"] in SETTLING:
+                        worker.settled[(a["topic"], a["partition"])].add(a["offset"])
             elif f == Op.ASSIGN:
                 worker.assigned |= {(p["topic"], p["partition"]) for p in entry["partitions"]}
             elif f == Op.REVOKE:
@@ -149,6 +156,17 @@ class WorkerPool:
 
     def consumers(self) -> list[Worker]:
         return [w for w in self.workers.values() if isinstance(w.spec, ConsumerSpec)]
+
+    def share_consumers(self) -> list[Worker]:
+        return [w for w in self.workers.values() if isinstance(w.spec, ShareConsumerSpec)]
+
+    def settled_by_group(self) -> dict[str, dict[tuple[str, int], set[int]]]:
+        """Per share group, the offsets of each partition whose accept or reject the broker took."""
+        out: dict[str, dict[tuple[str, int], set[int]]] = defaultdict(lambda: defaultdict(set))
+        for w in self.share_consumers():
+            for tp, offsets in list(w.settled.items()):
+                out[w.spec.group][tp] |= offsets
+        return out
 
     def live_consumers(self) -> list[Worker]:
         return [w for w in self.consumers() if w.alive()]
@@ -236,7 +254,7 @@ class WorkerPool:
 
     def stop_all(self) -> None:
         self.stop(self.producers())
-        self.stop(self.consumers())
+        self.stop(self.consumers() + self.share_consumers())
 
     def wait_all_gone(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         wait_until(lambda: not any(w.alive() for w in self.workers.values()), timeout_s, "workers did not exit")

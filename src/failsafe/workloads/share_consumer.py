@@ -27,13 +27,17 @@ _COMMIT_S = 30.0
 # What the broker's refusal of an acknowledgement says for certain (the record's state did not change): fail; anything else
 # (a timeout, a lost connection) leaves it unknown.
 _REFUSED = {"INVALID_RECORD_STATE"}
+# The acknowledgements that settle a record for good (a release hands it back).
+SETTLING = ("accept", "reject")
 ACK_NAMES = {AcknowledgeType.ACCEPT: "accept", AcknowledgeType.RELEASE: "release", AcknowledgeType.REJECT: "reject"}
 
 
 @dataclass(frozen=True)
 class ShareConsumerSpec:
     """A member of share group ``group``. ``release_per_mille`` / ``reject_per_mille``: the records (chosen by their
-    offset, so every member chooses alike) released at their first delivery, or rejected; the rest are accepted."""
+    offset, so every member chooses alike) released at their first delivery, or rejected; the rest are accepted.
+    ``processing_ms``: how long each batch is worked on between its poll and its acknowledgement (the time a member holds
+    its records: what a kill-consumer catches it holding)."""
 
     KIND: ClassVar[str] = "share-consumer"
 
@@ -45,6 +49,7 @@ class ShareConsumerSpec:
     client_log: str = ""
     release_per_mille: int = 0
     reject_per_mille: int = 0
+    processing_ms: int = 0
 
     def consumer_config(self) -> dict[str, object]:
         # ShareConsumer refuses auto.offset.reset and enable.auto.commit: the group's start is share.auto.offset.reset, a
@@ -92,6 +97,8 @@ def run_share_consumer(spec: ShareConsumerSpec, out: OpWriter, stop: threading.E
                 continue
             out.op(OpType.OK, Op.SHARE_POLL, group=spec.group, records=[_record(m) for m in batch])
             out.flush()
+            if spec.processing_ms and stop.wait(spec.processing_ms / 1000):
+                break  # asked to stop while working: close() hands the batch back unacknowledged
             chosen: dict[tuple[str, int], list[dict]] = {}
             for message in batch:
                 ack = spec.choose(message)

@@ -4,6 +4,7 @@
     dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr.py
     pipeline  the sales simulator and the Spark pipeline; the pipeline's run and the sink against the ledger
     txn       transactional writers and consume-transform-produce processors; checkers/transactions.py
+    share     share consumers (KIP-932) with the lab's clients; checkers/share.py
 
 A ``ScenarioKind`` says everything the engine and the CLI need: how its scenarios are parsed (once,
 completely), where they run (one cluster or a DR pair), its workload, which faults it takes (by

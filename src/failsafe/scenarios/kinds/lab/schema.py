@@ -153,8 +153,9 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     clients = dict(clients or {})
     # The groups a group-coordinator fault may name: the consumers' and any the kind adds (a txn scenario's processors').
     groups = tuple(dict.fromkeys([*(c.group for c in consumers if c.group), *clients.pop(CONSUMER_GROUPS, ())]))
-    ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics},
-                        {Need.CONSUMERS: tuple(n for c in consumers for n in c.processes()), CONSUMER_GROUPS: groups, **clients})
+    # The consumers a consumer fault may name: the consumers' workers and any the kind adds (a share scenario's members).
+    members = (*(n for c in consumers for n in c.processes()), *clients.pop(Need.CONSUMERS, ()))
+    ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics}, {Need.CONSUMERS: members, CONSUMER_GROUPS: groups, **clients})
     faults = parse_faults(data, name, kind, ctx, phases)
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)

@@ -9,6 +9,7 @@ the delivery checker can tell a write that is not in the log from one no consume
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from failsafe.scenarios.kinds.lab.schema import ConsumerGroup, LabScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout
-from failsafe.workloads.pool import WorkerPool
+from failsafe.workloads.pool import Worker, WorkerPool
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
 
@@ -34,6 +35,7 @@ class LabWorkload:
         self.scenario = scenario
         self.sampled_topics = [t.name for t in scenario.topics]
         self.pool: WorkerPool | None = None
+        self.frozen: set[str] = set()  # consumers a pause-consumer has stopped (SIGSTOP), until it lets them go on
 
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
@@ -88,41 +90,46 @@ class LabWorkload:
         s, pool = self.scenario, self._pool()
         pool.stop(pool.producers())
         ends = log_end_offsets(ctx.bootstrap_servers, [(p["topic"], p["partition"]) for p in ctx.topology()])
-
-        def behind() -> list[str]:
-            """GROUP-or-CONSUMER TOPIC-N (read up to / log end) for every partition a consumer has not read to its end."""
-            read = pool.read_upto_by_group()
-            out = []
-            for c in s.consumers:
-                keys = [c.group] if c.group else [f"{c.name}-{i}" for i in range(c.count)]
-                for key in keys:
-                    upto = read.get(key, {})
-                    out += [f"{key} {tp[0]}-{tp[1]} ({upto.get(tp, -1) + 1}/{end})" for tp, end in sorted(ends.items())
-                            if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1]
-            return out
-
         started = time.monotonic()
         drained = True
         try:
-            ctx.wait(lambda: not pool.live_consumers() or not behind(), s.phases.drain_timeout_s, "")
+            ctx.wait(lambda: not any(w.alive() for w in self.readers()) or not self.behind(ends), s.phases.drain_timeout_s, "")
         except WaitTimeout:
             drained = False
-            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: {', '.join(behind())}")
+            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: {', '.join(self.behind(ends))}")
         # The checkers judge who was behind from the reads and the log read (availability.never-caught-up); this says
         # that the drain gave up, and when, for the explanation.
         ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
-        pool.stop(pool.consumers())
+        pool.stop(self.readers())
         ctx.event("reading every partition from the beginning")
         read_log(ctx.bootstrap_servers, sorted(ends), ctx.recorder)
 
+    def readers(self) -> list[Worker]:
+        """The workers that read: what the drain waits on, and what a consumer fault may act on."""
+        return self._pool().consumers()
+
+    def behind(self, ends: dict[tuple[str, int], int]) -> list[str]:
+        """GROUP-or-CONSUMER TOPIC-N (read up to / log end) for every partition a consumer has not read to its end."""
+        read = self._pool().read_upto_by_group()
+        out = []
+        for c in self.scenario.consumers:
+            keys = [c.group] if c.group else [f"{c.name}-{i}" for i in range(c.count)]
+            for key in keys:
+                upto = read.get(key, {})
+                out += [f"{key} {tp[0]}-{tp[1]} ({upto.get(tp, -1) + 1}/{end})" for tp, end in sorted(ends.items())
+                        if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1]
+        return out
+
     def stop(self) -> None:
+        for name in sorted(self.frozen):
+            self.resume_client(name)
         if self.pool is not None:
             self.pool.stop_all()
 
     def tick(self) -> None:
         if self.pool is not None:
             # Consumers may be killed on purpose (pool.kill marks them); a producer never is.
-            self.pool.check_alive(self.pool.producers() + self.pool.consumers())
+            self.pool.check_alive(self.pool.producers() + self.readers())
 
     def progress(self) -> str:
         if self.pool is None:
@@ -140,11 +147,20 @@ class LabWorkload:
     def restart_client(self, name: str) -> None:
         raise FaultError(f"the lab does not restart {name}: its consumers stay down once killed")
 
+    def pause_client(self, name: str) -> None:
+        self._pool().workers[self._consumer(name)].child.signal(signal.SIGSTOP)
+        self.frozen.add(name)
+
+    def resume_client(self, name: str) -> None:
+        if name in self.frozen:
+            self.frozen.discard(name)
+            self._pool().workers[name].child.signal(signal.SIGCONT)
+
     def _consumer(self, name: str) -> str:
         pool = self._pool()
         worker = pool.workers.get(name)
-        if worker is None or worker not in pool.consumers():
-            raise FaultError(f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in pool.consumers())}")
+        if worker is None or worker not in self.readers():
+            raise FaultError(f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in self.readers())}")
         if not worker.alive():
             raise FaultError(f"consumer {name} is not running any more")
         return name

@@ -1,0 +1,154 @@
+"""Share-group scenarios (KIP-932): the lab's topics, producers and consumers, with share consumers.
+
+    [[share_consumers]]  name, topics, group, count, release_per_mille, reject_per_mille, properties
+    [share_groups.NAME]  the group's dynamic configs (kafka-configs --entity-type groups), e.g.
+                         "share.record.lock.duration.ms" = "15000"
+
+Every share group starts at ``share.auto.offset.reset = "earliest"`` unless its table says otherwise (Kafka's default,
+latest, would skip what the producers wrote before the group's first member joined). The share checker judges lock
+expiry with the groups' ``share.record.lock.duration.ms`` (else the cluster's ``group.share.record.lock.duration.ms``,
+else Kafka's 30 s) and archiving with their ``share.delivery.count.limit``; every group of a scenario has the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from failsafe.faults import Need
+from failsafe.faults.nodes import CONSUMER_GROUPS
+from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take
+from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
+from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
+
+TOP = LAB_TOP | {"share_consumers", "share_groups"}
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+LOCK_DURATION = "share.record.lock.duration.ms"
+DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+# The broker's defaults of the same (group.share.*), and Kafka's own.
+BROKER_SETTINGS = {LOCK_DURATION: ("group.share.record.lock.duration.ms", 30_000), DELIVERY_COUNT_LIMIT: ("group.share.delivery.count.limit", 5)}
+# The checker's option for each.
+CHECKER_OPTIONS = {LOCK_DURATION: "lock_duration_ms", DELIVERY_COUNT_LIMIT: "delivery_count_limit"}
+# Long enough for a killed member's records to come back after their lock: the drain waits for every record to be
+# accepted or rejected, by this much more than the lock duration.
+DRAIN_MARGIN_S = 30.0
+
+
+@dataclass(frozen=True)
+class ShareConsumers:
+    name: str
+    topics: tuple[str, ...]
+    group: str
+    count: int = 1
+    # Records (chosen by where they are, alike in every member) released at their first delivery, or rejected.
+    release_per_mille: int = 0
+    reject_per_mille: int = 0
+    # How long each batch is worked on before it is acknowledged: the records a member holds meanwhile.
+    processing_ms: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def processes(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class ShareScenario(LabScenario):
+    share_consumers: tuple[ShareConsumers, ...] = ()
+    # Each share group's dynamic configs, with share.auto.offset.reset filled in.
+    share_groups: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def share_setting(self, name: str) -> int:
+        """The groups' value of ``name`` (every group has the same), else the cluster's, else Kafka's default."""
+        values = {int(configs[name]) for configs in self.share_groups.values() if name in configs}
+        if values:
+            return values.pop()
+        broker, default = BROKER_SETTINGS[name]
+        return int(self.cluster.overrides.get(broker, default))
+
+    def checker_options(self) -> dict[str, dict]:
+        options = super().checker_options()
+        derived = {option: self.share_setting(name) for name, option in CHECKER_OPTIONS.items()}
+        options["share"] = {**derived, **options.get("share", {})}
+        return options
+
+    def manifest(self) -> dict[str, Any]:
+        manifest = super().manifest()
+        names = [n for c in self.share_consumers for n in c.processes()]
+        return {**manifest, "share_consumers": [asdict(c) for c in self.share_consumers], "share_groups": self.share_groups,
+                "client_logs": {**manifest["client_logs"], **{n: f"logs/{n}.client.log" for n in names}}}
+
+
+def _per_mille(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1000:
+        raise ValueError("must be a whole number from 0 to 1000")
+    return value
+
+
+def _group_tables(value: object, where: str) -> dict[str, dict[str, str]]:
+    if not isinstance(value, dict):
+        raise fail(f"{where}.share_groups", "must be a table of groups, e.g. [share_groups.queue]")
+    out = {}
+    for group, configs in value.items():
+        try:
+            out[group] = str_dict(configs)
+        except (TypeError, ValueError) as e:
+            raise fail(f"{where}.share_groups.{group}", str(e)) from None
+        wrong = [k for k in out[group] if not k.startswith("share.")]
+        if wrong:
+            raise fail(f"{where}.share_groups.{group}", f"{wrong[0]!r} is not a share group's config (they start with 'share.', "
+                                                        "e.g. share.record.lock.duration.ms)")
+    return out
+
+
+def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
+    name = scenario_name(data)
+    refuse_unknown(data, name, TOP)
+    members = tuple(take(c, f"{name}.share_consumers[{i}]", ShareConsumers, ("name", "topics", "group"),
+                         {"topics": tuple, "properties": str_dict, "release_per_mille": _per_mille, "reject_per_mille": _per_mille})
+                    for i, c in enumerate(tables(data, "share_consumers", name)))
+    configs = _group_tables(data.get("share_groups", {}), name)
+    groups = {c.group: {AUTO_OFFSET_RESET: "earliest", **configs.get(c.group, {})} for c in members}
+    lab_data = {k: v for k, v in data.items() if k not in ("share_consumers", "share_groups")}
+    processes = tuple(n for c in members for n in c.processes())
+    scenario = parse_lab(lab_data, kind, ShareScenario, TOP,
+                         clients={Need.CONSUMERS: processes, CONSUMER_GROUPS: tuple(groups)},
+                         share_consumers=members, share_groups=groups)
+    _validate(scenario, configs)
+    return scenario
+
+
+def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
+    where = s.name
+    if not s.share_consumers:
+        raise fail(where, "a share scenario needs [[share_consumers]]")
+    topics = {t.name for t in s.topics}
+    for i, c in enumerate(s.share_consumers):
+        if not c.topics or any(t not in topics for t in c.topics):
+            raise fail(f"{where}.share_consumers[{i}].topics", f"{list(c.topics)!r} must name the scenario's topics {sorted(topics)}")
+        if c.count < 1:
+            raise fail(f"{where}.share_consumers[{i}].count", f"{c.count} must be at least 1")
+        if c.processing_ms < 0:
+            raise fail(f"{where}.share_consumers[{i}].processing_ms", f"{c.processing_ms} must not be negative")
+        if c.release_per_mille + c.reject_per_mille > 1000:
+            raise fail(f"{where}.share_consumers[{i}]", "release_per_mille and reject_per_mille add up to more than 1000")
+        if c.group in {g.group for g in s.consumers}:
+            raise fail(f"{where}.share_consumers[{i}].group", f"{c.group!r} is a consumer group of [[consumers]]: a group is one or the other")
+    unknown = sorted(set(configs) - set(s.share_groups))
+    if unknown:
+        raise fail(f"{where}.share_groups.{unknown[0]}", f"no [[share_consumers]] is in group {unknown[0]!r}")
+    for setting in CHECKER_OPTIONS:
+        values = {g: c[setting] for g, c in s.share_groups.items() if setting in c}
+        if values and (len(set(values.values())) > 1 or len(values) < len(s.share_groups)):
+            raise fail(f"{where}.share_groups", f"every share group of a scenario needs the same {setting} (the checker judges "
+                                                f"with one): {values}")
+        for group, value in values.items():
+            if not value.isdigit() or int(value) < 1:
+                raise fail(f"{where}.share_groups.{group}.{setting}", f"{value!r} must be a positive whole number")
+    names = [p.name for p in s.producers] + [c.name for c in s.consumers] + [c.name for c in s.share_consumers]
+    if len(names) != len(set(names)):
+        raise fail(where, f"producer, consumer and share consumer names must be unique: {names}")
+    lock_s = s.share_setting(LOCK_DURATION) / 1000
+    if s.phases.drain_timeout_s < lock_s + DRAIN_MARGIN_S:
+        raise fail(f"{where}.phases.drain_timeout_s", f"{s.phases.drain_timeout_s:g} s is too short to see a killed member's records "
+                                                      f"delivered again: make it at least the lock duration plus {DRAIN_MARGIN_S:g} s "
+                                                      f"({lock_s + DRAIN_MARGIN_S:g} s)")

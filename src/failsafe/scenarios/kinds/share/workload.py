@@ -1,0 +1,64 @@
+"""The share kind's workload: the lab's producers and consumers, with share consumers (workloads/share_consumer.py).
+
+setup: the topics fresh, the share groups deleted (an earlier run's state would otherwise carry over) and given their
+configs. start: the share consumers first, then the lab's consumers and producers, until every share group has
+acquired records. drain: producers stopped, then until every share group has had every record of its topics accepted
+or rejected (or no reader is left), then the log is read back like the lab's.
+"""
+
+from __future__ import annotations
+
+from failsafe.clients.admin import new_admin, set_group_configs
+from failsafe.scenarios import setup
+from failsafe.scenarios.kinds.lab.workload import LabWorkload
+from failsafe.scenarios.kinds.share.schema import ShareScenario
+from failsafe.scenarios.plugin import RunContext
+from failsafe.workloads.pool import Worker
+from failsafe.workloads.share_consumer import ShareConsumerSpec
+
+FIRST_DELIVERY_TIMEOUT_S = 60.0
+
+
+class ShareWorkload(LabWorkload):
+    def __init__(self, scenario: ShareScenario) -> None:
+        super().__init__(scenario)
+        self.scenario: ShareScenario = scenario
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        groups = sorted(self.scenario.share_groups)
+        setup.delete_groups(new_admin(ctx.bootstrap_servers), groups)
+        for group in groups:
+            configs = self.scenario.share_groups[group]
+            ctx.event(f"share group {group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
+            set_group_configs(ctx.bootstrap_servers, group, configs)
+
+    def start(self, ctx: RunContext) -> None:
+        pool = self._pool()
+        for c in self.scenario.share_consumers:
+            for process in c.processes():
+                pool.start(ShareConsumerSpec(process=process, topics=c.topics, group=c.group, bootstrap_servers=ctx.bootstrap_servers,
+                                             properties=c.properties, release_per_mille=c.release_per_mille,
+                                             reject_per_mille=c.reject_per_mille, processing_ms=c.processing_ms))
+        super().start(ctx)
+
+        def every_group_delivered() -> bool:
+            delivering = {w.spec.group for w in pool.share_consumers() if w.read_upto}
+            return delivering >= set(self.scenario.share_groups)
+
+        ctx.wait(every_group_delivered, FIRST_DELIVERY_TIMEOUT_S,
+                 f"a share group had no record delivered within {FIRST_DELIVERY_TIMEOUT_S:g}s of the first write")
+
+    def readers(self) -> list[Worker]:
+        return super().readers() + self._pool().share_consumers()
+
+    def behind(self, ends: dict[tuple[str, int], int]) -> list[str]:
+        """The lab's, and GROUP TOPIC-N (settled / log end) for every partition whose records a share group has not all
+        accepted or rejected."""
+        settled = self._pool().settled_by_group()
+        out = super().behind(ends)
+        for c in self.scenario.share_consumers:
+            done = settled.get(c.group, {})
+            out += [f"{c.group} {tp[0]}-{tp[1]} ({len(done.get(tp, ()))}/{end} settled)" for tp, end in sorted(ends.items())
+                    if tp[0] in c.topics and end > 0 and len(done.get(tp, ())) < end]
+        return sorted(set(out))

@@ -1,0 +1,76 @@
+"""The share kind: its scenarios parse, what they get wrong is one line, and what the checkers are told."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.resources import files
+
+import pytest
+
+from failsafe.clients.admin import kafka_uuid
+from failsafe.cluster.coordinators import coordinator_partition, share_state_key
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.kinds import parse_table
+
+CATALOG = files("failsafe.scenarios") / "catalog"
+SHARE_SCENARIOS = ("share-queue", "share-consumer-killed", "share-consumer-paused", "share-leader-killed", "share-coordinator-killed")
+
+
+def table(name: str) -> dict:
+    return tomllib.loads((CATALOG / f"{name}.toml").read_text())
+
+
+def test_the_catalogs_share_scenarios_parse_as_the_share_kind() -> None:
+    for name in SHARE_SCENARIOS:
+        scenario = parse_table(table(name), name)
+        assert scenario.kind == "share"
+        assert scenario.share_groups["myqueue"]["share.auto.offset.reset"] == "earliest"
+
+
+def test_the_checker_judges_lock_expiry_with_the_groups_lock_else_the_clusters() -> None:
+    killed = parse_table(table("share-consumer-killed"), "t")
+    assert killed.checker_options()["share"] == {"lock_duration_ms": 15_000, "delivery_count_limit": 5}
+    data = table("share-queue")
+    data["cluster"] = {**data.get("cluster", {}), "overrides": {"group.share.record.lock.duration.ms": "20000"}}
+    assert parse_table(data, "t").checker_options()["share"]["lock_duration_ms"] == 20_000
+    data["checkers"] = {"share": {"lock_duration_ms": 25_000}}
+    assert parse_table(data, "t").checker_options()["share"]["lock_duration_ms"] == 25_000  # the scenario's own word wins
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d.update(share_groups={"other": {"share.record.lock.duration.ms": "15000"}}), "no [[share_consumers]] is in group 'other'"),
+    (lambda d: d.update(share_groups={"myqueue": {"session.timeout.ms": "15000"}}), "is not a share group's config"),
+    (lambda d: d["share_consumers"].append({"name": "b", "topics": ["my-failsafe-topic"], "group": "q2"})
+     or d.update(share_groups={"myqueue": {"share.record.lock.duration.ms": "15000"}, "q2": {"share.record.lock.duration.ms": "20000"}}),
+     "every share group of a scenario needs the same share.record.lock.duration.ms"),
+    (lambda d: d["phases"].update(drain_timeout_s=20), "too short to see a killed member's records"),
+    (lambda d: d["share_consumers"][0].update(release_per_mille=600, reject_per_mille=500), "add up to more than 1000"),
+    (lambda d: d["share_consumers"][0].update(processing_ms=-1), "must not be negative"),
+    (lambda d: d.update(consumers=[{"name": "c", "topics": ["my-failsafe-topic"], "group": "myqueue"}]), "a group is one or the other"),
+    (lambda d: d.pop("share_consumers"), "needs [[share_consumers]]"),
+])
+def test_a_wrong_share_scenario_is_one_line(change, message: str) -> None:
+    data = table("share-queue")
+    change(data)
+    with pytest.raises(ScenarioError, match=None) as raised:
+        parse_table(data, "t")
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_consumer_fault_may_name_a_share_consumer() -> None:
+    scenario = parse_table(table("share-consumer-killed"), "t")
+    assert scenario.faults[0].params.consumer == "worker-0"
+    data = table("share-consumer-killed")
+    data["faults"][0]["consumer"] = "worker-9"
+    with pytest.raises(Exception, match="worker-0, worker-1, worker-2, worker-3"):
+        parse_table(data, "t")
+
+
+def test_the_share_coordinators_key_uses_kafkas_url_safe_topic_id() -> None:
+    # Measured on a 4.3.1 cluster: the __share_group_state partitions that grew while share group myqueue read
+    # my-failsafe-topic (id printed by confluent-kafka as QgokMiyWTV+g/Y2FC9s84w) were 13 and 12; jshell's
+    # Math.abs("myqueue:QgokMiyWTV-g_Y2FC9s84w:0".hashCode()) % 50 says 13 too.
+    topic_id = kafka_uuid("QgokMiyWTV+g/Y2FC9s84w")
+    assert topic_id == "QgokMiyWTV-g_Y2FC9s84w"
+    assert [coordinator_partition(share_state_key("myqueue", topic_id, p)) for p in (0, 1)] == [13, 12]
+    assert [coordinator_partition(share_state_key("myqueue", "QgokMiyWTV+g/Y2FC9s84w", p)) for p in (0, 1)] == [29, 28]
