@@ -68,8 +68,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     judged = [event for event in measured if event["rebalanced"]]
     stuck = [(event, moved) for event in judged for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
     slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
-    interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if kept["revoked"] and not kept["lost"]]
-    needless = [(event, kept) for event, kept in interrupted if event["survivors_kept_expected"] and kept["judged"]]
+    interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if interrupted_survivor(kept)]
+    needless = [(event, kept) for event, kept in interrupted if needlessly_interrupted(event, kept)]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
@@ -112,6 +112,16 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     )
 
 
+def interrupted_survivor(kept: Mapping[str, Any]) -> bool:
+    """A kept partition (one of ``events[].kept_partitions``) its survivor gave up during the handover, not lost with its own session."""
+    return bool(kept["revoked"]) and not kept["lost"]
+
+
+def needlessly_interrupted(event: Mapping[str, Any], kept: Mapping[str, Any]) -> bool:
+    """A ``survivors-interrupted`` violation: an interrupted survivor where the survivors were expected kept, and judged."""
+    return interrupted_survivor(kept) and bool(event["survivors_kept_expected"]) and bool(kept["judged"])
+
+
 def _slower(pause_ms: float | None, limit_ms: float) -> bool:
     return pause_ms is None or pause_ms > limit_ms
 
@@ -146,7 +156,7 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     owned = latest.filter(pl.col("f") == Op.ASSIGN).select("process", *_PARTITION).sort(_PARTITION)
     # A member that crashed, closed or was faulted before the event, after its last assign or revoke, owns nothing any more
     # (a killed one never records a revoke); one restarted under the same name records an assign again.
-    stops = _stops(history)
+    stops = client_stops(history)
     seen = before.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
     gone = stops.join(seen, on="process").filter((pl.col("stop_ns") >= pl.col("seen_ns")) & (pl.col("stop_ns") < start_ns))["process"]
     owned = owned.filter(~pl.col("process").is_in(sorted(set(gone.to_list()) - set(faulted))))
@@ -232,11 +242,11 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
     """
     others = membership.filter((pl.col("time_ns") <= start_ns) & ~pl.col("process").is_in(faulted))["process"].unique()
     last_seen = membership.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
-    stopped = _stops(history).join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
+    stopped = client_stops(history).join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
     return sorted(set(others.to_list()) - set(stopped.to_list()))
 
 
-def _stops(history: History) -> pl.DataFrame:
+def client_stops(history: History) -> pl.DataFrame:
     """(process, stop_ns): each crash or close of a client, and each consumer fault on it."""
     return pl.concat(
         [

@@ -31,7 +31,11 @@ from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.spec import BROKER, CONTROLLER, ZOOKEEPER
 from failsafe.console.poller import ClusterPoller
+from failsafe.console.rebalances import rebalance_view
+from failsafe.console.runs import RunHistories, checker_option, run_dir, stored_checker
+from failsafe.console.share_groups import DEFAULT_LOCK_DURATION_MS, share_groups_view
 from failsafe.errors import FailsafeError, UnknownNode, UserError
+from failsafe.history.model import History, HistoryFormatError
 from failsafe.waiting import WaitTimeout
 
 TOKEN_COOKIE = "failsafe_console_token"
@@ -133,6 +137,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
     changes = Changes()
     poller = poller_factory(cluster, runs_root, on_change=changes.notify_threadsafe)
     page = _page().replace('/*CONSOLE_TOKEN*/""', orjson.dumps(token).decode())
+    histories = RunHistories()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -241,6 +246,27 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             return _error(404, f"no report for run {scenario}/{stamp}: 'failsafe report RUN_DIR' draws one")
         return FileResponse(path, media_type="text/html", headers={"Content-Security-Policy": REPORT_POLICY, "Referrer-Policy": "no-referrer"})
 
+    def run_view(build: Callable[[Path, History], dict]) -> Callable[[Request], JSONResponse]:
+        """A view of one run's history (read off the event loop: a long history takes seconds)."""
+        async def handler(request: Request) -> JSONResponse:
+            scenario, stamp = request.path_params["scenario"], request.path_params["stamp"]
+            run = run_dir(runs_root, scenario, stamp)
+            if run is None:
+                return _error(404, f"no run {scenario}/{stamp} under {runs_root} (the console lists them at /api/runs)")
+            try:
+                body = await run_in_threadpool(lambda: build(run, histories.get(run)))
+            except HistoryFormatError as e:
+                return _error(422, f"the history of run {scenario}/{stamp} is damaged: {e}")
+            return JSONResponse({"id": f"{scenario}/{stamp}", **body})
+        return handler
+
+    def rebalances(run: Path, history: History) -> dict:
+        return rebalance_view(history, stored_checker(run, "rebalance"))
+
+    def share_groups(run: Path, history: History) -> dict:
+        lock_ms = checker_option(run, "share", "lock_duration_ms")
+        return share_groups_view(history, lock_duration_ms=lock_ms if isinstance(lock_ms, int | float) else DEFAULT_LOCK_DURATION_MS)
+
     routes = [
         Route("/", index),
         Route("/api", snapshot),
@@ -249,6 +275,8 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         Route("/api/groups", view("groups")),
         Route("/api/groups/{group:path}", group),
         Route("/api/runs", view("runs")),
+        Route("/api/runs/{scenario}/{stamp}/rebalances", run_view(rebalances)),
+        Route("/api/runs/{scenario}/{stamp}/share-groups", run_view(share_groups)),
         Route("/api/timeline", timeline),
         Route("/api/events", events),
         Route("/api/nodes/{role}/{node}/{action}", node_action, methods=["POST"]),

@@ -2,23 +2,30 @@
 
 A run is *running* while it has no results.json and its history grew in the last RUNNING_IDLE_S seconds.
 Its history is read incrementally (only the bytes added since the last read), counting sends by
-outcome and following the phase and the faults; nothing here loads a whole history.
+outcome and following the phase and the faults. Only a page asking for one run's groups (RunHistories) loads a
+whole history, the last one asked for kept while its file is unchanged.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from failsafe.history.columnar import read_frames
+from failsafe.history.load import decode_chunk, history_from_kinds, load_history
+from failsafe.history.model import History
 from failsafe.history.ops import Op, OpType
 
 HISTORY = "history.jsonl"
 RESULTS = "results.json"
 REPORT = "report.html"
+SCENARIO = "scenario.json"
 # A scenario writes its history at least every 0.2 s (the controller watch, the topology sampler).
 RUNNING_IDLE_S = 10.0
 # Byte tests pick the few lines worth parsing out of a history growing by thousands of sends a second.
@@ -127,3 +134,63 @@ def _verdict(results: Path, cache: dict[Path, tuple[float, str]]) -> str | None:
         verdict = "unreadable"
     cache[results] = (mtime, verdict)
     return verdict
+
+
+def run_dir(runs_root: Path, scenario: str, stamp: str) -> Path | None:
+    """The run's directory, or None when ``scenario/stamp`` names no run under ``runs_root`` (or points outside it)."""
+    path = (runs_root / scenario / stamp).resolve()
+    if runs_root.resolve() not in path.parents or not (path / HISTORY).is_file():
+        return None
+    return path
+
+
+def read_history(run: Path) -> History:
+    """The run's history as written so far: its columnar copy when that matches the file, else the JSON up to its last
+    whole line (a running scenario's last line may be half-written). Raises HistoryFormatError for a damaged one."""
+    path = run / HISTORY
+    copy = read_frames(path)
+    if copy is not None:
+        return copy
+    data = path.read_bytes()
+    kinds = decode_chunk(data[: data.rfind(b"\n") + 1])
+    # The fast decode could not place some line: the loader's own reading names it.
+    return load_history(path) if kinds is None else history_from_kinds(kinds)
+
+
+class RunHistories:
+    """The history of the last run a page asked about, read again only when its file changed (one at a time)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[Path, int, int] | None = None
+        self._history: History | None = None
+
+    def get(self, run: Path) -> History:
+        with self._lock:
+            st = (run / HISTORY).stat()
+            key = (run, st.st_size, st.st_mtime_ns)
+            if key != self._key or self._history is None:
+                self._history, self._key = read_history(run), key
+            return self._history
+
+
+def stored_checker(run: Path, name: str) -> dict | None:
+    """Checker ``name``'s result in the run's results.json; None when the run was not checked or that checker did not run."""
+    found = _json_object(run / RESULTS).get("checkers")
+    result = found.get(name) if isinstance(found, dict) else None
+    return result if isinstance(result, dict) else None
+
+
+def checker_option(run: Path, checker: str, option: str) -> Any:
+    """An option the scenario gave a checker ([checkers.CHECKER] in its scenario.json), or None."""
+    checkers = _json_object(run / SCENARIO).get("checkers")
+    options = checkers.get(checker) if isinstance(checkers, dict) else None
+    return options.get(option) if isinstance(options, dict) else None
+
+
+def _json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

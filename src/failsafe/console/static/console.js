@@ -144,7 +144,103 @@ function renderRuns(r) {
     (live.faults.map((f) => `${esc(f.fault)} ${esc(f.target)} ${esc((f.nodes || []).join(","))}${f.stop_ms ? "" : " (active)"}`).join("; ") || "none") + "</p>" : "";
   $("#runs-table tbody").innerHTML = r.runs.map((x) => `<tr><td>${esc(x.scenario)}</td><td>${esc(x.stamp)}</td>` +
     `<td class="verdict-${esc(x.verdict)}">${x.running ? "running" : esc(x.verdict ?? "not checked")}</td>` +
-    `<td>${x.report ? `<a target="_blank" rel="noopener" href="/runs/${x.id.split("/").map(encodeURIComponent).join("/")}/report.html?token=${encodeURIComponent(TOKEN)}">report.html</a>` : "-"}</td></tr>`).join("");
+    `<td>${x.report ? `<a target="_blank" rel="noopener" href="/runs/${x.id.split("/").map(encodeURIComponent).join("/")}/report.html?token=${encodeURIComponent(TOKEN)}">report.html</a>` : "-"}</td>` +
+    `<td><button data-run="${esc(x.id)}">groups</button></td></tr>`).join("");
+}
+
+// -- one run's groups: rebalances and share groups (read from its history on request) -----------------------------------
+// nextAt: when a running scenario's view is read again (never while a read is under way: nextAt is Infinity then).
+const runView = { id: null, nextAt: Infinity };
+
+async function getJSON(path) {
+  const response = await fetch(path, { headers: { "X-Failsafe-Token": TOKEN } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+async function loadRun(id, quiet) {
+  runView.id = id;
+  runView.nextAt = Infinity;
+  const began = Date.now();
+  const base = "/api/runs/" + id.split("/").map(encodeURIComponent).join("/");
+  if (!quiet) message(`reading the history of ${id}…`, true);
+  try {
+    const [rebalances, shares] = await Promise.all([getJSON(base + "/rebalances"), getJSON(base + "/share-groups")]);
+    if (runView.id !== id) return;  // another run was picked meanwhile
+    // Reading a long history costs the machine the scenario runs on: at most a fifth of the time, and every 5 s at most.
+    runView.nextAt = Date.now() + Math.max(5000, 4 * (Date.now() - began));
+    renderRebalances(rebalances);
+    renderShareGroups(shares);
+    if (!quiet) message(`${id}: ${rebalances.groups.length} consumer groups, ${shares.groups.length} share groups`, true);
+  } catch (err) {
+    message(`${id}: ${err.message || err}`, false);
+  }
+}
+
+document.addEventListener("click", (e) => {
+  const b = e.target.closest("button[data-run]");
+  if (b) loadRun(b.dataset.run, false);
+});
+
+const ms = (v) => (v == null ? "-" : `${Math.round(v)} ms`);
+
+function renderRebalances(r) {
+  const verdict = r.error ? `<span class="bad">checker failed: ${esc(r.error)}</span>`
+    : `rebalance checker: <span class="verdict-${r.valid === true ? "VALID" : r.valid === false ? "INVALID" : "UNKNOWN"}">${esc(r.valid)}</span>` +
+      (r.violations.length ? ` (${r.violations.map(esc).join(", ")})` : "");
+  $("#rebalances-run").innerHTML = `${esc(r.id)} · ${verdict} · from ${r.source === "results.json" ? "its results.json" : "its history, with the checker's defaults"}`;
+  $("#rebalances-list").innerHTML = r.groups.map((g) => {
+    const rows = g.rebalances.map((ev) => {
+      const parts = ev.partitions.length ? ev.partitions : [null];
+      const kept = ev.kind !== "left" ? "-" : ev.survivors_kept ? "yes"
+        : `<span class="${ev.violations.includes("survivors-interrupted") ? "bad" : "warn"}">no: ${esc(ev.interrupted.join(", "))}</span>`;
+      const expected = ev.kind === "left" ? (ev.survivors_kept_expected ? " (expected)" : ' <span class="muted">(not expected)</span>') : "";
+      const span = `rowspan="${parts.length}"`;
+      return parts.map((p, i) => {
+        const head = i ? "" : `<td ${span}>${ev.at_s ?? "-"} s <span class="muted">${new Date(ev.time_ms).toLocaleTimeString()}</span></td>` +
+          `<td ${span} class="change-${ev.kind}">${ev.kind}</td><td ${span}>${esc(ev.members.join(", "))}</td>` +
+          `<td ${span}>${esc(ev.source)}${ev.fault_id != null ? ` #${ev.fault_id}` : ""}</td><td ${span}>${esc(ev.protocol)}</td>` +
+          `<td ${span}>${ev.kind === "left" ? ms(ev.pause_ms) : "-"}</td>`;
+        const tail = i ? "" : `<td ${span}>${kept}${expected}</td>`;
+        if (!p) return `<tr class="event-start">${head}<td colspan="4" class="muted">no partition</td>${tail}</tr>`;
+        let what;
+        if (p.change === "moved") {
+          what = p.reassigned ? `moved to ${esc(p.new_owner)} after ${ms(p.reassigned_ms)}` : `<span class="${p.violation ? "bad" : "warn"}">never reassigned</span>`;
+        } else if (p.change === "kept") {
+          what = !p.revoked ? "kept" : `<span class="${p.violation ? "bad" : "warn"}">revoked after ${ms(p.revoked_ms)}${p.lost ? " (lost: its own session)" : ""}</span>`;
+        } else {
+          what = "assigned";
+        }
+        return `<tr${i ? "" : ' class="event-start"'} data-rebalance="${esc(g.group)}|${ev.time_ms}|${esc(p.topic)}-${p.partition}">${head}` +
+          `<td>${esc(p.topic)}-${p.partition}</td><td>${esc(p.owner ?? ev.members[0])}</td><td>${what}</td>` +
+          `<td class="gap">${p.change === "assigned" ? "-" : ms(p.gap_ms)}</td>${tail}</tr>`;
+      }).join("");
+    }).join("");
+    return `<h3 data-rebalance-group="${esc(g.group)}">${esc(g.group)} <span class="muted">protocol ${esc(g.protocol ?? "unknown")} · members ${esc(g.members.join(", "))} · ` +
+      `${g.departures} left, ${g.joins} joined · longest pause ${ms(g.max_pause_ms)}</span>` +
+      `${g.survivors_interrupted ? ` <span class="bad">${g.survivors_interrupted} survivors' partitions interrupted</span>` : ""}</h3>` +
+      `<table><thead><tr><th>when (since the run began)</th><th>change</th><th>member</th><th>cause</th><th>protocol</th><th>pause</th>` +
+      `<th>partition</th><th>owner</th><th>what became of it</th><th>unowned (gap between reads)</th><th>survivors kept</th></tr></thead><tbody>${rows}</tbody></table>`;
+  }).join("") || '<p class="muted">no consumer group in this run</p>';
+}
+
+function renderShareGroups(s) {
+  $("#share-groups-run").textContent = `${s.id} · as of ${s.as_of_ms ? new Date(s.as_of_ms).toLocaleTimeString() : "-"} (the history's last op) · lock ${s.lock_duration_ms} ms`;
+  $("#share-groups-list").innerHTML = s.groups.map((g) => {
+    const members = g.members.map((m) => `<tr><td>${esc(m.member)}</td><td>${m.acquired}</td><td class="${m.in_flight ? "warn" : ""}">${m.in_flight}</td>` +
+      `<td>${m.stopped ? "stopped" : "-"}</td></tr>`).join("");
+    const parts = g.partitions.map((p) => `<tr data-share-partition="${esc(g.group)}|${esc(p.topic)}-${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td>` +
+      `<td>${p.acquired}</td><td>${p.records}</td><td>${p.accepted}</td><td>${p.released}</td><td>${p.rejected}</td>` +
+      `<td class="${p.acks_refused + p.acks_unknown ? "warn" : ""}">${p.acks_refused} / ${p.acks_unknown}</td>` +
+      `<td class="in-flight">${p.in_flight}</td><td>${esc(p.max_delivery_count)}</td>` +
+      `<td>${esc(p.holders.map((h) => `${h.member} (${h.in_flight})`).join(", ") || "-")}</td></tr>`).join("");
+    return `<h3 data-share-group="${esc(g.group)}">${esc(g.group)} <span class="muted">acquired ${g.acquired} · accepted ${g.accepted} · released ${g.released} · ` +
+      `rejected ${g.rejected} · in flight ${g.in_flight} · highest delivery count ${esc(g.max_delivery_count)} · holding now: ${esc(g.holders.join(", ") || "nobody")}</span></h3>` +
+      `<table><thead><tr><th>member</th><th>acquired</th><th>in flight</th><th></th></tr></thead><tbody>${members}</tbody></table>` +
+      `<table><thead><tr><th>topic</th><th>partition</th><th>acquired</th><th>records</th><th>accepted</th><th>released</th><th>rejected</th>` +
+      `<th>acks refused / unknown</th><th>in flight</th><th>highest delivery count</th><th>held by</th></tr></thead><tbody>${parts}</tbody></table>`;
+  }).join("") || '<p class="muted">no share group in this run</p>';
 }
 
 // -- the timeline ------------------------------------------------------------------------------
@@ -223,3 +319,8 @@ function niceStep(raw) {
 
 connect();
 setInterval(() => { if (state.snapshot) renderTimeline(); }, 1000);
+// A running scenario's groups change as it runs: read them again every few seconds while its view is open.
+setInterval(() => {
+  const runs = state.snapshot?.runs?.runs || [];
+  if (runView.id && Date.now() >= runView.nextAt && runs.some((x) => x.id === runView.id && x.running)) loadRun(runView.id, true);
+}, 1000);
