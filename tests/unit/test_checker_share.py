@@ -182,3 +182,15 @@ def test_a_stale_accept_taken_after_the_lock_expired_is_flagged_and_the_redelive
     assert set(result["violations"]) == {"accepted-twice", "redelivered-after-ack"}
     assert result["counts"]["redeliveries-lock-expired"] == 1 and result["counts"]["unexplained-redelivery"] == 0
     assert result["examples"]["accepted-twice"][0]["process"] == "s0"
+
+
+def test_a_frozen_holders_records_came_back_because_their_lock_ran_out() -> None:
+    frozen = fault(1, start_ms=150, stop_ms=25_000, nodes=["s0"], fault_name="pause-consumer", target="consumer")
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *frozen, acquire("s1", [1], ms=15_200, count=2),
+                ack("s1", [1], ms=15_300))
+    result = check(h, {"lock_duration_ms": 15_000})
+    assert result["valid"] is True and result["counts"]["redeliveries-lock-expired"] == 1
+    killed = fault(1, start_ms=150, stop_ms=None, nodes=["s0"], fault_name="kill-consumer", target="consumer")
+    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *killed, acquire("s1", [1], ms=600, count=2),
+                ack("s1", [1], ms=700))
+    assert check(h, {"lock_duration_ms": 15_000})["counts"]["redeliveries-holder-stopped"] == 1

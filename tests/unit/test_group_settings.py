@@ -19,8 +19,6 @@ def _consumer(**fields: object) -> dict:
 @pytest.mark.parametrize("fields, message", [
     ({"group_protocol": "modern"}, "consumers[0].group_protocol: 'modern' is not one of classic, consumer"),
     ({"assignment_strategy": "sticky-ish"}, "assignment_strategy: 'sticky-ish' is not one of range, roundrobin, cooperative-sticky"),
-    ({"group_protocol": "consumer", "session_timeout_ms": 10000}, "session_timeout_ms: not with group_protocol = \"consumer\": it is the broker's "
-                                                                  "group.consumer.session.timeout.ms"),
     ({"group_protocol": "consumer", "assignment_strategy": "range"}, "use remote_assignor"),
     ({"group_protocol": "consumer", "properties": {"heartbeat.interval.ms": "1000"}}, "heartbeat.interval.ms is refused with group_protocol"),
     ({"remote_assignor": "uniform"}, "remote_assignor: only with group_protocol = \"consumer\""),
@@ -63,3 +61,13 @@ def test_the_java_consumer_gets_them_in_its_words() -> None:
     spec = _spec(driver="kafka-verifiable", group_protocol="consumer", remote_assignor="uniform")
     assert spec.effective_properties()["group.remote.assignor"] == "uniform"
     assert "partition.assignment.strategy" not in spec.java_properties()
+
+
+def test_a_kip848_groups_session_is_a_group_config_not_the_clients() -> None:
+    scenario = parse_scenario(_consumer(group_protocol="consumer", session_timeout_ms=10000))
+    settings = scenario.consumers[0].group_settings()
+    assert settings.group_configs(10000) == {"consumer.session.timeout.ms": "10000"}
+    assert "session.timeout.ms" not in _spec(group_protocol="consumer", session_timeout_ms=10000).consumer_config()
+    java = _spec(driver="kafka-verifiable", group_protocol="consumer", session_timeout_ms=10000)
+    assert java.session_timeout_ms is None
+    assert parse_scenario(_consumer(session_timeout_ms=10000)).consumers[0].group_settings().group_configs(10000) == {}

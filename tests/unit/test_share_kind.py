@@ -74,3 +74,11 @@ def test_the_share_coordinators_key_uses_kafkas_url_safe_topic_id() -> None:
     assert topic_id == "QgokMiyWTV-g_Y2FC9s84w"
     assert [coordinator_partition(share_state_key("myqueue", topic_id, p)) for p in (0, 1)] == [13, 12]
     assert [coordinator_partition(share_state_key("myqueue", "QgokMiyWTV+g/Y2FC9s84w", p)) for p in (0, 1)] == [29, 28]
+
+
+@pytest.mark.parametrize("name", ["share-consumer-killed", "txn-coordinator-kill"])
+def test_what_a_run_stores_parses_again_to_the_same_scenario(name: str) -> None:
+    # scenario.json is the scenario's raw table: failsafe check parses it again, so it must hold every table of the kind.
+    scenario = parse_table(table(name), name)
+    again = parse_table(dict(scenario.raw), name)
+    assert again == scenario

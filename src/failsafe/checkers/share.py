@@ -22,7 +22,7 @@ For each record (group, topic, partition, offset):
 
 A redelivery is explained by what became of the delivery before it: ``released`` (its holder's release was taken,
 whenever the answer was recorded), ``ack-failed`` (the holder's acknowledgement was refused or unanswered),
-``holder-stopped`` (it crashed or closed, or a consumer fault hit it, up to 10 s after the redelivery: a close is
+``holder-stopped`` (it crashed or closed, or a consumer fault other than a freeze hit it, up to 10 s after the redelivery: a close is
 recorded once it returned), ``lock-expired`` (at least the lock duration, less ``lock_slack_ms`` for the time between
 the broker's acquisition and the poll's record, passed), ``node-fault`` (a fault on Kafka's nodes was in force) or
 ``leader-change`` (the partition's sampled leader changed): a new share-partition leader does not keep acquisitions.
@@ -56,6 +56,8 @@ ACKNOWLEDGED = "acknowledged"
 _SETTLING = ("accept", "reject")
 _KEY = ["group", "topic", "partition", "offset"]
 _EXAMPLES = 5
+# The consumer fault that freezes a consumer (faults/clients.py).
+_FROZEN = "pause-consumer"
 # A close or a kill takes effect on the broker before the op that records it (a close op is written once close() returned).
 _STOP_SLACK_NS = 10_000_000_000
 
@@ -235,7 +237,8 @@ def _holder_stops(history: History) -> dict[str, list[int]]:
     stops: dict[str, list[int]] = {}
     for row in history.client_events.iter_rows(named=True):
         stops.setdefault(row["process"], []).append(row["time_ns"])
-    for row in history.faults.filter(pl.col("target") == Target.CONSUMER).iter_rows(named=True):
+    # A frozen consumer (pause-consumer) has not stopped: it keeps its connections, and its records wait for their lock.
+    for row in history.faults.filter((pl.col("target") == Target.CONSUMER) & (pl.col("fault") != _FROZEN)).iter_rows(named=True):
         for process in row["nodes"] or []:
             stops.setdefault(process, []).append(row["start_ns"])
     return stops

@@ -48,6 +48,8 @@ def produce_command(topic: str, key_separator: str | None, acks: str, properties
 @click.argument("topic")
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset instead of the end.")
 @click.option("--group", default=None, help="Join consumer group G (rebalances printed to stderr as kcat does).")
+@click.option("--share-group", default=None, help="Join share group S (KIP-932): records are acquired, printed and accepted one by one, "
+                                                  "shared with the group's other members whatever the partitions.")
 @click.option("--format", "fmt", default=DEFAULT_FORMAT, show_default=True, help="kcat's format: %t %p %o %k %s %T %K %S, \\n.")
 @click.option("--max-messages", type=click.IntRange(min=1), default=None, help="Exit after N records.")
 @click.option("--timeout-s", "idle_timeout_s", type=click.FloatRange(min=0.1), default=None, help="Exit after S seconds without a record.")
@@ -57,14 +59,21 @@ def produce_command(topic: str, key_separator: str | None, acks: str, properties
 @bootstrap_option
 @click.option("--connect-timeout-s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
               help="How long to wait for Kafka to answer at start.")
-def consume_command(topic: str, from_beginning: bool, group: str | None, fmt: str, max_messages: int | None,
+def consume_command(topic: str, from_beginning: bool, group: str | None, share_group: str | None, fmt: str, max_messages: int | None,
                     idle_timeout_s: float | None, exit_at_end: bool, properties: tuple[str, ...], cluster_dir, bootstrap_server,
                     connect_timeout_s: float) -> None:
     """Print records of TOPIC to stdout."""
+    if group and share_group:
+        raise UserError("--group and --share-group: a member joins a consumer group or a share group, not both")
     opts = ConsumeOptions(topic=topic, from_beginning=from_beginning, group=group, fmt=fmt, max_messages=max_messages,
                           timeout_s=idle_timeout_s, exit_at_end=exit_at_end, properties=parse_pairs(properties, "--property"))
     try:
-        consume(resolve_bootstrap(bootstrap_server, cluster_dir), opts, connect_timeout_s)
+        if share_group:
+            from failsafe.clients.share_consume import consume_share
+
+            consume_share(resolve_bootstrap(bootstrap_server, cluster_dir), share_group, opts, connect_timeout_s)
+        else:
+            consume(resolve_bootstrap(bootstrap_server, cluster_dir), opts, connect_timeout_s)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how an open-ended consumer is meant to stop; it left its group cleanly
 
@@ -74,24 +83,54 @@ def groups() -> None:
     """Consumer groups (like kafka-consumer-groups.sh)."""
 
 
+_share_option = click.option("--share", is_flag=True, help="Share groups (KIP-932), as Kafka's kafka-share-groups describes them.")
+
+
+def _share_tools(cluster_dir):
+    """Kafka's distribution whose tools describe share groups: the cluster's release, else the default."""
+    from failsafe.cluster.lifecycle import Cluster
+    from failsafe.cluster.state import ClusterDir
+    from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
+
+    root = resolve_dir(cluster_dir)
+    version = Cluster.open(root).spec.kafka_version if ClusterDir(root).has_state() else DEFAULT_KAFKA_VERSION
+    return kafka_dist(version)
+
+
 @groups.command("list")
+@_share_option
 @dir_option
 @bootstrap_option
 @_connect_timeout
-def groups_list(cluster_dir, bootstrap_server, timeout_s) -> None:
-    """Every consumer group with its state."""
-    for group_id, state in list_groups(resolve_bootstrap(bootstrap_server, cluster_dir), timeout_s):
+def groups_list(share: bool, cluster_dir, bootstrap_server, timeout_s) -> None:
+    """Every consumer group with its state (with --share: every share group)."""
+    bootstrap = resolve_bootstrap(bootstrap_server, cluster_dir)
+    if share:
+        from failsafe.clients.share_groups import list_share_groups
+
+        for group_id in list_share_groups(_share_tools(cluster_dir), bootstrap):
+            click.echo(group_id)
+        return
+    for group_id, state in list_groups(bootstrap, timeout_s):
         click.echo(f"{group_id}\t{state}")
 
 
 @groups.command("describe")
 @click.argument("group")
 @click.option("--json", "as_json", is_flag=True)
+@_share_option
 @dir_option
 @bootstrap_option
 @_connect_timeout
-def groups_describe(group: str, as_json: bool, cluster_dir, bootstrap_server, timeout_s) -> None:
-    """Members, assigned partitions, committed offset, log end offset and lag of GROUP."""
+def groups_describe(group: str, as_json: bool, share: bool, cluster_dir, bootstrap_server, timeout_s) -> None:
+    """Members, assigned partitions, committed offset, log end offset and lag of GROUP (with --share: a share group's state,
+    members and their assignments, and each partition's start offset and lag)."""
+    if share:
+        from failsafe.clients.share_groups import describe_share_group, format_share_group
+
+        found = describe_share_group(_share_tools(cluster_dir), resolve_bootstrap(bootstrap_server, cluster_dir), group)
+        click.echo(json.dumps(found.to_json(), indent=2) if as_json else format_share_group(found))
+        return
     desc = describe_group(resolve_bootstrap(bootstrap_server, cluster_dir), group, timeout_s)
     if desc.members == 0 and not as_json:
         click.echo(f"\nConsumer group '{group}' has no active members.\n", err=True)

@@ -9,7 +9,8 @@
 
 With group.protocol=consumer the session and the heartbeat belong to the broker (group.consumer.session.timeout.ms,
 group.consumer.heartbeat.interval.ms, each with a minimum of its own, group.consumer.min.session.timeout.ms ...), and
-both clients refuse session.timeout.ms, heartbeat.interval.ms and partition.assignment.strategy.
+both clients refuse session.timeout.ms, heartbeat.interval.ms and partition.assignment.strategy: a scenario's
+session_timeout_ms becomes the group's consumer.session.timeout.ms (group_configs) instead.
 """
 
 from __future__ import annotations
@@ -56,13 +57,22 @@ class GroupSettings:
         if self.group_protocol == CONSUMER:
             if self.assignment_strategy is not None:
                 out.append(("assignment_strategy", f"not with group_protocol = \"consumer\": use {BROKER_SIDE['partition.assignment.strategy']}"))
-            if session_timeout_ms is not None:
-                out.append(("session_timeout_ms", f"not with group_protocol = \"consumer\": it is {BROKER_SIDE['session.timeout.ms']}"))
             out += [("properties", f"{name} is refused with group_protocol = \"consumer\": it is {where}")
                     for name, where in BROKER_SIDE.items() if name in properties and name != "partition.assignment.strategy"]
         elif self.remote_assignor is not None:
             out.append(("remote_assignor", "only with group_protocol = \"consumer\" (a classic group's assignor is assignment_strategy)"))
         return out
+
+    def group_configs(self, session_timeout_ms: int | None) -> dict[str, str]:
+        """The group's dynamic configs (kafka-configs --entity-type groups): with group_protocol = "consumer" the session is
+        the group's ``consumer.session.timeout.ms``, within the broker's group.consumer.min/max.session.timeout.ms."""
+        if self.group_protocol == CONSUMER and session_timeout_ms is not None:
+            return {"consumer.session.timeout.ms": str(session_timeout_ms)}
+        return {}
+
+    def client_session_timeout_ms(self, session_timeout_ms: int | None) -> int | None:
+        """What the client is given as session.timeout.ms: nothing with group_protocol = "consumer" (it refuses it)."""
+        return None if self.group_protocol == CONSUMER else session_timeout_ms
 
     def librdkafka_properties(self) -> dict[str, str]:
         return group_properties(self.group_protocol, self.assignment_strategy, self.remote_assignor)

@@ -1,7 +1,7 @@
 """The lab's workload: verifying producers and consumers (failsafe's, or Kafka's verifiable clients) as worker processes.
 
 setup: the scenario's topics and groups, fresh. start: every consumer, until each group owns every
-partition, then every producer, until each has a write acknowledged. drain: producers stopped, the
+partition and each member some (when there are enough), then every producer, until each has a write acknowledged. drain: producers stopped, the
 consumers read up to the log end offsets (``drained`` records whether they did within
 drain_timeout_s), then the whole log is read back into ``log-read`` ops so
 the delivery checker can tell a write that is not in the log from one no consumer read.
@@ -13,7 +13,7 @@ import signal
 import time
 from dataclasses import replace
 
-from failsafe.clients.admin import log_end_offsets
+from failsafe.clients.admin import log_end_offsets, set_group_configs
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
@@ -41,6 +41,11 @@ class LabWorkload:
     def setup(self, ctx: RunContext) -> None:
         groups = sorted({c.group for c in self.scenario.consumers if c.group})
         setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups)
+        for c in self.scenario.consumers:
+            configs = c.group_settings().group_configs(c.session_timeout_ms)
+            if configs and c.group:
+                ctx.event(f"consumer group {c.group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
+                set_group_configs(ctx.bootstrap_servers, c.group, configs)
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
 
     def start(self, ctx: RunContext) -> None:
@@ -55,6 +60,11 @@ class LabWorkload:
             for c in s.consumers:
                 want = {(t, p) for t in c.topics for p in range(partitions[t])}
                 if c.group is not None and not want <= by_group.get(c.group, set()):
+                    return False
+                # Every member owns some (when there are enough): an incremental protocol hands a late joiner its share over
+                # several heartbeats, and a fault on a member that owns nothing yet would move nothing.
+                members = [pool.workers[n] for n in c.processes() if n in pool.workers]
+                if c.group is not None and len(members) <= len(want) and any(not w.assigned for w in members):
                     return False
                 if c.group is None and any(not want <= w.assigned for w in pool.consumers() if w.group is None):
                     return False
@@ -77,7 +87,7 @@ class LabWorkload:
     def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
         settings = c.group_settings()
         spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
-                            session_timeout_ms=c.session_timeout_ms, properties=c.properties)
+                            session_timeout_ms=settings.client_session_timeout_ms(c.session_timeout_ms), properties=c.properties)
         if c.driver == KAFKA_VERIFIABLE:
             return VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version, group_protocol=settings.group_protocol,
                                           assignment_strategy=settings.java_assignor(), remote_assignor=settings.remote_assignor)

@@ -12,7 +12,7 @@ else Kafka's 30 s) and archiving with their ``share.delivery.count.limit``; ever
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from failsafe.faults import Need
@@ -113,6 +113,8 @@ def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
     scenario = parse_lab(lab_data, kind, ShareScenario, TOP,
                          clients={Need.CONSUMERS: processes, CONSUMER_GROUPS: tuple(groups)},
                          share_consumers=members, share_groups=groups)
+    # What scenario.json stores, so that a stored run is parsed again whole (failsafe check): every table, not the lab's alone.
+    scenario = replace(scenario, raw=data)
     _validate(scenario, configs)
     return scenario
 

@@ -119,7 +119,8 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
     scenario = parse_lab(lab_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients),
                                                                  CONSUMER_GROUPS: tuple(p.group for p in processors)},
                          writers=writers, processors=processors, transactions=settings)
-    scenario = _with_isolation(scenario)
+    # What scenario.json stores, so that a stored run is parsed again whole (failsafe check): every table, not the lab's alone.
+    scenario = replace(_with_isolation(scenario), raw=data)
     _validate(scenario)
     return scenario
 
