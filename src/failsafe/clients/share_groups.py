@@ -13,8 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from failsafe.clients.kafka_tools import main_class
-from failsafe.dist.jvm import tool_command
 from failsafe.dist.java import find_java
+from failsafe.dist.jvm import tool_command
 from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
 from failsafe.supervisor import run_to_end
