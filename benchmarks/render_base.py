@@ -154,6 +154,10 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/transactions-failover.json",
         f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
         "--out docs/benchmarks/transactions-failover.json", True),
+    Raw("docs/benchmarks/rebalance-3.json", f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/rebalance-3.json",
+        True),
+    Raw("docs/benchmarks/share.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json", True),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",
         f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json", True),
     Raw("docs/benchmarks/interrupted-campaign-txn-kafka-java-tv2-02bc6e1-before.json",

@@ -82,6 +82,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_targets,
     t_realtime,
 )
+from benchmarks.render_rebalance import t_rebalance_protocols, t_share_redelivery, t_share_throughput  # noqa: E402
 from benchmarks.render_transactions import (  # noqa: E402
     t_transactions_campaigns,
     t_transactions_epochs,
@@ -485,6 +486,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-failover": t_transactions_failover,
     "transactions-campaigns": t_transactions_campaigns,
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
+    "rebalance-protocols": t_rebalance_protocols,
+    "share-redelivery": t_share_redelivery,
+    "share-throughput": t_share_throughput,
 }
 
 

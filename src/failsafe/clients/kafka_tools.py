@@ -42,6 +42,9 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "replica-verification": ("org.apache.kafka.tools.ReplicaVerificationTool",),
     "groups": ("org.apache.kafka.tools.GroupsCommand",),
     "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
+    "console-share-consumer": ("org.apache.kafka.tools.consumer.ConsoleShareConsumer",),
+    "share-consumer-perf-test": ("org.apache.kafka.tools.ShareConsumerPerformance",),
+    "verifiable-share-consumer": ("org.apache.kafka.tools.VerifiableShareConsumer",),
     # Kafka 3.9's zookeeper-shell.sh (ZooKeeper's own shell, with Kafka's TLS options).
     "zookeeper-shell": ("org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka",),
 }
@@ -60,7 +63,7 @@ _TOOLS_TAKING_BOOTSTRAP = {
     "topics", "console-producer", "console-consumer", "consumer-groups", "leader-election", "configs",
     "get-offsets", "reassign-partitions", "log-dirs", "features", "broker-api-versions", "delete-records",
     "transactions", "acls", "groups", "share-groups", "verifiable-producer", "verifiable-consumer",
-    "producer-perf-test", "consumer-perf-test",
+    "producer-perf-test", "consumer-perf-test", "console-share-consumer", "share-consumer-perf-test", "verifiable-share-consumer",
 }
 # --version and --help print and exit without any cluster.
 _STANDALONE_OPTIONS = ("--version", "--help", "-h")

@@ -1,0 +1,155 @@
+"""The rebalance protocols side by side: per protocol, client and fault, what a group's partitions went through.
+
+    .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 \
+        --out docs/benchmarks/rebalance-3.json
+    .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 --members 30 --partitions 60 \
+        --faults killed --clients librdkafka --out docs/benchmarks/rebalance-30.json
+
+Runs the catalog scenarios rebalance-member-{killed,closed,paused} and rebalance-coordinator-killed (kill -9, a polite
+close, a 16 s freeze past the 10 s session, the group coordinator's broker killed for 10 s), --runs times per cell, with
+the group's protocol set by --set: classic eager range, classic cooperative-sticky, KIP-848 with the uniform and the range
+remote assignor; librdkafka, and Kafka's Java consumer (VerifiableConsumer) for the faults that do not freeze a process
+(SIGSTOP stops failsafe's worker, not the JVM it starts). From each run's results: the rebalance checker's event of the
+fault (pause_ms: until every partition it took was owned again; each moved and kept partition's processing gap, from the
+group's last read of it before the fault to its first after; the survivors' partitions revoked), the semantics checker's
+records read again by another member across the rebalance, and the verdict. One cluster for every run (the scenarios'
+[cluster] overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import write_summary  # noqa: E402
+
+FAULTS = {"killed": "rebalance-member-killed", "closed": "rebalance-member-closed", "paused": "rebalance-member-paused",
+          "coordinator": "rebalance-coordinator-killed"}
+PROTOCOLS = {
+    "classic-range": ['consumers[0].assignment_strategy="range"'],
+    "classic-cooperative-sticky": ['consumers[0].assignment_strategy="cooperative-sticky"'],
+    "consumer-uniform": ['consumers[0].group_protocol="consumer"', 'consumers[0].remote_assignor="uniform"'],
+    "consumer-range": ['consumers[0].group_protocol="consumer"', 'consumers[0].remote_assignor="range"'],
+}
+CLIENTS = {"librdkafka": [], "kafka-java": ['consumers[0].driver="kafka-verifiable"']}
+# SIGSTOP freezes failsafe's worker; Kafka's VerifiableConsumer is a JVM it starts, which goes on.
+NOT_FOR_JAVA = {"paused"}
+RUN_TIMEOUT_S = 600
+
+
+def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, members: int, partitions: int) -> dict:
+    sets = [*PROTOCOLS[protocol], *CLIENTS[client], f"consumers[0].count={members}", f"topics[0].partitions={partitions}"]
+    cmd = [sys.executable, "-m", "failsafe.cli.main", "run", FAULTS[fault], "--dir", str(root), "--runs", str(runs),
+           *[a for s in sets for a in ("--set", s)]]
+    started = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    run_dirs = sorted((runs / FAULTS[fault]).iterdir()) if (runs / FAULTS[fault]).is_dir() else []
+    if done.returncode not in (0, 1, 3, 4) or not run_dirs or not (run_dirs[-1] / "results.json").is_file():
+        raise SystemExit(f"{FAULTS[fault]} {protocol} {client}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
+    results = json.loads((run_dirs[-1] / "results.json").read_text())
+    rebalance = results["checkers"]["rebalance"]
+    events = [e for e in rebalance.get("events", []) if e["source"] == "fault"]
+    event = events[0] if events else None
+    moved = event["moved_partitions"] if event else []
+    kept = event["kept_partitions"] if event else []
+    return {
+        "fault": fault, "protocol": protocol, "client": client, "members": members, "partitions": partitions,
+        "run_dir": str(run_dirs[-1]), "verdict": results["verdict"], "wall_s": round(time.monotonic() - started, 1),
+        "group_protocol": event["protocol"] if event else None,
+        "pause_ms": event["pause_ms"] if event else None,
+        "moved": len(moved),
+        "moved_gaps_ms": [m["gap_ms"] for m in moved if m["gap_ms"] is not None],
+        "kept": len(kept),
+        "kept_revoked": sum(k["revoked"] for k in kept),
+        "kept_gaps_ms": [k["gap_ms"] for k in kept if k["gap_ms"] is not None],
+        "reread_across_rebalance": results["checkers"]["semantics"]["counts"].get("redelivered-across-rebalance", 0),
+        "lost": results["checkers"]["delivery"]["counts"]["lost"],
+        "violations": {name: c["violations"] for name, c in results["checkers"].items() if c.get("violations")},
+    }
+
+
+def spread(values: list[float]) -> dict | None:
+    """n, p50, p95 (nearest rank: the smallest value with at least that share of the values at or below it) and max, in ms."""
+    if not values:
+        return None
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 1)
+
+    return {"n": len(ordered), "p50": rank(0.50), "p95": rank(0.95), "max": round(ordered[-1], 1)}
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["fault"], r["protocol"], r["client"], r["members"]), []).append(r)
+    out = []
+    for (fault, protocol, client, members), runs in cells.items():
+        moved_gaps = [g for r in runs for g in r["moved_gaps_ms"]]
+        kept_gaps = [g for r in runs for g in r["kept_gaps_ms"]]
+        pauses = [r["pause_ms"] for r in runs if r["pause_ms"] is not None]
+        verdicts: dict[str, int] = {}
+        for r in runs:
+            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        out.append({
+            "fault": fault, "protocol": protocol, "client": client, "members": members, "runs": len(runs), "verdicts": verdicts,
+            "pause_ms": spread(pauses),
+            "moved_gap_ms": spread(moved_gaps),
+            "kept_gap_ms": spread(kept_gaps),
+            "moved_per_run": sum(r["moved"] for r in runs) / len(runs),
+            "survivor_partitions_revoked_per_run": sum(r["kept_revoked"] for r in runs) / len(runs),
+            "survivor_partitions_per_run": sum(r["kept"] for r in runs) / len(runs),
+            "reread_across_rebalance_per_run": sum(r["reread_across_rebalance"] for r in runs) / len(runs),
+            "lost": sum(r["lost"] for r in runs),
+        })
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, required=True, help="cluster directory (started with the scenarios' overrides when absent)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--protocols", default=",".join(PROTOCOLS))
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
+    args = ap.parse_args()
+    if args.summarize:
+        stored = json.loads(args.summarize.read_text())
+        write_summary({**stored, "cells": summarize(stored["rows"])}, args.out)
+        return 0
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="failsafe-rebalance-") as tmp:
+        runs = Path(os.environ.get("FAILSAFE_BENCH_RUNS", tmp))
+        for fault in args.faults.split(","):
+            for client in args.clients.split(","):
+                if client != "librdkafka" and fault in NOT_FOR_JAVA:
+                    continue
+                for protocol in args.protocols.split(","):
+                    for i in range(args.runs):
+                        row = one_run(args.dir, runs, fault, protocol, client, args.members, args.partitions)
+                        rows.append(row)
+                        print(f"{fault} {protocol} {client} {i + 1}/{args.runs}: {row['verdict']} pause {row['pause_ms']} ms, "
+                              f"moved {row['moved']}, survivors revoked {row['kept_revoked']}, re-read {row['reread_across_rebalance']}",
+                              flush=True)
+    write_summary({"benchmark": "rebalance", "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                   "command": " ".join(sys.argv), "members": args.members, "partitions": args.partitions,
+                   "cells": summarize(rows), "rows": rows}, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
