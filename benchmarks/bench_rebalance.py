@@ -51,11 +51,18 @@ def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, memb
     cmd = [sys.executable, "-m", "failsafe.cli.main", "run", FAULTS[fault], "--dir", str(root), "--runs", str(runs),
            *[a for s in sets for a in ("--set", s)]]
     started = time.monotonic()
+    where = runs / FAULTS[fault]
+    before = set(where.iterdir()) if where.is_dir() else set()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    run_dirs = sorted((runs / FAULTS[fault]).iterdir()) if (runs / FAULTS[fault]).is_dir() else []
-    if done.returncode not in (0, 1, 3, 4) or not run_dirs or not (run_dirs[-1] / "results.json").is_file():
+    new = sorted(set(where.iterdir()) - before) if where.is_dir() else []
+    if done.returncode not in (0, 1, 3, 4) or len(new) != 1 or not (new[0] / "results.json").is_file():
         raise SystemExit(f"{FAULTS[fault]} {protocol} {client}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
-    results = json.loads((run_dirs[-1] / "results.json").read_text())
+    return row_of(new[0], fault, protocol, client, members, partitions, round(time.monotonic() - started, 1))
+
+
+def row_of(run_dir: Path, fault: str, protocol: str, client: str, members: int, partitions: int, wall_s: float | None) -> dict:
+    """What the table needs of one stored run (its results.json, as its last check wrote it)."""
+    results = json.loads((run_dir / "results.json").read_text())
     rebalance = results["checkers"]["rebalance"]
     events = [e for e in rebalance.get("events", []) if e["source"] == "fault"]
     event = events[0] if events else None
@@ -63,7 +70,7 @@ def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, memb
     kept = event["kept_partitions"] if event else []
     return {
         "fault": fault, "protocol": protocol, "client": client, "members": members, "partitions": partitions,
-        "run_dir": str(run_dirs[-1]), "verdict": results["verdict"], "wall_s": round(time.monotonic() - started, 1),
+        "run_dir": str(run_dir), "verdict": results["verdict"], "wall_s": wall_s,
         "group_protocol": event["protocol"] if event else None,
         "pause_ms": event["pause_ms"] if event else None,
         "moved": len(moved),
@@ -126,10 +133,17 @@ def main() -> int:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
+    ap.add_argument("--recheck", action="store_true", help="with --summarize: check each stored run again first (failsafe check)")
     args = ap.parse_args()
     if args.summarize:
         stored = json.loads(args.summarize.read_text())
-        write_summary({**stored, "cells": summarize(stored["rows"])}, args.out)
+        rows = stored["rows"]
+        if args.recheck:
+            # Judged again by this failsafe's checkers (failsafe check rewrites each run's results.json), then read again.
+            for r in rows:
+                subprocess.run([sys.executable, "-m", "failsafe.cli.main", "check", r["run_dir"]], capture_output=True, timeout=RUN_TIMEOUT_S)
+            rows = [row_of(Path(r["run_dir"]), r["fault"], r["protocol"], r["client"], r["members"], r["partitions"], r["wall_s"]) for r in rows]
+        write_summary({**stored, "cells": summarize(rows), "rows": rows}, args.out)
         return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="failsafe-rebalance-") as tmp:

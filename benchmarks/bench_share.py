@@ -32,13 +32,15 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import write_summary  # noqa: E402
-from failsafe.clients.admin import new_admin, set_group_configs  # noqa: E402
+from failsafe.clients.admin import set_group_configs  # noqa: E402
 from failsafe.clients.kafka_tools import main_class  # noqa: E402
 from failsafe.cluster.lifecycle import Cluster  # noqa: E402
 from failsafe.dist.java import find_java  # noqa: E402
 from failsafe.dist.jvm import tool_command  # noqa: E402
 from failsafe.dist.kafka import kafka_dist  # noqa: E402
-from failsafe.scenarios.setup import delete_topics  # noqa: E402
+from failsafe.scenarios.base import TopicSpec  # noqa: E402
+from failsafe.scenarios.setup import fresh_topics  # noqa: E402
+from failsafe.supervisor import Supervisor  # noqa: E402
 from failsafe.workloads.share_consumer import ShareConsumerSpec  # noqa: E402
 from failsafe.workloads.specs import spec_to_json  # noqa: E402
 
@@ -50,11 +52,12 @@ READ_TIMEOUT_S = 600
 
 def one_run(root: Path, runs: Path, scenario: str) -> dict:
     cmd = [sys.executable, "-m", "failsafe.cli.main", "run", scenario, "--dir", str(root), "--runs", str(runs)]
+    before = set((runs / scenario).iterdir()) if (runs / scenario).is_dir() else set()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    run_dirs = sorted((runs / scenario).iterdir()) if (runs / scenario).is_dir() else []
-    if done.returncode not in (0, 1, 3, 4) or not run_dirs or not (run_dirs[-1] / "results.json").is_file():
+    new = sorted(set((runs / scenario).iterdir()) - before) if (runs / scenario).is_dir() else []
+    if done.returncode not in (0, 1, 3, 4) or len(new) != 1 or not (new[0] / "results.json").is_file():
         raise SystemExit(f"{scenario}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
-    run_dir = run_dirs[-1]
+    run_dir = new[0]
     results = json.loads((run_dir / "results.json").read_text())
     share = results["checkers"]["share"]
     return {"scenario": scenario, "run_dir": str(run_dir), "verdict": results["verdict"],
@@ -92,23 +95,20 @@ def _after_fault(history: Path) -> dict:
 
 def produce(bootstrap: str, records: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import NewTopic
 
-    admin = new_admin(bootstrap)
-    if TOPIC in admin.list_topics(timeout=10).topics:
-        delete_topics(admin, [TOPIC])
-    for future in admin.create_topics([NewTopic(TOPIC, 3, 3)]).values():
-        future.result(timeout=30)
+    fresh_topics(bootstrap, (TopicSpec(TOPIC, 3, 3),), [])
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    failed = []
     value = b"x" * 100
     for i in range(records):
         while True:
             try:
-                producer.produce(TOPIC, value=value, key=str(i % 64).encode())
+                producer.produce(TOPIC, value=value, key=str(i % 64).encode(), on_delivery=lambda err, _: err and failed.append(err))
                 break
             except BufferError:
                 producer.poll(0.1)
-    producer.flush(120)
+    if producer.flush(120) or failed:
+        raise SystemExit(f"writing {records} records to {TOPIC}: {len(failed)} failed ({failed[:1]}), some still in flight after 120 s")
 
 
 def kafka_perf(root: Path, bootstrap: str, group: str, records: int) -> dict:
@@ -132,25 +132,26 @@ def failsafe_perf(bootstrap: str, group: str, records: int, logs: Path) -> dict:
     set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     spec = ShareConsumerSpec(process=f"perf-{group}", topics=(TOPIC,), group=group, bootstrap_servers=bootstrap)
     started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(logs / f"{group}.log").open("wb"))
+    supervisor = Supervisor()
+    child = supervisor.spawn([sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
+                             name=spec.process, log_path=logs / f"{group}.log", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     accepted: set[tuple] = set()
     first = None
     try:
-        for line in child.stdout:  # type: ignore[union-attr]
+        # The worker writes an op per poll and per commit: a line comes often, and EOF when it dies.
+        for line in child.popen.stdout:  # type: ignore[union-attr]
             op = orjson.loads(line)
             if op.get("f") == "share-poll" and op.get("type") == "ok" and first is None:
                 first = time.monotonic()
             elif op.get("f") == "share-ack" and op.get("type") == "ok":
                 accepted.update((a["partition"], a["offset"]) for a in op["acks"] if a["ack"] == "accept")
-                if len(accepted) >= records:
-                    break
-            if time.monotonic() - started > READ_TIMEOUT_S:
-                raise SystemExit(f"failsafe's share consumer accepted {len(accepted)} of {records} records in {READ_TIMEOUT_S} s")
+            if len(accepted) >= records or time.monotonic() - started > READ_TIMEOUT_S:
+                break
         done = time.monotonic()
     finally:
-        child.stdin.close()  # type: ignore[union-attr]
-        child.wait(60)
+        supervisor.stop_all()
+    if len(accepted) < records:
+        raise SystemExit(f"failsafe's share consumer accepted {len(accepted)} of {records} records (log: {logs / f'{group}.log'})")
     wall = done - started
     return {"wall_s": round(wall, 2), "records": len(accepted), "records_per_s_wall": round(len(accepted) / wall, 1),
             "first_record_s": round(first - started, 2) if first else None}

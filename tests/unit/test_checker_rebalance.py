@@ -195,3 +195,20 @@ def test_a_member_frozen_past_its_session_is_measured_like_a_kill() -> None:
     result = check(history(*START, *PAUSE_C1, assign("c0", [1], ms=10_000)))
     assert result["valid"] is True and result["counts"]["not-rebalanced"] == 0
     assert result["events"][0]["pause_ms"] == pytest.approx(9900)
+
+
+def test_a_member_frozen_past_its_session_whose_partition_nobody_took_is_invalid() -> None:
+    frozen_long = fault(1, start_ms=100, stop_ms=30_000, nodes=["c1"], fault_name="pause-consumer", target="consumer")
+    result = check(history(*START, *frozen_long), {"session_timeout_ms_by_group": {"g": 10_000}})
+    assert result["valid"] is False and result["counts"]["never-reassigned"] == 1 and result["counts"]["not-rebalanced"] == 0
+    # The same freeze within a 45 s session (Kafka's default) moved nothing, and need not have.
+    assert check(history(*START, *frozen_long))["counts"]["not-rebalanced"] == 1
+
+
+def test_a_member_frozen_earlier_still_owns_its_partitions_when_another_is_killed() -> None:
+    frozen = fault(1, start_ms=100, stop_ms=3000, nodes=["c1"], fault_name="pause-consumer", target="consumer")
+    kill_c0 = fault(2, start_ms=5000, stop_ms=5010, nodes=["c0"], fault_name="kill-consumer", target="consumer")
+    result = check(history(*START, *frozen, *kill_c0))
+    assert result["valid"] is False and result["counts"]["never-reassigned"] == 1
+    [kill] = [e for e in result["events"] if e["fault_id"] == 2]
+    assert kill["members_alive_at_end"] == ["c1"]

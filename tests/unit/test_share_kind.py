@@ -48,6 +48,10 @@ def test_the_checker_judges_lock_expiry_with_the_groups_lock_else_the_clusters()
     (lambda d: d["share_consumers"][0].update(processing_ms=-1), "must not be negative"),
     (lambda d: d.update(consumers=[{"name": "c", "topics": ["my-failsafe-topic"], "group": "myqueue"}]), "a group is one or the other"),
     (lambda d: d.pop("share_consumers"), "needs [[share_consumers]]"),
+    (lambda d: d.update(share_groups={"myqueue": {"share.record.lock.duration.ms": "1500"}}), "leaves the checker nothing to judge"),
+    (lambda d: d.update(share_groups={"myqueue": {"share.auto.offset.reset": "oldest"}}), "must be earliest, latest or by_duration"),
+    (lambda d: d["share_consumers"][0].update(topics="my-failsafe-topic"), "expected a list of topic names"),
+    (lambda d: d["cluster"].update(overrides={"group.share.record.lock.duration.ms": "soon"}), "must be a whole number"),
 ])
 def test_a_wrong_share_scenario_is_one_line(change, message: str) -> None:
     data = table("share-queue")
@@ -82,3 +86,18 @@ def test_what_a_run_stores_parses_again_to_the_same_scenario(name: str) -> None:
     scenario = parse_table(table(name), name)
     again = parse_table(dict(scenario.raw), name)
     assert again == scenario
+
+
+def test_a_pause_of_kafkas_java_consumer_is_refused() -> None:
+    data = table("rebalance-member-paused")
+    data["consumers"][0]["driver"] = "kafka-verifiable"
+    with pytest.raises(ScenarioError, match="pause-consumer freezes failsafe's own consumers only"):
+        parse_table(data, "t")
+
+
+def test_the_lab_tells_the_rebalance_checker_each_groups_session() -> None:
+    assert parse_table(table("rebalance-member-paused"), "t").checker_options()["rebalance"] == {"session_timeout_ms_by_group": {"mygroup": 10_000}}
+    data = table("consumer-failover-kip848")
+    data["consumers"][0].pop("session_timeout_ms")
+    # A KIP-848 group without its own session has the cluster's group.consumer.session.timeout.ms.
+    assert parse_table(data, "t").checker_options()["rebalance"]["session_timeout_ms_by_group"] == {"mygroup": 10_000}

@@ -12,6 +12,7 @@ import polars as pl
 
 from failsafe.checkers.keys import IDENTITY, POSITION, key
 from failsafe.history.model import History
+from failsafe.history.ops import PAUSE_CONSUMER, Target
 
 EXAMPLES_PER_ANOMALY = 5
 UNKNOWN: Literal["unknown"] = "unknown"
@@ -90,6 +91,10 @@ def read_options(options: Mapping | None, defaults: Mapping[str, Any], checker: 
         default = defaults[name]
         if isinstance(default, bool):
             ok = isinstance(value, bool)
+        elif isinstance(default, dict):
+            # A number per name (e.g. a session per group).
+            ok = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                                                    for k, v in value.items())
         elif isinstance(default, int) and not name.endswith("_ms"):
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         elif name.endswith("_ms"):
@@ -146,6 +151,16 @@ def end_ns(history: History) -> int | None:
 def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
     expr = pl.col(column) if isinstance(column, str) else column
     return expr / 1_000_000
+
+
+def client_stops(history: History) -> pl.DataFrame:
+    """(process, stop_ns): each crash or close of a client, and each consumer fault on it that stops it (a pause-consumer
+    freezes it instead: it goes on where it was when let go)."""
+    faults = history.faults.filter((pl.col("target") == Target.CONSUMER) & (pl.col("fault") != PAUSE_CONSUMER))
+    return pl.concat([
+        history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
+        faults.select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns")).explode("process"),
+    ])
 
 
 def with_share_reads(history: History) -> History:

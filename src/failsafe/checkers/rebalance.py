@@ -22,20 +22,25 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
 from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, Op, Target
+from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, Op, Target
 
 # expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
 # anyway when the protocol is incremental).
-DEFAULTS: dict[str, Any] = {"max_pause_ms": None, "expect_survivors_kept": False}
+# session_timeout_ms_by_group: each group's session (a classic member's session.timeout.ms, a KIP-848 group's
+# consumer.session.timeout.ms; absent: Kafka's 45 s), for judging a frozen member (pause-consumer).
+DEFAULTS: dict[str, Any] = {"max_pause_ms": None, "expect_survivors_kept": False, "session_timeout_ms_by_group": {}}
 VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUMERS, "survivors-interrupted": Side.CONSUMERS}
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
-# The consumer fault that freezes a member (faults/clients.py): it rebalances its group only if frozen past its session.
-_FROZEN = "pause-consumer"
+# Kafka's session when none is set: both clients' session.timeout.ms and the broker's group.consumer.session.timeout.ms.
+DEFAULT_SESSION_MS = 45_000
+# A frozen member is expelled at most its session after its last heartbeat, which came before the freeze: past that (and
+# this, for the coordinator's timers) its partitions must move.
+_SESSION_SLACK_MS = 2_000
 # A survivor that stops within this of the handover's end revoked its partitions for its own reasons (a close revokes them all).
 _SURVIVOR_STOP_GRACE_NS = 10_000_000_000
 
@@ -64,9 +69,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     limit_ms = opts["max_pause_ms"]
     for event in measured:
         # A member frozen for less than its session is never expelled: its group did not rebalance, and need not have.
-        event["rebalanced"] = event["fault"] != _FROZEN or any(moved["reassigned"] for moved in event["moved_partitions"])
+        event["rebalanced"] = not _frozen_within_session(event, opts["session_timeout_ms_by_group"]) or any(
+            moved["reassigned"] for moved in event["moved_partitions"])
     judged = [event for event in measured if event["rebalanced"]]
-    stuck = [(event, moved) for event in judged for moved in event["moved_partitions"] if not moved["reassigned"] and event["members_alive_at_end"]]
+    stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if never_reassigned(event, moved)]
     slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if interrupted_survivor(kept)]
     needless = [(event, kept) for event, kept in interrupted if needlessly_interrupted(event, kept)]
@@ -112,6 +118,12 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     )
 
 
+def never_reassigned(event: Mapping[str, Any], moved: Mapping[str, Any]) -> bool:
+    """A ``never-reassigned`` violation: a partition the event took that no member owned again while one lived, in a group
+    that had to rebalance (not one whose member was frozen within its session)."""
+    return bool(event["rebalanced"]) and not moved["reassigned"] and bool(event["members_alive_at_end"])
+
+
 def interrupted_survivor(kept: Mapping[str, Any]) -> bool:
     """A kept partition (one of ``events[].kept_partitions``) its survivor gave up during the handover, not lost with its own session."""
     return bool(kept["revoked"]) and not kept["lost"]
@@ -122,6 +134,13 @@ def needlessly_interrupted(event: Mapping[str, Any], kept: Mapping[str, Any]) ->
     return interrupted_survivor(kept) and bool(event["survivors_kept_expected"]) and bool(kept["judged"])
 
 
+def _frozen_within_session(event: dict[str, Any], sessions_ms: Mapping[str, float]) -> bool:
+    """A pause-consumer that let its member go before the group's session could have run out."""
+    if event["fault"] != PAUSE_CONSUMER or event["stop_ns"] is None:
+        return False
+    return (event["stop_ns"] - event["start_ns"]) / 1e6 < sessions_ms.get(event["group"], DEFAULT_SESSION_MS) + _SESSION_SLACK_MS
+
+
 def _slower(pause_ms: float | None, limit_ms: float) -> bool:
     return pause_ms is None or pause_ms > limit_ms
 
@@ -130,7 +149,8 @@ def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str
     """Consumer faults, then crashes and closes of group members that no consumer fault explains."""
     faults = history.faults.filter(pl.col("target") == Target.CONSUMER)
     events = [
-        {"source": "fault", "fault_id": row["fault_id"], "fault": row["fault"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"]}
+        {"source": "fault", "fault_id": row["fault_id"], "fault": row["fault"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"],
+         "stop_ns": row["stop_ns"]}
         for row in faults.sort("start_ns").to_dicts()
     ]
     members = membership.group_by("process").agg(pl.col("time_ns").min().alias("joined_ns"))
@@ -142,7 +162,7 @@ def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str
     client = history.client_events.join(members, on="process", how="inner").filter(pl.col("time_ns") >= pl.col("joined_ns"))
     explained = client.join(covered, on="process", how="inner").filter(pl.col("time_ns").is_between(pl.col("from_ns"), pl.col("to_ns")))
     client = client.join(explained.select("process", "time_ns"), on=["process", "time_ns"], how="anti")
-    events += [{"source": row["f"], "fault_id": None, "fault": None, "processes": [row["process"]], "start_ns": row["time_ns"]}
+    events += [{"source": row["f"], "fault_id": None, "fault": None, "processes": [row["process"]], "start_ns": row["time_ns"], "stop_ns": None}
                for row in client.sort("time_ns").to_dicts()]
     return sorted(events, key=lambda event: event["start_ns"])
 
@@ -199,6 +219,7 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
         "source": event["source"],
         "fault_id": event["fault_id"],
         "fault": event["fault"],
+        "stop_ns": event["stop_ns"],
         "processes": faulted,
         "group": group,
         "start_ns": start_ns,
@@ -244,18 +265,6 @@ def _members_alive_at_end(membership: pl.DataFrame, faulted: list[str], start_ns
     last_seen = membership.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
     stopped = client_stops(history).join(last_seen, on="process", how="inner").filter(pl.col("stop_ns") >= pl.col("seen_ns"))["process"]
     return sorted(set(others.to_list()) - set(stopped.to_list()))
-
-
-def client_stops(history: History) -> pl.DataFrame:
-    """(process, stop_ns): each crash or close of a client, and each consumer fault on it."""
-    return pl.concat(
-        [
-            history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
-            history.faults.filter(pl.col("target") == Target.CONSUMER)
-            .select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns"))
-            .explode("process"),
-        ]
-    )
 
 
 def _node_fault_between(history: History, start_ns: int, end_ns: int) -> bool:

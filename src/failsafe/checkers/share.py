@@ -40,9 +40,19 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, allowed_loss, durable_writers, read_options, result
+from failsafe.checkers.common import (
+    UNKNOWN,
+    CheckerOptionError,
+    CheckerResult,
+    Side,
+    allowed_loss,
+    client_stops,
+    durable_writers,
+    read_options,
+    result,
+)
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, OpType, Target
+from failsafe.history.ops import NODE_TARGETS, OpType
 
 # lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5).
 # lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5). from_first_delivered: judge each
@@ -56,8 +66,6 @@ ACKNOWLEDGED = "acknowledged"
 _SETTLING = ("accept", "reject")
 _KEY = ["group", "topic", "partition", "offset"]
 _EXAMPLES = 5
-# The consumer fault that freezes a consumer (faults/clients.py).
-_FROZEN = "pause-consumer"
 # A close or a kill takes effect on the broker before the op that records it (a close op is written once close() returned).
 _STOP_SLACK_NS = 10_000_000_000
 
@@ -233,12 +241,8 @@ def _leaders(history: History) -> dict[tuple[str, int], list[tuple[int, int | No
 
 
 def _holder_stops(history: History) -> dict[str, list[int]]:
-    """When each consumer crashed or closed, or a consumer fault hit it."""
+    """When each consumer crashed or closed, or a consumer fault stopped it (not a freeze: checkers/common.py client_stops)."""
     stops: dict[str, list[int]] = {}
-    for row in history.client_events.iter_rows(named=True):
-        stops.setdefault(row["process"], []).append(row["time_ns"])
-    # A frozen consumer (pause-consumer) has not stopped: it keeps its connections, and its records wait for their lock.
-    for row in history.faults.filter((pl.col("target") == Target.CONSUMER) & (pl.col("fault") != _FROZEN)).iter_rows(named=True):
-        for process in row["nodes"] or []:
-            stops.setdefault(process, []).append(row["start_ns"])
+    for process, stop_ns in client_stops(history).iter_rows():
+        stops.setdefault(process, []).append(stop_ns)
     return stops

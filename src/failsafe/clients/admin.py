@@ -5,7 +5,16 @@ from __future__ import annotations
 import logging
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ClusterMetadata, ConfigEntry, ConfigResource, OffsetSpec, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    OffsetSpec,
+    ResourceType,
+)
 
 from failsafe.errors import BrokerUnreachable, KafkaClientError
 
@@ -98,12 +107,23 @@ def topic_id(bootstrap_servers: str, topic: str, timeout_s: float = DEFAULT_TIME
 
 
 def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-    """Set a group's dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``, ...), as
-    ``kafka-configs.sh --entity-type groups --alter`` does, or one clear error naming what Kafka refused."""
-    if not configs:
-        return
+    """Make ``configs`` a group's only dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
+    ``consumer.session.timeout.ms``, ...), as ``kafka-configs.sh --entity-type groups --alter`` does: the others are
+    deleted, since Kafka keeps a group's configs when the group itself is deleted. One clear error naming what Kafka
+    refused."""
     admin = new_admin(bootstrap_servers)
+    try:
+        current = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout_s)
+        found = next(iter(current.values())).result(timeout=timeout_s + 5)
+    except KafkaException as e:
+        raise KafkaClientError(f"cannot read group {group}'s configs: {describe_error(e)}") from e
+    except TimeoutError as e:
+        raise KafkaClientError(f"group {group}'s configs were not described within {timeout_s + 5:g}s by {bootstrap_servers}") from e
+    stale = sorted(name for name, entry in found.items() if entry.source == ConfigSource.GROUP_CONFIG.value and name not in configs)
     entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()]
+    entries += [ConfigEntry(name, "", incremental_operation=AlterConfigOpType.DELETE) for name in stale]
+    if not entries:
+        return
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
     try:
         admin.incremental_alter_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s + 5)

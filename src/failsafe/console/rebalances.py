@@ -25,8 +25,9 @@ from typing import Any, TypeGuard
 import polars as pl
 
 from failsafe.checkers import run_checkers
+from failsafe.checkers.common import client_stops
 from failsafe.checkers.group_protocol import group_protocols
-from failsafe.checkers.rebalance import client_stops, interrupted_survivor, needlessly_interrupted
+from failsafe.checkers.rebalance import interrupted_survivor, needlessly_interrupted, never_reassigned
 from failsafe.history.model import History
 from failsafe.history.ops import Op
 
@@ -100,7 +101,7 @@ def _when(time_ns: int, start_ns: int | None) -> dict[str, Any]:
 def _left(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
     moved = [{"topic": p["topic"], "partition": p["partition"], "change": "moved", "owner": p["previous_owner"], "new_owner": p["new_owner"],
               "reassigned": p["reassigned"], "reassigned_ms": p["reassigned_ms"], "revoked": None, "revoked_ms": None, "lost": None,
-              "gap_ms": p.get("gap_ms"), "violation": None if p["reassigned"] or not event.get("members_alive_at_end") else "never-reassigned"}
+              "gap_ms": p.get("gap_ms"), "violation": "never-reassigned" if never_reassigned(event, p) else None}
              for p in event["moved_partitions"]]
     kept = [{"topic": p["topic"], "partition": p["partition"], "change": "kept", "owner": p["owner"], "new_owner": None,
              "reassigned": None, "reassigned_ms": None, "revoked": p["revoked"], "revoked_ms": p.get("revoked_ms"), "lost": p["lost"],

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from failsafe.errors import FailsafeError
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import decode_chunk, history_from_kinds, load_history
 from failsafe.history.model import History
@@ -182,9 +183,17 @@ def stored_checker(run: Path, name: str) -> dict | None:
 
 
 def checker_option(run: Path, checker: str, option: str) -> Any:
-    """An option the scenario gave a checker ([checkers.CHECKER] in its scenario.json), or None."""
-    checkers = _json_object(run / SCENARIO).get("checkers")
-    options = checkers.get(checker) if isinstance(checkers, dict) else None
+    """An option the run's checker was given: as its scenario (scenario.json, parsed by its kind) gives it, with what the
+    kind derives (a share scenario's lock from its groups' configs); its [checkers.CHECKER] table alone when it does not
+    parse; None when neither has it."""
+    data = _json_object(run / SCENARIO)
+    try:
+        from failsafe.scenarios.kinds import parse_table
+
+        options = parse_table(data, str(run / SCENARIO)).checker_options().get(checker)
+    except FailsafeError:
+        checkers = data.get("checkers")
+        options = checkers.get(checker) if isinstance(checkers, dict) else None
     return options.get(option) if isinstance(options, dict) else None
 
 

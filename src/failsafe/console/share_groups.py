@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers import share
-from failsafe.checkers.rebalance import client_stops
+from failsafe.checkers.common import client_stops
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 

@@ -6,11 +6,10 @@ from dataclasses import dataclass, field
 
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.registry import register
-from failsafe.history.ops import Family
+from failsafe.history.ops import PAUSE_CONSUMER, Family
 
 KILL_CONSUMER = "kill-consumer"
 CLOSE_CONSUMER = "close-consumer"
-PAUSE_CONSUMER = "pause-consumer"
 KILL_DRIVER = "kill-driver"
 KILL_SPARK_WORKER = "kill-spark-worker"
 # The Spark driver's process name: what kill-driver asks the workload to kill and restart.

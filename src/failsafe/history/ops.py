@@ -91,6 +91,10 @@ class Target(StrEnum):
     NETWORK = "network"
 
 
+# The client fault that freezes a consumer (SIGSTOP) instead of stopping it (faults/clients.py): it keeps its connections,
+# its group membership until its session runs out, and a share group's records until their lock does.
+PAUSE_CONSUMER = "pause-consumer"
+
 # Faults whose target is one of these act on Kafka's nodes: the partitions they led are the affected ones.
 NODE_TARGETS: tuple[Target, ...] = (Target.BROKER, Target.CONTROLLER, Target.QUORUM, Target.NETWORK)
 

@@ -153,6 +153,13 @@ def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), co
     return cls(**typed_fields(cls, data, converters or {}, lambda name, message: fail(f"{where}.{name}", message)))
 
 
+def topic_names(value: object) -> tuple[str, ...]:
+    """A list of topic names (a string alone would read as its characters)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of topic names, e.g. [\"txn-a\", \"txn-b\"]")
+    return tuple(value)
+
+
 def positive(value: object) -> float:
     if isinstance(value, bool):
         raise TypeError("expected a number")

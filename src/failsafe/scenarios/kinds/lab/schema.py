@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from failsafe.checkers.common import ACKS_NAMES, DURABLE_ACKS
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
+from failsafe.history.ops import PAUSE_CONSUMER
 from failsafe.scenarios.base import (
     KindInfo,
     Phases,
@@ -34,6 +35,7 @@ from failsafe.scenarios.base import (
     str_dict,
     tables,
     take,
+    topic_names,
     validate_actions,
 )
 from failsafe.workloads.group_settings import GroupSettings
@@ -104,7 +106,21 @@ class LabScenario(Scenario):
         lossy = [pattern for p in self.producers if p.may_lose for pattern in self.writer_patterns(p)]
         for name in self.loss_checkers:
             options[name] = {**options.get(name, {}), "lossy_writers": lossy}
+        sessions = {c.group: ms for c in self.consumers if c.group and (ms := self.session_ms(c)) is not None}
+        if sessions:
+            # What a frozen member is judged by (checkers/rebalance.py): its group's session.
+            options["rebalance"] = {"session_timeout_ms_by_group": sessions, **options.get("rebalance", {})}
         return options
+
+    def session_ms(self, c: ConsumerGroup) -> int | None:
+        """The group's session, when the scenario sets it: session_timeout_ms (a KIP-848 group's consumer.session.timeout.ms),
+        else the client property, else the cluster's group.consumer.session.timeout.ms for a KIP-848 group."""
+        if c.session_timeout_ms is not None:
+            return c.session_timeout_ms
+        setting = c.properties.get("session.timeout.ms")
+        if c.group_settings().group_protocol == "consumer":
+            setting = self.cluster.overrides.get("group.consumer.session.timeout.ms")
+        return int(setting) if setting is not None and str(setting).isdigit() else None
 
     def manifest(self) -> dict[str, Any]:
         names = [n for p in self.producers for n in p.processes()] + [n for c in self.consumers for n in c.processes()]
@@ -135,7 +151,7 @@ def parse_workload(data: dict, where: str) -> tuple[tuple[TopicSpec, ...], tuple
                       for i, p in enumerate(tables(data, "producers", where)))
     # A consumer table without 'group' means manual assignment.
     consumers = tuple(take({"group": None, **c} if isinstance(c, dict) else c, f"{where}.consumers[{i}]", ConsumerGroup,
-                           ("name", "topics", "group"), {"topics": tuple, "properties": str_dict})
+                           ("name", "topics", "group"), {"topics": topic_names, "properties": str_dict})
                       for i, c in enumerate(tables(data, "consumers", where)))
     return topics, producers, consumers
 
@@ -157,6 +173,7 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     members = (*(n for c in consumers for n in c.processes()), *clients.pop(Need.CONSUMERS, ()))
     ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics}, {Need.CONSUMERS: members, CONSUMER_GROUPS: groups, **clients})
     faults = parse_faults(data, name, kind, ctx, phases)
+    _refuse_frozen_jvms(name, faults, consumers)
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)
     scenario = cls(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
@@ -164,6 +181,15 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
                    topics=topics, producers=producers, consumers=consumers, **extra)
     validate_actions(scenario, kind)
     return scenario
+
+
+def _refuse_frozen_jvms(where: str, faults: tuple, consumers: tuple[ConsumerGroup, ...]) -> None:
+    """pause-consumer stops failsafe's worker; Kafka's VerifiableConsumer is a JVM it starts, which would go on."""
+    java = {n for c in consumers if c.driver == "kafka-verifiable" for n in c.processes()}
+    for i, f in enumerate(faults):
+        if f.fault == PAUSE_CONSUMER and getattr(f.params, "consumer", None) in java:
+            raise fail(f"{where}.faults[{i}].consumer", f"{f.params.consumer} is Kafka's VerifiableConsumer (driver kafka-verifiable): "
+                                                        "pause-consumer freezes failsafe's own consumers only")
 
 
 def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], producers: tuple[ProducerGroup, ...],

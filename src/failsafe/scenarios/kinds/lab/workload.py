@@ -42,9 +42,11 @@ class LabWorkload:
         groups = sorted({c.group for c in self.scenario.consumers if c.group})
         setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups)
         for c in self.scenario.consumers:
-            configs = c.group_settings().group_configs(c.session_timeout_ms)
-            if configs and c.group:
-                ctx.event(f"consumer group {c.group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
+            if c.group:
+                # Always: an earlier run's configs of the same group outlive its deletion.
+                configs = c.group_settings().group_configs(c.session_timeout_ms)
+                if configs:
+                    ctx.event(f"consumer group {c.group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
                 set_group_configs(ctx.bootstrap_servers, c.group, configs)
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
 
@@ -61,10 +63,11 @@ class LabWorkload:
                 want = {(t, p) for t in c.topics for p in range(partitions[t])}
                 if c.group is not None and not want <= by_group.get(c.group, set()):
                     return False
-                # Every member owns some (when there are enough): an incremental protocol hands a late joiner its share over
-                # several heartbeats, and a fault on a member that owns nothing yet would move nothing.
-                members = [pool.workers[n] for n in c.processes() if n in pool.workers]
-                if c.group is not None and len(members) <= len(want) and any(not w.assigned for w in members):
+                # Every member owns some when every assignor gives each one some (no more members in the group than the
+                # smallest topic has partitions): an incremental protocol hands a late joiner its share over several
+                # heartbeats, and a fault on a member that owns nothing yet would move nothing.
+                members = [w for w in pool.consumers() if c.group is not None and w.group == c.group]
+                if members and len(members) <= min(partitions[t] for t in c.topics) and any(not w.assigned for w in members):
                     return False
                 if c.group is None and any(not want <= w.assigned for w in pool.consumers() if w.group is None):
                     return False
@@ -152,12 +155,16 @@ class LabWorkload:
 
     def close_client(self, name: str) -> None:
         pool = self._pool()
-        pool.stop([pool.workers[self._consumer(name)]])
+        worker = pool.workers[self._consumer(name)]
+        self.resume_client(name)  # a frozen consumer would take its SIGTERM only when let go
+        pool.stop([worker])
 
     def restart_client(self, name: str) -> None:
         raise FaultError(f"the lab does not restart {name}: its consumers stay down once killed")
 
     def pause_client(self, name: str) -> None:
+        if name in self.frozen:
+            raise FaultError(f"consumer {name} is frozen already (another pause-consumer): one at a time")
         self._pool().workers[self._consumer(name)].child.signal(signal.SIGSTOP)
         self.frozen.add(name)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
-from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take
+from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
 
@@ -29,6 +29,8 @@ DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 BROKER_SETTINGS = {LOCK_DURATION: ("group.share.record.lock.duration.ms", 30_000), DELIVERY_COUNT_LIMIT: ("group.share.delivery.count.limit", 5)}
 # The checker's option for each.
 CHECKER_OPTIONS = {LOCK_DURATION: "lock_duration_ms", DELIVERY_COUNT_LIMIT: "delivery_count_limit"}
+# The share checker's allowance between the broker's acquisition and the consumer's op (checkers/share.py lock_slack_ms).
+LOCK_SLACK_MS = 2_000
 # Long enough for a killed member's records to come back after their lock: the drain waits for every record to be
 # accepted or rejected, by this much more than the lock duration.
 DRAIN_MARGIN_S = 30.0
@@ -104,7 +106,7 @@ def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
     name = scenario_name(data)
     refuse_unknown(data, name, TOP)
     members = tuple(take(c, f"{name}.share_consumers[{i}]", ShareConsumers, ("name", "topics", "group"),
-                         {"topics": tuple, "properties": str_dict, "release_per_mille": _per_mille, "reject_per_mille": _per_mille})
+                         {"topics": topic_names, "properties": str_dict, "release_per_mille": _per_mille, "reject_per_mille": _per_mille})
                     for i, c in enumerate(tables(data, "share_consumers", name)))
     configs = _group_tables(data.get("share_groups", {}), name)
     groups = {c.group: {AUTO_OFFSET_RESET: "earliest", **configs.get(c.group, {})} for c in members}
@@ -149,6 +151,17 @@ def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
     names = [p.name for p in s.producers] + [c.name for c in s.consumers] + [c.name for c in s.share_consumers]
     if len(names) != len(set(names)):
         raise fail(where, f"producer, consumer and share consumer names must be unique: {names}")
+    for setting, (broker, _) in BROKER_SETTINGS.items():
+        value = s.cluster.overrides.get(broker)
+        if value is not None and not str(value).isdigit():
+            raise fail(f"{where}.cluster.overrides.{broker}", f"{value!r} must be a whole number (the default of every group's {setting})")
+    for group, configs in s.share_groups.items():
+        reset = configs[AUTO_OFFSET_RESET]
+        if reset not in ("earliest", "latest") and not reset.startswith("by_duration:"):
+            raise fail(f"{where}.share_groups.{group}.{AUTO_OFFSET_RESET}", f"{reset!r} must be earliest, latest or by_duration:DURATION")
+    if s.share_setting(LOCK_DURATION) <= LOCK_SLACK_MS:
+        raise fail(f"{where}.share_groups", f"a {LOCK_DURATION} of {s.share_setting(LOCK_DURATION)} ms leaves the checker nothing to judge lock "
+                                           f"expiry by: it must exceed {LOCK_SLACK_MS} ms (Kafka's minimum is 15000)")
     lock_s = s.share_setting(LOCK_DURATION) / 1000
     if s.phases.drain_timeout_s < lock_s + DRAIN_MARGIN_S:
         raise fail(f"{where}.phases.drain_timeout_s", f"{s.phases.drain_timeout_s:g} s is too short to see a killed member's records "

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.faults.transactions import TXN_CLIENTS
-from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take
+from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
 from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS, LIBRDKAFKA, TXN_DRIVERS
@@ -87,12 +87,6 @@ class TxnScenario(LabScenario):
                 "client_logs": {**manifest["client_logs"], **{n: f"logs/{n}.client.log" for n in names}}}
 
 
-def _names(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("expected a list of topic names, e.g. [\"txn-a\", \"txn-b\"]")
-    return tuple(value)
-
-
 # What Kafka requires of a transactional producer: a writer's properties may not say otherwise.
 REQUIRED_PRODUCER = {"enable.idempotence": ("true",), "acks": ("all", "-1")}
 
@@ -108,7 +102,7 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
     name = scenario_name(data)
     refuse_unknown(data, name, TOP)
     writers = tuple(take(w, f"{name}.writers[{i}]", Writers, ("name", "topics"),
-                         {"topics": _names, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
+                         {"topics": topic_names, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
                     for i, w in enumerate(tables(data, "writers", name)))
     processors = tuple(take(p, f"{name}.processors[{i}]", Processors, ("name", "input", "output", "group"),
                             {"abort_probability": _probability, "properties": str_dict})
