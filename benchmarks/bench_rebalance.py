@@ -134,10 +134,18 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
     ap.add_argument("--recheck", action="store_true", help="with --summarize: check each stored run again first (failsafe check)")
+    ap.add_argument("--replace-cells", type=Path, metavar="JSON", help="with --summarize: this file's cells replace the stored file's")
     args = ap.parse_args()
     if args.summarize:
         stored = json.loads(args.summarize.read_text())
         rows = stored["rows"]
+        if args.replace_cells:
+            # The cells of another file (a grid run again after a fix) replace this one's.
+            newer = json.loads(args.replace_cells.read_text())
+            cell = lambda r: (r["fault"], r["protocol"], r["client"], r["members"])  # noqa: E731
+            again = {cell(r) for r in newer["rows"]}
+            rows = [r for r in rows if cell(r) not in again] + newer["rows"]
+            stored["replaced"] = {"cells": sorted(" ".join(map(str, c)) for c in again), "command": newer["command"]}
         if args.recheck:
             # Judged again by this failsafe's checkers (failsafe check rewrites each run's results.json), then read again.
             for r in rows:

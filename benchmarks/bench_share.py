@@ -163,13 +163,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     bootstrap = Cluster.open(args.dir).bootstrap_servers
     rows, rounds = [], []
     with tempfile.TemporaryDirectory(prefix="failsafe-share-") as tmp:
         runs = Path(os.environ.get("FAILSAFE_BENCH_RUNS", tmp))
-        for scenario in SCENARIOS:
+        for scenario in args.scenarios.split(","):
             for i in range(args.runs):
                 row = one_run(args.dir, runs, scenario)
                 rows.append(row)

@@ -8,6 +8,7 @@ the client library's own log (librdkafka's debug lines, the Java tools' log4j) i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -29,8 +30,10 @@ from failsafe.workloads.share_consumer import SETTLING, ShareConsumerSpec
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, crash_reason, runs_python, stuck_at
 from failsafe.workloads.txn_specs import TxnSpec
+from failsafe.workloads.verifiable import CRASH_SIGNAL, VerifiableSpec
 
 STOP_TIMEOUT_S = 45.0
+CRASH_TIMEOUT_S = 10.0  # how long a verifiable client's worker is given to kill its JVM and record what it printed
 STACKS_TIMEOUT_S = 5.0  # how long a worker that did not stop is given to dump its stacks before it is killed
 # A producer's lines are counted by cheap byte tests, never parsed twice: OpWriter writes "type" then "f".
 _INVOKE = f'"type":"{OpType.INVOKE}"'.encode()
@@ -196,9 +199,15 @@ class WorkerPool:
 
     # -- stopping -------------------------------------------------------------------------------
     def kill(self, process: str) -> None:
-        """SIGKILL a worker (a crash, not a close) and record that it crashed."""
+        """SIGKILL a worker (a crash, not a close) and record that it crashed. A worker running Kafka's verifiable client
+        kills its JVM itself (CRASH_SIGNAL) and records what the JVM had printed before it exits: killed with it, the lines
+        it had not yet translated would be lost."""
         worker = self.workers[process]
         worker.crashed = worker.expected_exit = True
+        if isinstance(worker.spec, VerifiableSpec) and worker.alive():
+            worker.child.signal(CRASH_SIGNAL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.child.wait(CRASH_TIMEOUT_S)
         worker.child.kill(STOP_TIMEOUT_S)
         worker.reader.join(STOP_TIMEOUT_S)
         self.recorder.record(op(Op.CRASH, process=process))

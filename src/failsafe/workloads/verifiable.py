@@ -48,6 +48,10 @@ from failsafe.workloads.verifiable_events import (
     producer_stopped_ops,
 )
 
+# What the pool sends a verifiable client's worker to crash its client (pool.kill): a real-time signal nothing else uses
+# (SIGUSR1 tells a transactional worker it was superseded, SIGUSR2 asks for stacks and HotSpot uses it).
+CRASH_SIGNAL: int = signal.SIGRTMIN + 1
+
 # The Java client's own default; VerifiableProducer overrides it with 0 unless told otherwise.
 JAVA_DEFAULT_RETRIES = 2_147_483_647
 # Below the worker pool's 45 s SIGKILL, so the JVM is stopped (and what it left unreported is
@@ -244,13 +248,18 @@ def _write(out: OpWriter, op: dict) -> None:
     out.op(op["type"], op["f"], **fields)
 
 
-def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *, java: Java | None = None, dist: KafkaDist | None = None) -> int:
+def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *, java: Java | None = None, dist: KafkaDist | None = None,
+                   crash: threading.Event | None = None) -> int:
     """Run the tool until it ends or ``stop`` is set; returns its exit code.
 
     The JVM gets SIGTERM when ``stop`` is set (its shutdown hook closes the client, which reports
     what was in flight) and SIGKILL after ``stop_timeout_s``; it is never left running.
+    ``crash`` set (the pool's kill: CRASH_SIGNAL): SIGKILL of the JVM at once, and what it had
+    printed is still read to its end and recorded (a kill of this process would lose the lines
+    not yet translated: a read the JVM reported, then committed, missing from the history).
     Raises WorkloadFailed, after recording what it printed, when it ended without being asked.
     """
+    crash = crash or threading.Event()
     java = java or find_java()
     dist = dist or kafka_dist(spec.kafka_version)
     state = ProducerState(spec.topic, spec.prefix, spec.keys) if isinstance(spec, VerifiableProducerSpec) else None
@@ -274,7 +283,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         else:
             child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         killed = threading.Event()
-        stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s), name=f"stop-{spec.process}", daemon=True)
+        stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s, crash), name=f"stop-{spec.process}",
+                                   daemon=True)
         stopper.start()
         stdout = child.popen.stdout
         assert stdout is not None
@@ -305,7 +315,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
                 group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec) else {}
                 out.op(OpType.INFO, Op.CRASH, **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
             out.flush()
-    if not stop.is_set() and not (spec.count is not None and returncode == 0):
+    if not stop.is_set() and not crash.is_set() and not (spec.count is not None and returncode == 0):
         detail = child.tail() or "no output on stderr"
         raise WorkloadFailed(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
     return returncode
@@ -325,8 +335,11 @@ def _translate_line(line: bytes, translate: Callable[[dict], list[dict]], out: O
         _write(out, op)
 
 
-def _stop_when_asked(child: Child, stop: threading.Event, killed: threading.Event, timeout_s: float) -> None:
+def _stop_when_asked(child: Child, stop: threading.Event, killed: threading.Event, timeout_s: float, crash: threading.Event) -> None:
     while not stop.wait(0.1):
+        if crash.is_set():
+            child.kill()
+            return
         if not child.running():
             return
     if not child.running():
