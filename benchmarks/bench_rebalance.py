@@ -133,7 +133,7 @@ def main() -> int:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
-    ap.add_argument("--recheck", action="store_true", help="with --summarize: check each stored run again first (failsafe check)")
+    ap.add_argument("--recheck", metavar="FAULTS", help="with --summarize: check the stored runs of these faults again first (failsafe check)")
     ap.add_argument("--replace-cells", type=Path, metavar="JSON", help="with --summarize: this file's cells replace the stored file's")
     args = ap.parse_args()
     if args.summarize:
@@ -147,10 +147,14 @@ def main() -> int:
             rows = [r for r in rows if cell(r) not in again] + newer["rows"]
             stored["replaced"] = {"cells": sorted(" ".join(map(str, c)) for c in again), "command": newer["command"]}
         if args.recheck:
-            # Judged again by this failsafe's checkers (failsafe check rewrites each run's results.json), then read again.
+            # The runs of these faults judged again by this failsafe's checkers (failsafe check rewrites each run's
+            # results.json), then read again.
+            again = args.recheck.split(",")
             for r in rows:
-                subprocess.run([sys.executable, "-m", "failsafe.cli.main", "check", r["run_dir"]], capture_output=True, timeout=RUN_TIMEOUT_S)
+                if r["fault"] in again:
+                    subprocess.run([sys.executable, "-m", "failsafe.cli.main", "check", r["run_dir"]], capture_output=True, timeout=RUN_TIMEOUT_S)
             rows = [row_of(Path(r["run_dir"]), r["fault"], r["protocol"], r["client"], r["members"], r["partitions"], r["wall_s"]) for r in rows]
+            stored["rechecked"] = again
         write_summary({**stored, "cells": summarize(rows), "rows": rows}, args.out)
         return 0
     rows = []

@@ -146,7 +146,9 @@ def test_a_share_group_redelivers_a_killed_members_records_to_another(queue_run:
 
 
 def test_a_frozen_share_members_records_come_back_after_their_lock(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
-    result = shared_cluster.cli("run", "share-consumer-paused", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
+    # Frozen 18 s, past the 15 s lock (the catalog's 25 s and 30 s chaos make the same point more slowly).
+    result = shared_cluster.cli("run", "share-consumer-paused", "--runs", str(tmp_path), "--set", "faults[0].duration_s=18",
+                                "--set", "phases.chaos_s=21", timeout_s=RUN_TIMEOUT_S)
     results = json.loads((only_run_dir(tmp_path, "share-consumer-paused") / "results.json").read_text())
     share = results["checkers"]["share"]
     assert share["counts"]["lost"] == 0 and share["counts"]["unexplained-redelivery"] == 0
