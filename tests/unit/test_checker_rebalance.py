@@ -212,3 +212,12 @@ def test_a_member_frozen_earlier_still_owns_its_partitions_when_another_is_kille
     assert result["valid"] is False and result["counts"]["never-reassigned"] == 1
     [kill] = [e for e in result["events"] if e["fault_id"] == 2]
     assert kill["members_alive_at_end"] == ["c1"]
+
+
+def test_the_killed_members_own_reads_recorded_after_the_kill_are_not_the_groups_first() -> None:
+    # A killed Java consumer's last reads come in as the JVM printed them, a few ms into the kill: the gap runs to the
+    # survivor's first read.
+    h = history(*START, poll("c1", [rec(6, "v6", partition=1)], ms=50), *KILL_C1, poll("c1", [rec(7, "v7", partition=1)], ms=103),
+                assign("c0", [1], ms=5000), poll("c0", [rec(8, "v8", partition=1)], ms=5100))
+    [moved] = check(h)["events"][0]["moved_partitions"]
+    assert moved["gap_ms"] == pytest.approx(5100 - 50 - 0, abs=60) and moved["first_poll_after_ms"] == pytest.approx(5000)

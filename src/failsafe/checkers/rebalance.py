@@ -275,7 +275,9 @@ def _node_fault_between(history: History, start_ns: int, end_ns: int) -> bool:
 
 def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
     """For each moved and kept partition of each event: first_poll_after_ms (moved only), its group's first read of it
-    after the event, and gap_ms, from the group's last read of it before the event to that first read after."""
+    after the event by a member the event did not hit, and gap_ms, from the group's last read of it before the event to
+    that first read after. The faulted members' own reads after the event are not the group's: a killed Java consumer's
+    last reads are recorded as the JVM printed them, a few ms into the kill, and a frozen one's stale batch on waking."""
     rows = [
         {"event": index, "group": event["group"], "topic": p["topic"], "partition": p["partition"], "start_ns": event["start_ns"]}
         for index, event in enumerate(measured)
@@ -286,13 +288,18 @@ def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
     schema = {"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64}
     wanted = pl.DataFrame(rows, schema=schema).sort("start_ns")
     relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
-    relevant = relevant.select("group", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
+    relevant = relevant.select("group", "process", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
     found: dict[tuple[int, str, int], list[int | None]] = {}
-    for side, (strategy, allow_exact) in enumerate((("backward", True), ("forward", False))):
-        edge = wanted.join_asof(relevant, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy=strategy,
-                                allow_exact_matches=allow_exact, check_sortedness=False)
-        for row in edge.to_dicts():
-            found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[side] = row["read_ns"]
+    before = wanted.join_asof(relevant.drop("process"), left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy="backward",
+                              check_sortedness=False)
+    for row in before.to_dicts():
+        found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[0] = row["read_ns"]
+    for index, event in enumerate(measured):
+        others = relevant.filter(~pl.col("process").is_in(event["processes"])).drop("process")
+        after = wanted.filter(pl.col("event") == index).join_asof(others, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION],
+                                                                   strategy="forward", allow_exact_matches=False, check_sortedness=False)
+        for row in after.to_dicts():
+            found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[1] = row["read_ns"]
     for index, event in enumerate(measured):
         for p in event["moved_partitions"] + event["kept_partitions"]:
             before_ns, after_ns = found.get((index, p["topic"], p["partition"]), [None, None])

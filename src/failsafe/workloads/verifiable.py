@@ -52,6 +52,19 @@ from failsafe.workloads.verifiable_events import (
 # (SIGUSR1 tells a transactional worker it was superseded, SIGUSR2 asks for stacks and HotSpot uses it).
 CRASH_SIGNAL: int = signal.SIGRTMIN + 1
 
+
+class Crash:
+    """A crash the pool asked for (CRASH_SIGNAL): ``trigger`` SIGKILLs the JVM at once, from the signal handler."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.child: Child | None = None
+
+    def trigger(self) -> None:
+        self.event.set()
+        if self.child is not None:
+            self.child.kill()
+
 # The Java client's own default; VerifiableProducer overrides it with 0 unless told otherwise.
 JAVA_DEFAULT_RETRIES = 2_147_483_647
 # Below the worker pool's 45 s SIGKILL, so the JVM is stopped (and what it left unreported is
@@ -249,7 +262,7 @@ def _write(out: OpWriter, op: dict) -> None:
 
 
 def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *, java: Java | None = None, dist: KafkaDist | None = None,
-                   crash: threading.Event | None = None) -> int:
+                   crash: Crash | None = None) -> int:
     """Run the tool until it ends or ``stop`` is set; returns its exit code.
 
     The JVM gets SIGTERM when ``stop`` is set (its shutdown hook closes the client, which reports
@@ -259,7 +272,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
     not yet translated: a read the JVM reported, then committed, missing from the history).
     Raises WorkloadFailed, after recording what it printed, when it ended without being asked.
     """
-    crash = crash or threading.Event()
+    crash = crash or Crash()
     java = java or find_java()
     dist = dist or kafka_dist(spec.kafka_version)
     state = ProducerState(spec.topic, spec.prefix, spec.keys) if isinstance(spec, VerifiableProducerSpec) else None
@@ -282,8 +295,11 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", log_path=Path(spec.client_log), stdout=subprocess.PIPE)
         else:
             child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        crash.child = child
+        if crash.event.is_set():
+            child.kill()  # asked before the JVM was there
         killed = threading.Event()
-        stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s, crash), name=f"stop-{spec.process}",
+        stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s, crash.event), name=f"stop-{spec.process}",
                                    daemon=True)
         stopper.start()
         stdout = child.popen.stdout
@@ -315,7 +331,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
                 group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec) else {}
                 out.op(OpType.INFO, Op.CRASH, **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
             out.flush()
-    if not stop.is_set() and not crash.is_set() and not (spec.count is not None and returncode == 0):
+    if not stop.is_set() and not crash.event.is_set() and not (spec.count is not None and returncode == 0):
         detail = child.tail() or "no output on stderr"
         raise WorkloadFailed(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
     return returncode
