@@ -155,7 +155,9 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
         "--out docs/benchmarks/transactions-failover.json", True),
     Raw("docs/benchmarks/rebalance-3.json", f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/rebalance-3.json",
-        True),
+        True, "stored from that grid (5 runs per cell), with its kill cells of Kafka's Java consumer run again after the verifiable worker's "
+              "kill fix (--faults killed --clients kafka-java, merged by --summarize FILE --replace-cells) and every run checked again "
+              "by the final checkers (--summarize FILE --recheck killed,closed,paused,coordinator)"),
     Raw("docs/benchmarks/share.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json", True),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",
