@@ -219,10 +219,12 @@ def _reason(acks: list[dict], stops: list[int], node_faults: list[tuple], leader
         return "released"
     if any(a["type"] != OpType.OK for a in acks):
         return "ack-failed"
-    if any(start <= t <= end + _STOP_SLACK_NS for t in stops):
-        return "holder-stopped"
+    # The lock first: a redelivery at least the lock after the acquisition needs nothing else to explain it, whatever its
+    # holder did afterwards (a close recorded soon after would otherwise claim it).
     if (end - start) / 1e6 >= lock_ms:
         return "lock-expired"
+    if any(start <= t <= end + _STOP_SLACK_NS for t in stops):
+        return "holder-stopped"
     if any(f_start <= end and (f_stop is None or f_stop >= start) for f_start, f_stop in node_faults):
         return "node-fault"
     # The partition's leader (as sampled) changed between the last sample before the delivery and the redelivery.
