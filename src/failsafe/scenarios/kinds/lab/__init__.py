@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,15 @@ def _workload(scenario: Any) -> Any:
     return LabWorkload(scenario)
 
 
-def _judge(run_dir: RunDir, scenario: Any) -> tuple[dict, Any]:
-    from failsafe.scenarios.check import judge_history_run
+def history_judge(checkers: tuple[str, ...]) -> Callable[[RunDir, Any], tuple[dict, Any]]:
+    """The judge of a kind whose runs are its history judged by ``checkers`` (the lab and the kinds built on it)."""
 
-    return judge_history_run(run_dir, scenario, CHECKERS)
+    def judge(run_dir: RunDir, scenario: Any) -> tuple[dict, Any]:
+        from failsafe.scenarios.check import judge_history_run
+
+        return judge_history_run(run_dir, scenario, checkers)
+
+    return judge
 
 
 def show_summary(console: Console, run_dir: RunDir, results: dict, history: Any) -> None:
@@ -43,7 +49,7 @@ def write_lab_report(run_dir: RunDir, results: dict, history: Any) -> Path:
 KIND = register(ScenarioKind(
     name="lab",
     summary="verifying producers and consumers on one cluster, the seeds' experiments",
-    parser=parse_lab, workload=_workload, judge=_judge, show=show_summary, report=write_lab_report,
+    parser=parse_lab, workload=_workload, judge=history_judge(CHECKERS), show=show_summary, report=write_lab_report,
     offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
     checkers=CHECKERS, actions=COMMON_ACTIONS, default=True,
 ))
