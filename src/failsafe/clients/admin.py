@@ -106,6 +106,14 @@ def topic_id(bootstrap_servers: str, topic: str, timeout_s: float = DEFAULT_TIME
         raise KafkaClientError(f"topic {topic} was not described within {timeout_s + 5:g}s by {bootstrap_servers}") from e
 
 
+def _no_group_configs(e: KafkaException) -> bool:
+    """Whether DescribeConfigs was refused because the broker has no GROUP config resource: a ZooKeeper-mode broker answers
+    INVALID_REQUEST, one older than group configs UNSUPPORTED_VERSION."""
+    error = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+    return error is not None and error.code() in (KafkaError.INVALID_REQUEST, KafkaError._UNSUPPORTED_FEATURE,
+                                                  KafkaError.UNSUPPORTED_VERSION)
+
+
 def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Make ``configs`` a group's only dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
     ``consumer.session.timeout.ms``, ...), as ``kafka-configs.sh --entity-type groups --alter`` does: the others are
@@ -116,6 +124,8 @@ def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str
         current = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout_s)
         found = next(iter(current.values())).result(timeout=timeout_s + 5)
     except KafkaException as e:
+        if not configs and _no_group_configs(e):
+            return  # a broker without group configs (ZooKeeper mode) keeps none to clear
         raise KafkaClientError(f"cannot read group {group}'s configs: {describe_error(e)}") from e
     except TimeoutError as e:
         raise KafkaClientError(f"group {group}'s configs were not described within {timeout_s + 5:g}s by {bootstrap_servers}") from e
