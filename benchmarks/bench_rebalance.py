@@ -5,13 +5,15 @@
     .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 --members 30 --partitions 60 \
         --faults killed --clients librdkafka --out docs/benchmarks/rebalance-30.json
 
-Runs the catalog scenarios rebalance-member-{killed,closed,paused} and rebalance-coordinator-killed (kill -9, a polite
-close, a 16 s freeze past the 10 s session, the group coordinator's broker killed for 10 s), --runs times per cell, with
+Runs the catalog scenarios rebalance-member-{killed,closed,paused,joining}, rebalance-coordinator-killed and
+rebalance-rolling-restart (kill -9, a polite close, a 16 s freeze past the 10 s session, a member joining, the group
+coordinator's broker killed for 10 s, every member restarted in turn), --runs times per cell, with
 the group's protocol set by --set: classic eager range, classic cooperative-sticky, KIP-848 with the uniform and the range
 remote assignor; librdkafka, and Kafka's Java consumer (VerifiableConsumer) for the faults that do not freeze a process
 (SIGSTOP stops failsafe's worker, not the JVM it starts). From each run's results: the rebalance checker's event of the
-fault (pause_ms: until every partition it took was owned again; each moved and kept partition's processing gap, from the
-group's last read of it before the fault to its first after; the survivors' partitions revoked), the semantics checker's
+fault (pause_ms: until every partition it took was owned again; each moved and kept partition's processing gap, its
+longest stretch unread from before the fault until the group settled; the survivors' partitions revoked; for a join, the
+partitions given to the joiner are the moved ones; EVENTS), the semantics checker's
 records read again by another member across the rebalance, and the verdict. One cluster for every run (the scenarios'
 [cluster] overrides).
 """
@@ -33,7 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import write_summary  # noqa: E402
 
 FAULTS = {"killed": "rebalance-member-killed", "closed": "rebalance-member-closed", "paused": "rebalance-member-paused",
-          "coordinator": "rebalance-coordinator-killed"}
+          "coordinator": "rebalance-coordinator-killed", "joining": "rebalance-member-joining", "rolling": "rebalance-rolling-restart"}
+# Which of a run's measured events a fault's row is of: the first leave (a fault's own), the join of the restarted member,
+# or every leave and join of the rolling restart (its longest pause; moved, kept and revoked partitions summed; gaps pooled).
+EVENTS = {"joining": "join", "rolling": "all"}
 PROTOCOLS = {
     "classic-range": ['consumers[0].assignment_strategy="range"'],
     "classic-cooperative-sticky": ['consumers[0].assignment_strategy="cooperative-sticky"'],
@@ -65,14 +70,18 @@ def row_of(run_dir: Path, fault: str, protocol: str, client: str, members: int, 
     results = json.loads((run_dir / "results.json").read_text())
     rebalance = results["checkers"]["rebalance"]
     events = [e for e in rebalance.get("events", []) if e["source"] == "fault"]
-    event = events[0] if events else None
-    moved = event["moved_partitions"] if event else []
-    kept = event["kept_partitions"] if event else []
+    which = EVENTS.get(fault, "leave")
+    if which != "all":
+        events = [e for e in events if e.get("kind", "leave") == which][:1]
+    moved = [m for e in events for m in e["moved_partitions"]]
+    kept = [k for e in events for k in e["kept_partitions"]]
+    pauses = [e["pause_ms"] for e in events]
     return {
         "fault": fault, "protocol": protocol, "client": client, "members": members, "partitions": partitions,
         "run_dir": str(run_dir), "verdict": results["verdict"], "wall_s": wall_s,
-        "group_protocol": event["protocol"] if event else None,
-        "pause_ms": event["pause_ms"] if event else None,
+        "group_protocol": events[0]["protocol"] if events else None,
+        "events": len(events),
+        "pause_ms": None if not pauses or None in pauses else max(pauses),
         "moved": len(moved),
         "moved_gaps_ms": [m["gap_ms"] for m in moved if m["gap_ms"] is not None],
         "kept": len(kept),

@@ -10,6 +10,9 @@ share checker's redeliveries by reason and its anomalies, and from the history, 
 the time from the fault to their first delivery to another member. The cluster at --dir must fit the scenarios (any
 running 4.x KRaft cluster of 3 brokers; absent, each run starts one).
 
+--driver kafka-verifiable runs the scenarios with Kafka's VerifiableShareConsumer as the members (implicit acknowledgement,
+no processing time: a kill catches a member holding records only between a poll and its commit).
+
 Throughput: --records records of 100 bytes on a topic of 3 partitions, read --rounds times by a new share group (starting
 at the earliest offset) with Kafka's ShareConsumerPerformance (one consumer, implicit acknowledgement) and with failsafe's
 verifying share consumer (one worker: every record recorded as an op and accepted explicitly, committed per poll), each
@@ -50,8 +53,14 @@ RUN_TIMEOUT_S = 600
 READ_TIMEOUT_S = 600
 
 
-def one_run(root: Path, runs: Path, scenario: str) -> dict:
-    cmd = [sys.executable, "-m", "failsafe.cli.main", "run", scenario, "--dir", str(root), "--runs", str(runs)]
+# Kafka's VerifiableShareConsumer as every scenario's members: it accepts each record at once (no processing time).
+JAVA_SETS = ['share_consumers[0].driver="kafka-verifiable"', "share_consumers[0].processing_ms=0"]
+
+
+def one_run(root: Path, runs: Path, scenario: str, driver: str = "failsafe") -> dict:
+    sets = JAVA_SETS if driver == "kafka-verifiable" else []
+    cmd = [sys.executable, "-m", "failsafe.cli.main", "run", scenario, "--dir", str(root), "--runs", str(runs),
+           *[a for s in sets for a in ("--set", s)]]
     before = set((runs / scenario).iterdir()) if (runs / scenario).is_dir() else set()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     new = sorted(set((runs / scenario).iterdir()) - before) if (runs / scenario).is_dir() else []
@@ -60,7 +69,7 @@ def one_run(root: Path, runs: Path, scenario: str) -> dict:
     run_dir = new[0]
     results = json.loads((run_dir / "results.json").read_text())
     share = results["checkers"]["share"]
-    return {"scenario": scenario, "run_dir": str(run_dir), "verdict": results["verdict"],
+    return {"scenario": scenario, "driver": driver, "run_dir": str(run_dir), "verdict": results["verdict"],
             "counts": {k: v for k, v in share["counts"].items() if v}, "violations": share["violations"],
             "redelivery_delay_ms": share.get("redelivery_delay_ms", {}), **_after_fault(run_dir / "history.jsonl")}
 
@@ -164,6 +173,9 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--driver", choices=("failsafe", "kafka-verifiable"), default="failsafe",
+                    help="the share scenarios' members: failsafe's worker, or Kafka's VerifiableShareConsumer (not share-consumer-paused: "
+                         "a SIGSTOP of the worker does not freeze its JVM)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     bootstrap = Cluster.open(args.dir).bootstrap_servers
@@ -172,11 +184,12 @@ def main() -> int:
         runs = Path(os.environ.get("FAILSAFE_BENCH_RUNS", tmp))
         for scenario in args.scenarios.split(","):
             for i in range(args.runs):
-                row = one_run(args.dir, runs, scenario)
+                row = one_run(args.dir, runs, scenario, args.driver)
                 rows.append(row)
                 print(f"{scenario} {i + 1}/{args.runs}: {row['verdict']} held {row['held_at_fault']}, redelivered "
                       f"{row['redelivered_to_another']} after {row['fault_to_redelivery_ms']} ms; {row['counts']}", flush=True)
-        produce(bootstrap, args.records)
+        if args.rounds:
+            produce(bootstrap, args.records)
         for r in range(args.rounds):
             stamp = f"{int(time.time())}-{r}"
             kafka = kafka_perf(args.dir, bootstrap, f"kperf-{stamp}", args.records)

@@ -7,8 +7,10 @@ from pathlib import Path
 from benchmarks.render_base import load, source, table
 
 REBALANCE_3 = "docs/benchmarks/rebalance-3.json"
+REBALANCE_30 = "docs/benchmarks/rebalance-30.json"
 FAULT_WORDS = {"killed": "member killed (kill -9)", "closed": "member closed", "paused": "member frozen 16 s (SIGSTOP)",
-               "coordinator": "group coordinator's broker killed 10 s"}
+               "coordinator": "group coordinator's broker killed 10 s", "joining": "member joining (restarted after 8 s)",
+               "rolling": "rolling restart of every member"}
 
 
 def _ms(spread: dict | None, key: str) -> str:
@@ -35,11 +37,20 @@ def t_rebalance_protocols(root: Path, rel: str = REBALANCE_3) -> str:
                  rows) + source(root, rel)
 
 
+def t_rebalance_protocols_30(root: Path) -> str:
+    return t_rebalance_protocols(root, REBALANCE_30)
+
+
 SHARE = "docs/benchmarks/share.json"
+SHARE_JAVA = "docs/benchmarks/share-java.json"
 
 
-def t_share_redelivery(root: Path) -> str:
-    d = load(root, SHARE)
+def t_share_redelivery_java(root: Path) -> str:
+    return t_share_redelivery(root, SHARE_JAVA)
+
+
+def t_share_redelivery(root: Path, rel: str = SHARE) -> str:
+    d = load(root, rel)
     rows = []
     for r in d["redelivery"]:
         after = r["fault_to_redelivery_ms"]
@@ -51,7 +62,7 @@ def t_share_redelivery(root: Path) -> str:
                      str(r["counts"].get("accepted-twice", 0)), str(r["counts"].get("lost", 0))])
     return table(["scenario", "verdict", "records the member held", "delivered to another member", "fault → other member, s (min–max)",
                   "acquisition → redelivery, lock-expired, s (median)", "redeliveries holder-stopped", "redeliveries lock-expired",
-                  "accepted twice", "lost"], rows) + source(root, SHARE)
+                  "accepted twice", "lost"], rows) + source(root, rel)
 
 
 def t_share_throughput(root: Path) -> str:

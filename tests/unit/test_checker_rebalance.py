@@ -107,13 +107,15 @@ def test_the_option_expects_the_survivors_kept_whatever_the_protocol() -> None:
 def test_a_kip848_group_that_left_the_survivor_alone_is_valid_with_its_gaps() -> None:
     h = history(*_configs(group_protocol="consumer"), *START, poll("c0", [rec(3, "v", partition=0)], ms=50),
                 poll("c1", [rec(8, "v", partition=1)], ms=90), *KILL_C1, poll("c0", [rec(4, "v", partition=0)], ms=300),
-                assign("c0", [1], ms=5000), poll("c0", [rec(9, "v", partition=1)], ms=5200))
+                poll("c0", [rec(5, "v", partition=0)], ms=2000), poll("c0", [rec(6, "v", partition=0)], ms=3800),
+                assign("c0", [1], ms=5000), poll("c0", [rec(9, "v", partition=1)], ms=5200), poll("c0", [rec(7, "v", partition=0)], ms=5300))
     result = check(h)
     assert result["valid"] is True and result["counts"]["interrupted-kept-partitions"] == 0
     [event] = result["events"]
     assert event["protocol"] == "consumer-uniform"
     [kept] = event["kept_partitions"]
-    assert (kept["owner"], kept["revoked"], kept["gap_ms"]) == ("c0", False, pytest.approx(250))
+    # Its longest stretch without a read from before the kill to after the group settled (5000).
+    assert (kept["owner"], kept["revoked"], kept["gap_ms"]) == ("c0", False, pytest.approx(1800))
     [moved] = event["moved_partitions"]
     assert moved["gap_ms"] == pytest.approx(5110) and moved["first_poll_after_ms"] == pytest.approx(5100)
 
@@ -221,3 +223,62 @@ def test_the_killed_members_own_reads_recorded_after_the_kill_are_not_the_groups
                 assign("c0", [1], ms=5000), poll("c0", [rec(8, "v8", partition=1)], ms=5100))
     [moved] = check(h)["events"][0]["moved_partitions"]
     assert moved["gap_ms"] == pytest.approx(5100 - 50 - 0, abs=60) and moved["first_poll_after_ms"] == pytest.approx(5000)
+
+
+def test_an_eager_survivors_gap_is_the_pause_around_its_revocation_not_its_first_read_after_the_event() -> None:
+    # The survivor c0 reads its own partition 0 every 200 ms until the group revokes it at 4000, and again after 6000.
+    reads = [poll("c0", [rec(i, "v", partition=0)], ms=50 + 200 * i) for i in range(19)]  # up to 3650
+    h = history(*START, *reads, *KILL_C1, revoke("c0", [0], ms=4000), assign("c0", [0, 1], ms=6000),
+                poll("c0", [rec(20, "v", partition=0)], ms=6100))
+    [event] = check(h)["events"]
+    [kept] = event["kept_partitions"]
+    assert kept["revoked"] is True and kept["gap_ms"] == pytest.approx(6100 - 3650)
+
+
+def _restart(start_ms: float, stop_ms: float) -> list[dict]:
+    return [*fault(1, start_ms=start_ms, stop_ms=stop_ms, nodes=["c0"], fault_name="restart-consumer", target="consumer"),
+            client_event("close", "c0", ms=start_ms + 1)]
+
+
+def _rejoin(survivor_revoked: bool) -> list[dict]:
+    """c0 closes at 100 (restart-consumer) and c1 takes its partition 0; c0 comes back as c0.1 at 3000 and gets partition 0
+    back from c1; c1 keeps partition 1 unless ``survivor_revoked``."""
+    survivor = [revoke("c1", [1], ms=3500), assign("c1", [1], ms=4000)] if survivor_revoked else []
+    return [*START, *_restart(100, 3000), revoke("c0", [0], ms=150), assign("c1", [0], ms=1000),
+            poll("c1", [rec(5, "v", partition=0)], ms=2950), poll("c1", [rec(6, "v", partition=1)], ms=2900), revoke("c1", [0], ms=3500),
+            *survivor, assign("c0.1", [0], ms=4000), poll("c0.1", [rec(7, "v", partition=0)], ms=4100),
+            poll("c1", [rec(8, "v", partition=1)], ms=4200)]
+
+
+def test_a_restarted_member_is_a_leave_then_a_join_of_its_new_process() -> None:
+    result = check(history(*_configs(partition_assignment_strategy="cooperative-sticky"), client_config("c0.1",
+                   partition_assignment_strategy="cooperative-sticky"), *_rejoin(survivor_revoked=False)))
+    assert result["valid"] is True, result["violations"]
+    leave, join = result["events"]
+    assert (leave["kind"], leave["processes"], leave["pause_ms"]) == ("leave", ["c0"], pytest.approx(900))
+    assert leave["moved_partitions"][0]["new_owner"] == "c1"
+    assert (join["kind"], join["processes"], join["left"], join["start_ns"]) == ("join", ["c0.1"], ["c0"], leave["stop_ns"])
+    [moved] = join["moved_partitions"]
+    assert (moved["partition"], moved["previous_owner"], moved["new_owner"]) == (0, "c1", "c0.1")
+    assert moved["first_poll_after_ms"] == pytest.approx(1100) and moved["gap_ms"] == pytest.approx(4100 - 2950)
+    [kept] = join["kept_partitions"]
+    assert (kept["partition"], kept["owner"], kept["revoked"]) == (1, "c1", False)
+    assert join["pause_ms"] == pytest.approx(1000) and result["counts"]["joins"] == 1
+
+
+def test_an_incremental_join_that_takes_a_survivors_other_partition_is_invalid() -> None:
+    cooperative = [*_configs(partition_assignment_strategy="cooperative-sticky"), client_config("c0.1", partition_assignment_strategy="cooperative-sticky")]
+    result = check(history(*cooperative, *_rejoin(survivor_revoked=True)))
+    assert result["valid"] is False and result["counts"]["survivors-interrupted"] == 1
+    [example] = result["examples"]["survivors-interrupted"]
+    assert (example["processes"], example["owner"], example["partition"]) == (["c0.1"], "c1", 1)
+    # The eager protocol revokes everything on a join: counted, not judged.
+    eager = check(history(*_configs(), *_rejoin(survivor_revoked=True)))
+    assert eager["valid"] is True and eager["counts"]["interrupted-kept-partitions"] == 1
+
+
+def test_a_restarted_member_that_never_gets_a_partition_is_counted() -> None:
+    h = history(*START, *_restart(100, 3000), revoke("c0", [0], ms=150), assign("c1", [0], ms=1000))
+    result = check(h)
+    assert result["counts"]["joins"] == 1 and result["counts"]["joins-without-assignment"] == 1
+    assert result["events"][1]["pause_ms"] is None

@@ -66,14 +66,15 @@ def test_the_same_revocation_under_the_eager_protocol_is_shown_but_is_no_violati
     assert _by_partition(left)["t-0"]["violation"] is None and group["survivors_interrupted"] == 0
 
 
-def test_a_kip848_survivor_keeps_its_partition_with_its_short_gap() -> None:
+def test_a_kip848_survivor_keeps_its_partition_its_gap_measured_until_the_group_settled() -> None:
     h = history(*_configs(group_protocol="consumer"), assign("c0", [0], ms=0), assign("c1", [1], ms=0), poll("c0", [rec(3, "v", partition=0)], ms=50),
-                *KILL_C1, poll("c0", [rec(4, "v", partition=0)], ms=300), assign("c0", [1], ms=5000))
+                *KILL_C1, poll("c0", [rec(4, "v", partition=0)], ms=300), poll("c0", [rec(5, "v", partition=0)], ms=2000),
+                poll("c0", [rec(6, "v", partition=0)], ms=3800), assign("c0", [1], ms=5000), poll("c0", [rec(7, "v", partition=0)], ms=5100))
     [group] = rebalance_view(h)["groups"]
     [left] = [r for r in group["rebalances"] if r["kind"] == "left"]
     assert (left["protocol"], left["survivors_kept"], left["violations"]) == ("consumer-uniform", True, [])
     kept = _by_partition(left)["t-0"]
-    assert (kept["revoked"], kept["gap_ms"]) == (False, pytest.approx(250))
+    assert (kept["revoked"], kept["gap_ms"]) == (False, pytest.approx(1800))
     # c0's second assign (partition 1, handed over) is not a join: c0 never left.
     assert [r["members"] for r in group["rebalances"] if r["kind"] == "joined"] == [["c0"], ["c1"]]
 
@@ -103,6 +104,18 @@ def test_a_member_that_crashed_and_came_back_rejoins_and_a_lost_revoke_is_shown_
         ("joined", ["c0"], "first-assign"), ("joined", ["c1"], "first-assign"), ("left", ["c1"], "crash"), ("joined", ["c1"], "rejoined")]
     kept = _by_partition(group["rebalances"][2])["t-0"]
     assert (kept["revoked"], kept["lost"], kept["violation"]) == (True, True, None)
+
+
+def test_a_restarted_members_join_is_one_measured_row_with_the_partitions_it_was_given() -> None:
+    restart = fault(1, start_ms=100, stop_ms=3000, nodes=["c0"], fault_name="restart-consumer", target="consumer")
+    h = history(assign("c0", [0], ms=0), assign("c1", [1], ms=0), *restart, revoke("c0", [0], ms=150), assign("c1", [0], ms=1000),
+                revoke("c1", [0], ms=3500), assign("c0.1", [0], ms=4000))
+    [group] = rebalance_view(h)["groups"]
+    rows = [(r["kind"], r["members"], r["measured"]) for r in group["rebalances"]]
+    assert rows == [("joined", ["c0"], False), ("joined", ["c1"], False), ("left", ["c0"], True), ("joined", ["c0.1"], True)]
+    join = group["rebalances"][3]
+    assert (join["pause_ms"], join["new_owners"], join["survivors_kept"]) == (pytest.approx(1000), ["c0.1"], True)
+    assert {p["change"] for p in join["partitions"]} == {"moved", "kept"} and group["max_pause_ms"] == pytest.approx(1000)
 
 
 # -- share groups -------------------------------------------------------------------------------------------------------

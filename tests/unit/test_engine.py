@@ -18,7 +18,7 @@ import pytest
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
-from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER, PAUSE_CONSUMER
+from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER, PAUSE_CONSUMER, RESTART_CONSUMER
 from failsafe.faults.nodes import CLUSTER_LOSS
 from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TXN_CLIENT
 from failsafe.history.columnar import read_frames
@@ -147,6 +147,9 @@ class FakeWorkload:
         self.restarted.append(name)
         self.restart_threads.append(threading.current_thread().name)
 
+    def process_of(self, name: str) -> str:
+        return name
+
     def pause_client(self, name: str) -> None:
         self.paused.append(name)
 
@@ -235,7 +238,7 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
 # Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this engine.
 @pytest.mark.parametrize("kind", [name for name, t in FAULT_TYPES.items() if t.family != Family.NETWORK])
 def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: str) -> None:
-    fields = {"consumer": "member-0"} if kind in (KILL_CONSUMER, CLOSE_CONSUMER, PAUSE_CONSUMER) else {"role": "leader", "partition": "t-1"}
+    fields = {"consumer": "member-0"} if kind in (KILL_CONSUMER, CLOSE_CONSUMER, PAUSE_CONSUMER, RESTART_CONSUMER) else {"role": "leader", "partition": "t-1"}
     if kind in (KILL_TXN_CLIENT, ZOMBIE_TXN_CLIENT):
         fields = {"client": "writer-0"}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
@@ -251,6 +254,9 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == KILL_CONSUMER:
         assert workload.killed == ["member-0"]
+    if kind == RESTART_CONSUMER:
+        # Closed, and started again at the undo.
+        assert workload.closed == ["member-0"] and workload.restarted == ["member-0"]
     if kind == PAUSE_CONSUMER:
         # Frozen, and let go on at the undo.
         assert workload.paused == ["member-0"] and workload.resumed == ["member-0"]

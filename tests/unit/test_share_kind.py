@@ -52,6 +52,8 @@ def test_the_checker_judges_lock_expiry_with_the_groups_lock_else_the_clusters()
     (lambda d: d.update(share_groups={"myqueue": {"share.auto.offset.reset": "oldest"}}), "must be earliest, latest or by_duration"),
     (lambda d: d["share_consumers"][0].update(topics="my-failsafe-topic"), "expected a list of topic names"),
     (lambda d: d["cluster"].update(overrides={"group.share.record.lock.duration.ms": "soon"}), "must be a whole number"),
+    (lambda d: d["share_consumers"][0].update(driver="kafka-java"), "is not one of failsafe, kafka-verifiable"),
+    (lambda d: d["share_consumers"][0].update(driver="kafka-verifiable", processing_ms=100), "accepts every record at once"),
 ])
 def test_a_wrong_share_scenario_is_one_line(change, message: str) -> None:
     data = table("share-queue")
@@ -93,6 +95,16 @@ def test_a_pause_of_kafkas_java_consumer_is_refused() -> None:
     data["consumers"][0]["driver"] = "kafka-verifiable"
     with pytest.raises(ScenarioError, match="pause-consumer freezes failsafe's own consumers only"):
         parse_table(data, "t")
+
+
+def test_a_pause_of_kafkas_java_share_consumer_is_refused_and_a_kill_is_not() -> None:
+    data = table("share-consumer-paused")
+    data["share_consumers"][0].update(driver="kafka-verifiable", processing_ms=0)
+    with pytest.raises(ScenarioError, match="pause-consumer freezes failsafe's own consumers only"):
+        parse_table(data, "t")
+    data = table("share-consumer-killed")
+    data["share_consumers"][0].update(driver="kafka-verifiable", processing_ms=0)
+    assert parse_table(data, "t").share_consumers[0].driver == "kafka-verifiable"
 
 
 def test_the_lab_tells_the_rebalance_checker_each_groups_session() -> None:

@@ -16,6 +16,8 @@ the event to its first read after.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Mapping
 from statistics import median
 from typing import Any
@@ -25,7 +27,7 @@ import polars as pl
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
 from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, Op, Target
+from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
 
 # expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
 # anyway when the protocol is incremental).
@@ -43,6 +45,9 @@ DEFAULT_SESSION_MS = 45_000
 _SESSION_SLACK_MS = 2_000
 # A survivor that stops within this of the handover's end revoked its partitions for its own reasons (a close revokes them all).
 _SURVIVOR_STOP_GRACE_NS = 10_000_000_000
+# What a consumer event is: a member leaves (killed, closed, frozen past its session) or joins (restarted as a new process).
+LEAVE = "leave"
+JOIN = "join"
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
@@ -60,7 +65,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             unmeasured_faults += event["source"] == "fault" and not set(event["processes"]) <= share_members
             continue
         for group in sorted(groups):
-            event_measured = _measure(event, group, membership.filter(pl.col("group") == group), history)
+            measure = _measure_join if event["kind"] == JOIN else _measure
+            event_measured = measure(event, group, membership.filter(pl.col("group") == group), history)
             event_measured["protocol"] = protocols.get(group)
             event_measured["survivors_kept_expected"] = opts["expect_survivors_kept"] or protocols.get(group) in KEEPS_SURVIVORS
             measured.append(event_measured)
@@ -79,6 +85,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
+        "joins": sum(event["kind"] == JOIN for event in measured),
+        "joins-without-assignment": sum(event["kind"] == JOIN and not event["processes"] for event in measured),
         "not-rebalanced": len(measured) - len(judged),
         "unmeasured-consumer-faults": unmeasured_faults,
         "moved-partitions": sum(len(event["moved_partitions"]) for event in measured),
@@ -146,13 +154,17 @@ def _slower(pause_ms: float | None, limit_ms: float) -> bool:
 
 
 def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str, Any]]:
-    """Consumer faults, then crashes and closes of group members that no consumer fault explains."""
+    """Consumer faults (a restart-consumer twice: its leave, and its member's join when it ends), then crashes and closes of
+    group members that no consumer fault explains."""
     faults = history.faults.filter(pl.col("target") == Target.CONSUMER)
     events = [
-        {"source": "fault", "fault_id": row["fault_id"], "fault": row["fault"], "processes": sorted(row["nodes"] or []), "start_ns": row["start_ns"],
-         "stop_ns": row["stop_ns"]}
+        {"source": "fault", "kind": LEAVE, "fault_id": row["fault_id"], "fault": row["fault"], "processes": sorted(row["nodes"] or []),
+         "start_ns": row["start_ns"], "stop_ns": row["stop_ns"]}
         for row in faults.sort("start_ns").to_dicts()
     ]
+    # A restarted member joins again as a new process when its fault ends: its group's second rebalance.
+    events += [{**event, "kind": JOIN, "left": event["processes"], "start_ns": event["stop_ns"], "stop_ns": None}
+               for event in list(events) if event["fault"] == RESTART_CONSUMER and event["stop_ns"] is not None]
     members = membership.group_by("process").agg(pl.col("time_ns").min().alias("joined_ns"))
     covered = faults.select(
         pl.col("nodes").alias("process"),
@@ -162,24 +174,17 @@ def consumer_events(history: History, membership: pl.DataFrame) -> list[dict[str
     client = history.client_events.join(members, on="process", how="inner").filter(pl.col("time_ns") >= pl.col("joined_ns"))
     explained = client.join(covered, on="process", how="inner").filter(pl.col("time_ns").is_between(pl.col("from_ns"), pl.col("to_ns")))
     client = client.join(explained.select("process", "time_ns"), on=["process", "time_ns"], how="anti")
-    events += [{"source": row["f"], "fault_id": None, "fault": None, "processes": [row["process"]], "start_ns": row["time_ns"], "stop_ns": None}
-               for row in client.sort("time_ns").to_dicts()]
+    events += [{"source": row["f"], "kind": LEAVE, "fault_id": None, "fault": None, "processes": [row["process"]], "start_ns": row["time_ns"],
+                "stop_ns": None} for row in client.sort("time_ns").to_dicts()]
     return sorted(events, key=lambda event: event["start_ns"])
 
 
 def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, history: History) -> dict[str, Any]:
     start_ns = event["start_ns"]
     faulted = event["processes"]
-    before = membership.filter(pl.col("time_ns") <= start_ns)
     after = membership.filter(pl.col("time_ns") > start_ns)
-    latest = before.group_by("process", *_PARTITION).agg(pl.col("f").last(), pl.col("time_ns").last())
-    owned = latest.filter(pl.col("f") == Op.ASSIGN).select("process", *_PARTITION).sort(_PARTITION)
-    # A member that crashed, closed or was faulted before the event, after its last assign or revoke, owns nothing any more
-    # (a killed one never records a revoke); one restarted under the same name records an assign again.
     stops = client_stops(history)
-    seen = before.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
-    gone = stops.join(seen, on="process").filter((pl.col("stop_ns") >= pl.col("seen_ns")) & (pl.col("stop_ns") < start_ns))["process"]
-    owned = owned.filter(~pl.col("process").is_in(sorted(set(gone.to_list()) - set(faulted))))
+    owned = _owned(membership, stops, start_ns, faulted)
     moved = owned.filter(pl.col("process").is_in(faulted))
     kept = owned.filter(~pl.col("process").is_in(faulted))
     assigns = after.filter(pl.col("f") == Op.ASSIGN).select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
@@ -190,8 +195,49 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     reassigned_all = all(row["assigned_ns"] is not None for row in moved_rows)
     handover_end_ns = max((row["assigned_ns"] for row in moved_rows), default=start_ns) if reassigned_all else None
 
+    return _handover(event, group, faulted, membership, history, stops, kept, moved_rows, assigns, handover_end_ns, reassigned_all)
+
+
+def _measure_join(event: dict[str, Any], group: str, membership: pl.DataFrame, history: History) -> dict[str, Any]:
+    """A restarted member's join: the partitions the group gives the joiner (a new process, first seen in the group within
+    _SAME_EVENT_NS of the restart) are the moved ones, every other partition owned at the restart a kept one."""
+    start_ns = event["start_ns"]
+    first_seen = membership.group_by("process").agg(pl.col("time_ns").min().alias("first_ns"))
+    joiners = sorted(first_seen.filter(pl.col("first_ns").is_between(start_ns, start_ns + _SAME_EVENT_NS))["process"].to_list())
+    after = membership.filter(pl.col("time_ns") > start_ns)
+    stops = client_stops(history)
+    owned = _owned(membership, stops, start_ns, [])
+    assigns = after.filter(pl.col("f") == Op.ASSIGN).select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
+    given = assigns.filter(pl.col("new_owner").is_in(joiners)).sort("assigned_ns").group_by(_PARTITION).first()
+    # A partition nobody owned when the member came back (its own, not yet handed over) has no previous owner.
+    moved_rows = given.join(owned, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()
+    kept = owned.join(given.select(_PARTITION), on=_PARTITION, how="anti")
+    handover_end_ns = max((row["assigned_ns"] for row in moved_rows), default=start_ns)
+    measured = _handover(event, group, joiners, membership, history, stops, kept, moved_rows, assigns, handover_end_ns, bool(joiners))
+    measured["left"] = event.get("left", [])
+    return measured
+
+
+def _owned(membership: pl.DataFrame, stops: pl.DataFrame, start_ns: int, faulted: list[str]) -> pl.DataFrame:
+    """(process, topic, partition) each member owned at start_ns by its own last assign or revoke. A member that crashed,
+    closed or was faulted before then, after its last assign or revoke, owns nothing any more (a killed one never records
+    a revoke); the faulted ones are kept, as what the event takes."""
+    before = membership.filter(pl.col("time_ns") <= start_ns)
+    latest = before.group_by("process", *_PARTITION).agg(pl.col("f").last(), pl.col("time_ns").last())
+    owned = latest.filter(pl.col("f") == Op.ASSIGN).select("process", *_PARTITION).sort(_PARTITION)
+    seen = before.group_by("process").agg(pl.col("time_ns").max().alias("seen_ns"))
+    gone = stops.join(seen, on="process").filter((pl.col("stop_ns") >= pl.col("seen_ns")) & (pl.col("stop_ns") < start_ns))["process"]
+    return owned.filter(~pl.col("process").is_in(sorted(set(gone.to_list()) - set(faulted))))
+
+
+def _handover(event: dict[str, Any], group: str, faulted: list[str], membership: pl.DataFrame, history: History, stops: pl.DataFrame,
+              kept: pl.DataFrame, moved_rows: list[dict[str, Any]], assigns: pl.DataFrame, handover_end_ns: int | None,
+              reassigned_all: bool) -> dict[str, Any]:
+    """The measured event: the survivors' (kept) partitions revoked until the moved ones were all owned again and whether
+    they were given back, the pause until all were, and what survivors-interrupted may judge."""
+    start_ns = event["start_ns"]
     # Survivors' partitions taken away during the handover must also be given back.
-    revokes = after.filter(pl.col("f") == Op.REVOKE)
+    revokes = membership.filter((pl.col("time_ns") > start_ns) & (pl.col("f") == Op.REVOKE))
     if handover_end_ns is not None:
         revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns)
     revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns"), "lost"), on=["process", *_PARTITION], how="inner")
@@ -213,17 +259,19 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
     )
     all_back = reassigned_all and regained["assigned_ns"].null_count() == 0
     back_ns = [row["assigned_ns"] for row in moved_rows] + regained["assigned_ns"].drop_nulls().to_list()
-    pause_ms = (max(back_ns, default=start_ns) - start_ns) / 1e6 if all_back else None
+    settled_ns = max(back_ns, default=start_ns) if all_back else None
 
     return {
         "source": event["source"],
+        "kind": event["kind"],
         "fault_id": event["fault_id"],
         "fault": event["fault"],
         "stop_ns": event["stop_ns"],
         "processes": faulted,
         "group": group,
         "start_ns": start_ns,
-        "pause_ms": pause_ms,
+        "settled_ns": settled_ns,
+        "pause_ms": None if settled_ns is None else (settled_ns - start_ns) / 1e6,
         "all_reassigned": all_back,
         "members_alive_at_end": _members_alive_at_end(membership, faulted, start_ns, history),
         "moved_partitions": [
@@ -274,35 +322,42 @@ def _node_fault_between(history: History, start_ns: int, end_ns: int) -> bool:
 
 
 def _add_reads(measured: list[dict[str, Any]], reads: pl.DataFrame) -> None:
-    """For each moved and kept partition of each event: first_poll_after_ms (moved only), its group's first read of it
-    after the event by a member the event did not hit, and gap_ms, from the group's last read of it before the event to
-    that first read after. The faulted members' own reads after the event are not the group's: a killed Java consumer's
-    last reads are recorded as the JVM printed them, a few ms into the kill, and a frozen one's stale batch on waking."""
-    rows = [
-        {"event": index, "group": event["group"], "topic": p["topic"], "partition": p["partition"], "start_ns": event["start_ns"]}
-        for index, event in enumerate(measured)
-        for p in event["moved_partitions"] + event["kept_partitions"]
-    ]
-    if not rows:
+    """For each moved and kept partition of each event, its processing gap (gap_ms): the longest stretch with no read of
+    it by its group, from the group's last read of it before the event to its first read after the event settled (every
+    partition it moved owned again and every survivor's partition it revoked given back: settled_ns; when it never
+    settled, the first read after the event). So a survivor's partition that an eager rebalance revoked and gave back has
+    the pause between, however long the survivor read on before the revoke. A leaving member's own reads after the event
+    are not its group's: a killed Java consumer's last reads are recorded as the JVM printed them, a few ms into the kill,
+    and a frozen one's stale batch on waking. first_poll_after_ms (moved partitions): the first read after the event by
+    the partition's new owner (a join), or by any member the event did not take away (a leave)."""
+    if not any(event["moved_partitions"] or event["kept_partitions"] for event in measured):
         return
-    schema = {"event": pl.Int64, "group": pl.String, "topic": pl.String, "partition": pl.Int64, "start_ns": pl.Int64}
-    wanted = pl.DataFrame(rows, schema=schema).sort("start_ns")
-    relevant = reads.join(wanted.select("group", *_PARTITION).unique(), on=["group", *_PARTITION], how="semi")
-    relevant = relevant.select("group", "process", *_PARTITION, pl.col("time_ns").alias("read_ns")).sort("read_ns")
-    found: dict[tuple[int, str, int], list[int | None]] = {}
-    before = wanted.join_asof(relevant.drop("process"), left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION], strategy="backward",
-                              check_sortedness=False)
-    for row in before.to_dicts():
-        found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[0] = row["read_ns"]
-    for index, event in enumerate(measured):
-        others = relevant.filter(~pl.col("process").is_in(event["processes"])).drop("process")
-        after = wanted.filter(pl.col("event") == index).join_asof(others, left_on="start_ns", right_on="read_ns", by=["group", *_PARTITION],
-                                                                   strategy="forward", allow_exact_matches=False, check_sortedness=False)
-        for row in after.to_dicts():
-            found.setdefault((row["event"], row["topic"], row["partition"]), [None, None])[1] = row["read_ns"]
-    for index, event in enumerate(measured):
+    wanted = pl.DataFrame([{"group": event["group"], "topic": p["topic"], "partition": p["partition"]}
+                           for event in measured for p in event["moved_partitions"] + event["kept_partitions"]]).unique()
+    relevant = reads.join(wanted, on=["group", *_PARTITION], how="semi").select("group", "process", *_PARTITION, "time_ns")
+    for event in measured:
+        start_ns, settled_ns = event["start_ns"], event["settled_ns"]
+        own = relevant.filter(pl.col("group") == event["group"])
+        if event["kind"] == LEAVE:
+            own = own.filter(~(pl.col("process").is_in(event["processes"]) & (pl.col("time_ns") > start_ns)))
+        by_partition = {(row["topic"], row["partition"]): (row["time_ns"], row["process"])
+                        for row in own.sort("time_ns").group_by(_PARTITION).agg("time_ns", "process").to_dicts()}
         for p in event["moved_partitions"] + event["kept_partitions"]:
-            before_ns, after_ns = found.get((index, p["topic"], p["partition"]), [None, None])
+            times, processes = by_partition.get((p["topic"], p["partition"]), ([], []))
+            after = bisect.bisect_right(times, start_ns)
             if "first_poll_after_ms" in p:
-                p["first_poll_after_ms"] = None if after_ns is None else (after_ns - event["start_ns"]) / 1e6
-            p["gap_ms"] = None if before_ns is None or after_ns is None else (after_ns - before_ns) / 1e6
+                owner = p["new_owner"] if event["kind"] == JOIN else None
+                first = next((t for t, who in zip(times[after:], processes[after:], strict=True) if owner is None or who == owner), None)
+                p["first_poll_after_ms"] = None if first is None else (first - start_ns) / 1e6
+            p["gap_ms"] = _longest_gap_ms(times, after, settled_ns)
+
+
+def _longest_gap_ms(times: list[int], after: int, settled_ns: int | None) -> float | None:
+    """The longest interval between consecutive reads from the last one before the event (times[after - 1]) to the first
+    one at or after settled_ns (the first after the event when it never settled); None without a read on either side."""
+    if after == 0 or after == len(times):
+        return None
+    end = after if settled_ns is None else bisect.bisect_left(times, settled_ns, lo=after)
+    if end == len(times):
+        return None
+    return max(b - a for a, b in itertools.pairwise(times[after - 1:end + 1])) / 1e6

@@ -10,7 +10,10 @@ Two kinds of row, in time order:
             ``violations``: ``survivors-interrupted`` when one did where the protocol (or the scenario) expected them
             kept, ``never-reassigned`` when a moved partition never got an owner while members lived
     joined  a member's first assign in the group, or its first after it stopped (crashed, closed, or a consumer
-            fault hit it): the partitions it was given
+            fault hit it): the partitions it was given. A restarted member's join (restart-consumer) the checker
+            measured as a left row is: moved are the partitions given to the joiner, kept every other one
+
+``measured``: the row is one of the checker's events (a pause, moved and kept partitions, survivors kept).
 
 The history records no group generation or member epoch (docs/history.md, assign / revoke): rows are ordered by time.
 The checker's events come from the run's results.json when it was checked (judged with the scenario's options), else
@@ -27,7 +30,7 @@ import polars as pl
 from failsafe.checkers import run_checkers
 from failsafe.checkers.common import client_stops
 from failsafe.checkers.group_protocol import group_protocols
-from failsafe.checkers.rebalance import interrupted_survivor, needlessly_interrupted, never_reassigned
+from failsafe.checkers.rebalance import JOIN, interrupted_survivor, needlessly_interrupted, never_reassigned
 from failsafe.history.model import History
 from failsafe.history.ops import Op
 
@@ -48,17 +51,21 @@ def rebalance_view(history: History, checked: Mapping[str, Any] | None = None) -
     protocols = group_protocols(history)
     start_ns = run_start_ns(history)
     rows: dict[str, list[dict[str, Any]]] = {}
+    measured_joiners = set()
     for event in result.get("events", []):
-        rows.setdefault(event["group"], []).append(_left(event, start_ns))
+        rows.setdefault(event["group"], []).append(_measured(event, start_ns))
+        if event.get("kind") == JOIN:
+            measured_joiners |= {(event["group"], process) for process in event["processes"]}
     for join in joins(history):
-        rows.setdefault(join["group"], []).append(_joined(join, protocols.get(join["group"]), start_ns))
+        if (join["group"], join["process"]) not in measured_joiners:
+            rows.setdefault(join["group"], []).append(_joined(join, protocols.get(join["group"]), start_ns))
     members = history.membership.filter(pl.col("group").is_not_null()).group_by("group").agg(pl.col("process").unique().sort())
     members_of = {row["group"]: row["process"] for row in members.iter_rows(named=True)}
     groups = []
     for group in sorted(rows):
         ordered = sorted(rows[group], key=lambda row: (row["time_ms"], row["kind"] != LEFT))
         left = [row for row in ordered if row["kind"] == LEFT]
-        pauses = [row["pause_ms"] for row in left if row["pause_ms"] is not None]
+        pauses = [row["pause_ms"] for row in ordered if row["measured"] and row["pause_ms"] is not None]
         groups.append({
             "group": group,
             "protocol": protocols.get(group),
@@ -66,7 +73,7 @@ def rebalance_view(history: History, checked: Mapping[str, Any] | None = None) -
             "departures": len(left),
             "joins": len(ordered) - len(left),
             "max_pause_ms": max(pauses, default=None),
-            "survivors_interrupted": sum(p["violation"] == "survivors-interrupted" for row in left for p in row["partitions"]),
+            "survivors_interrupted": sum(p["violation"] == "survivors-interrupted" for row in ordered if row["measured"] for p in row["partitions"]),
             "rebalances": ordered,
         })
     return {
@@ -98,7 +105,7 @@ def _when(time_ns: int, start_ns: int | None) -> dict[str, Any]:
     return {"time_ms": time_ns // 1_000_000, "at_s": None if start_ns is None else round((time_ns - start_ns) / 1e9, 3)}
 
 
-def _left(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
+def _measured(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
     moved = [{"topic": p["topic"], "partition": p["partition"], "change": "moved", "owner": p["previous_owner"], "new_owner": p["new_owner"],
               "reassigned": p["reassigned"], "reassigned_ms": p["reassigned_ms"], "revoked": None, "revoked_ms": None, "lost": None,
               "gap_ms": p.get("gap_ms"), "violation": "never-reassigned" if never_reassigned(event, p) else None}
@@ -111,7 +118,8 @@ def _left(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
     interrupted = [f"{p['topic']}-{p['partition']}" for p in event["kept_partitions"] if interrupted_survivor(p)]
     violations = sorted({p["violation"] for p in partitions if p["violation"]})
     return {
-        "kind": LEFT,
+        "kind": JOINED if event.get("kind") == JOIN else LEFT,
+        "measured": True,
         **_when(event["start_ns"], start_ns),
         "members": list(event["processes"]),
         "source": event.get("source"),
@@ -131,6 +139,7 @@ def _left(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
 def _joined(join: Mapping[str, Any], protocol: str | None, start_ns: int | None) -> dict[str, Any]:
     return {
         "kind": JOINED,
+        "measured": False,
         **_when(join["time_ns"], start_ns),
         "members": [join["process"]],
         "source": "rejoined" if join["rejoined"] else "first-assign",

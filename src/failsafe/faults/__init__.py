@@ -3,7 +3,7 @@
     registry.py the fault types by name: register, fault_type, allowed (what a kind offering some needs takes)
     base.py     FaultType (name, family, needs, fields, validation, fit, start, undo), FaultSpec, AppliedFault
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss, cluster-loss
-    clients.py  the workload's processes: kill-consumer, close-consumer, kill-driver, kill-spark-worker
+    clients.py  the workload's processes: kill-consumer, close-consumer, restart-consumer, pause-consumer, kill-driver, kill-spark-worker
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
     sides.py    a network fault's sides, as written and as resolved when it starts
     leash.py    the watchdog that deletes a run's network rules if failsafe dies before its heal

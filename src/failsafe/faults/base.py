@@ -146,6 +146,9 @@ class ClientTargets(Protocol):
 
     def restart_client(self, name: str) -> None: ...
 
+    # The process a client's name stands for now: the name itself, or its latest incarnation's (member-0.1) once restarted.
+    def process_of(self, name: str) -> str: ...
+
     # Only kinds that offer txn-clients (faults/transactions.py): freeze a client (SIGSTOP) and let it go on (SIGCONT).
     def pause_client(self, name: str) -> None: ...
 

@@ -1,4 +1,4 @@
-"""Faults on the workload's own processes: a consumer killed or closed, the Spark driver or a Spark worker killed."""
+"""Faults on the workload's own processes: a consumer killed, closed, restarted or frozen, the Spark driver or a Spark worker killed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.registry import register
-from failsafe.history.ops import PAUSE_CONSUMER, Family
+from failsafe.history.ops import PAUSE_CONSUMER, RESTART_CONSUMER, Family
 
 KILL_CONSUMER = "kill-consumer"
 CLOSE_CONSUMER = "close-consumer"
@@ -31,14 +31,25 @@ def _check_consumer(params: ConsumerChoice, ctx: FaultContext) -> None:
 
 def kill_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL: the member never says goodbye, its group notices after session.timeout.ms. Nothing comes back."""
+    process = targets.clients.process_of(spec.params.consumer)
     targets.clients.kill_client(spec.params.consumer)
-    return AppliedFault(KILL_CONSUMER, Target.CONSUMER, [spec.params.consumer], "consumer")
+    return AppliedFault(KILL_CONSUMER, Target.CONSUMER, [process], "consumer")
 
 
 def close_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close: the member leaves its group at once. Nothing comes back."""
+    process = targets.clients.process_of(spec.params.consumer)
     targets.clients.close_client(spec.params.consumer)
-    return AppliedFault(CLOSE_CONSUMER, Target.CONSUMER, [spec.params.consumer], "consumer")
+    return AppliedFault(CLOSE_CONSUMER, Target.CONSUMER, [process], "consumer")
+
+
+def restart_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+    """A clean close, then the same member started again when the fault ends (duration_s): it leaves its group at once
+    and joins it again, as one step of a rolling restart. The rebalance checker measures the leave and the join apart."""
+    name = spec.params.consumer
+    process = targets.clients.process_of(name)
+    targets.clients.close_client(name)
+    return AppliedFault(RESTART_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.restart_client(name))
 
 
 def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -46,8 +57,9 @@ def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     connections open. A classic member frozen past session.timeout.ms, or a KIP-848 one past the group's session, is
     expelled; a share group's member keeps its records until their acquisition lock runs out."""
     name = spec.params.consumer
+    process = targets.clients.process_of(name)
     targets.clients.pause_client(name)
-    return AppliedFault(PAUSE_CONSUMER, Target.CONSUMER, [name], "consumer", lambda: targets.clients.resume_client(name))
+    return AppliedFault(PAUSE_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.resume_client(name))
 
 
 def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -100,6 +112,9 @@ register(FaultType(KILL_CONSUMER, Family.CLIENT, "SIGKILL of a consumer: a crash
                    kill_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
 register(FaultType(CLOSE_CONSUMER, Family.CLIENT, "a consumer closes and leaves its group", frozenset({Need.CONSUMERS}),
                    close_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
+register(FaultType(RESTART_CONSUMER, Family.CLIENT, "a consumer closes, leaves its group and joins it again after duration_s",
+                   frozenset({Need.CONSUMERS}), restart_consumer, "the consumer started again: it joins its group", ConsumerChoice,
+                   _check_consumer))
 register(FaultType(PAUSE_CONSUMER, Family.CLIENT, "SIGSTOP of a consumer for duration_s, then SIGCONT", frozenset({Need.CONSUMERS}),
                    pause_consumer, "SIGCONT: the consumer goes on", ConsumerChoice, _check_consumer))
 register(FaultType(KILL_DRIVER, Family.CLIENT, "SIGKILL of the Spark driver's process group", frozenset({Need.SPARK_DRIVER}),

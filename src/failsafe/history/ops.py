@@ -94,6 +94,8 @@ class Target(StrEnum):
 # The client fault that freezes a consumer (SIGSTOP) instead of stopping it (faults/clients.py): it keeps its connections,
 # its group membership until its session runs out, and a share group's records until their lock does.
 PAUSE_CONSUMER = "pause-consumer"
+# The client fault that closes a consumer and starts it again as a new process (NAME.N) when it ends: a leave, then a join.
+RESTART_CONSUMER = "restart-consumer"
 
 # Faults whose target is one of these act on Kafka's nodes: the partitions they led are the affected ones.
 NODE_TARGETS: tuple[Target, ...] = (Target.BROKER, Target.CONTROLLER, Target.QUORUM, Target.NETWORK)

@@ -1,4 +1,4 @@
-"""Kafka's own VerifiableProducer and VerifiableConsumer as workload drivers.
+"""Kafka's own VerifiableProducer, VerifiableConsumer and VerifiableShareConsumer (verifiable_share.py) as workload drivers.
 
 Both tools print one JSON event per line on stdout (``{"timestamp": MS, "name": ..., ...}``).
 The translators here turn each event into history ops (docs/history.md), so a run driven by
@@ -47,6 +47,7 @@ from failsafe.workloads.verifiable_events import (
     producer_event_to_ops,
     producer_stopped_ops,
 )
+from failsafe.workloads.verifiable_share import ShareEvents, VerifiableShareConsumerSpec, verifiable_share_consumer_command
 
 # What the pool sends a verifiable client's worker to crash its client (pool.kill): a real-time signal nothing else uses
 # (SIGUSR1 tells a transactional worker it was superseded, SIGUSR2 asks for stacks and HotSpot uses it).
@@ -170,15 +171,16 @@ class VerifiableConsumerSpec(ConsumerSpec):
         return {**props, **self.java_properties()}
 
 
-VerifiableSpec = VerifiableProducerSpec | VerifiableConsumerSpec
-VERIFIABLE_KINDS: dict[str, type[VerifiableProducerSpec] | type[VerifiableConsumerSpec]] = {
+VerifiableSpec = VerifiableProducerSpec | VerifiableConsumerSpec | VerifiableShareConsumerSpec
+VERIFIABLE_KINDS: dict[str, type[VerifiableProducerSpec] | type[VerifiableConsumerSpec] | type[VerifiableShareConsumerSpec]] = {
     VerifiableProducerSpec.KIND: VerifiableProducerSpec,
     VerifiableConsumerSpec.KIND: VerifiableConsumerSpec,
+    VerifiableShareConsumerSpec.KIND: VerifiableShareConsumerSpec,
 }
 
 
 def verifiable_spec_from_json(data: dict) -> VerifiableSpec:
-    """The spec of a ``spec_to_json`` dict whose kind is verifiable-producer or verifiable-consumer."""
+    """The spec of a ``spec_to_json`` dict whose kind is verifiable-producer, verifiable-consumer or verifiable-share-consumer."""
     data = dict(data)
     cls = VERIFIABLE_KINDS[data.pop("kind")]
     known = {f.name for f in fields(cls)}
@@ -277,9 +279,13 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
     dist = dist or kafka_dist(spec.kafka_version)
     state = ProducerState(spec.topic, spec.prefix, spec.keys) if isinstance(spec, VerifiableProducerSpec) else None
 
+    share = ShareEvents(spec.process, spec.group) if isinstance(spec, VerifiableShareConsumerSpec) else None
+
     def translate(event: dict) -> list[dict]:
         if state is not None:
             return producer_event_to_ops(event, spec.process, state)
+        if share is not None:
+            return share(event)
         return consumer_event_to_ops(event, spec.process, spec.group, verbose=spec.verbose)
 
     with tempfile.TemporaryDirectory(prefix="failsafe-verifiable-") as tmp:
@@ -287,6 +293,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         config.write_text(properties_text(spec.java_properties()))
         if isinstance(spec, VerifiableProducerSpec):
             cmd = verifiable_producer_command(spec, java, dist, config)
+        elif isinstance(spec, VerifiableShareConsumerSpec):
+            cmd = verifiable_share_consumer_command(spec, java, dist, str(config))
         else:
             cmd = verifiable_consumer_command(spec, java, dist, config)
         # The tool's own log (log4j to stderr) goes to the client log the pool named (the tail
@@ -327,11 +335,14 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             if state is not None:
                 for op in producer_stopped_ops(state, spec.process):
                     _write(out, op)
+            if share is not None:
+                for op in share.stopped_ops():
+                    _write(out, op)
             if killed.is_set():
-                group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec) else {}
+                group = {"group": spec.group} if isinstance(spec, VerifiableConsumerSpec | VerifiableShareConsumerSpec) else {}
                 out.op(OpType.INFO, Op.CRASH, **group, error=f"did not stop within {spec.stop_timeout_s:g}s of SIGTERM")
             out.flush()
-    if not stop.is_set() and not crash.event.is_set() and not (spec.count is not None and returncode == 0):
+    if not stop.is_set() and not crash.event.is_set() and not (getattr(spec, "count", None) is not None and returncode == 0):
         detail = child.tail() or "no output on stderr"
         raise WorkloadFailed(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
     return returncode

@@ -193,15 +193,15 @@ function renderRebalances(r) {
   $("#rebalances-list").innerHTML = r.groups.map((g) => {
     const rows = g.rebalances.map((ev) => {
       const parts = ev.partitions.length ? ev.partitions : [null];
-      const kept = ev.kind !== "left" ? "-" : ev.survivors_kept ? "yes"
+      const kept = !ev.measured ? "-" : ev.survivors_kept ? "yes"
         : `<span class="${ev.violations.includes("survivors-interrupted") ? "bad" : "warn"}">no: ${esc(ev.interrupted.join(", "))}</span>`;
-      const expected = ev.kind === "left" ? (ev.survivors_kept_expected ? " (expected)" : ' <span class="muted">(not expected)</span>') : "";
+      const expected = ev.measured ? (ev.survivors_kept_expected ? " (expected)" : ' <span class="muted">(not expected)</span>') : "";
       const span = `rowspan="${parts.length}"`;
       return parts.map((p, i) => {
         const head = i ? "" : `<td ${span}>${ev.at_s ?? "-"} s <span class="muted">${new Date(ev.time_ms).toLocaleTimeString()}</span></td>` +
           `<td ${span} class="change-${ev.kind}">${ev.kind}</td><td ${span}>${esc(ev.members.join(", "))}</td>` +
           `<td ${span}>${esc(ev.source)}${ev.fault_id != null ? ` #${ev.fault_id}` : ""}</td><td ${span}>${esc(ev.protocol)}</td>` +
-          `<td ${span}>${ev.kind === "left" ? ms(ev.pause_ms) : "-"}</td>`;
+          `<td ${span}>${ev.measured ? ms(ev.pause_ms) : "-"}</td>`;
         const tail = i ? "" : `<td ${span}>${kept}${expected}</td>`;
         if (!p) return `<tr class="event-start">${head}<td colspan="4" class="muted">no partition</td>${tail}</tr>`;
         let what;

@@ -173,7 +173,7 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     members = (*(n for c in consumers for n in c.processes()), *clients.pop(Need.CONSUMERS, ()))
     ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics}, {Need.CONSUMERS: members, CONSUMER_GROUPS: groups, **clients})
     faults = parse_faults(data, name, kind, ctx, phases)
-    _refuse_frozen_jvms(name, faults, consumers)
+    refuse_frozen_jvms(name, faults, {n for c in consumers if c.driver == "kafka-verifiable" for n in c.processes()})
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)
     scenario = cls(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
@@ -183,12 +183,12 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     return scenario
 
 
-def _refuse_frozen_jvms(where: str, faults: tuple, consumers: tuple[ConsumerGroup, ...]) -> None:
-    """pause-consumer stops failsafe's worker; Kafka's VerifiableConsumer is a JVM it starts, which would go on."""
-    java = {n for c in consumers if c.driver == "kafka-verifiable" for n in c.processes()}
+def refuse_frozen_jvms(where: str, faults: tuple, java: set[str]) -> None:
+    """pause-consumer stops failsafe's worker; Kafka's verifiable consumers (``java``: their processes) are a JVM it
+    starts, which would go on."""
     for i, f in enumerate(faults):
         if f.fault == PAUSE_CONSUMER and getattr(f.params, "consumer", None) in java:
-            raise fail(f"{where}.faults[{i}].consumer", f"{f.params.consumer} is Kafka's VerifiableConsumer (driver kafka-verifiable): "
+            raise fail(f"{where}.faults[{i}].consumer", f"{f.params.consumer} is a Kafka verifiable consumer (driver kafka-verifiable): "
                                                         "pause-consumer freezes failsafe's own consumers only")
 
 

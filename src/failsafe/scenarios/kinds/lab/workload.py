@@ -36,6 +36,9 @@ class LabWorkload:
         self.sampled_topics = [t.name for t in scenario.topics]
         self.pool: WorkerPool | None = None
         self.frozen: set[str] = set()  # consumers a pause-consumer has stopped (SIGSTOP), until it lets them go on
+        # How many times a client was started again, by its first name: its current process is NAME.N (member-0.1). A new
+        # process has a new name, so the history tells each incarnation's reads and assignments apart.
+        self.incarnations: dict[str, int] = {}
 
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
@@ -160,7 +163,17 @@ class LabWorkload:
         pool.stop([worker])
 
     def restart_client(self, name: str) -> None:
-        raise FaultError(f"the lab does not restart {name}: its consumers stay down once killed")
+        """Start a closed group member again as a new process (NAME.N) with the same settings: it joins its group anew."""
+        process = self.process_of(name)
+        worker = self._pool().workers.get(process)
+        if worker is None or worker not in self.readers():
+            raise FaultError(f"the lab restarts only its consumers, and {name!r} is none of {', '.join(w.process for w in self.readers())}")
+        if worker.alive():
+            raise FaultError(f"consumer {process} is still running: a restart starts it again after its close")
+        if worker.group is None:
+            raise FaultError(f"consumer {process} is in no group: only a group member is restarted (it resumes from its group's offsets)")
+        self.incarnations[name] = self.incarnations.get(name, 0) + 1
+        self._pool().start(replace(worker.spec, process=self.process_of(name), client_log=""))
 
     def pause_client(self, name: str) -> None:
         if name in self.frozen:
@@ -171,16 +184,21 @@ class LabWorkload:
     def resume_client(self, name: str) -> None:
         if name in self.frozen:
             self.frozen.discard(name)
-            self._pool().workers[name].child.signal(signal.SIGCONT)
+            self._pool().workers[self.process_of(name)].child.signal(signal.SIGCONT)
+
+    def process_of(self, name: str) -> str:
+        """The process of a client's current incarnation: NAME, or NAME.N once it was started again N times."""
+        return f"{name}.{self.incarnations[name]}" if self.incarnations.get(name) else name
 
     def _consumer(self, name: str) -> str:
         pool = self._pool()
-        worker = pool.workers.get(name)
+        process = self.process_of(name)
+        worker = pool.workers.get(process)
         if worker is None or worker not in self.readers():
             raise FaultError(f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in self.readers())}")
         if not worker.alive():
-            raise FaultError(f"consumer {name} is not running any more")
-        return name
+            raise FaultError(f"consumer {process} is not running any more")
+        return process
 
     def _pool(self) -> WorkerPool:
         assert self.pool is not None, "setup() comes first"

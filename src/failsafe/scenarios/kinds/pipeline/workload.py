@@ -166,6 +166,9 @@ class PipelineWorkload:
     def close_client(self, name: str) -> None:
         raise FaultError(f"the pipeline scenario cannot close {name!r}")
 
+    def process_of(self, name: str) -> str:
+        return name  # the driver and the workers are started again under their own names
+
     def restart_client(self, name: str) -> None:
         if (worker := self._spark_worker(name)) is not None:
             assert self.spark is not None

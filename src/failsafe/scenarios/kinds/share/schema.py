@@ -1,6 +1,8 @@
 """Share-group scenarios (KIP-932): the lab's topics, producers and consumers, with share consumers.
 
-    [[share_consumers]]  name, topics, group, count, release_per_mille, reject_per_mille, properties
+    [[share_consumers]]  name, topics, group, count, processing_ms, release_per_mille, reject_per_mille, properties,
+                         driver ("failsafe": confluent-kafka's ShareConsumer; "kafka-verifiable": Kafka's
+                         VerifiableShareConsumer, one topic, every record accepted, no delivery counts)
     [share_groups.NAME]  the group's dynamic configs (kafka-configs --entity-type groups), e.g.
                          "share.record.lock.duration.ms" = "15000"
 
@@ -18,8 +20,8 @@ from typing import Any
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
+from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab, refuse_frozen_jvms
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
-from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
 
 TOP = LAB_TOP | {"share_consumers", "share_groups"}
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
@@ -48,6 +50,7 @@ class ShareConsumers:
     # How long each batch is worked on before it is acknowledged: the records a member holds meanwhile.
     processing_ms: int = 0
     properties: dict[str, str] = field(default_factory=dict)
+    driver: str = "failsafe"
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -137,6 +140,12 @@ def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
             raise fail(f"{where}.share_consumers[{i}]", "release_per_mille and reject_per_mille add up to more than 1000")
         if c.group in {g.group for g in s.consumers}:
             raise fail(f"{where}.share_consumers[{i}].group", f"{c.group!r} is a consumer group of [[consumers]]: a group is one or the other")
+        if c.driver not in DRIVERS:
+            raise fail(f"{where}.share_consumers[{i}].driver", f"{c.driver!r} is not one of {', '.join(DRIVERS)}")
+        if c.driver == "kafka-verifiable" and (len(c.topics) != 1 or c.processing_ms or c.release_per_mille or c.reject_per_mille):
+            raise fail(f"{where}.share_consumers[{i}]", "Kafka's VerifiableShareConsumer (driver kafka-verifiable) reads one topic and "
+                                                        "accepts every record at once: no processing_ms, release_per_mille or reject_per_mille")
+    refuse_frozen_jvms(where, s.faults, {n for c in s.share_consumers if c.driver == "kafka-verifiable" for n in c.processes()})
     unknown = sorted(set(configs) - set(s.share_groups))
     if unknown:
         raise fail(f"{where}.share_groups.{unknown[0]}", f"no [[share_consumers]] is in group {unknown[0]!r}")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from failsafe.clients.admin import new_admin, set_group_configs
 from failsafe.scenarios import setup
-from failsafe.scenarios.kinds.lab.workload import LabWorkload
+from failsafe.scenarios.kinds.lab.workload import KAFKA_VERIFIABLE, LabWorkload
 from failsafe.scenarios.kinds.share.schema import ShareScenario
 from failsafe.scenarios.plugin import RunContext
 from failsafe.workloads.pool import Worker
 from failsafe.workloads.share_consumer import ShareConsumerSpec
+from failsafe.workloads.verifiable_share import VerifiableShareConsumerSpec
 
 FIRST_DELIVERY_TIMEOUT_S = 60.0
 
@@ -37,9 +38,12 @@ class ShareWorkload(LabWorkload):
         pool = self._pool()
         for c in self.scenario.share_consumers:
             for process in c.processes():
-                pool.start(ShareConsumerSpec(process=process, topics=c.topics, group=c.group, bootstrap_servers=ctx.bootstrap_servers,
-                                             properties=c.properties, release_per_mille=c.release_per_mille,
-                                             reject_per_mille=c.reject_per_mille, processing_ms=c.processing_ms))
+                spec = ShareConsumerSpec(process=process, topics=c.topics, group=c.group, bootstrap_servers=ctx.bootstrap_servers,
+                                         properties=c.properties, release_per_mille=c.release_per_mille,
+                                         reject_per_mille=c.reject_per_mille, processing_ms=c.processing_ms)
+                if c.driver == KAFKA_VERIFIABLE:
+                    spec = VerifiableShareConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version)
+                pool.start(spec)
         super().start(ctx)
 
         def every_group_delivered() -> bool:

@@ -51,7 +51,6 @@ class TxnWorkload(LabWorkload):
         self.scenario: TxnScenario = scenario
         # A transactional client's name (writer-0) -> the spec of its current incarnation (writer-0, writer-0.1, ...).
         self.txn_specs: dict[str, TxnSpec] = {}
-        self.incarnations: dict[str, int] = {}
         # Frozen incarnations (zombie-txn-client), by client name, until they are let go on.
         self.paused: dict[str, Worker] = {}
         self.superseded_dir: Path | None = None  # set up in setup(): where zombie-txn-client leaves its superseded markers
@@ -240,6 +239,9 @@ class TxnWorkload(LabWorkload):
             return super().restart_client(name)
         self.incarnations[name] = self.incarnations.get(name, 0) + 1
         self._start_txn(replace(self.txn_specs[name], process=f"{name}.{self.incarnations[name]}", client_log=""), name)
+
+    def process_of(self, name: str) -> str:
+        return self.txn_specs[name].process if name in self.txn_specs else super().process_of(name)
 
     def _current(self, name: str) -> Worker:
         worker = self._pool().workers[self.txn_specs[name].process]
