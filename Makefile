@@ -1,6 +1,7 @@
 # failsafe: `make demo` runs the whole seed lab (every tutorial experiment as a checked scenario) on a
 # fresh local cluster; `make tour` walks through seed 000 command by command;
-# `make test` runs the test suite. Both run `make setup` first and are idempotent.
+# `make test` runs the test suite (without the tests marked long: `make test-long` runs those). Both run
+# `make setup` first and are idempotent.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,10 +10,11 @@ KAFKA_VERSION ?= 4.3.1
 # ZooKeeper mode and the live migration to KRaft (failsafe up --mode zookeeper).
 ZOOKEEPER_KAFKA_VERSION ?= 3.9.2
 DEMO_DIR ?= failsafe-cluster
-PYTEST_ARGS ?=
+# The long tests (pyproject.toml's markers) repeat on a real cluster what other tests and the benchmarks cover.
+PYTEST_ARGS ?= -m "not long"
 BENCH_DIR ?= /tmp/failsafe-bench-cluster
 
-.PHONY: setup demo tour test lint bench clean-demo
+.PHONY: setup demo tour test test-long lint bench clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	@command -v python3 >/dev/null || { echo "make setup: python3 (3.11+) is missing: install it (Debian: apt-get install python3 python3-venv)" >&2; exit 2; }
@@ -33,6 +35,9 @@ tour: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-long: setup
+	$(PY) -m pytest -m long
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks

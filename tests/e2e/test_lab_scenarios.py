@@ -145,6 +145,7 @@ def test_a_share_group_redelivers_a_killed_members_records_to_another(queue_run:
     assert share["counts"]["redeliveries-holder-stopped"] >= 1, share["counts"]
 
 
+@pytest.mark.long
 def test_a_frozen_share_members_records_come_back_after_their_lock(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
     # Frozen 18 s, past the 15 s lock (the catalog's 25 s and 30 s chaos make the same point more slowly).
     result = shared_cluster.cli("run", "share-consumer-paused", "--runs", str(tmp_path), "--set", "faults[0].duration_s=18",

@@ -214,6 +214,7 @@ def _run_own(module_cluster: RunningCluster, scenario: str, tmp_path: Path, *ext
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_zone_outage_loses_nothing_and_only_rack_blind_partitions_refuse_writes(net_cluster: RunningCluster, tmp_path: Path) -> None:
     result, results, run_dir = _run_own(net_cluster, "zone-outage", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

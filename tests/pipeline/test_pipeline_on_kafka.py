@@ -57,6 +57,7 @@ def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(clean
     assert len(published.stdout.splitlines()) == 5 and '"revenue"' in published.stdout
 
 
+@pytest.mark.long
 def test_the_ceiling_benchmark_runs_end_to_end_in_smoke_mode(clean_demo: RunningCluster, tmp_path: Path) -> None:
     """benchmarks/bench_pipeline.py on a tiny backlog: the pipeline's and the ceiling query's rates are both measured."""
     import subprocess
