@@ -9,8 +9,8 @@ Runs the catalog scenarios rebalance-member-{killed,closed,paused,joining}, reba
 rebalance-rolling-restart (kill -9, a polite close, a 16 s freeze past the 10 s session, a member joining, the group
 coordinator's broker killed for 10 s, every member restarted in turn), --runs times per cell, with
 the group's protocol set by --set: classic eager range, classic cooperative-sticky, KIP-848 with the uniform and the range
-remote assignor; librdkafka, and Kafka's Java consumer (VerifiableConsumer) for the faults that do not freeze a process
-(SIGSTOP stops failsafe's worker, not the JVM it starts). From each run's results: the rebalance checker's event of the
+remote assignor; librdkafka, and Kafka's Java consumer (VerifiableConsumer: pause-consumer stops its JVM). From each run's
+results: the rebalance checker's event of the
 fault (pause_ms: until every partition it took was owned again; each moved and kept partition's processing gap, its
 longest stretch unread from before the fault until the group settled; the survivors' partitions revoked; for a join, the
 partitions given to the joiner are the moved ones; EVENTS), the semantics checker's
@@ -46,8 +46,6 @@ PROTOCOLS = {
     "consumer-range": ['consumers[0].group_protocol="consumer"', 'consumers[0].remote_assignor="range"'],
 }
 CLIENTS = {"librdkafka": [], "kafka-java": ['consumers[0].driver="kafka-verifiable"']}
-# SIGSTOP freezes failsafe's worker; Kafka's VerifiableConsumer is a JVM it starts, which goes on.
-NOT_FOR_JAVA = {"paused"}
 RUN_TIMEOUT_S = 600
 
 
@@ -171,8 +169,6 @@ def main() -> int:
         runs = Path(os.environ.get("FAILSAFE_BENCH_RUNS", tmp))
         for fault in args.faults.split(","):
             for client in args.clients.split(","):
-                if client != "librdkafka" and fault in NOT_FOR_JAVA:
-                    continue
                 for protocol in args.protocols.split(","):
                     for i in range(args.runs):
                         row = one_run(args.dir, runs, fault, protocol, client, args.members, args.partitions)

@@ -174,8 +174,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--driver", choices=("failsafe", "kafka-verifiable"), default="failsafe",
-                    help="the share scenarios' members: failsafe's worker, or Kafka's VerifiableShareConsumer (not share-consumer-paused: "
-                         "a SIGSTOP of the worker does not freeze its JVM)")
+                    help="the share scenarios' members: failsafe's worker, or Kafka's VerifiableShareConsumer")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     bootstrap = Cluster.open(args.dir).bootstrap_servers

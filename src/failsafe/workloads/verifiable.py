@@ -52,19 +52,36 @@ from failsafe.workloads.verifiable_share import ShareEvents, VerifiableShareCons
 # What the pool sends a verifiable client's worker to crash its client (pool.kill): a real-time signal nothing else uses
 # (SIGUSR1 tells a transactional worker it was superseded, SIGUSR2 asks for stacks and HotSpot uses it).
 CRASH_SIGNAL: int = signal.SIGRTMIN + 1
+# What the lab sends it to freeze its JVM (pause-consumer: SIGSTOP of the JVM) and to let it go on (SIGCONT): a SIGSTOP of
+# the worker would leave the JVM running.
+FREEZE_SIGNAL: int = signal.SIGRTMIN + 2
+THAW_SIGNAL: int = signal.SIGRTMIN + 3
 
 
 class Crash:
-    """A crash the pool asked for (CRASH_SIGNAL): ``trigger`` SIGKILLs the JVM at once, from the signal handler."""
+    """What the pool and the lab ask of the JVM, from the worker's signal handlers: ``trigger`` (CRASH_SIGNAL) SIGKILLs it
+    at once; ``freeze`` (FREEZE_SIGNAL) and ``thaw`` (THAW_SIGNAL) SIGSTOP and SIGCONT it, and one started while frozen
+    is stopped at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.child: Child | None = None
+        self.frozen = False
 
     def trigger(self) -> None:
         self.event.set()
         if self.child is not None:
             self.child.kill()
+
+    def freeze(self) -> None:
+        self.frozen = True
+        if self.child is not None:
+            self.child.signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.frozen = False
+        if self.child is not None:
+            self.child.signal(signal.SIGCONT)
 
 # The Java client's own default; VerifiableProducer overrides it with 0 unless told otherwise.
 JAVA_DEFAULT_RETRIES = 2_147_483_647
@@ -306,6 +323,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         crash.child = child
         if crash.event.is_set():
             child.kill()  # asked before the JVM was there
+        elif crash.frozen:
+            child.signal(signal.SIGSTOP)
         killed = threading.Event()
         stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s, crash.event), name=f"stop-{spec.process}",
                                    daemon=True)

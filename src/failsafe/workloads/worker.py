@@ -32,7 +32,16 @@ from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properti
 from failsafe.workloads.txn_producer import run_txn_producer
 from failsafe.workloads.txn_session import SUPERSEDED
 from failsafe.workloads.txn_specs import KAFKA_JAVA, TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
-from failsafe.workloads.verifiable import CRASH_SIGNAL, VERIFIABLE_KINDS, Crash, VerifiableSpec, run_verifiable, verifiable_spec_from_json
+from failsafe.workloads.verifiable import (
+    CRASH_SIGNAL,
+    FREEZE_SIGNAL,
+    THAW_SIGNAL,
+    VERIFIABLE_KINDS,
+    Crash,
+    VerifiableSpec,
+    run_verifiable,
+    verifiable_spec_from_json,
+)
 
 
 def _watch_stdin(stop: threading.Event) -> None:
@@ -124,6 +133,8 @@ def main(argv: list[str]) -> int:
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             crash = Crash()
             signal.signal(CRASH_SIGNAL, lambda *_: crash.trigger())
+            signal.signal(FREEZE_SIGNAL, lambda *_: crash.freeze())
+            signal.signal(THAW_SIGNAL, lambda *_: crash.thaw())
             run_verifiable(spec, out, stop, crash=crash)
         elif _on_java(spec):
             # SIGTERM blocked from here on: one that comes before the JVM has its own handler stays pending for it

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from failsafe.checkers.common import ACKS_NAMES, DURABLE_ACKS
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
-from failsafe.history.ops import PAUSE_CONSUMER
 from failsafe.scenarios.base import (
     KindInfo,
     Phases,
@@ -173,7 +172,6 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     members = (*(n for c in consumers for n in c.processes()), *clients.pop(Need.CONSUMERS, ()))
     ctx = fault_context(name, cluster, {t.name: t.partitions for t in topics}, {Need.CONSUMERS: members, CONSUMER_GROUPS: groups, **clients})
     faults = parse_faults(data, name, kind, ctx, phases)
-    refuse_frozen_jvms(name, faults, {n for c in consumers if c.driver == "kafka-verifiable" for n in c.processes()})
     actions = parse_actions(data, name, kind)
     checkers, expect, known = parse_checks(data, name, kind)
     scenario = cls(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
@@ -181,15 +179,6 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
                    topics=topics, producers=producers, consumers=consumers, **extra)
     validate_actions(scenario, kind)
     return scenario
-
-
-def refuse_frozen_jvms(where: str, faults: tuple, java: set[str]) -> None:
-    """pause-consumer stops failsafe's worker; Kafka's verifiable consumers (``java``: their processes) are a JVM it
-    starts, which would go on."""
-    for i, f in enumerate(faults):
-        if f.fault == PAUSE_CONSUMER and getattr(f.params, "consumer", None) in java:
-            raise fail(f"{where}.faults[{i}].consumer", f"{f.params.consumer} is a Kafka verifiable consumer (driver kafka-verifiable): "
-                                                        "pause-consumer freezes failsafe's own consumers only")
 
 
 def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], producers: tuple[ProducerGroup, ...],

@@ -23,7 +23,7 @@ from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout
 from failsafe.workloads.pool import Worker, WorkerPool
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
-from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
+from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, VerifiableConsumerSpec, VerifiableProducerSpec, VerifiableSpec
 
 ASSIGN_TIMEOUT_S = 60.0
 FIRST_ACK_TIMEOUT_S = 60.0
@@ -178,13 +178,16 @@ class LabWorkload:
     def pause_client(self, name: str) -> None:
         if name in self.frozen:
             raise FaultError(f"consumer {name} is frozen already (another pause-consumer): one at a time")
-        self._pool().workers[self._consumer(name)].child.signal(signal.SIGSTOP)
+        worker = self._pool().workers[self._consumer(name)]
+        # Kafka's verifiable clients are a JVM the worker started: the worker stops that (verifiable.py FREEZE_SIGNAL).
+        worker.child.signal(FREEZE_SIGNAL if isinstance(worker.spec, VerifiableSpec) else signal.SIGSTOP)
         self.frozen.add(name)
 
     def resume_client(self, name: str) -> None:
         if name in self.frozen:
             self.frozen.discard(name)
-            self._pool().workers[self.process_of(name)].child.signal(signal.SIGCONT)
+            worker = self._pool().workers[self.process_of(name)]
+            worker.child.signal(THAW_SIGNAL if isinstance(worker.spec, VerifiableSpec) else signal.SIGCONT)
 
     def process_of(self, name: str) -> str:
         """The process of a client's current incarnation: NAME, or NAME.N once it was started again N times."""

@@ -20,7 +20,7 @@ from typing import Any
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
-from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab, refuse_frozen_jvms
+from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 
 TOP = LAB_TOP | {"share_consumers", "share_groups"}
@@ -145,7 +145,6 @@ def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
         if c.driver == "kafka-verifiable" and (len(c.topics) != 1 or c.processing_ms or c.release_per_mille or c.reject_per_mille):
             raise fail(f"{where}.share_consumers[{i}]", "Kafka's VerifiableShareConsumer (driver kafka-verifiable) reads one topic and "
                                                         "accepts every record at once: no processing_ms, release_per_mille or reject_per_mille")
-    refuse_frozen_jvms(where, s.faults, {n for c in s.share_consumers if c.driver == "kafka-verifiable" for n in c.processes()})
     unknown = sorted(set(configs) - set(s.share_groups))
     if unknown:
         raise fail(f"{where}.share_groups.{unknown[0]}", f"no [[share_consumers]] is in group {unknown[0]!r}")

@@ -1,7 +1,9 @@
-"""The lab's restart of a closed consumer: a new process NAME.N with the same settings, and the faults that follow act on it."""
+"""The lab's faults on its consumers: a restart (a new process NAME.N with the same settings, and the faults that follow act
+on it), and a freeze (SIGSTOP of failsafe's worker, or of the JVM a worker of Kafka's verifiable clients started)."""
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 
 import pytest
@@ -11,14 +13,19 @@ from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.registry import load_scenario
 from failsafe.workloads.pool import WorkerPool
 from failsafe.workloads.specs import ConsumerSpec
+from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, Crash, VerifiableConsumerSpec
 
 
 @dataclass
 class _Child:
     running_now: bool = True
+    signals: list[int] = field(default_factory=list)
 
     def running(self) -> bool:
         return self.running_now
+
+    def signal(self, sig: int) -> None:
+        self.signals.append(sig)
 
 
 @dataclass
@@ -88,3 +95,23 @@ def test_a_running_member_or_one_in_no_group_is_not_restarted() -> None:
         lab.restart_client("reader-0")
     with pytest.raises(FaultError, match="restarts only its consumers"):
         lab.restart_client("nobody")
+
+
+def test_a_freeze_stops_failsafes_worker_and_the_jvm_of_kafkas_consumer() -> None:
+    java = VerifiableConsumerSpec(process="member-1", topics=("t",), bootstrap_servers="b", group="g")
+    lab, pool = _lab(MEMBER, java)
+    for name in ("member-0", "member-1"):
+        lab.pause_client(name)
+        lab.resume_client(name)
+    assert pool.workers["member-0"].child.signals == [signal.SIGSTOP, signal.SIGCONT]
+    assert pool.workers["member-1"].child.signals == [FREEZE_SIGNAL, THAW_SIGNAL]
+
+
+def test_the_worker_stops_its_jvm_and_one_it_starts_while_frozen_stays_stopped() -> None:
+    crash, jvm = Crash(), _Child()
+    crash.freeze()  # before the JVM is there: run_verifiable stops it as soon as it starts (crash.frozen)
+    assert crash.frozen
+    crash.child = jvm  # type: ignore[assignment]
+    crash.thaw()
+    crash.freeze()
+    assert jvm.signals == [signal.SIGCONT, signal.SIGSTOP] and crash.frozen
