@@ -141,7 +141,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
     ap.add_argument("--recheck", metavar="FAULTS", help="with --summarize: check the stored runs of these faults again first (failsafe check)")
-    ap.add_argument("--replace-cells", type=Path, metavar="JSON", help="with --summarize: this file's cells replace the stored file's")
+    ap.add_argument("--replace-cells", type=Path, metavar="JSON", help="with --summarize: this file's cells replace the stored file's "
+                    "(or are added to them)")
     args = ap.parse_args()
     if args.summarize:
         stored = json.loads(args.summarize.read_text())
@@ -152,7 +153,10 @@ def main() -> int:
             cell = lambda r: (r["fault"], r["protocol"], r["client"], r["members"])  # noqa: E731
             again = {cell(r) for r in newer["rows"]}
             rows = [r for r in rows if cell(r) not in again] + newer["rows"]
-            stored["replaced"] = {"cells": sorted(" ".join(map(str, c)) for c in again), "command": newer["command"]}
+            # Every merge is kept, oldest first: which cells came from which command.
+            earlier = stored.get("replaced") or []
+            stored["replaced"] = [*(earlier if isinstance(earlier, list) else [earlier]),
+                                  {"cells": sorted(" ".join(map(str, c)) for c in again), "command": newer["command"]}]
         if args.recheck:
             # The runs of these faults judged again by this failsafe's checkers (failsafe check rewrites each run's
             # results.json), then read again.

@@ -11,7 +11,7 @@ import pytest
 from failsafe.checkers import run_checkers
 from failsafe.checkers.explain import explain
 from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
-from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, send, topology
+from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, revoke, send, topology
 
 
 def phase(name: str, ms: float) -> dict:
@@ -218,3 +218,15 @@ def test_a_write_read_then_truncated_is_explained_with_what_its_offset_holds_now
     assert explained["sentence"].startswith("value v2 acknowledged at offset 1 of t-1 at 33.0 s (leader broker 1) was read, and is no longer in "
                                             "the log: it was truncated after it was read (the offset now holds v3)")
     assert "fault 1 (kill of broker 1; the leader of t-1)" in explained["sentence"]
+
+
+def test_a_slow_join_of_a_restarted_member_is_explained_as_a_join() -> None:
+    h = history(
+        phase("chaos", 0), assign("c0", [0], ms=0), assign("c1", [1], ms=0),
+        *fault(1, start_ms=1_000, stop_ms=4_000, nodes=["c0"], fault_name="restart-consumer", target="consumer"),
+        revoke("c0", [0], ms=1_050), assign("c1", [0], ms=1_500), revoke("c1", [0], ms=6_000), assign("c0.1", [0], ms=9_000),
+    )
+    results = results_of(h, rebalance={"max_pause_ms": 2_000})
+    slow = [e for e in explain(h, results) if e["anomaly"] == "slow-rebalance"]
+    assert [e.get("error") for e in slow] == [None]
+    assert "had a partition without an owner for 5000 ms after c0.1 joined at 4.0 s" in slow[0]["sentence"]

@@ -17,7 +17,7 @@ import polars as pl
 
 from failsafe.checkers.explain_context import Context
 from failsafe.checkers.explain_words import client_words, context_words, fault_words, place, seconds
-from failsafe.checkers.rebalance import consumer_events
+from failsafe.checkers.rebalance import JOIN, consumer_events
 from failsafe.history.model import History
 from failsafe.history.ops import Op
 
@@ -258,18 +258,22 @@ def _caught_up(ctx: Context, checker: str, anomaly: str, row: Mapping, results: 
 
 def _rebalance(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
     processes = sorted(row["processes"])
-    events = [e for e in consumer_events(ctx.history, ctx.history.membership) if sorted(e["processes"]) == processes]
-    if not events:
-        raise ValueError(f"no consumer event of {processes} in the history")
-    ns = events[0]["start_ns"]
+    if isinstance(row.get("start_ns"), int):
+        ns = row["start_ns"]  # the event's own start (results written before joins were measured do not have it)
+    else:
+        events = [e for e in consumer_events(ctx.history, ctx.history.membership) if sorted(e["processes"]) == processes]
+        if not events:
+            raise ValueError(f"no consumer event of {processes} in the history")
+        ns = events[0]["start_ns"]
     topic, partition = row.get("topic"), row.get("partition")
-    around = _around(ctx, ns, topic, partition, processes[0])
-    who = _and(processes)
+    around = _around(ctx, ns, topic, partition, processes[0] if processes else None)
+    who = _and(processes) if processes else "a restarted member"
+    happened = "joined" if row.get("kind") == JOIN else "stopped"
     if anomaly == "never-reassigned":
         what = f"{place(topic, partition)}, owned by {who} of group {row['group']}, was never assigned again after {who} stopped at {ctx.s(ns)} s"
     else:
         pause = f"for {row['pause_ms']:.0f} ms" if row.get("pause_ms") is not None else "until the end"
-        what = f"group {row['group']} had a partition without an owner {pause} after {who} stopped at {ctx.s(ns)} s"
+        what = f"group {row['group']} had a partition without an owner {pause} after {who} {happened} at {ctx.s(ns)} s"
     return {"topic": topic, "partition": partition, "ops": [], **around, "sentence": f"{what}, {_tail(ctx, ns, around)}"}
 
 

@@ -99,9 +99,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     example_rows = {
         "never-reassigned": [
-            {"processes": event["processes"], "group": event["group"], "topic": moved["topic"], "partition": moved["partition"]} for event, moved in stuck[:5]
+            {"processes": event["processes"], "group": event["group"], "kind": event["kind"], "start_ns": event["start_ns"], "topic": moved["topic"],
+             "partition": moved["partition"]} for event, moved in stuck[:5]
         ],
-        "slow-rebalance": [{"processes": event["processes"], "group": event["group"], "pause_ms": event["pause_ms"]} for event in slow[:5]],
+        "slow-rebalance": [{"processes": event["processes"], "group": event["group"], "kind": event["kind"], "start_ns": event["start_ns"],
+                            "pause_ms": event["pause_ms"]} for event in slow[:5]],
         "survivors-interrupted": [
             {"processes": event["processes"], "group": event["group"], "protocol": event["protocol"], "owner": kept["owner"],
              "topic": kept["topic"], "partition": kept["partition"], "revoked_ms": kept["revoked_ms"], "gap_ms": kept["gap_ms"]}
