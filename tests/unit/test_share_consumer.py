@@ -9,6 +9,7 @@ import threading
 import orjson
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, TopicPartition
 
+from failsafe.checkers.share import check as check_share
 from failsafe.history.load import history_from_ops
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.share_consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
@@ -82,10 +83,12 @@ SPEC = ShareConsumerSpec("s-0", ("t",), group="sg")
 def test_each_poll_is_recorded_before_its_acknowledgements_and_each_partitions_answer_after() -> None:
     refused = KafkaException(KafkaError(KafkaError.INVALID_RECORD_STATE))
     ops, fake = _run(SPEC, [[FakeMessage(0, 5), FakeMessage(1, 7, count=2)]], {0: None, 1: refused})
-    assert [o["f"] for o in ops] == ["share-poll", "share-ack", "share-ack", "close"]
+    assert [(o["f"], o["type"]) for o in ops] == [("share-poll", "ok"), ("share-ack", "invoke"), ("share-ack", "ok"), ("share-ack", "fail"),
+                                                  ("close", "info")]
     assert [(r["offset"], r["delivery_count"], r["value"]) for r in ops[0]["records"]] == [(5, 1, "v5"), (7, 2, "v7")]
-    assert (ops[1]["type"], ops[1]["acks"]) == ("ok", [{"topic": "t", "partition": 0, "offset": 5, "ack": "accept"}])
-    assert (ops[2]["type"], ops[2]["error"]) == ("fail", "INVALID_RECORD_STATE")
+    assert [(a["partition"], a["offset"]) for a in ops[1]["acks"]] == [(0, 5), (1, 7)]
+    assert (ops[2]["type"], ops[2]["acks"]) == ("ok", [{"topic": "t", "partition": 0, "offset": 5, "ack": "accept"}])
+    assert (ops[3]["type"], ops[3]["error"]) == ("fail", "INVALID_RECORD_STATE")
     assert fake.closed and fake.topics == ["t"]
     # The history loads them as the share frames the share checker reads.
     h = history_from_ops(ops)
@@ -96,8 +99,22 @@ def test_each_poll_is_recorded_before_its_acknowledgements_and_each_partitions_a
 def test_a_partition_without_an_answer_or_with_a_timeout_is_unknown() -> None:
     timed_out = KafkaException(KafkaError(KafkaError._TIMED_OUT))
     ops, _ = _run(SPEC, [[FakeMessage(0, 1), FakeMessage(1, 1)]], {1: timed_out})
-    acks = [o for o in ops if o["f"] == "share-ack"]
+    acks = [o for o in ops if o["f"] == "share-ack" and o["type"] != "invoke"]
     assert [(o["type"], o["error"]) for o in acks] == [("info", "NO_ANSWER"), ("info", "TIMED_OUT")]
+
+
+def test_an_acknowledgement_sent_by_a_worker_killed_before_its_answer_is_unknown_not_lost() -> None:
+    ops, _ = _run(SPEC, [[FakeMessage(0, 5)]], {0: None})
+    write = [{"time_ns": 1, "process": "p", "type": "invoke", "f": "send", "id": 1, "topic": "t", "key": None, "value": "v5"},
+             {"time_ns": 2, "process": "p", "type": "ok", "f": "send", "id": 1, "topic": "t", "partition": 0, "offset": 5, "key": None,
+              "value": "v5"}]
+    killed = [o for o in ops if not (o["f"] == "share-ack" and o["type"] == "ok") and o["f"] != "close"]  # SIGKILL during commit_sync
+    h = history_from_ops(write + killed)
+    assert h.share_acks.select("offset", "type", "error").rows() == [(5, "info", "NO_ANSWER_RECORDED")]
+    result = check_share(h)
+    assert result["valid"] is True and result["counts"]["unknown-acks"] == 1 and result["counts"]["lost"] == 0
+    # Answered, the invoke leaves no row of its own.
+    assert history_from_ops(write + ops).share_acks.select("offset", "type").rows() == [(5, "ok")]
 
 
 def test_records_chosen_for_release_are_released_at_their_first_delivery_only() -> None:

@@ -262,10 +262,31 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         txns=_txns(other),
         share_deliveries=_select(_records(other.filter((pl.col("f") == Op.SHARE_POLL) & (pl.col("type") == OpType.OK)),
                                           "process", "group", "time_ns"), "share_deliveries"),
-        share_acks=_select(other.filter(pl.col("f") == Op.SHARE_ACK).select("process", "group", "time_ns", "type", "error", "acks")
-                           .explode("acks").drop_nulls("acks").unnest("acks"), "share_acks"),
+        share_acks=_share_acks(other),
         op_count=sum(frame.height for frame in kinds.values()),
     )
+
+
+# What a share-ack invoke with no answer after it is loaded with: its process stopped between sending it and recording the answer.
+NO_ANSWER_RECORDED = "NO_ANSWER_RECORDED"
+_SHARE_ACK_KEY = ["process", "group", "topic", "partition", "offset", "ack"]
+
+
+def _share_acks(other: pl.DataFrame) -> pl.DataFrame:
+    """One row per acknowledged record: ok, fail or info. A share-ack invoke (an acknowledgement sent) is dropped once an
+    answer for that record by that process follows it, and is otherwise an info (NO_ANSWER_RECORDED): the broker may
+    have taken it."""
+    rows = (other.filter(pl.col("f") == Op.SHARE_ACK).select("process", "group", "time_ns", "type", "error", "acks")
+            .explode("acks").drop_nulls("acks").unnest("acks"))
+    sent = rows.filter(pl.col("type") == OpType.INVOKE)
+    answered = rows.filter(pl.col("type") != OpType.INVOKE)
+    if sent.height:
+        later = sent.join(answered.select(*_SHARE_ACK_KEY, pl.col("time_ns").alias("answer_ns")), on=_SHARE_ACK_KEY, how="inner")
+        later = later.filter(pl.col("answer_ns") >= pl.col("time_ns")).select(*_SHARE_ACK_KEY, "time_ns").unique()
+        unanswered = sent.join(later, on=[*_SHARE_ACK_KEY, "time_ns"], how="anti", nulls_equal=True)
+        unanswered = unanswered.with_columns(pl.lit(str(OpType.INFO)).alias("type"), pl.lit(NO_ANSWER_RECORDED).alias("error"))
+        answered = pl.concat([answered, unanswered.select(answered.columns)]).sort("time_ns", maintain_order=True)
+    return _select(answered, "share_acks")
 
 
 def _select(frame: pl.DataFrame, name: str) -> pl.DataFrame:

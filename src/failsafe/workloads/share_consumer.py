@@ -2,8 +2,9 @@
 
 confluent-kafka's ShareConsumer in explicit acknowledgement mode: each poll's records are written as one
 ``share-poll`` op (and down the pipe) before any of them is acknowledged; then each record is acknowledged
-(accept, or release / reject when the spec asks for some), the acknowledgements are committed with commit_sync,
-and each partition's answer becomes a ``share-ack`` op: ok, fail (the broker refused them) or info (no answer).
+(accept, or release / reject when the spec asks for some), a ``share-ack`` invoke of them all is written, the
+acknowledgements are committed with commit_sync, and each partition's answer becomes a ``share-ack`` op: ok, fail
+(the broker refused them) or info (no answer).
 A killed worker leaves records acquired and unacknowledged: the broker delivers them again when their lock runs out.
 """
 
@@ -126,7 +127,11 @@ def _record(message: Message) -> dict:
 
 
 def _commit(consumer: ShareConsumer, chosen: dict[tuple[str, int], list[dict]], out: OpWriter, group: str) -> None:
-    """commit_sync, and one share-ack op per partition with what the broker answered for it."""
+    """One share-ack invoke of every acknowledgement sent, then commit_sync, then one share-ack op per partition with what
+    the broker answered for it. A worker killed between the two leaves the invoke alone: the history loads it as an
+    acknowledgement with no answer known (the broker may have taken it)."""
+    out.op(OpType.INVOKE, Op.SHARE_ACK, group=group, acks=[a for acks in chosen.values() for a in acks])
+    out.flush()
     try:
         answers = consumer.commit_sync(_COMMIT_S)
     except KafkaException as e:
