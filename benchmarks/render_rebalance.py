@@ -10,7 +10,7 @@ REBALANCE_3 = "docs/benchmarks/rebalance-3.json"
 REBALANCE_30 = "docs/benchmarks/rebalance-30.json"
 FAULT_WORDS = {"killed": "member killed (kill -9)", "closed": "member closed", "paused": "member frozen 16 s (SIGSTOP)",
                "coordinator": "group coordinator's broker killed 10 s", "joining": "member joining (restarted after 8 s)",
-               "rolling": "rolling restart of every member"}
+               "rolling": "rolling restart of 3 members, 12 s apart (6 rebalances)"}
 
 
 def _ms(spread: dict | None, key: str) -> str:
