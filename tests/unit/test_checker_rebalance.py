@@ -283,3 +283,15 @@ def test_a_restarted_member_that_never_gets_a_partition_is_counted() -> None:
     result = check(h)
     assert result["counts"]["joins"] == 1 and result["counts"]["joins-without-assignment"] == 1
     assert result["events"][1]["pause_ms"] is None
+
+
+def test_a_join_ends_where_the_next_consumer_event_begins() -> None:
+    # c0 restarts (back as c0.1 at 3000, given partition 0); c1 then closes at 6000 and c0.1 takes partition 1 too: that
+    # is the close's handover, not the join's.
+    h = history(*_configs(partition_assignment_strategy="cooperative-sticky"), client_config("c0.1", partition_assignment_strategy="cooperative-sticky"),
+                *_rejoin(survivor_revoked=False), client_event("close", "c1", ms=6000), revoke("c1", [1], ms=6001), assign("c0.1", [1], ms=6500))
+    result = check(h)
+    join = next(e for e in result["events"] if e["kind"] == "join")
+    assert [m["partition"] for m in join["moved_partitions"]] == [0] and join["pause_ms"] == pytest.approx(1000)
+    close = result["events"][-1]
+    assert (close["source"], [(m["partition"], m["new_owner"]) for m in close["moved_partitions"]]) == ("close", [(1, "c0.1")])

@@ -59,7 +59,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     unmeasured_faults = 0
     # A share group's members (KIP-932) do not rebalance: a fault on them is the share checker's.
     share_members = set(history.share_deliveries["process"].to_list()) | set(history.share_acks["process"].to_list())
-    for event in events:
+    for index, event in enumerate(events):
+        # A join is what the group gave its joiner before the next consumer event: later assignments are that event's.
+        event["until_ns"] = min((e["start_ns"] for e in events[index + 1:] if e["start_ns"] > event["start_ns"]), default=None)
         groups = membership.filter(pl.col("process").is_in(event["processes"]) & (pl.col("time_ns") <= event["start_ns"]))["group"].unique().to_list()
         if not groups:
             unmeasured_faults += event["source"] == "fault" and not set(event["processes"]) <= share_members
@@ -202,11 +204,13 @@ def _measure(event: dict[str, Any], group: str, membership: pl.DataFrame, histor
 
 def _measure_join(event: dict[str, Any], group: str, membership: pl.DataFrame, history: History) -> dict[str, Any]:
     """A restarted member's join: the partitions the group gives the joiner (a new process, first seen in the group within
-    _SAME_EVENT_NS of the restart) are the moved ones, every other partition owned at the restart a kept one."""
+    _SAME_EVENT_NS of the restart) before the next consumer event (``until_ns``) are the moved ones, every other partition
+    owned at the restart a kept one."""
     start_ns = event["start_ns"]
+    until_ns = start_ns + _SAME_EVENT_NS if event.get("until_ns") is None else min(event["until_ns"], start_ns + _SAME_EVENT_NS)
     first_seen = membership.group_by("process").agg(pl.col("time_ns").min().alias("first_ns"))
-    joiners = sorted(first_seen.filter(pl.col("first_ns").is_between(start_ns, start_ns + _SAME_EVENT_NS))["process"].to_list())
-    after = membership.filter(pl.col("time_ns") > start_ns)
+    joiners = sorted(first_seen.filter((pl.col("first_ns") >= start_ns) & (pl.col("first_ns") < until_ns))["process"].to_list())
+    after = membership.filter((pl.col("time_ns") > start_ns) & (pl.col("time_ns") < until_ns))
     stops = client_stops(history)
     owned = _owned(membership, stops, start_ns, [])
     assigns = after.filter(pl.col("f") == Op.ASSIGN).select(pl.col("process").alias("new_owner"), *_PARTITION, pl.col("time_ns").alias("assigned_ns"))
