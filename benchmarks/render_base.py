@@ -155,9 +155,12 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
         "--out docs/benchmarks/transactions-failover.json", True),
     Raw("docs/benchmarks/rebalance-3.json", f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/rebalance-3.json",
-        True, "stored from that grid (5 runs per cell), with its kill cells of Kafka's Java consumer run again after the verifiable worker's "
-              "kill fix (--faults killed --clients kafka-java, merged by --summarize FILE --replace-cells) and every run checked again "
-              "by the final checkers (--summarize FILE --recheck killed,closed,paused,coordinator)"),
+        True, "stored from that grid (5 runs per cell) before the joining and rolling faults existed, with its kill cells of Kafka's Java "
+              "consumer run again after the verifiable worker's kill fix (--faults killed --clients kafka-java, merged by --summarize FILE "
+              "--replace-cells), every run checked again by the processing gap measured until the group settled (--summarize FILE "
+              "--recheck killed,closed,paused,coordinator), then the cells of --faults joining,rolling added (checked again with a join "
+              "ending at the next consumer event: --recheck joining,rolling) and the frozen member's cells of Kafka's Java consumer "
+              "(--faults paused --clients kafka-java) added, each by --replace-cells; the file's replaced list names each command"),
     Raw("docs/benchmarks/share.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json", True),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",
