@@ -58,6 +58,7 @@ bench: setup
 	$(PY) benchmarks/bench_transactions.py --dir $(BENCH_DIR) --seconds 15 --rounds 2 --versions 2,1 --out docs/benchmarks/transactions-throughput.json
 	$(PY) benchmarks/bench_txn_failover.py --dir $(BENCH_DIR) --runs 5 --versions 2,1 --clients librdkafka,kafka-java --out docs/benchmarks/transactions-failover.json
 	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/rebalance-3.json
+	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --members 30 --partitions 60 --keys 240 --faults closed --clients librdkafka --out docs/benchmarks/rebalance-30.json
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json
 	$(PY) benchmarks/bench_sink_duplicates.py --dir $(BENCH_DIR) --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json
 	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-profile.json

@@ -161,6 +161,9 @@ RAW: tuple[Raw, ...] = (
               "--recheck killed,closed,paused,coordinator), then the cells of --faults joining,rolling added (checked again with a join "
               "ending at the next consumer event: --recheck joining,rolling) and the frozen member's cells of Kafka's Java consumer "
               "(--faults paused --clients kafka-java) added, each by --replace-cells; the file's replaced list names each command"),
+    Raw("docs/benchmarks/rebalance-30.json",
+        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 --faults closed "
+        "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True),
     Raw("docs/benchmarks/share.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json", True),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",

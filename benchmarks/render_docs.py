@@ -82,7 +82,12 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_targets,
     t_realtime,
 )
-from benchmarks.render_rebalance import t_rebalance_protocols, t_share_redelivery, t_share_throughput  # noqa: E402
+from benchmarks.render_rebalance import (  # noqa: E402
+    t_rebalance_protocols,
+    t_rebalance_protocols_30,
+    t_share_redelivery,
+    t_share_throughput,
+)
 from benchmarks.render_transactions import (  # noqa: E402
     t_transactions_campaigns,
     t_transactions_epochs,
@@ -487,6 +492,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-campaigns": t_transactions_campaigns,
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
     "rebalance-protocols": t_rebalance_protocols,
+    "rebalance-protocols-30": t_rebalance_protocols_30,
     "share-redelivery": t_share_redelivery,
     "share-throughput": t_share_throughput,
 }
