@@ -166,6 +166,9 @@ RAW: tuple[Raw, ...] = (
         "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True),
     Raw("docs/benchmarks/share.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 3 --out docs/benchmarks/share.json", True),
+    Raw("docs/benchmarks/share-java.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --rounds 0 --driver kafka-verifiable "
+        "--scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json", True),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",
         f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json", True),
     Raw("docs/benchmarks/interrupted-campaign-txn-kafka-java-tv2-02bc6e1-before.json",

@@ -86,6 +86,7 @@ from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
     t_share_redelivery,
+    t_share_redelivery_java,
     t_share_throughput,
 )
 from benchmarks.render_transactions import (  # noqa: E402
@@ -494,6 +495,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "rebalance-protocols": t_rebalance_protocols,
     "rebalance-protocols-30": t_rebalance_protocols_30,
     "share-redelivery": t_share_redelivery,
+    "share-redelivery-java": t_share_redelivery_java,
     "share-throughput": t_share_throughput,
 }
 
