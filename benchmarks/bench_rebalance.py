@@ -49,10 +49,13 @@ CLIENTS = {"librdkafka": [], "kafka-java": ['consumers[0].driver="kafka-verifiab
 RUN_TIMEOUT_S = 600
 
 
-def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, members: int, partitions: int, keys: int | None = None) -> dict:
+def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, members: int, partitions: int, keys: int | None = None,
+            rate: int | None = None) -> dict:
     sets = [*PROTOCOLS[protocol], *CLIENTS[client], f"consumers[0].count={members}", f"topics[0].partitions={partitions}"]
     if keys is not None:
         sets.append(f"producers[0].keys={keys}")
+    if rate is not None:
+        sets.append(f"producers[0].rate_per_s={rate}")
     cmd = [sys.executable, "-m", "failsafe.cli.main", "run", FAULTS[fault], "--dir", str(root), "--runs", str(runs),
            *[a for s in sets for a in ("--set", s)]]
     started = time.monotonic()
@@ -139,6 +142,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--keys", type=int, help="the producer's distinct keys (the scenarios write 16: with more partitions than that, "
                     "most get no record and have no processing gap; give several per partition)")
+    ap.add_argument("--rate", type=int, help="the producer's records per second (the scenarios write 200: with hundreds of "
+                    "partitions each gets a record only every few seconds, and its gap is mostly the wait for one)")
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--clients", default=",".join(CLIENTS))
@@ -180,13 +185,13 @@ def main() -> int:
             for client in args.clients.split(","):
                 for protocol in args.protocols.split(","):
                     for i in range(args.runs):
-                        row = one_run(args.dir, runs, fault, protocol, client, args.members, args.partitions, args.keys)
+                        row = one_run(args.dir, runs, fault, protocol, client, args.members, args.partitions, args.keys, args.rate)
                         rows.append(row)
                         print(f"{fault} {protocol} {client} {i + 1}/{args.runs}: {row['verdict']} pause {row['pause_ms']} ms, "
                               f"moved {row['moved']}, survivors revoked {row['kept_revoked']}, re-read {row['reread_across_rebalance']}",
                               flush=True)
     write_summary({"benchmark": "rebalance", "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                   "command": " ".join(sys.argv), "members": args.members, "partitions": args.partitions, "keys": args.keys,
+                   "command": " ".join(sys.argv), "members": args.members, "partitions": args.partitions, "keys": args.keys, "rate_per_s": args.rate,
                    "cells": summarize(rows), "rows": rows}, args.out)
     return 0
 

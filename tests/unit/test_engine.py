@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -107,6 +108,8 @@ class FakeWorkload:
     paused: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     restart_threads: list[str] = field(default_factory=list)
+    settle_s: float = 0.0  # how long wait_settled takes: a group that settles only then
+    settled_ns: list[int] = field(default_factory=list)
     sampled_topics: list[str] = field(default_factory=lambda: ["t"])
 
     def _hook(self, name: str) -> None:
@@ -150,6 +153,11 @@ class FakeWorkload:
     def process_of(self, name: str) -> str:
         return name
 
+    def wait_settled(self, timeout_s: float) -> str:
+        time.sleep(self.settle_s)  # the fake's group settles settle_s after it is asked (it stands for a wait on one)
+        self.settled_ns.append(time.time_ns())
+        return ""
+
     def pause_client(self, name: str) -> None:
         self.paused.append(name)
 
@@ -183,7 +191,7 @@ class FakeScenario:
 
 # What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
 CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3,
-                       clients={Need.CONSUMERS: ("member-0",), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",),
+                       clients={Need.CONSUMERS: ("member-0", "member-1"), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",),
                                 TXN_CLIENTS: ("writer-0",)})
 
 
@@ -327,6 +335,23 @@ def test_an_undo_that_waits_does_not_hold_back_the_next_scheduled_undo(tmp_path:
     assert stop_of["pause"]["time_ns"] <= stop_of["kill"]["time_ns"]
     heal = next(p["time_ns"] for p in _ops(engine, "phase") if p["phase"] == "heal")
     assert stop_of["kill"]["time_ns"] <= heal, "the heal waits for the undo still running"
+
+
+def test_a_fault_that_waits_first_starts_when_it_acts_and_its_undo_is_due_duration_s_after(tmp_path: Path) -> None:
+    # A rolling restart whose steps wait for the group to settle: member-0's restart is due at 0 with 0.01 s down, and
+    # member-1's at 0.005; the group takes 0.1 s to settle each time.
+    workload = FakeWorkload(settle_s=0.1)
+    faults = (spec(RESTART_CONSUMER, 0.0, 0.01, consumer="member-0", settled_within_s=5),
+              spec(RESTART_CONSUMER, 0.005, 0.01, consumer="member-1", settled_within_s=5))
+    engine = _engine(tmp_path, faults, workload=workload)
+    run_scenario(engine)
+    starts, stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
+    assert [s["nodes"] for s in starts] == [["member-0"], ["member-1"]] and workload.restarted == ["member-0", "member-1"]
+    # Each fault starts when it acted, after the group settled, not when it was due.
+    assert [s["time_ns"] >= settled for s, settled in zip(starts, workload.settled_ns, strict=True)] == [True, True]
+    # Each undo came duration_s (10 ms) after its fault acted, though the second was due 5 ms after the first.
+    assert all(stop["time_ns"] - start["time_ns"] >= 10_000_000 for start, stop in zip(starts, stops, strict=True))
+    assert starts[1]["time_ns"] >= workload.settled_ns[1] > starts[0]["time_ns"]
 
 
 def test_a_client_fault_is_undone_on_the_thread_that_drives_the_workload(tmp_path: Path) -> None:

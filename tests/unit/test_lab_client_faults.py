@@ -32,6 +32,7 @@ class _Child:
 class _Worker:
     spec: ConsumerSpec
     child: _Child = field(default_factory=_Child)
+    assigned: set[tuple[str, int]] = field(default_factory=set)
 
     @property
     def process(self) -> str:
@@ -51,6 +52,8 @@ class _Pool:
         self.started: list[ConsumerSpec] = []
 
     consumers = WorkerPool.consumers
+    live_consumers = WorkerPool.live_consumers
+    assigned_by_group = WorkerPool.assigned_by_group
 
     def start(self, spec: ConsumerSpec) -> _Worker:
         self.started.append(spec)
@@ -95,6 +98,47 @@ def test_a_running_member_or_one_in_no_group_is_not_restarted() -> None:
         lab.restart_client("reader-0")
     with pytest.raises(FaultError, match="restarts only its consumers"):
         lab.restart_client("nobody")
+
+
+def test_a_group_is_settled_when_it_owns_every_partition_and_each_member_some() -> None:
+    # rebalance-member-joining: three members of mygroup on my-failsafe-topic's 12 partitions.
+    specs = [ConsumerSpec(process=f"member-{i}", topics=["my-failsafe-topic"], bootstrap_servers="b", group="mygroup") for i in range(3)]
+    lab, pool = _lab(*specs)
+    pool.workers["member-0"].assigned = {("my-failsafe-topic", p) for p in range(8)}
+    pool.workers["member-1"].assigned = {("my-failsafe-topic", p) for p in range(8, 11)}
+    assert lab.unsettled() == ["mygroup: 1 partition(s) unowned", "mygroup: member-2 owns nothing"]
+    assert lab.wait_settled(0) == "mygroup: 1 partition(s) unowned; mygroup: member-2 owns nothing"
+    pool.workers["member-2"].assigned = {("my-failsafe-topic", 11)}
+    assert lab.unsettled() == [] and lab.wait_settled(0) == ""
+    lab.close_client("member-2")  # a member that left is not waited for; its partition is
+    assert lab.unsettled() == ["mygroup: 1 partition(s) unowned"]
+
+
+def test_a_restart_waits_for_the_group_to_settle_first_and_names_what_did_not() -> None:
+    from failsafe.faults.base import FaultSpec, FaultTargets
+    from failsafe.faults.clients import RESTART_CONSUMER, RestartChoice
+    from failsafe.faults.registry import FAULT_TYPES
+
+    calls: list[tuple[str, object]] = []
+
+    class Clients:
+        def wait_settled(self, timeout_s: float) -> str:
+            calls.append(("wait", timeout_s))
+            return "mygroup: member-0.1 owns nothing"
+
+        def process_of(self, name: str) -> str:
+            return name
+
+        def close_client(self, name: str) -> None:
+            calls.append(("close", name))
+
+    start = FAULT_TYPES[RESTART_CONSUMER].start
+    applied = start(FaultSpec(RESTART_CONSUMER, 14.0, 4.0, RestartChoice("member-1", settled_within_s=30)), FaultTargets(None, Clients(), lambda _: None))
+    assert calls == [("wait", 30.0), ("close", "member-1")]
+    assert applied.details == {"unsettled": "mygroup: member-0.1 owns nothing"}
+    calls.clear()
+    start(FaultSpec(RESTART_CONSUMER, 2.0, 4.0, RestartChoice("member-0")), FaultTargets(None, Clients(), lambda _: None))
+    assert calls == [("close", "member-0")]  # 0: no wait
 
 
 def test_a_freeze_stops_failsafes_worker_and_the_jvm_of_kafkas_consumer() -> None:

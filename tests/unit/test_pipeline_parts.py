@@ -169,6 +169,9 @@ def test_kill_spark_worker_kills_the_named_worker_and_its_undo_starts_it() -> No
         def process_of(self, name: str) -> str:
             return name
 
+        def wait_settled(self, timeout_s: float) -> str:
+            return ""
+
     clients = Clients()
     spec = FaultSpec(KILL_SPARK_WORKER, 1.0, 5.0, WorkerChoice(node=1))
     applied = FAULT_TYPES[KILL_SPARK_WORKER].start(spec, FaultTargets(None, clients, lambda _: None))

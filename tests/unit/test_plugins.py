@@ -150,7 +150,7 @@ def test_a_kind_offering_its_clients_to_faults_has_a_workload_that_acts_on_them(
     scenario = next(s for s in map(load_scenario, catalog_names()) if s.kind == kind_name)
     workload = kind.workload(scenario)
     if CLIENT_NEEDS & set(kind.offers):
-        for method in ("kill_client", "close_client", "restart_client", "process_of"):
+        for method in ("kill_client", "close_client", "restart_client", "process_of", "wait_settled"):
             assert callable(getattr(workload, method, None)), f"{kind_name} offers {sorted(CLIENT_NEEDS & set(kind.offers))} but cannot {method}"
     # Every fault the kind takes is one whose needs it offers: none can reach a workload that cannot do it.
     assert all(faults.FAULT_TYPES[name].needs <= kind.offers for name in faults.allowed(kind.offers))

@@ -111,6 +111,8 @@ class AppliedFault:
     ``heals_at_once``: the undo is part of the fault (restart), so the engine runs it right away.
     ``label``: how a report names it when its nodes do not say it; ``sides``: a network fault's sides
     (node labels and ``clients``), recorded as data so nothing has to parse them back from text.
+    ``acted_ns``: when the fault acted, for one that first waits on a condition of its own (restart-consumer's
+    settled_within_s); None: when it was started.
     """
 
     kind: str
@@ -126,6 +128,7 @@ class AppliedFault:
     sides: list[list[str]] | None = None
     one_way: bool | None = None
     loss: float | None = None
+    acted_ns: int | None = None
 
     def undo(self) -> None:
         """Run the undo; marked undone only when it succeeded, so a failed one can be tried again."""
@@ -148,6 +151,9 @@ class ClientTargets(Protocol):
 
     # The process a client's name stands for now: the name itself, or its latest incarnation's (member-0.1) once restarted.
     def process_of(self, name: str) -> str: ...
+
+    # Wait up to timeout_s until the consumer groups are settled; what was still unsettled then, or "" (restart-consumer).
+    def wait_settled(self, timeout_s: float) -> str: ...
 
     # Only kinds that offer txn-clients (faults/transactions.py): freeze a client (SIGSTOP) and let it go on (SIGCONT).
     def pause_client(self, name: str) -> None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Need, Target
@@ -29,6 +30,21 @@ def _check_consumer(params: ConsumerChoice, ctx: FaultContext) -> None:
         raise ctx.fail("consumer", f"{params.consumer!r} must name a consumer as NAME-INDEX, one of {', '.join(names) or 'none'}")
 
 
+def _non_negative(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError("must be a number of seconds, 0 or more")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RestartChoice(ConsumerChoice):
+    """The consumer, and how long its restart first waits for the consumer groups to settle (every partition owned, every
+    member some where there are enough partitions): a deploy's readiness check before the next member goes. 0: it does
+    not wait. The schedule waits with it; a group still unsettled when the time is up is named in the fault's details."""
+
+    settled_within_s: float = field(default=0.0, metadata={"convert": _non_negative})
+
+
 def kill_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL: the member never says goodbye, its group notices after session.timeout.ms. Nothing comes back."""
     process = targets.clients.process_of(spec.params.consumer)
@@ -47,9 +63,12 @@ def restart_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close, then the same member started again when the fault ends (duration_s): it leaves its group at once
     and joins it again, as one step of a rolling restart. The rebalance checker measures the leave and the join apart."""
     name = spec.params.consumer
+    unsettled = targets.clients.wait_settled(spec.params.settled_within_s) if spec.params.settled_within_s else ""
+    acted_ns = time.time_ns()
     process = targets.clients.process_of(name)
     targets.clients.close_client(name)
-    return AppliedFault(RESTART_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.restart_client(name))
+    return AppliedFault(RESTART_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.restart_client(name),
+                        details={"unsettled": unsettled} if unsettled else {}, acted_ns=acted_ns)
 
 
 def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -113,7 +132,7 @@ register(FaultType(KILL_CONSUMER, Family.CLIENT, "SIGKILL of a consumer: a crash
 register(FaultType(CLOSE_CONSUMER, Family.CLIENT, "a consumer closes and leaves its group", frozenset({Need.CONSUMERS}),
                    close_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
 register(FaultType(RESTART_CONSUMER, Family.CLIENT, "a consumer closes, leaves its group and joins it again after duration_s",
-                   frozenset({Need.CONSUMERS}), restart_consumer, "the consumer started again: it joins its group", ConsumerChoice,
+                   frozenset({Need.CONSUMERS}), restart_consumer, "the consumer started again: it joins its group", RestartChoice,
                    _check_consumer))
 register(FaultType(PAUSE_CONSUMER, Family.CLIENT, "SIGSTOP of a consumer for duration_s, then SIGCONT", frozenset({Need.CONSUMERS}),
                    pause_consumer, "SIGCONT: the consumer goes on", ConsumerChoice, _check_consumer))

@@ -14,6 +14,7 @@ names it, instead of a timeout in the next scenario.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import subprocess
 import time
@@ -182,15 +183,25 @@ class Engine:
     def _chaos(self) -> None:
         self._enter(Phase.CHAOS)
         start = time.monotonic()
-        events: list[tuple[float, int, Callable[[], None]]] = []
-        for f in self.scenario.faults:
-            events.append((f.at_s, 0, lambda f=f: self._start_fault(f)))
+        # (seconds into chaos, starts before undos before actions, order of entry, what to run): a heap, because a fault
+        # that first waits on a condition of its own (AppliedFault.acted_ns) has its undo due duration_s after it acted.
+        events: list[tuple[float, int, int, Callable[[], None]]] = []
+        order = itertools.count()
+
+        def start_fault(f: FaultSpec) -> None:
+            began_s = max(f.at_s, time.monotonic() - start)  # later than at_s when an earlier fault waited
+            waited_s = self._start_fault(f)
             if f.duration_s is not None:
-                events.append((f.at_s + f.duration_s, 1, lambda f=f: self._undo_scheduled(f)))
+                heapq.heappush(events, (began_s + waited_s + f.duration_s, 1, next(order), lambda: self._undo_scheduled(f)))
+
+        for f in self.scenario.faults:
+            events.append((f.at_s, 0, next(order), lambda f=f: start_fault(f)))
         for a in self.scenario.actions:
             if a.phase == Phase.CHAOS:
-                events.append((a.at_s, 2, lambda a=a: self._action(a)))
-        for at_s, _, run in sorted(events, key=lambda e: (e[0], e[1])):
+                events.append((a.at_s, 2, next(order), lambda a=a: self._action(a)))
+        heapq.heapify(events)
+        while events:
+            at_s, _, _, run = heapq.heappop(events)
             self._hold_until(start + at_s)
             run()
         self._hold_until(start + self.scenario.phases.chaos_s)
@@ -267,7 +278,8 @@ class Engine:
             self._network_leash = NetworkLeash(self.cluster.dir.root, self.run_dir.path / "network-leash.log")
         return self._network_leash
 
-    def _start_fault(self, spec: FaultSpec) -> None:
+    def _start_fault(self, spec: FaultSpec) -> float:
+        """Start a fault; how long it waited on a condition of its own before it acted (seconds; 0 for most)."""
         fault_id = next(self._fault_ids)
         started_ns = time.time_ns()
         fault_type = self.fault_types[spec.fault]
@@ -278,10 +290,10 @@ class Engine:
                 # Never in force, so no fault-start: an event saying which fault, when, and why not.
                 self.recorder.record(event_op(Op.FAULT_NOT_STARTED, time_ns=started_ns, fault=spec.fault, at_s=spec.at_s, error=str(e)))
                 self.event(f"{spec.fault} at {spec.at_s:g}s could not start (may_fail): {e}")
-                return
+                return 0.0
             self.recorder.record(fault_start(fault_id, spec.fault, family=fault_type.family, error=str(e), time_ns=started_ns))
             raise ScenarioFailed(f"{self.scenario.name}: the {spec.fault} fault at {spec.at_s:g}s could not start: {e}") from e
-        self.recorder.record(applied_start(fault_id, applied, fault_type.family, started_ns, time.time_ns()))
+        self.recorder.record(applied_start(fault_id, applied, fault_type.family, applied.acted_ns or started_ns, time.time_ns()))
         self.event(f"{spec.fault} {applied.target} {_nodes(applied)} ({applied.role})")
         active = ActiveFault(fault_id, spec, applied)
         self.faults.append(active)
@@ -290,6 +302,7 @@ class Engine:
         elif applied.heals_at_once:
             # A restart's start waits for the broker: beside the schedule, like a scheduled undo.
             self._beside(spec, lambda: self._undo(active))
+        return max(0.0, ((applied.acted_ns or started_ns) - started_ns) / 1e9)
 
     def _undo_scheduled(self, spec: FaultSpec) -> None:
         def undo() -> None:

@@ -20,7 +20,7 @@ from failsafe.scenarios import setup
 from failsafe.scenarios.kinds.lab.schema import ConsumerGroup, LabScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
-from failsafe.waiting import WaitTimeout
+from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker, WorkerPool
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
 from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, VerifiableConsumerSpec, VerifiableProducerSpec, VerifiableSpec
@@ -58,25 +58,8 @@ class LabWorkload:
         for c in s.consumers:
             for i in range(c.count):
                 pool.start(self.consumer_spec(c, i, ctx))
-        partitions = {t.name: t.partitions for t in s.topics}
-
-        def every_group_assigned() -> bool:
-            by_group = pool.assigned_by_group()
-            for c in s.consumers:
-                want = {(t, p) for t in c.topics for p in range(partitions[t])}
-                if c.group is not None and not want <= by_group.get(c.group, set()):
-                    return False
-                # Every member owns some when every assignor gives each one some (no more members in the group than the
-                # smallest topic has partitions): an incremental protocol hands a late joiner its share over several
-                # heartbeats, and a fault on a member that owns nothing yet would move nothing.
-                members = [w for w in pool.consumers() if c.group is not None and w.group == c.group]
-                if members and len(members) <= min(partitions[t] for t in c.topics) and any(not w.assigned for w in members):
-                    return False
-                if c.group is None and any(not want <= w.assigned for w in pool.consumers() if w.group is None):
-                    return False
-            return True
-
-        ctx.wait(every_group_assigned, ASSIGN_TIMEOUT_S, f"consumer groups did not get every partition assigned within {ASSIGN_TIMEOUT_S:g}s")
+        ctx.wait(lambda: not self.unsettled(), ASSIGN_TIMEOUT_S,
+                 f"consumer groups did not get every partition assigned within {ASSIGN_TIMEOUT_S:g}s")
         for p in s.producers:
             for i in range(p.count):
                 producer = ProducerSpec(
@@ -89,6 +72,37 @@ class LabWorkload:
                 pool.start(producer)
         ctx.wait(lambda: all(w.acked > 0 for w in pool.producers()), FIRST_ACK_TIMEOUT_S,
                  f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
+
+    def unsettled(self) -> list[str]:
+        """What keeps the scenario's consumer groups from being settled, as GROUP: WHAT (empty when each group owns every
+        partition of its topics, and each member some where there are enough partitions; a manual consumer, all of its topics')."""
+        s, pool = self.scenario, self._pool()
+        partitions = {t.name: t.partitions for t in s.topics}
+        by_group = pool.assigned_by_group()
+        out = []
+        for c in s.consumers:
+            want = {(t, p) for t in c.topics for p in range(partitions[t])}
+            if c.group is None:
+                out += [f"{w.process}: {len(want - w.assigned)} partition(s) unassigned" for w in pool.consumers()
+                        if w.group is None and w.alive() and not want <= w.assigned]
+                continue
+            if missing := want - by_group.get(c.group, set()):
+                out.append(f"{c.group}: {len(missing)} partition(s) unowned")
+            # Every member owns some when every assignor gives each one some (no more members in the group than the
+            # smallest topic has partitions): an incremental protocol hands a late joiner its share over several
+            # heartbeats, and a fault on a member that owns nothing yet would move nothing.
+            members = [w for w in pool.live_consumers() if w.group == c.group]
+            if len(members) <= min(partitions[t] for t in c.topics):
+                out += [f"{c.group}: {w.process} owns nothing" for w in members if not w.assigned]
+        return out
+
+    def wait_settled(self, timeout_s: float) -> str:
+        """Wait up to timeout_s until the consumer groups are settled (unsettled); what was still unsettled, or ''."""
+        try:
+            wait_until(lambda: not self.unsettled(), timeout_s, "")
+        except WaitTimeout:
+            return "; ".join(dict.fromkeys(self.unsettled()))
+        return ""
 
     def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
         settings = c.group_settings()

@@ -169,6 +169,9 @@ class PipelineWorkload:
     def process_of(self, name: str) -> str:
         return name  # the driver and the workers are started again under their own names
 
+    def wait_settled(self, timeout_s: float) -> str:
+        raise FaultError("the pipeline scenario has no consumer group of its own to wait for")
+
     def restart_client(self, name: str) -> None:
         if (worker := self._spark_worker(name)) is not None:
             assert self.spark is not None
