@@ -1,7 +1,8 @@
 """What every rendered table stands on: the raw files, the commands that make them, loading and formatting.
 
-render_docs.py renders and checks the docs; the tables live there and in render_pipeline.py, render_findings.py and
-render_network.py.
+render_docs.py renders and checks the docs and holds the registry of tables; the tables live in it (the summary, the
+raw files) and by topic in render_harness.py, render_failover.py, render_pipeline.py, render_findings.py, render_network.py,
+render_campaigns.py, render_transactions.py and render_rebalance.py.
 Reads only JSON: no cluster, no import of failsafe.
 """
 

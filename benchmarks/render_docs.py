@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import re
 import statistics
 import sys
@@ -30,21 +29,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.render_base import (  # noqa: E402
-    RAW,
-    RenderError,
-    command_of,
-    dr_ms,
-    dr_records,
-    load,
-    num,
-    raw_index,
-    secs,
-    source,
-    spread_s,
-    table,
-)
+from benchmarks.render_base import RAW, RenderError, load, num, raw_index, secs, table  # noqa: E402
 from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
+from benchmarks.render_failover import (  # noqa: E402
+    SEEDLAB_REL,
+    t_dr,
+    t_failover,
+    t_migration_clients,
+    t_modes_failover,
+    t_modes_migration,
+    t_seed_lab,
+    t_seed_lab_scenarios,
+)
 from benchmarks.render_findings import (  # noqa: E402
     t_findings_cold,
     t_findings_decommissioned,
@@ -57,6 +53,15 @@ from benchmarks.render_findings import (  # noqa: E402
     t_findings_txn_hang,
     t_findings_where,
     t_findings_zookeeper,
+)
+from benchmarks.render_harness import (  # noqa: E402
+    t_cds,
+    t_check,
+    t_cluster,
+    t_console,
+    t_producer,
+    t_simulator,
+    t_simulator_rounds,
 )
 from benchmarks.render_network import (  # noqa: E402
     t_network_faults,
@@ -99,284 +104,7 @@ from benchmarks.render_transactions import (  # noqa: E402
 BLOCK = re.compile(r"<!-- rendered: (?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /rendered -->", re.DOTALL)
 
 
-# -- the tables ----------------------------------------------------------------------------------
-
-
-def t_cluster(root: Path) -> str:
-    rel = "docs/benchmarks/cluster.json"
-    d = load(root, rel)
-
-    def row(what: str, key: str, unit: str, digits: int) -> list[str]:
-        s = d[key]
-        return [what, f"{num(s['median'], digits)} {unit}", f"{num(s['min'], digits)} {unit}", f"{num(s['max'], digits)} {unit}"]
-
-    rows = [
-        row("`failsafe up` of a new cluster to ready (config, storage format of every node, start, every broker registered "
-            "and unfenced in every broker's metadata)", "create_to_ready_s", "s", 1),
-        row("`failsafe up` of a stopped cluster (no format) to ready", "restart_to_ready_s", "s", 1),
-        row("resident memory per broker, right after ready", "broker_rss_mib", "MiB", 0),
-        row("resident memory of the controller", "controller_rss_mib", "MiB", 0),
-        row("kill -9 of partition 0's leader to a new leader in the metadata (polled every 50 ms)", "kill_to_new_leader_s", "s", 1),
-        row("the same, to the ISR without the killed broker", "kill_to_isr_shrunk_s", "s", 1),
-    ]
-    header = [f"Kafka {d['kafka_version']}, {len(d['runs'])} runs", "median", "min", "max"]
-    return table(header, rows) + source(root, rel)
-
-
-def t_cds(root: Path) -> str:
-    rel = "docs/benchmarks/cds.json"
-    d = load(root, rel)
-    with_, without = d["medians"]["with_cds"], d["medians"]["without_cds"]
-    n = len(d["rounds"]["with_cds"])
-
-    def row(what: str, key: str) -> list[str]:
-        return [what, f"**{with_[key]:.1f} s**", f"{without[key]:.1f} s", f"{(with_[key] / without[key] - 1) * 100:+.0f} %"]
-
-    rows = [row("`failsafe up` of a new 3-broker cluster to ready", "up_s"),
-            row("`failsafe broker start 1` after kill -9 and fencing, to registered", "broker_restart_s")]
-    return table([f"median of {n} rounds", "with the archive", "without", ""], rows) + source(root, rel)
-
-
-def t_producer(root: Path) -> str:
-    rel = "docs/benchmarks/producer.json"
-    d = load(root, rel)
-    rows = [[str(i), f"{num(r['perf_test_records_per_s'])} rec/s", f"{num(r['failsafe_records_per_s'])} rec/s", f"{r['ratio']:.2f}"]
-            for i, r in enumerate(d["rounds"], 1)]
-    rows.append(["**median ratio**", "", "", f"**{d['median_ratio']:.2f}**"])
-    return table(["round", "producer-perf-test", "failsafe (with history)", "ratio"], rows) + source(root, rel)
-
-
-CHECK_STEPS = ("load", "delivery", "order", "semantics", "availability", "rebalance", "total")
-
-
-def t_check(root: Path) -> str:
-    rel = "docs/benchmarks/check.json"
-    d = load(root, rel)
-    h, cli, rec = d["history"], d["check_s"], d["recording"]
-    copy, plain = d["from_copy_median"], d["from_json_median"]
-    rows = [[f"**{step}**" if step == "total" else step,
-             f"{copy['wall_s'][step]:.1f} s", f"{copy['cpu_s'][step]:.1f} s",
-             f"{plain['wall_s'][step]:.1f} s", f"{plain['cpu_s'][step]:.1f} s"] for step in CHECK_STEPS]
-    runs = len(d["from_copy"])
-    header = [f"{num(h['ops'])} ops, {num(h['file_mb'] / 1000, 1)} GB ({'median of ' + str(runs) + ' runs' if runs > 1 else 'one run'})",
-              "as the run left it (the recorder's copy): wall", "CPU", "without a copy (parses the JSON): wall", "CPU"]
-    with_copy, without = rec["with_copy"], rec["without_copy"]
-    note = (f"\n\n`failsafe check RUN_DIR` end to end (a process of its own: start-up, load, checkers, measurements, explanations, "
-            f"summary): **{cli['first_median']:.1f} s** as the run left it ({', '.join(f'{x:.1f}' for x in cli['first'])}), "
-            f"{cli['without_copy_median']:.1f} s without a copy ({', '.join(f'{x:.1f}' for x in cli['without_copy'])}).\n\n"
-            f"What the copy cost the recording, fed at {rec['rate_mb_s']:g} MB/s ({num(with_copy['ops_per_s'])} ops/s): "
-            f"**{rec['copy_cpu_s_per_million_ops_while_recording']:.1f} CPU s per million ops** while recording, "
-            f"{rec['copy_cpu_s_per_million_ops']:.1f} in all; its close took {with_copy['close_wall_s']:.1f} s "
-            f"({without['close_wall_s']:.1f} s without the copy). "
-            f"1-minute load average at the start: {d['load_average_1m']['start']}, at the checks: {d['load_average_1m']['checks']}; "
-            f"polars {d['polars']}, {d['threads']} threads.")
-    return table(header, rows) + note + source(root, rel)
-
-
-def t_failover(root: Path) -> str:
-    rel = "docs/benchmarks/failover.json"
-    d = load(root, rel)
-    runs = d["runs"]
-    valid = sum(1 for r in runs if r["valid"])
-    windows = [r["max_unavailable_ms"] for r in runs]
-    leaders = [r["median_new_leader_ms"] for r in runs]
-    lost = sorted({r["lost"] for r in runs})
-    row = ["broker-failover: kill -9 the leader of a partition",
-           "Kafka's defaults (`broker.session.timeout.ms` 9000, heartbeat 2000), acks=all, idempotent producer at 200/s, RF 3, "
-           "min.insync.replicas 2, 1 controller",
-           f"{len(runs)}, " + ("all valid" if valid == len(runs) else f"{valid} valid"),
-           f"**{secs(statistics.median(windows))}** ({min(windows) / 1000:.1f}–{max(windows) / 1000:.1f})",
-           f"**{secs(statistics.median(leaders))}** ({min(leaders) / 1000:.1f}–{max(leaders) / 1000:.1f})",
-           "0 in every run" if lost == [0] else ", ".join(str(x) for x in lost)]
-    header = ["scenario", "settings", "runs", "unavailability window (max over the affected partitions)", "time to a new leader",
-              "acknowledged writes lost"]
-    return table(header, [row]) + f"\n\nMeasured {d['measured_utc'][:10]}." + source(root, rel)
-
-
-def _sim_row(d: dict) -> list[str]:
-    ratios = [r["ratio"] for r in d["rounds"]]
-    same = [r["ratio_same_batching"] for r in d["rounds"]]
-    return [str(d["instances"]), str(len(d["rounds"])), f"{num(d['median_perf_test_records_per_s'])}/s",
-            f"{num(d['median_simulator_records_per_s'])}/s",
-            f"**{d['median_ratio']:.2f}** ({min(ratios):.2f}-{max(ratios):.2f})",
-            f"{d['median_ratio_same_batching']:.2f} ({min(same):.2f}-{max(same):.2f})"]
-
-
-def t_simulator(root: Path) -> str:
-    rels = ("docs/benchmarks/simulator.json", "docs/benchmarks/simulator-2-instances.json")
-    rows = [_sim_row(load(root, rel)) for rel in rels]
-    header = ["instances", "rounds", "producer-perf-test (median)", "simulator (median)", "ratio (median, range)",
-              "ratio against perf-test with the simulator's batching"]
-    return table(header, rows) + source(root, *rels)
-
-
-def t_simulator_rounds(root: Path) -> str:
-    rel = "docs/benchmarks/simulator.json"
-    d = load(root, rel)
-    rows = [[str(i), f"{num(r['perf_test_records_per_s'])} rec/s", f"{num(r['perf_test_same_batching_records_per_s'])} rec/s",
-             f"{num(r['simulator_records_per_s'])} rec/s", f"{r['ratio']:.2f}", f"{r['ratio_same_batching']:.2f}"]
-            for i, r in enumerate(d["rounds"], 1)]
-    rows.append(["**median**", f"{num(d['median_perf_test_records_per_s'])} rec/s", "", f"{num(d['median_simulator_records_per_s'])} rec/s",
-                 f"**{d['median_ratio']:.2f}**", f"**{d['median_ratio_same_batching']:.2f}**"])
-    header = ["round", "perf-test (Java defaults)", "perf-test (simulator's batching)", "simulator", "ratio to perf-test", "ratio, same batching"]
-    return table(header, rows) + source(root, rel)
-
-
-def t_console(root: Path) -> str:
-    rel = "docs/benchmarks/console.json"
-    d = load(root, rel)
-    rounds = d["rounds"]
-    m2p = d["metadata_to_page_ms"]
-    k2p = [r["kill_to_page_ms"] for r in rounds]
-    k2m = [r["kill_to_metadata_ms"] for r in rounds]
-    idle = d["idle_cpu_percent_of_one_core"]
-    rows = [
-        ["metadata has a new leader -> the page shows it", f"**{m2p['median']} ms** median, {m2p['min']} to {m2p['max']} ms "
-         f"({len(rounds)} rounds; probe every {d['probe_interval_ms']:.0f} ms)"],
-        ["kill -9 of the leader -> the page shows a new leader", f"{secs(statistics.median(k2p))} median ({min(k2p) / 1000:.1f}-{max(k2p) / 1000:.1f} s), "
-         f"of which kill -> metadata {min(k2m) / 1000:.1f}-{max(k2m) / 1000:.1f} s"],
-        [f"console CPU while idle, {d['idle_s']:.0f} s", ", ".join(f"{v:.2f} % ({k})" for k, v in idle.items()) + " of one core"],
-    ]
-    return table([f"{d['cluster']['brokers']} brokers, Kafka {d['cluster']['kafka_version']}", "result"], rows) + source(root, rel)
-
-
-MODES = (
-    ("zookeeper-3.9.2", "ZooKeeper", "3.9.2", "controller-broker-failover", "`zookeeper.session.timeout.ms` 18000"),
-    ("kraft-3.9.2", "KRaft (3 controllers)", "3.9.2", "controller-failover", "`broker.session.timeout.ms` 9000"),
-    ("kraft-4.3.1", "KRaft (3 controllers)", "4.3.1", "controller-failover", "`broker.session.timeout.ms` 9000"),
-)
-
-
-def t_modes_failover(root: Path) -> str:
-    rows, rels = [], []
-    for label, mode, version, controller_scenario, detection in MODES:
-        broker_rel = f"docs/benchmarks/modes/{label}-broker-failover.json"
-        controller_rel = f"docs/benchmarks/modes/{label}-{controller_scenario}.json"
-        broker, controller = load(root, broker_rel), load(root, controller_rel)
-        rels += [broker_rel, controller_rel]
-        verdicts = "; ".join(f"{s['runs']} runs: " + ", ".join(f"{n} {v}" for v, n in sorted(s["verdicts"].items())) for s in (broker, controller))
-        lost = sum(s["anomalies"].get("delivery.lost", {}).get("total", 0) for s in (broker, controller))
-        rows.append([mode, version, detection, spread_s(broker["times"]["availability.median_new_leader_ms"]),
-                     spread_s(broker["times"]["availability.max_unavailable_ms"]), spread_s(controller["times"]["measurements.new_controller_ms"]),
-                     verdicts, str(lost)])
-    header = ["mode", "Kafka", "failure detection", "broker kill -9: new leader", "broker kill -9: longest unavailability",
-              "controller kill -9: new controller", "verdicts", "acknowledged writes lost"]
-    return table(header, rows) + "\n\nRendered from `docs/benchmarks/modes/*-failover.json`; made by " + f"`{command_of(root, rels[0])}`."
-
-
-def t_modes_migration(root: Path) -> str:
-    rows, files = [], sorted((root / "docs/benchmarks/modes").glob("migration-[0-9].json"))
-    if not files:
-        raise RenderError("docs/benchmarks/modes/migration-N.json: none")
-    for path in files:
-        r = json.loads(path.read_text())
-        counts = r["checkers"]["delivery"]["counts"]
-        migration = r["measurements"]["migration"]
-        steps = [f for f in r["checkers"]["availability"]["faults"] if f.get("max_unavailable_ms") is not None]
-        worst = max(steps, key=lambda f: f["max_unavailable_ms"])["role"].split(": ", 1)[-1] if steps else "—"
-        rows.append([path.stem.split("-")[-1], r["verdict"] + ("" if migration.get("completed") else " (not completed)"),
-                     secs(migration["wall_ms"]), secs(r["checkers"]["availability"]["max_unavailable_ms"], 2), worst,
-                     num(counts["acknowledged"]), str(counts["lost"]), str(counts["duplicate"])])
-    header = ["run", "verdict", "wall time of the migration", "longest unavailability of a partition", "during the step",
-              "acknowledged writes", "lost", "duplicates"]
-    rel = files[0].relative_to(root).as_posix()
-    return table(header, rows) + f"\n\nRendered from `docs/benchmarks/modes/migration-N.json`; made by `{command_of(root, rel)}`."
-
-
-def t_migration_clients(root: Path) -> str:
-    rows = []
-    for client, label in (("librdkafka", "librdkafka (failsafe's producer)"),
-                          ("java", "Kafka's Java producer 3.9.2 (`producers[*].driver=kafka-verifiable`)")):
-        files = sorted((root / "docs/benchmarks/modes").glob(f"migration-{client}-[0-9].json"))
-        results = [json.loads(p.read_text()) for p in files]
-        dup = [r["checkers"]["delivery"]["counts"]["duplicate-acknowledged"] for r in results]
-        lost = sum(r["checkers"]["delivery"]["counts"]["lost"] for r in results)
-        done = sum(1 for r in results if r["measurements"]["migration"].get("completed"))
-        rows.append([label, str(len(results)), f"{sum(1 for x in dup if x)} ({sum(dup)})", str(lost), f"{done} of {len(results)}"])
-    header = ["producer", "runs", "runs with delivery.duplicate-acknowledged (values)", "lost", "migration completed"]
-    rel = "docs/benchmarks/modes/migration-librdkafka-1.json"
-    return table(header, rows) + f"\n\nRendered from `docs/benchmarks/modes/migration-{{librdkafka,java}}-N.json`; made by `{command_of(root, rel)}`."
-
-
-DR_FILES = (("docs/benchmarks/dr-tuned.json", "failover, tuned"), ("docs/benchmarks/dr-defaults.json", "failover, defaults"),
-            ("docs/benchmarks/dr-failback.json", "failback, tuned"))
-
-
-def t_dr(root: Path) -> str:
-    cols = [(load(root, rel), what) for rel, what in DR_FILES]
-    header = ["per run: median (range)", *(f"{what} ({d['runs']} runs)" for d, what in cols)]
-    rows = [
-        ["verdicts", *(", ".join(f"{n} {v}" for v, n in sorted(d["verdicts"].items())) for d, _ in cols)],
-        ["RPO, records (acknowledged, never mirrored)",
-         *(dr_records(d["times"].get("dr.rpo-records (records)"), d["runs"]) +
-           (f"; in {d['anomalies']['dr.rpo-records']['runs']} run(s), {d['anomalies']['dr.rpo-records']['total']} in all"
-            if "dr.rpo-records" in d["anomalies"] else "") for d, _ in cols)],
-        ["RPO, seconds of data", *(dr_records(d["times"].get("dr.rpo_ms"), d["runs"]) for d, _ in cols)],
-        ["RTO, first read on the target", *(dr_ms(d["times"]["dr.rto_first_read_ms"]) for d, _ in cols)],
-        ["RTO, group caught up", *(dr_ms(d["times"]["dr.rto_caught_up_ms"]) for d, _ in cols)],
-        ["records read twice after the move", *(dr_records(d["times"].get("dr.consumed-twice (records)"), d["runs"]) for d, _ in cols)],
-    ]
-    return table(header, rows) + source(root, *(rel for rel, _ in DR_FILES))
-
-
-SEEDLAB_REL = "docs/benchmarks/seed-lab.json"
-PHASES = ("setup", "warm-up", "chaos", "heal", "recover", "drain")
-
-
-def t_seed_lab(root: Path) -> str:
-    d = load(root, SEEDLAB_REL)
-    rows = []
-    for i, run in enumerate(d["runs"], 1):
-        for name, sc in run["scenarios"].items():
-            t = sc["timings_s"]
-            delivery = sc["counts"].get("delivery", {})
-            rows.append([str(i), name, sc["verdict"], *(f"{t.get(p, 0):.1f}" for p in PHASES), f"**{sum(t.values()):.1f}**",
-                         num(delivery.get("acknowledged", 0)), str(delivery.get("lost", 0))])
-    header = ["run", "scenario", "verdict", *(f"{p} s" for p in PHASES), "all phases s", "acknowledged", "lost"]
-    walls = ", ".join(f"**{r['wall_s']:.0f} s** (exit {r['exit_code']})" for r in d["runs"])
-    note = (f"\n\nThe whole `bash scripts/demo.sh` (cluster start, the ten scenarios with their checks and reports, `down`), "
-            f"measured {d['measured_utc'][:10]}: {walls}; target 5 minutes (300 s). The phases of a scenario do not add up to its wall "
-            "time: checking and drawing the report come after them.")
-    return table(header, rows) + note + source(root, SEEDLAB_REL)
-
-
-def _by_process(sc: dict) -> str:
-    return "; ".join(f"{name}: {num(p['acknowledged'])} acknowledged, {p['lost']} lost" + (f", {num(p['unknown'])} unknown" if p.get("unknown") else "")
-                     for name, p in sc["by_process"].items())
-
-
-def t_seed_lab_scenarios(root: Path) -> str:
-    d = load(root, SEEDLAB_REL)
-    run = d["runs"][-1]
-    rows = []
-    for name, sc in run["scenarios"].items():
-        a = sc["availability"]
-        parts = []
-        broker_fault = any(f["fault"] not in ("quorum-loss", "kill-consumer") for f in sc.get("faults", []))
-        if broker_fault and a.get("median_new_leader_ms") is not None:
-            parts.append(f"new leader after {secs(a['median_new_leader_ms'])} (median over the affected partitions)")
-        if a.get("max_unavailable_ms") is not None:
-            parts.append(f"longest unavailability {secs(a['max_unavailable_ms'])}")
-        for fault in sc.get("faults", []):
-            if fault.get("new_controller_ms") is not None:
-                parts.append(f"{fault['fault']}: new controller after {secs(fault['new_controller_ms'])}")
-            if fault["fault"] in ("quorum-loss", "stop") and fault.get("acknowledged_during"):
-                parts.append(f"{fault['fault']}: {num(fault['acknowledged_during'])} writes acknowledged during it")
-        create = sc["measurements"].get("create_topic") or {}
-        for when, c in create.items():
-            if c.get("attempts"):
-                outcomes = {"ok": "succeeded", "fail": "failed", "info": "outcome unknown (timed out)"}
-                parts.append(f"topic creation {when.replace('_', ' ')}: " + ", ".join(f"{n} {outcomes.get(k, k)}" for k, n in c.items()
-                                                                                    if k != "attempts" and n))
-        errors = sc["measurements"].get("send_errors") or {}
-        if errors:
-            parts.append("send errors: " + ", ".join(f"{num(n)} {e}" for e, n in errors.items()))
-        order = sc["counts"].get("order", {})
-        if order.get("nonmonotonic-send"):
-            parts.append(f"nonmonotonic-send {order['nonmonotonic-send']}")
-        rows.append([name, sc["verdict"], _by_process(sc), "; ".join(parts) or "—"])
-    header = ["scenario", "verdict", "writes per producer", "measured"]
-    return table(header, rows) + f"\n\nRendered from `{SEEDLAB_REL}` (its last run, {d['measured_utc'][:10]}); made by `{command_of(root, SEEDLAB_REL)}`."
+# -- the tables over all the raw files (the others live in the render_*.py modules by topic) -----
 
 
 def t_raw_files(root: Path) -> str:
@@ -434,7 +162,7 @@ def t_summary(root: Path) -> str:
     return table(["what", "measured", "target", "raw file (docs/benchmarks/)"], rows)
 
 
-# -- campaigns (docs/campaigns.md) ------------------------------------------------------------------
+# -- every table, by the name a doc places it under ----------------------------------------------
 
 TABLES: dict[str, Callable[[Path], str]] = {
     "raw-files": t_raw_files,
