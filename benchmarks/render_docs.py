@@ -278,7 +278,7 @@ def raw_problems(root: Path) -> list[str]:
     for path, entries in index.items():
         if len(entries) != 1:
             rel = path.relative_to(root)
-            problems.append(f"{rel}: {'no entry' if not entries else f'{len(entries)} entries'} in RAW (benchmarks/render_docs.py): "
+            problems.append(f"{rel}: {'no entry' if not entries else f'{len(entries)} entries'} in RAW (benchmarks/render_base.py): "
                             "say which command makes it")
     for raw in RAW:
         if not any(raw in entries for entries in index.values()):
