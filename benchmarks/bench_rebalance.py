@@ -65,7 +65,9 @@ def one_run(root: Path, runs: Path, fault: str, protocol: str, client: str, memb
     new = sorted(set(where.iterdir()) - before) if where.is_dir() else []
     if done.returncode not in (0, 1, 3, 4) or len(new) != 1 or not (new[0] / "results.json").is_file():
         raise SystemExit(f"{FAULTS[fault]} {protocol} {client}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
-    return row_of(new[0], fault, protocol, client, members, partitions, round(time.monotonic() - started, 1))
+    row = row_of(new[0], fault, protocol, client, members, partitions, round(time.monotonic() - started, 1))
+    # The machine's load when the run ended: on 2 cores, ten JVMs or anything else running shows in the pauses.
+    return {**row, "load_1m": round(os.getloadavg()[0], 1)}
 
 
 def row_of(run_dir: Path, fault: str, protocol: str, client: str, members: int, partitions: int, wall_s: float | None) -> dict:

@@ -90,6 +90,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
+    t_rebalance_protocols_900,
     t_share_redelivery,
     t_share_redelivery_java,
     t_share_throughput,
@@ -222,6 +223,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
     "rebalance-protocols": t_rebalance_protocols,
     "rebalance-protocols-30": t_rebalance_protocols_30,
+    "rebalance-protocols-900": t_rebalance_protocols_900,
     "share-redelivery": t_share_redelivery,
     "share-redelivery-java": t_share_redelivery_java,
     "share-throughput": t_share_throughput,

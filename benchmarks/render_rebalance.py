@@ -8,9 +8,10 @@ from benchmarks.render_base import load, source, table
 
 REBALANCE_3 = "docs/benchmarks/rebalance-3.json"
 REBALANCE_30 = "docs/benchmarks/rebalance-30.json"
+REBALANCE_900 = "docs/benchmarks/rebalance-900.json"
 FAULT_WORDS = {"killed": "member killed (kill -9)", "closed": "member closed", "paused": "member frozen 16 s (SIGSTOP)",
                "coordinator": "group coordinator's broker killed 10 s", "joining": "member joining (restarted after 8 s)",
-               "rolling": "rolling restart of 3 members, 12 s apart (6 rebalances)"}
+               "rolling": "rolling restart of 3 members, 12 s apart, each after the group settled (6 rebalances)"}
 
 
 def _ms(spread: dict | None, key: str) -> str:
@@ -41,8 +42,13 @@ def t_rebalance_protocols_30(root: Path) -> str:
     return t_rebalance_protocols(root, REBALANCE_30)
 
 
+def t_rebalance_protocols_900(root: Path) -> str:
+    return t_rebalance_protocols(root, REBALANCE_900)
+
+
 SHARE = "docs/benchmarks/share.json"
 SHARE_JAVA = "docs/benchmarks/share-java.json"
+SHARE_THROUGHPUT = "docs/benchmarks/share-throughput.json"
 
 
 def t_share_redelivery_java(root: Path) -> str:
@@ -66,8 +72,8 @@ def t_share_redelivery(root: Path, rel: str = SHARE) -> str:
 
 
 def t_share_throughput(root: Path) -> str:
-    d = load(root, SHARE)
+    d = load(root, SHARE_THROUGHPUT)
     rows = [[str(r["round"] + 1), f"{r['kafka']['records_per_s_wall']:,.0f} ({r['kafka']['wall_s']:.1f} s)",
              f"{r['failsafe']['records_per_s_wall']:,.0f} ({r['failsafe']['wall_s']:.1f} s)", f"{r['ratio']:.2f}"] for r in d["throughput"]]
     return table([f"round ({d['records']:,} records of 100 bytes, 3 partitions)", "ShareConsumerPerformance (Java), records/s (wall)",
-                  "failsafe's verifying share consumer (librdkafka), records/s (wall)", "ratio"], rows) + source(root, SHARE)
+                  "failsafe's verifying share consumer (librdkafka), records/s (wall)", "ratio"], rows) + source(root, SHARE_THROUGHPUT)
