@@ -193,7 +193,9 @@ def main() -> int:
             stamp = f"{int(time.time())}-{r}"
             kafka = kafka_perf(args.dir, bootstrap, f"kperf-{stamp}", args.records)
             ours = failsafe_perf(bootstrap, f"fperf-{stamp}", args.records, Path(tmp))
-            rounds.append({"round": r, "kafka": kafka, "failsafe": ours, "ratio": round(ours["records_per_s_wall"] / kafka["records_per_s_wall"], 3)})
+            # The machine's load after the round: failsafe's worker is Python, the first to slow down when the cores are busy.
+            rounds.append({"round": r, "kafka": kafka, "failsafe": ours, "ratio": round(ours["records_per_s_wall"] / kafka["records_per_s_wall"], 3),
+                           "load_1m": round(os.getloadavg()[0], 1)})
             print(f"round {r + 1}: Kafka {kafka['records_per_s_wall']}/s, failsafe {ours['records_per_s_wall']}/s", flush=True)
     write_summary({"benchmark": "share", "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                    "command": " ".join(sys.argv), "records": args.records, "redelivery": rows, "throughput": rounds}, args.out)
