@@ -95,7 +95,29 @@ def row_of(run_dir: Path, fault: str, protocol: str, client: str, members: int, 
         "reread_across_rebalance": results["checkers"]["semantics"]["counts"].get("redelivered-across-rebalance", 0),
         "lost": results["checkers"]["delivery"]["counts"]["lost"],
         "violations": {name: c["violations"] for name, c in results["checkers"].items() if c.get("violations")},
+        **from_history(run_dir),
     }
+
+
+def from_history(run_dir: Path) -> dict:
+    """From the run's history: when each fault started, seconds into the chaos phase (a restart-consumer that waited for
+    its group to settle starts later than its at_s), and how long the producer's writes took to be acknowledged (ms): a
+    partition's processing gap cannot be shorter than the wait for its next record to exist."""
+    chaos_ns, starts, invoked, latencies = None, [], {}, []
+    with (run_dir / "history.jsonl").open("rb") as f:
+        for line in f:
+            if b'"phase"' in line or b'"fault-start"' in line or b'"send"' in line:
+                op = json.loads(line)
+                if op["f"] == "phase" and op.get("phase") == "chaos":
+                    chaos_ns = op["time_ns"]
+                elif op["f"] == "fault-start":
+                    starts.append(op["time_ns"])
+                elif op["f"] == "send" and op["type"] == "invoke":
+                    invoked[(op["process"], op["id"])] = op["time_ns"]
+                elif op["f"] == "send" and op["type"] == "ok" and (op["process"], op["id"]) in invoked:
+                    latencies.append((op["time_ns"] - invoked.pop((op["process"], op["id"]))) / 1e6)
+    return {"fault_starts_s": [] if chaos_ns is None else [round((t - chaos_ns) / 1e9, 2) for t in starts],
+            "send_ack_ms": spread(latencies)}
 
 
 def spread(values: list[float]) -> dict | None:
@@ -152,6 +174,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarize", type=Path, metavar="JSON", help="summarize a stored file's rows again (into --out) and run nothing")
     ap.add_argument("--recheck", metavar="FAULTS", help="with --summarize: check the stored runs of these faults again first (failsafe check)")
+    ap.add_argument("--reread", metavar="FAULTS", help="with --summarize: read the stored runs of these faults again from their "
+                    "run directories, as they were last checked")
     ap.add_argument("--replace-cells", type=Path, metavar="JSON", help="with --summarize: this file's cells replace the stored file's "
                     "(or are added to them)")
     args = ap.parse_args()
@@ -176,8 +200,11 @@ def main() -> int:
             for r in rows:
                 if r["fault"] in again:
                     subprocess.run([sys.executable, "-m", "failsafe.cli.main", "check", r["run_dir"]], capture_output=True, timeout=RUN_TIMEOUT_S)
-            rows = [row_of(Path(r["run_dir"]), r["fault"], r["protocol"], r["client"], r["members"], r["partitions"], r["wall_s"]) for r in rows]
-            stored["rechecked"] = again
+            stored["rechecked"] = sorted({*(stored.get("rechecked") or []), *again})  # every fault ever checked again
+        if args.recheck or args.reread:
+            again = (args.recheck or args.reread).split(",")
+            rows = [{**row_of(Path(r["run_dir"]), r["fault"], r["protocol"], r["client"], r["members"], r["partitions"], r["wall_s"]),
+                     **({"load_1m": r["load_1m"]} if "load_1m" in r else {})} if r["fault"] in again else r for r in rows]
         write_summary({**stored, "cells": summarize(rows), "rows": rows}, args.out)
         return 0
     rows = []

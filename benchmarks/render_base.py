@@ -161,7 +161,9 @@ RAW: tuple[Raw, ...] = (
               "--replace-cells), every run checked again by the processing gap measured until the group settled (--summarize FILE "
               "--recheck killed,closed,paused,coordinator), then the cells of --faults joining,rolling added (checked again with a join "
               "ending at the next consumer event: --recheck joining,rolling) and the frozen member's cells of Kafka's Java consumer "
-              "(--faults paused --clients kafka-java) added, each by --replace-cells; the file's replaced list names each command"),
+              "(--faults paused --clients kafka-java) added, each by --replace-cells; then the rolling cells run again once each restart "
+              "waited for the group to settle (--faults rolling, --replace-cells, read with each run's fault start times and "
+              "write acknowledgement times: --reread rolling); the file's replaced list names each command"),
     Raw("docs/benchmarks/rebalance-30.json",
         f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 --faults closed "
         "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True),
