@@ -175,6 +175,9 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 0 --out docs/benchmarks/share.json", True,
         "stored from --rounds 3: its throughput rounds were measured before the share consumer recorded a share-ack invoke ahead of "
         "each commit, and are superseded by share-throughput.json"),
+    Raw("docs/benchmarks/share-throughput-r1.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput-r1.json",
+        False, "the same rounds an hour before share-throughput.json's, before the rounds recorded the machine's load"),
     Raw("docs/benchmarks/share-throughput.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput.json",
         True),
