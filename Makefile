@@ -58,7 +58,9 @@ bench: setup
 	$(PY) benchmarks/bench_transactions.py --dir $(BENCH_DIR) --seconds 15 --rounds 2 --versions 2,1 --out docs/benchmarks/transactions-throughput.json
 	$(PY) benchmarks/bench_txn_failover.py --dir $(BENCH_DIR) --runs 5 --versions 2,1 --clients librdkafka,kafka-java --out docs/benchmarks/transactions-failover.json
 	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --out docs/benchmarks/rebalance-3.json
-	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --members 30 --partitions 60 --keys 240 --faults closed --clients librdkafka --out docs/benchmarks/rebalance-30.json
+	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --members 30 --partitions 60 --keys 240 --faults closed,killed --clients librdkafka --out docs/benchmarks/rebalance-30.json
+	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --members 30 --partitions 60 --keys 240 --faults closed --protocols classic-range --clients kafka-java --runs 1 --out /tmp/rebalance-30-java.json
+	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --summarize docs/benchmarks/rebalance-30.json --replace-cells /tmp/rebalance-30-java.json --out docs/benchmarks/rebalance-30.json
 	$(PY) benchmarks/bench_rebalance.py --dir $(BENCH_DIR) --runs 5 --members 10 --partitions 900 --keys 3600 --rate 1800 --faults joining --protocols classic-range,classic-cooperative-sticky,consumer-uniform --clients librdkafka,kafka-java --out docs/benchmarks/rebalance-900.json
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 5 --records 200000 --rounds 0 --out docs/benchmarks/share.json
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput.json

@@ -165,8 +165,11 @@ RAW: tuple[Raw, ...] = (
               "waited for the group to settle (--faults rolling, --replace-cells, read with each run's fault start times and "
               "write acknowledgement times: --reread rolling); the file's replaced list names each command"),
     Raw("docs/benchmarks/rebalance-30.json",
-        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 --faults closed "
-        "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True),
+        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 --faults closed,killed "
+        "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True,
+        "stored from --faults closed; the killed cells (--faults killed, read with --reread killed) and one run of Kafka's Java "
+        "consumer closed (--runs 1 --faults closed --protocols classic-range --clients kafka-java) added by --summarize FILE "
+        "--replace-cells; the file's replaced list names each command"),
     Raw("docs/benchmarks/rebalance-900.json",
         f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 10 --partitions 900 --keys 3600 --rate 1800 "
         "--faults joining --protocols classic-range,classic-cooperative-sticky,consumer-uniform --clients librdkafka,kafka-java "

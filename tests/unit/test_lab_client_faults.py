@@ -159,3 +159,18 @@ def test_the_worker_stops_its_jvm_and_one_it_starts_while_frozen_stays_stopped()
     crash.thaw()
     crash.freeze()
     assert jvm.signals == [signal.SIGCONT, signal.SIGSTOP] and crash.frozen
+
+
+def test_a_group_that_never_settles_at_start_is_named_in_the_error() -> None:
+    from failsafe.waiting import WaitTimeout
+
+    class Ctx:
+        bootstrap_servers, kafka_version = "b", "4.3.1"
+
+        def wait(self, condition, timeout_s: float, message: str) -> None:
+            assert not condition()  # three members, none owning anything yet
+            raise WaitTimeout(message)
+
+    lab, _ = _lab()
+    with pytest.raises(WaitTimeout, match=r"did not settle within 60s .*: mygroup: 12 partition\(s\) unowned; mygroup: member-0 owns nothing"):
+        lab.start(Ctx())  # type: ignore[arg-type]

@@ -58,8 +58,12 @@ class LabWorkload:
         for c in s.consumers:
             for i in range(c.count):
                 pool.start(self.consumer_spec(c, i, ctx))
-        ctx.wait(lambda: not self.unsettled(), ASSIGN_TIMEOUT_S,
-                 f"consumer groups did not get every partition assigned within {ASSIGN_TIMEOUT_S:g}s")
+        try:
+            ctx.wait(lambda: not self.unsettled(), ASSIGN_TIMEOUT_S, "")
+        except WaitTimeout:
+            left = self.unsettled()
+            raise WaitTimeout(f"consumer groups did not settle within {ASSIGN_TIMEOUT_S:g}s (every partition owned, every member "
+                              f"some): {'; '.join(left[:5])}{f' and {len(left) - 5} more' if len(left) > 5 else ''}") from None
         for p in s.producers:
             for i in range(p.count):
                 producer = ProducerSpec(
