@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 \
         --out docs/benchmarks/rebalance-3.json
     .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 --members 30 --partitions 60 \
-        --keys 240 --faults closed --clients librdkafka --out docs/benchmarks/rebalance-30.json
+        --keys 240 --faults closed,killed --clients librdkafka --out docs/benchmarks/rebalance-30.json
+    .venv/bin/python benchmarks/bench_rebalance.py --dir /tmp/failsafe-bench-cluster --runs 5 --members 10 --partitions 900 \
+        --keys 3600 --rate 1800 --faults joining --out docs/benchmarks/rebalance-900.json
 
 Runs the catalog scenarios rebalance-member-{killed,closed,paused,joining}, rebalance-coordinator-killed and
 rebalance-rolling-restart (kill -9, a polite close, a 16 s freeze past the 10 s session, a member joining, the group
