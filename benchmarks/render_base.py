@@ -187,6 +187,9 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/share-java.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --rounds 0 --driver kafka-verifiable "
         "--scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json", True),
+    Raw("docs/benchmarks/share-java-paused-examined.json",
+        f"{PY} benchmarks/examine_share_paused.py docs/benchmarks/share-java.json --out docs/benchmarks/share-java-paused-examined.json",
+        False, "read from the run directories of share-java.json's share-consumer-paused rows, which must still exist"),
     Raw("docs/benchmarks/pipeline-sink-duplicates.json",
         f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json", True),
     Raw("docs/benchmarks/interrupted-campaign-txn-kafka-java-tv2-02bc6e1-before.json",
