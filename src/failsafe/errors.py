@@ -11,6 +11,7 @@
     ├── ClusterStartError         a node died or the cluster was not ready in time
     │   └── PortInUse             a port the cluster needs is taken (by a process of someone else's)
     ├── KafkaClientError          Kafka answered with an error, or nobody answered
+    ├── DiskLayerError            a disk layer (docs/disk-faults.md) could not be mounted, commanded or unmounted
     └── ScenarioFailed            a scenario could not be carried out (not: Kafka misbehaved, which checkers report)
         ├── WorkloadFailed        a client process died that no fault killed
         └── ClusterNotWhole       a node is still down or paused after a heal: the next scenario cannot run
@@ -74,6 +75,10 @@ class PortInUse(ClusterStartError):
 
 
 class KafkaClientError(FailsafeError):
+    pass
+
+
+class DiskLayerError(FailsafeError):
     pass
 
 
