@@ -94,6 +94,24 @@ def test_a_rename_survives_after_an_fsync_of_its_directory_and_not_without(layer
     assert (backing / "b.tmp").read_bytes() == b"checkpoint"
 
 
+@pytest.mark.parametrize("metadata", ["journal", "posix"])
+def test_a_new_directory_survives_an_fsync_of_a_file_in_it_only_when_metadata_is_journaled(dirs, metadata: str) -> None:
+    # Kafka creates a partition's directory and fsyncs the segment in it (flush.messages=1), not the log dir: on ext4 the
+    # fsync commits the journal and the directory with it; POSIX alone promises nothing for the directory's entry.
+    backing, mnt, state = dirs
+    layer = mount(backing, mnt, state_dir=state, dies_with_parent=True, metadata=metadata)
+    (mnt / "topic-0").mkdir()
+    _append(mnt / "topic-0" / "0.log", b"flushed", sync=True)
+    (mnt / "topic-1").mkdir()  # after the last fsync: lost in both modes
+    assert layer.status()["metadata"] == metadata
+    layer.lose_unsynced()
+    if metadata == "journal":
+        assert sorted(p.name for p in backing.iterdir()) == ["topic-0"]
+        assert (backing / "topic-0" / "0.log").read_bytes() == b"flushed"
+    else:
+        assert list(backing.iterdir()) == []
+
+
 def test_a_torn_write_leaves_a_prefix_of_the_last_write(layer: DiskLayer, dirs) -> None:
     backing, mnt, _ = dirs
     _append(mnt / "seg", b"durable|", sync=True)

@@ -24,7 +24,10 @@ from tests.conftest import RunningCluster
 from tests.helpers import run_cli, spark_base_port
 from tests.pipeline.conftest import PIPELINE_TIMEOUT_S
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
+# Long (make test-long): pipeline-executor-loss (tests/e2e/test_pipeline_scenarios.py) runs the pipeline on a standalone
+# cluster it starts and stops, with the sink checked against the ledger, in make test; this one adds 'failsafe spark up/down'
+# by hand and the equality with local[*], at 140 s.
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
 class Descendants:
     """Every process below the workers while the job runs: their executor JVMs, to check they are gone after 'down'."""

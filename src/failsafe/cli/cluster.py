@@ -38,6 +38,7 @@ _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
     "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port", "racks": "racks",
+    "volatile_disks": "volatile_disks",
 }
 
 
@@ -102,13 +103,16 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
               help="Controller listeners [default: base-port + 100].")
 @click.option("--heap", default="1G", show_default=True, help="JVM heap of each node (-Xmx/-Xms).")
 @click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
+@click.option("--volatile-disks", is_flag=True,
+              help="Put every node's data directory on a disk layer that forgets, on a power cut, what was not fsynced "
+                   "(what power-loss faults need; /dev/fuse and libfuse 3; docs/disk-faults.md).")
 @click.option("--dr", is_flag=True, help="Two clusters for disaster recovery: DIR/primary and DIR/backup (every port 1000 higher), "
                                            "the aliases MirrorMaker uses (docs/failover.md).")
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
-               controller_base_port: int | None, heap: str, override: tuple[str, ...], dr: bool, timeout_s: float) -> None:
+               controller_base_port: int | None, heap: str, override: tuple[str, ...], volatile_disks: bool, dr: bool, timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
@@ -117,7 +121,8 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     root = resolve_dir(cluster_dir)
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
                         zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
-                        controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"))
+                        controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"),
+                        volatile_disks=volatile_disks)
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
     kind = topology.topology_kind(root, dr)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from failsafe.cluster import netfilter, startup, zookeeper
+from failsafe.cluster import disks, netfilter, startup, zookeeper
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.modes import ClusterMode, mode_of
 from failsafe.cluster.readiness import registered_brokers
@@ -198,9 +198,20 @@ class Cluster:
         # ZooKeeper last: a ZooKeeper-mode broker's controlled shutdown goes through it.
         for group in (brokers_only, controllers, zookeepers):
             self.stop_nodes(group, signal.SIGTERM, timeout_s)
-        # Network faults die with the cluster: no rule of failsafe's outlives it.
+        # Network faults die with the cluster: no rule of failsafe's outlives it; nor does a disk layer.
         netfilter.delete_table(self.dir.root)
+        disks.unmount(self.dir)
         return running
+
+    def power_off(self, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict:
+        """A power cut of ``node``, which must be down (killed): its disk layer forgets what was not synced; returns what was lost."""
+        if self.node_state(node) != DOWN:
+            raise UserError(f"{node.role} {node.node_id} is running: kill it before its power cut")
+        return disks.power_off(self.dir, node, torn=torn, seed=seed)
+
+    def disk_status(self, node: NodeSpec) -> dict | None:
+        """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer mounted."""
+        return disks.unsynced(self.dir, node)
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
         tracked = self.tracked(node)
@@ -304,4 +315,5 @@ def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
             _stop_in_parallel([t for t in map(read_pidfile, sorted(cdir.pids_dir.glob("*.pid"))) if t is not None],
                               signal.SIGTERM, timeout_s)
         netfilter.delete_table(cdir.root)
+        disks.unmount(cdir)  # before the tree goes: a layer's mountpoint is in it
     shutil.rmtree(cdir.root)

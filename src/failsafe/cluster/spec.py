@@ -114,6 +114,9 @@ class ClusterSpec:
     # Racks (availability zones): broker.rack of each broker, brokers split into this many
     # consecutive groups (6 brokers, 3 racks: 0-1 rack-0, 2-3 rack-1, 4-5 rack-2). 0: no broker.rack.
     racks: int = 0
+    # Every node's data directory on a disk layer that forgets, on a power cut, what was not synced (cluster/disks.py,
+    # docs/disk-faults.md): what power-loss faults need. Needs /dev/fuse and libfuse 3.
+    volatile_disks: bool = False
 
     @classmethod
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from failsafe.cluster import netfilter, zookeeper
+from failsafe.cluster import disks, netfilter, zookeeper
 from failsafe.cluster.readiness import port_accepts, port_is_free, registered_brokers
 from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
@@ -88,6 +88,8 @@ def _spawn(cluster: Cluster, node: NodeSpec, java: Java, dist: KafkaDist, jvm_op
         cmd = zookeeper_command(java, dist, config, root, ZOOKEEPER_HEAP, jvm_options)
     else:
         cmd = server_command(java, dist, config, root, cluster.spec.heap, jvm_options)
+    if cluster.spec.volatile_disks:
+        disks.ensure_mounted(cluster.dir, node)
     if netfilter.can_set_gids():
         # Its own group id: network faults match the node's packets by it (cluster/netfilter.py).
         cmd = netfilter.with_gid(cmd, netfilter.node_gid(cluster.dir.root, cluster.spec.nodes().index(node)))

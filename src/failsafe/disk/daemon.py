@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("backing", type=Path)
     parser.add_argument("mountpoint", type=Path)
     parser.add_argument("control")
+    parser.add_argument("--metadata", default="journal", help="when directory changes become durable: journal (any fsync) or posix")
     args = parser.parse_args(argv)
     try:
         from failsafe.disk.fusefs import Fuse, Volatile
@@ -33,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from failsafe.disk.control import serve
 
-    ops = Volatile(args.backing.resolve())
+    try:
+        ops = Volatile(args.backing.resolve(), args.metadata)
+    except ValueError as e:
+        print(f"failsafe.disk.daemon: {e}", file=sys.stderr)
+        return 2
 
     def handle(message: dict[str, Any]) -> dict[str, Any]:
         if message.get("op") == "status":
@@ -44,8 +49,11 @@ def main(argv: list[str] | None = None) -> int:
 
     server = serve(args.control, handle)
     try:
-        # foreground: the owner tracks this very process; threads: a slow fsync must not stop reads of other files.
-        Fuse(ops, str(args.mountpoint), foreground=True, nothreads=False, fsname=FSNAME, subtype=FSNAME, hard_remove=True)
+        # foreground: the owner tracks this very process; threads: a slow fsync must not stop reads of other files;
+        # allow_other: a node runs under a group id of its own (network faults match its packets by it), and FUSE
+        # refuses every process whose ids differ from the mounter's unless told otherwise.
+        Fuse(ops, str(args.mountpoint), foreground=True, nothreads=False, fsname=FSNAME, subtype=FSNAME, hard_remove=True,
+             allow_other=True)
     finally:
         server.close()
         ops.close()

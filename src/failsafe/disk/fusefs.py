@@ -22,12 +22,19 @@ import mfusepy
 from failsafe.disk.data import DataJournal
 from failsafe.disk.names import STASH, NameJournal
 
-_STAT_KEYS = ("st_atime_ns", "st_ctime_ns", "st_mtime_ns", "st_gid", "st_mode", "st_nlink", "st_size", "st_uid", "st_ino", "st_blocks", "st_rdev")
+_TIME_KEYS = ("st_atime", "st_ctime", "st_mtime")  # with use_ns, mfusepy takes these names in nanoseconds
+_STAT_KEYS = ("st_gid", "st_mode", "st_nlink", "st_size", "st_uid", "st_ino", "st_blocks", "st_rdev")
 _STATVFS_KEYS = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files", "f_flag", "f_frsize", "f_namemax")
 # open(2) flags that the backing descriptor must not carry: we write at the kernel's offsets, truncate through the journal,
 # and read what we overwrite.
 _STRIP = os.O_APPEND | os.O_TRUNC | os.O_CREAT | os.O_EXCL | os.O_ACCMODE
 RENAME_NOREPLACE = 1
+# When a directory change (create, link, unlink, rename) becomes durable. JOURNAL: at any fsync of the layer, file or
+# directory, as on ext4 and xfs, whose fsync commits the one running journal transaction and with it every namespace
+# change made before it; POSIX: only at an fsync of a directory it changed, the least POSIX promises.
+JOURNAL = "journal"
+POSIX = "posix"
+METADATA_MODES = (JOURNAL, POSIX)
 MAX_WRITE = 1 << 20
 
 
@@ -53,8 +60,11 @@ class Volatile(mfusepy.Operations):
     flag_nullpath_ok = True  # read, write, fsync... of an unlinked open file come with a handle and no path
     flag_nopath = True
 
-    def __init__(self, backing: Path) -> None:
+    def __init__(self, backing: Path, metadata: str = JOURNAL) -> None:
+        if metadata not in METADATA_MODES:
+            raise ValueError(f"metadata {metadata!r} is not one of {', '.join(METADATA_MODES)}")
         self.backing = backing
+        self.metadata = metadata
         self.data = DataJournal()
         self.names = NameJournal(backing)
         self._mu = threading.RLock()  # create of an existing name falls back to open under it
@@ -89,7 +99,7 @@ class Volatile(mfusepy.Operations):
         self._check()
         handle = self._handles.get(fh) if fh is not None else None
         st = os.fstat(handle.fd) if handle is not None else os.lstat(self._real(path))
-        return {k: getattr(st, k) for k in _STAT_KEYS}
+        return {**{k: getattr(st, k) for k in _STAT_KEYS}, **{k: getattr(st, f"{k}_ns") for k in _TIME_KEYS}}
 
     def opendir(self, path: str) -> int:
         fd = os.open(self._real(path), os.O_RDONLY | os.O_DIRECTORY)
@@ -181,6 +191,8 @@ class Volatile(mfusepy.Operations):
             handle = self._handles[fh]
             os.fdatasync(handle.fd) if datasync else os.fsync(handle.fd)
             self.data.sync(handle.ino)
+            if self.metadata == JOURNAL:
+                self._forget(self.names.sync_all())
 
     def fsyncdir(self, path: str | None, datasync: int, fh: int) -> None:
         with self._mu:
@@ -188,8 +200,12 @@ class Volatile(mfusepy.Operations):
             self.counts["fsyncdir"] += 1
             handle = self._handles[fh]
             os.fsync(handle.fd)
-            for ino in self.names.sync_dir(handle.ino):
-                self.data.forget(ino)
+            self._forget(self.names.sync_all() if self.metadata == JOURNAL else self.names.sync_dir(handle.ino))
+
+    def _forget(self, removed: list[int]) -> None:
+        """Files whose removal became durable: nothing of them can come back."""
+        for ino in removed:
+            self.data.forget(ino)
 
     def flush(self, path: str, fh: int) -> None:
         return None
@@ -261,7 +277,8 @@ class Volatile(mfusepy.Operations):
     # -- power ---------------------------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         with self._mu:
-            return {"frozen": self.frozen, "unsynced": self.data.pending(), "unsynced_dir_changes": self.names.pending(), "calls": dict(self.counts)}
+            return {"frozen": self.frozen, "metadata": self.metadata, "unsynced": self.data.pending(),
+                    "unsynced_dir_changes": self.names.pending(), "calls": dict(self.counts)}
 
     def lose(self, torn: bool, seed: int) -> dict[str, Any]:
         """The power cut: from now on every operation fails, and the backing directory holds only what was durable."""

@@ -140,10 +140,12 @@ class DiskLayer:
 
 
 def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None = None, dies_with_parent: bool = False,
-          timeout_s: float = DEFAULT_MOUNT_TIMEOUT_S) -> DiskLayer:
+          metadata: str = "journal", timeout_s: float = DEFAULT_MOUNT_TIMEOUT_S) -> DiskLayer:
     """Mount a layer showing ``backing`` at ``mountpoint`` (both existing directories, the mountpoint empty), tracked under
-    ``state_dir``. ``dies_with_parent``: the daemon gets SIGKILL when this process dies (its mount is then left stale until
-    ``unmount_all``); without it the layer outlives this command, as cluster nodes do. Returns once the mount serves."""
+    ``state_dir``. ``metadata``: when directory changes become durable, ``journal`` (at any fsync, as on ext4) or
+    ``posix`` (only at an fsync of their directory; disk/fusefs.py). ``dies_with_parent``: the daemon gets SIGKILL when
+    this process dies (its mount is then left stale until ``unmount_all``); without it the layer outlives this command,
+    as cluster nodes do. Returns once the mount serves."""
     check_fuse()
     backing, mountpoint = backing.resolve(), mountpoint.resolve()
     for d in (backing, mountpoint):
@@ -157,7 +159,7 @@ def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None 
     state = LayerState(name, str(backing), str(mountpoint), f"failsafe-disk-{uuid.uuid4().hex}")
     _write_state(state_dir, state)  # before the daemon starts: a crash from here on leaves a layer unmount_all can find
     log = state_path(state_dir, name).with_suffix(".log")
-    cmd = [sys.executable, "-m", "failsafe.disk.daemon", state.backing, state.mountpoint, state.control]
+    cmd = [sys.executable, "-m", "failsafe.disk.daemon", state.backing, state.mountpoint, state.control, "--metadata", metadata]
     try:
         child = spawn(cmd, name=f"disk layer {name}", log_path=log, dies_with_parent=dies_with_parent)
     except BaseException:

@@ -18,6 +18,7 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,9 +148,16 @@ class NameJournal:
     def sync_dir(self, dir_ino: int) -> list[int]:
         """fsync of the directory with inode number ``dir_ino``: every pending change to it is durable. Returns the inodes
         whose removal became durable (their last name is gone for good)."""
+        return self._sync(lambda change: dir_ino in change.dir_inos)
+
+    def sync_all(self) -> list[int]:
+        """A journal commit (ext4's, which any fsync forces): every pending change is durable. Returns as ``sync_dir``."""
+        return self._sync(lambda change: True)
+
+    def _sync(self, durable: Callable[[_Change], bool]) -> list[int]:
         gone, keep = [], []
         for change in self._pending:
-            if dir_ino not in change.dir_inos:
+            if not durable(change):
                 keep.append(change)
                 continue
             if change.stash:

@@ -68,6 +68,7 @@ class FaultContext:
     brokers: int = 3
     combined: bool = False
     mode: str = ""
+    volatile_disks: bool = False  # the scenario's cluster keeps its data on disk layers (power-loss faults need them)
     clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hints: Mapping[str, str] = field(default_factory=dict)
 

@@ -156,7 +156,7 @@ def _coordinator(cluster: Any, params: NodeChoice, targets: FaultTargets) -> tup
     return [cluster.node(partition["leader"], "broker")], f"{what} ({name})"
 
 
-def _target(nodes: list[NodeSpec]) -> Target:
+def target_of(nodes: list[NodeSpec]) -> Target:
     return Target.BROKER if all(n.is_broker for n in nodes) else Target.CONTROLLER
 
 
@@ -173,7 +173,7 @@ def _stopping(name: str, action: str, heals_at_once: bool = False):
         _all_running(cluster, nodes, name)
         for node in nodes:
             cluster.signal_node(node, action, SIGNAL_TIMEOUT_S)
-        return AppliedFault(name, _target(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
+        return AppliedFault(name, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
     return start
 
 
@@ -187,7 +187,7 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         for node in nodes:
             if cluster.node_state(node) == PAUSED:
                 cluster.signal_node(node, "resume", SIGNAL_TIMEOUT_S)
-    return AppliedFault(PAUSE, _target(nodes), [n.node_id for n in nodes], role, resume)
+    return AppliedFault(PAUSE, target_of(nodes), [n.node_id for n in nodes], role, resume)
 
 
 def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:

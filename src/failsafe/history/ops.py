@@ -107,6 +107,7 @@ class Family(StrEnum):
     PROCESS = "process"  # a node's process: killed, stopped, paused
     NETWORK = "network"  # links cut or lossy
     CLIENT = "client"  # the workload's own processes
+    DISK = "disk"  # a node's disk: power lost (unsynced writes gone), full, failing
     MIGRATION = "migration"  # a step of the live ZooKeeper-to-KRaft migration, recorded as a window
 
 

@@ -42,6 +42,8 @@ class ClusterNeeds:
     mode: str = ""
     # Racks the brokers are split into (broker.rack); 0: none needed.
     racks: int = 0
+    # Every node's data directory on a disk layer that forgets what was not synced (power-loss faults need it).
+    volatile_disks: bool = False
     # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
     # a running cluster without them does not fit.
     overrides: dict[str, str] = field(default_factory=dict)
@@ -216,7 +218,7 @@ def parse_phases(data: dict, where: str, cls: type[Phases] = Phases) -> Phases:
 def fault_context(where: str, cluster: ClusterNeeds, topics: Mapping[str, int], clients: Mapping[str, tuple[str, ...]] | None = None,
                   hints: Mapping[str, str] | None = None) -> FaultContext:
     return FaultContext(where=where, topics=dict(topics), brokers=cluster.brokers, combined=cluster.combined, mode=cluster.mode,
-                        clients=dict(clients or {}), hints=dict(hints or {}))
+                        volatile_disks=cluster.volatile_disks, clients=dict(clients or {}), hints=dict(hints or {}))
 
 
 def parse_faults(data: dict, where: str, kind: KindInfo, ctx: FaultContext, phases: Phases) -> tuple[FaultSpec, ...]:

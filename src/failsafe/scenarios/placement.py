@@ -43,6 +43,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         combined=all(s.cluster.combined for s in scenarios),
         mode=mode or (modes[0] if modes else ""),
         racks=max(s.cluster.racks for s in scenarios),
+        volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
         overrides=overrides,
     )
 
@@ -57,6 +58,8 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return f"it has {spec.controllers} controllers and the scenario needs {needs.controllers}"
     if needs.racks and spec.racks != needs.racks:
         return f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks {needs.racks})"
+    if needs.volatile_disks and not spec.volatile_disks:
+        return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
     missing = {k: v for k, v in needs.overrides.items() if spec.overrides.get(k) != v}
     if missing:
         return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
@@ -71,7 +74,8 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
               **({"heap": heap} if heap else {})}
     if needs.mode == ZOOKEEPER_MODE:
         return ClusterSpec.zookeeper_mode(**fields, **({"zookeeper_base_port": zookeeper_port} if zookeeper_port else {}))
-    return ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, **fields)
+    return ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, volatile_disks=needs.volatile_disks,
+                       **fields)
 
 
 @contextmanager
