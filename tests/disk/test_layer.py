@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,163 @@ def test_what_fuse_forwards_o_sync_writes_are_durable_sync_file_range_is_not(lay
     assert (backing / "osync").read_bytes() == b"written with O_SYNC"
     assert (backing / "odsync").read_bytes() == b"written with O_DSYNC"
     assert (backing / "sfr").read_bytes() == b""
+
+
+def _errno(call: Callable[[], object]) -> str | None:
+    """The name of the errno ``call`` failed with, or None when it worked."""
+    try:
+        call()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return None
+
+
+def _read_fresh(path: Path) -> bytes:
+    return path.read_bytes()  # a new open: FUSE drops the file's cached pages, so the read reaches the layer
+
+
+# -- injected errors ------------------------------------------------------------------------------------------------------
+def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_on_clear(layer: DiskLayer, dirs) -> None:
+    _, mnt, _ = dirs
+    _append(mnt / "00.log", b"0123456789", sync=True)
+    _append(mnt / "old.log", b"deletable")
+    assert layer.inject("full") == {"injection": {"full": True, "error": None}}
+    fd = os.open(mnt / "00.log", os.O_RDWR)
+    try:
+        assert _errno(lambda: os.pwrite(fd, b"more", 10)) == "ENOSPC"  # an append
+        assert _errno(lambda: os.pwrite(fd, b"AB", 0)) is None  # in place
+        assert _errno(lambda: os.pwrite(fd, b"wide", 8)) == "ENOSPC"  # partly past the end: refused whole
+        assert _errno(lambda: os.posix_fallocate(fd, 0, 4096)) == "ENOSPC"
+        assert _errno(lambda: os.fsync(fd)) is None
+        assert _errno(lambda: os.ftruncate(fd, 1 << 20)) is None  # a truncation up leaves a hole and takes no space, as on ext4
+        assert _errno(lambda: os.pwrite(fd, b"h", 1 << 19)) == "ENOSPC"  # but writing into the hole needs space
+        assert _errno(lambda: os.ftruncate(fd, 10)) is None
+    finally:
+        os.close(fd)
+    assert _read_fresh(mnt / "00.log") == b"AB23456789"
+    assert _errno(lambda: (mnt / "01.log").write_bytes(b"")) == "ENOSPC"
+    assert _errno(lambda: (mnt / "d").mkdir()) == "ENOSPC"
+    assert _errno(lambda: (mnt / "00.log").rename(mnt / "00.log.deleted")) is None
+    assert _errno(lambda: (mnt / "old.log").unlink()) is None
+    assert sorted(os.listdir(mnt)) == ["00.log.deleted"]
+    status = layer.status()
+    assert status["injection"] == {"full": True, "error": None}
+    assert {op: n for op, n in status["failed"]["full"].items() if n} == {"write": 3, "fallocate": 1, "create": 1, "mkdir": 1}
+    assert not any(status["failed"]["error"].values())
+    assert layer.clear_injection() == {"cleared": ["full"], "injection": {"full": False, "error": None}}
+    _append(mnt / "00.log.deleted", b"+grown")
+    _append(mnt / "01.log", b"new")
+    (mnt / "d").mkdir()
+    assert _read_fresh(mnt / "00.log.deleted") == b"AB23456789+grown"
+    assert layer.status()["failed"]["full"]["write"] == 3  # counted from the mount on, not reset by a clear
+
+
+def test_statfs_shows_no_free_block_while_full(layer: DiskLayer, dirs) -> None:
+    _, mnt, _ = dirs
+    assert os.statvfs(mnt).f_bavail > 0  # the backing filesystem has room, or the check below would prove nothing
+    layer.inject("full")
+    st = os.statvfs(mnt)
+    assert (st.f_bavail, st.f_bfree) == (0, 0) and st.f_blocks > 0
+    layer.clear_injection("full")
+    assert os.statvfs(mnt).f_bavail > 0
+
+
+@pytest.mark.parametrize("ops", ["read", "write", "both"])
+def test_a_failing_disk_fails_reads_writes_and_fsyncs_as_chosen(layer: DiskLayer, dirs, ops: str) -> None:
+    _, mnt, _ = dirs
+    _append(mnt / "00.log", b"durable", sync=True)
+    reads, writes = ops in ("read", "both"), ops in ("write", "both")
+    fd = os.open(mnt / "00.log", os.O_WRONLY)
+    try:
+        layer.inject("error", ops=ops)
+        assert _errno(lambda: _read_fresh(mnt / "00.log")) == ("EIO" if reads else None)
+        assert _errno(lambda: os.pwrite(fd, b"D", 0)) == ("EIO" if writes else None)
+        assert _errno(lambda: os.ftruncate(fd, 7)) == ("EIO" if writes else None)
+        assert _errno(lambda: os.fsync(fd)) == ("EIO" if writes else None)
+        assert _errno(lambda: os.fdatasync(fd)) == ("EIO" if writes else None)
+        assert _errno(lambda: _fsync_dir(mnt)) == ("EIO" if writes else None)
+        assert _errno(lambda: os.stat(mnt / "00.log")) is None  # metadata is not failed
+        failed = layer.status()["failed"]
+        # one read(2) may be two FUSE reads (the kernel retries a failed readahead), so reads are counted as "some"
+        assert failed["error"]["read"] > 0 if reads else failed["error"]["read"] == 0
+        writing = ("write", "truncate", "fsync", "fdatasync", "fsyncdir")
+        assert {op: failed["error"][op] for op in writing} == dict.fromkeys(writing, int(writes))
+        assert layer.clear_injection("error")["cleared"] == ["error"]
+        assert _errno(lambda: os.pwrite(fd, b"!", 7)) is None and _errno(lambda: os.fsync(fd)) is None
+    finally:
+        os.close(fd)
+    assert _read_fresh(mnt / "00.log") == (b"durable!" if writes else b"Durable!")
+
+
+def test_an_error_glob_fails_only_the_matching_files(layer: DiskLayer, dirs) -> None:
+    _, mnt, _ = dirs
+    (mnt / "p-0").mkdir()
+    for name in ("p-0/00.log", "p-0/00.index", "top.log"):
+        _append(mnt / name, b"data", sync=True)
+    layer.inject("error", glob="*.log")  # "*" matches "/" too: segment files at any depth
+    assert _errno(lambda: _read_fresh(mnt / "p-0/00.log")) == "EIO"
+    assert _errno(lambda: _read_fresh(mnt / "top.log")) == "EIO"
+    assert _errno(lambda: _append(mnt / "p-0/00.log", b"+")) == "EIO"
+    assert _errno(lambda: _read_fresh(mnt / "p-0/00.index")) is None
+    assert _errno(lambda: _append(mnt / "p-0/00.index", b"+", sync=True)) is None
+    assert _errno(lambda: _fsync_dir(mnt / "p-0")) is None  # the directory's name does not match
+    layer.inject("error", glob="p-0/*")  # replaces the first; matched against the path under the mountpoint
+    assert layer.status()["injection"]["error"] == {"ops": "both", "glob": "p-0/*"}
+    assert _errno(lambda: _read_fresh(mnt / "top.log")) is None
+    assert _errno(lambda: _read_fresh(mnt / "p-0/00.index")) == "EIO"
+
+
+def test_reads_of_cached_pages_do_not_reach_a_failing_disk_until_the_file_is_opened_again(layer: DiskLayer, dirs) -> None:
+    _, mnt, _ = dirs
+    _append(mnt / "00.log", b"x" * 8192, sync=True)
+    fd = os.open(mnt / "00.log", os.O_RDONLY)
+    try:
+        assert os.pread(fd, 8192, 0) == b"x" * 8192
+        layer.inject("error", ops="read")
+        assert os.pread(fd, 8192, 0) == b"x" * 8192  # the kernel's page cache answers: the layer never sees the read
+        assert layer.status()["failed"]["error"]["read"] == 0
+        assert _errno(lambda: _read_fresh(mnt / "00.log")) == "EIO"
+        assert _errno(lambda: os.pread(fd, 8192, 0)) == "EIO"  # that open dropped the cached pages for every descriptor
+    finally:
+        os.close(fd)
+
+
+def test_a_failed_fsync_makes_nothing_durable(layer: DiskLayer, dirs) -> None:
+    backing, mnt, _ = dirs
+    _append(mnt / "00.log", b"durable|", sync=True)
+    _fsync_dir(mnt)
+    _append(mnt / "00.log", b"acked")
+    layer.inject("error", ops="write")
+    fd = os.open(mnt / "00.log", os.O_RDONLY)
+    try:
+        assert _errno(lambda: os.fsync(fd)) == "EIO"
+    finally:
+        os.close(fd)
+    assert layer.lose_unsynced()["bytes_lost"] == 5
+    assert (backing / "00.log").read_bytes() == b"durable|"
+
+
+def test_a_full_disk_can_lose_power_and_comes_back_with_space(layer: DiskLayer, dirs) -> None:
+    backing, mnt, state = dirs
+    _append(mnt / "00.log", b"durable|", sync=True)
+    _fsync_dir(mnt)
+    _append(mnt / "00.log", b"unsynced")
+    layer.inject("full")
+    fd = os.open(mnt / "00.log", os.O_RDWR)
+    try:
+        assert _errno(lambda: os.pwrite(fd, b"OVER", 0)) is None  # in place, unsynced: the loss must put "dura" back
+        assert _errno(lambda: os.pwrite(fd, b"more", 16)) == "ENOSPC"
+    finally:
+        os.close(fd)
+    assert _read_fresh(mnt / "00.log") == b"OVERble|unsynced"
+    lost = layer.lose_unsynced()
+    assert lost["files_rolled_back"] == 1 and lost["bytes_lost"] == 12
+    assert (backing / "00.log").read_bytes() == b"durable|"
+    again = mount(backing, mnt, state_dir=state, dies_with_parent=True)  # the injection lived in the old daemon only
+    assert again.status()["injection"] == {"full": False, "error": None}
+    _append(mnt / "00.log", b"after")
+    assert _read_fresh(mnt / "00.log") == b"durable|after"
+    again.unmount()
 
 
 _OWNER = """

@@ -1,8 +1,9 @@
 """How an owner talks to a layer's daemon: one JSON request and one JSON answer per connection, over a Unix socket in
 the abstract namespace (no file to leave behind; the name is in the layer's state file).
 
-Requests: ``{"op": "status"}``; ``{"op": "lose", "torn": bool, "seed": int}``. Answers: ``{"ok": true, ...}`` or
-``{"ok": false, "error": "..."}``.
+Requests: ``{"op": "status"}``; ``{"op": "lose", "torn": bool, "seed": int}``; ``{"op": "inject", "kind": "full"}``
+or ``{"op": "inject", "kind": "error", "ops": "read" | "write" | "both", "glob": str | null}``; ``{"op": "clear",
+"kind": "full" | "error" | null}`` (injection.py). Answers: ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"failsafe.disk.daemon: {args.backing} and {args.mountpoint} must both be directories", file=sys.stderr)
         return 2
     from failsafe.disk.control import serve
+    from failsafe.disk.injection import Injection
 
     try:
         ops = Volatile(args.backing.resolve(), args.metadata)
@@ -45,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
             return ops.status()
         if message.get("op") == "lose":
             return ops.lose(torn=bool(message.get("torn")), seed=int(message.get("seed", 0)))
+        if message.get("op") == "inject":
+            return ops.inject(Injection.from_message(message))
+        if message.get("op") == "clear":
+            return ops.clear(message.get("kind"))
         raise ValueError(f"unknown request {message.get('op')!r}")
 
     server = serve(args.control, handle)

@@ -6,6 +6,7 @@ forwards of durability (docs/disk-faults.md): fsync and fdatasync of a file (FUS
 datasync flag), fsync of a directory (FUSE_FSYNCDIR), and for O_SYNC / O_DSYNC files an fsync after
 each write, which the kernel sends itself; msync of a shared mapping arrives as writes then an fsync.
 sync_file_range(2) never reaches a FUSE filesystem, and neither does sync(2) or syncfs(2).
+Injected errors (a full disk, a failing one) are decided by injection.py; frozen answers EIO before them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import mfusepy
 
 from failsafe.disk.data import DataJournal
+from failsafe.disk.injection import Injection, Injector, Kind
 from failsafe.disk.names import STASH, NameJournal
 
 _TIME_KEYS = ("st_atime", "st_ctime", "st_mtime")  # with use_ns, mfusepy takes these names in nanoseconds
@@ -73,6 +75,7 @@ class Volatile(mfusepy.Operations):
         self._next_fh = 0
         self._root_ino = os.stat(backing).st_ino
         self.counts = {"fsync": 0, "fdatasync": 0, "fsyncdir": 0, "sync_writes": 0}
+        self.injector = Injector()
 
     # -- plumbing ------------------------------------------------------------------------------------------------------
     def _real(self, path: str) -> str:
@@ -120,7 +123,7 @@ class Volatile(mfusepy.Operations):
 
     def statfs(self, path: str) -> dict[str, int]:
         st = os.statvfs(self._real(path))
-        return {k: getattr(st, k) for k in _STATVFS_KEYS}
+        return self.injector.statfs({k: getattr(st, k) for k in _STATVFS_KEYS})
 
     def access(self, path: str, amode: int) -> None:
         if not os.access(self._real(path), amode):
@@ -128,12 +131,16 @@ class Volatile(mfusepy.Operations):
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
         self._check()
-        return os.pread(self._handles[fh].fd, size, offset)
+        handle = self._handles[fh]
+        self.injector.check_io("read", handle.path)
+        return os.pread(handle.fd, size, offset)
 
     # -- opening, writing, syncing -------------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> int:
         with self._mu:
             self._check()
+            if flags & os.O_TRUNC:
+                self.injector.check_io("truncate", path)
             fd = os.open(self._real(path), (flags & ~_STRIP) | os.O_RDWR)
             fh = self._handle(fd, path, flags)
             if flags & os.O_TRUNC:
@@ -144,6 +151,7 @@ class Volatile(mfusepy.Operations):
         with self._mu:
             self._check()
             real = self._real(path)
+            self.injector.check_new_name("create", real, path)
             try:
                 fd = os.open(real, (flags & ~_STRIP) | os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
             except FileExistsError:
@@ -157,6 +165,8 @@ class Volatile(mfusepy.Operations):
         with self._mu:
             self._check()
             handle = self._handles[fh]
+            self.injector.check_io("write", handle.path)
+            self.injector.check_space("write", handle.fd, offset, len(data), handle.path)
             n = self.data.write(handle.fd, handle.ino, data, offset, handle.path)
             if handle.sync_writes:
                 self.counts["sync_writes"] += 1
@@ -168,8 +178,10 @@ class Volatile(mfusepy.Operations):
             self._check()
             if fh is not None:
                 handle = self._handles[fh]
+                self.injector.check_io("truncate", handle.path)
                 self.data.truncate(handle.fd, handle.ino, length, handle.path)
                 return
+            self.injector.check_io("truncate", path or "")
             fd = os.open(self._real(path or ""), os.O_RDWR)
             try:
                 self.data.truncate(fd, os.fstat(fd).st_ino, length, path or "")
@@ -182,6 +194,8 @@ class Volatile(mfusepy.Operations):
         with self._mu:
             self._check()
             handle = self._handles[fh]
+            self.injector.check_io("fallocate", handle.path)
+            self.injector.check_space("fallocate", handle.fd, offset, size, handle.path)
             self.data.allocate(handle.fd, handle.ino, offset, size, handle.path)
 
     def fsync(self, path: str, datasync: int, fh: int) -> None:
@@ -189,6 +203,8 @@ class Volatile(mfusepy.Operations):
             self._check()
             self.counts["fdatasync" if datasync else "fsync"] += 1
             handle = self._handles[fh]
+            # A failed fsync makes nothing durable: a loss still takes what it would have synced.
+            self.injector.check_io("fdatasync" if datasync else "fsync", handle.path)
             os.fdatasync(handle.fd) if datasync else os.fsync(handle.fd)
             self.data.sync(handle.ino)
             if self.metadata == JOURNAL:
@@ -199,6 +215,7 @@ class Volatile(mfusepy.Operations):
             self._check()
             self.counts["fsyncdir"] += 1
             handle = self._handles[fh]
+            self.injector.check_io("fsyncdir", handle.path)
             os.fsync(handle.fd)
             self._forget(self.names.sync_all() if self.metadata == JOURNAL else self.names.sync_dir(handle.ino))
 
@@ -223,24 +240,28 @@ class Volatile(mfusepy.Operations):
     def mkdir(self, path: str, mode: int) -> None:
         with self._mu:
             self._check()
+            self.injector.check_new_name("mkdir", self._real(path), path)
             os.mkdir(self._real(path), mode)
             self._made(path)
 
     def symlink(self, target: str, source: str) -> None:
         with self._mu:
             self._check()
+            self.injector.check_new_name("symlink", self._real(target), target)
             os.symlink(source, self._real(target))
             self._made(target)
 
     def link(self, target: str, source: str) -> None:
         with self._mu:
             self._check()
+            self.injector.check_new_name("link", self._real(target), target)
             os.link(self._real(source), self._real(target))
             self._made(target)
 
     def mknod(self, path: str, mode: int, dev: int) -> None:
         with self._mu:
             self._check()
+            self.injector.check_new_name("mknod", self._real(path), path)
             os.mknod(self._real(path), mode, dev)
             self._made(path)
 
@@ -274,11 +295,30 @@ class Volatile(mfusepy.Operations):
     def utimens(self, path: str | None, times: tuple[int, int] | None = None) -> None:
         os.utime(self._real(path or ""), ns=times, follow_symlinks=False)
 
+    # -- injected errors -----------------------------------------------------------------------------------------------
+    def inject(self, injection: Injection) -> dict[str, Any]:
+        """From now on, fail what ``injection`` says (injection.py) until ``clear``; returns what is in force."""
+        with self._mu:
+            self._check_powered("inject")
+            self.injector.inject(injection)
+            return {"injection": self.injector.status()["injection"]}
+
+    def clear(self, kind: Kind | None) -> dict[str, Any]:
+        """End the injection of ``kind``, or both (None): the disk is back, or has space again."""
+        with self._mu:
+            self._check_powered("clear")
+            cleared = self.injector.clear(kind)
+            return {"cleared": cleared, "injection": self.injector.status()["injection"]}
+
+    def _check_powered(self, what: str) -> None:
+        if self.frozen:
+            raise RuntimeError(f"this layer has lost power: nothing to {what}")
+
     # -- power ---------------------------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         with self._mu:
             return {"frozen": self.frozen, "metadata": self.metadata, "unsynced": self.data.pending(),
-                    "unsynced_dir_changes": self.names.pending(), "calls": dict(self.counts)}
+                    "unsynced_dir_changes": self.names.pending(), "calls": dict(self.counts), **self.injector.status()}
 
     def lose(self, torn: bool, seed: int) -> dict[str, Any]:
         """The power cut: from now on every operation fails, and the backing directory holds only what was durable."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from failsafe.disk import control
+from failsafe.disk.injection import Injection, Kind, Ops
 from failsafe.disk.names import STASH
 from failsafe.errors import DiskLayerError, ProvisionError
 from failsafe.supervisor import Child, TrackedProcess, run_to_end, spawn
@@ -108,21 +109,42 @@ class DiskLayer:
         return Path(self.state.mountpoint)
 
     def status(self) -> dict[str, Any]:
-        """What is unsynced now, and which durability calls the layer has seen (docs/disk-faults.md)."""
+        """What is unsynced now, which durability calls the layer has seen, the injection in force and the operations it
+        refused since the mount, by kind and operation (docs/disk-faults.md)."""
         return self._ask({"op": "status"})
 
     def lose_unsynced(self, *, torn: bool = False, seed: int = 0, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> dict[str, Any]:
         """The power cut: every unsynced write and directory change is discarded (with ``torn``, a seeded random prefix of
         each file's last unsynced write survives), then the layer is unmounted. Processes still using files under the
         mountpoint see EIO from the cut on. Returns what was lost: files rolled back, bytes, directory changes undone, tears."""
-        lost = self._ask({"op": "lose", "torn": torn, "seed": seed})
+        lost = self._answer({"op": "lose", "torn": torn, "seed": seed})
         self.unmount(timeout_s)
-        return {k: v for k, v in lost.items() if k != "ok"}
+        return lost
+
+    def inject(self, kind: Kind, *, ops: Ops = "both", glob: str | None = None) -> dict[str, Any]:
+        """From now on until ``clear_injection``: ``"full"``, writes that need new space and new names fail with ENOSPC and
+        statfs shows no free block; ``"error"``, reads, writes and fsyncs (``ops``: ``"read"``, ``"write"`` or ``"both"``)
+        of the files matching ``glob`` (every file when None) fail with EIO (docs/disk-faults.md, "Error injection").
+        Both may be in force at once; a second ``"error"`` replaces the first. Raises ValueError, before asking the
+        daemon, for a kind, ops or glob it does not take. Returns what is in force: ``{"injection": {"full": bool,
+        "error": {"ops": ..., "glob": ...} | None}}``."""
+        injection = Injection(kind, ops, glob)
+        return self._answer({"op": "inject", **injection.to_message()})
+
+    def clear_injection(self, kind: Kind | None = None) -> dict[str, Any]:
+        """End the injection of ``kind`` (``"full"`` or ``"error"``; both when None): the disk is back, or has space again.
+        Returns ``{"cleared": [kinds that were in force], "injection": ...}``."""
+        if kind is not None:
+            Injection(kind)  # the same check of the kind as inject's
+        return self._answer({"op": "clear", "kind": kind})
 
     def unmount(self, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> None:
         """A clean shutdown (everything written is kept, unless a power cut came first): unmount, wait for the daemon to
         exit, remove the state file."""
         _teardown(self.state_dir, self.state, timeout_s)
+
+    def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in self._ask(message).items() if k != "ok"}
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
