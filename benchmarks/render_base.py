@@ -181,6 +181,13 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/share-throughput-r1.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput-r1.json",
         False, "the same rounds an hour before share-throughput.json's, before the rounds recorded the machine's load"),
+    Raw("docs/benchmarks/power-loss.json",
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --out docs/benchmarks/power-loss.json "
+        "power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 power-loss-rack:default controller-power-loss:default "
+        "last-replica-standing:default last-replica-standing:elr0", True, "about an hour: six clusters on disk layers, one after the other"),
+    Raw("docs/benchmarks/disk-throughput.json",
+        f"{PY} benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json",
+        True),
     Raw("docs/benchmarks/share-throughput.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput.json",
         True),

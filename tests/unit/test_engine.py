@@ -43,6 +43,7 @@ class FakeCluster:
         self.failing_restarts = failing_restarts
         self.restarts: list[list[int]] = []
         self.stopped: list[tuple[list[int], signal.Signals]] = []
+        self.disk_calls: list[tuple[str, int]] = []
 
     def node(self, node_id: int, role: str | None = None) -> NodeSpec:
         return next(n for n in self.spec.nodes() if n.node_id == node_id and (role is None or role in n.roles))
@@ -75,6 +76,23 @@ class FakeCluster:
 
     def not_whole(self) -> list[str]:
         return [f"{n.role} {n.node_id} is {self.states[n.node_id]}" for n in self.spec.nodes() if self.states[n.node_id] != UP]
+
+    # Disk layers (faults/disk.py): every node has one; what was asked of them is kept in ``disk_calls``.
+    def disk_status(self, node: NodeSpec) -> dict:
+        return {"unsynced": {"files": 0, "bytes": 0}}
+
+    def power_off(self, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict:
+        assert self.states[node.node_id] == DOWN, "a power cut of a running node"
+        self.disk_calls.append(("power-off", node.node_id))
+        return {"bytes_lost": 0}
+
+    def disk_inject(self, node: NodeSpec, kind: str, **fields) -> dict:
+        self.disk_calls.append((f"inject-{kind}", node.node_id))
+        return {"injection": {kind: True}}
+
+    def disk_clear(self, node: NodeSpec, kind: str) -> dict:
+        self.disk_calls.append((f"clear-{kind}", node.node_id))
+        return {"cleared": [kind]}
 
 
 class FakeSampler:
@@ -190,7 +208,7 @@ class FakeScenario:
 
 
 # What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
-CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3,
+CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3, volatile_disks=True,
                        clients={Need.CONSUMERS: ("member-0", "member-1"), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",),
                                 TXN_CLIENTS: ("writer-0",)})
 
@@ -258,6 +276,10 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
     assert [s["ok"] for s in stops] == [True] and stops[0]["fault_id"] == start["fault_id"]
     assert stops[0]["time_ns"] >= start["time_ns"]
     assert cluster.not_whole() == []
+    if FAULT_TYPES[kind].family == Family.DISK:
+        # The leader of t-1 is broker 1: cut (killed first), or its disk failed and then cleared, and started again.
+        assert cluster.disk_calls in ([("power-off", 1)], [("inject-full", 1), ("clear-full", 1)], [("inject-error", 1), ("clear-error", 1)])
+        assert cluster.restarts == [[1]]
     if kind == KILL_DRIVER:
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == KILL_CONSUMER:

@@ -39,3 +39,21 @@ def test_each_cluster_of_a_topology_must_fit(pair: Path) -> None:  # noqa: F811
     with pytest.raises(UserError, match=r"the primary at .* does not fit: it has 1 brokers and the scenario needs 3"):
         with placed(pair, [load_scenario("dr-failover", ("cluster.brokers=3",))], True, None, None, lambda _: None):
             pytest.fail("a topology that does not fit was used")
+
+
+def test_feature_levels_a_scenario_needs_are_formatted_into_a_cluster_it_starts_and_checked_on_one_it_finds() -> None:
+    from failsafe.scenarios.placement import spec_for
+
+    standing = load_scenario("last-replica-standing", ('cluster.features."eligible.leader.replicas.version"="0"',))
+    needs = needs_of([standing])
+    assert needs.features == {"eligible.leader.replicas.version": "0"} and needs.volatile_disks
+    started = spec_for(needs, None, None, None)
+    assert started.features == {"eligible.leader.replicas.version": "0"} and started.volatile_disks
+    assert misfit(started, needs, [standing]) is None
+    plain = ClusterSpec(brokers=3, volatile_disks=True)
+    assert misfit(plain, needs, [standing]) == ("it was made without the feature level eligible.leader.replicas.version=0 "
+                                                "(failsafe up --feature eligible.leader.replicas.version=0)")
+    with pytest.raises(UserError, match="these scenarios need eligible.leader.replicas.version set to both 0 and 1"):
+        needs_of([standing, load_scenario("last-replica-standing", ('cluster.features."eligible.leader.replicas.version"="1"',))])
+    with pytest.raises(UserError, match="--feature sets the level a KRaft cluster's storage is formatted with"):
+        ClusterSpec.zookeeper_mode(features={"eligible.leader.replicas.version": "0"}).validate()

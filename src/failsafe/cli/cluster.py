@@ -38,7 +38,7 @@ _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
     "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port", "racks": "racks",
-    "volatile_disks": "volatile_disks",
+    "volatile_disks": "volatile_disks", "feature": "features",
 }
 
 
@@ -103,6 +103,8 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
               help="Controller listeners [default: base-port + 100].")
 @click.option("--heap", default="1G", show_default=True, help="JVM heap of each node (-Xmx/-Xms).")
 @click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
+@click.option("--feature", multiple=True, metavar="FEATURE=LEVEL",
+              help="Format the storage with this feature level (KRaft; repeatable), e.g. eligible.leader.replicas.version=0.")
 @click.option("--volatile-disks", is_flag=True,
               help="Put every node's data directory on a disk layer that forgets, on a power cut, what was not fsynced "
                    "(what power-loss faults need; /dev/fuse and libfuse 3; docs/disk-faults.md).")
@@ -112,7 +114,8 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
-               controller_base_port: int | None, heap: str, override: tuple[str, ...], volatile_disks: bool, dr: bool, timeout_s: float) -> None:
+               controller_base_port: int | None, heap: str, override: tuple[str, ...], feature: tuple[str, ...], volatile_disks: bool, dr: bool,
+               timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
@@ -122,7 +125,7 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
                         zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"),
-                        volatile_disks=volatile_disks)
+                        volatile_disks=volatile_disks, features=parse_pairs(feature, "--feature"))
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
     kind = topology.topology_kind(root, dr)

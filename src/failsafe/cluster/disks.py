@@ -4,7 +4,8 @@ A cluster made with ``volatile_disks`` keeps each node's data in ``DIR/kafka-N.d
 directory) and shows it at ``DIR/kafka-N``, the directory ``log.dirs`` names, through a disk layer
 (failsafe.disk) mounted just before the node starts. A layer outlives the command that mounted it,
 as the node does, and stays mounted while its node is down: a kill -9 keeps the page cache, as on a
-real machine. ``power_off`` takes what was not synced (the node must be dead already); ``unmount``
+real machine. ``power_off`` takes what was not synced (the node must be dead already); ``inject`` fills the
+disk or makes it fail until ``clear``; ``unmount``
 after ``down`` or ``clean`` clears every layer of the directory, also the ones a crash of failsafe
 left. Layers are tracked by their state files under ``DIR/disk-layers/``, never found by name.
 """
@@ -53,11 +54,28 @@ def ensure_mounted(cdir: ClusterDir, node: NodeSpec) -> None:
 
 def power_off(cdir: ClusterDir, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict[str, Any]:
     """The power cut of ``node`` (already dead): what was not synced is gone, the layer unmounted; returns what was lost."""
+    return _mounted(cdir, node, "a power loss").lose_unsynced(torn=torn, seed=seed)
+
+
+def _mounted(cdir: ClusterDir, node: NodeSpec, what: str) -> disk.DiskLayer:
     layer = layer_of(cdir, node)
     if layer is None or not disk.is_mounted(cdir.data_dir(node)):
-        raise UserError(f"{node.name} has no disk layer mounted at {cdir.data_dir(node)}: a power loss needs a cluster made with "
+        raise UserError(f"{node.name} has no disk layer mounted at {cdir.data_dir(node)}: {what} needs a cluster made with "
                         "'failsafe up --volatile-disks'")
-    return layer.lose_unsynced(torn=torn, seed=seed)
+    return layer
+
+
+def inject(cdir: ClusterDir, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
+    """From now on ``node``'s disk is full (``kind`` "full": ENOSPC) or failing (``"error"``: EIO for ``ops`` of ``glob``)."""
+    return _mounted(cdir, node, f"a {kind} disk").inject(kind, ops=ops, glob=glob)  # type: ignore[arg-type]
+
+
+def clear(cdir: ClusterDir, node: NodeSpec, kind: str) -> dict[str, Any] | None:
+    """End ``kind`` on ``node``'s disk; None when its layer is gone (a power cut since: a new mount starts without any)."""
+    layer = layer_of(cdir, node)
+    if layer is None or not disk.is_mounted(cdir.data_dir(node)):
+        return None
+    return layer.clear_injection(kind)  # type: ignore[arg-type]
 
 
 def unsynced(cdir: ClusterDir, node: NodeSpec) -> dict[str, Any] | None:

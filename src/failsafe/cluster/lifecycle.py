@@ -209,6 +209,14 @@ class Cluster:
             raise UserError(f"{node.role} {node.node_id} is running: kill it before its power cut")
         return disks.power_off(self.dir, node, torn=torn, seed=seed)
 
+    def disk_inject(self, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict:
+        """``node``'s disk full (``kind`` "full") or failing ("error", EIO for ``ops`` of the files matching ``glob``)."""
+        return disks.inject(self.dir, node, kind, ops=ops, glob=glob)
+
+    def disk_clear(self, node: NodeSpec, kind: str) -> dict | None:
+        """``node``'s disk back (space freed, or the failing disk replaced); None when a power cut since took the layer."""
+        return disks.clear(self.dir, node, kind)
+
     def disk_status(self, node: NodeSpec) -> dict | None:
         """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer mounted."""
         return disks.unsynced(self.dir, node)

@@ -117,6 +117,9 @@ class ClusterSpec:
     # Every node's data directory on a disk layer that forgets, on a power cut, what was not synced (cluster/disks.py,
     # docs/disk-faults.md): what power-loss faults need. Needs /dev/fuse and libfuse 3.
     volatile_disks: bool = False
+    # Feature levels the storage is formatted with (kafka-storage format --feature K=V; KRaft only), e.g.
+    # eligible.leader.replicas.version=0 for a cluster without KIP-966's eligible leader replicas. Empty: the release's.
+    features: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
@@ -236,6 +239,8 @@ class ClusterSpec:
             raise UserError(f"--zookeepers {self.zookeepers}: ZooKeeper mode needs at least 1 ZooKeeper node")
         if self.controllers or self.combined:
             raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode a broker is the controller")
+        if self.features:
+            raise UserError("--feature sets the level a KRaft cluster's storage is formatted with: ZooKeeper mode has no such format")
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -156,7 +156,8 @@ def format_storage(cluster: Cluster, nodes: list[NodeSpec], java: Java, dist: Ka
     procs = []
     for node in nodes:
         # --cluster-id=ID, not "-t ID": an id ZooKeeper-mode Kafka generated may begin with '-'.
-        args = ["format", f"--cluster-id={cluster.state.cluster_id}", "-c", str(cluster.dir.config_file(node).resolve())]
+        args = ["format", f"--cluster-id={cluster.state.cluster_id}", "-c", str(cluster.dir.config_file(node).resolve()),
+                *(f"--feature={k}={v}" for k, v in cluster.spec.features.items())]
         cmd = tool_command(java, dist, "kafka.tools.StorageTool", args)
         procs.append((node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
     failures = []

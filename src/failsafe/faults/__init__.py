@@ -4,6 +4,7 @@
     base.py     FaultType (name, family, needs, fields, validation, fit, start, undo), FaultSpec, AppliedFault
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss, cluster-loss
     clients.py  the workload's processes: kill-consumer, close-consumer, restart-consumer, pause-consumer, kill-driver, kill-spark-worker
+    disk.py     disks of nodes on disk layers: power-loss (unsynced writes gone), disk-full (ENOSPC), disk-error (EIO)
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
     sides.py    a network fault's sides, as written and as resolved when it starts
     leash.py    the watchdog that deletes a run's network rules if failsafe dies before its heal

@@ -44,6 +44,9 @@ class ClusterNeeds:
     racks: int = 0
     # Every node's data directory on a disk layer that forgets what was not synced (power-loss faults need it).
     volatile_disks: bool = False
+    # Feature levels a cluster the run starts is formatted with (failsafe up --feature); a running cluster made
+    # without them does not fit.
+    features: dict[str, str] = field(default_factory=dict)
     # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
     # a running cluster without them does not fit.
     overrides: dict[str, str] = field(default_factory=dict)
@@ -201,7 +204,7 @@ def refuse_unknown(data: dict, where: str, top: set[str]) -> None:
 
 
 def parse_cluster(data: dict, where: str) -> ClusterNeeds:
-    cluster = take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict})
+    cluster = take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict, "features": str_dict})
     if cluster.brokers < 1 or cluster.controllers < 1:
         raise fail(f"{where}.cluster", "needs at least one broker and one controller")
     if cluster.mode not in ("", *CLUSTER_MODES):

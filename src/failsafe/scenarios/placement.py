@@ -33,10 +33,12 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
         raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
     overrides: dict[str, str] = {}
+    features: dict[str, str] = {}
     for s in scenarios:
-        for key, value in s.cluster.overrides.items():
-            if overrides.setdefault(key, value) != value:
-                raise UserError(f"these scenarios need {key} set to both {overrides[key]} and {value}: run them separately")
+        for wanted, got in ((s.cluster.overrides, overrides), (s.cluster.features, features)):
+            for key, value in wanted.items():
+                if got.setdefault(key, value) != value:
+                    raise UserError(f"these scenarios need {key} set to both {got[key]} and {value}: run them separately")
     return ClusterNeeds(
         brokers=max(s.cluster.brokers for s in scenarios),
         controllers=max(s.cluster.controllers for s in scenarios),
@@ -44,6 +46,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         mode=mode or (modes[0] if modes else ""),
         racks=max(s.cluster.racks for s in scenarios),
         volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
+        features=features,
         overrides=overrides,
     )
 
@@ -60,6 +63,10 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks {needs.racks})"
     if needs.volatile_disks and not spec.volatile_disks:
         return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
+    unlike = {k: v for k, v in needs.features.items() if spec.features.get(k) != v}
+    if unlike:
+        return ("it was made without the feature level " + ", ".join(f"{k}={v}" for k, v in unlike.items())
+                + " (failsafe up " + " ".join(f"--feature {k}={v}" for k, v in unlike.items()) + ")")
     missing = {k: v for k, v in needs.overrides.items() if spec.overrides.get(k) != v}
     if missing:
         return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
@@ -70,12 +77,12 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
 
 def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zookeeper_port: int | None) -> ClusterSpec:
     """The spec of a cluster the run starts for ``needs``."""
-    fields = {"brokers": needs.brokers, "overrides": dict(needs.overrides), **({"base_port": base_port} if base_port is not None else {}),
+    fields = {"brokers": needs.brokers, "overrides": dict(needs.overrides), "volatile_disks": needs.volatile_disks,
+              **({"features": dict(needs.features)} if needs.features else {}), **({"base_port": base_port} if base_port is not None else {}),
               **({"heap": heap} if heap else {})}
     if needs.mode == ZOOKEEPER_MODE:
         return ClusterSpec.zookeeper_mode(**fields, **({"zookeeper_base_port": zookeeper_port} if zookeeper_port else {}))
-    return ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, volatile_disks=needs.volatile_disks,
-                       **fields)
+    return ClusterSpec(controllers=needs.controllers, combined=needs.combined, racks=needs.racks, **fields)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, FaultTargets
-from failsafe.faults.power import POWER_LOSS
+from failsafe.faults.disk import POWER_LOSS
 from failsafe.history.ops import Family
 from failsafe.scenarios.placement import misfit, needs_of
 from tests.unit.test_engine import TOPOLOGY, FakeCluster
@@ -102,3 +102,48 @@ def test_the_catalog_scenario_asks_for_disk_layers_and_a_plain_cluster_does_not_
     plain = FakeCluster().spec
     assert "--volatile-disks" in (misfit(plain, needs, [scenario]) or "")
     assert misfit(replace(plain, volatile_disks=True), needs, [scenario]) is None
+
+
+class OrderedCluster(LayeredCluster):
+    """Records injections, clears and restarts in one order, to check that a disk comes back before its node does."""
+
+    def disk_inject(self, node, kind, **fields):
+        self.events.append((f"inject-{kind}-{fields.get('ops', '')}-{fields.get('glob', '')}", node.node_id))
+        return {"injection": {kind: True}}
+
+    def disk_clear(self, node, kind):
+        self.events.append((f"clear-{kind}", node.node_id))
+        return {"cleared": [kind]}
+
+    def restart(self, nodes):
+        self.events += [("restart", n.node_id) for n in nodes]
+        return super().restart(nodes)
+
+
+@pytest.mark.parametrize("fault, fields, injected", [
+    ("disk-full", {}, "inject-full--"),
+    ("disk-error", {"ops": "write", "glob": "*.log"}, "inject-error-write-*.log"),
+])
+def test_a_failing_disk_comes_back_before_its_node_is_started_again(fault: str, fields: dict, injected: str) -> None:
+    cluster = OrderedCluster()
+    spec_ = FaultSpec(fault, 1.0, 5.0, FAULT_TYPES[fault].parse({"role": "leader", "partition": "t-2", **fields}, CTX))
+    targets = FaultTargets(cluster=cluster, clients=None, partition=lambda name: next(  # type: ignore[arg-type]
+        (p for p in TOPOLOGY if f"{p['topic']}-{p['partition']}" == name), None))
+    applied = FAULT_TYPES[fault].start(spec_, targets)
+    assert cluster.events == [(injected, 2)] and applied.nodes == [2] and applied.details == {"injection": {fault.removeprefix("disk-"): True}}
+    applied.undo()
+    assert cluster.events[1:] == [(f"clear-{fault.removeprefix('disk-')}", 2), ("restart", 2)]
+
+
+def test_a_failing_disk_is_one_nodes_and_its_operations_are_named() -> None:
+    parse = FAULT_TYPES["disk-error"].parse
+    with pytest.raises(FaultError, match="'writes' is not one of read, write, both"):
+        parse({"node": 0, "ops": "writes"}, CTX)
+    with pytest.raises(FaultError, match="an empty pattern"):
+        parse({"node": 0, "glob": " "}, CTX)
+    cluster = OrderedCluster()
+    spec_ = FaultSpec("disk-full", 1.0, 5.0, FAULT_TYPES["disk-full"].parse({"role": "replicas", "partition": "t-0"}, CTX))
+    targets = FaultTargets(cluster=cluster, clients=None, partition=lambda name: TOPOLOGY[0])  # type: ignore[arg-type]
+    with pytest.raises(FaultError, match="acts on one node's disk, and replicas of t-0 names 2"):
+        FAULT_TYPES["disk-full"].start(spec_, targets)
+    assert cluster.events == []

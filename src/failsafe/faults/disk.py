@@ -1,4 +1,4 @@
-"""Power loss: nodes die and their disks forget what was not synced (docs/disk-faults.md).
+"""Disk faults on nodes whose data sits on disk layers (docs/disk-faults.md): power loss, a full disk, a failing disk.
 
 A kill -9 keeps what a process wrote in the page cache; a power cut does not. ``power-loss`` kills
 its nodes (kill -9, all first, so none writes after another lost power), then each node's disk layer
@@ -6,6 +6,11 @@ its nodes (kill -9, all first, so none writes after another lost power), then ea
 tearing the last unsynced write of each file at a seeded random byte. What each node lost (files
 rolled back, bytes, directory changes undone, tears) is recorded in the fault's details. The undo
 mounts the layers again and starts the nodes: Kafka recovers its logs as after any unclean shutdown.
+
+``disk-full`` makes one node's disk refuse, with ENOSPC, every write that needs new space; ``disk-error``
+makes its reads, writes (and fsyncs) or both fail with EIO, of every file or of those matching ``glob``
+(``*.log``: the segments). Kafka takes a log directory that fails a write offline, and a broker whose
+only log directory is offline stops: the undo ends the injection, then starts the node if it died.
 
 The nodes: one by ``role``, ``node`` or ``partition`` as for kill, or a set at once in ``nodes``,
 written as one side of a network fault: ``{brokers}`` (a data centre's power cut), ``{rack-1}``,
@@ -28,6 +33,9 @@ from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN
 
 POWER_LOSS = "power-loss"
+DISK_FULL = "disk-full"
+DISK_ERROR = "disk-error"
+DISK_OPS = ("read", "write", "both")
 NEEDS_LAYERS = "its data directories are on plain disks, and a power loss needs disk layers (failsafe up --volatile-disks)"
 
 
@@ -40,9 +48,35 @@ class PowerChoice(NodeChoice):
     seed: int = 0
 
 
-def check_power_choice(params: PowerChoice, ctx: FaultContext) -> None:
+@dataclass(frozen=True)
+class FailingChoice(NodeChoice):
+    """Which node's disk fails, which of its operations (``read``, ``write`` or ``both``), of which files (None: all)."""
+
+    ops: str = "both"
+    glob: str | None = None
+
+
+def _needs_layers(name: str, ctx: FaultContext) -> None:
     if not ctx.volatile_disks:
-        raise ctx.fail("fault", "power-loss needs its cluster's data on disk layers: set cluster.volatile_disks = true")
+        raise ctx.fail("fault", f"{name} needs its cluster's data on disk layers: set cluster.volatile_disks = true")
+
+
+def check_full(params: NodeChoice, ctx: FaultContext) -> None:
+    _needs_layers(DISK_FULL, ctx)
+    check_node_choice(params, ctx)
+
+
+def check_failing(params: FailingChoice, ctx: FaultContext) -> None:
+    _needs_layers(DISK_ERROR, ctx)
+    check_node_choice(params, ctx)
+    if params.ops not in DISK_OPS:
+        raise ctx.fail("ops", f"{params.ops!r} is not one of {', '.join(DISK_OPS)}")
+    if params.glob is not None and not params.glob.strip():
+        raise ctx.fail("glob", "an empty pattern: leave glob out for every file, or write one such as '*.log'")
+
+
+def check_power_choice(params: PowerChoice, ctx: FaultContext) -> None:
+    _needs_layers(POWER_LOSS, ctx)
     if params.nodes is None:
         check_node_choice(params, ctx)
         return
@@ -69,7 +103,7 @@ def _nodes(params: PowerChoice, targets: FaultTargets) -> tuple[Any, list, str]:
     partition = targets.partition(params.partition) if params.partition else None
     active = cluster.active_controller_node() if "controller" in sides.sides[0] else None
     side = resolve_sides(sides, cluster.spec, partition, active)[0]
-    return cluster, list(side.nodes), side.label
+    return cluster, list(side.nodes), f"chosen as {params.nodes.strip()}"
 
 
 def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -91,6 +125,38 @@ def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
                         details={"lost": lost})
 
 
+def _one_layered(spec: FaultSpec, targets: FaultTargets, name: str) -> tuple[Any, Any, str]:
+    cluster, nodes, role = chosen(spec.params, targets)
+    if len(nodes) != 1:
+        raise FaultError(f"{name} acts on one node's disk, and {role} names {len(nodes)}: name one node or one role")
+    if cluster.disk_status(nodes[0]) is None:
+        raise FaultError(f"{name}: {nodes[0].name} has no disk layer mounted ({NEEDS_LAYERS})")
+    return cluster, nodes[0], role
+
+
+def _injecting(name: str, kind: str):
+    def start(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
+        cluster, node, role = _one_layered(spec, targets, name)
+        fields = {"ops": spec.params.ops, "glob": spec.params.glob} if kind == "error" else {}
+        try:
+            in_force = cluster.disk_inject(node, kind, **fields)
+        except (UserError, DiskLayerError, ValueError) as e:
+            raise FaultError(f"{name}: {e}") from e
+
+        def undo() -> None:
+            # The disk back first: a node that stopped on it (Kafka halts when its only log dir goes offline) starts on a good one.
+            cluster.disk_clear(node, kind)
+            cluster.restart([node])
+        return AppliedFault(name, target_of([node]), [node.node_id], role, undo, details=in_force)
+    return start
+
+
 register(FaultType(POWER_LOSS, Family.DISK, "kill -9, then every write not fsynced is gone from the nodes' disks (a power cut)",
                    frozenset({Need.NODES}), power_loss, "disks mounted again, nodes started, the cluster waited on until ready",
                    PowerChoice, check_power_choice, fits=_fits))
+register(FaultType(DISK_FULL, Family.DISK, "one node's disk full: writes that need new space fail with ENOSPC",
+                   frozenset({Need.NODES}), _injecting(DISK_FULL, "full"), "space freed, then the node started again if it stopped",
+                   NodeChoice, check_full, fits=_fits))
+register(FaultType(DISK_ERROR, Family.DISK, "one node's disk failing: reads, writes or both fail with EIO (of every file, or a glob)",
+                   frozenset({Need.NODES}), _injecting(DISK_ERROR, "error"), "the disk back, then the node started again if it stopped",
+                   FailingChoice, check_failing, fits=_fits))

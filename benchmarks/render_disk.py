@@ -1,0 +1,42 @@
+"""The disk faults' tables in docs/disk-faults.md and docs/findings.md (render_docs.py renders and checks them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.render_base import load, num, source, table
+
+POWER_LOSS = "docs/benchmarks/power-loss.json"
+DISK_THROUGHPUT = "docs/benchmarks/disk-throughput.json"
+VARIANT_WORDS = {"default": "Kafka's default flush", "flush1": "flush.messages=1", "elr0": "default flush, without eligible leader replicas"}
+
+
+def _spread(cell: dict) -> str:
+    if cell["lost_median"] is None:
+        return "—"
+    return f"{num(cell['lost_median'])} ({num(cell['lost_min'])}-{num(cell['lost_max'])})"
+
+
+def t_power_loss(root: Path) -> str:
+    d = load(root, POWER_LOSS)
+    rows = [[f"`{c['scenario']}`", VARIANT_WORDS.get(c["variant"], c["variant"]), str(c["runs"]),
+             f"{c['runs_losing_acknowledged']} of {c['runs']}", _spread(c),
+             "—" if c["lost_fraction_median"] is None else f"{100 * c['lost_fraction_median']:.1f} %",
+             ", ".join(map(str, c["exit_codes"])) + (f"; {c['runs_failed_to_carry_out']} not carried out" if c["runs_failed_to_carry_out"] else "")]
+            for c in d["cells"]]
+    return table(["scenario", "setting", "runs", "runs that lost acknowledged writes", "acknowledged writes lost per run, median (min-max)",
+                  "share of the acknowledged writes, median", "exit codes"], rows) + source(root, POWER_LOSS)
+
+
+def t_disk_throughput(root: Path) -> str:
+    d = load(root, DISK_THROUGHPUT)
+    rows = []
+    for r in d["rounds"]:
+        rate = {(x["disks"], x["flush"]): x["records_per_s"] for x in r["runs"]}
+        rows.append([str(r["round"] + 1), *(num(rate[k]) for k in (("plain", "default"), ("layers", "default"), ("plain", "flush1"), ("layers", "flush1"))),
+                     f"{r['layers_over_plain']:.2f}", f"{r['flush1_over_default_plain']:.2f}", f"{r['flush1_over_default_layers']:.2f}"])
+    m = d["medians"]
+    rows.append(["median", "", "", "", "", f"{m['layers_over_plain']:.2f}", f"{m['flush1_over_default_plain']:.2f}", f"{m['flush1_over_default_layers']:.2f}"])
+    return table([f"round ({num(d['records'])} records of {d['record_size']} B, acks=all, RF 3)", "plain disks, default flush, records/s",
+                  "disk layers, default flush", "plain, flush.messages=1", "layers, flush.messages=1", "layers / plain (default flush)",
+                  "flush.messages=1 / default (plain)", "flush.messages=1 / default (layers)"], rows) + source(root, DISK_THROUGHPUT)
