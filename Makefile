@@ -65,7 +65,9 @@ bench: setup
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 5 --records 200000 --rounds 0 --out docs/benchmarks/share.json
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput.json
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 5 --rounds 0 --driver kafka-verifiable --scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json
-	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 power-loss-rack:default controller-power-loss:default last-replica-standing:default last-replica-standing:elr0
+	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 last-replica-standing:default last-replica-standing:elr0
+	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default
+	$(PY) benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing --out docs/benchmarks/power-loss-elections.json
 	$(PY) benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json
 	$(PY) benchmarks/bench_sink_duplicates.py --dir $(BENCH_DIR) --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json
 	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-profile.json

@@ -182,9 +182,16 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput-r1.json",
         False, "the same rounds an hour before share-throughput.json's, before the rounds recorded the machine's load"),
     Raw("docs/benchmarks/power-loss.json",
-        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --out docs/benchmarks/power-loss.json "
-        "power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 power-loss-rack:default controller-power-loss:default "
-        "last-replica-standing:default last-replica-standing:elr0", True, "about an hour: six clusters on disk layers, one after the other"),
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs /tmp/failsafe-power-runs "
+        "--out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 "
+        "last-replica-standing:default last-replica-standing:elr0", True, "about 50 minutes: four clusters on disk layers, one after the other"),
+    Raw("docs/benchmarks/power-loss-kept.json",
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs "
+        "--out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default",
+        True, "the scenarios that lose nothing acknowledged, 5 runs each"),
+    Raw("docs/benchmarks/power-loss-elections.json",
+        f"{PY} benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing "
+        "--out docs/benchmarks/power-loss-elections.json", True, "reads the run directories power-loss.json names (--keep-runs)"),
     Raw("docs/benchmarks/disk-throughput.json",
         f"{PY} benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json",
         True),

@@ -7,6 +7,7 @@ from pathlib import Path
 from benchmarks.render_base import load, num, source, table
 
 POWER_LOSS = "docs/benchmarks/power-loss.json"
+POWER_KEPT = "docs/benchmarks/power-loss-kept.json"
 DISK_THROUGHPUT = "docs/benchmarks/disk-throughput.json"
 VARIANT_WORDS = {"default": "Kafka's default flush", "flush1": "flush.messages=1", "elr0": "default flush, without eligible leader replicas"}
 
@@ -18,14 +19,14 @@ def _spread(cell: dict) -> str:
 
 
 def t_power_loss(root: Path) -> str:
-    d = load(root, POWER_LOSS)
+    cells = load(root, POWER_LOSS)["cells"] + load(root, POWER_KEPT)["cells"]
     rows = [[f"`{c['scenario']}`", VARIANT_WORDS.get(c["variant"], c["variant"]), str(c["runs"]),
              f"{c['runs_losing_acknowledged']} of {c['runs']}", _spread(c),
              "—" if c["lost_fraction_median"] is None else f"{100 * c['lost_fraction_median']:.1f} %",
              ", ".join(map(str, c["exit_codes"])) + (f"; {c['runs_failed_to_carry_out']} not carried out" if c["runs_failed_to_carry_out"] else "")]
-            for c in d["cells"]]
+            for c in cells]
     return table(["scenario", "setting", "runs", "runs that lost acknowledged writes", "acknowledged writes lost per run, median (min-max)",
-                  "share of the acknowledged writes, median", "exit codes"], rows) + source(root, POWER_LOSS)
+                  "share of the acknowledged writes, median", "exit codes"], rows) + source(root, POWER_LOSS, POWER_KEPT)
 
 
 def t_disk_throughput(root: Path) -> str:
@@ -40,3 +41,20 @@ def t_disk_throughput(root: Path) -> str:
     return table([f"round ({num(d['records'])} records of {d['record_size']} B, acks=all, RF 3)", "plain disks, default flush, records/s",
                   "disk layers, default flush", "plain, flush.messages=1", "layers, flush.messages=1", "layers / plain (default flush)",
                   "flush.messages=1 / default (plain)", "flush.messages=1 / default (layers)"], rows) + source(root, DISK_THROUGHPUT)
+
+
+POWER_ELECTIONS = "docs/benchmarks/power-loss-elections.json"
+
+
+def t_power_elections(root: Path) -> str:
+    d = load(root, POWER_ELECTIONS)
+    rows = []
+    for variant, cell in d["cells"].items():
+        lost = [r["lost"] for r in d["runs"] if r["variant"] == variant]
+        rows.append([VARIANT_WORDS.get(variant, variant), str(cell["runs"]),
+                     ", ".join(f"{n} × {isr}" for isr, n in sorted(cell["isr_while_leaderless"].items())),
+                     str(cell["new_leader_lost_power"].get("True", 0)), str(cell["new_leader_lost_power"].get("False", 0)),
+                     f"{sum(1 for n in lost if n)} of {len(lost)}"])
+    return table(["last-replica-standing", "runs", "ISR while the partition had no leader (runs × ISR)",
+                  "elected: the broker that lost power", "elected: a follower that had shut down cleanly", "runs that lost acknowledged writes"],
+                 rows) + source(root, POWER_ELECTIONS)

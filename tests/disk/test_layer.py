@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.disk import DiskLayer, find_layers, is_mounted, mount, unmount_all
+from failsafe.disk import DiskLayer, find_layers, is_mounted, mount, unavailable_reason, unmount_all
 from failsafe.disk.names import STASH
 from failsafe.supervisor import TrackedProcess
 
-pytestmark = pytest.mark.fuse
+UNAVAILABLE = unavailable_reason()
+pytestmark = [pytest.mark.fuse, pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
 
 
 @pytest.fixture

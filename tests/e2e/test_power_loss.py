@@ -15,23 +15,13 @@ from pathlib import Path
 import pytest
 
 from failsafe.cluster.state import ClusterDir
-from failsafe.disk import check_fuse, find_layers, is_mounted
-from failsafe.errors import ProvisionError
+from failsafe.disk import find_layers, is_mounted, unavailable_reason
 from failsafe.waiting import wait_until
 from tests.conftest import RunningCluster, start_cluster, stop_cluster
 from tests.e2e.test_lab_scenarios import only_run_dir
 from tests.helpers import alive_pids
 
-
-def _fuse_missing() -> str | None:
-    try:
-        check_fuse()
-    except ProvisionError as e:
-        return str(e)
-    return None
-
-
-UNAVAILABLE = _fuse_missing()
+UNAVAILABLE = unavailable_reason()
 pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster, pytest.mark.fuse, pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
 
 SCENARIO = "power-loss-single-broker"
@@ -75,6 +65,10 @@ def test_every_node_keeps_its_data_on_a_mounted_layer(disk_cluster: RunningClust
     nodes = cdir.load().spec.nodes()
     assert sorted(mounts_under(disk_cluster.dir)) == sorted(str(cdir.data_dir(n).resolve()) for n in nodes)
     assert all((cdir.root / f"{cdir.data_dir(n).name}.disk" / "meta.properties").is_file() for n in nodes)
+    status = disk_cluster.cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    disks = [n["disk"] for n in json.loads(status.stdout)["nodes"]]
+    assert len(disks) == len(nodes) and all(d is not None and d["unsynced_bytes"] >= 0 and d["injection"]["full"] is False for d in disks)
 
 
 def test_default_flush_loses_acknowledged_writes_and_the_delivery_checker_names_them(disk_cluster: RunningCluster, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from failsafe.cluster.spec import (
     ZOOKEEPER,
     ClusterSpec,
 )
-from failsafe.cluster.status import ClusterStatus
+from failsafe.cluster.status import ClusterStatus, disk_words
 from failsafe.dist.java import find_java
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
@@ -165,7 +165,8 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
 def _print_status(status: ClusterStatus) -> None:
     spec = status.spec
     table = Table(title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {status.cluster_id or 'not known yet'})")
-    for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state"):
+    for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state",
+                *(("disk",) if spec.volatile_disks else ())):
         table.add_column(col)
     colour = {"up": "green", "paused": "yellow", "down": "red"}
     for r in status.nodes:
@@ -173,8 +174,9 @@ def _print_status(status: ClusterStatus) -> None:
         if r.node.is_zookeeper and r.state == "up":
             state += f" ({r.zookeeper_mode or 'not serving'})"
         rack = (spec.rack_of(r.node) or "-",) if spec.racks else ()
+        disk = (disk_words(r.disk),) if spec.volatile_disks else ()
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
-                      str(r.node.controller_port or "-"), *rack, state)
+                      str(r.node.controller_port or "-"), *rack, state, *disk)
     stdout.print(table)
     for a in status.operator_actions:
         at = time.strftime("%H:%M:%S", time.localtime(a.start_ns / 1e9))

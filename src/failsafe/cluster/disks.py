@@ -4,10 +4,10 @@ A cluster made with ``volatile_disks`` keeps each node's data in ``DIR/kafka-N.d
 directory) and shows it at ``DIR/kafka-N``, the directory ``log.dirs`` names, through a disk layer
 (failsafe.disk) mounted just before the node starts. A layer outlives the command that mounted it,
 as the node does, and stays mounted while its node is down: a kill -9 keeps the page cache, as on a
-real machine. ``power_off`` takes what was not synced (the node must be dead already); ``inject`` fills the
-disk or makes it fail until ``clear``; ``unmount``
-after ``down`` or ``clean`` clears every layer of the directory, also the ones a crash of failsafe
-left. Layers are tracked by their state files under ``DIR/disk-layers/``, never found by name.
+real machine. ``power_off`` takes what was not synced (the node must be dead already); ``inject``
+fills the disk or makes it fail until ``clear``; ``unmount`` after ``down`` or ``clean`` clears
+every layer of the directory, also the ones a crash of failsafe left. Layers are tracked by their
+state files under ``DIR/disk-layers/``, never found by name.
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ class NodeStatus:
     active_controller: bool
     # A ZooKeeper node's role as it says itself: leader, follower, standalone (None: not serving).
     zookeeper_mode: str | None = None
+    # On a cluster with disk layers: what the node's layer holds unsynced now (bytes, files, directory changes) and
+    # what is injected; None: no layer mounted (a plain cluster, or a power cut not yet undone).
+    disk: dict | None = None
 
 
 class Cluster:
@@ -143,7 +146,8 @@ class Cluster:
             tracked = self.tracked(node)
             state = DOWN if tracked is None else tracked.state()
             zk_mode = zookeeper.server_mode(node.port) if node.is_zookeeper and state == UP else None
-            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node == active, zk_mode))
+            disk = self.disk_status(node) if self.spec.volatile_disks else None
+            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node == active, zk_mode, disk))
         return out
 
     # -- starting (cluster/startup.py) ------------------------------------------------------

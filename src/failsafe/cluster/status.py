@@ -67,10 +67,28 @@ class ClusterStatus:
             **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
             "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
                        "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
-                       **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {})}
+                       **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {}),
+                       **({"disk": _disk_json(r.disk)} if spec.volatile_disks else {})}
                       for r in self.nodes],
             "operator_actions": [a.to_json() for a in self.operator_actions],
         }
+
+
+def _disk_json(disk: dict | None) -> dict[str, Any] | None:
+    """A node's disk layer as status shows it: unsynced bytes, files and directory changes, and what is injected."""
+    if disk is None:
+        return None
+    return {"unsynced_bytes": disk["unsynced"]["bytes"], "unsynced_files": disk["unsynced"]["files"],
+            "unsynced_dir_changes": disk["unsynced_dir_changes"], "injection": disk.get("injection")}
+
+
+def disk_words(disk: dict | None) -> str:
+    """The disk column of ``failsafe status``."""
+    if disk is None:
+        return "no layer mounted"
+    shown = _disk_json(disk) or {}
+    injected = [k for k, v in (shown.get("injection") or {}).items() if v]
+    return f"{shown['unsynced_bytes']:,} B unsynced in {shown['unsynced_files']} files" + (f"; {', '.join(injected)} injected" if injected else "")
 
 
 def cluster_status(cluster: Cluster, recent_actions: int = RECENT_ACTIONS) -> ClusterStatus:

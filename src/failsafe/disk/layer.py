@@ -96,6 +96,15 @@ def check_fuse() -> None:
         raise ProvisionError(f"libfuse 3 (libfuse3.so.3) is not installed: {FUSE_HINT}")
 
 
+def unavailable_reason() -> str | None:
+    """Why no disk layer can be mounted on this machine, or None when one can."""
+    try:
+        check_fuse()
+    except ProvisionError as e:
+        return str(e)
+    return None
+
+
 class DiskLayer:
     """One mounted layer: ``mountpoint`` shows ``backing`` and forgets on ``lose_unsynced`` what was not made durable."""
 
