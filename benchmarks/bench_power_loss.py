@@ -5,7 +5,9 @@
 
 Each job is SCENARIO:VARIANT,...: ``default`` runs the scenario as written (Kafka's default flush); ``flush1`` with
 flush.messages=1 on its first topic (and its first expectation turned to "=="); ``elr0`` on a cluster formatted
-without eligible leader replicas (eligible.leader.replicas.version=0). The cluster a job's variants need is started
+without eligible leader replicas (eligible.leader.replicas.version=0); ``zookeeper`` in ZooKeeper mode (--mode
+zookeeper, Kafka 3.9.2). With --fresh every run gets a new cluster (one a run leaves broken: ZooKeeper that cannot
+start again). The cluster a job's variants need is started
 once at DIR/SCENARIO-N (failsafe up --volatile-disks and what the scenario asks, on free ports) and cleaned away
 after its runs; variants alternate run by run so a noisy neighbour hits both alike. Each run gets a consumer group of its own:
 a power cut also rolls back __consumer_offsets, and with it the setup's deletion of the previous run's group.
@@ -36,7 +38,10 @@ VARIANTS = {
     "default": (),
     "flush1": ("--set", 'topics[0].configs."flush.messages"="1"', "--set", 'expect[0].op="=="'),
     "elr0": ("--set", 'cluster.features."eligible.leader.replicas.version"="0"'),
+    "zookeeper": (),
 }
+# Variants that run the scenario in another mode (failsafe run --mode), on a cluster of that mode.
+MODES = {"zookeeper": "zookeeper"}
 COUNTS = ("acknowledged", "lost", "lost-after-read", "lost-in-log-not-consumed", "duplicate", "inconsistent-offsets", "unknown")
 RUN_TIMEOUT_S = 900
 # What the brokers' own logs say during a run (counted in DIR/logs/server-*.log, before and after it).
@@ -58,13 +63,17 @@ def cli(*args: str, timeout_s: float = RUN_TIMEOUT_S) -> subprocess.CompletedPro
 
 
 def needs(scenario: str, variant: str):
-    return needs_of([load_scenario(scenario, VARIANTS[variant][1::2])])
+    mode = MODES.get(variant)
+    return needs_of([load_scenario(scenario, VARIANTS[variant][1::2], mode=mode)], mode)
 
 
 def up(root: Path, scenario: str, variant: str) -> None:
     needs_ = needs(scenario, variant)
-    args = ["up", "--dir", str(root), "--volatile-disks", "--brokers", str(needs_.brokers), "--base-port", str(free_port_block(needs_.brokers)),
-            "--controller-base-port", str(free_port_block(needs_.controllers)), "--controllers", str(needs_.controllers)]
+    args = ["up", "--dir", str(root), "--volatile-disks", "--brokers", str(needs_.brokers), "--base-port", str(free_port_block(needs_.brokers))]
+    if variant in MODES:
+        args += ["--mode", MODES[variant], "--zookeeper-port", str(free_port_block(1))]
+    else:
+        args += ["--controller-base-port", str(free_port_block(needs_.controllers)), "--controllers", str(needs_.controllers)]
     if needs_.racks:
         args += ["--racks", str(needs_.racks)]
     for key, value in needs_.overrides.items():
@@ -80,11 +89,14 @@ def one_run(root: Path, runs: Path, scenario: str, variant: str, n: int) -> dict
     group = ("--set", f'consumers[0].group="power-bench-{variant}-{n}-{int(time.time())}"')
     before = {p.name for p in (runs / scenario).glob("*")} if (runs / scenario).exists() else set()
     lines_before = broker_lines(root)
-    done = cli("run", scenario, "--dir", str(root), "--runs", str(runs), *group, *VARIANTS[variant])
+    mode = ("--mode", MODES[variant]) if variant in MODES else ()
+    done = cli("run", scenario, "--dir", str(root), "--runs", str(runs), *mode, *group, *VARIANTS[variant])
     (run_dir,) = [p for p in (runs / scenario).glob("*") if p.name not in before] or [None]
     lines = {k: v - lines_before[k] for k, v in broker_lines(root).items()}
     row = {"scenario": scenario, "variant": variant, "run": n, "exit_code": done.returncode, "load_1m": round(os.getloadavg()[0], 2),
-           "broker_log_lines": lines}
+           "broker_log_lines": lines,
+           # Exit 5 (failsafe could not carry the run out): its one line says why, e.g. a node that would not start again.
+           **({"failsafe_error": done.stderr.strip().splitlines()[-1][:400]} if done.returncode == 5 and done.stderr.strip() else {})}
     if run_dir is None or not (run_dir / "results.json").is_file():
         return {**row, "error": done.stderr.strip()[-400:]}
     results = json.loads((run_dir / "results.json").read_text())
@@ -118,6 +130,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, required=True, help="where each scenario's cluster is made (DIR/SCENARIO)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("jobs", nargs="+", metavar="SCENARIO:VARIANT,...")
+    parser.add_argument("--fresh", action="store_true", help="a new cluster for every run (a scenario that leaves it broken)")
     parser.add_argument("--keep-runs", type=Path, default=None, help="keep run directories here (default: DIR/runs, deleted with the clusters)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -136,16 +149,18 @@ def main() -> None:
     rows: list[dict] = []
     for i, (scenario, variants) in enumerate(groups):
         root = args.dir / f"{scenario}-{i}"
-        if root.exists():
-            cli("clean", "--dir", str(root))
-        up(root, scenario, variants[0])
-        try:
-            for n in range(args.runs):
-                for variant in variants:
-                    rows.append(one_run(root, runs, scenario, variant, n))
-                    print(json.dumps({k: rows[-1].get(k) for k in ("scenario", "variant", "run", "exit_code", "counts")}), file=sys.stderr, flush=True)
-        finally:
-            cli("clean", "--dir", str(root))
+        for n in range(args.runs) if args.fresh else [None]:
+            if root.exists():
+                cli("clean", "--dir", str(root))
+            up(root, scenario, variants[0])
+            try:
+                for m in [n] if args.fresh else range(args.runs):
+                    for variant in variants:
+                        rows.append(one_run(root, runs, scenario, variant, m))
+                        print(json.dumps({k: rows[-1].get(k) for k in ("scenario", "variant", "run", "exit_code", "counts")}), file=sys.stderr,
+                              flush=True)
+            finally:
+                cli("clean", "--dir", str(root))
     if not args.keep_runs:
         shutil.rmtree(runs, ignore_errors=True)
     summary = {"what": "power-loss scenarios run again and again on one cluster each (disk layers that forget unsynced writes), "

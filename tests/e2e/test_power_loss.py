@@ -90,7 +90,7 @@ def test_flush_messages_1_loses_nothing_acknowledged(disk_cluster: RunningCluste
     assert code == 0 and results["valid"] is True, results["checkers"]
 
 
-def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount(disk_cluster: RunningCluster, tmp_path: Path) -> None:
+def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_injection(disk_cluster: RunningCluster, tmp_path: Path) -> None:
     cdir = ClusterDir(disk_cluster.dir)
     broker = cdir.load().spec.brokers_nodes()[0]
     err = tmp_path / "run.stderr"
@@ -107,6 +107,12 @@ def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount(disk
         if run.poll() is None:
             run.kill()
             run.wait()
+    # A disk-full or disk-error left in force by a dead failsafe lives in its layer's daemon: down takes it with the mount.
+    from failsafe.cluster.lifecycle import Cluster
+
+    cluster = Cluster.open(disk_cluster.dir)
+    controller = cluster.spec.controller_nodes()[0]
+    assert cluster.disk_inject(controller, "error", ops="read", glob="*.snapshot")["injection"]["error"] == {"ops": "read", "glob": "*.snapshot"}
     # The nodes and their layers outlive failsafe, as they do after 'up'; down stops the one, unmounts the other.
     result = disk_cluster.cli("down")
     assert result.returncode == 0, result.stderr
@@ -115,6 +121,8 @@ def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount(disk
     result = disk_cluster.cli("up")
     assert result.returncode == 0, result.stderr
     assert len(mounts_under(disk_cluster.dir)) == 2
+    status = json.loads(disk_cluster.cli("status", "--json").stdout)
+    assert all(n["disk"]["injection"] == {"full": False, "error": None} for n in status["nodes"]), status["nodes"]
     result = disk_cluster.cli("clean")
     assert result.returncode == 0, result.stderr
     assert not disk_cluster.dir.exists() and mounts_under(disk_cluster.dir) == []

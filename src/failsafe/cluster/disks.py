@@ -86,6 +86,11 @@ def unsynced(cdir: ClusterDir, node: NodeSpec) -> dict[str, Any] | None:
     return layer.status()
 
 
+def unmount_nodes(cdir: ClusterDir, nodes: list[NodeSpec]) -> list[str]:
+    """Unmount these nodes' layers (stopped first), as a failed start leaves nothing behind: a clean unmount keeps their data."""
+    return disk.unmount_named(cdir.root, [n.name for n in nodes])
+
+
 def unmount(cdir: ClusterDir) -> list[str]:
     """Unmount every layer tracked in the directory (its nodes stopped first): after ``down``, ``clean`` or a crash."""
     return disk.unmount_all(cdir.root)

@@ -77,6 +77,8 @@ def start(cluster: Cluster, nodes: list[NodeSpec], java: Java, dist: KafkaDist, 
                 wait_ready(cluster, batch, max(0.0, deadline - time.monotonic()), progress, timeout_s)
         except BaseException:
             cluster.stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
+            if cluster.spec.volatile_disks:
+                disks.unmount_nodes(cluster.dir, nodes)
             raise
         leash.release()
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
+from failsafe.disk import unmount_named
 from failsafe.supervisor import read_pidfile, spawn
 
 RELEASE = "release"
@@ -63,6 +64,11 @@ def main(argv: list[str]) -> int:
         if tracked is not None and tracked.alive():
             print(f"watchdog: the starting command died; killing {pidfile.stem} (pid {tracked.pid})", flush=True)
             tracked.stop(KILL_TIMEOUT_S, sig=signal.SIGKILL)
+    # Their layers, if the cluster has any (DIR/pids/NAME.pid; the layers' state files are under DIR).
+    roots = {p.parent.parent for p in pidfiles}
+    for root in roots:
+        for mountpoint in unmount_named(root, [p.stem for p in pidfiles if p.parent.parent == root]):
+            print(f"watchdog: unmounted the disk layer at {mountpoint}", flush=True)
     return 0
 
 

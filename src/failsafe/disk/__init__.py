@@ -15,6 +15,6 @@ Only layer.py, control.py and injection.py are imported by an owner: fusefs.py n
 from __future__ import annotations
 
 from failsafe.disk.injection import Injection
-from failsafe.disk.layer import DiskLayer, LayerState, check_fuse, find_layers, is_mounted, mount, unavailable_reason, unmount_all
+from failsafe.disk.layer import DiskLayer, LayerState, check_fuse, find_layers, is_mounted, mount, unavailable_reason, unmount_all, unmount_named
 
-__all__ = ["DiskLayer", "Injection", "LayerState", "check_fuse", "find_layers", "is_mounted", "mount", "unavailable_reason", "unmount_all"]
+__all__ = ["DiskLayer", "Injection", "LayerState", "check_fuse", "find_layers", "is_mounted", "mount", "unavailable_reason", "unmount_all", "unmount_named"]

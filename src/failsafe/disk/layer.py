@@ -239,6 +239,17 @@ def _teardown(state_dir: Path, state: LayerState, timeout_s: float) -> None:
     state_path(state_dir, state.name).unlink(missing_ok=True)
 
 
+def unmount_named(state_dir: Path, names: list[str], timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> list[str]:
+    """Unmount the layers tracked under ``state_dir`` by these names (the nodes a failed start killed); returns their
+    mountpoints."""
+    cleared = []
+    for state in find_layers(state_dir):
+        if state.name in names:
+            _teardown(state_dir, state, timeout_s)
+            cleared.append(state.mountpoint)
+    return cleared
+
+
 def unmount_all(state_dir: Path, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> list[str]:
     """Unmount every layer tracked under ``state_dir`` (after ``down``, ``clean`` or a crash of their owner): stale mounts of
     dead daemons too. Returns the mountpoints it cleared."""
