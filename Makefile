@@ -67,6 +67,8 @@ bench: setup
 	$(PY) benchmarks/bench_share.py --dir $(BENCH_DIR) --runs 5 --rounds 0 --driver kafka-verifiable --scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json
 	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 last-replica-standing:default last-replica-standing:elr0
 	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default
+	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --fresh --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss-zookeeper.json controller-power-loss:zookeeper
+	$(PY) benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out docs/benchmarks/disk-faults-seen.json
 	$(PY) benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing --out docs/benchmarks/power-loss-elections.json
 	$(PY) benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json
 	$(PY) benchmarks/bench_sink_duplicates.py --dir $(BENCH_DIR) --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json

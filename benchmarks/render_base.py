@@ -189,6 +189,13 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs "
         "--out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default",
         True, "the scenarios that lose nothing acknowledged, 5 runs each"),
+    Raw("docs/benchmarks/power-loss-zookeeper.json",
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --fresh --keep-runs /tmp/failsafe-power-runs "
+        "--out docs/benchmarks/power-loss-zookeeper.json controller-power-loss:zookeeper", True,
+        "a new ZooKeeper-mode cluster per run: ZooKeeper may not start again after its power cut"),
+    Raw("docs/benchmarks/disk-faults-seen.json",
+        f"{PY} benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out docs/benchmarks/disk-faults-seen.json", True,
+        "reads the run directories power-loss-kept.json names (--keep-runs)"),
     Raw("docs/benchmarks/power-loss-elections.json",
         f"{PY} benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing "
         "--out docs/benchmarks/power-loss-elections.json", True, "reads the run directories power-loss.json names (--keep-runs)"),

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.render_base import RAW, RenderError, load, num, raw_index, secs, table  # noqa: E402
 from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
-from benchmarks.render_disk import t_disk_throughput, t_power_elections, t_power_loss  # noqa: E402
+from benchmarks.render_disk import t_disk_faults_seen, t_disk_throughput, t_power_elections, t_power_loss  # noqa: E402
 from benchmarks.render_failover import (  # noqa: E402
     SEEDLAB_REL,
     t_dr,
@@ -231,6 +231,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "power-loss": t_power_loss,
     "disk-throughput": t_disk_throughput,
     "power-loss-elections": t_power_elections,
+    "disk-faults-seen": t_disk_faults_seen,
 }
 
 
