@@ -49,9 +49,14 @@ def perf(root: Path, topic: str, flush: str, records: int, size: int) -> dict:
             "avg_latency_ms": float(re.search(r"([\d.]+) ms avg latency", last).group(1)), "load_1m": round(os.getloadavg()[0], 2)}
 
 
-def one_cluster(root: Path, layers: bool, round_no: int, records: int, size: int) -> list[dict]:
+def clean(root: Path) -> None:
+    """Stop the cluster at ``root`` and delete it (its layers unmounted), if there is one."""
     if root.exists():
         subprocess.run([sys.executable, "-m", "failsafe.cli.main", "clean", "--dir", str(root)], capture_output=True)
+
+
+def one_cluster(root: Path, layers: bool, round_no: int, records: int, size: int) -> list[dict]:
+    clean(root)
     cli(root, "up", "--dir", str(root), "--base-port", str(free_port_block(3)), "--controller-base-port", str(free_port_block(1)),
         *(["--volatile-disks"] if layers else []))
     try:
@@ -59,7 +64,7 @@ def one_cluster(root: Path, layers: bool, round_no: int, records: int, size: int
         return [{**perf(root, f"disk-bench-{flush}-{round_no}", flush, records, size), "disks": "layers" if layers else "plain"}
                 for flush in order]
     finally:
-        subprocess.run([sys.executable, "-m", "failsafe.cli.main", "clean", "--dir", str(root)], capture_output=True)
+        clean(root)
 
 
 def main() -> None:

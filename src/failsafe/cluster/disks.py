@@ -57,9 +57,15 @@ def power_off(cdir: ClusterDir, node: NodeSpec, *, torn: bool = False, seed: int
     return _mounted(cdir, node, "a power loss").lose_unsynced(torn=torn, seed=seed)
 
 
-def _mounted(cdir: ClusterDir, node: NodeSpec, what: str) -> disk.DiskLayer:
+def _mounted_layer(cdir: ClusterDir, node: NodeSpec) -> disk.DiskLayer | None:
+    """``node``'s layer when it is tracked and mounted; None otherwise (a plain cluster, or a power cut not yet undone)."""
     layer = layer_of(cdir, node)
-    if layer is None or not disk.is_mounted(cdir.data_dir(node)):
+    return layer if layer is not None and disk.is_mounted(cdir.data_dir(node)) else None
+
+
+def _mounted(cdir: ClusterDir, node: NodeSpec, what: str) -> disk.DiskLayer:
+    layer = _mounted_layer(cdir, node)
+    if layer is None:
         raise UserError(f"{node.name} has no disk layer mounted at {cdir.data_dir(node)}: {what} needs a cluster made with "
                         "'failsafe up --volatile-disks'")
     return layer
@@ -72,18 +78,14 @@ def inject(cdir: ClusterDir, node: NodeSpec, kind: str, *, ops: str = "both", gl
 
 def clear(cdir: ClusterDir, node: NodeSpec, kind: str) -> dict[str, Any] | None:
     """End ``kind`` on ``node``'s disk; None when its layer is gone (a power cut since: a new mount starts without any)."""
-    layer = layer_of(cdir, node)
-    if layer is None or not disk.is_mounted(cdir.data_dir(node)):
-        return None
-    return layer.clear_injection(kind)  # type: ignore[arg-type]
+    layer = _mounted_layer(cdir, node)
+    return None if layer is None else layer.clear_injection(kind)  # type: ignore[arg-type]
 
 
 def unsynced(cdir: ClusterDir, node: NodeSpec) -> dict[str, Any] | None:
     """What ``node``'s layer holds that a power cut would take now (bytes, files, directory changes), or None without a layer."""
-    layer = layer_of(cdir, node)
-    if layer is None or not disk.is_mounted(cdir.data_dir(node)):
-        return None
-    return layer.status()
+    layer = _mounted_layer(cdir, node)
+    return None if layer is None else layer.status()
 
 
 def unmount_nodes(cdir: ClusterDir, nodes: list[NodeSpec]) -> list[str]:

@@ -17,6 +17,7 @@ import shutil
 import signal
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -242,19 +243,19 @@ def _teardown(state_dir: Path, state: LayerState, timeout_s: float) -> None:
 def unmount_named(state_dir: Path, names: list[str], timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> list[str]:
     """Unmount the layers tracked under ``state_dir`` by these names (the nodes a failed start killed); returns their
     mountpoints."""
-    cleared = []
-    for state in find_layers(state_dir):
-        if state.name in names:
-            _teardown(state_dir, state, timeout_s)
-            cleared.append(state.mountpoint)
-    return cleared
+    return _unmount(state_dir, lambda state: state.name in names, timeout_s)
 
 
 def unmount_all(state_dir: Path, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> list[str]:
     """Unmount every layer tracked under ``state_dir`` (after ``down``, ``clean`` or a crash of their owner): stale mounts of
     dead daemons too. Returns the mountpoints it cleared."""
+    return _unmount(state_dir, lambda state: True, timeout_s)
+
+
+def _unmount(state_dir: Path, chosen: Callable[[LayerState], bool], timeout_s: float) -> list[str]:
     cleared = []
     for state in find_layers(state_dir):
-        _teardown(state_dir, state, timeout_s)
-        cleared.append(state.mountpoint)
+        if chosen(state):
+            _teardown(state_dir, state, timeout_s)
+            cleared.append(state.mountpoint)
     return cleared

@@ -119,7 +119,8 @@ def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         for i, node in enumerate(nodes):
             lost[node_label(node)] = cluster.power_off(node, torn=params.torn, seed=params.seed + i)
     except (UserError, DiskLayerError, OSError) as e:
-        cluster.restart(nodes)  # no fault was applied as asked: leave the nodes as they were, running
+        # The cut failed part way: start every node again (those already cut on what was durable) and say so.
+        cluster.restart(nodes)
         raise FaultError(f"power-loss: {e}") from e
     return AppliedFault(POWER_LOSS, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes),
                         details={"lost": lost})
