@@ -28,6 +28,7 @@ _RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int
 _ACK = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String})
 # assign/revoke partitions and topology partitions share one struct: absent fields are null.
 _PARTITION = pl.Struct({"topic": pl.String, "partition": pl.Int64, "leader": pl.Int64, "replicas": pl.List(pl.Int64), "isr": pl.List(pl.Int64)})
+_SAMPLE = pl.Struct({"metric": pl.String, "labels": pl.String, "value": pl.Float64})
 _OFFSET = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
 _COMMON = {"time_ns": pl.Int64, "process": pl.String, "type": pl.String, "f": pl.String, "error": pl.String}
 
@@ -72,6 +73,11 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "end": pl.String,
     "feature": pl.String,
     "level": pl.Int64,
+    "node": pl.Int64,
+    "samples": pl.List(_SAMPLE),
+    "event": pl.String,
+    "broker": pl.Int64,
+    "line": pl.String,
 }
 _BULK = {Op.SEND: SEND_SCHEMA, Op.POLL: POLL_SCHEMA, Op.LOG_READ: LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
@@ -263,6 +269,9 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         share_deliveries=_select(_records(other.filter((pl.col("f") == Op.SHARE_POLL) & (pl.col("type") == OpType.OK)),
                                           "process", "group", "time_ns"), "share_deliveries"),
         share_acks=_share_acks(other),
+        metrics=_select(_samples(other.filter((pl.col("f") == Op.METRICS) & pl.col("error").is_null())), "metrics"),
+        metrics_errors=_select(other.filter((pl.col("f") == Op.METRICS) & pl.col("error").is_not_null()), "metrics_errors"),
+        node_events=_select(other.filter(pl.col("f") == Op.NODE_EVENT), "node_events").sort("time_ns", maintain_order=True),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 
@@ -349,6 +358,10 @@ def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
             pl.coalesce("value", "value_log").alias("value"),
         )
     return _select(reads, "reads")
+
+
+def _samples(scrapes: pl.DataFrame) -> pl.DataFrame:
+    return scrapes.select("time_ns", "node", "samples").explode("samples").drop_nulls("samples").unnest("samples")
 
 
 def _membership(other: pl.DataFrame) -> pl.DataFrame:

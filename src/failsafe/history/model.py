@@ -117,6 +117,14 @@ EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok"
                  "feature": pl.String, "level": pl.Int64}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
+# One row per metric sample a scrape of a node's JMX exporter returned: the Prometheus name, its labels as the exporter wrote
+# them (``request="Produce",quantile="0.99"``; empty when none) and the value.
+METRICS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "metric": pl.String, "labels": pl.String, "value": pl.Float64}
+# One row per scrape that failed (a node down, paused, or cut off): which node and why.
+METRICS_ERRORS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "error": pl.String}
+# One row per node-event op: what a node's log said (``fenced``, ``unfenced``, ...) about which broker or partition, and when.
+NODE_EVENTS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "event": pl.String, "broker": pl.Int64, "topic": pl.String,
+                      "partition": pl.Int64, "line": pl.String}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})
 # One row per client-config op: which client library a worker ran, with which settings, and its own log.
 OFFSET_ENTRY = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
@@ -154,6 +162,9 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "txns": TXNS_SCHEMA,
     "share_deliveries": SHARE_DELIVERIES_SCHEMA,
     "share_acks": SHARE_ACKS_SCHEMA,
+    "metrics": METRICS_SCHEMA,
+    "metrics_errors": METRICS_ERRORS_SCHEMA,
+    "node_events": NODE_EVENTS_SCHEMA,
 }
 
 
@@ -177,6 +188,8 @@ class History:
         controllers: one row per controller op (the active controller's node id, null while none is known).
         txns: one row per transaction (invoke of a txn op joined with its completion, if any).
         share_deliveries: one row per record of a share-poll; share_acks: one row per record of a share-ack.
+        metrics: one row per sample of a node's metrics scrape; metrics_errors: one row per scrape that failed.
+        node_events: one row per node-event op (what a node's log said, read after the run).
     """
 
     sends: pl.DataFrame
@@ -198,6 +211,9 @@ class History:
     txns: pl.DataFrame = field(default_factory=lambda: empty_frame("txns"))
     share_deliveries: pl.DataFrame = field(default_factory=lambda: empty_frame("share_deliveries"))
     share_acks: pl.DataFrame = field(default_factory=lambda: empty_frame("share_acks"))
+    metrics: pl.DataFrame = field(default_factory=lambda: empty_frame("metrics"))
+    metrics_errors: pl.DataFrame = field(default_factory=lambda: empty_frame("metrics_errors"))
+    node_events: pl.DataFrame = field(default_factory=lambda: empty_frame("node_events"))
 
     @classmethod
     def empty(cls) -> History:

@@ -51,6 +51,10 @@ class Op(StrEnum):
     FAULT_STOP = "fault-stop"
     TOPOLOGY = "topology"
     CONTROLLER = "controller"
+    # A node's metrics as its Prometheus JMX exporter served them (or why they could not be read).
+    METRICS = "metrics"
+    # What a node's own log says happened (a broker fenced, a ZooKeeper session expired), read after the run.
+    NODE_EVENT = "node-event"
     PHASE = "phase"
     CREATE_TOPIC = "create-topic"
     # Events: what the engine and the kinds record about the run itself (the loader's ``events`` frame).
@@ -133,6 +137,7 @@ class Process:
     LOG_READER = "log-reader"
     ADMIN = "admin"
     OPERATOR = "operator"
+    METRICS = "metrics"
 
 
 # What a network fault's side names besides its nodes.
@@ -183,3 +188,18 @@ def fault_stop(fault_id: int, fault: str | None, ok: bool, attempt: int, *, erro
     """An attempt to undo fault ``fault_id``: ``ok`` false means it failed and will be tried again."""
     return op(Op.FAULT_STOP, OpType.INFO, Process.NEMESIS, time_ns, fault_id=fault_id, fault=fault, ok=ok, attempt=attempt,
               error=error, by=by)
+
+
+def metrics_sample(node: int, samples: Sequence[Mapping[str, Any]] | None = None, *, error: str | None = None,
+                   time_ns: int | None = None) -> dict[str, Any]:
+    """One scrape of node ``node``'s metrics endpoint: ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
+    return op(Op.METRICS, OpType.INFO if error is None else OpType.FAIL, Process.METRICS, time_ns, node=node,
+              samples=None if samples is None else [dict(s) for s in samples], error=error)
+
+
+def node_event(node: int, event: str, time_ns: int, *, broker: int | None = None, topic: str | None = None,
+               partition: int | None = None, line: str | None = None) -> dict[str, Any]:
+    """What node ``node``'s log said at ``time_ns`` (its own clock: the same machine's): ``event`` about ``broker``
+    (or a partition), with the ``line`` it was read from."""
+    return op(Op.NODE_EVENT, OpType.INFO, f"node-{node}", time_ns, node=node, event=event, broker=broker, topic=topic,
+              partition=partition, line=line)
