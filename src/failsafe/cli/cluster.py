@@ -14,6 +14,7 @@ from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import topology
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
+from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.modes import mode_named
 from failsafe.cluster.spec import (
     BROKER,
@@ -29,6 +30,7 @@ from failsafe.cluster.spec import (
 )
 from failsafe.cluster.status import ClusterStatus, disk_words
 from failsafe.dist.java import find_java
+from failsafe.dist.jmx_exporter import resolve_exporter
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
 from failsafe.errors import FailsafeError, ProvisionError
@@ -38,7 +40,7 @@ _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
     "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port", "racks": "racks",
-    "volatile_disks": "volatile_disks", "feature": "features",
+    "volatile_disks": "volatile_disks", "feature": "features", "metrics": "metrics", "metrics_base_port": "metrics_base_port",
 }
 
 
@@ -51,6 +53,9 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     """Check Java and resolve Kafka's jars into the cache (idempotent)."""
     java = find_java()
     stdout.print(f"Java {java.major} at {java.executable}")
+    with stderr.status("resolving Prometheus's JMX exporter from Maven Central"):
+        agent = resolve_exporter()
+    stdout.print(f"JMX exporter agent {agent}")
     for kafka_version in kafka_versions:
         with stderr.status(f"resolving Kafka {kafka_version} from Maven Central"):
             dist = resolve_kafka(kafka_version)
@@ -108,14 +113,20 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.option("--volatile-disks", is_flag=True,
               help="Put every node's data directory on a disk layer that forgets, on a power cut, what was not fsynced "
                    "(what power-loss faults need; /dev/fuse and libfuse 3; docs/disk-faults.md).")
+@click.option("--metrics/--no-metrics", default=True, show_default=True,
+              help="Run every node with Prometheus's JMX exporter (a Java agent) serving its metrics on 127.0.0.1 "
+                   "(failsafe status lists the endpoints; docs/metrics.md).")
+@click.option("--metrics-base-port", type=click.IntRange(1, 65535), default=None,
+              help="Broker N serves its metrics on this + N, controllers from this + 50, ZooKeeper from this + 90 "
+                   "[default: base-port + 300].")
 @click.option("--dr", is_flag=True, help="Two clusters for disaster recovery: DIR/primary and DIR/backup (every port 1000 higher), "
                                            "the aliases MirrorMaker uses (docs/failover.md).")
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
-               controller_base_port: int | None, heap: str, override: tuple[str, ...], feature: tuple[str, ...], volatile_disks: bool, dr: bool,
-               timeout_s: float) -> None:
+               controller_base_port: int | None, heap: str, override: tuple[str, ...], feature: tuple[str, ...], volatile_disks: bool, metrics: bool,
+               metrics_base_port: int | None, dr: bool, timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
@@ -125,7 +136,8 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
                         zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"),
-                        volatile_disks=volatile_disks, features=parse_pairs(feature, "--feature"))
+                        volatile_disks=volatile_disks, features=parse_pairs(feature, "--feature"), metrics=metrics,
+                        metrics_base_port=metrics_base_port)
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
     kind = topology.topology_kind(root, dr)
@@ -166,7 +178,7 @@ def _print_status(status: ClusterStatus) -> None:
     spec = status.spec
     table = Table(title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {status.cluster_id or 'not known yet'})")
     for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state",
-                *(("disk",) if spec.volatile_disks else ())):
+                *(("disk",) if spec.volatile_disks else ()), *(("metrics",) if spec.metrics else ())):
         table.add_column(col)
     colour = {"up": "green", "paused": "yellow", "down": "red"}
     for r in status.nodes:
@@ -175,8 +187,9 @@ def _print_status(status: ClusterStatus) -> None:
             state += f" ({r.zookeeper_mode or 'not serving'})"
         rack = (spec.rack_of(r.node) or "-",) if spec.racks else ()
         disk = (disk_words(r.disk),) if spec.volatile_disks else ()
+        served = (endpoint(spec, r.node),) if spec.metrics else ()
         table.add_row(str(r.node.node_id), r.node.role, str(r.pid or "-"), str(r.node.port or "-"),
-                      str(r.node.controller_port or "-"), *rack, state, *disk)
+                      str(r.node.controller_port or "-"), *rack, state, *disk, *served)
     stdout.print(table)
     for a in status.operator_actions:
         at = time.strftime("%H:%M:%S", time.localtime(a.start_ns / 1e9))

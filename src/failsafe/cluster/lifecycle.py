@@ -168,7 +168,7 @@ class Cluster:
         with self.dir.lock():
             down = [n for n in nodes if self.node_state(n) == DOWN]
             if down:
-                ensure_ports_free(down)
+                ensure_ports_free(down, spec=self.spec)
                 self.start(down, self.java, self.dist, timeout_s, progress)
             return down
 
@@ -287,7 +287,7 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
             cluster = None
         java = find_java()
         dist = kafka_dist((cluster.spec if cluster else spec).kafka_version)
-        ensure_ports_free((cluster.spec if cluster else spec).nodes())
+        ensure_ports_free((cluster.spec if cluster else spec).nodes(), spec=cluster.spec if cluster else spec)
         # Rules a crashed failsafe left for this directory would cut the new cluster's links.
         netfilter.delete_table(cdir.root)
         if cluster is None:
@@ -300,7 +300,7 @@ def start_node(cluster: Cluster, node: NodeSpec, timeout_s: float, progress: Pro
     with cluster.dir.lock():
         if cluster.node_state(node) != DOWN:
             raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.tracked(node).pid})")
-        ensure_ports_free([node])
+        ensure_ports_free([node], spec=cluster.spec)
         cluster.start([node], cluster.java, cluster.dist, timeout_s, progress)
 
 

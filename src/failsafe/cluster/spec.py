@@ -21,6 +21,11 @@ DEFAULT_BASE_PORT = 9092
 DEFAULT_CONTROLLER_PORT_OFFSET = 100
 # Brokers replicate over a listener of their own, 9292-9294 by default (docs/cluster.md, "Listeners and links").
 DEFAULT_REPLICATION_PORT_OFFSET = 200
+# Every node serves its metrics (Prometheus's JMX exporter, cluster/metrics.py) on 127.0.0.1: brokers from 9392 by default,
+# controllers from 9442, ZooKeeper nodes from 9482 (ClusterSpec.metrics_port).
+DEFAULT_METRICS_PORT_OFFSET = 300
+METRICS_CONTROLLER_OFFSET = 50
+METRICS_ZOOKEEPER_OFFSET = 90
 # Each node's own loopback address for replication and controller traffic: brokers 127.0.0.10-99,
 # controllers 127.0.0.100-149. Clients keep 127.0.0.1, where the seeds put them.
 LOOPBACK = "127.0.0.1"
@@ -111,6 +116,10 @@ class ClusterSpec:
     # before it existed (their cluster.json has no such field).
     node_addresses: bool = True
     replication_base_port: int | None = None
+    # Every node runs Prometheus's JMX exporter as a Java agent on a port of its own (cluster/metrics.py, docs/metrics.md).
+    # Off for clusters made before it existed (their cluster.json has no such field) and with 'failsafe up --no-metrics'.
+    metrics: bool = True
+    metrics_base_port: int | None = None
     # Racks (availability zones): broker.rack of each broker, brokers split into this many
     # consecutive groups (6 brokers, 3 racks: 0-1 rack-0, 2-3 rack-1, 4-5 rack-2). 0: no broker.rack.
     racks: int = 0
@@ -137,6 +146,25 @@ class ClusterSpec:
         if self.replication_base_port is not None:
             return self.replication_base_port
         return self.base_port + DEFAULT_REPLICATION_PORT_OFFSET
+
+    @property
+    def effective_metrics_base_port(self) -> int:
+        if self.metrics_base_port is not None:
+            return self.metrics_base_port
+        return self.base_port + DEFAULT_METRICS_PORT_OFFSET
+
+    def metrics_port(self, node: NodeSpec) -> int:
+        """Where node ``node`` serves its metrics: by role, so a node keeps its port when the cluster's shape changes (a
+        migration adds controllers): brokers from the metrics base port, controllers 50 above, ZooKeeper nodes 90 above."""
+        base = self.effective_metrics_base_port
+        if node.is_broker:
+            return base + node.port - self.base_port
+        if node.is_controller:
+            return base + METRICS_CONTROLLER_OFFSET + node.controller_port - self.effective_controller_base_port
+        return base + METRICS_ZOOKEEPER_OFFSET + node.port - self.zookeeper_base_port
+
+    def metrics_ports(self) -> list[int]:
+        return [self.metrics_port(n) for n in self.nodes()] if self.metrics else []
 
     def nodes(self) -> list[NodeSpec]:
         """ZooKeeper and controllers first: they must be up before brokers can register."""
@@ -191,7 +219,8 @@ class ClusterSpec:
         return [n for n in self.nodes() if n.is_controller]
 
     def ports(self) -> list[int]:
-        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port) if p is not None]
+        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port) if p is not None] + \
+            self.metrics_ports()
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers_nodes())
@@ -224,6 +253,10 @@ class ClusterSpec:
             others = (f"ZooKeeper ports from {self.zookeeper_base_port}" if self.zookeepers
                       else f"controller ports from {self.effective_controller_base_port} or replication ports from "
                            f"{self.effective_replication_base_port}")
+            listeners = ports[:len(ports) - len(self.metrics_ports())]
+            if len(set(listeners)) == len(listeners):
+                raise UserError(f"metrics ports from {self.effective_metrics_base_port} overlap the nodes' other ports: "
+                                "set --metrics-base-port apart")
             raise UserError(f"broker ports from {self.base_port} and {others} overlap: "
                             f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart")
         ids = [n.node_id for n in self._kafka_nodes()]
@@ -263,7 +296,8 @@ class ClusterSpec:
         if data.get("mode", KRAFT_MODE) not in MODE_NAMES:
             raise ValueError(f"spec.mode is {data['mode']!r}, not one of {', '.join(MODE_NAMES)}")
         # A cluster.json written before nodes had their own addresses: its configs have none.
-        return cls(**{"node_addresses": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))})
+        # One written before nodes served metrics: they run without the agent.
+        return cls(**{"node_addresses": False, "metrics": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))})
 
 
 def _is_int(value: object) -> bool:

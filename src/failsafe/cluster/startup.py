@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from failsafe.cluster import disks, netfilter, zookeeper
+from failsafe.cluster import disks, metrics, netfilter, zookeeper
 from failsafe.cluster.readiness import port_accepts, port_is_free, registered_brokers
 from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
@@ -90,6 +90,9 @@ def _spawn(cluster: Cluster, node: NodeSpec, java: Java, dist: KafkaDist, jvm_op
         cmd = zookeeper_command(java, dist, config, root, ZOOKEEPER_HEAP, jvm_options)
     else:
         cmd = server_command(java, dist, config, root, cluster.spec.heap, jvm_options)
+    if cluster.spec.metrics:
+        # The agent's option goes before the main class, after the node's own (a command ends with CLASS PROPERTIES).
+        cmd = [*cmd[:-2], metrics.jvm_option(root, cluster.spec, node), *cmd[-2:]]
     if cluster.spec.volatile_disks:
         disks.ensure_mounted(cluster.dir, node)
     if netfilter.can_set_gids():
@@ -175,13 +178,15 @@ def format_storage(cluster: Cluster, nodes: list[NodeSpec], java: Java, dist: Ka
         raise ClusterStartError(f"kafka-storage format failed for {'; '.join(failures)}")
 
 
-def ensure_ports_free(nodes: list[NodeSpec], timeout_s: float = PORT_FREE_TIMEOUT_S) -> None:
+def ensure_ports_free(nodes: list[NodeSpec], timeout_s: float = PORT_FREE_TIMEOUT_S, spec: ClusterSpec | None = None) -> None:
     """Every listener port of ``nodes`` can be bound, within ``timeout_s``: the sockets of a node killed a moment ago
     (connections still closing) can hold its address for a little while after the process is gone."""
     wanted = [(node, address, port) for node in nodes
               for address, port in [(node.address, node.controller_port), (node.address, node.replication_port),
                                     *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port))]
               if port is not None]
+    if spec is not None and spec.metrics:
+        wanted += [(node, LOOPBACK, spec.metrics_port(node)) for node in nodes]
 
     def taken() -> list[tuple[NodeSpec, str, int]]:
         return [(node, address, port) for node, address, port in wanted if not port_is_free(port, address)]

@@ -13,6 +13,7 @@ from typing import Any
 from failsafe.cluster import journal
 from failsafe.cluster.journal import OperatorAction
 from failsafe.cluster.lifecycle import Cluster, NodeStatus
+from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.mirror import MirrorFlow
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.dist.java import find_java
@@ -68,7 +69,8 @@ class ClusterStatus:
             "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
                        "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
                        **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {}),
-                       **({"disk": _disk_json(r.disk)} if spec.volatile_disks else {})}
+                       **({"disk": _disk_json(r.disk)} if spec.volatile_disks else {}),
+                       **({"metrics": endpoint(spec, r.node)} if spec.metrics else {})}
                       for r in self.nodes],
             "operator_actions": [a.to_json() for a in self.operator_actions],
         }
@@ -113,7 +115,8 @@ def cluster_facts(cluster: Cluster) -> dict[str, Any]:
         "cluster_dir": str(cluster.dir.root.resolve()),
         "bootstrap_servers": cluster.bootstrap_servers,
         "cluster": spec.to_json(),
-        "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port} for n in spec.nodes()],
+        "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port,
+                   **({"metrics": endpoint(spec, n)} if spec.metrics else {})} for n in spec.nodes()],
     }
 
 

@@ -33,6 +33,7 @@ from failsafe.history.recorder import Recorder
 from failsafe.scenarios.actions import ActionContext, ActionType
 from failsafe.scenarios.base import ActionSpec, Scenario
 from failsafe.scenarios.controller_watch import ControllerWatch
+from failsafe.scenarios.metrics_watch import MetricsWatch
 from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
@@ -94,6 +95,7 @@ class Engine:
         self.supervisor = Supervisor()
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
         self.controller_watch = ControllerWatch(cluster, self.recorder)
+        self.metrics_watch = MetricsWatch(cluster, self.recorder)
         self.faults: list[ActiveFault] = []
         # Scheduled undos run beside the schedule (a restart waiting for its broker must not delay the next fault).
         self._lanes = UndoLanes()
@@ -169,6 +171,7 @@ class Engine:
             self.run_dir.write_manifest(self.cluster_facts, self.scenario)
             self.sampler.start()
             self.controller_watch.start()
+            self.metrics_watch.start()
             self.workload.setup(self.ctx)
             self._enter(Phase.WARM_UP)
             self.workload.start(self.ctx)
@@ -268,6 +271,7 @@ class Engine:
                         self._network_leash.close()
                     self.sampler.stop()
                     self.controller_watch.stop()
+                    self.metrics_watch.stop()
                     self.recorder.close()
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
