@@ -173,6 +173,27 @@ def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: 
     assert fault["affected_partitions"], "the killed broker led no partition"
     assert all(p["new_leader_ms"] is not None and p["new_leader_ms"] > 0 for p in fault["affected_partitions"])
     assert alive_pids(own_cluster_dir) == [], "the run left the cluster it started running"
+    assert_metrics_follow_the_kill(only_run_dir(tmp_path, "broker-failover"))
+
+
+def assert_metrics_follow_the_kill(run_dir: Path) -> None:
+    """Read from the nodes' JMX exporters through the run: under-replicated partitions rise on the brokers left after the
+    kill, fall back to 0 once the killed broker is back, and the killed broker's scrapes fail while it is down."""
+    import polars as pl
+
+    from failsafe.history.load import load_history
+
+    history = load_history(run_dir / "history.jsonl")
+    kill = history.faults.row(0, named=True)
+    killed = int(kill["nodes"][0])
+    urp = history.metrics.filter(pl.col("metric") == "kafka_server_replicamanager_underreplicatedpartitions")
+    assert urp.filter(pl.col("time_ns") < kill["start_ns"])["value"].max() == 0, "partitions were under-replicated before the kill"
+    during = urp.filter(pl.col("time_ns").is_between(kill["in_force_ns"], kill["stop_ns"]) & (pl.col("node") != killed))
+    assert during["value"].max() > 0, "no surviving broker reported under-replicated partitions while one was killed"
+    last = urp.sort("time_ns").group_by("node").agg(pl.col("value").last())
+    assert last["value"].to_list() == [0.0] * last.height, f"under-replicated partitions at the end: {last.to_dicts()}"
+    failed = history.metrics_errors.filter(pl.col("time_ns").is_between(kill["in_force_ns"], kill["stop_ns"]))
+    assert failed.filter(pl.col("node") == killed).height >= 3, failed.to_dicts()
 
 
 def test_an_interrupted_run_stops_every_worker_it_started(queue_run: Path, shared_cluster, tmp_path: Path) -> None:

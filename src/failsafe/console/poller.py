@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -29,6 +30,7 @@ from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import describe_group, list_groups
 from failsafe.cluster import journal
 from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.metrics import ScrapeError, endpoints, scrape
 from failsafe.console import views
 from failsafe.console.runs import LiveRun, list_runs
 from failsafe.console.timeline import Timeline
@@ -37,6 +39,8 @@ from failsafe.errors import FailsafeError
 POLL_INTERVAL_S = 0.5
 METADATA_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 3.0
+# A node's metrics endpoint that has not answered in this long (paused, cut off) is shown as unreadable.
+METRICS_TIMEOUT_S = 1.0
 GROUPS_INTERVAL_S = 1.0
 CONFIGS_INTERVAL_S = 5.0
 RUNS_EVERY = 2
@@ -78,6 +82,11 @@ class ClusterPoller:
         self._verdicts: dict[Path, tuple[float, str]] = {}
         self._journal_offset = journal.size(cluster.dir.journal)
         self._digests: dict[str, bytes] = {}
+        self._metrics: dict[int, dict] = {}
+        self._metrics_urls = endpoints(cluster.spec)
+        # One scrape per node at once: a paused node costs its own scrape the timeout, not the others'.
+        self._scrapers = ThreadPoolExecutor(max_workers=max(1, len(self._metrics_urls)), thread_name_prefix="console-metrics") \
+            if self._metrics_urls else None
         self._publish_lock = threading.Lock()
         self._fast_lock = threading.Lock()
         self._slow_lock = threading.Lock()
@@ -104,6 +113,8 @@ class ClusterPoller:
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=ADMIN_TIMEOUT_S + 1)
+        if self._scrapers is not None:
+            self._scrapers.shutdown(wait=False, cancel_futures=True)
 
     def _fast_loop(self) -> None:
         while True:
@@ -168,6 +179,7 @@ class ClusterPoller:
             if force_configs or topics != self._config_topics or time.monotonic() - self._configs_at >= CONFIGS_INTERVAL_S:
                 self._read_configs(sorted(topics))
             groups = self._read_groups()
+            self._read_metrics()
             self._publish(groups=groups)
 
     def _publish(self, runs: dict | None = None, groups: dict | None = None) -> None:
@@ -175,7 +187,8 @@ class ClusterPoller:
             spec = self.cluster.spec
             facts = {"dir": str(self.cluster.dir.root), "mode": spec.mode, "kafka_version": spec.kafka_version,
                      "cluster_id": self.cluster.state.cluster_id, "bootstrap_servers": self.cluster.bootstrap_servers}
-            cluster = {**views.cluster_view(facts, self._nodes_seen, self._partitions, self._registered, self._metadata_error),
+            cluster = {**views.cluster_view(facts, self._nodes_seen, self._partitions, self._registered, self._metadata_error,
+                                            self._metrics),
                        "poller_error": self.error}
             changed = self._set("cluster", cluster)
             changed |= self._set("topics", views.topics_view(self._partitions, self._configs))
@@ -223,6 +236,18 @@ class ClusterPoller:
         partitions.sort(key=lambda p: (p["topic"], p["partition"]))
         self._partitions, self._registered, self._metadata_error = partitions, sorted(md.brokers), None
         self.timeline.observe_partitions(_ms(now_ns), partitions)
+
+    def _read_metrics(self) -> None:
+        """Every node's JMX exporter, all at once (cluster/metrics.py); nothing for a cluster made without metrics."""
+        if self._scrapers is None:
+            return
+
+        def one(node: int, url: str) -> tuple[int, dict]:
+            try:
+                return node, views.metrics_view(url, scrape(url, METRICS_TIMEOUT_S), None)
+            except ScrapeError as e:
+                return node, views.metrics_view(url, None, str(e))
+        self._metrics = dict(self._scrapers.map(lambda item: one(*item), self._metrics_urls.items()))
 
     def _read_configs(self, topics: list[str]) -> None:
         self._config_topics, self._configs_at = frozenset(topics), time.monotonic()

@@ -65,9 +65,35 @@ def broker_counts(partitions: list[dict], broker_ids: list[int]) -> dict[int, di
     return counts
 
 
-def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registered: list[int] | None, metadata_error: str | None) -> dict:
+# What the nodes table shows of a node's metrics (cluster/metrics.py names): key -> (metric, labels).
+NODE_METRICS = {
+    "under_replicated": ("kafka_server_replicamanager_underreplicatedpartitions", ""),
+    "produce_p99_ms": ("kafka_network_requestmetrics_totaltimems", 'quantile="0.99",request="Produce"'),
+    "request_queue": ("kafka_network_requestchannel_requestqueuesize", ""),
+    "network_idle": ("kafka_network_socketserver_networkprocessoravgidlepercent", ""),
+    "active_controller": ("kafka_controller_kafkacontroller_activecontrollercount", ""),
+    "fenced_brokers": ("kafka_controller_kafkacontroller_fencedbrokercount", ""),
+    "offline_partitions": ("kafka_controller_kafkacontroller_offlinepartitionscount", ""),
+}
+
+
+def metrics_view(url: str, samples: list[dict] | None, error: str | None) -> dict:
+    """One node's metrics as the nodes table shows them: its endpoint, the NODE_METRICS it served (a controller's only
+    while it is the active one), or why it could not be read."""
+    if samples is None:
+        return {"url": url, "error": error}
+    by_key = {(s["metric"], s["labels"]): s["value"] for s in samples}
+    shown = {key: by_key[wanted] for key, wanted in NODE_METRICS.items() if wanted in by_key}
+    if shown.pop("active_controller", 0) != 1:
+        shown.pop("fenced_brokers", None)
+        shown.pop("offline_partitions", None)
+    return {"url": url, **shown}
+
+
+def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registered: list[int] | None, metadata_error: str | None,
+                 metrics: dict[int, dict] | None = None) -> dict:
     """``facts``: mode, versions, ids and addresses; ``nodes``: one dict per node (id, role, pid, ports, state, active_controller);
-    ``registered``: the brokers the metadata lists (None when no broker answered)."""
+    ``registered``: the brokers the metadata lists (None when no broker answered); ``metrics``: each node's metrics_view."""
     broker_ids = [n["id"] for n in nodes if n["role"] in ("broker", "broker,controller")]
     counts = broker_counts(partitions, broker_ids)
     shown = []
@@ -76,6 +102,8 @@ def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registe
         if n["id"] in counts and "broker" in n["role"]:
             row.update(counts[n["id"]])
             row["registered"] = None if registered is None else n["id"] in registered
+        if metrics and n["id"] in metrics:
+            row["metrics"] = metrics[n["id"]]
         shown.append(row)
     active = next((n["id"] for n in nodes if n.get("active_controller")), None)
     return {

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import failsafe.reports.plots as plots
 import failsafe.reports.series as series
 import failsafe.reports.txn_report as txn_report
+from failsafe.reports.metrics_plots import metrics_plots
 from failsafe.reports.summary import (
     KNOWN_HEADERS,
     PRODUCER_COLUMNS,
@@ -226,7 +227,8 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
 
     figures = []
     anomalies_ns = [e["time_ns"] for e in explanations if isinstance(e.get("time_ns"), int)]
-    for plot_id, caption, fig in plots.all_plots(history, anomalies_ns):
+    tl = series.timeline(history)
+    for plot_id, caption, fig in [*plots.all_plots(history, anomalies_ns), *metrics_plots(history, tl, plots.left_margin(history))]:
         figures.append(_figure_html(plot_id, caption, plots.svg_data_uri(fig)))
     parts.append(_section("Over time", "".join(figures), "section-plots"))
 

@@ -95,7 +95,7 @@ class Engine:
         self.supervisor = Supervisor()
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
         self.controller_watch = ControllerWatch(cluster, self.recorder)
-        self.metrics_watch = MetricsWatch(cluster, self.recorder)
+        self.metrics_watch = MetricsWatch.for_cluster(cluster, self.recorder)
         self.faults: list[ActiveFault] = []
         # Scheduled undos run beside the schedule (a restart waiting for its broker must not delay the next fault).
         self._lanes = UndoLanes()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from failsafe.cluster.metrics import SCRAPE_TIMEOUT_S, ScrapeError, endpoints, scrape
+from failsafe.cluster.spec import ClusterSpec
 from failsafe.history.ops import metrics_sample
 from failsafe.history.recorder import Recorder
 
@@ -20,20 +22,24 @@ SCRAPE_INTERVAL_S = 1.0
 
 
 class MetricsWatch:
-    """Scrapes the endpoints of ``cluster.spec`` (nothing for a cluster without metrics, or a test's fake without a spec)."""
+    """Scrapes ``urls`` (node id -> its metrics URL) until stopped; ``for_cluster`` takes them from a cluster's spec."""
 
-    def __init__(self, cluster: Any, recorder: Recorder, interval_s: float = SCRAPE_INTERVAL_S,
+    def __init__(self, urls: Mapping[int, str], recorder: Recorder, interval_s: float = SCRAPE_INTERVAL_S,
                  timeout_s: float = SCRAPE_TIMEOUT_S) -> None:
-        spec = getattr(cluster, "spec", None)
-        self.urls: dict[int, str] = endpoints(spec) if spec is not None and hasattr(spec, "metrics") else {}
+        self.urls = dict(urls)
         self.recorder = recorder
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.scrapes = 0
-        self.failures = 0
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(node, url), name=f"metrics-{node}", daemon=True)
                          for node, url in self.urls.items()]
+
+    @classmethod
+    def for_cluster(cls, cluster: Any, recorder: Recorder) -> MetricsWatch:
+        """Every node of ``cluster.spec``; none for a cluster made without metrics, or a test's fake without a spec."""
+        spec = getattr(cluster, "spec", None)
+        return cls(endpoints(spec) if isinstance(spec, ClusterSpec) else {}, recorder)
 
     def start(self) -> MetricsWatch:
         for thread in self._threads:
@@ -47,7 +53,6 @@ class MetricsWatch:
             try:
                 self.recorder.record(metrics_sample(node, scrape(url, self.timeout_s), time_ns=now))
             except ScrapeError as e:
-                self.failures += 1
                 self.recorder.record(metrics_sample(node, error=str(e), time_ns=now))
             self.scrapes += 1
             # The interval is a floor between scrapes' starts, never a sleep added after a slow one.

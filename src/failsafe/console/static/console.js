@@ -99,8 +99,24 @@ function renderCluster(c) {
       `<td>${esc(n.pid)}</td><td>${esc(n.port)}</td><td>${esc(n.controller_port)}</td>` +
       `<td class="state state-${n.state}">${n.state}${extra}</td>` +
       `<td>${n.leaders ?? "-"}</td><td class="${n.under_replicated ? "bad" : ""}">${n.under_replicated ?? "-"}</td>` +
-      `<td class="${n.offline ? "bad" : ""}">${n.offline ?? "-"}</td><td>${buttons}</td></tr>`;
+      `<td class="${n.offline ? "bad" : ""}">${n.offline ?? "-"}</td><td class="metrics">${nodeMetrics(n.metrics)}</td><td>${buttons}</td></tr>`;
   }).join("");
+}
+
+// A node's metrics as its JMX exporter served them (views.metrics_view): a few numbers and a link to the endpoint.
+function nodeMetrics(m) {
+  if (!m) return "-";
+  const link = `<a href="${esc(m.url)}" target="_blank" rel="noopener">endpoint</a>`;
+  if (m.error) return `<span class="bad" title="${esc(m.error)}">unreadable</span> · ${link}`;
+  const num = (v, digits = 0) => (v === null || v === undefined ? "?" : Number(v).toFixed(digits));
+  const parts = [];
+  if (m.under_replicated !== undefined) parts.push(`<span class="${m.under_replicated ? "bad" : ""}">URP ${num(m.under_replicated)}</span>`);
+  if (m.produce_p99_ms !== undefined) parts.push(`produce p99 ${num(m.produce_p99_ms)} ms`);
+  if (m.request_queue !== undefined) parts.push(`queue ${num(m.request_queue)}`);
+  if (m.network_idle !== undefined) parts.push(`network idle ${num(m.network_idle * 100)}%`);
+  if (m.fenced_brokers !== undefined) parts.push(`<span class="${m.fenced_brokers ? "bad" : ""}">fenced ${num(m.fenced_brokers)}</span>`);
+  if (m.offline_partitions !== undefined) parts.push(`<span class="${m.offline_partitions ? "bad" : ""}">offline ${num(m.offline_partitions)}</span>`);
+  return `${parts.join(" · ")} · ${link}`;
 }
 
 function renderTopics(topics) {
