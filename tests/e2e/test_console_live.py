@@ -111,6 +111,10 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
             new_leader = row.locator("td.leader").inner_text().split()[0]
             assert new_leader not in (str(leader), "none")
             expect(row.locator("td.isr .missing")).to_have_css("background-color", "rgb(198, 40, 40)")
+            # The nodes' own metrics (their JMX exporters): the killed broker's endpoint answers nothing, a surviving one
+            # counts the partitions the killed broker followed as under-replicated once it is fenced.
+            expect(page.locator(f'tr[data-node="server-{leader}"] td.metrics')).to_contain_text("unreadable", timeout=PAGE_TIMEOUT_MS)
+            expect(page.locator(f'tr[data-node="server-{new_leader}"] td.metrics .bad')).to_contain_text("URP", timeout=PAGE_TIMEOUT_MS)
             page.screenshot(path=str(tmp_path / "console-leader-killed.png"), full_page=True)
 
             page.click(f'button[data-action="start"][data-role="broker"][data-node="{leader}"]')
