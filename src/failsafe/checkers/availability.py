@@ -42,15 +42,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "availability")
     faults = history.faults.filter(pl.col("target").is_in(BROKER_TARGETS))
     topology = history.topology
-    # An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader,
-    # so it says nothing about when the partition was available.
-    acked = history.sends.select("process", "topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
-        (pl.col("outcome") == OpType.OK) & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
-    )
-
-    partitions = _affected_partitions(faults, topology)
-    partitions = _windows(partitions, acked)
-    partitions = _leadership(partitions, topology)
+    acked = acknowledged(history.sends)
+    partitions = failover_windows(history)
     rebalances = _rebalances_during(faults, history)
 
     limit_ms = opts["max_unavailable_ms"]
@@ -109,6 +102,29 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         processes={"never-caught-up": sorted({p for ps in stuck["processes"].to_list() for p in ps})} if stuck.height else {},
         **end_state,
     )
+
+
+def acknowledged(sends: pl.DataFrame) -> pl.DataFrame:
+    """The acknowledged sends (process, topic, partition, offset, outcome, invoke_ns, complete_ns).
+
+    An acks=0 "ok" (offset null) is not an acknowledgement: the client never heard from a leader, so it says nothing
+    about when the partition was available.
+    """
+    return sends.select("process", "topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
+        (pl.col("outcome") == OpType.OK) & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
+    )
+
+
+def failover_windows(history: History) -> pl.DataFrame:
+    """One row per (node fault, partition a faulted node led at its start): what ``faults[].affected_partitions`` reports.
+
+    Columns: fault_id, topic, partition, start_ns, in_force_ns, node_ids, leader_before, isr_before (the affected
+    partition), last_ok_before_ns, first_ok_after_ns, unavailable_ms (its window, see _windows), new_leader,
+    new_leader_ns, new_leader_ms, new_leader_in_isr, isr_shrank_ns, isr_shrank, isr_shrank_ms (see _leadership).
+    """
+    faults = history.faults.filter(pl.col("target").is_in(BROKER_TARGETS))
+    partitions = _windows(_affected_partitions(faults, history.topology), acknowledged(history.sends))
+    return _leadership(partitions, history.topology)
 
 
 def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame) -> pl.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+import failsafe.checkers.breakdown as breakdown
 from failsafe.history.model import History
 from failsafe.history.ops import MIGRATION_ROLL, Family, Op, OpType, Target
 
@@ -75,7 +76,16 @@ def measure(history: History) -> dict:
         "create_topic": _create_topic(history, end_ns),
         "new_controller_ms": max((f["new_controller_ms"] for f in per_fault if f.get("new_controller_ms") is not None), default=None),
         **({"migration": migration} if (migration := _migration(history.faults, per_fault)) else {}),
+        "failover_breakdown": _failover_breakdown(history),
     }
+
+
+def _failover_breakdown(history: History) -> dict:
+    """checkers/breakdown.py's measure; one that raises leaves only its error here, never the other measurements."""
+    try:
+        return breakdown.measure(history)
+    except Exception as e:  # noqa: BLE001 - a measurement that crashes is reported, the rest of results.json still stands
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 LAST_MIGRATION_STEP = "retire-zookeeper"

@@ -9,6 +9,7 @@ here, so an op's name is written once. The format is docs/history.md.
     Target      what a fault acted on, as its fault-start records it
     Family      the kind of fault (process, network, client, ...), as its fault-start records it
     PhaseName   the engine's phases, as its phase ops record them
+    NodeEvent   what a node's own log said, as a node-event records it
 """
 
 from __future__ import annotations
@@ -195,6 +196,38 @@ def metrics_sample(node: int, samples: Sequence[Mapping[str, Any]] | None = None
     """One scrape of node ``node``'s metrics endpoint: ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
     return op(Op.METRICS, OpType.INFO if error is None else OpType.FAIL, Process.METRICS, time_ns, node=node,
               samples=None if samples is None else [dict(s) for s in samples], error=error)
+
+
+class NodeEvent(StrEnum):
+    """What a node's own log said, as a ``node-event`` records it (``event``); read by cluster/node_logs.py.
+
+    KRaft (the active controller's QuorumController lines): FENCED (session timed out, fencing requested, or an immediate
+    or completed shutdown: the controller takes its leaderships away), CONTROLLED_SHUTDOWN (granted while it led
+    partitions: its leaders are moved away first), UNFENCED, REGISTERED (a new incarnation). ZooKeeper mode (the
+    controller broker's KafkaController lines): BROKER_GONE (a deleted broker, or one missing from a new controller's
+    live set), BROKER_BOUNCED, BROKER_ADDED, CONTROLLED_SHUTDOWN, CONTROLLER_ELECTED; from ZooKeeper's own log,
+    ZK_SESSION_EXPIRED and ZK_DISCONNECTED (a broker's session, mapped from the brokers' logs). Both modes: BECAME_LEADER
+    (a broker's state-change line for a partition). LOG_UNREADABLE: the node's log could not be read (``line``: why).
+    """
+
+    FENCED = "fenced"
+    CONTROLLED_SHUTDOWN = "controlled-shutdown"
+    UNFENCED = "unfenced"
+    REGISTERED = "registered"
+    BROKER_GONE = "broker-gone"
+    BROKER_BOUNCED = "broker-bounced"
+    BROKER_ADDED = "broker-added"
+    CONTROLLER_ELECTED = "controller-elected"
+    ZK_SESSION_EXPIRED = "zk-session-expired"
+    ZK_DISCONNECTED = "zk-disconnected"
+    BECAME_LEADER = "became-leader"
+    LOG_UNREADABLE = "log-unreadable"
+
+
+# The events by which the cluster's metadata authority (the KRaft controller, the ZooKeeper controller or ZooKeeper
+# itself) declared a broker gone, or began moving its leaderships away: the end of a failover's detection.
+DETECTION_EVENTS: tuple[NodeEvent, ...] = (NodeEvent.FENCED, NodeEvent.CONTROLLED_SHUTDOWN, NodeEvent.BROKER_GONE, NodeEvent.BROKER_BOUNCED,
+                                           NodeEvent.ZK_SESSION_EXPIRED)
 
 
 def node_event(node: int, event: str, time_ns: int, *, broker: int | None = None, topic: str | None = None,

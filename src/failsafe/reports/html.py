@@ -13,11 +13,14 @@ import failsafe.reports.series as series
 import failsafe.reports.txn_report as txn_report
 from failsafe.reports.metrics_plots import metrics_plots
 from failsafe.reports.summary import (
+    BREAKDOWN_HEADERS,
     KNOWN_HEADERS,
     PRODUCER_COLUMNS,
     STALL_HEADERS,
     FaultRow,
     availability_totals,
+    breakdown_notes,
+    breakdown_rows,
     checker_rows,
     expectation_rows,
     fault_rows,
@@ -206,6 +209,15 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     if totals:
         times += "<p>" + " · ".join(f"{escape(label)}: <b>{escape(value)}</b>" for label, value in totals) + "</p>"
     parts.append(_section("Measured times", times, "section-times"))
+
+    breakdown = breakdown_rows(results)
+    if breakdown:
+        notes = "".join(f"<li>{escape(note)}</li>" for note in breakdown_notes(results))
+        intro = ("<p>Per fault and partition whose leader it took: detection (the fault in force to the broker fenced), "
+                 "election (to the first topology sample with a new leader), propagation (to the first write "
+                 "acknowledged after it), the first writer's own backoff, and the client-visible window.</p>")
+        parts.append(_section("Where the time goes", intro + _table("failover-breakdown", BREAKDOWN_HEADERS, breakdown, numeric_from=3)
+                              + (f"<ul>{notes}</ul>" if notes else ""), "section-breakdown"))
 
     stalls = stall_rows(results)
     if stalls:

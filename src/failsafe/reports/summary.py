@@ -234,3 +234,49 @@ def producer_rows(results: dict) -> list[tuple[str, ...]]:
         return []
     return [(str(process), *(fmt(counts.get(c)) for c in PRODUCER_COLUMNS))
             for process, counts in sorted(by_process.items()) if isinstance(counts, dict)]
+
+
+BREAKDOWN_HEADERS = ("#", "partition", "leader", "detection s", "election s", "propagation s", "client backoff s", "client-visible s")
+_BREAKDOWN_COMPONENTS = ("detection_s", "election_s", "propagation_s", "client_backoff_s", "client_visible_s")
+
+
+def _breakdown(results: dict) -> dict:
+    measured = results.get("measurements")
+    found = measured.get("failover_breakdown") if isinstance(measured, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _seconds(value: object) -> str:
+    number = _number(value)
+    return DASH if number is None else f"{number:,.3f}"
+
+
+def breakdown_rows(results: dict) -> list[tuple[str, ...]]:
+    """Where each failover's time went (measurements' ``failover_breakdown``, checkers/breakdown.py): one row per fault and
+    partition whose leader it took, the leader as old -> new, each component in seconds ('—': unknown, see the notes)."""
+    rows = []
+    for row in _entries(_breakdown(results).get("partitions")):
+        leader = f"{fmt(row.get('old_leader'))} → {fmt(row.get('new_leader'))}"
+        rows.append((fmt(row.get("fault_id")), f"{row.get('topic', '?')}-{row.get('partition', '?')}", leader,
+                     *(_seconds(row.get(name)) for name in _BREAKDOWN_COMPONENTS)))
+    return rows
+
+
+def breakdown_notes(results: dict) -> list[str]:
+    """Why some components are unknown (each reason once, with how many rows gave it), and the sampling bound."""
+    found = _breakdown(results)
+    if found.get("error"):
+        return [f"the breakdown could not be measured: {found['error']}"]
+    reasons: dict[str, int] = {}
+    for row in _entries(found.get("partitions")):
+        why = row.get("why")
+        for component, reason in (why.items() if isinstance(why, dict) else []):
+            key = f"{component.removesuffix('_s').replace('_', ' ')} unknown: {reason}"
+            reasons[key] = reasons.get(key, 0) + 1
+    notes = [f"{reason} ({count} row{'s' if count > 1 else ''})" for reason, count in reasons.items()]
+    errors = [_number(row.get("leader_sample_error_s")) for row in _entries(found.get("partitions"))]
+    bound = max((e for e in errors if e is not None), default=None)
+    if bound is not None:
+        notes.append(f"a new leader is seen by the topology samples, here up to {bound:.2f} s after it came: election may be "
+                     "that much shorter, and propagation that much longer")
+    return notes

@@ -10,10 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from failsafe.reports.summary import (
+    BREAKDOWN_HEADERS,
     KNOWN_HEADERS,
     PRODUCER_COLUMNS,
     STALL_HEADERS,
     availability_totals,
+    breakdown_notes,
+    breakdown_rows,
     checker_rows,
     expectation_rows,
     fault_rows,
@@ -112,6 +115,15 @@ def render_summary(console: Console, results: dict, history: History | None = No
         for label, value in totals:
             grid.add_row(label, value)
         console.print(grid)
+
+    breakdown = breakdown_rows(results)
+    if breakdown:
+        table = _table("Where the time goes (per failover)", *BREAKDOWN_HEADERS, numeric_from=3)
+        for row in breakdown:
+            table.add_row(*row)
+        console.print(table)
+        for note in breakdown_notes(results):
+            console.print(Text("  " + note, style="dim"))
 
     stalls = stall_rows(results)
     if stalls:
