@@ -70,7 +70,7 @@ def examine(run_dir: Path) -> dict:
         "acknowledged": results["checkers"]["delivery"]["counts"].get("acknowledged"),
         "broker_fenced": bool(fenced and fenced > 0),
         "isr_shrinks": int(shrinks or 0),
-        "failover_breakdown": results.get("failover_breakdown", {}).get("summary"),
+        "failover_breakdown": (results.get("measurements") or {}).get("failover_breakdown", {}).get("summary"),
         "profile": (manifest.get("cluster") or {}).get("profile"),
     }
 

@@ -34,6 +34,7 @@ from failsafe.scenarios.actions import ActionContext, ActionType
 from failsafe.scenarios.base import ActionSpec, Scenario
 from failsafe.scenarios.controller_watch import ControllerWatch
 from failsafe.scenarios.metrics_watch import MetricsWatch
+from failsafe.scenarios.node_events import record_node_events
 from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
@@ -102,6 +103,7 @@ class Engine:
         self._fault_ids = itertools.count(1)
         self._phase = Phase.SETUP
         self._phase_started = time.monotonic()
+        self._started_ns = time.time_ns()
         # Wall seconds per phase (and "close": stopping children, the last undo), for "where the time goes".
         self.phase_seconds: dict[str, float] = {}
         self.ctx = RunContext(
@@ -166,6 +168,7 @@ class Engine:
     # -- the phases -----------------------------------------------------------------------------
     def run(self) -> None:
         phases = self.scenario.phases
+        self._started_ns = time.time_ns()
         try:
             self._enter(Phase.SETUP)
             self.run_dir.write_manifest(self.cluster_facts, self.scenario)
@@ -272,7 +275,10 @@ class Engine:
                     self.sampler.stop()
                     self.controller_watch.stop()
                     self.metrics_watch.stop()
-                    self.recorder.close()
+                    try:
+                        record_node_events(self.cluster, self.recorder, self._started_ns, time.time_ns())
+                    finally:
+                        self.recorder.close()
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
     # -- faults and actions ---------------------------------------------------------------------
