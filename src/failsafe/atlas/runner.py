@@ -9,7 +9,7 @@ next invocation tries them again. A run that leaves the cluster not whole, or a 
 its group (recorded in each cell that still lacks runs); the next group gets a new cluster.
 
 The launcher (launch.py for real clusters, a fake in the tests) does the work; this module decides what to run,
-records it, and says so: a line per run, and a status line with what runs now and an ETA, which is the estimate
+records it, and says so (lines in rich's markup): a line per run, and a status line with what runs now and an ETA, which is the estimate
 of what is left scaled by how the runs so far compared with their estimates.
 """
 
@@ -21,6 +21,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from rich.markup import escape
 
 from failsafe.atlas.grid import CLUSTER_START_STOP_S, MODE_BY_NAME, MODES, PROFILES, Cell, duration, run_estimate_s
 from failsafe.atlas.render import write_html
@@ -202,7 +204,7 @@ def _run_cell(plan: Plan, cell: Cell, session: Session, progress: Progress, say:
             say(_run_line(cell, stored + i + 1, plan.runs, data["runs"][-1], progress))
         else:
             plan.store.add_error(cell, plan.runs, outcome.error or "no results", outcome.run_dir)
-            say(f"{cell.label} run {stored + i + 1}/{plan.runs} [bold]{ERROR}[/]: {outcome.error} (kept in the cell's errors; "
+            say(f"{cell.label} run {stored + i + 1}/{plan.runs} [bold]{ERROR}[/]: {escape(str(outcome.error))} (kept in the cell's errors; "
                 "the next invocation runs it again)")
         _write_views(plan.store)
         if outcome.broken:
@@ -213,7 +215,7 @@ def _record_group_error(plan: Plan, group: Group, error: str, say: Say) -> None:
     left = [c for c in group.cells if plan.missing(c)]
     for cell in left:
         plan.store.add_error(cell, plan.runs, f"{group.label}: {error}")
-    say(f"[bold]{group.label}[/]: {error}; {plural(len(left), 'cell')} of it still lack runs (the next invocation runs them)")
+    say(f"[bold]{group.label}[/]: {escape(error)}; {plural(len(left), 'cell')} of it still lack runs (the next invocation runs them)")
 
 
 def _run_line(cell: Cell, n: int, runs: int, record: dict[str, Any], progress: Progress) -> str:

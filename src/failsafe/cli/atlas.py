@@ -79,12 +79,22 @@ def _run(plan, selections: tuple[str, ...], full: bool, n: int, out_dir: Path, c
                           "--repeat", str(n), "--out", str(out_dir)])
     root = cluster_dir if cluster_dir is not None else out_dir / "cluster"
     with stderr.status("preparing") as status:
-        launcher = KafkaLauncher(root, out_dir, heap, base_port, event, status.update)
+        # The status line: what the engine does now, then the atlas's cell, run and ETA (the runner's last word).
+        context = [""]
+
+        def atlas_status(text: str) -> None:
+            context[0] = text
+            status.update(text)
+
+        def engine_status(text: str) -> None:
+            status.update(f"{text} · {context[0]}" if context[0] else text)
+
+        launcher = KafkaLauncher(root, out_dir, heap, base_port, event, engine_status)
         launcher.prepare(plan.pending_groups())
         plan.store.add_invocation({"command": command, "runs": n, "cells": [c.id for c in plan.cells], "cluster_dir": str(root)})
         before = sum(plan.stored(c) for c in plan.cells)
         try:
-            code = run_atlas(plan, launcher, lambda line: stdout.print(line, soft_wrap=True), status.update)
+            code = run_atlas(plan, launcher, lambda line: stdout.print(line, soft_wrap=True), atlas_status)
         except KeyboardInterrupt:
             done = sum(plan.stored(c) for c in plan.cells) - before
             stderr.print(f"atlas interrupted after {done} runs, each stored in {out_dir}: run the same command again to go on "
