@@ -2,7 +2,7 @@
 
 render_docs.py renders and checks the docs and holds the registry of tables; the tables live in it (the summary, the
 raw files) and by topic in render_harness.py, render_failover.py, render_pipeline.py, render_findings.py, render_network.py,
-render_campaigns.py, render_transactions.py and render_rebalance.py.
+render_campaigns.py, render_transactions.py, render_rebalance.py and render_atlas.py.
 Reads only JSON: no cluster, no import of failsafe.
 """
 
@@ -224,6 +224,10 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=50 bash benchmarks/campaigns.sh txn", False,
         "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each campaign.json with run "
         "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench"),
+    Raw("docs/benchmarks/atlas.json",
+        ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
+        "the failover atlas's default grid (26 cells, 5 runs each; estimated 2h20m), every cell with its runs' measures and p50/p95, run "
+        "directories relative to the atlas directory; holds no cell until an atlas is stored (docs/atlas.md)"),
     Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )

@@ -8,6 +8,7 @@ import sys
 import click
 
 from failsafe import __version__
+from failsafe.cli.atlas import atlas_command
 from failsafe.cli.boundary import report
 from failsafe.cli.campaign import campaign_command, shrink_command
 from failsafe.cli.clients import consume_command, groups, leader_election_command, produce_command
@@ -36,7 +37,7 @@ from failsafe.cli.topics import topics
 from failsafe.errors import EXIT_USAGE
 
 EXIT_CODES = """\b
-Exit codes (the same for run, check, run seed-lab, --repeat and campaign):
+Exit codes (the same for run, check, run seed-lab, --repeat, campaign and atlas):
   0  VALID: every run's checkers and expectations held
   1  INVALID: a run violated what it checks (e.g. an acknowledged write lost)
   2  usage: bad input or a wrong state, said in one line
@@ -54,8 +55,8 @@ def cli() -> None:
 
 for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, pipeline, spark, simulate,
-                console_command, net, mirror):
+                run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, atlas_command,
+                pipeline, spark, simulate, console_command, net, mirror):
     cli.add_command(command)
 
 
