@@ -174,6 +174,23 @@ def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: 
     assert all(p["new_leader_ms"] is not None and p["new_leader_ms"] > 0 for p in fault["affected_partitions"])
     assert alive_pids(own_cluster_dir) == [], "the run left the cluster it started running"
     assert_metrics_follow_the_kill(only_run_dir(tmp_path, "broker-failover"))
+    assert_the_failover_time_is_broken_down(results)
+
+
+def assert_the_failover_time_is_broken_down(results: dict) -> None:
+    """One real kill -9 under Kafka's defaults: the controller's log says when it fenced the broker (9 s of
+    broker.session.timeout.ms after its last heartbeat, sent every 2 s), the topology when a new leader came, the sends when
+    the producer's first write on it was acknowledged; the components add up to no more than what the client saw."""
+    breakdown = results["measurements"]["failover_breakdown"]
+    rows = breakdown["partitions"]
+    assert rows, breakdown
+    for row in rows:
+        assert row["detected_by"]["event"] == "fenced", row
+        assert 6.0 <= row["detection_s"] <= 11.0, row
+        assert 0.0 <= row["election_s"] <= 2.0, row
+        assert row["propagation_s"] is not None and row["propagation_s"] >= 0, row
+        assert row["detection_s"] + row["election_s"] + row["propagation_s"] <= row["client_visible_s"] + 0.5, row
+    assert breakdown["summary"]["detection_s"]["count"] == len(rows)
 
 
 def assert_metrics_follow_the_kill(run_dir: Path) -> None:

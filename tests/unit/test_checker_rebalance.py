@@ -208,6 +208,18 @@ def test_a_member_frozen_past_its_session_whose_partition_nobody_took_is_invalid
     assert check(history(*START, *frozen_long))["counts"]["not-rebalanced"] == 1
 
 
+def test_without_a_scenario_session_the_one_its_members_ran_with_judges_the_freeze() -> None:
+    # A cluster profile gave every member session.timeout.ms 10000: their client-config ops say so.
+    frozen_long = fault(1, start_ms=100, stop_ms=30_000, nodes=["c1"], fault_name="pause-consumer", target="consumer")
+    result = check(history(*_configs(session_timeout_ms="10000"), *START, *frozen_long))
+    assert result["valid"] is False and result["counts"]["never-reassigned"] == 1
+    # The scenario's own session wins; members that disagree say nothing (Kafka's 45 s then).
+    assert check(history(*_configs(session_timeout_ms="10000"), *START, *frozen_long),
+                 {"session_timeout_ms_by_group": {"g": 45_000}})["counts"]["not-rebalanced"] == 1
+    mixed = [client_config("c0", session_timeout_ms="10000"), client_config("c1", session_timeout_ms="60000")]
+    assert check(history(*mixed, *START, *frozen_long))["counts"]["not-rebalanced"] == 1
+
+
 def test_a_member_frozen_earlier_still_owns_its_partitions_when_another_is_killed() -> None:
     frozen = fault(1, start_ms=100, stop_ms=3000, nodes=["c1"], fault_name="pause-consumer", target="consumer")
     kill_c0 = fault(2, start_ms=5000, stop_ms=5010, nodes=["c0"], fault_name="kill-consumer", target="consumer")

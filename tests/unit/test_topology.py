@@ -67,7 +67,7 @@ def test_a_lone_cluster_as_a_topology(lone: Path) -> None:
     assert not top.running()
     assert top.not_up() == ["controller 1000 is down", "broker 0 is down", "broker 1 is down", "broker 2 is down"]
     assert top.not_whole() == top.not_up()
-    assert top.describe() == "3 brokers in 3 racks, 1 controllers, Kafka 4.3.1"
+    assert top.describe() == "3 brokers in 3 racks, 1 controllers, Kafka 4.3.1, profile defaults"
     assert top.bootstrap_lines() == [cluster.bootstrap_servers]
     stopped = top.down()
     assert stopped == Stopped({"cluster": 0}) and stopped.summary() == "nothing was running"
@@ -77,7 +77,9 @@ def test_a_lone_clusters_status_is_what_status_json_printed(lone: Path) -> None:
     status = open_topology(lone).status()
     assert list(status.clusters) == ["cluster"] and status.mirrors == [] and status.note is None
     data = status.to_json()
-    assert list(data) == ["dir", "mode", "kafka_version", "cluster_id", "bootstrap_servers", "active_controller", "nodes", "operator_actions"]
+    assert list(data) == ["dir", "mode", "kafka_version", "profile", "cluster_id", "bootstrap_servers", "active_controller", "nodes",
+                          "operator_actions"]
+    assert data["profile"] == {"name": "defaults", "version": 1}
     assert (data["dir"], data["mode"], data["cluster_id"], data["active_controller"]) == (str(lone), "kraft", CLUSTER_ID, None)
     assert data["nodes"][1] == {"id": 0, "role": "broker", "pid": None, "port": Cluster.open(lone).spec.base_port, "rack": "rack-0",
                                 "controller_port": None, "state": "down", "active_controller": False}
@@ -103,7 +105,7 @@ def test_a_dr_pair_as_a_topology(pair: Path) -> None:
     assert not top.running()
     assert top.not_up() == ["the primary's controller 1000 is down", "the primary's broker 0 is down",
                             "the backup's controller 1000 is down", "the backup's broker 0 is down"]
-    assert top.describe() == (f"primary {primary.bootstrap_servers}, backup {backup.bootstrap_servers} (1 brokers each, Kafka 4.3.1); "
+    assert top.describe() == (f"primary {primary.bootstrap_servers}, backup {backup.bootstrap_servers} (1 brokers each, Kafka 4.3.1, profile defaults); "
                               f"mirror with 'failsafe mirror start --dir {pair}'")
     assert top.bootstrap_lines() == [f"primary={primary.bootstrap_servers}", f"backup={backup.bootstrap_servers}"]
     stopped = top.down()

@@ -47,12 +47,34 @@ def member_protocol(client: str | None, settings: dict[str, str]) -> str | None:
 def group_protocols(history: History) -> dict[str, str | None]:
     """Each group's protocol: the one all its members (processes with an assign or revoke in it) ran; None when they
     disagree or one recorded no client-config."""
+    settings = _client_settings(history)
+    out: dict[str, str | None] = {}
+    for group, processes in _members(history).items():
+        protocols = {member_protocol(*settings[p]) if p in settings else None for p in processes}
+        out[group] = protocols.pop() if len(protocols) == 1 else None
+    return out
+
+
+def group_sessions_ms(history: History) -> dict[str, float]:
+    """Each classic group's session.timeout.ms, where every member's client-config op gave it the same one (a cluster
+    profile's, or the scenario's); a KIP-848 group's session is the broker's and is not in its members' settings."""
+    settings = _client_settings(history)
+    out: dict[str, float] = {}
+    for group, processes in _members(history).items():
+        sessions = {settings[p][1].get("session.timeout.ms") if p in settings else None for p in processes}
+        session = sessions.pop() if len(sessions) == 1 else None
+        if session is not None and session.isdigit():
+            out[group] = float(session)
+    return out
+
+
+def _client_settings(history: History) -> dict[str, tuple[str | None, dict[str, str]]]:
     settings: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in history.clients.sort("time_ns", maintain_order=True).iter_rows(named=True):
         settings[row["process"]] = (row["client"], {entry["name"]: entry["value"] for entry in row["config"] or []})
+    return settings
+
+
+def _members(history: History) -> dict[str, list[str]]:
     members = history.membership.filter(pl.col("group").is_not_null()).group_by("group").agg(pl.col("process").unique())
-    out: dict[str, str | None] = {}
-    for row in members.iter_rows(named=True):
-        protocols = {member_protocol(*settings[p]) if p in settings else None for p in row["process"]}
-        out[row["group"]] = protocols.pop() if len(protocols) == 1 else None
-    return out
+    return {row["group"]: row["process"] for row in members.iter_rows(named=True)}

@@ -25,14 +25,15 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
-from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols
+from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols, group_sessions_ms
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
 
 # expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
 # anyway when the protocol is incremental).
 # session_timeout_ms_by_group: each group's session (a classic member's session.timeout.ms, a KIP-848 group's
-# consumer.session.timeout.ms; absent: Kafka's 45 s), for judging a frozen member (pause-consumer).
+# consumer.session.timeout.ms; absent: the session.timeout.ms every member's client-config op shows, else Kafka's 45 s), for
+# judging a frozen member (pause-consumer).
 DEFAULTS: dict[str, Any] = {"max_pause_ms": None, "expect_survivors_kept": False, "session_timeout_ms_by_group": {}}
 VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUMERS, "survivors-interrupted": Side.CONSUMERS}
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
@@ -75,9 +76,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     _add_reads(measured, history.reads)
 
     limit_ms = opts["max_pause_ms"]
+    # The scenario's sessions, else the one its members' client-config ops show (a cluster profile's session.timeout.ms).
+    sessions = {**group_sessions_ms(history), **opts["session_timeout_ms_by_group"]}
     for event in measured:
         # A member frozen for less than its session is never expelled: its group did not rebalance, and need not have.
-        event["rebalanced"] = not _frozen_within_session(event, opts["session_timeout_ms_by_group"]) or any(
+        event["rebalanced"] = not _frozen_within_session(event, sessions) or any(
             moved["reassigned"] for moved in event["moved_partitions"])
     judged = [event for event in measured if event["rebalanced"]]
     stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if never_reassigned(event, moved)]

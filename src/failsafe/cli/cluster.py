@@ -16,6 +16,7 @@ from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
 from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.modes import mode_named
+from failsafe.cluster.profiles import DEFAULT_PROFILE, spec_fields
 from failsafe.cluster.spec import (
     BROKER,
     CONTROLLER,
@@ -40,7 +41,8 @@ _SPEC_PARAMS = {
     "brokers": "brokers", "controllers": "controllers", "combined": "combined", "base_port": "base_port",
     "controller_base_port": "controller_base_port", "kafka_version": "kafka_version", "heap": "heap", "override": "overrides",
     "mode": "mode", "zookeepers": "zookeepers", "zookeeper_port": "zookeeper_base_port", "racks": "racks",
-    "volatile_disks": "volatile_disks", "feature": "features", "metrics": "metrics", "metrics_base_port": "metrics_base_port",
+    "volatile_disks": "volatile_disks", "feature": "features", "profile": "profile", "metrics": "metrics",
+    "metrics_base_port": "metrics_base_port",
 }
 
 
@@ -107,7 +109,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.option("--controller-base-port", type=click.IntRange(1, 65535), default=None,
               help="Controller listeners [default: base-port + 100].")
 @click.option("--heap", default="1G", show_default=True, help="JVM heap of each node (-Xmx/-Xms).")
-@click.option("--override", multiple=True, metavar="KEY=VALUE", help="A server property for every node (repeatable).")
+@click.option("--profile", default=DEFAULT_PROFILE, show_default=True, metavar="NAME",
+              help="Broker, topic and client settings for the cluster and the scenarios run on it: defaults (Kafka's own), "
+                   "fast-failover or durable ('failsafe profiles' lists them, 'failsafe profiles show NAME' shows one). "
+                   "An --override of the same server property wins over the profile's.")
+@click.option("--override", multiple=True, metavar="KEY=VALUE",
+              help="A server property for every node (repeatable); wins over the profile's setting of the same name.")
 @click.option("--feature", multiple=True, metavar="FEATURE=LEVEL",
               help="Format the storage with this feature level (KRaft; repeatable), e.g. eligible.leader.replicas.version=0.")
 @click.option("--volatile-disks", is_flag=True,
@@ -125,21 +132,25 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
-               controller_base_port: int | None, heap: str, override: tuple[str, ...], feature: tuple[str, ...], volatile_disks: bool, metrics: bool,
-               metrics_base_port: int | None, dr: bool, timeout_s: float) -> None:
+               controller_base_port: int | None, heap: str, profile: str, override: tuple[str, ...], feature: tuple[str, ...],
+               volatile_disks: bool, metrics: bool, metrics_base_port: int | None, dr: bool, timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
-    With --dr, a pair of them: primary and backup.
+    With --dr, a pair of them: primary and backup. With --profile, the profile's broker settings in every node's
+    properties (under --override), and its topic and client settings in every scenario run on the cluster.
     """
     root = resolve_dir(cluster_dir)
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
                         zookeeper_port=zookeeper_port, kafka_version=kafka_version, base_port=base_port,
                         controller_base_port=controller_base_port, heap=heap, overrides=parse_pairs(override, "--override"),
                         volatile_disks=volatile_disks, features=parse_pairs(feature, "--feature"), metrics=metrics,
-                        metrics_base_port=metrics_base_port)
+                        metrics_base_port=metrics_base_port, **spec_fields(profile))
     explicit = {field for param, field in _SPEC_PARAMS.items()
                 if ctx.get_parameter_source(param) not in (click.core.ParameterSource.DEFAULT, None)}
+    if "profile" in explicit:
+        # A stopped cluster made with another version of the profile runs that version's broker settings.
+        explicit.add("profile_version")
     kind = topology.topology_kind(root, dr)
     with stderr.status(f"starting the {kind.noun} in {root}") as status:
         started = kind.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))
@@ -176,7 +187,8 @@ def status_command(cluster_dir: Path | None, as_json: bool) -> None:
 
 def _print_status(status: ClusterStatus) -> None:
     spec = status.spec
-    table = Table(title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, cluster id {status.cluster_id or 'not known yet'})")
+    table = Table(title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, profile {spec.profile} version {spec.profile_version}, "
+                        f"cluster id {status.cluster_id or 'not known yet'})")
     for col in ("id", "role", "pid", "port", "controller port", *(("rack",) if spec.racks else ()), "state",
                 *(("disk",) if spec.volatile_disks else ()), *(("metrics",) if spec.metrics else ())):
         table.add_column(col)

@@ -31,6 +31,7 @@ from failsafe.cli.mirror import mirror
 from failsafe.cli.net import net
 from failsafe.cli.options import INTERRUPTED_EXIT
 from failsafe.cli.pipeline import pipeline
+from failsafe.cli.profiles import profiles
 from failsafe.cli.simulate import simulate
 from failsafe.cli.spark import spark
 from failsafe.cli.topics import topics
@@ -53,7 +54,7 @@ def cli() -> None:
     """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
 
 
-for command in (setup_command, up_command, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
+for command in (setup_command, up_command, profiles, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
                 run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, atlas_command,
                 pipeline, spark, simulate, console_command, net, mirror):

@@ -172,7 +172,8 @@ class Pair:
 
     def describe(self) -> str:
         spec, bootstraps = self.cluster(PRIMARY).spec, self.bootstraps()
-        return (f"primary {bootstraps[PRIMARY]}, backup {bootstraps[BACKUP]} ({spec.brokers} brokers each, Kafka {spec.kafka_version}); "
+        return (f"primary {bootstraps[PRIMARY]}, backup {bootstraps[BACKUP]} "
+                f"({spec.brokers} brokers each, Kafka {spec.kafka_version}, profile {spec.profile}); "
                 f"mirror with 'failsafe mirror start --dir {self.root}'")
 
     def bootstrap_lines(self) -> list[str]:

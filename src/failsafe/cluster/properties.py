@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from failsafe.cluster.profiles import broker_settings
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 
 
@@ -38,7 +39,8 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
     if node.is_broker:
         props.update(_rack(spec, node))
         props.update(_broker_defaults(spec))
-    props.update(spec.overrides)
+    # The cluster's profile, then the user's --override: both over failsafe's defaults above.
+    props.update(broker_settings(spec))
     return props
 
 
@@ -56,7 +58,7 @@ def zookeeper_broker_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: 
         **_rack(spec, node),
         **_broker_defaults(spec),
     }
-    props.update(spec.overrides)
+    props.update(broker_settings(spec))
     return props
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from dataclasses import fields as dataclass_fields
 
+from failsafe.cluster.profiles import DEFAULT_PROFILE, check_cluster
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
 
@@ -129,6 +130,11 @@ class ClusterSpec:
     # Feature levels the storage is formatted with (kafka-storage format --feature K=V; KRaft only), e.g.
     # eligible.leader.replicas.version=0 for a cluster without KIP-966's eligible leader replicas. Empty: the release's.
     features: dict[str, str] = field(default_factory=dict)
+    # The profile the cluster was made with (cluster/profiles.py, failsafe up --profile) and its version: its broker settings
+    # are in every Kafka node's properties, under ``overrides``; its topic and client settings go to what scenarios make and
+    # start on it. A state file written before profiles holds neither: Kafka's defaults, the defaults profile's version 1.
+    profile: str = DEFAULT_PROFILE
+    profile_version: int = 1
 
     @classmethod
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
@@ -262,6 +268,8 @@ class ClusterSpec:
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")
+        # A known profile, of the version failsafe ships, that this many brokers can serve.
+        check_cluster(self)
         return self
 
     def _validate_zookeeper_mode(self) -> None:

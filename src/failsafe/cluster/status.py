@@ -63,7 +63,8 @@ class ClusterStatus:
     def to_json(self) -> dict[str, Any]:
         spec = self.spec
         return {
-            "dir": str(self.root), "mode": spec.mode, "kafka_version": spec.kafka_version, "cluster_id": self.cluster_id,
+            "dir": str(self.root), "mode": spec.mode, "kafka_version": spec.kafka_version,
+            "profile": {"name": spec.profile, "version": spec.profile_version}, "cluster_id": self.cluster_id,
             "bootstrap_servers": self.bootstrap_servers, "active_controller": self.active_controller,
             **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
             "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),

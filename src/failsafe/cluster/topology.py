@@ -166,7 +166,7 @@ class SingleCluster:
     def describe(self) -> str:
         spec = self.cluster.spec
         racked = f" in {spec.racks} racks" if spec.racks else ""
-        return f"{spec.brokers} brokers{racked}, {self.cluster.mode.quorum(spec)}, Kafka {spec.kafka_version}"
+        return f"{spec.brokers} brokers{racked}, {self.cluster.mode.quorum(spec)}, Kafka {spec.kafka_version}, profile {spec.profile}"
 
     def bootstrap_lines(self) -> list[str]:
         return [self.cluster.bootstrap_servers]

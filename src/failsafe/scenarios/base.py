@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from failsafe.checkers import CHECKERS, LOSS_VIOLATIONS, check_options
 from failsafe.checkers.common import CheckerOptionError
+from failsafe.cluster.profiles import profile_names
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
@@ -50,6 +51,9 @@ class ClusterNeeds:
     # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
     # a running cluster without them does not fit.
     overrides: dict[str, str] = field(default_factory=dict)
+    # The profile (cluster/profiles.py) the cluster must have been made with: a cluster the run starts gets it, a running
+    # cluster with another does not fit. Empty: any cluster's, and its topic and client settings apply to the run.
+    profile: str = ""
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,8 @@ def parse_cluster(data: dict, where: str) -> ClusterNeeds:
         raise fail(f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)")
     if cluster.mode == ZOOKEEPER_MODE and cluster.combined:
         raise fail(f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes")
+    if cluster.profile and cluster.profile not in profile_names():
+        raise fail(f"{where}.cluster.profile", f"{cluster.profile!r} is not one of {', '.join(profile_names())} (failsafe profiles)")
     return cluster
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from failsafe.cluster.profiles import LIBRARIES, Profile
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
 from failsafe.faults.leash import NetworkLeash
@@ -42,6 +43,7 @@ from failsafe.scenarios.rundir import RunDir
 from failsafe.scenarios.undo_lanes import UndoLanes
 from failsafe.supervisor import Supervisor
 from failsafe.waiting import WaitTimeout
+from failsafe.workloads.client_defaults import ClientDefaults
 
 HEAL_ATTEMPTS = 3
 TICK_S = 0.1
@@ -81,7 +83,7 @@ class Engine:
     def __init__(self, scenario: Scenario, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
                  cluster_facts: Mapping[str, Any], status: Status, event: Status, actions: Mapping[str, ActionType] | None = None,
                  faults: Mapping[str, FaultType] = FAULT_TYPES, sampler: Sampler | None = None,
-                 operator_journal: Path | None = None, clusters: Mapping[str, str] | None = None) -> None:
+                 operator_journal: Path | None = None, clusters: Mapping[str, str] | None = None, profile: Profile | None = None) -> None:
         self.scenario = scenario
         # The actions the scenario's kind declares (scenarios/actions.py and the kind's own): the engine knows none by name.
         self.actions: Mapping[str, ActionType] = actions or {}
@@ -106,10 +108,12 @@ class Engine:
         self._started_ns = time.time_ns()
         # Wall seconds per phase (and "close": stopping children, the last undo), for "where the time goes".
         self.phase_seconds: dict[str, float] = {}
+        # The cluster's profile (cluster/profiles.py): its topic and client settings go to what the workload makes and starts.
+        self.profile = profile
         self.ctx = RunContext(
             bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
-            clusters=dict(clusters or {}),
+            clusters=dict(clusters or {}), **profile_context(profile),
         )
         self._network_leash: NetworkLeash | None = None
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)
@@ -171,6 +175,8 @@ class Engine:
         self._started_ns = time.time_ns()
         try:
             self._enter(Phase.SETUP)
+            if self.profile is not None and (self.profile.broker or self.ctx.topic_configs or self.ctx.client_defaults):
+                self.event(f"profile {self.profile.label}: its topic and client settings under the scenario's own")
             self.run_dir.write_manifest(self.cluster_facts, self.scenario)
             self.sampler.start()
             self.controller_watch.start()
@@ -362,6 +368,15 @@ class Engine:
         if action is None:
             raise ScenarioFailed(f"{self.scenario.name}: no action {a.action!r} is declared for this kind of scenario")
         action.run(a, ActionContext(self.scenario, self.cluster, self.workload, self.ctx, self.status, lambda: next(self._fault_ids)))
+
+
+def profile_context(profile: Profile | None) -> dict[str, Any]:
+    """The RunContext fields a cluster profile fills: its topic configs and its clients' settings by library."""
+    if profile is None:
+        return {}
+    return {"topic_configs": dict(profile.topic),
+            "client_defaults": ClientDefaults(producer={lib: profile.client("producer", lib) for lib in LIBRARIES},
+                                              consumer={lib: profile.client("consumer", lib) for lib in LIBRARIES})}
 
 
 def applied_start(fault_id: int, applied: AppliedFault, family: str, time_ns: int, in_force_ns: int) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S
 from failsafe.cluster.pair import Pair
+from failsafe.cluster.profiles import DEFAULT_PROFILE, broker_settings, spec_fields
 from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE, ClusterSpec
 from failsafe.cluster.topology import SingleCluster, Topology, TopologyKind, find_topology
 from failsafe.errors import UserError
@@ -32,6 +33,9 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
     if mode and modes and modes[0] != mode:
         names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
         raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
+    profiles = sorted({s.cluster.profile for s in scenarios if s.cluster.profile})
+    if len(profiles) > 1:
+        raise UserError(f"these scenarios need clusters of different profiles ({' and '.join(profiles)}): run them separately")
     overrides: dict[str, str] = {}
     features: dict[str, str] = {}
     for s in scenarios:
@@ -48,6 +52,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
         features=features,
         overrides=overrides,
+        profile=profiles[0] if profiles else "",
     )
 
 
@@ -63,11 +68,18 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks {needs.racks})"
     if needs.volatile_disks and not spec.volatile_disks:
         return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
+    if needs.profile and spec.profile != needs.profile:
+        return f"it runs with profile {spec.profile} and the scenario asks for profile {needs.profile} (failsafe up --profile {needs.profile})"
+    try:
+        # Its topic and client settings go to the run: they must be those of the version its brokers run.
+        settings = broker_settings(spec)
+    except UserError as e:
+        return str(e)
     unlike = {k: v for k, v in needs.features.items() if spec.features.get(k) != v}
     if unlike:
         return ("it was made without the feature level " + ", ".join(f"{k}={v}" for k, v in unlike.items())
                 + " (failsafe up " + " ".join(f"--feature {k}={v}" for k, v in unlike.items()) + ")")
-    missing = {k: v for k, v in needs.overrides.items() if spec.overrides.get(k) != v}
+    missing = {k: v for k, v in needs.overrides.items() if settings.get(k) != v}
     if missing:
         return ("it was started without " + ", ".join(f"{k}={v}" for k, v in missing.items())
                 + " (failsafe up " + " ".join(f"--override {k}={v}" for k, v in missing.items()) + ")")
@@ -78,6 +90,7 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
 def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zookeeper_port: int | None) -> ClusterSpec:
     """The spec of a cluster the run starts for ``needs``."""
     fields = {"brokers": needs.brokers, "overrides": dict(needs.overrides), "volatile_disks": needs.volatile_disks,
+              **spec_fields(needs.profile or DEFAULT_PROFILE),
               **({"features": dict(needs.features)} if needs.features else {}), **({"base_port": base_port} if base_port is not None else {}),
               **({"heap": heap} if heap else {})}
     if needs.mode == ZOOKEEPER_MODE:

@@ -2,8 +2,9 @@
 
 The engine owns the phases, the fault schedule, the heal and the history; a workload owns its
 clients. It is handed a ``RunContext``: bootstrap servers, the recorder, the run directory, the
-supervisor that starts its processes, and the engine's own waits (which keep the status line
-fresh and notice a dead client), never the cluster object.
+supervisor that starts its processes, the engine's own waits (which keep the status line
+fresh and notice a dead client), and the cluster profile's topic and client settings, never the
+cluster object.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Protocol
 
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Supervisor
+from failsafe.workloads.client_defaults import ClientDefaults
 
 Status = Callable[[str], None]
 
@@ -32,6 +34,10 @@ class RunContext:
     topology: Callable[[], list[dict]]  # the latest topology sample of the sampled topics
     # A DR run's clusters by alias (primary, backup) with their bootstrap servers; empty for one cluster.
     clusters: Mapping[str, str] = field(default_factory=dict)
+    # The cluster profile's (cluster/profiles.py): configs of every topic the workload creates, under the scenario's own,
+    # and settings of every client it starts, under the client's own (the worker pool applies them).
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
+    client_defaults: ClientDefaults = field(default_factory=ClientDefaults)
 
     @property
     def logs_dir(self) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from failsafe.checkers.common import Verdict
+from failsafe.cluster.profiles import profile_of
 from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.engine import Engine, run_scenario
 from failsafe.scenarios.kinds import kind_of
@@ -39,7 +40,8 @@ def run_and_judge(scenario: Scenario, cluster: Any, run_dir: RunDir, *, kafka_ve
     started = time.monotonic()
     engine = Engine(scenario, kind.workload(scenario), run_dir, cluster, actions=kind.actions, kafka_version=kafka_version,
                     cluster_facts=facts, status=status, event=event,
-                    operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters)
+                    operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters,
+                    profile=profile_of(cluster.spec) if hasattr(cluster, "spec") else None)
     seconds = engine.phase_seconds
     try:
         run_scenario(engine)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from dataclasses import replace
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import elect_preferred_leaders, list_groups
-from failsafe.errors import KafkaClientError
+from failsafe.errors import KafkaClientError, UserError
 from failsafe.history.ops import Op, OpType, Process, op
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios.base import TopicSpec
@@ -21,12 +23,14 @@ CREATE_DURING_FAULT_TIMEOUT_S = 5.0
 STALE_MEMBERS_TIMEOUT_S = 60.0
 
 
-def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str]) -> None:
+def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str], defaults: Mapping[str, str] | None = None) -> None:
     """Delete the scenario's topics and groups left by an earlier run, then create the topics and wait for their leaders.
 
     A scenario reuses the seeds' topic names (my-failsafe-topic, foo), so an earlier run's records
-    and committed offsets must not leak into this run's history.
+    and committed offsets must not leak into this run's history. ``defaults``: the cluster profile's topic configs, each
+    topic's own configs over them (topic_configs).
     """
+    topics = tuple(replace(t, configs=topic_configs(t, defaults or {})) for t in topics)
     admin = new_admin(bootstrap_servers)
     names = [t.name for t in topics]
     existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
@@ -49,6 +53,18 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def topic_configs(topic: TopicSpec, defaults: Mapping[str, str]) -> dict[str, str]:
+    """A topic's configs: the profile's ``defaults``, then the scenario's own (which win). UserError when a default
+    min.insync.replicas is above the topic's replication factor: no acks=all write could ever be acknowledged."""
+    configs = {**defaults, **topic.configs}
+    wanted = defaults.get("min.insync.replicas", "")
+    if "min.insync.replicas" not in topic.configs and wanted.isdigit() and int(wanted) > topic.replication_factor:
+        raise UserError(f"topic {topic.name} has replication factor {topic.replication_factor} and the cluster's profile sets "
+                        f"min.insync.replicas={wanted}: no acks=all write to it could be acknowledged; give it configs."
+                        f"\"min.insync.replicas\" of at most {topic.replication_factor}, or run it on a cluster of another profile")
+    return configs
 
 
 def delete_topics(admin, names: list[str]) -> None:

@@ -26,6 +26,7 @@ from failsafe.history.ops import Op, OpType, op
 from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import WaitTimeout, wait_until
+from failsafe.workloads.client_defaults import ClientDefaults
 from failsafe.workloads.share_consumer import SETTLING, ShareConsumerSpec
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, crash_reason, runs_python, stuck_at
@@ -88,15 +89,18 @@ class Worker:
 class WorkerPool:
     """Every worker process a run starts, so every one of them is stopped."""
 
-    def __init__(self, recorder: Recorder, supervisor: Supervisor, logs_dir: Path) -> None:
+    def __init__(self, recorder: Recorder, supervisor: Supervisor, logs_dir: Path, client_defaults: ClientDefaults | None = None) -> None:
         self.recorder = recorder
         self.supervisor = supervisor
         self.logs_dir = logs_dir
+        # The cluster profile's client settings (workloads/client_defaults.py), given to every client under its own.
+        self.client_defaults = client_defaults or ClientDefaults()
         self.counters = Counters()
         self.workers: dict[str, Worker] = {}
 
     # -- starting -------------------------------------------------------------------------------
     def start(self, spec: ProducerSpec | ConsumerSpec | TxnSpec | ShareConsumerSpec) -> Worker:
+        spec = self.client_defaults.apply(spec)
         if not spec.client_log:
             spec = replace(spec, client_log=str(self.logs_dir / f"{spec.process}.client.log"))
         child = self.supervisor.spawn(

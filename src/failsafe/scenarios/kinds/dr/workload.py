@@ -67,8 +67,8 @@ class DrWorkload:
         groups = self._groups()
         for alias in (PRIMARY, BACKUP):
             _forget_mirroring(ctx.clusters[alias], [t.name for t in self.scenario.topics])
-            setup.fresh_topics(ctx.clusters[alias], self.scenario.topics, groups)
-        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+            setup.fresh_topics(ctx.clusters[alias], self.scenario.topics, groups, ctx.topic_configs)
+        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir, ctx.client_defaults)
         self._start_mirror(ctx, MirrorFlow(PRIMARY, BACKUP))
 
     def start(self, ctx: RunContext) -> None:

@@ -43,7 +43,7 @@ class LabWorkload:
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         groups = sorted({c.group for c in self.scenario.consumers if c.group})
-        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups)
+        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs)
         for c in self.scenario.consumers:
             if c.group:
                 # Always: an earlier run's configs of the same group outlive its deletion.
@@ -51,7 +51,7 @@ class LabWorkload:
                 if configs:
                     ctx.event(f"consumer group {c.group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
                 set_group_configs(ctx.bootstrap_servers, c.group, configs)
-        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir, ctx.client_defaults)
 
     def start(self, ctx: RunContext) -> None:
         s, pool = self.scenario, self._pool()

@@ -71,7 +71,8 @@ class PipelineWorkload:
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()), [])
+        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()), [],
+                           ctx.topic_configs)
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
         if self.scenario.pipeline.master == STANDALONE:
             self._start_spark()

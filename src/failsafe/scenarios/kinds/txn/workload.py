@@ -58,8 +58,8 @@ class TxnWorkload(LabWorkload):
     def setup(self, ctx: RunContext) -> None:
         s = self.scenario
         groups = sorted({c.group for c in s.consumers if c.group} | {p.group for p in s.processors})
-        setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups)
-        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir)
+        setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups, ctx.topic_configs)
+        self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir, ctx.client_defaults)
         self.superseded_dir = ctx.run_path / SUPERSEDED_DIR
         dist = kafka_dist(ctx.kafka_version)
         if any(c.driver == KAFKA_JAVA for c in (*s.writers, *s.processors)):
