@@ -82,7 +82,8 @@ def test_a_lone_clusters_status_is_what_status_json_printed(lone: Path) -> None:
     assert data["profile"] == {"name": "defaults", "version": 1}
     assert (data["dir"], data["mode"], data["cluster_id"], data["active_controller"]) == (str(lone), "kraft", CLUSTER_ID, None)
     assert data["nodes"][1] == {"id": 0, "role": "broker", "pid": None, "port": Cluster.open(lone).spec.base_port, "rack": "rack-0",
-                                "controller_port": None, "state": "down", "active_controller": False}
+                                "controller_port": None, "state": "down", "active_controller": False,
+                                "metrics": f"http://127.0.0.1:{Cluster.open(lone).spec.base_port + 300}/metrics"}
     assert json.loads(run_cli("status", "--json", "--dir", str(lone)).stdout) == data
 
 

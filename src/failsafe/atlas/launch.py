@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from failsafe.atlas.grid import DEFAULT_PROFILE, FULL_GRID, MODE_BY_NAME, Cell
+from failsafe.atlas.grid import FULL_GRID, MODE_BY_NAME, Cell
 from failsafe.atlas.runner import Group, RunOutcome
 from failsafe.campaigns.runner import RUN_ERRORS
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S
@@ -46,10 +46,7 @@ def parse_cell(cell: Cell) -> Scenario:
     try:
         return file.parse(cell.overrides(), mode if file.applies(mode) else None)
     except ScenarioError as e:
-        hint = ""
-        if cell.profile != DEFAULT_PROFILE and "profile" in str(e):
-            hint = " (this failsafe has no cluster profiles yet: run the defaults cells, --cells 'profile=defaults')"
-        raise UserError(f"cell {cell.label}: {cell.scenario} with {' '.join(cell.overrides()) or 'no --set'}: {e}{hint}") from e
+        raise UserError(f"cell {cell.label}: {cell.scenario} with {' '.join(cell.overrides()) or 'no --set'}: {e}") from e
 
 
 class KafkaLauncher:

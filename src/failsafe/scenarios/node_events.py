@@ -15,7 +15,7 @@ def record_node_events(cluster: Any, recorder: Recorder, since_ns: int, until_ns
     """Record the node events of ``cluster``'s logs between ``since_ns`` and ``until_ns``; how many. Nothing for a test's
     fake cluster without a spec and a directory."""
     spec, directory = getattr(cluster, "spec", None), getattr(cluster, "dir", None)
-    if not isinstance(spec, ClusterSpec) or directory is None:
+    if not isinstance(spec, ClusterSpec) or not hasattr(directory, "log_file"):
         return 0
     kafka = {n.node_id: directory.log_file(n) for n in spec.nodes() if not n.is_zookeeper}
     zookeeper = {n.node_id: directory.log_file(n) for n in spec.zookeeper_nodes()}
