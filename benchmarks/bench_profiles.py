@@ -5,7 +5,8 @@ under load, with each profile in the same session.
         kill:defaults kill:fast-failover pause-0.5:fast-failover pause-1.5:fast-failover pause-3:fast-failover \\
         pause-3:defaults load:defaults load:fast-failover
 
-A job is SCENARIO:PROFILE. ``kill`` is ``failsafe run broker-failover`` (kill -9 the leader of my-failsafe-topic-0, acks=all,
+A job is SCENARIO:PROFILE[:CLIENT], CLIENT librdkafka (the default) or java (Kafka's VerifiableProducer).
+``kill`` is ``failsafe run broker-failover`` (kill -9 the leader of my-failsafe-topic-0, acks=all,
 RF 3, min.insync.replicas 2, 200 sends/s); ``pause-D`` is benchmarks/scenarios/leader-gc-pause.toml with the leader of gc-0
 SIGSTOPped for D seconds; ``load`` is benchmarks/scenarios/steady-load.toml (no fault, 2 x 2,000 1 KB records/s for 60 s).
 Every job runs ``--repeat RUNS`` on a cluster of its own started with the profile (``--set cluster.profile=NAME``) in
@@ -40,13 +41,19 @@ FENCED = "kafka_controller_kafkacontroller_fencedbrokercount"
 ISR_SHRINKS = "kafka_server_replicamanager_isrshrinkspersec_count"
 
 
+# The producers' client: failsafe's librdkafka worker (the scenarios' own), or Kafka's Java VerifiableProducer.
+CLIENTS = {"librdkafka": [], "java": ["--set", 'producers[*].driver="kafka-verifiable"']}
+
+
 def job_command(job: str, root: Path, runs: int, out_runs: Path) -> list[str]:
-    scenario_key, _, profile = job.partition(":")
+    scenario_key, _, rest = job.partition(":")
+    profile, _, client = rest.partition(":")
     kind, _, seconds = scenario_key.partition("-")
-    if kind not in SCENARIOS or not profile:
-        raise SystemExit(f"bench_profiles: job {job!r} is not SCENARIO:PROFILE with SCENARIO kill, pause-SECONDS or load")
+    if kind not in SCENARIOS or not profile or (client or "librdkafka") not in CLIENTS:
+        raise SystemExit(f"bench_profiles: job {job!r} is not SCENARIO:PROFILE[:CLIENT] with SCENARIO kill, pause-SECONDS or load "
+                         f"and CLIENT {' or '.join(CLIENTS)}")
     cmd = [sys.executable, "-m", "failsafe.cli.main", "run", SCENARIOS[kind], "--dir", str(root / job.replace(":", "-")),
-           "--runs", str(out_runs), "--repeat", str(runs), "--set", f'cluster.profile="{profile}"']
+           "--runs", str(out_runs), "--repeat", str(runs), "--set", f'cluster.profile="{profile}"', *CLIENTS[client or "librdkafka"]]
     if kind == "pause":
         cmd += ["--set", f"faults[0].duration_s={float(seconds)}"]
     return cmd
