@@ -77,9 +77,26 @@ def examine(run_dir: Path) -> dict:
         "acknowledged": results["checkers"]["delivery"]["counts"].get("acknowledged"),
         "broker_fenced": bool(fenced and fenced > 0),
         "isr_shrinks": int(shrinks or 0),
-        "failover_breakdown": (results.get("measurements") or {}).get("failover_breakdown", {}).get("summary"),
+        "failover_breakdown": [{key: row.get(key) for key in BREAKDOWN_KEYS} for row in _breakdown_rows(results)],
         "profile": (manifest.get("cluster") or {}).get("profile"),
+        "client_settings": _client_settings(history),
     }
+
+
+BREAKDOWN_KEYS = ("partition", "detection_s", "election_s", "propagation_s", "client_backoff_s", "client_visible_s")
+
+
+def _breakdown_rows(results: dict) -> list[dict]:
+    return ((results.get("measurements") or {}).get("failover_breakdown") or {}).get("partitions") or []
+
+
+def _client_settings(history) -> dict:
+    """The first producer's client library and the settings it ran with (its client-config op)."""
+    producers = history.clients.filter(pl.col("process").str.starts_with("producer"))
+    if producers.is_empty():
+        return {}
+    row = producers.row(0, named=True)
+    return {"client": row["client"], **{entry["name"]: entry["value"] for entry in row["config"] or []}}
 
 
 def run_job(job: str, root: Path, runs: int) -> dict:
@@ -89,17 +106,32 @@ def run_job(job: str, root: Path, runs: int) -> dict:
     proc = subprocess.run(job_command(job, root, runs, out_runs), capture_output=True, text=True)
     scenario_dirs = [d for d in out_runs.iterdir() if d.is_dir()] if out_runs.is_dir() else []
     run_dirs = sorted(r for d in scenario_dirs for r in d.iterdir() if (r / "results.json").is_file())
-    rows = [examine(r) for r in run_dirs]
-    unavailable = [p["unavailable_ms"] for r in rows for p in r["partitions"] if p["unavailable_ms"] is not None]
-    new_leader = [p["new_leader_ms"] for r in rows for p in r["partitions"] if p["new_leader_ms"] is not None]
+    return aggregate({"job": job, "exit_code": proc.returncode, "wall_s": round(time.monotonic() - t0, 1), "load_1m_at_start": round(load_1m, 2),
+                      "runs": [examine(r) for r in run_dirs],
+                      **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {})})
+
+
+def aggregate(job: dict) -> dict:
+    """The job's spreads across its runs: every partition a fault took the leader of counts once per run."""
+    rows = job["runs"]
+    partitions = [p for r in rows for p in r["partitions"]]
+    components = [b for r in rows for b in r["failover_breakdown"]]
     return {
-        "job": job, "exit_code": proc.returncode, "wall_s": round(time.monotonic() - t0, 1), "load_1m_at_start": round(load_1m, 2),
-        "runs": rows, "valid_runs": sum(1 for r in rows if r["valid"] is True),
-        "unavailable_ms": spread(unavailable), "new_leader_ms": spread(new_leader),
+        **job, "valid_runs": sum(1 for r in rows if r["valid"] is True),
+        "unavailable_ms": spread([p["unavailable_ms"] for p in partitions if p["unavailable_ms"] is not None]),
+        "new_leader_ms": spread([p["new_leader_ms"] for p in partitions if p["new_leader_ms"] is not None]),
+        "breakdown_s": {key: spread([b[key] for b in components if b[key] is not None]) for key in BREAKDOWN_KEYS[1:]},
         "lost_total": sum(r["lost"] or 0 for r in rows), "runs_with_a_fenced_broker": sum(1 for r in rows if r["broker_fenced"]),
         "runs_with_isr_shrinks": sum(1 for r in rows if r["isr_shrinks"] > 0),
-        **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {}),
     }
+
+
+def reexamine(path: Path) -> None:
+    """Re-read every run of a stored output (its run directories must still exist) and rewrite it in place."""
+    stored = json.loads(path.read_text())
+    for i, job in enumerate(stored["jobs"]):
+        stored["jobs"][i] = aggregate({**job, "runs": [examine(Path(r["run_dir"])) for r in job["runs"]]})
+    path.write_text(json.dumps(stored, indent=2) + "\n")
 
 
 def main() -> None:
@@ -107,8 +139,12 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("jobs", nargs="+", metavar="SCENARIO:PROFILE")
+    parser.add_argument("--examine", type=Path, help="re-read the runs of a stored output and rewrite it (no run)")
+    parser.add_argument("jobs", nargs="*", metavar="SCENARIO:PROFILE")
     args = parser.parse_args()
+    if args.examine:
+        reexamine(args.examine)
+        return
     jobs = []
     for job in args.jobs:
         jobs.append(run_job(job, args.dir, args.runs))

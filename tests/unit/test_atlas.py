@@ -281,7 +281,9 @@ def test_a_stored_cell_run_with_other_changes_is_not_mixed(tmp_path: Path) -> No
 
 def test_a_cells_p50_and_p95_come_from_its_runs_results(tmp_path: Path) -> None:
     store = Store(tmp_path / "atlas")
-    breakdowns = [{"summary": {"detection_s": {"p50": d, "count": 2}, "election_s": {"p50": 0.5}}, "partitions": [{"x": 1}]} for d in (9.0, 8.0, 10.0)]
+    # Each run's partitions, pooled over the cell's runs: the percentiles are taken once, over every partition.
+    breakdowns = [{"summary": {"detection_s": {"p50": 99.0}},
+                   "partitions": [{"detection_s": d, "election_s": 0.5}, {"detection_s": d + 0.5, "election_s": None}]} for d in (9.0, 8.0, 10.0)]
     for i, (unavailable, followed, lost) in enumerate([(1000, 900, 0), (5000, None, 0), (3000, 700, 2), (2000, 800, 0), (4000, 600, 0)]):
         run_dir = tmp_path / "atlas" / "runs" / KILL.id / "broker-failover" / f"r{i}"
         run_dir.mkdir(parents=True)
@@ -296,12 +298,13 @@ def test_a_cells_p50_and_p95_come_from_its_runs_results(tmp_path: Path) -> None:
     assert summary["lost_acknowledged_total"] == 2 and summary["runs_with_loss"] == 1 and summary["lost_acknowledged"]["p95"] == 2
     assert summary["verdicts"] == {"INVALID": 1, "VALID": 4} and summary["verdict"] == "INVALID"
     assert summary["anomalies"] == {"delivery.lost": 1}
-    assert summary["failover_breakdown"]["detection_s.p50"] == {"n": 3, "p50": 9.0, "p95": 10.0, "min": 8.0, "max": 10.0}
+    assert summary["failover_breakdown"]["detection_s"] == {"n": 6, "p50": 9.25, "p95": 10.5, "min": 8.0, "max": 10.5}
+    assert summary["failover_breakdown"]["election_s"]["n"] == 3 and summary["failover_breakdown"]["propagation_s"] is None
     stored = json.loads(store.path(KILL).read_text())
     assert stored["key"] == KILL.key() and stored["scenario"] == "broker-failover" and stored["runs_wanted"] == 5
     assert stored["runs"][0]["run_dir"] == f"runs/{KILL.id}/broker-failover/r0" and stored["runs"][3].get("failover_breakdown") is None
-    # A breakdown at the top level is taken as well, and a run without measures counts in no spread.
-    assert run_record("r", {**results(), "failover_breakdown": {"election_s": 1.5}}, 1.0)["failover_breakdown"] == {"election_s": 1.5}
+    # A breakdown that could not be measured is no breakdown, and a run without measures counts in no spread.
+    assert "failover_breakdown" not in run_record("r", results(breakdown={"error": "ValueError: x"}), 1.0)
     assert summarise([run_record("r", results(unavailable_ms=None, followed_ms=None, new_leader_ms=None), 1.0)])["unavailable_ms"] is None
 
 

@@ -218,3 +218,12 @@ def test_a_breakdown_that_raises_leaves_the_other_measurements(monkeypatch: pyte
     measured = measurements.measure(kraft_kill(FENCED, CLIENTS))
     assert measured["failover_breakdown"] == {"error": "ValueError: boom"}
     assert measured["faults"][0]["fault_id"] == 1
+
+
+def test_a_fault_on_two_brokers_times_each_partition_by_its_own_leaders_fence() -> None:
+    """Brokers 0 and 1 killed at once, broker 0 fenced at 4 s, broker 1 (t-0's leader) at 9.51 s: t-0's detection is broker 1's."""
+    fenced_0 = node_event(CONTROLLER, NodeEvent.FENCED, at(4000), broker=0, line="Fencing broker 0")
+    ops = [*KRAFT_TOPOLOGY, *kill(nodes=(1, 0)), *steady("p0", 1000), *steady("p1", 1000), fenced_0, FENCED, *CLIENTS]
+    row = only(history_from_ops(sorted(ops, key=lambda o: o["time_ns"])))
+    assert row["detected_by"]["line"].startswith("[...] INFO [QuorumController id=1000] Fencing broker 1")
+    assert row["detection_s"] == pytest.approx(8.5) and row["election_s"] == pytest.approx(0.24)

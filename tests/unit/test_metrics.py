@@ -46,11 +46,15 @@ def test_a_scrape_keeps_kafkas_metrics_and_gc_with_labels_in_one_order_and_nan_a
 
 def test_metrics_ports_go_by_role_so_a_node_keeps_its_port() -> None:
     spec = ClusterSpec(brokers=3, controllers=2, base_port=9092)
-    assert endpoints(spec) == {1000: "http://127.0.0.1:9442/metrics", 1001: "http://127.0.0.1:9443/metrics",
-                               0: "http://127.0.0.1:9392/metrics", 1: "http://127.0.0.1:9393/metrics", 2: "http://127.0.0.1:9394/metrics"}
-    zk = ClusterSpec.zookeeper_mode(zookeepers=3, brokers=1, metrics_base_port=20000)
-    assert endpoints(zk) == {1: "http://127.0.0.1:20090/metrics", 2: "http://127.0.0.1:20091/metrics", 3: "http://127.0.0.1:20092/metrics",
-                             0: "http://127.0.0.1:20000/metrics"}
+    assert {n.name: url for n, url in endpoints(spec).items()} == {
+        "server-1000": "http://127.0.0.1:9442/metrics", "server-1001": "http://127.0.0.1:9443/metrics",
+        "server-0": "http://127.0.0.1:9392/metrics", "server-1": "http://127.0.0.1:9393/metrics", "server-2": "http://127.0.0.1:9394/metrics"}
+    # ZooKeeper nodes are numbered from 1 like brokers 1, 2: every node keeps an endpoint of its own.
+    zk = ClusterSpec.zookeeper_mode(zookeepers=3, brokers=3, metrics_base_port=20000)
+    assert {n.name: url for n, url in endpoints(zk).items()} == {
+        "zookeeper-1": "http://127.0.0.1:20090/metrics", "zookeeper-2": "http://127.0.0.1:20091/metrics",
+        "zookeeper-3": "http://127.0.0.1:20092/metrics", "server-0": "http://127.0.0.1:20000/metrics",
+        "server-1": "http://127.0.0.1:20001/metrics", "server-2": "http://127.0.0.1:20002/metrics"}
     assert endpoints(ClusterSpec(metrics=False)) == {}
 
 
@@ -100,7 +104,8 @@ def test_the_watch_records_each_nodes_samples_and_each_failed_scrape(exporter: i
     dead = free_port_block(1)
     path = tmp_path / "history.jsonl"
     with Recorder(path, flush_interval_s=0.01) as recorder:
-        watch = MetricsWatch({0: f"http://127.0.0.1:{exporter}/metrics", 1: f"http://127.0.0.1:{dead}/metrics"}, recorder,
+        watch = MetricsWatch({(0, "server-0"): f"http://127.0.0.1:{exporter}/metrics", (1, "zookeeper-1"): f"http://127.0.0.1:{dead}/metrics"},
+                             recorder,
                              interval_s=0.05, timeout_s=1.0).start()
         pause = threading.Event()
         while watch.scrapes < 8 and not pause.wait(0.05):
@@ -110,7 +115,8 @@ def test_the_watch_records_each_nodes_samples_and_each_failed_scrape(exporter: i
     served = history.metrics.filter(pl.col("node") == 0)
     assert served.height >= 5 and set(served["metric"]) >= {"kafka_server_replicamanager_underreplicatedpartitions"}
     assert history.metrics.filter(pl.col("node") == 1).height == 0
-    assert history.metrics_errors["node"].unique().to_list() == [1]
+    assert history.metrics_errors["node_name"].unique().to_list() == ["zookeeper-1"]
+    assert served["node_name"].unique().to_list() == ["server-0"]
     assert history.metrics_errors["error"].str.contains(f"127.0.0.1:{dead}").all()
 
 
@@ -132,3 +138,35 @@ def test_the_console_shows_a_brokers_numbers_the_active_controllers_counts_and_w
     standby = [{**s, "value": 0.0} if "activecontroller" in s["metric"] else s for s in controller]
     assert metrics_view("u2", standby, None) == {"url": "u2"}
     assert metrics_view("u3", None, "u3: timed out") == {"url": "u3", "error": "u3: timed out"}
+
+
+class _HalfAnswer(BaseHTTPRequestHandler):
+    """An exporter that dies in the middle of its answer (a node killed while it serves a scrape)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"kafka_server_replicamanager_underreplicatedpartitions 1.0\n")
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_an_answer_cut_short_is_a_scrape_error_and_the_watch_goes_on(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HalfAnswer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    try:
+        with pytest.raises(ScrapeError, match="IncompleteRead|incomplete"):
+            scrape(url, timeout_s=2.0)
+        with Recorder(tmp_path / "history.jsonl", flush_interval_s=0.01) as recorder:
+            watch = MetricsWatch({(0, "server-0"): url}, recorder, interval_s=0.05, timeout_s=2.0).start()
+            pause = threading.Event()
+            while watch.scrapes < 3 and not pause.wait(0.05):
+                pass
+            watch.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert load_history(tmp_path / "history.jsonl").metrics_errors.height >= 3

@@ -68,10 +68,10 @@ def test_defaults_sets_nothing() -> None:
     assert all(not values for values in load_profile(DEFAULT_PROFILE).settings().values())
 
 
-def test_fast_failover_has_the_provisional_values_each_library_takes() -> None:
+def test_fast_failover_has_the_values_each_library_takes() -> None:
     p = load_profile(FAST)
-    assert p.broker == {"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500", "replica.lag.time.max.ms": "10000"}
-    common = {"request.timeout.ms": "5000", "retry.backoff.ms": "50", "retry.backoff.max.ms": "500", "metadata.max.age.ms": "30000",
+    assert p.broker == {"broker.session.timeout.ms": "750", "broker.heartbeat.interval.ms": "150", "replica.lag.time.max.ms": "10000"}
+    common = {"request.timeout.ms": "5000", "retry.backoff.ms": "50", "retry.backoff.max.ms": "250", "metadata.max.age.ms": "30000",
               "socket.connection.setup.timeout.ms": "1000"}
     # librdkafka's request.timeout.ms is only the broker's ack timeout: its own wait is socket.timeout.ms.
     assert p.client("producer", "librdkafka") == {**common, "socket.timeout.ms": "5000"}
@@ -139,7 +139,7 @@ def test_profiles_lists_each_with_its_version_and_show_prints_its_settings() -> 
     assert "fast-failover" in run_cli("profiles").stdout
     shown = run_cli("profiles", "show", FAST)
     assert shown.returncode == 0, shown.stderr
-    assert "[producer.librdkafka]\nsocket.timeout.ms=5000" in shown.stdout and "broker.session.timeout.ms=2000" in shown.stdout
+    assert "[producer.librdkafka]\nsocket.timeout.ms=5000" in shown.stdout and "broker.session.timeout.ms=750" in shown.stdout
     as_json = json.loads(run_cli("profiles", "show", DURABLE, "--json").stdout)
     assert as_json["settings"]["topic"]["flush.messages"] == "1" and "consumer" not in as_json["settings"]
 
@@ -147,12 +147,12 @@ def test_profiles_lists_each_with_its_version_and_show_prints_its_settings() -> 
 # -- broker settings ----------------------------------------------------------------------------------------------
 def test_broker_settings_go_to_every_kafka_node_under_the_users_override() -> None:
     spec = fast_spec(overrides={"broker.session.timeout.ms": "4000", "num.io.threads": "4"})
-    assert broker_settings(spec) == {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
+    assert broker_settings(spec) == {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "150",
                                      "replica.lag.time.max.ms": "10000", "num.io.threads": "4"}
     root = Path("/tmp/c")
     for node in spec.nodes():  # the controller too: it fences brokers by broker.session.timeout.ms
         props = kraft_properties(spec, node, root)
-        assert props["broker.session.timeout.ms"] == "4000" and props["broker.heartbeat.interval.ms"] == "500"
+        assert props["broker.session.timeout.ms"] == "4000" and props["broker.heartbeat.interval.ms"] == "150"
     broker = spec.brokers_nodes()[0]
     assert "\nreplica.lag.time.max.ms=10000\n" in render_server_properties(spec, broker, root)
     # Failsafe's own defaults stay under the profile: an internal topic's replication is still the cluster's.
@@ -236,9 +236,11 @@ def test_a_librdkafka_producer_gets_every_setting_it_does_not_set_itself() -> No
     fast = defaults_of(FAST)
     settings = client_settings(fast.apply(ProducerSpec("p", "t", properties={"retry.backoff.ms": "200"})))
     assert settings["request.timeout.ms"] == "5000" and settings["socket.timeout.ms"] == "5000"
-    assert settings["retry.backoff.max.ms"] == "500" and settings["metadata.max.age.ms"] == "30000"
-    assert settings["socket.connection.setup.timeout.ms"] == "1000"
+    assert settings["metadata.max.age.ms"] == "30000" and settings["socket.connection.setup.timeout.ms"] == "1000"
     assert settings["retry.backoff.ms"] == "200", "the scenario's own setting wins"
+    # ... and with it its pair: librdkafka refuses retry.backoff.ms above retry.backoff.max.ms (the profile's 250).
+    assert "retry.backoff.max.ms" not in settings
+    assert client_settings(fast.apply(ProducerSpec("p", "t")))["retry.backoff.max.ms"] == "250"
 
 
 def test_a_producer_that_sets_its_delivery_timeout_keeps_its_request_timeout() -> None:

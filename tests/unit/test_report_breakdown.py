@@ -59,3 +59,11 @@ def test_no_breakdown_no_table_and_junk_is_tolerated() -> None:
     assert breakdown_notes({"measurements": {"failover_breakdown": {"error": "ValueError: boom"}}}) == [
         "the breakdown could not be measured: ValueError: boom"]
     assert "Where the time goes" not in _text({"valid": True, "checkers": {}}, None)
+
+
+def test_a_breakdown_that_could_not_be_measured_is_said_in_both_reports() -> None:
+    from failsafe.reports.summary import breakdown_failed, breakdown_rows
+
+    results = {"measurements": {"failover_breakdown": {"error": "ValueError: boom"}}}
+    assert breakdown_rows(results) == [] and breakdown_failed(results) == "the breakdown could not be measured: ValueError: boom"
+    assert breakdown_failed({"measurements": {"failover_breakdown": {"partitions": []}}}) is None

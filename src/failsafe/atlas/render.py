@@ -95,9 +95,11 @@ def heat_map(cells: list[dict[str, Any]], measure: str, title: str) -> str:
             if cell is None:
                 tds.append('<td class="none">·</td>')
                 continue
-            spread = (cell.get("summary") or {}).get(measure)
+            summary = cell.get("summary") or {}
+            spread = summary.get(measure)
             p50 = spread["p50"] if spread else None
-            colour = colour_count(p50) if measure == "lost_acknowledged" else colour_ms(p50)
+            # Loss in any run colours the cell, whatever the median: one lost acknowledged write is one too many.
+            colour = colour_count(spread["max"] if spread else None) if measure == "lost_acknowledged" else colour_ms(p50)
             p95 = f'<span class="p95">p95 {escape(show(measure, spread["p95"]))} · n={spread["n"]}</span>' if spread else ""
             tds.append(f'<td class="cell" data-cell="{escape(cell["id"])}" style="background:{colour}">'
                        f'<a class="p50" href="#cell-{escape(cell["id"])}">{escape(show(measure, p50))}</a>{p95}{_runs_links(cell)}</td>')
@@ -132,7 +134,7 @@ def _cell_details(cell: dict[str, Any]) -> str:
     breakdown = summary.get(BREAKDOWN) or {}
     if breakdown:
         lines = "".join(f"<tr><td>{escape(path)}</td><td class='num'>{escape(_spread_text(path, s))}</td></tr>" for path, s in breakdown.items())
-        parts.append(f"<details><summary>failover breakdown (as the runs' results.json hold it)</summary><table><thead><tr><th>component</th>"
+        parts.append(f"<details><summary>failover breakdown (every partition of every run, in seconds)</summary><table><thead><tr><th>component</th>"
                      f"<th>p50 / p95 over the runs</th></tr></thead><tbody>{lines}</tbody></table></details>")
     if cell.get("errors"):
         parts.append('<ul class="errors">' + "".join(f"<li>{escape(str(e.get('at')))}: {escape(str(e.get('error')))}</li>" for e in cell["errors"])

@@ -53,28 +53,18 @@ def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def breakdown_of(results: dict) -> dict[str, float] | None:
-    """The run's failover breakdown, as numbers by dotted path (its ``summary`` when it has one): None without one.
+# The breakdown's components (checkers/breakdown.py), pooled over a cell's partitions: every partition of every run counts once.
+BREAKDOWN_COMPONENTS = ("detection_s", "election_s", "propagation_s", "client_backoff_s", "client_visible_s")
 
-    Read where it may be (top level or under measurements) and taken as it is: no field of it is required."""
-    found = results.get(BREAKDOWN)
-    if found is None:
-        found = (results.get("measurements") or {}).get(BREAKDOWN)
-    if not isinstance(found, dict):
+
+def breakdown_of(results: dict) -> dict[str, list[float]] | None:
+    """The run's failover breakdown (measurements.failover_breakdown) as each component's values, one per partition a fault
+    took the leader of; None when the run has none (a breakdown that could not be measured has an ``error`` instead)."""
+    found = (results.get("measurements") or {}).get(BREAKDOWN)
+    if not isinstance(found, dict) or not isinstance(found.get("partitions"), list):
         return None
-    source = found.get("summary") if isinstance(found.get("summary"), dict) else found
-    flat: dict[str, float] = {}
-
-    def walk(node: object, path: str, depth: int) -> None:
-        number = _number(node)
-        if number is not None and path:
-            flat[path] = number
-        elif isinstance(node, dict) and depth < 3:
-            for k, v in node.items():
-                walk(v, f"{path}.{k}" if path else str(k), depth + 1)
-
-    walk(source, "", 0)
-    return flat or None
+    rows = [r for r in found["partitions"] if isinstance(r, dict)]
+    return {c: [v for r in rows if (v := _number(r.get(c))) is not None] for c in BREAKDOWN_COMPONENTS}
 
 
 def run_record(run_dir: str, results: dict, wall_s: float) -> dict[str, Any]:
@@ -91,6 +81,8 @@ def run_record(run_dir: str, results: dict, wall_s: float) -> dict[str, Any]:
         # Followed partitions no write was acknowledged on after the fault began: a stall with no end, not in the number above.
         "followed_stall_open": int(follower.get("open") or 0),
         "new_leader_ms": _number(availability.get("median_new_leader_ms")),
+        # Partitions the fault took the leader of that took no write again before the run ended: not in unavailable_ms.
+        "never_available_again": int((availability.get("counts") or {}).get("never-available-again") or 0),
         "new_controller_ms": _number((results.get("measurements") or {}).get("new_controller_ms")),
         "lost_acknowledged": lost_acknowledged(results),
         "lost_allowed": int(counts.get("lost-allowed") or 0) + int(counts.get("lost-after-read-allowed") or 0),
@@ -126,14 +118,15 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["lost_acknowledged_total"] = sum(int(r.get("lost_acknowledged") or 0) for r in runs)
     out["runs_with_loss"] = sum(1 for r in runs if r.get("lost_acknowledged"))
     out["followed_stall_open_runs"] = sum(1 for r in runs if r.get("followed_stall_open"))
+    out["never_available_again_runs"] = sum(1 for r in runs if r.get("never_available_again"))
     found: dict[str, int] = {}
     for r in runs:
         for name in r.get("anomalies") or {}:
             found[name] = found.get(name, 0) + 1
     out["anomalies"] = dict(sorted(found.items()))
-    paths = sorted({p for r in runs for p in r.get(BREAKDOWN) or {}})
-    if paths:
-        out[BREAKDOWN] = {p: percentiles([r[BREAKDOWN][p] for r in runs if p in (r.get(BREAKDOWN) or {})]) for p in paths}
+    pooled = [r[BREAKDOWN] for r in runs if isinstance(r.get(BREAKDOWN), dict)]
+    if pooled:
+        out[BREAKDOWN] = {c: percentiles([v for b in pooled for v in b.get(c) or []]) for c in BREAKDOWN_COMPONENTS}
     return out
 
 

@@ -94,6 +94,9 @@ def _s(ns: int | None) -> float | None:
 
 def _row(w: dict[str, Any], history: History, clients: list[dict[str, Any]], t0: int) -> dict[str, Any]:
     nodes = [n for n in w["node_ids"] if n is not None]
+    # A fault on several brokers: this partition waited for its own leader's fence, not the first of any of them.
+    if w["leader_before"] in nodes:
+        nodes = [w["leader_before"]]
     in_force, new_leader_ns = w["in_force_ns"], w["new_leader_ns"]
     why: dict[str, str] = {}
     detected = _detection(history.node_events, nodes, in_force, new_leader_ns if new_leader_ns is not None else w["stop_ns"])

@@ -12,6 +12,7 @@ Prometheus can scrape the same endpoints (``failsafe status`` lists them; docs/m
 
 from __future__ import annotations
 
+import http.client
 import math
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from failsafe.cluster.spec import LOOPBACK, ClusterSpec, NodeSpec
-from failsafe.dist.jmx_exporter import agent_option, resolve_exporter
+from failsafe.dist.jmx_exporter import agent_option, exporter_agent
 
 CONFIG_NAME = "jmx-exporter.yaml"
 SCRAPE_TIMEOUT_S = 2.0
@@ -47,7 +48,7 @@ includeObjectNames:
   - "kafka.network:type=RequestChannel,name=RequestQueueSize"
   - "kafka.network:type=RequestChannel,name=ResponseQueueSize"
   - "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
-  - "org.apache.ZooKeeperService:name0=*"
+  - "org.apache.ZooKeeperService:*"
 rules:
   # Request latencies: one series per request and quantile (the 50th, 99th and 99.9th percentiles).
   - pattern: 'kafka.network<type=RequestMetrics, name=TotalTimeMs, request=(\w+)><>(50|99|999)thPercentile'
@@ -90,25 +91,29 @@ def write_config(root: Path) -> Path:
     """The agent's configuration in the cluster directory (``DIR/metrics/jmx-exporter.yaml``), rewritten at each start."""
     path = config_file(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(EXPORTER_CONFIG)
+    # Written only when it differs, and whole (a rename): a running node's agent never reads half a file.
+    if not path.is_file() or path.read_text() != EXPORTER_CONFIG:
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(EXPORTER_CONFIG)
+        partial.replace(path)
     return path
 
 
 def jvm_option(root: Path, spec: ClusterSpec, node: NodeSpec) -> str:
-    """The ``-javaagent`` option node ``node`` starts with; the agent is resolved on first use (a ProvisionError when
-    Maven cannot)."""
-    return agent_option(resolve_exporter(), LOOPBACK, spec.metrics_port(node), write_config(root))
+    """The ``-javaagent`` option node ``node`` starts with (a ProvisionError saying how to resolve the agent when 'failsafe
+    setup' has not)."""
+    return agent_option(exporter_agent(), LOOPBACK, spec.metrics_port(node), write_config(root))
 
 
 def endpoint(spec: ClusterSpec, node: NodeSpec) -> str:
     return f"http://{LOOPBACK}:{spec.metrics_port(node)}/metrics"
 
 
-def endpoints(spec: ClusterSpec) -> dict[int, str]:
-    """Every node's metrics URL by node id (empty for a cluster made without metrics)."""
+def endpoints(spec: ClusterSpec) -> dict[NodeSpec, str]:
+    """Every node's metrics URL (empty for a cluster made without metrics)."""
     if not spec.metrics:
         return {}
-    return {n.node_id: endpoint(spec, n) for n in spec.nodes()}
+    return {n: endpoint(spec, n) for n in spec.nodes()}
 
 
 class ScrapeError(Exception):
@@ -133,7 +138,7 @@ def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> list[dict]:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - a loopback URL failsafe made
             text = response.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
         raise ScrapeError(f"{url}: {reason}") from None
     try:

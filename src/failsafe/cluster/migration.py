@@ -183,7 +183,7 @@ class Migration:
         wait_until(condition, self.step_timeout_s, message, poll_interval_s=0.25)
 
     def _provision(self) -> None:
-        ensure_ports_free([self.controller])
+        ensure_ports_free([self.controller], spec=self.migrating)
         zookeeper_spec = self.cluster.spec
         self._write(self.controller, self._controller_props(migrating=True), "a KRaft controller in migration mode")
         self._save(self.migrating)

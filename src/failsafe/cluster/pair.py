@@ -75,7 +75,7 @@ def check_pair_file(root: Path) -> None:
 
 def backup_spec(primary: ClusterSpec) -> ClusterSpec:
     """The backup: the primary's shape, every port 1000 higher."""
-    shift = {name: getattr(primary, name) + BACKUP_PORT_OFFSET for name in ("controller_base_port", "replication_base_port")
+    shift = {name: getattr(primary, name) + BACKUP_PORT_OFFSET for name in ("controller_base_port", "replication_base_port", "metrics_base_port")
              if getattr(primary, name) is not None}
     return replace(primary, base_port=primary.base_port + BACKUP_PORT_OFFSET, **shift)
 

@@ -31,6 +31,7 @@ from failsafe.clients.groups import describe_group, list_groups
 from failsafe.cluster import journal
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.metrics import ScrapeError, endpoints, scrape
+from failsafe.cluster.spec import NodeSpec
 from failsafe.console import views
 from failsafe.console.runs import LiveRun, list_runs
 from failsafe.console.timeline import Timeline
@@ -82,7 +83,7 @@ class ClusterPoller:
         self._verdicts: dict[Path, tuple[float, str]] = {}
         self._journal_offset = journal.size(cluster.dir.journal)
         self._digests: dict[str, bytes] = {}
-        self._metrics: dict[int, dict] = {}
+        self._metrics: dict[str, dict] = {}
         self._metrics_urls = endpoints(cluster.spec)
         # One scrape per node at once: a paused node costs its own scrape the timeout, not the others'.
         self._scrapers = ThreadPoolExecutor(max_workers=max(1, len(self._metrics_urls)), thread_name_prefix="console-metrics") \
@@ -242,11 +243,11 @@ class ClusterPoller:
         if self._scrapers is None:
             return
 
-        def one(node: int, url: str) -> tuple[int, dict]:
+        def one(node: NodeSpec, url: str) -> tuple[str, dict]:
             try:
-                return node, views.metrics_view(url, scrape(url, METRICS_TIMEOUT_S), None)
+                return node.name, views.metrics_view(url, scrape(url, METRICS_TIMEOUT_S), None)
             except ScrapeError as e:
-                return node, views.metrics_view(url, None, str(e))
+                return node.name, views.metrics_view(url, None, str(e))
         self._metrics = dict(self._scrapers.map(lambda item: one(*item), self._metrics_urls.items()))
 
     def _read_configs(self, topics: list[str]) -> None:

@@ -91,9 +91,10 @@ def metrics_view(url: str, samples: list[dict] | None, error: str | None) -> dic
 
 
 def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registered: list[int] | None, metadata_error: str | None,
-                 metrics: dict[int, dict] | None = None) -> dict:
+                 metrics: dict[str, dict] | None = None) -> dict:
     """``facts``: mode, versions, ids and addresses; ``nodes``: one dict per node (id, role, pid, ports, state, active_controller);
-    ``registered``: the brokers the metadata lists (None when no broker answered); ``metrics``: each node's metrics_view."""
+    ``registered``: the brokers the metadata lists (None when no broker answered); ``metrics``: each node's metrics_view, by
+    node name (server-N, zookeeper-N)."""
     broker_ids = [n["id"] for n in nodes if n["role"] in ("broker", "broker,controller")]
     counts = broker_counts(partitions, broker_ids)
     shown = []
@@ -102,8 +103,8 @@ def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registe
         if n["id"] in counts and "broker" in n["role"]:
             row.update(counts[n["id"]])
             row["registered"] = None if registered is None else n["id"] in registered
-        if metrics and n["id"] in metrics:
-            row["metrics"] = metrics[n["id"]]
+        if metrics and n.get("name") in metrics:
+            row["metrics"] = metrics[n["name"]]
         shown.append(row)
     active = next((n["id"] for n in nodes if n.get("active_controller")), None)
     return {

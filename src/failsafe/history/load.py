@@ -74,6 +74,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "feature": pl.String,
     "level": pl.Int64,
     "node": pl.Int64,
+    "node_name": pl.String,
     "samples": pl.List(_SAMPLE),
     "event": pl.String,
     "broker": pl.Int64,
@@ -361,7 +362,7 @@ def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
 
 
 def _samples(scrapes: pl.DataFrame) -> pl.DataFrame:
-    return scrapes.select("time_ns", "node", "samples").explode("samples").drop_nulls("samples").unnest("samples")
+    return scrapes.select("time_ns", "node", "node_name", "samples").explode("samples").drop_nulls("samples").unnest("samples")
 
 
 def _membership(other: pl.DataFrame) -> pl.DataFrame:

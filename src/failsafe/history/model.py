@@ -119,9 +119,10 @@ EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok"
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
 # One row per metric sample a scrape of a node's JMX exporter returned: the Prometheus name, its labels as the exporter wrote
 # them (``request="Produce",quantile="0.99"``; empty when none) and the value.
-METRICS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "metric": pl.String, "labels": pl.String, "value": pl.Float64}
+METRICS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "node_name": pl.String, "metric": pl.String, "labels": pl.String,
+                  "value": pl.Float64}
 # One row per scrape that failed (a node down, paused, or cut off): which node and why.
-METRICS_ERRORS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "error": pl.String}
+METRICS_ERRORS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "node_name": pl.String, "error": pl.String}
 # One row per node-event op: what a node's log said (``fenced``, ``unfenced``, ...) about which broker or partition, and when.
 NODE_EVENTS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "event": pl.String, "broker": pl.Int64, "topic": pl.String,
                       "partition": pl.Int64, "line": pl.String}

@@ -191,10 +191,11 @@ def fault_stop(fault_id: int, fault: str | None, ok: bool, attempt: int, *, erro
               error=error, by=by)
 
 
-def metrics_sample(node: int, samples: Sequence[Mapping[str, Any]] | None = None, *, error: str | None = None,
+def metrics_sample(node: int, node_name: str, samples: Sequence[Mapping[str, Any]] | None = None, *, error: str | None = None,
                    time_ns: int | None = None) -> dict[str, Any]:
-    """One scrape of node ``node``'s metrics endpoint: ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
-    return op(Op.METRICS, OpType.INFO if error is None else OpType.FAIL, Process.METRICS, time_ns, node=node,
+    """One scrape of a node's metrics endpoint: ``node`` its id, ``node_name`` its name (``server-1``, ``zookeeper-1``: ZooKeeper
+    nodes and brokers can share an id), ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
+    return op(Op.METRICS, OpType.INFO if error is None else OpType.FAIL, Process.METRICS, time_ns, node=node, node_name=node_name,
               samples=None if samples is None else [dict(s) for s in samples], error=error)
 
 

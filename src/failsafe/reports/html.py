@@ -19,6 +19,7 @@ from failsafe.reports.summary import (
     STALL_HEADERS,
     FaultRow,
     availability_totals,
+    breakdown_failed,
     breakdown_notes,
     breakdown_rows,
     checker_rows,
@@ -218,6 +219,8 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
                  "acknowledged after it), the first writer's own backoff, and the client-visible window.</p>")
         parts.append(_section("Where the time goes", intro + _table("failover-breakdown", BREAKDOWN_HEADERS, breakdown, numeric_from=3)
                               + (f"<ul>{notes}</ul>" if notes else ""), "section-breakdown"))
+    elif breakdown_failed(results):
+        parts.append(_section("Where the time goes", f"<p>{escape(breakdown_failed(results))}</p>", "section-breakdown"))
 
     stalls = stall_rows(results)
     if stalls:

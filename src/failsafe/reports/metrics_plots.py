@@ -3,7 +3,8 @@
 Drawn beside the topology plots and on their time axis: replication health as the brokers and the
 active controller count it (under-replicated partitions per broker, offline partitions, fenced
 brokers), and each broker's produce latency at the 99th percentile as Kafka's request metrics
-measure it. A scrape that failed (a node down or paused) leaves a gap in its line, never a zero.
+measure it. A scrape that failed (a node down or paused) leaves a gap in its line, never a zero. Kafka's request
+histograms decay over minutes, not seconds: the p99 drawn at a moment still holds the slow requests of the last minutes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ FENCED = "kafka_controller_kafkacontroller_fencedbrokercount"
 ACTIVE_CONTROLLER = "kafka_controller_kafkacontroller_activecontrollercount"
 REQUEST_TIME = "kafka_network_requestmetrics_totaltimems"
 PRODUCE_P99 = 'quantile="0.99",request="Produce"'
-# A gap longer than this many scrape intervals between two samples of a node is drawn as a gap.
+# Two samples of a node further apart than this (seconds; a scrape a second) are drawn with a gap between them, as are two
+# with a failed scrape of that node between them.
 GAP_S = 2.5
 
 
@@ -36,19 +38,26 @@ def _series(history: History, tl: Timeline, metric: str, labels: str = "") -> pl
             .select(((pl.col("time_ns") - tl.t0_ns) / 1e9).alias("t_s"), "node", "value").sort("node", "t_s"))
 
 
-def _with_gaps(frame: pl.DataFrame) -> tuple[list[float], list[float | None]]:
-    """x and y of one node's line, with a None where samples are further apart than GAP_S (matplotlib breaks the line)."""
+def _with_gaps(frame: pl.DataFrame, failed_s: list[float] = ()) -> tuple[list[float], list[float | None]]:
+    """x and y of one node's line, with a None (matplotlib breaks the line) where samples are further apart than GAP_S or a
+    scrape of the node failed between them (``failed_s``: its failed scrapes' times)."""
     xs: list[float] = []
     ys: list[float | None] = []
     previous = None
     for t_s, value in frame.select("t_s", "value").iter_rows():
-        if previous is not None and t_s - previous > GAP_S:
+        if previous is not None and (t_s - previous > GAP_S or any(previous < f < t_s for f in failed_s)):
             xs.append((t_s + previous) / 2)
             ys.append(None)
         xs.append(t_s)
         ys.append(value)
         previous = t_s
     return xs, [float("nan") if y is None else y for y in ys]
+
+
+def _failed(history: History, tl: Timeline, node: int) -> list[float]:
+    """When scrapes of broker ``node`` failed (seconds on the timeline)."""
+    errors = history.metrics_errors.filter((pl.col("node") == node) & pl.col("node_name").str.starts_with("server-"))
+    return ((errors["time_ns"] - tl.t0_ns) / 1e9).to_list()
 
 
 def _controller_lines(history: History, tl: Timeline, metric: str) -> pl.DataFrame:
@@ -64,7 +73,7 @@ def health_plot(history: History, tl: Timeline | None, left: float = plots.MARGI
     if faults is None:
         return fig
     for node in sorted(urp["node"].unique().to_list()):
-        xs, ys = _with_gaps(urp.filter(pl.col("node") == node))
+        xs, ys = _with_gaps(urp.filter(pl.col("node") == node), _failed(history, tl, node))
         ax.plot(xs, ys, drawstyle="steps-post", linewidth=1.3, color=plots.BROKER_COLOURS[node % len(plots.BROKER_COLOURS)],
                 label=f"broker {node}: URP")
     for metric, style, label in ((OFFLINE, "--", "offline (controller)"), (FENCED, ":", "fenced (controller)")):
@@ -86,7 +95,7 @@ def produce_latency_plot(history: History, tl: Timeline | None, left: float = pl
     if faults is None:
         return fig
     for node in sorted(p99["node"].unique().to_list()):
-        xs, ys = _with_gaps(p99.filter(pl.col("node") == node))
+        xs, ys = _with_gaps(p99.filter(pl.col("node") == node), _failed(history, tl, node))
         ax.plot(xs, ys, linewidth=1.2, color=plots.BROKER_COLOURS[node % len(plots.BROKER_COLOURS)], label=f"broker {node}")
     ax.set_ylim(bottom=0)
     ax.set_ylabel("ms (the broker's own histogram)")

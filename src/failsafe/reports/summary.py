@@ -262,6 +262,12 @@ def breakdown_rows(results: dict) -> list[tuple[str, ...]]:
     return rows
 
 
+def breakdown_failed(results: dict) -> str | None:
+    """Why the breakdown could not be measured (its checker raised), or None."""
+    error = _breakdown(results).get("error")
+    return f"the breakdown could not be measured: {error}" if error else None
+
+
 def breakdown_notes(results: dict) -> list[str]:
     """Why some components are unknown (each reason once, with how many rows gave it), and the sampling bound."""
     found = _breakdown(results)

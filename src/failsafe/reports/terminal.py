@@ -15,6 +15,7 @@ from failsafe.reports.summary import (
     PRODUCER_COLUMNS,
     STALL_HEADERS,
     availability_totals,
+    breakdown_failed,
     breakdown_notes,
     breakdown_rows,
     checker_rows,
@@ -124,6 +125,8 @@ def render_summary(console: Console, results: dict, history: History | None = No
         console.print(table)
         for note in breakdown_notes(results):
             console.print(Text("  " + note, style="dim"))
+    elif breakdown_failed(results):
+        console.print(f"Where the time goes: {breakdown_failed(results)}")
 
     stalls = stall_rows(results)
     if stalls:

@@ -283,6 +283,8 @@ class Engine:
                     self.metrics_watch.stop()
                     try:
                         record_node_events(self.cluster, self.recorder, self._started_ns, time.time_ns())
+                    except Exception as e:  # noqa: BLE001 - the logs are read after the run: never hide the run's own error
+                        self.event(f"could not read the nodes' logs for where the time went: {type(e).__name__}: {e}")
                     finally:
                         self.recorder.close()
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started

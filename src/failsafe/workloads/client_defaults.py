@@ -33,7 +33,9 @@ ALIASES = {"request.required.acks": "acks", "message.timeout.ms": "delivery.time
            "message.send.max.retries": "retries", "max.in.flight": "max.in.flight.requests.per.connection"}
 # Settings valid only together: taken all from the client, or all from the defaults.
 COUPLED = (frozenset({"acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection"}),
-           frozenset({"delivery.timeout.ms", "request.timeout.ms"}))
+           frozenset({"delivery.timeout.ms", "request.timeout.ms"}),
+           # librdkafka refuses a retry.backoff.ms above retry.backoff.max.ms: a client setting one keeps its own other.
+           frozenset({"retry.backoff.ms", "retry.backoff.max.ms"}))
 # What a transactional producer runs with whatever it is given (Kafka requires acks=all and idempotence of it).
 TRANSACTIONAL = frozenset({"acks", "enable.idempotence", "transactional.id", "transaction.timeout.ms"})
 # What a member of a KIP-848 group or of a share group may not be given.
