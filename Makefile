@@ -68,6 +68,10 @@ bench: setup
 	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 last-replica-standing:default last-replica-standing:elr0
 	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default
 	$(PY) benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --fresh --keep-runs /tmp/failsafe-power-runs --out docs/benchmarks/power-loss-zookeeper.json controller-power-loss:zookeeper
+	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 3 --out docs/benchmarks/profiles-load.json load:defaults load:fast-failover
+	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 5 --out docs/benchmarks/profiles-pause.json pause-0.5:fast-failover pause-1.5:fast-failover pause-3:fast-failover pause-3:defaults
+	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 20 --out docs/benchmarks/profiles-kill.json kill:defaults kill:fast-failover
+	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java
 	$(PY) benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out docs/benchmarks/disk-faults-seen.json
 	$(PY) benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing --out docs/benchmarks/power-loss-elections.json
 	$(PY) benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json

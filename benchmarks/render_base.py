@@ -224,6 +224,22 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=50 bash benchmarks/campaigns.sh txn", False,
         "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each campaign.json with run "
         "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench"),
+    Raw("docs/benchmarks/profiles-load.json",
+        f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
+        f"--runs 3 --out docs/benchmarks/profiles-load.json load:defaults load:fast-failover", True,
+        "no fault, 2 x 2,000 1 KB records/s for 60 s: did the controller fence a broker or a leader shrink an ISR"),
+    Raw("docs/benchmarks/profiles-pause.json",
+        f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
+        f"--runs 5 --out docs/benchmarks/profiles-pause.json pause-0.5:fast-failover pause-1.5:fast-failover pause-3:fast-failover pause-3:defaults", True,
+        "the leader SIGSTOPped 0.5, 1.5 and 3 s under fast-failover, 3 s under Kafka's defaults"),
+    Raw("docs/benchmarks/profiles-kill.json",
+        f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
+        f"--runs 20 --out docs/benchmarks/profiles-kill.json kill:defaults kill:fast-failover", True,
+        "kill -9 of a leader, 20 runs per profile in one session (about 30 minutes)"),
+    Raw("docs/benchmarks/profiles-java.json",
+        f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
+        f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java", True,
+        "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile"),
     Raw("docs/benchmarks/atlas.json",
         ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
         "the failover atlas's default grid (26 cells, 5 runs each; estimated 2h20m), every cell with its runs' measures and p50/p95, run "

@@ -89,6 +89,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_pipeline_targets,
     t_realtime,
 )
+from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
@@ -235,6 +236,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "disk-faults-seen": t_disk_faults_seen,
     "atlas-cells": t_atlas_cells,
     "atlas-unavailability": t_atlas_unavailability,
+    "profiles-failover": t_profiles_failover,
+    "profiles-price": t_profiles_price,
 }
 
 

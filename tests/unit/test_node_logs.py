@@ -151,3 +151,18 @@ def test_times_are_this_machines_local_time(timezone) -> None:
     timezone("Europe/Paris")  # UTC+1 in November
     [paris] = [op["time_ns"] for op in read_node_events(KRAFT, *EVER) if op["event"] == "fenced"]
     assert utc - paris == 3600 * 1_000_000_000
+
+
+def test_a_kraft_log_is_read_from_the_offset_the_run_began_at(tmp_path) -> None:
+    """Lines before the offset (an earlier run's fence) are not read again; the run's own are."""
+    from failsafe.cluster.node_logs import read_node_events
+
+    log = tmp_path / "server-1000.log"
+    earlier = "[2026-11-27 17:00:00,000] INFO [QuorumController id=1000] Fencing broker 2 at epoch 3 because its session has timed out. (x)\n"
+    later = "[2026-11-27 17:30:21,623] INFO [QuorumController id=1000] Fencing broker 1 at epoch 12 because its session has timed out. (x)\n"
+    log.write_text(earlier + later)
+    everything = read_node_events({1000: log}, 0, 2**62)
+    assert [op["broker"] for op in everything] == [2, 1]
+    assert [op["broker"] for op in read_node_events({1000: log}, 0, 2**62, offsets={log: len(earlier)})] == [1]
+    # An offset in the middle of a line skips the rest of that line only.
+    assert [op["broker"] for op in read_node_events({1000: log}, 0, 2**62, offsets={log: 10})] == [1]

@@ -122,16 +122,25 @@ _KEYWORDS = ("broker", "Broker", "session", "Session", "controller")
 
 
 def read_node_events(log_files: Mapping[int, Path], since_ns: int, until_ns: int,
-                     zookeeper_logs: Mapping[int, Path] | None = None) -> list[dict[str, Any]]:
+                     zookeeper_logs: Mapping[int, Path] | None = None, offsets: Mapping[Path, int] | None = None) -> list[dict[str, Any]]:
     """The node-event ops of ``log_files`` (Kafka node id -> its log) and ``zookeeper_logs`` (ZooKeeper node id -> its
     log) whose lines fall in [since_ns, until_ns], sorted by time. A file that cannot be read gives one
-    ``log-unreadable`` op naming it and why (at ``until_ns``), never an exception."""
+    ``log-unreadable`` op naming it and why (at ``until_ns``), never an exception.
+
+    ``offsets`` (a file's size when the window began): a KRaft cluster's logs are read from there, so a long-lived
+    cluster's run costs its own lines only. With ZooKeeper logs every file is read whole: the sessions named in them
+    were opened when the brokers started, before any run."""
     known = set(log_files)
     ops: list[dict[str, Any]] = []
     sessions: dict[str, int] = {}
     for node, path in sorted(log_files.items()):
         try:
             with open(path, errors="replace") as f:
+                start = (offsets or {}).get(path, 0) if not zookeeper_logs else 0
+                if start:
+                    f.seek(start - 1)
+                    if f.read(1) != "\n":
+                        f.readline()  # the rest of a line the offset cut
                 ops.extend(_kafka_events(node, f, since_ns, until_ns, known, sessions))
         except OSError as e:
             ops.append(_unreadable(node, path, e, until_ns))

@@ -35,7 +35,7 @@ from failsafe.scenarios.actions import ActionContext, ActionType
 from failsafe.scenarios.base import ActionSpec, Scenario
 from failsafe.scenarios.controller_watch import ControllerWatch
 from failsafe.scenarios.metrics_watch import MetricsWatch
-from failsafe.scenarios.node_events import record_node_events
+from failsafe.scenarios.node_events import log_offsets, record_node_events
 from failsafe.scenarios.observe import TopologySampler
 from failsafe.scenarios.operator_feed import OperatorFeed
 from failsafe.scenarios.plugin import RunContext, Status, Workload
@@ -106,6 +106,7 @@ class Engine:
         self._phase = Phase.SETUP
         self._phase_started = time.monotonic()
         self._started_ns = time.time_ns()
+        self._log_offsets: dict[Path, int] = {}
         # Wall seconds per phase (and "close": stopping children, the last undo), for "where the time goes".
         self.phase_seconds: dict[str, float] = {}
         # The cluster's profile (cluster/profiles.py): its topic and client settings go to what the workload makes and starts.
@@ -173,6 +174,7 @@ class Engine:
     def run(self) -> None:
         phases = self.scenario.phases
         self._started_ns = time.time_ns()
+        self._log_offsets = log_offsets(self.cluster)
         try:
             self._enter(Phase.SETUP)
             if self.profile is not None and (self.profile.broker or self.ctx.topic_configs or self.ctx.client_defaults):
@@ -282,7 +284,7 @@ class Engine:
                     self.controller_watch.stop()
                     self.metrics_watch.stop()
                     try:
-                        record_node_events(self.cluster, self.recorder, self._started_ns, time.time_ns())
+                        record_node_events(self.cluster, self.recorder, self._started_ns, time.time_ns(), self._log_offsets)
                     except Exception as e:  # noqa: BLE001 - the logs are read after the run: never hide the run's own error
                         self.event(f"could not read the nodes' logs for where the time went: {type(e).__name__}: {e}")
                     finally:
