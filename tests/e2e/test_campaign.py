@@ -16,7 +16,8 @@ from failsafe.cluster import netfilter
 from tests.helpers import TEST_HEAP, alive_pids, cluster_ports, run_cli
 
 UNAVAILABLE = netfilter.unavailable_reason()
-pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster, pytest.mark.slow,
+# long: benchmarks/campaigns.sh runs real campaigns, and the unit tests the runner's every part (make test's 35 minutes).
+pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster, pytest.mark.slow, pytest.mark.long,
               pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
 
 FAULTS = "kill,pause,isolate,lossy-link"

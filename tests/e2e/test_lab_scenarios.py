@@ -188,8 +188,15 @@ def assert_the_failover_time_is_broken_down(results: dict) -> None:
         assert row["detected_by"]["event"] == "fenced", row
         assert 6.0 <= row["detection_s"] <= 11.0, row
         assert 0.0 <= row["election_s"] <= 2.0, row
+    # A partition no key maps to takes no write: no propagation, and the row says why.
+    written = [row for row in rows if row["clients"]]
+    assert written, rows
+    for row in written:
         assert row["propagation_s"] is not None and row["propagation_s"] >= 0, row
         assert row["detection_s"] + row["election_s"] + row["propagation_s"] <= row["client_visible_s"] + 0.5, row
+    for row in rows:
+        if not row["clients"]:
+            assert row["propagation_s"] is None and row["why"]["propagation_s"], row
     assert breakdown["summary"]["detection_s"]["count"] == len(rows)
 
 

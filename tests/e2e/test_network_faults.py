@@ -158,6 +158,8 @@ def test_a_run_killed_mid_partition_leaves_no_rule(net_cluster: RunningCluster, 
 
 
 @pytest.mark.slow
+# long: benchmarks/network.sh runs leader-isolated 5 times (docs/network.md), the isolate test above the fault itself.
+@pytest.mark.long
 def test_leader_isolated_loses_nothing_acknowledged_with_acks_all(net_cluster: RunningCluster, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     result = net_cluster.cli("run", "leader-isolated", "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
