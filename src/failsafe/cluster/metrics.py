@@ -28,8 +28,8 @@ SCRAPE_TIMEOUT_S = 2.0
 # What failsafe records of a scrape: the exporter's own rules name these; the agent's JVM metrics other than GC are left out.
 RECORDED_PREFIXES = ("kafka_", "jvm_gc_collection_seconds", "zookeeper_")
 
-# The agent's configuration (jmx_exporter's YAML). includeObjectNames keeps a scrape to the MBeans listed (a scrape of every
-# MBean of a broker takes hundreds of milliseconds); the rules name what they select after Kafka's own MBean names, lower-cased:
+# The agent's configuration (jmx_exporter's YAML). includeObjectNames keeps a scrape to the MBeans listed (each scrape reads every
+# MBean it selects); the rules name what they select after Kafka's own MBean names, lower-cased:
 # kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions -> kafka_server_replicamanager_underreplicatedpartitions.
 EXPORTER_CONFIG = r"""# Written by failsafe (src/failsafe/cluster/metrics.py): what each node's Prometheus JMX exporter serves.
 lowercaseOutputName: true
