@@ -25,6 +25,7 @@ from failsafe.cli.cluster import (
 )
 from failsafe.cli.console import console_command
 from failsafe.cli.explain import explain_command
+from failsafe.cli.hosts import hosts
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
 from failsafe.cli.mirror import mirror
@@ -57,7 +58,7 @@ def cli() -> None:
 for command in (setup_command, up_command, profiles, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
                 produce_command, consume_command, groups, leader_election_command, kafka_command,
                 run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, atlas_command,
-                pipeline, spark, simulate, console_command, net, mirror):
+                pipeline, spark, simulate, console_command, net, mirror, hosts):
     cli.add_command(command)
 
 

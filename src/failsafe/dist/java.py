@@ -22,7 +22,7 @@ class Java:
     major: int
 
 
-def _major_version(version_output: str) -> int | None:
+def major_version(version_output: str) -> int | None:
     match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
     if not match:
         return None
@@ -44,7 +44,7 @@ def find_java() -> Java:
         out = run_to_end([str(candidate), "-version"], name="java -version", timeout_s=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise ProvisionError(f"{candidate} -version failed ({e}): {INSTALL_HINT}") from e
-    major = _major_version(out.output)
+    major = major_version(out.output)
     if major is None:
         raise ProvisionError(f"cannot read the version of {candidate}: {INSTALL_HINT}")
     if major < MIN_JAVA_MAJOR:

@@ -1,0 +1,246 @@
+"""Commands and files on a host over SSH (paramiko): one connection per host, reused, with timeouts.
+
+Every failure is one line naming the host and what to do: ``HostUnreachable`` (a UserError, exit 2)
+when failsafe cannot connect or log in, ``RemoteCommandFailed`` (exit 5) when a command it needs
+fails or hangs there. Host keys are checked against the inventory's known_hosts file; a key never
+seen is refused unless the host says ``new_host_keys = "accept"`` (then it is remembered, as
+OpenSSH's ``StrictHostKeyChecking=accept-new`` does); a changed key is always refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import select
+import shlex
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from failsafe.errors import FailsafeError, UserError
+from failsafe.hosts.inventory import Host
+
+# paramiko logs a connection's failure with its traceback; failsafe says it in one line instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+CONNECT_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 60.0
+KEEPALIVE_S = 5
+_READ_CHUNK = 1 << 16
+
+
+class HostUnreachable(UserError):
+    """failsafe cannot connect or log in to a host of the inventory."""
+
+
+class RemoteCommandFailed(FailsafeError):
+    """A command failsafe needs failed, or did not end in time, on a host."""
+
+
+@dataclass(frozen=True)
+class Remote:
+    """What a command did on a host."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def why(self) -> str:
+        """Its last line of stderr (or of stdout), for a one-line error."""
+        for text in (self.stderr, self.stdout):
+            lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
+        return f"exit status {self.returncode}"
+
+
+class _AcceptAndRemember(paramiko.MissingHostKeyPolicy):
+    """accept-new: a host key never seen is added to the known_hosts file and saved."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        client.save_host_keys(str(self.path))
+
+
+class SshHost:
+    """One host's SSH connection, opened at first use and reused by every command (thread-safe)."""
+
+    def __init__(self, host: Host, *, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+        self.host = host
+        self.connect_timeout_s = connect_timeout_s
+        self._client: paramiko.SSHClient | None = None
+        self._lock = threading.Lock()
+
+    # -- the connection ---------------------------------------------------------------------------
+    def known_hosts(self) -> Path:
+        return self.host.known_hosts or Path("~/.ssh/known_hosts").expanduser()
+
+    def connect(self) -> paramiko.SSHClient:
+        with self._lock:
+            if self._client is not None and self._alive(self._client):
+                return self._client
+            self._close_quietly()
+            self._client = self._open()
+            return self._client
+
+    @staticmethod
+    def _alive(client: paramiko.SSHClient) -> bool:
+        transport = client.get_transport()
+        return transport is not None and transport.is_active()
+
+    def _open(self) -> paramiko.SSHClient:
+        h = self.host
+        client = paramiko.SSHClient()
+        known = self.known_hosts()
+        if known.exists():
+            client.load_host_keys(str(known))
+        client.set_missing_host_key_policy(_AcceptAndRemember(known) if h.new_host_keys == "accept" else paramiko.RejectPolicy())
+        try:
+            self._connect(client, known)
+        except BaseException:
+            client.close()  # a half-open connection would keep the server's side of it waiting
+            raise
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(KEEPALIVE_S)
+        return client
+
+    def _connect(self, client: paramiko.SSHClient, known: Path) -> None:
+        h = self.host
+        try:
+            client.connect(h.address, port=h.port, username=h.user, key_filename=str(h.key) if h.key else None,
+                           timeout=self.connect_timeout_s, banner_timeout=self.connect_timeout_s, auth_timeout=self.connect_timeout_s,
+                           allow_agent=h.key is None, look_for_keys=h.key is None)
+        except paramiko.BadHostKeyException as e:
+            raise HostUnreachable(f"host {h}: its key does not match the one in {known}: if the host was rebuilt, remove "
+                                  f"its line there (ssh-keygen -R {h.address} -f {known})") from e
+        except paramiko.AuthenticationException as e:
+            key = f"key {h.key}" if h.key else "the SSH agent's and ~/.ssh's keys"
+            raise HostUnreachable(f"host {h}: user {h.user!r} cannot log in with {key} ({e})") from e
+        except paramiko.SSHException as e:
+            if "not found in known_hosts" in str(e):
+                raise HostUnreachable(f"host {h}: its key is not in {known}: add it (ssh-keyscan -p {h.port} {h.address} >> {known}) "
+                                      "or set new_host_keys = \"accept\" for it in hosts.toml") from e
+            if "protocol banner" in str(e):
+                raise HostUnreachable(f"host {h}: what answered on port {h.port} closed the connection without speaking SSH") from e
+            raise HostUnreachable(f"host {h}: SSH failed: {e}") from e
+        except paramiko.ssh_exception.NoValidConnectionsError as e:
+            if all(err.errno == errno.ECONNREFUSED for err in e.errors.values()):
+                raise HostUnreachable(f"host {h}: connection refused: is sshd running there and listening on port {h.port}?") from e
+            reasons = "; ".join(sorted({err.strerror or str(err) for err in e.errors.values()}))
+            raise HostUnreachable(f"host {h}: cannot connect ({reasons})") from e
+        except TimeoutError as e:
+            raise HostUnreachable(f"host {h}: no SSH answer within {self.connect_timeout_s:g} s") from e
+        except socket.gaierror as e:
+            raise HostUnreachable(f"host {h}: cannot resolve {h.address!r} ({e.strerror})") from e
+        except OSError as e:
+            raise HostUnreachable(f"host {h}: cannot connect ({e.strerror or e})") from e
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- commands ---------------------------------------------------------------------------------
+    def open_channel(self, command: str) -> paramiko.Channel:
+        """A channel running ``command`` on the host, for a conversation the caller holds (close it when done).
+
+        Commands are POSIX shell, run by ``sh`` whatever the user's login shell is."""
+        client = self.connect()
+        try:
+            transport = client.get_transport()
+            if transport is None:
+                raise paramiko.SSHException("the connection closed")
+            channel = transport.open_session(timeout=self.connect_timeout_s)
+            channel.exec_command(f"exec sh -c {shlex.quote(command)}")
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            self.close()
+            raise RemoteCommandFailed(f"host {self.host}: cannot open a channel ({e}): the connection was lost") from e
+        return channel
+
+    def run(self, command: str, *, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None) -> Remote:
+        """Run ``command`` (a shell line) on the host and wait for it; raises only when it could not run or end."""
+        started = time.monotonic()
+        with self.open_channel(command) as channel:
+            if stdin is not None:
+                channel.sendall(stdin)
+            channel.shutdown_write()
+            out, err = self._read_to_end(channel, started + timeout_s, command)
+            code = channel.recv_exit_status()
+        return Remote(code, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - started)
+
+    def _read_to_end(self, channel: paramiko.Channel, deadline: float, command: str) -> tuple[bytes, bytes]:
+        out, err = bytearray(), bytearray()
+        while True:
+            while channel.recv_ready():
+                out += channel.recv(_READ_CHUNK)
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(_READ_CHUNK)
+            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                return bytes(out), bytes(err)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                channel.close()
+                raise RemoteCommandFailed(f"host {self.host}: {_short(command)!r} did not end within the timeout")
+            if channel.eof_received and not channel.recv_ready():
+                # Both streams ended: only the exit status is still to come.
+                channel.status_event.wait(remaining)
+            else:
+                select.select([channel], [], [], remaining)
+
+    def check(self, command: str, *, what: str, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None) -> str:
+        """Run ``command`` and return its stdout; a non-zero exit is a RemoteCommandFailed saying ``what`` failed."""
+        result = self.run(command, timeout_s=timeout_s, stdin=stdin)
+        if not result.ok():
+            raise RemoteCommandFailed(f"host {self.host}: {what} failed: {result.why()}")
+        return result.stdout
+
+    # -- files ------------------------------------------------------------------------------------
+    def sftp(self) -> paramiko.SFTPClient:
+        try:
+            return self.connect().open_sftp()
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise RemoteCommandFailed(f"host {self.host}: SFTP is not available ({e}): enable sshd's sftp subsystem") from e
+
+    def write_text(self, path: str, text: str, mode: int = 0o644) -> None:
+        """Write a file on the host atomically (a temporary name, then a rename)."""
+        tmp = f"{path}.failsafe-tmp"
+        with self.sftp() as sftp:
+            with sftp.open(tmp, "w") as f:
+                f.write(text.encode())
+            sftp.chmod(tmp, mode)
+            sftp.posix_rename(tmp, path)
+
+    def read_text(self, path: str, offset: int = 0) -> str:
+        """A file on the host from byte ``offset`` on ('' when it does not exist)."""
+        with self.sftp() as sftp:
+            try:
+                with sftp.open(path, "r") as f:
+                    f.seek(offset)
+                    return f.read().decode(errors="replace")
+            except FileNotFoundError:
+                return ""
+
+
+def quote(*parts: str | Path) -> str:
+    return " ".join(shlex.quote(str(p)) for p in parts)
+
+
+def _short(command: str, limit: int = 80) -> str:
+    return command if len(command) <= limit else command[: limit - 3] + "..."
