@@ -240,6 +240,10 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
         f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java", True,
         "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile"),
+    Raw("docs/benchmarks/hosts.json",
+        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 3 --kills 5 --runs 5 --out docs/benchmarks/hosts.json", True,
+        "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
+        "broker-failover"),
     Raw("docs/benchmarks/atlas.json",
         ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
         "the failover atlas's default grid (26 cells, 5 runs each; estimated 2h20m), every cell with its runs' measures and p50/p95, run "

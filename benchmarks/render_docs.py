@@ -65,6 +65,7 @@ from benchmarks.render_harness import (  # noqa: E402
     t_simulator,
     t_simulator_rounds,
 )
+from benchmarks.render_hosts import t_hosts  # noqa: E402
 from benchmarks.render_network import (  # noqa: E402
     t_network_faults,
     t_network_leader_isolated,
@@ -236,6 +237,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "disk-faults-seen": t_disk_faults_seen,
     "atlas-cells": t_atlas_cells,
     "atlas-unavailability": t_atlas_unavailability,
+    "hosts": t_hosts,
     "profiles-failover": t_profiles_failover,
     "profiles-price": t_profiles_price,
 }

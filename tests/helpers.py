@@ -7,6 +7,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,3 +87,10 @@ def tracked_processes(cluster_dir: Path):
 
 def alive_pids(cluster_dir: Path) -> list[int]:
     return [t.pid for t in tracked_processes(cluster_dir) if t.alive()]
+
+
+def open_dir() -> Path:
+    """A directory a test host's user who is not root may enter (pytest's own are root's alone); the caller removes it."""
+    path = Path(tempfile.mkdtemp(prefix="failsafe-testbed-"))
+    path.chmod(0o755)
+    return path

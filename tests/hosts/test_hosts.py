@@ -7,7 +7,6 @@ import json
 import pwd
 import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,18 +16,11 @@ from failsafe.hosts import inventory, probe, testbed
 from failsafe.hosts import processes as remote
 from failsafe.hosts.ssh import HostUnreachable, SshHost
 from failsafe.supervisor import DOWN, PAUSED, UP
-from tests.helpers import run_cli
+from tests.helpers import open_dir, run_cli
 
 UNAVAILABLE = testbed.unavailable_reason()
 pytestmark = [pytest.mark.hosts, pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
 NON_ROOT = "failsafe-test"
-
-
-def open_dir() -> Path:
-    """A directory a host's user who is not root may enter (pytest's own are root's alone)."""
-    path = Path(tempfile.mkdtemp(prefix="failsafe-testbed-"))
-    path.chmod(0o755)
-    return path
 
 
 @pytest.fixture(scope="module")

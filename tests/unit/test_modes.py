@@ -15,6 +15,7 @@ from failsafe.cluster.config import node_properties
 from failsafe.cluster.lifecycle import NodeStatus
 from failsafe.cluster.migration import MIGRATION_CONTROLLER_ID, target_spec
 from failsafe.cluster.modes import KRAFT, MIGRATING, ZOOKEEPER, mode_named, mode_of
+from failsafe.cluster.nodes import LocalNodes
 from failsafe.cluster.spec import KRAFT_MODE, MIGRATING_MODE, MODE_NAMES, ZOOKEEPER_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.errors import UserError
@@ -94,6 +95,7 @@ class FakeCluster:
 
     def __init__(self, root: Path, spec: ClusterSpec, up: set[int]) -> None:
         self.dir, self.spec, self._up = ClusterDir(root), spec, up
+        self.nodes = LocalNodes(self.dir)  # where the quorum state files are read
 
     def node_state(self, node) -> str:
         return UP if node.node_id in self._up else DOWN

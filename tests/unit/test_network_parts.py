@@ -10,9 +10,11 @@ import pytest
 
 from failsafe.cluster import netfilter
 from failsafe.cluster.config import node_properties
+from failsafe.cluster.nodes import LocalNodes
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
 from failsafe.faults import FaultError, FaultSpec, FaultTargets, network
+from failsafe.faults.leash import NetworkLeash
 from failsafe.faults.network import partition_rules
 from failsafe.faults.sides import Side, parse_sides, resolve_sides
 from failsafe.scenarios.base import ScenarioError
@@ -150,6 +152,7 @@ class FakeCluster:
     def __init__(self, root: Path) -> None:
         self.spec = ClusterSpec()
         self.dir = SimpleNamespace(root=root)
+        self.nodes = LocalNodes(self.dir)  # type: ignore[arg-type]  (its network rules: netfilter's, patched below)
 
     def node(self, node_id: int, role: str | None = None):
         return next(n for n in self.spec.nodes() if n.node_id == node_id)
@@ -180,7 +183,7 @@ def test_isolate_installs_one_chain_and_its_undo_deletes_it(tmp_path: Path, monk
     assert chains == {} and applied.undone
 
 
-class RecordingLeash(network.NetworkLeash):
+class RecordingLeash(NetworkLeash):
     """The leash's protocol without its process: the lines it would have been sent."""
 
     def __init__(self) -> None:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
 from rich.table import Table
 
+from failsafe.cli.hosts import inventory_options, load_inventory
 from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
 from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import topology
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
+from failsafe.cluster.host_nodes import place, save_inventory
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
 from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.modes import mode_named
@@ -29,12 +32,13 @@ from failsafe.cluster.spec import (
     ZOOKEEPER,
     ClusterSpec,
 )
+from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.status import ClusterStatus, disk_words
 from failsafe.dist.java import find_java
 from failsafe.dist.jmx_exporter import resolve_exporter
 from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
 from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
-from failsafe.errors import FailsafeError, ProvisionError
+from failsafe.errors import FailsafeError, ProvisionError, UserError
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
@@ -128,17 +132,20 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
                    "[default: base-port + 300].")
 @click.option("--dr", is_flag=True, help="Two clusters for disaster recovery: DIR/primary and DIR/backup (every port 1000 higher), "
                                            "the aliases MirrorMaker uses (docs/failover.md).")
+@inventory_options
 @timeout_option(DEFAULT_READY_TIMEOUT_S, "How long to wait for the cluster to be ready.")
 @click.pass_context
 def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers: int, racks: int, controllers: int | None, combined: bool,
                zookeepers: int | None, zookeeper_port: int | None, kafka_version: str | None, base_port: int,
                controller_base_port: int | None, heap: str, profile: str, override: tuple[str, ...], feature: tuple[str, ...],
-               volatile_disks: bool, metrics: bool, metrics_base_port: int | None, dr: bool, timeout_s: float) -> None:
+               volatile_disks: bool, metrics: bool, metrics_base_port: int | None, dr: bool, inventory_file: Path | None,
+               hosts_list: str | None, user: str | None, key: Path | None, timeout_s: float) -> None:
     """Start a cluster (brokers 0,1,2 on 9092-9094 by default) and wait until it is ready.
 
     KRaft by default (one controller on 9192); with --mode zookeeper, Kafka 3.9 with ZooKeeper on 2181.
     With --dr, a pair of them: primary and backup. With --profile, the profile's broker settings in every node's
     properties (under --override), and its topic and client settings in every scenario run on the cluster.
+    With --inventory or --hosts, the nodes run on those hosts, reached over SSH (docs/hosts.md).
     """
     root = resolve_dir(cluster_dir)
     spec = cluster_spec(mode, brokers=brokers, racks=racks, controllers=controllers, combined=combined, zookeepers=zookeepers,
@@ -151,6 +158,14 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     if "profile" in explicit:
         # A stopped cluster made with another version of the profile runs that version's broker settings.
         explicit.add("profile_version")
+    if inventory_file is not None or hosts_list is not None:
+        if dr:
+            raise UserError("--dr makes two clusters on this machine: not yet on hosts")
+        inv = load_inventory(inventory_file, hosts_list, user, key)
+        spec = replace(spec, placement=place(spec, inv))
+        explicit.add("placement")
+        if not ClusterDir(root).has_state():
+            save_inventory(ClusterDir(root), inv)
     kind = topology.topology_kind(root, dr)
     with stderr.status(f"starting the {kind.noun} in {root}") as status:
         started = kind.up(root, spec, explicit, timeout_s, progress=lambda msg: status.update(msg))

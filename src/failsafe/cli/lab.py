@@ -14,6 +14,7 @@ import click
 from rich.table import Table
 
 from failsafe.checkers.common import Verdict
+from failsafe.cli.hosts import inventory_options, load_inventory
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.errors import UserError
@@ -51,8 +52,13 @@ VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold ma
 @click.option("--master", default=None, metavar="URL",
               help="Pipeline scenarios: the Spark master (local[N], spark://HOST:PORT from 'failsafe spark up', or 'standalone' "
                    "for a cluster of the run's own) [default: the scenario's].")
+@click.option("--attach", default=None, metavar="HOST:PORT[,...]",
+              help="Run on a cluster failsafe did not start: only the scenario's topics change; node faults only through "
+                   "the inventory's [host.commands] (docs/hosts.md).")
+@inventory_options
 def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
-                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...], master: str | None) -> int:
+                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...], master: str | None,
+                attach: str | None, inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -80,7 +86,10 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
     outcomes: list[Outcome] = []
     try:
-        with stderr.status("preparing") as status, placed_for(scenarios, root, base_port, heap, event, mode, zookeeper_port) as (cluster, clusters, facts):
+        where = (attached_for(scenarios, attach, root, load_inventory(inventory_file, hosts_list, user, key)
+                              if inventory_file or hosts_list else None, event) if attach
+                 else placed_for(scenarios, root, base_port, heap, event, mode, zookeeper_port))
+        with stderr.status("preparing") as status, where as (cluster, clusters, facts):
             # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
             mode_of_cluster = cluster.spec.mode
             scenarios = [_parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s for f, s in zip(files, scenarios, strict=True)]
@@ -141,6 +150,8 @@ def placed_for(scenarios: list, root: Path, base_port: int | None, heap: str | N
     """The cluster the engine drives, every cluster's bootstrap by alias (a DR pair: primary and backup; else none), and the
     manifest's facts, on the topology the scenarios' kinds place them on (all on one: a mix is one clear line)."""
     from failsafe.cluster.status import cluster_facts
+    from failsafe.faults import FAULT_TYPES
+    from failsafe.history.ops import Family
     from failsafe.scenarios.kinds import Placement, kind_of
     from failsafe.scenarios.placement import placed
 
@@ -153,7 +164,36 @@ def placed_for(scenarios: list, root: Path, base_port: int | None, heap: str | N
     pair = Placement.DR_PAIR in placements
     with placed(root, scenarios, pair, base_port, heap, event, mode, zookeeper_port) as topology:
         cluster = topology.fault_target
+        if cluster.spec.on_hosts and any(FAULT_TYPES[f.fault].family == Family.NETWORK for s in scenarios for f in s.faults):
+            cluster.nodes.net_ready()  # a host without root or nft refuses the run now, in one line naming it
         yield cluster, (topology.bootstraps() if pair else {}), {**cluster_facts(cluster), **topology.facts()}
+
+
+@contextmanager
+def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) -> Iterator[tuple]:
+    """A cluster failsafe did not start (cluster/attached.py): refused up front if a scenario's fault cannot be made on it."""
+    from failsafe.cluster.attached import AttachedCluster, refusal
+    from failsafe.faults import FAULT_TYPES
+
+    faults = [(s.name, f.fault, str(FAULT_TYPES[f.fault].family)) for s in scenarios for f in s.faults]
+    why = refusal(faults, inventory, bootstrap)
+    if why:
+        raise UserError(why)
+    cluster = AttachedCluster(bootstrap, root, inventory)
+    theirs = cluster.topics() & {t.name for s in scenarios for t in getattr(s, "topics", ())}
+    if theirs:
+        # A scenario deletes an earlier run's topics before it starts: on a cluster failsafe did not start, that could be yours.
+        raise UserError(f"the cluster at {bootstrap} has a topic named {sorted(theirs)[0]}, which a scenario here makes anew: failsafe "
+                        "deletes no topic it did not make: delete it yourself if it is an earlier run's, or run a copy of the scenario "
+                        "whose topics have other names")
+    event(f"attached to the cluster at {bootstrap}: brokers {', '.join(str(i) for i in sorted(cluster.brokers))} (nothing of it is changed "
+          "but the scenarios' topics)")
+    try:
+        yield cluster, {}, {"attached": bootstrap, "bootstrap_servers": bootstrap, "cluster": cluster.spec.to_json(),
+                            "brokers": [{"id": b.node_id, "host": b.host, "port": b.port} for b in cluster.brokers.values()],
+                            **({"inventory": inventory.to_json()} if inventory else {})}
+    finally:
+        cluster.close()
 
 
 def _parse(file, overrides: tuple[str, ...], mode: str | None = None):

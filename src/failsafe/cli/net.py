@@ -128,7 +128,7 @@ def heal_command(chain: str | None, cluster_dir: Path | None) -> None:
 def status_command(as_json: bool, cluster_dir: Path | None) -> None:
     """The network faults in force: chain, what it cuts, packets dropped so far, and the nft rules."""
     cluster = Cluster.open(resolve_dir(cluster_dir))
-    chains = netfilter.list_chains(cluster.dir.root)
+    chains = cluster.nodes.net_chains()
     if as_json:
         click.echo(json.dumps({"table": f"inet {netfilter.table_name(cluster.dir.root)}", "unavailable": netfilter.unavailable_reason(),
                                "faults": [{"chain": c.name, "fault": c.comment, "dropped_packets": c.dropped_packets, "rules": c.rules}

@@ -14,8 +14,9 @@ from functools import cached_property
 from pathlib import Path
 
 from failsafe.cluster import disks, netfilter, startup, zookeeper
-from failsafe.cluster.config import render_server_properties
+from failsafe.cluster.host_nodes import node_control
 from failsafe.cluster.modes import ClusterMode, mode_of
+from failsafe.cluster.nodes import LocalNodes, NodeControl, stop_in_parallel
 from failsafe.cluster.readiness import registered_brokers
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.startup import (  # noqa: F401  (re-exported: callers import them from here)
@@ -29,10 +30,8 @@ from failsafe.cluster.startup import quiet as _quiet
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, UnreadableState, utc_now
 from failsafe.dist.java import Java, find_java
 from failsafe.dist.kafka import KafkaDist, kafka_dist
-from failsafe.dist.logging_config import write_logging_configs
 from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, UnknownNode, UserError
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile
-from failsafe.waiting import wait_until
 
 DEFAULT_STOP_TIMEOUT_S = 60.0
 
@@ -54,6 +53,8 @@ class Cluster:
     def __init__(self, cdir: ClusterDir, state: ClusterState) -> None:
         self.dir = cdir
         self.state = state
+        # Where the nodes run: this machine, or hosts over SSH (cluster/nodes.py).
+        self.nodes: NodeControl = node_control(cdir, state.spec)
 
     # -- opening and creating -------------------------------------------------------------
     @classmethod
@@ -68,14 +69,7 @@ class Cluster:
         mode = mode_of(spec)
         state = ClusterState(spec=spec, cluster_id=mode.new_cluster_id(), created_at=utc_now())
         cluster = cls(cdir, state)
-        write_logging_configs(cdir.root)
-        for node in spec.nodes():
-            # No state file means no failsafe cluster owns these dirs: a failed earlier create.
-            shutil.rmtree(cdir.data_dir(node), ignore_errors=True)
-            cdir.config_file(node).write_text(render_server_properties(spec, node, cdir.root.resolve()))
-            if node.is_zookeeper:
-                cdir.data_dir(node).mkdir(parents=True)
-                (cdir.data_dir(node) / "myid").write_text(f"{node.node_id}\n")
+        cluster.nodes.prepare(spec, java, dist)
         formatted = mode.formatted_nodes(spec)
         if formatted:
             progress(f"formatting storage of {len(formatted)} nodes (cluster id {state.cluster_id})")
@@ -120,11 +114,11 @@ class Cluster:
         raise UnknownNode(f"no {kind} with id {node_id} in the cluster at {self.dir.root}: its {kind}s are {', '.join(map(str, ids))}")
 
     def tracked(self, node: NodeSpec) -> TrackedProcess | None:
-        return read_pidfile(self.dir.pidfile(node))
+        """The node's process on this machine (None on hosts: cluster/host_nodes.py knows those)."""
+        return self.nodes.tracked(node) if isinstance(self.nodes, LocalNodes) else None
 
     def node_state(self, node: NodeSpec) -> ProcessState:
-        tracked = self.tracked(node)
-        return DOWN if tracked is None else tracked.state()
+        return self.nodes.state(node)
 
     def running_nodes(self) -> list[NodeSpec]:
         return [n for n in self.spec.nodes() if self.node_state(n) != DOWN]
@@ -143,11 +137,10 @@ class Cluster:
         active = self.active_controller_node()
         out = []
         for node in self.spec.nodes():
-            tracked = self.tracked(node)
-            state = DOWN if tracked is None else tracked.state()
+            state = self.node_state(node)
             zk_mode = zookeeper.server_mode(node.port) if node.is_zookeeper and state == UP else None
             disk = self.disk_status(node) if self.spec.volatile_disks else None
-            out.append(NodeStatus(node, state, tracked.pid if tracked and state != DOWN else None, node == active, zk_mode, disk))
+            out.append(NodeStatus(node, state, self.nodes.pid(node) if state != DOWN else None, node == active, zk_mode, disk))
         return out
 
     # -- starting (cluster/startup.py) ------------------------------------------------------
@@ -168,7 +161,7 @@ class Cluster:
         with self.dir.lock():
             down = [n for n in nodes if self.node_state(n) == DOWN]
             if down:
-                ensure_ports_free(down, spec=self.spec)
+                self.nodes.ensure_ports_free(down, self.spec)
                 self.start(down, self.java, self.dist, timeout_s, progress)
             return down
 
@@ -180,7 +173,7 @@ class Cluster:
         brokers = self.spec.brokers_nodes()
         want = {n.node_id for n in brokers}
         for node in brokers:
-            missing = sorted(want - registered_brokers(node.port))
+            missing = sorted(want - registered_brokers(node.port, host=node.client_address))
             if missing:
                 problems.append(f"broker {node.node_id} does not see broker{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(map(str, missing))} registered and unfenced")
@@ -189,9 +182,7 @@ class Cluster:
     # -- stopping ---------------------------------------------------------------------------
     def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None:
         """Signal all first, then wait for each: stopping in parallel, not one after another."""
-        _stop_in_parallel([t for t in (self.tracked(n) for n in nodes) if t is not None], sig, timeout_s)
-        for node in nodes:
-            self.dir.pidfile(node).unlink(missing_ok=True)
+        self.nodes.stop(nodes, sig, timeout_s)
 
     def down(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec]:
         """Controlled shutdown of brokers first (they need the quorum for it), then controllers."""
@@ -203,8 +194,7 @@ class Cluster:
         for group in (brokers_only, controllers, zookeepers):
             self.stop_nodes(group, signal.SIGTERM, timeout_s)
         # Network faults die with the cluster: no rule of failsafe's outlives it; nor does a disk layer.
-        netfilter.delete_table(self.dir.root)
-        disks.unmount(self.dir)
+        self.nodes.release()
         return running
 
     def power_off(self, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict:
@@ -226,31 +216,21 @@ class Cluster:
         return disks.unsynced(self.dir, node)
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
-        tracked = self.tracked(node)
-        state = DOWN if tracked is None else tracked.state()
-        if state == DOWN or tracked is None:
+        state = self.node_state(node)
+        if state == DOWN:
             raise UserError(f"{node.role} {node.node_id} is not running: start it with 'failsafe {_role_word(node)} start {node.node_id}'")
         if action == "kill":
             self.stop_nodes([node], signal.SIGKILL, timeout_s)
         elif action == "stop":
             self.stop_nodes([node], signal.SIGTERM, timeout_s)
         elif action == "pause":
-            tracked.signal_group(signal.SIGSTOP)
-            wait_until(lambda: tracked.state() == PAUSED, timeout_s, f"{node.name} did not stop on SIGSTOP")
+            self.nodes.freeze(node, True, timeout_s)
         elif action == "resume":
             if state != PAUSED:
                 raise UserError(f"{node.role} {node.node_id} is not paused: nothing to resume")
-            tracked.signal_group(signal.SIGCONT)
-            wait_until(lambda: tracked.state() == UP, timeout_s, f"{node.name} did not continue on SIGCONT")
+            self.nodes.freeze(node, False, timeout_s)
         else:
             raise ValueError(action)
-
-
-def _stop_in_parallel(tracked: list[TrackedProcess], sig: signal.Signals, timeout_s: float) -> None:
-    for t in tracked:
-        t.begin_stop(sig)
-    for t in tracked:
-        t.finish_stop(timeout_s if sig != signal.SIGKILL else KILL_TIMEOUT_S)
 
 
 def _role_word(node: NodeSpec) -> str:
@@ -287,9 +267,11 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
             cluster = None
         java = find_java()
         dist = kafka_dist((cluster.spec if cluster else spec).kafka_version)
-        ensure_ports_free((cluster.spec if cluster else spec).nodes(), spec=cluster.spec if cluster else spec)
+        target = cluster.spec if cluster else spec
+        places = cluster.nodes if cluster else node_control(cdir, spec)
+        places.ensure_ports_free(target.nodes(), target)
         # Rules a crashed failsafe left for this directory would cut the new cluster's links.
-        netfilter.delete_table(cdir.root)
+        places.release()
         if cluster is None:
             cluster = Cluster.create(cdir.root, spec, java, dist, progress)
         cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
@@ -299,8 +281,8 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
 def start_node(cluster: Cluster, node: NodeSpec, timeout_s: float, progress: Progress = _quiet) -> None:
     with cluster.dir.lock():
         if cluster.node_state(node) != DOWN:
-            raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.tracked(node).pid})")
-        ensure_ports_free([node], spec=cluster.spec)
+            raise UserError(f"{node.role} {node.node_id} is already running (pid {cluster.nodes.pid(node)})")
+        cluster.nodes.ensure_ports_free([node], cluster.spec)
         cluster.start([node], cluster.java, cluster.dist, timeout_s, progress)
 
 
@@ -322,10 +304,11 @@ def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
             cluster = None
         if cluster is not None:
             cluster.down(timeout_s)
+            cluster.nodes.remove()
         else:
             # Which nodes it has is unknown (no state, or none readable); what its pidfiles track is not.
-            _stop_in_parallel([t for t in map(read_pidfile, sorted(cdir.pids_dir.glob("*.pid"))) if t is not None],
-                              signal.SIGTERM, timeout_s)
+            stop_in_parallel([t for t in map(read_pidfile, sorted(cdir.pids_dir.glob("*.pid"))) if t is not None],
+                             signal.SIGTERM, timeout_s)
         netfilter.delete_table(cdir.root)
         disks.unmount(cdir)  # before the tree goes: a layer's mountpoint is in it
     shutil.rmtree(cdir.root)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from failsafe.cluster.spec import LOOPBACK, ClusterSpec, NodeSpec
+from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.dist.jmx_exporter import agent_option, exporter_agent
 
 CONFIG_NAME = "jmx-exporter.yaml"
@@ -102,11 +102,11 @@ def write_config(root: Path) -> Path:
 def jvm_option(root: Path, spec: ClusterSpec, node: NodeSpec) -> str:
     """The ``-javaagent`` option node ``node`` starts with (a ProvisionError saying how to resolve the agent when 'failsafe
     setup' has not)."""
-    return agent_option(exporter_agent(), LOOPBACK, spec.metrics_port(node), write_config(root))
+    return agent_option(exporter_agent(), node.client_address, spec.metrics_port(node), write_config(root))
 
 
 def endpoint(spec: ClusterSpec, node: NodeSpec) -> str:
-    return f"http://{LOOPBACK}:{spec.metrics_port(node)}/metrics"
+    return f"http://{node.client_address}:{spec.metrics_port(node)}/metrics"
 
 
 def endpoints(spec: ClusterSpec) -> dict[NodeSpec, str]:

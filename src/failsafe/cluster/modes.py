@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from failsafe.cluster import zookeeper
 from failsafe.cluster.properties import kraft_properties, zookeeper_broker_properties
@@ -44,6 +44,7 @@ class Cluster(Protocol):
 
     spec: ClusterSpec
     dir: ClusterDir
+    nodes: Any  # cluster/nodes.py's NodeControl: its quorum_state
 
     def node_state(self, node: NodeSpec) -> ProcessState: ...
 
@@ -120,7 +121,7 @@ def _plural(count: int, word: str) -> str:
 def _leader_of_quorum(cluster: Cluster) -> int | None:
     """The KRaft quorum's leader as the running controllers last persisted it, if it is one of them."""
     live = [n for n in cluster.spec.controller_nodes() if cluster.node_state(n) == UP]
-    leader = quorum_leader([cluster.dir.data_dir(n) for n in live])
+    leader = quorum_leader([cluster.nodes.quorum_state(n) for n in live])
     return leader if leader in {n.node_id for n in live} else None
 
 

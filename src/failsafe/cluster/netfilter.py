@@ -32,6 +32,8 @@ from failsafe.errors import UserError
 from failsafe.supervisor import run_to_end
 
 NFT_TIMEOUT_S = 10.0
+# Where a rule goes (faults/network.py): this machine's nftables, or a host's (by its address).
+LOCAL = "local"
 # Group ids failsafe gives its nodes: far above the ids Debian hands out (< 60000 for users and
 # groups, 65534 nogroup), 100 per cluster, one per node slot.
 GID_BASE = 400000
@@ -119,6 +121,11 @@ def _quote(text: str) -> str:
 
 def add_chain(root: Path, chain: str, comment: str, rules: list[str]) -> None:
     """Create the cluster's table if needed, and ``chain`` with ``rules`` in one transaction: all or nothing."""
+    _nft([], chain_script(root, chain, comment, rules))
+
+
+def chain_script(root: Path, chain: str, comment: str, rules: list[str]) -> str:
+    """The ``nft -f`` script that adds the cluster's table (if needed) and ``chain`` with ``rules`` (here, or on a host)."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", chain):
         raise ValueError(f"bad chain name {chain!r}")
     table = table_name(root)
@@ -127,7 +134,7 @@ def add_chain(root: Path, chain: str, comment: str, rules: list[str]) -> None:
         f"add chain inet {table} {chain} {{ type filter hook output priority filter; policy accept; comment {_quote(comment)}; }}",
         *(f"add rule inet {table} {chain} {rule}" for rule in rules),
     ]
-    _nft([], "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def delete_chain(root: Path, chain: str) -> bool:

@@ -27,7 +27,7 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
     # address, so a network fault can cut one without the other (docs/cluster.md).
     broker_listeners = []
     if node.is_broker:
-        broker_listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+        broker_listeners.append(f"PLAINTEXT://{node.client_address}:{node.port}")
         if node.replication_port:
             broker_listeners.append(f"REPLICATION://{node.address}:{node.replication_port}")
     controller_listeners = [f"CONTROLLER://{node.address}:{node.controller_port}"] if node.is_controller else []

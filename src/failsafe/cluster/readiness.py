@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
 
 from confluent_kafka import KafkaException
 
@@ -36,22 +35,22 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
         return True
 
 
-def registered_brokers(port: int, timeout_s: float = 2.0) -> set[int]:
-    """The broker ids in the metadata served by the broker on ``port`` (empty if it does not answer)."""
-    if not port_accepts(port):
+def registered_brokers(port: int, timeout_s: float = 2.0, host: str = "127.0.0.1") -> set[int]:
+    """The broker ids in the metadata served by the broker on ``host:port`` (empty if it does not answer)."""
+    if not port_accepts(port, host):
         return set()
-    admin = new_admin(f"127.0.0.1:{port}")
+    admin = new_admin(f"{host}:{port}")
     try:
         return set(admin.list_topics(timeout=timeout_s).brokers)
     except KafkaException:
         return set()
 
 
-def under_replicated(port: int, timeout_s: float = 5.0) -> list[str] | None:
-    """The partitions whose ISR is smaller than their replicas, as the broker on ``port`` sees them (None: no answer)."""
-    if not port_accepts(port):
+def under_replicated(port: int, timeout_s: float = 5.0, host: str = "127.0.0.1") -> list[str] | None:
+    """The partitions whose ISR is smaller than their replicas, as the broker on ``host:port`` sees them (None: no answer)."""
+    if not port_accepts(port, host):
         return None
-    admin = new_admin(f"127.0.0.1:{port}")
+    admin = new_admin(f"{host}:{port}")
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException:
@@ -60,17 +59,20 @@ def under_replicated(port: int, timeout_s: float = 5.0) -> list[str] | None:
                   if pm.leader < 0 or len(pm.isrs) < len(pm.replicas))
 
 
-def quorum_leader(metadata_log_dirs: list[Path]) -> int | None:
-    """The KRaft quorum leader as the controllers last persisted it (highest epoch wins).
+QUORUM_STATE = "__cluster_metadata-0/quorum-state"
 
-    Each voter writes ``__cluster_metadata-0/quorum-state`` when it learns of a new leader.
+
+def quorum_leader(quorum_states: list[str | None]) -> int | None:
+    """The KRaft quorum leader as the controllers last persisted it (highest epoch wins), from the text of each
+    controller's ``__cluster_metadata-0/quorum-state`` (None: unreadable), which a voter writes when it learns of a new leader.
     """
     best: tuple[int, int] | None = None
-    for log_dir in metadata_log_dirs:
-        path = log_dir / "__cluster_metadata-0" / "quorum-state"
+    for text in quorum_states:
         try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            data = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(data, dict):
             continue
         leader, epoch = data.get("leaderId", -1), data.get("leaderEpoch", -1)
         if leader is not None and leader >= 0 and (best is None or epoch > best[1]):

@@ -8,7 +8,7 @@ both: the ensemble, KRaft controllers in migration mode, and brokers being rolle
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 
 from failsafe.cluster.profiles import DEFAULT_PROFILE, check_cluster
@@ -72,6 +72,9 @@ class NodeSpec:
     # The address of the node's replication and controller listeners (KRaft); clients use 127.0.0.1.
     address: str = LOOPBACK
     replication_port: int | None = None  # a broker's REPLICATION listener (inter.broker.listener.name)
+    # Where clients reach a broker's PLAINTEXT listener (and a node's metrics): 127.0.0.1 on this machine, where the seeds put
+    # them; on hosts (ClusterSpec.placement) the host's address, as for every other listener.
+    client_address: str = LOOPBACK
 
     @property
     def is_broker(self) -> bool:
@@ -135,6 +138,9 @@ class ClusterSpec:
     # start on it. A state file written before profiles holds neither: Kafka's defaults, the defaults profile's version 1.
     profile: str = DEFAULT_PROFILE
     profile_version: int = 1
+    # On hosts reached over SSH (docs/hosts.md): each node's name (server-N) to the address of the host it runs on, where
+    # all its listeners are. Empty: every node on this machine. The hosts' SSH details are in DIR/hosts.json.
+    placement: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
@@ -189,21 +195,30 @@ class ClusterSpec:
     def zookeeper_connect(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.zookeeper_nodes())
 
+    @property
+    def on_hosts(self) -> bool:
+        """Whether the nodes run on hosts reached over SSH (docs/hosts.md), not on this machine."""
+        return bool(self.placement)
+
     def _kafka_nodes(self) -> list[NodeSpec]:
         cport = self.effective_controller_base_port
         rport = self.effective_replication_base_port
         addressed = self.node_addresses
 
+        def placed(node: NodeSpec) -> NodeSpec:
+            host = self.placement.get(node.name)
+            return replace(node, address=host, client_address=host) if host else node
+
         def broker(i: int, controller_port: int | None) -> NodeSpec:
-            return NodeSpec(self.first_broker_id + i, (BROKER, CONTROLLER) if controller_port else (BROKER,), self.base_port + i,
-                            controller_port, address=f"127.0.0.{FIRST_BROKER_ADDRESS + i}" if addressed else LOOPBACK,
-                            replication_port=rport + i if addressed else None)
+            return placed(NodeSpec(self.first_broker_id + i, (BROKER, CONTROLLER) if controller_port else (BROKER,), self.base_port + i,
+                                   controller_port, address=f"127.0.0.{FIRST_BROKER_ADDRESS + i}" if addressed else LOOPBACK,
+                                   replication_port=rport + i if addressed else None))
 
         if self.combined:
             return [broker(i, cport + i if i < self.controllers else None) for i in range(self.brokers)]
         controllers = [
-            NodeSpec(self.first_controller_id + i, (CONTROLLER,), None, cport + i,
-                     address=f"127.0.0.{FIRST_CONTROLLER_ADDRESS + i}" if addressed else LOOPBACK)
+            placed(NodeSpec(self.first_controller_id + i, (CONTROLLER,), None, cport + i,
+                            address=f"127.0.0.{FIRST_CONTROLLER_ADDRESS + i}" if addressed else LOOPBACK))
             for i in range(self.controllers)
         ]
         return controllers + [broker(i, None) for i in range(self.brokers)]
@@ -229,7 +244,7 @@ class ClusterSpec:
             self.metrics_ports()
 
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers_nodes())
+        return ",".join(f"{n.client_address}:{n.port}" for n in self.brokers_nodes())
 
     def quorum_voters(self) -> str:
         return ",".join(f"{n.node_id}@{n.address}:{n.controller_port}" for n in self.controller_nodes())
@@ -265,6 +280,8 @@ class ClusterSpec:
                                 "set --metrics-base-port apart")
             raise UserError(f"broker ports from {self.base_port} and {others} overlap: "
                             f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart")
+        if self.placement:
+            self._validate_placement()
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")
@@ -282,6 +299,19 @@ class ClusterSpec:
             raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode a broker is the controller")
         if self.features:
             raise UserError("--feature sets the level a KRaft cluster's storage is formatted with: ZooKeeper mode has no such format")
+
+    def _validate_placement(self) -> None:
+        if self.mode != KRAFT_MODE:
+            raise UserError("clusters on hosts run in KRaft mode (ZooKeeper mode runs on this machine only)")
+        if self.volatile_disks:
+            raise UserError("--volatile-disks mounts a FUSE layer on this machine: not yet on hosts")
+        names = {n.name for n in self._kafka_nodes()}
+        unplaced = sorted(names - set(self.placement))
+        if unplaced:
+            raise UserError(f"nodes {', '.join(unplaced)} have no host")
+        stray = sorted(set(self.placement) - names)
+        if stray:
+            raise UserError(f"placement names nodes the cluster does not have: {', '.join(stray)}")
 
     def to_json(self) -> dict:
         return asdict(self)

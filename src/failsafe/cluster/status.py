@@ -17,6 +17,7 @@ from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.mirror import MirrorFlow
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.dist.java import find_java
+from failsafe.hosts import probe
 from failsafe.supervisor import UP, ProcessState
 
 # The lone cluster's alias among a topology's clusters (a DR pair's are MirrorMaker's: primary, backup).
@@ -117,8 +118,22 @@ def cluster_facts(cluster: Cluster) -> dict[str, Any]:
         "bootstrap_servers": cluster.bootstrap_servers,
         "cluster": spec.to_json(),
         "nodes": [{"id": n.node_id, "roles": list(n.roles), "port": n.port, "controller_port": n.controller_port,
+                   **({"host": n.address} if spec.on_hosts else {}),
                    **({"metrics": endpoint(spec, n)} if spec.metrics else {})} for n in spec.nodes()],
+        **({"hosts": host_facts(cluster)} if spec.on_hosts else {}),
     }
+
+
+def host_facts(cluster: Cluster) -> list[dict[str, Any]]:
+    """Each host's kernel, Java, disk and clock offset with its error bound, read now (hosts/probe.py): the checkers compare
+    timestamps taken there with failsafe's, and the manifest says how far apart the clocks were."""
+    out = []
+    for host in cluster.nodes.hosts():
+        facts = probe.probe(cluster.nodes.ssh(host)).to_json()
+        out.append({"name": host.name, "address": host.address, "user": host.user, **{k: facts[k] for k in (
+            "kernel", "arch", "cpus", "mem_kib", "java", "java_version", "fs_type", "disk_free_kib", "clock_offset_s", "clock_error_s",
+            "ssh_round_trip_s", "root", "boot_id")}})
+    return out
 
 
 @dataclass(frozen=True)

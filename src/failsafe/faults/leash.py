@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from failsafe.cluster import netfilter
 from failsafe.supervisor import spawn
@@ -44,6 +45,25 @@ class NetworkLeash:
         self._proc.wait(timeout=30)
 
 
+class Leashes:
+    """Several leashes held as one: this machine's and the hosts' (cluster/host_net.py) for a cluster on hosts."""
+
+    def __init__(self, *leashes: Any) -> None:
+        self.leashes = leashes
+
+    def hold(self, chain: str) -> None:
+        for leash in self.leashes:
+            leash.hold(chain)
+
+    def release(self, chain: str) -> None:
+        for leash in self.leashes:
+            leash.release(chain)
+
+    def close(self) -> None:
+        for leash in self.leashes:
+            leash.close()
+
+
 def _watch(root: Path) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     held: list[str] = []
@@ -57,8 +77,6 @@ def _watch(root: Path) -> int:
         if netfilter.delete_chain(root, chain):
             print(f"network leash: failsafe ended with {chain} in force; deleted it", flush=True)
     return 0
-
-
 
 
 if __name__ == "__main__":

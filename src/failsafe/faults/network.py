@@ -25,7 +25,6 @@ from failsafe.cluster import netfilter
 from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.draw import Arena, Draw, node_by_role
-from failsafe.faults.leash import NetworkLeash
 from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
 from failsafe.faults.registry import register
 from failsafe.faults.sides import CLIENTS, ROLE_WORDS, Side, node_label, parse_sides, resolve_sides
@@ -33,6 +32,8 @@ from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN
 
 LOOPBACK = "127.0.0.1"
+# Where a rule goes: this machine's nftables (the clients, and every node of a cluster on this machine), or a host's address.
+LOCAL = netfilter.LOCAL
 # Drop probabilities are written as parts of 10,000 (numgen's modulus): 0.01 % steps.
 LOSS_MODULUS = 10_000
 
@@ -58,27 +59,45 @@ def _set(items: Iterable[object], always: bool = False) -> str:
 
 def partition_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec], int], all_gids: Sequence[int],
                     loss: float | None = None) -> list[str]:
-    """nft rules (without ``add rule``) dropping what crosses between sides; ``loss`` < 1 drops that share at random."""
+    """nft rules (without ``add rule``) dropping what crosses between sides on this machine; ``loss`` < 1 drops that share at
+    random."""
+    return [rule for rules in placed_rules(sides, one_way, gid, all_gids, loss).values() for rule in rules]
+
+
+def placed_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec], int], all_gids: Sequence[int],
+                 loss: float | None = None, place: Callable[[NodeSpec], str] = lambda node: LOCAL,
+                 control: Callable[[str], str] = lambda where: LOOPBACK) -> dict[str, list[str]]:
+    """The rules of :func:`partition_rules`, by where each must go: a node's packets are dropped where the node runs
+    (``place``: LOCAL, or its host), the clients' where the clients run (LOCAL); ``control(where)`` is the clients'
+    address as seen from there."""
     chance = ""
     if loss is not None and loss < 1:
         chance = f"numgen random mod {LOSS_MODULUS} < {round(loss * LOSS_MODULUS)} "
     pairs = [(0, 1)] if one_way else [(i, j) for i in range(len(sides)) for j in range(len(sides)) if i != j]
-    rules = []
+    rules: dict[str, list[str]] = {}
+
+    def by_place(nodes: Iterable[NodeSpec]) -> dict[str, list[NodeSpec]]:
+        grouped: dict[str, list[NodeSpec]] = {}
+        for n in nodes:
+            grouped.setdefault(place(n), []).append(n)
+        return grouped
+
     for i, j in pairs:
         src, dst = sides[i], sides[j]
         endpoints = [f"{a} . {p}" for n in dst.nodes for a, p in peer_endpoints(n)]
         if src.nodes and endpoints:
-            rules.append(f"meta skgid {_set(gid(n) for n in src.nodes)} ip daddr . tcp dport {_set(endpoints, True)} {chance}counter drop")
-        client_ports = [n.port for n in dst.nodes if n.is_broker]
+            for where, nodes in by_place(src.nodes).items():
+                rules.setdefault(where, []).append(
+                    f"meta skgid {_set(gid(n) for n in nodes)} ip daddr . tcp dport {_set(endpoints, True)} {chance}counter drop")
+        client_ports = [f"{n.client_address} . {n.port}" for n in dst.nodes if n.is_broker]
         if src.clients and client_ports:
             # Anything that is not a node of this cluster connecting to the brokers' client listeners.
-            rules.append(f"meta skgid != {_set(all_gids)} ip daddr . tcp dport {_set((f'{LOOPBACK} . {p}' for p in client_ports), True)} "
-                         f"{chance}counter drop")
+            rules.setdefault(LOCAL, []).append(f"meta skgid != {_set(all_gids)} ip daddr . tcp dport {_set(client_ports, True)} "
+                                               f"{chance}counter drop")
         if dst.clients and one_way:
-            own_ports = [n.port for n in src.nodes if n.is_broker]
-            if own_ports:
-                rules.append(f"meta skgid {_set(gid(n) for n in src.nodes if n.is_broker)} ip daddr {LOOPBACK} tcp sport {_set(own_ports)} "
-                             f"{chance}counter drop")
+            for where, nodes in by_place(n for n in src.nodes if n.is_broker).items():
+                rules.setdefault(where, []).append(f"meta skgid {_set(gid(n) for n in nodes)} ip daddr {control(where)} "
+                                                   f"tcp sport {_set(n.port for n in nodes)} {chance}counter drop")
     if not rules:
         raise FaultError("these sides share no link failsafe can cut (no node-to-node listener and no clients between them)")
     return rules
@@ -103,9 +122,12 @@ class NetworkFault:
 
 
 def check_ready(cluster: Any) -> None:
-    """Root, nft, and every running node under its own group id; else one clear reason."""
-    netfilter.require_available()
+    """Root, nft, and every running node under its own group id (here, or on its host); else one clear reason."""
     spec: ClusterSpec = cluster.spec
+    if spec.on_hosts:
+        cluster.nodes.net_ready()
+        return
+    netfilter.require_available()
     if not spec.node_addresses and spec.mode != ZOOKEEPER_MODE:
         raise FaultError(f"the cluster at {cluster.dir.root} was made before nodes had their own replication addresses: "
                          "recreate it (failsafe clean, failsafe up) to inject network faults")
@@ -124,8 +146,9 @@ def gid_of(cluster: Any) -> Callable[[NodeSpec], int]:
 
 
 def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | None = None,
-          leash: NetworkLeash | None = None) -> NetworkFault:
-    """Install the rules of one fault as a new chain; returns it (its undo is :func:`heal`).
+          leash: Any | None = None) -> NetworkFault:
+    """Install the rules of one fault as a new chain (on this machine, and on each host whose nodes it cuts); returns it (its
+    undo is :func:`heal`).
 
     ``leash`` holds the chain's name before the chain exists: a SIGKILL of failsafe at any point after
     the rules are in force finds them held."""
@@ -134,15 +157,16 @@ def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | 
     check_ready(cluster)
     gid = gid_of(cluster)
     all_gids = [gid(n) for n in cluster.spec.nodes()]
-    rules = partition_rules(sides, one_way, gid, all_gids, loss)
-    taken = {c.name for c in netfilter.list_chains(cluster.dir.root)}
+    nodes = cluster.nodes
+    rules = placed_rules(sides, one_way, gid, all_gids, loss, nodes.net_place, nodes.net_control_address)
+    taken = {c.name for c in nodes.net_chains()}
     number = next(i for i in range(1, 10_000) if f"fault_{i}" not in taken)
     comment = describe(sides, one_way, loss)
     chain = f"fault_{number}"
     if leash is not None:
         leash.hold(chain)
     try:
-        netfilter.add_chain(cluster.dir.root, chain, comment, rules)
+        nodes.net_add(chain, comment, rules)
     except netfilter.NftError as e:
         if leash is not None:
             leash.release(chain)
@@ -163,14 +187,14 @@ def sides_label(sides: Sequence[Sequence[str]], one_way: bool, loss: float | Non
 
 def heal(cluster: Any, chain: str | None = None) -> list[str]:
     """Remove one fault's chain, or every network fault of the cluster; returns what was removed."""
-    found = netfilter.list_chains(cluster.dir.root)
+    found = cluster.nodes.net_chains()
     if chain is None:
-        netfilter.delete_table(cluster.dir.root)
+        cluster.nodes.net_delete_all()
         return [f"{c.name}: {c.comment}" for c in found]
     names = {c.name: c for c in found}
     if chain not in names:
         raise FaultError(f"no network fault {chain} on this cluster: 'failsafe net status' lists them")
-    netfilter.delete_chain(cluster.dir.root, chain)
+    cluster.nodes.net_delete(chain)
     return [f"{chain}: {names[chain].comment}"]
 
 
@@ -234,10 +258,10 @@ def _check_lossy(params: SidesChoice, ctx: FaultContext) -> None:
     _check_sides(params, ctx)
 
 
-def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: NetworkLeash | None, chosen_as: str = "") -> AppliedFault:
+def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: Any | None, chosen_as: str = "") -> AppliedFault:
     def undo() -> None:
         try:
-            netfilter.delete_chain(cluster.dir.root, fault.chain)
+            cluster.nodes.net_delete(fault.chain)
         except netfilter.NftError as e:
             # An undo that failed is recorded and tried again by the heal: it must not abort it.
             raise FaultError(f"nft could not delete {fault.chain}: {e}") from e
@@ -259,9 +283,10 @@ def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, dict | None, 
     return cluster, partition, cluster.active_controller_node()
 
 
-def _leash(targets: FaultTargets) -> NetworkLeash | None:
+def _leash(targets: FaultTargets) -> Any | None:
+    """The run's network leash (faults/leash.py here, cluster/host_net.py's on hosts), if the run keeps one."""
     leash = targets.network_leash()
-    return leash if isinstance(leash, NetworkLeash) else None
+    return leash if leash is not None and hasattr(leash, "hold") else None
 
 
 def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:

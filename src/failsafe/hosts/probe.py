@@ -30,6 +30,8 @@ echo "java=$j"
 [ -n "$j" ] && echo "java_version=$("$j" -version 2>&1 | head -1)"
 n=$(command -v nft 2>/dev/null || { [ -x /usr/sbin/nft ] && echo /usr/sbin/nft; })
 echo "nft=$n"
+echo "setpriv=$(command -v setpriv 2>/dev/null)"
+echo "ssh_client=${SSH_CLIENT%% *}"
 [ -n "$n" ] && "$n" list tables >/dev/null 2>&1 && echo "nft_usable=yes"
 mkdir -p {dir} 2>/dev/null
 echo "dir_writable=$([ -w {dir} ] && echo yes)"
@@ -52,6 +54,8 @@ class HostFacts:
     java_version: str
     nft: str
     nft_usable: bool
+    setpriv: str
+    ssh_client: str  # failsafe's address as the host sees it (where its clients' packets come from)
     dir: str
     dir_writable: bool
     fs_type: str
@@ -80,7 +84,8 @@ def probe(ssh: SshHost, *, clock_samples: int = CLOCK_SAMPLES) -> HostFacts:
         name=host.name, address=host.address, kernel=facts.get("kernel", ""), arch=facts.get("arch", ""), uid=_int(facts.get("uid")),
         cpus=_int(facts.get("cpus")), mem_kib=_int(facts.get("mem_kib")), boot_id=facts.get("boot_id", ""),
         java=facts.get("java", ""), java_major=major_version(facts.get("java_version", "")), java_version=facts.get("java_version", ""),
-        nft=facts.get("nft", ""), nft_usable=facts.get("nft_usable") == "yes", dir=str(host.dir),
+        nft=facts.get("nft", ""), nft_usable=facts.get("nft_usable") == "yes", setpriv=facts.get("setpriv", ""),
+        ssh_client=facts.get("ssh_client", ""), dir=str(host.dir),
         dir_writable=facts.get("dir_writable") == "yes", fs_type=fs_type, disk_kib=_int(size), disk_free_kib=_int(free),
         clock_offset_s=offset, clock_error_s=error, ssh_round_trip_s=rtt)
 
@@ -128,6 +133,8 @@ def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults:
             found.append(f"{where}: network faults need root there, and user uid {facts.uid} is not: log in as root")
         elif not facts.nft_usable:
             found.append(f"{where}: 'nft list tables' fails there as root: the kernel may lack nf_tables")
+        elif not facts.setpriv:
+            found.append(f"{where}: network faults need setpriv there (util-linux), to run each node under a group id of its own")
     return found
 
 

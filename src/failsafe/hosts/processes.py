@@ -76,6 +76,13 @@ def state(ssh: SshHost, process: RemoteProcess | None) -> ProcessState:
     return _state(out)
 
 
+def state_of(ssh: SshHost, pidfile: PurePosixPath) -> ProcessState:
+    """The state of the process a pid file on the host names, in one command (DOWN when there is no pid file)."""
+    script = (f"read -r pid start boot 2>/dev/null < {quote(pidfile)} || exit 0; "
+              f"if {_SAME}; then {_STATE}; fi")
+    return _state(ssh.run(script).stdout.strip())
+
+
 def states(ssh: SshHost, processes: dict[str, RemoteProcess | None]) -> dict[str, ProcessState]:
     """The state of several processes of one host in one command."""
     known = {name: p for name, p in processes.items() if p is not None}

@@ -173,6 +173,25 @@ def destroy(bed: Testbed) -> list[str]:
     return leftovers
 
 
+def strays(host: TestHost) -> list[str]:
+    """What runs on a test host besides its sshd and the processes sshd forked for connections: what failsafe started
+    there and left (a test after 'down' must find none)."""
+    own: set[int] = set()
+    if host.sshd:
+        proc = TrackedProcess(int(host.sshd[0]), host.sshd[1]).process()
+        if proc is not None:
+            own = {proc.pid, *(c.pid for c in proc.children(recursive=True))}
+    left = []
+    for pid in namespace_pids(host.netns):
+        if pid in own:
+            continue
+        try:
+            left.append(f"pid {pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            continue
+    return left
+
+
 def namespace_pids(netns: str) -> list[int]:
     """The processes running in a test host's namespace (``ip netns pids``): what a test must leave none of."""
     result = run_to_end(["ip", "netns", "pids", netns], name="ip netns pids", timeout_s=IP_TIMEOUT_S)

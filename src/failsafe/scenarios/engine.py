@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from failsafe.cluster.profiles import LIBRARIES, Profile
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
-from failsafe.faults.leash import NetworkLeash
+from failsafe.faults.leash import Leashes, NetworkLeash
 from failsafe.history.ops import Family, Op, PhaseName, fault_start, fault_stop
 from failsafe.history.ops import event as event_op
 from failsafe.history.ops import phase as phase_op
@@ -116,7 +116,7 @@ class Engine:
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
             clusters=dict(clusters or {}), **profile_context(profile),
         )
-        self._network_leash: NetworkLeash | None = None
+        self._network_leash: Any = None
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)
         # Kills and pauses done by hand (CLI or console) while the scenario runs: faults in its history too.
         self.operator = OperatorFeed(operator_journal, cluster, self.recorder, self._fault_ids) if operator_journal else None
@@ -292,10 +292,14 @@ class Engine:
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
     # -- faults and actions ---------------------------------------------------------------------
-    def _leash(self) -> NetworkLeash:
+    def _leash(self) -> Any:
         """The watchdog that deletes this run's network rules if failsafe dies before the heal (made on first use)."""
         if self._network_leash is None:
-            self._network_leash = NetworkLeash(self.cluster.dir.root, self.run_dir.path / "network-leash.log")
+            log = self.run_dir.path / "network-leash.log"
+            on_hosts = getattr(getattr(self.cluster, "spec", None), "on_hosts", False)
+            here = NetworkLeash(self.cluster.dir.root, log)
+            # On hosts, a leash on each host holds the rules there too (cluster/host_net.py); here, a watchdog holds the clients'.
+            self._network_leash = Leashes(here, self.cluster.nodes.net_leash(log.with_name("network-leash-hosts.log"))) if on_hosts else here
         return self._network_leash
 
     def _start_fault(self, spec: FaultSpec) -> float:

@@ -15,8 +15,10 @@ from failsafe.history.recorder import Recorder
 def _logs(cluster: Any) -> tuple[dict[int, Path], dict[int, Path]] | None:
     """The Kafka nodes' and the ZooKeeper nodes' log files; None for a test's fake cluster without a spec and a directory."""
     spec, directory = getattr(cluster, "spec", None), getattr(cluster, "dir", None)
-    if not isinstance(spec, ClusterSpec) or not hasattr(directory, "log_file"):
-        return None
+    if not isinstance(spec, ClusterSpec) or not hasattr(directory, "log_file") or getattr(cluster, "attached", False):
+        return None  # an attached cluster's logs are not failsafe's to read
+    if spec.on_hosts:
+        cluster.nodes.fetch_logs()  # the hosts' logs, copied into DIR/logs/ for reading
     return ({n.node_id: directory.log_file(n) for n in spec.nodes() if not n.is_zookeeper},
             {n.node_id: directory.log_file(n) for n in spec.zookeeper_nodes()})
 
@@ -39,7 +41,20 @@ def record_node_events(cluster: Any, recorder: Recorder, since_ns: int, until_ns
     if logs is None:
         return 0
     kafka, zookeeper = logs
-    ops = read_node_events(kafka, since_ns, until_ns, zookeeper, offsets)
-    for op in ops:
-        recorder.record(op)
-    return len(ops)
+    shift = _clock_offsets_ns(cluster)
+    slack = max((abs(v) for v in shift.values()), default=0)
+    recorded = 0
+    for op in read_node_events(kafka, since_ns - slack, until_ns + slack, zookeeper, offsets):
+        # A host's log is in the host's clock: moved onto failsafe's by the offset measured (its bound is in the manifest).
+        op["time_ns"] -= shift.get(op.get("node"), 0)
+        if since_ns <= op["time_ns"] <= until_ns:
+            recorder.record(op)
+            recorded += 1
+    return recorded
+
+
+def _clock_offsets_ns(cluster: Any) -> dict[int, int]:
+    """Each node's host clock minus failsafe's, in ns (empty on this machine: one clock)."""
+    if not cluster.spec.on_hosts:
+        return {}
+    return {node_id: round(offset_s * 1e9) for node_id, (offset_s, _) in cluster.nodes.clock_offsets().items()}

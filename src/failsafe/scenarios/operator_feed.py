@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from failsafe.cluster import journal, netfilter
+from failsafe.cluster import journal
 from failsafe.faults import AppliedFault, FaultSpec, Target, fault_type
 from failsafe.faults.network import PARTITION, sides_label
 from failsafe.faults.nodes import KILL, PAUSE, TERMINATE, NodeChoice
@@ -103,7 +103,7 @@ class OperatorFeed:
         chain = str(a.detail["chain"])
 
         def undo() -> None:
-            netfilter.delete_chain(self.cluster.dir.root, chain)
+            self.cluster.nodes.net_delete(chain)
             self.open.pop(("network", chain), None)
         applied = AppliedFault(kind, Target.NETWORK, nodes, role, undo, label=label, sides=sides, one_way=one_way, loss=loss)
         self.open[("network", chain)] = (fault_id, applied)

@@ -1,0 +1,36 @@
+"""The table of docs/hosts.md (render_docs.py renders and checks it): a cluster on test hosts over SSH against the same cluster
+on this machine, from docs/benchmarks/hosts.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.render_base import load, source, table
+
+HOSTS = "docs/benchmarks/hosts.json"
+
+
+def _s(spread: dict | None, scale: float = 1.0, digits: int = 2, unit: str = " s") -> str:
+    if not spread:
+        return "—"
+    return f"{spread['median'] * scale:.{digits}f}{unit} ({spread['min'] * scale:.{digits}f}-{spread['max'] * scale:.{digits}f})"
+
+
+def t_hosts(root: Path) -> str:
+    data = load(root, HOSTS)
+    rows = []
+    for where, words in (("local", "this machine (127.0.0.x)"), ("hosts", "3 test hosts over SSH")):
+        d = data[where]
+        f = d["failover"]
+        rows.append([words, _s(d["up_s"], digits=1), _s(d["state_s"], 1000, 1, " ms"), _s(d["kill_s"], 1000, 0, " ms"),
+                     _s(d["restart_ready_s"], digits=1), f"{len(f['runs'])} ({f['valid_runs']} valid)",
+                     _s({k: v / 1000 for k, v in f["unavailable_ms"].items() if k in ("median", "min", "max")} if f["unavailable_ms"] else None),
+                     _s({k: v / 1000 for k, v in f["new_leader_ms"].items() if k in ("median", "min", "max")} if f["new_leader_ms"] else None),
+                     str(f["lost_total"])])
+    first = data["hosts"]["ups"][0]["up_s"] if data["hosts"]["ups"] else None
+    note = (f"\n\nThe first `up` on the hosts copied Kafka's jars to each of them ({first:.1f} s); the later ones found them there. "
+            "Nodes on this machine start with the class-data sharing archive, which is not copied to hosts."
+            if first is not None else "")
+    return table(["where", "`failsafe up`, median (min-max)", "reading a node's state", "kill -9 of a broker, call to process gone",
+                  "its restart until the cluster is ready", "broker-failover runs", "client-visible unavailability p50 (min-max)",
+                  "new leader p50 (min-max)", "acknowledged writes lost"], rows) + note + source(root, HOSTS)

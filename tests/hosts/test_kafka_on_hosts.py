@@ -1,0 +1,116 @@
+"""A real Kafka cluster on three test hosts (network namespaces, each with its own sshd), brought up, broken and judged over
+SSH; a host that lacks Java or root refused in one line; nothing left running, no rule and no namespace left behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from failsafe.cluster import netfilter
+from failsafe.hosts import testbed
+from failsafe.hosts.ssh import SshHost
+from tests.helpers import TEST_HEAP, open_dir, run_cli
+
+UNAVAILABLE = testbed.unavailable_reason()
+pytestmark = [pytest.mark.hosts, pytest.mark.cluster, pytest.mark.breaks_cluster,
+              pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
+
+
+@pytest.fixture
+def bed(own_cluster_dir: Path) -> Iterator[testbed.Testbed]:
+    """Three whole hosts, and a fourth without Java (h4), a fifth that logs in a user who is not root (h5)."""
+    root = open_dir()  # h5's user must enter its directory
+    made = testbed.create(root / "bed", 5, no_java=("h4",), users={"h5": "failsafe-hosts-e2e"})
+    yield made
+    namespaces = [h.netns for h in made.hosts]
+    left = testbed.destroy(made)
+    shutil.rmtree(root)
+    assert left == [], f"processes left on the test hosts: {left}"
+    assert not set(namespaces) & {p.name for p in Path("/run/netns").glob("*")}
+
+
+def inventory(bed: testbed.Testbed, tmp: Path, names: tuple[str, ...]) -> Path:
+    """A hosts.toml of the testbed's hosts ``names`` only."""
+    text = bed.inventory_file.read_text()
+    head, *entries = text.split("[[host]]")
+    kept = [e for e in entries if any(f'name = "{n}"' in e for n in names)]
+    path = tmp / f"hosts-{'-'.join(names)}.toml"
+    path.write_text(head + "".join("[[host]]" + e for e in kept))
+    return path
+
+
+def _tables(bed: testbed.Testbed, root: Path) -> list[str]:
+    found = []
+    for host in bed.inventory().hosts[:3]:
+        ssh = SshHost(host)
+        if ssh.run(f"nft list table inet {netfilter.table_name(root)}").ok():
+            found.append(host.name)
+        ssh.close()
+    return found
+
+
+def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path) -> None:
+    d = str(own_cluster_dir)
+    # A host without Java: refused in one line, exit 2, before anything starts anywhere.
+    no_java = run_cli("up", "--dir", str(tmp_path / "nojava"), "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h4"))),
+                      "--heap", TEST_HEAP)
+    assert no_java.returncode == 2, no_java.stderr
+    assert no_java.stderr.strip().splitlines()[-1].startswith("failsafe: host h4") and "no Java" in no_java.stderr
+    assert [testbed.strays(h) for h in bed.hosts[:2]] == [[], []], "a refused start left something running"
+
+    started = time.monotonic()
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP)
+    up_s = time.monotonic() - started
+    assert up.returncode == 0, up.stderr
+    addresses = [h.address for h in bed.hosts[:3]]
+    assert up.stdout.strip().splitlines()[-1] == ",".join(f"{a}:{9092 + i}" for i, a in enumerate(addresses))
+    status = json.loads(run_cli("status", "--dir", d, "--json").stdout)
+    assert {n["state"] for n in status["nodes"]} == {"up"}
+
+    failover = run_cli("run", "broker-failover", "--dir", d, timeout_s=400)
+    assert failover.returncode == 0, failover.stderr[-3000:]
+    run_dir = Path(next(line.split("report: ", 1)[1] for line in failover.stdout.splitlines() if line.startswith("report: "))).parent
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    hosts = {h["name"]: h for h in manifest["hosts"]}
+    assert set(hosts) == {"h1", "h2", "h3"}
+    for h in hosts.values():
+        # One machine, one clock: the offset found lies within the bound stated.
+        assert abs(h["clock_offset_s"]) <= h["clock_error_s"] < 0.25 and h["kernel"] and h["java"]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == "VALID"
+    breakdown = results["measurements"]["failover_breakdown"]
+    assert breakdown["partitions"], "the failover's time, read from the hosts' logs, was not broken down"
+
+    isolated = run_cli("run", "leader-isolated", "--dir", d, timeout_s=400)
+    assert isolated.returncode in (0, 4), isolated.stderr[-3000:]
+    assert _tables(bed, own_cluster_dir) == [], "a network fault's rules outlived its heal on a host"
+
+    down = run_cli("down", "--dir", d)
+    assert down.returncode == 0, down.stderr
+    assert [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []], "down left a node running on a host"
+    clean = run_cli("clean", "--dir", d)
+    assert clean.returncode == 0, clean.stderr
+    for host in bed.inventory().hosts[:3]:
+        ssh = SshHost(host)
+        assert ssh.run(f"ls {host.dir}/clusters").stdout.split() == [], "clean left the cluster's files on a host"
+        ssh.close()
+    print(f"up on 3 namespace hosts over SSH: {up_s:.1f} s")
+
+
+def test_a_network_fault_on_a_host_without_root_is_refused_before_the_run(bed: testbed.Testbed, own_cluster_dir: Path,
+                                                                         tmp_path: Path) -> None:
+    d = str(own_cluster_dir)
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h5"))), "--heap", TEST_HEAP,
+                 "--brokers", "3")
+    assert up.returncode == 0, up.stderr
+    refused = run_cli("run", "leader-isolated", "--dir", d)
+    assert refused.returncode == 2, refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith("failsafe: host h5") and "need root" in last
+    assert run_cli("down", "--dir", d).returncode == 0
+    assert [testbed.strays(h) for h in (bed.hosts[0], bed.hosts[1], bed.hosts[4])] == [[], [], []]
