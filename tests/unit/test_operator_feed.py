@@ -9,6 +9,7 @@ import pytest
 
 from failsafe.cluster import journal, netfilter
 from failsafe.cluster.journal import OperatorAction
+from failsafe.cluster.nodes import LocalNodes
 from failsafe.history.load import load_history
 from failsafe.scenarios.engine import Engine, run_scenario
 from failsafe.scenarios.rundir import RunDir
@@ -97,6 +98,7 @@ def _net(path: Path, action: str, at_s: float, **detail) -> None:
 def _deleted_chains(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster, tmp_path: Path) -> list[str]:
     deleted: list[str] = []
     cluster.dir = SimpleNamespace(root=tmp_path)  # type: ignore[attr-defined]
+    cluster.nodes = LocalNodes(cluster.dir)  # type: ignore[attr-defined]  (its rules: netfilter's, patched here)
     monkeypatch.setattr(netfilter, "delete_chain", lambda root, chain: deleted.append(chain) or True)
     return deleted
 

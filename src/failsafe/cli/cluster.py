@@ -15,7 +15,6 @@ from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, s
 from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import topology
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
-from failsafe.cluster.host_nodes import place, save_inventory
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S, Cluster
 from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.modes import mode_named
@@ -161,6 +160,8 @@ def up_command(ctx: click.Context, cluster_dir: Path | None, mode: str, brokers:
     if inventory_file is not None or hosts_list is not None:
         if dr:
             raise UserError("--dr makes two clusters on this machine: not yet on hosts")
+        from failsafe.cluster.host_nodes import place, save_inventory
+
         inv = load_inventory(inventory_file, hosts_list, user, key)
         spec = replace(spec, placement=place(spec, inv))
         explicit.add("placement")

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from failsafe.cli.options import stderr, stdout
 from failsafe.errors import EXIT_USAGE, UserError
-from failsafe.hosts import inventory, probe, testbed
-from failsafe.hosts.ssh import HostUnreachable, RemoteCommandFailed, SshHost
+from failsafe.hosts import inventory, testbed
+
+if TYPE_CHECKING:
+    from failsafe.hosts import probe
 
 DEFAULT_TESTBED_DIR = Path("failsafe-testbed")
 
@@ -51,6 +54,9 @@ def check_command(inventory_file: Path | None, hosts_list: str | None, user: str
                   as_json: bool) -> None:
     """Connect to every host and say what it has: kernel, Java, root, nftables, disk, clock offset. Exits 2 when a host
     cannot be reached or lacks what failsafe needs there, naming the host and what is missing."""
+    from failsafe.hosts import probe  # SSH's library: loaded by the commands that connect only
+    from failsafe.hosts.ssh import HostUnreachable, RemoteCommandFailed, SshHost
+
     inv = load_inventory(inventory_file, hosts_list, user, key)
 
     def one(host: inventory.Host) -> tuple[inventory.Host, probe.HostFacts | None, list[str]]:

@@ -77,7 +77,11 @@ class HostNetwork:
         if where == LOCAL:
             return "127.0.0.1"
         host = next(h for h in self.hosts() if h.address == where)
-        return str(self._fact(host, "ssh_client") or "")
+        address = str(self._fact(host, "ssh_client") or "")
+        if not address:
+            raise NetworkFaultsUnavailable(f"host {host.name}: its SSH session names no client address ($SSH_CLIENT), so the rules "
+                                           "cutting its brokers from the clients cannot name them")
+        return address
 
     def _table(self) -> str:
         return netfilter.table_name(self.dir.root)
@@ -135,7 +139,10 @@ class HostNetwork:
                 continue
             host = next(h for h in self.hosts() if h.address == where)
             result = self.ssh(host).run(f"nft flush chain inet {table} {chain} && nft delete chain inet {table} {chain}")
-            gone |= result.ok()
+            if result.ok():
+                gone = True
+            elif "No such file or directory" not in result.stdout + result.stderr:
+                raise NftError(f"host {host.name}: {result.why()}")
         return gone
 
     def net_delete(self, chain: str) -> bool:
@@ -156,7 +163,13 @@ class HostLeash:
     def __init__(self, hosts: list[SshHost], table: str, log_file: Path) -> None:
         self.log_file = log_file
         script = _LEASH.replace("{table}", quote(table))
-        self._channels = [(ssh, ssh.open_channel(script)) for ssh in hosts]
+        self._channels: list[tuple[SshHost, Any]] = []
+        try:
+            for ssh in hosts:
+                self._channels.append((ssh, ssh.open_channel(script)))
+        except BaseException:
+            self.close()
+            raise
 
     def hold(self, chain: str) -> None:
         self._send(f"hold {chain}\n")
@@ -172,12 +185,14 @@ class HostLeash:
         """Done: each loop deletes what it still holds (nothing, after a heal), says so, and ends."""
         with self.log_file.open("a") as log:
             for ssh, channel in self._channels:
-                channel.shutdown_write()
-                channel.settimeout(30)
                 out = b""
                 try:
+                    channel.shutdown_write()
+                    channel.settimeout(30)
                     while chunk := channel.recv(4096):
                         out += chunk
+                except OSError as e:  # a timeout or a lost connection: the loop there deletes what it holds all the same
+                    log.write(f"{ssh.host.name}: leash channel: {e}\n")
                 finally:
                     channel.close()
                 if out.strip():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path, PurePosixPath
@@ -26,7 +28,7 @@ from failsafe.cluster import metrics, netfilter
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.host_net import HostNetwork
 from failsafe.cluster.netfilter import NetworkFaultsUnavailable
-from failsafe.cluster.nodes import FORMAT_TIMEOUT_S, PORT_FREE_TIMEOUT_S, LocalNodes, NodeControl, format_args, last_meaningful_line
+from failsafe.cluster.nodes import FORMAT_TIMEOUT_S, PORT_FREE_TIMEOUT_S, format_args, last_meaningful_line
 from failsafe.cluster.readiness import QUORUM_STATE
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
@@ -45,13 +47,6 @@ from failsafe.waiting import WaitTimeout, wait_until
 
 HOSTS_FILE = "hosts.json"
 LOG_TAIL_BYTES = 20000
-
-
-def node_control(cdir: ClusterDir, spec: ClusterSpec) -> NodeControl:
-    """This machine's nodes, or the hosts' when the spec places its nodes on hosts."""
-    if not spec.on_hosts:
-        return LocalNodes(cdir)
-    return HostNodes(cdir, spec, load_inventory(cdir))
 
 
 def save_inventory(cdir: ClusterDir, inv: Inventory, facts: dict[str, Any] | None = None) -> None:
@@ -98,6 +93,7 @@ class HostNodes(HostNetwork):
         self.tag = netfilter.cluster_tag(cdir.root)
         self._by_address = {h.address: h for h in inv.hosts}
         self._ssh: dict[str, SshHost] = {}
+        self._lock = threading.Lock()
         self._facts: dict[str, dict[str, Any]] = self._saved_facts()
 
     # -- where things are -----------------------------------------------------------------------
@@ -110,9 +106,10 @@ class HostNodes(HostNetwork):
         return [h for h in self.inventory.hosts if h.address in used]
 
     def ssh(self, host: Host) -> SshHost:
-        if host.name not in self._ssh:
-            self._ssh[host.name] = SshHost(host)
-        return self._ssh[host.name]
+        with self._lock:
+            if host.name not in self._ssh:
+                self._ssh[host.name] = SshHost(host)
+            return self._ssh[host.name]
 
     def root(self, host: Host) -> PurePosixPath:
         return host.dir / "clusters" / self.tag
@@ -246,7 +243,9 @@ class HostNodes(HostNetwork):
     def launch(self, spec: ClusterSpec, node: NodeSpec, java: Java, dist: KafkaDist) -> None:
         host = self.host(node)
         root = self.root(host)
-        extra = [*spec.jvm_options]
+        # Logs in failsafe's time zone: their lines are read as its local time (cluster/node_logs.py), the host's clock offset
+        # then taken off (scenarios/node_events.py).
+        extra = [*spec.jvm_options, f"-Duser.timezone={_local_zone()}"]
         if spec.metrics:
             extra.append(agent_option(Path(str(self._agent(host))), node.client_address, spec.metrics_port(node),
                                       metrics.config_file(Path(str(root)))))
@@ -335,8 +334,8 @@ class HostNodes(HostNetwork):
                 local.unlink()
             if size > have:
                 local.parent.mkdir(parents=True, exist_ok=True)
-                with local.open("a") as f:
-                    f.write(ssh.read_text(str(self._log(node)), offset=have))
+                with local.open("ab") as f:
+                    f.write(ssh.read_bytes(str(self._log(node)), offset=have))
             got[node.name] = size
         return got
 
@@ -349,4 +348,10 @@ class HostNodes(HostNetwork):
         """This cluster's directory on every host (Kafka's copy in H.dir/dist stays for the next cluster)."""
         for host in self.hosts():
             self.ssh(host).check(f"rm -rf {quote(self.root(host))}", what="deleting the cluster's files")
+
+
+def _local_zone() -> str:
+    """This machine's current UTC offset as a Java time zone id (GMT+hh:mm)."""
+    offset = time.strftime("%z")  # +hhmm
+    return f"GMT{offset[0]}{offset[1:3]}:{offset[3:5]}"
 

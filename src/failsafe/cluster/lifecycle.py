@@ -14,7 +14,6 @@ from functools import cached_property
 from pathlib import Path
 
 from failsafe.cluster import disks, netfilter, startup, zookeeper
-from failsafe.cluster.host_nodes import node_control
 from failsafe.cluster.modes import ClusterMode, mode_of
 from failsafe.cluster.nodes import LocalNodes, NodeControl, stop_in_parallel
 from failsafe.cluster.readiness import registered_brokers
@@ -30,7 +29,7 @@ from failsafe.cluster.startup import quiet as _quiet
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, UnreadableState, utc_now
 from failsafe.dist.java import Java, find_java
 from failsafe.dist.kafka import KafkaDist, kafka_dist
-from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, UnknownNode, UserError
+from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, FailsafeError, UnknownNode, UserError
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile
 
 DEFAULT_STOP_TIMEOUT_S = 60.0
@@ -47,6 +46,16 @@ class NodeStatus:
     # On a cluster with disk layers: what the node's layer holds unsynced now (bytes, files, directory changes) and
     # what is injected; None: no layer mounted (a plain cluster, or a power cut not yet undone).
     disk: dict | None = None
+
+
+def node_control(cdir: ClusterDir, spec: ClusterSpec) -> NodeControl:
+    """This machine's nodes, or the hosts' when the spec places its nodes on hosts (cluster/host_nodes.py, imported only
+    then: SSH's library is not loaded by commands on a local cluster)."""
+    if not spec.on_hosts:
+        return LocalNodes(cdir)
+    from failsafe.cluster.host_nodes import HostNodes, load_inventory
+
+    return HostNodes(cdir, spec, load_inventory(cdir))
 
 
 class Cluster:
@@ -271,7 +280,7 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
         places = cluster.nodes if cluster else node_control(cdir, spec)
         places.ensure_ports_free(target.nodes(), target)
         # Rules a crashed failsafe left for this directory would cut the new cluster's links.
-        places.release()
+        places.net_delete_all()
         if cluster is None:
             cluster = Cluster.create(cdir.root, spec, java, dist, progress)
         cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
@@ -292,6 +301,19 @@ def down(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> list[NodeSpec
         return cluster.down(timeout_s)
 
 
+def _clean_hosts(cdir: ClusterDir, state: ClusterState, timeout_s: float) -> None:
+    """Stop the nodes on their hosts and delete the cluster's files there; if that fails, the directory here is kept (it is
+    what says which hosts run what): one line saying so."""
+    try:
+        cluster = Cluster(cdir, state)
+        cluster.down(timeout_s)
+        cluster.nodes.remove()
+    except FailsafeError as e:
+        hosts = ", ".join(sorted(set(state.spec.placement.values())))
+        raise UserError(f"the cluster at {cdir.root} runs on hosts ({hosts}) and stopping it there failed ({e}): its directory is kept so "
+                        f"that 'failsafe clean' can try again; to give up, stop what runs there yourself and delete {cdir.root}") from e
+
+
 def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
     """Stop the cluster at ``root`` and delete the directory, also when its state file is unreadable."""
     cdir = ClusterDir(Path(root))
@@ -299,12 +321,14 @@ def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         raise ClusterNotRunning(f"no failsafe cluster at {cdir.root}: nothing to clean (failsafe only deletes directories it made)")
     with cdir.lock():
         try:
-            cluster = Cluster(cdir, cdir.load()) if cdir.has_state() else None
+            state = cdir.load() if cdir.has_state() else None
         except UnreadableState:
-            cluster = None
-        if cluster is not None:
+            state = None
+        if state is not None and state.spec.on_hosts:
+            _clean_hosts(cdir, state, timeout_s)
+        elif state is not None:
+            cluster = Cluster(cdir, state)
             cluster.down(timeout_s)
-            cluster.nodes.remove()
         else:
             # Which nodes it has is unknown (no state, or none readable); what its pidfiles track is not.
             stop_in_parallel([t for t in map(read_pidfile, sorted(cdir.pids_dir.glob("*.pid"))) if t is not None],

@@ -17,7 +17,6 @@ from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.mirror import MirrorFlow
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.dist.java import find_java
-from failsafe.hosts import probe
 from failsafe.supervisor import UP, ProcessState
 
 # The lone cluster's alias among a topology's clusters (a DR pair's are MirrorMaker's: primary, backup).
@@ -127,6 +126,8 @@ def cluster_facts(cluster: Cluster) -> dict[str, Any]:
 def host_facts(cluster: Cluster) -> list[dict[str, Any]]:
     """Each host's kernel, Java, disk and clock offset with its error bound, read now (hosts/probe.py): the checkers compare
     timestamps taken there with failsafe's, and the manifest says how far apart the clocks were."""
+    from failsafe.hosts import probe  # SSH's library: loaded for clusters on hosts only
+
     out = []
     for host in cluster.nodes.hosts():
         facts = probe.probe(cluster.nodes.ssh(host)).to_json()

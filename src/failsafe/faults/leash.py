@@ -60,8 +60,14 @@ class Leashes:
             leash.release(chain)
 
     def close(self) -> None:
+        errors = []
         for leash in self.leashes:
-            leash.close()
+            try:
+                leash.close()
+            except Exception as e:  # noqa: BLE001 - every leash is closed; the first error is raised after
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
 
 def _watch(root: Path) -> int:

@@ -65,22 +65,29 @@ def start(ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, log: PurePosixPa
 
 
 def read(ssh: SshHost, pidfile: PurePosixPath) -> RemoteProcess | None:
-    return RemoteProcess.parse(ssh.run(f"cat {quote(pidfile)} 2>/dev/null").stdout)
+    """The process a pid file on the host names (None: no pid file); a command that failed is an error, never 'none'."""
+    return RemoteProcess.parse(_checked(ssh, f"[ -e {quote(pidfile)} ] || exit 0; cat {quote(pidfile)}", "reading a pid file"))
+
+
+def _checked(ssh: SshHost, command: str, what: str) -> str:
+    result = ssh.run(command)
+    if not result.ok():
+        raise RemoteCommandFailed(f"host {ssh.host}: {what} failed: {result.why()}")
+    return result.stdout
 
 
 def state(ssh: SshHost, process: RemoteProcess | None) -> ProcessState:
     """UP, PAUSED (stopped by a signal) or DOWN (gone, a zombie, another process under its pid, or a boot ago)."""
     if process is None:
         return DOWN
-    out = ssh.run(f"{process._vars()}; if {_SAME}; then {_STATE}; fi").stdout.strip()
-    return _state(out)
+    return _state(_checked(ssh, f"{process._vars()}; if {_SAME}; then {_STATE}; fi", "reading a process's state").strip())
 
 
 def state_of(ssh: SshHost, pidfile: PurePosixPath) -> ProcessState:
     """The state of the process a pid file on the host names, in one command (DOWN when there is no pid file)."""
-    script = (f"read -r pid start boot 2>/dev/null < {quote(pidfile)} || exit 0; "
-              f"if {_SAME}; then {_STATE}; fi")
-    return _state(ssh.run(script).stdout.strip())
+    script = (f"[ -e {quote(pidfile)} ] || exit 0; read -r pid start boot < {quote(pidfile)}; "
+              f"if {_SAME}; then {_STATE}; fi; true")
+    return _state(_checked(ssh, script, "reading a node's state").strip())
 
 
 def states(ssh: SshHost, processes: dict[str, RemoteProcess | None]) -> dict[str, ProcessState]:
@@ -90,7 +97,7 @@ def states(ssh: SshHost, processes: dict[str, RemoteProcess | None]) -> dict[str
     if not known:
         return result
     script = "; ".join(f"{p._vars()}; if {_SAME}; then echo {quote(name)} $({_STATE}); fi" for name, p in known.items())
-    for line in ssh.run(script).stdout.splitlines():
+    for line in _checked(ssh, script + "; true", "reading processes' states").splitlines():
         name, _, letter = line.rpartition(" ")
         if name in result:
             result[name] = _state(letter)
@@ -106,7 +113,7 @@ def _state(letter: str) -> ProcessState:
 def signal_group(ssh: SshHost, process: RemoteProcess, sig: signal.Signals) -> bool:
     """Send ``sig`` to the process's group; False when it was already gone (nothing was signalled)."""
     kill = f"kill -{sig.name.removeprefix('SIG')} -$pid"  # dash's kill takes no '--'
-    out = ssh.run(f'{process._vars()}; if {_SAME} && [ "$({_STATE})" != Z ]; then {kill} && echo sent; fi').stdout
+    out = _checked(ssh, f'{process._vars()}; if {_SAME} && [ "$({_STATE})" != Z ]; then {kill} && echo sent; fi; true', f"sending {sig.name}")
     return "sent" in out
 
 

@@ -163,14 +163,18 @@ class SshHost:
 
         Commands are POSIX shell, run by ``sh`` whatever the user's login shell is."""
         client = self.connect()
+        transport = client.get_transport()
         try:
-            transport = client.get_transport()
             if transport is None:
                 raise paramiko.SSHException("the connection closed")
             channel = transport.open_session(timeout=self.connect_timeout_s)
             channel.exec_command(f"exec sh -c {shlex.quote(command)}")
+        except paramiko.ChannelException as e:
+            # The connection is fine; the host refused one more session (sshd's MaxSessions): the others must go on.
+            raise RemoteCommandFailed(f"host {self.host}: sshd refused one more session ({e}): raise MaxSessions there") from e
         except (paramiko.SSHException, OSError, EOFError) as e:
-            self.close()
+            if transport is None or not transport.is_active():
+                self.close()
             raise RemoteCommandFailed(f"host {self.host}: cannot open a channel ({e}): the connection was lost") from e
         return channel
 
@@ -229,13 +233,17 @@ class SshHost:
 
     def read_text(self, path: str, offset: int = 0) -> str:
         """A file on the host from byte ``offset`` on ('' when it does not exist)."""
+        return self.read_bytes(path, offset).decode(errors="replace")
+
+    def read_bytes(self, path: str, offset: int = 0) -> bytes:
+        """A file on the host from byte ``offset`` on (b'' when it does not exist)."""
         with self.sftp() as sftp:
             try:
-                with sftp.open(path, "r") as f:
+                with sftp.open(path, "rb") as f:
                     f.seek(offset)
-                    return f.read().decode(errors="replace")
+                    return f.read()
             except FileNotFoundError:
-                return ""
+                return b""
 
 
 def quote(*parts: str | Path) -> str:

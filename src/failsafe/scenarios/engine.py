@@ -298,8 +298,16 @@ class Engine:
             log = self.run_dir.path / "network-leash.log"
             on_hosts = getattr(getattr(self.cluster, "spec", None), "on_hosts", False)
             here = NetworkLeash(self.cluster.dir.root, log)
+            if not on_hosts:
+                self._network_leash = here
+                return here
             # On hosts, a leash on each host holds the rules there too (cluster/host_net.py); here, a watchdog holds the clients'.
-            self._network_leash = Leashes(here, self.cluster.nodes.net_leash(log.with_name("network-leash-hosts.log"))) if on_hosts else here
+            try:
+                there = self.cluster.nodes.net_leash(log.with_name("network-leash-hosts.log"))
+            except BaseException:
+                here.close()
+                raise
+            self._network_leash = Leashes(here, there)
         return self._network_leash
 
     def _start_fault(self, spec: FaultSpec) -> float:
