@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.hosts import inventory, probe, testbed
+from failsafe.hosts import inventory, probe, sync, testbed
 from failsafe.hosts import processes as remote
 from failsafe.hosts.ssh import HostUnreachable, SshHost
 from failsafe.supervisor import DOWN, PAUSED, UP
@@ -184,3 +184,22 @@ def test_the_users_a_testbed_added_are_removed_with_it() -> None:
     shutil.rmtree(root)
     with pytest.raises(KeyError):
         pwd.getpwnam("failsafe-test3")
+
+
+def test_a_tree_is_copied_once_then_only_what_changed(h1: SshHost, tmp_path: Path) -> None:
+    local = tmp_path / "dist"
+    (local / "libs").mkdir(parents=True)
+    for i in range(5):
+        (local / "libs" / f"a{i}.jar").write_bytes(bytes([i]) * (1000 + i))
+    (local / "run.sh").write_text("#!/bin/sh\n")
+    (local / "run.sh").chmod(0o755)
+    remote_dir = h1.host.dir / "synced"
+    first = sync.sync_tree(h1, local, remote_dir)
+    assert (first.files, first.bytes, first.kept) == (6, sum(1000 + i for i in range(5)) + 10, 0)
+    assert sync.sync_tree(h1, local, remote_dir).files == 0
+    (local / "libs" / "a3.jar").write_bytes(b"changed")
+    (local / "libs" / "a4.jar").unlink()
+    again = sync.sync_tree(h1, local, remote_dir, delete=True)
+    assert (again.files, again.kept, again.deleted) == (1, 4, 1)
+    listing = h1.check(f"cd {remote_dir} && find . -type f | sort && stat -c %a run.sh && cat libs/a3.jar", what="listing")
+    assert listing.split() == ["./libs/a0.jar", "./libs/a1.jar", "./libs/a2.jar", "./libs/a3.jar", "./run.sh", "755", "changed"]

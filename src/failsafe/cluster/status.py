@@ -69,6 +69,7 @@ class ClusterStatus:
             **({"zookeeper_connect": spec.zookeeper_connect()} if spec.zookeepers else {}),
             "nodes": [{"id": r.node.node_id, "role": r.node.role, "pid": r.pid, "port": r.node.port, "rack": spec.rack_of(r.node),
                        "controller_port": r.node.controller_port, "state": r.state, "active_controller": r.active_controller,
+                       **({"host": r.node.address} if spec.on_hosts else {}),
                        **({"zookeeper_mode": r.zookeeper_mode} if r.node.is_zookeeper else {}),
                        **({"disk": _disk_json(r.disk)} if spec.volatile_disks else {}),
                        **({"metrics": endpoint(spec, r.node)} if spec.metrics else {})}

@@ -1,0 +1,72 @@
+"""What the atlas's runs took against what `failsafe atlas --plan` estimates (atlas/grid.py): the overheads fitted to a stored atlas.
+
+    .venv/bin/python benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json
+
+Per run, the overhead is its wall time less its scenario's warm-up, chaos and recover phases. Fitted: a librdkafka run's
+overhead (the median over every librdkafka run), what Kafka's Java clients add (the median of the Java runs' overhead less
+that), and a group's cluster start and stop (the atlas's whole time less the sum of its runs' wall times, per group). The
+whole atlas's time is from its first invocation's start to its last run's end (a resumed atlas counts its pauses too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from failsafe.atlas import grid  # noqa: E402
+
+
+def _when(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def fit(atlas: dict) -> dict:
+    rows = []
+    for cell_data in atlas["cells"]:
+        cell = grid.Cell.from_key(cell_data["key"])
+        phases = grid.phase_seconds(cell.scenario, cell.fault_sets(), cell.zookeeper)
+        for run in cell_data["runs"]:
+            rows.append({"cell": cell.id, "client": cell.client, "mode": cell.mode, "profile": cell.profile, "phases_s": phases,
+                         "wall_s": run["wall_s"], "overhead_s": round(run["wall_s"] - phases, 3), "finished_at": run["finished_at"]})
+    rdkafka = [r["overhead_s"] for r in rows if r["client"] == "librdkafka"]
+    java = [r["overhead_s"] for r in rows if r["client"] == "kafka-java"]
+    run_overhead = statistics.median(rdkafka) if rdkafka else None
+    java_extra = statistics.median(java) - run_overhead if java and run_overhead is not None else None
+    groups = {(r["mode"], r["profile"]) for r in rows}
+    started = min(_when(i["started_at"]) for i in atlas["invocations"])
+    ended = max(_when(r["finished_at"]) for r in rows)
+    total_s = (ended - started).total_seconds()
+    runs_s = sum(r["wall_s"] for r in rows)
+    return {
+        "runs": len(rows), "groups": len(groups), "total_s": round(total_s, 1), "runs_wall_s": round(runs_s, 1),
+        "budget_s": grid.BUDGET_S,
+        "fitted": {"run_overhead_s": round(run_overhead, 1) if run_overhead is not None else None,
+                   "java_client_extra_s": round(java_extra, 1) if java_extra is not None else None,
+                   "cluster_start_stop_s": round((total_s - runs_s) / len(groups), 1) if groups else None},
+        "guessed": {"run_overhead_s": grid.RUN_OVERHEAD_S, "java_client_extra_s": grid.JAVA_CLIENT_EXTRA_S,
+                    "cluster_start_stop_s": grid.CLUSTER_START_STOP_S},
+        "overhead_s": {client: {"n": len(v), "median": round(statistics.median(v), 1), "min": round(min(v), 1), "max": round(max(v), 1)}
+                       for client, v in (("librdkafka", rdkafka), ("kafka-java", java)) if v},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("atlas", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    text = json.dumps(fit(json.loads(args.atlas.read_text())), indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
