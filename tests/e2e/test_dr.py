@@ -130,6 +130,7 @@ def test_a_dr_run_refuses_a_pair_with_its_own_mirrormaker_running(pair: Path, tm
 
 
 @pytest.mark.slow
+@pytest.mark.long  # benchmarks/bench_dr.sh runs dr-failback 3 times with each flush setting; make test's budget
 def test_dr_failback_passes_and_loses_nothing(pair: Path, tmp_path: Path) -> None:
     results = _run(pair, tmp_path, "dr-failback")
     dr = results["checkers"]["dr"]
