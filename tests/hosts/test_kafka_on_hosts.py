@@ -113,3 +113,21 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     assert last.startswith("failsafe: host h5") and "need root" in last, last
     assert run_cli("clean", "--dir", d).returncode == 0
     assert [testbed.strays(h) for h in (bed.hosts[0], bed.hosts[4])] == [[], []]
+
+
+@pytest.mark.long  # a 6-node cluster and a run: the e2e above covers the same path; make test-long runs it
+def test_the_atlas_makes_its_cluster_on_hosts_and_deletes_it_after(bed: testbed.Testbed, tmp_path: Path) -> None:
+    out = tmp_path / "atlas"
+    result = run_cli("atlas", "--cells", "fault=kill;profile=defaults;client=librdkafka;mode=kraft-4.3.1", "--repeat", "1",
+                     "--out", str(out), "--heap", TEST_HEAP, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
+                     timeout_s=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cell = json.loads((out / "cells" / "kill--defaults--librdkafka--kraft-4.3.1.json").read_text())
+    (run,) = cell["runs"]
+    assert run["verdict"] == "VALID" and run["unavailable_ms"] is not None
+    manifest = json.loads(next((out / "runs").rglob("manifest.json")).read_text())
+    assert {h["name"] for h in manifest["hosts"]} == {"h1", "h2", "h3"}
+    assert not (out / "cluster").exists() and [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []]
+    refused = run_cli("atlas", "--cells", "fault=kill;profile=defaults;client=librdkafka;mode=zookeeper-3.9.2", "--repeat", "1",
+                      "--out", str(out), "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))))
+    assert refused.returncode == 2 and "KRaft mode" in refused.stderr.strip().splitlines()[-1]

@@ -26,6 +26,7 @@ from failsafe.atlas.runner import Group, RunOutcome
 from failsafe.campaigns.runner import RUN_ERRORS
 from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S
 from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.topology import SingleCluster, Topology, find_topology
 from failsafe.dist.kafka import kafka_dist
 from failsafe.errors import ClusterNotWhole, UserError
@@ -51,7 +52,8 @@ def parse_cell(cell: Cell) -> Scenario:
 
 class KafkaLauncher:
     def __init__(self, root: Path, out: Path, heap: str | None, base_port: int | None, event: Callable[[str], None],
-                 status: Callable[[str], None]) -> None:
+                 status: Callable[[str], None], inventory: Any = None) -> None:
+        self.inventory = inventory  # hosts.toml's hosts (hosts/inventory.py): each group's cluster made on them, over SSH
         self.root = Path(root)
         self.out = Path(out)
         self.heap = heap
@@ -71,7 +73,15 @@ class KafkaLauncher:
                 self.scenarios[cell] = parse_cell(cell)
             scenarios.append(self.scenarios[cell])
         needs = needs_of(scenarios, mode.cluster_mode)
-        spec = dataclasses.replace(spec_for(needs, self.base_port, self.heap, None), kafka_version=mode.kafka_version).validate()
+        spec = dataclasses.replace(spec_for(needs, self.base_port, self.heap, None), kafka_version=mode.kafka_version)
+        if self.inventory is not None:
+            from failsafe.cluster.host_nodes import place
+
+            spec = dataclasses.replace(spec, placement=place(spec, self.inventory))
+        try:
+            spec.validate()
+        except UserError as e:
+            raise UserError(f"the {group.label} cluster: {e}") from e
         reason = misfit(spec, needs, scenarios)
         if reason:
             raise UserError(f"the {group.label} cluster cannot run its cells: {reason}")
@@ -106,6 +116,10 @@ class KafkaLauncher:
         self.event(f"starting a {spec.brokers}-broker {spec.mode} cluster (Kafka {spec.kafka_version}"
                    f"{f', {spec.controllers} controllers' if spec.mode == 'kraft' else ''}) in {self.root}")
         topology: Topology | None = None
+        if self.inventory is not None:
+            from failsafe.cluster.host_nodes import save_inventory
+
+            save_inventory(ClusterDir(self.root), self.inventory)
         try:
             topology = SingleCluster.up(self.root, spec, set(), DEFAULT_READY_TIMEOUT_S, self.status)
             yield KafkaSession(topology, self.scenarios, self.event, self.status)

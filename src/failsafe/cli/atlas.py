@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from failsafe.cli.hosts import inventory_options, load_inventory
 from failsafe.cli.options import stderr, stdout
 
 DEFAULT_OUT = Path("failsafe-atlas")
@@ -29,8 +30,10 @@ DEFAULT_OUT = Path("failsafe-atlas")
 @click.option("--base-port", type=click.IntRange(1, 65535), default=None, help="Broker ports of the clusters [default: 9092].")
 @click.option("--plan", "plan_only", is_flag=True, help="Print the cells, the groups, what is stored and the estimate; run nothing.")
 @click.option("--render-only", is_flag=True, help="Rewrite atlas.json and atlas.html from the stored cells; run nothing.")
+@inventory_options
 def atlas_command(selections: tuple[str, ...], full: bool, runs: int | None, out_dir: Path, cluster_dir: Path | None, heap: str | None,
-                  base_port: int | None, plan_only: bool, render_only: bool) -> int:
+                  base_port: int | None, plan_only: bool, render_only: bool, inventory_file: Path | None, hosts_list: str | None,
+                  user: str | None, key: Path | None) -> int:
     """Run the failover atlas: every selected cell (a fault, a profile, a client library, a cluster mode) N times, and its
     p50/p95 of client-visible unavailability, write stall on followed partitions, time to a new leader and loss.
 
@@ -62,11 +65,12 @@ def atlas_command(selections: tuple[str, ...], full: bool, runs: int | None, out
         store.write_bundle()
         stdout.print(f"every selected cell has its {n} runs; atlas.html: {write_html(out_dir, store.all_cells())}")
         return atlas_exit_code(plan)
-    return _run(plan, selections, full, n, out_dir, cluster_dir, heap, base_port)
+    inventory = load_inventory(inventory_file, hosts_list, user, key) if inventory_file or hosts_list else None
+    return _run(plan, selections, full, n, out_dir, cluster_dir, heap, base_port, inventory)
 
 
 def _run(plan, selections: tuple[str, ...], full: bool, n: int, out_dir: Path, cluster_dir: Path | None, heap: str | None,
-         base_port: int | None) -> int:
+         base_port: int | None, inventory=None) -> int:
     from failsafe.atlas.launch import KafkaLauncher
     from failsafe.atlas.runner import run_atlas
 
@@ -89,7 +93,7 @@ def _run(plan, selections: tuple[str, ...], full: bool, n: int, out_dir: Path, c
         def engine_status(text: str) -> None:
             status.update(f"{text} · {context[0]}" if context[0] else text)
 
-        launcher = KafkaLauncher(root, out_dir, heap, base_port, event, engine_status)
+        launcher = KafkaLauncher(root, out_dir, heap, base_port, event, engine_status, inventory)
         launcher.prepare(plan.pending_groups())
         plan.store.add_invocation({"command": command, "runs": n, "cells": [c.id for c in plan.cells], "cluster_dir": str(root)})
         before = sum(plan.stored(c) for c in plan.cells)
