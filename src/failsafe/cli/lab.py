@@ -183,7 +183,9 @@ def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) 
     if why:
         raise UserError(why)
     cluster = AttachedCluster(bootstrap, root, inventory)
-    theirs = cluster.topics() & {t.name for s in scenarios for t in getattr(s, "topics", ())}
+    from failsafe.scenarios.actions import created_topics
+
+    theirs = cluster.topics() & {n for s in scenarios for n in (*(t.name for t in getattr(s, "topics", ())), *created_topics(s))}
     if theirs:
         # A scenario deletes an earlier run's topics before it starts: on a cluster failsafe did not start, that could be yours.
         raise UserError(f"the cluster at {bootstrap} has a topic named {sorted(theirs)[0]}, which a scenario here makes anew: failsafe "

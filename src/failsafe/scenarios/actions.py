@@ -21,6 +21,8 @@ from failsafe.scenarios import setup
 from failsafe.scenarios.base import ActionSpec, Scenario
 from failsafe.scenarios.plugin import RunContext
 
+CREATE_TOPIC_NAME = "create-topic"
+
 
 @dataclass(frozen=True)
 class ActionContext:
@@ -51,8 +53,18 @@ def _elect_leaders(spec: ActionSpec, a: ActionContext) -> None:
     setup.elect_leaders(a.cluster.bootstrap_servers, a.run.recorder)
 
 
+def created_topic(spec: ActionSpec, scenario: Scenario) -> str:
+    """The topic a create-topic action creates."""
+    return spec.topic or f"{scenario.name}-created"
+
+
+def created_topics(scenario: Scenario) -> tuple[str, ...]:
+    """Every topic the scenario's create-topic actions create (an earlier run's are deleted before a run: scenarios/setup.py)."""
+    return tuple(dict.fromkeys(created_topic(s, scenario) for s in scenario.actions if s.action == CREATE_TOPIC_NAME))
+
+
 def _create_topic(spec: ActionSpec, a: ActionContext) -> None:
-    topic = spec.topic or f"{a.scenario.name}-created"
+    topic = created_topic(spec, a.scenario)
     outcome = setup.attempt_create_topic(a.cluster.bootstrap_servers, topic, a.run.recorder)
     a.run.event(f"create topic {topic}: {outcome}")
 
@@ -88,7 +100,7 @@ def _zookeeper_mode(spec: ActionSpec, scenario: Scenario) -> str | None:
 
 
 ELECT_LEADERS = ActionType("elect-leaders", "a preferred leader election", _elect_leaders)
-CREATE_TOPIC = ActionType("create-topic", "create a topic (recorded: does the metadata still change?)", _create_topic)
+CREATE_TOPIC = ActionType(CREATE_TOPIC_NAME, "create a topic (recorded: does the metadata still change?)", _create_topic)
 MIGRATE = ActionType("migrate", "the live ZooKeeper-to-KRaft migration, each step a window", _migrate, _zookeeper_mode)
 
 COMMON_ACTIONS: Mapping[str, ActionType] = {a.name: a for a in (ELECT_LEADERS, CREATE_TOPIC, MIGRATE)}

@@ -23,8 +23,11 @@ CREATE_DURING_FAULT_TIMEOUT_S = 5.0
 STALE_MEMBERS_TIMEOUT_S = 60.0
 
 
-def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str], defaults: Mapping[str, str] | None = None) -> None:
+def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: list[str], defaults: Mapping[str, str] | None = None,
+                 made_later: tuple[str, ...] = ()) -> None:
     """Delete the scenario's topics and groups left by an earlier run, then create the topics and wait for their leaders.
+    ``made_later``: topics the run itself creates (its create-topic actions): an earlier run's are deleted too, or the
+    run's own creation would find them there.
 
     A scenario reuses the seeds' topic names (my-failsafe-topic, foo), so an earlier run's records
     and committed offsets must not leak into this run's history. ``defaults``: the cluster profile's topic configs, each
@@ -34,7 +37,7 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
     admin = new_admin(bootstrap_servers)
     names = [t.name for t in topics]
     existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
-    stale = [n for n in names if n in existing]
+    stale = [n for n in (*names, *made_later) if n in existing]
     if stale:
         delete_topics(admin, stale)
     stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})

@@ -34,6 +34,7 @@ from failsafe.dist.java import find_java
 from failsafe.errors import ScenarioFailed
 from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
+from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.dr.schema import DrScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
@@ -67,7 +68,7 @@ class DrWorkload:
         groups = self._groups()
         for alias in (PRIMARY, BACKUP):
             _forget_mirroring(ctx.clusters[alias], [t.name for t in self.scenario.topics])
-            setup.fresh_topics(ctx.clusters[alias], self.scenario.topics, groups, ctx.topic_configs)
+            setup.fresh_topics(ctx.clusters[alias], self.scenario.topics, groups, ctx.topic_configs, created_topics(self.scenario))
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir, ctx.client_defaults)
         self._start_mirror(ctx, MirrorFlow(PRIMARY, BACKUP))
 

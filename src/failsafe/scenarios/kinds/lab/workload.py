@@ -17,6 +17,7 @@ from failsafe.clients.admin import log_end_offsets, set_group_configs
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
+from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.lab.schema import ConsumerGroup, LabScenario
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
@@ -43,7 +44,7 @@ class LabWorkload:
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         groups = sorted({c.group for c in self.scenario.consumers if c.group})
-        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs)
+        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs, created_topics(self.scenario))
         for c in self.scenario.consumers:
             if c.group:
                 # Always: an earlier run's configs of the same group outlive its deletion.

@@ -25,6 +25,7 @@ from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, OpType, Process, event, op
 from failsafe.scenarios import setup
+from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.lab.schema import ConsumerGroup
 from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.kinds.txn.schema import TxnScenario
@@ -58,7 +59,7 @@ class TxnWorkload(LabWorkload):
     def setup(self, ctx: RunContext) -> None:
         s = self.scenario
         groups = sorted({c.group for c in s.consumers if c.group} | {p.group for p in s.processors})
-        setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups, ctx.topic_configs)
+        setup.fresh_topics(ctx.bootstrap_servers, s.topics, groups, ctx.topic_configs, created_topics(s))
         self.pool = WorkerPool(ctx.recorder, ctx.supervisor, ctx.logs_dir, ctx.client_defaults)
         self.superseded_dir = ctx.run_path / SUPERSEDED_DIR
         dist = kafka_dist(ctx.kafka_version)
