@@ -241,7 +241,7 @@ RAW: tuple[Raw, ...] = (
         f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java", True,
         "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile"),
     Raw("docs/benchmarks/hosts.json",
-        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 3 --kills 5 --runs 5 --out docs/benchmarks/hosts.json", True,
+        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json", True,
         "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
         "broker-failover"),
     Raw("docs/benchmarks/atlas.json",
