@@ -44,7 +44,17 @@ def fit(atlas: dict) -> dict:
     ended = max(_when(r["finished_at"]) for r in rows)
     total_s = (ended - started).total_seconds()
     runs_s = sum(r["wall_s"] for r in rows)
+    starts = sorted(_when(i["started_at"]) for i in atlas["invocations"])
+    invocations = []
+    for i, start in enumerate(starts):
+        until = starts[i + 1] if i + 1 < len(starts) else None
+        mine = [r for r in rows if _when(r["finished_at"]) >= start and (until is None or _when(r["finished_at"]) < until)]
+        if mine:
+            end = max(_when(r["finished_at"]) for r in mine)
+            invocations.append({"started_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "runs": len(mine),
+                                "cells": len({r["cell"] for r in mine}), "total_s": round((end - start).total_seconds(), 1)})
     return {
+        "invocations": invocations,
         "runs": len(rows), "groups": len(groups), "total_s": round(total_s, 1), "runs_wall_s": round(runs_s, 1),
         "budget_s": grid.BUDGET_S,
         "fitted": {"run_overhead_s": round(run_overhead, 1) if run_overhead is not None else None,

@@ -84,3 +84,20 @@ def t_atlas_unavailability(root: Path) -> str:
         rows.append(row)
     header = ["fault", *(f"{m} {cl} {p}" for m, cl, p in columns)]
     return table(header, rows) + source(root, ATLAS_REL)
+
+
+FIT_REL = "docs/benchmarks/atlas-fit.json"
+
+
+def t_atlas_fit(root: Path) -> str:
+    """The stored atlas's wall time against the 3-hour target, and the estimate's overheads fitted to its runs."""
+    fit = load(root, FIT_REL)
+    guessed, fitted = fit["guessed"], fit["fitted"]
+    words = {"run_overhead_s": "a run's overhead beyond its phases (librdkafka)", "java_client_extra_s": "what Kafka's Java clients add per run",
+             "cluster_start_stop_s": "a group's cluster, started and deleted"}
+    rows = [[words[k], f"{guessed[k]:.0f} s", f"{fitted[k]:.1f} s" if fitted[k] is not None else "—"] for k in words]
+    head = (f"{fit['runs']} runs stored in {fit['groups']} groups; the runs' own wall times add up to {fit['runs_wall_s'] / 3600:.2f} h "
+            f"(target for the whole default grid: {fit['budget_s'] / 3600:.0f} h). Each invocation, from its start to its last run's end: "
+            + "; ".join(f"{i['started_at']}, {i['runs']} runs of {i['cells']} cells in {i['total_s'] / 3600:.2f} h" for i in fit["invocations"])
+            + ".")
+    return head + "\n\n" + table(["overhead", "guessed (atlas/grid.py before)", "fitted to these runs (median)"], rows) + source(root, FIT_REL)

@@ -244,6 +244,9 @@ RAW: tuple[Raw, ...] = (
         f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json", True,
         "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
         "broker-failover"),
+    Raw("docs/benchmarks/atlas-fit.json",
+        f"{PY} benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json", False,
+        "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs"),
     Raw("docs/benchmarks/atlas.json",
         ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
         "the failover atlas's default grid (26 cells, 5 runs each; estimated 2h20m), every cell with its runs' measures and p50/p95, run "

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.render_atlas import t_atlas_cells, t_atlas_unavailability  # noqa: E402
+from benchmarks.render_atlas import t_atlas_cells, t_atlas_fit, t_atlas_unavailability  # noqa: E402
 from benchmarks.render_base import RAW, RenderError, load, num, raw_index, secs, table  # noqa: E402
 from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
 from benchmarks.render_disk import t_disk_faults_seen, t_disk_throughput, t_power_elections, t_power_loss  # noqa: E402
@@ -236,6 +236,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "power-loss-elections": t_power_elections,
     "disk-faults-seen": t_disk_faults_seen,
     "atlas-cells": t_atlas_cells,
+    "atlas-fit": t_atlas_fit,
     "atlas-unavailability": t_atlas_unavailability,
     "hosts": t_hosts,
     "profiles-failover": t_profiles_failover,
