@@ -96,8 +96,9 @@ def t_atlas_fit(root: Path) -> str:
     words = {"run_overhead_s": "a run's overhead beyond its phases (librdkafka)", "java_client_extra_s": "what Kafka's Java clients add per run",
              "cluster_start_stop_s": "a group's cluster, started and deleted"}
     rows = [[words[k], f"{guessed[k]:.0f} s", f"{fitted[k]:.1f} s" if fitted[k] is not None else "—"] for k in words]
-    head = (f"{fit['runs']} runs stored in {fit['groups']} groups; the runs' own wall times add up to {fit['runs_wall_s'] / 3600:.2f} h "
-            f"(target for the whole default grid: {fit['budget_s'] / 3600:.0f} h). Each invocation, from its start to its last run's end: "
-            + "; ".join(f"{i['started_at']}, {i['runs']} runs of {i['cells']} cells in {i['total_s'] / 3600:.2f} h" for i in fit["invocations"])
-            + ".")
-    return head + "\n\n" + table(["overhead", "guessed (atlas/grid.py before)", "fitted to these runs (median)"], rows) + source(root, FIT_REL)
+    inv_rows = [[i["started_at"], f"`{i['command']}`", str(i["planned_runs"]), str(i["runs"]), str(i["groups"]), f"{i['total_s'] / 3600:.2f} h",
+                 f"{i['runs_wall_s'] / 3600:.2f} h"] for i in fit["invocations"]]
+    head = (f"{fit['runs']} runs stored in {fit['groups']} groups (target for the whole default grid: {fit['budget_s'] / 3600:.0f} h).\n\n"
+            + table(["invocation", "command", "runs it made", "of them stored", "groups", "start to its last run's end",
+                     "its stored runs' own wall time"], inv_rows))
+    return head + "\n\n" + table(["overhead", "guessed (atlas/grid.py before)", "fitted to these runs"], rows) + source(root, FIT_REL)

@@ -96,14 +96,14 @@ DEFAULT_RUNS = 5
 BUDGET_S = 3 * 3600
 
 # What a run costs beyond its scenario's warm-up, chaos and recover phases: set-up (topics), waiting for the group,
-# the heal (a killed broker started again), the drain, checking and the report. broker-failover (20 s of phases)
-# was seen to take 45-60 s a run on this 2-core machine when the atlas was designed: 35 s puts it at 55 s. Not a
-# measurement the docs quote: the first stored atlas's wall_s per run is what to set these from.
-RUN_OVERHEAD_S = 35.0
-# Kafka's verifiable clients are a JVM each (a producer and every consumer), started and stopped with every run.
-JAVA_CLIENT_EXTRA_S = 15.0
-# A group's cluster: made and ready in about 11 s, stopped and deleted after (more with three controllers).
-CLUSTER_START_STOP_S = 25.0
+# the heal (a killed broker started again), the drain, checking and the report. Fitted to the stored atlas
+# (docs/benchmarks/atlas-fit.json, benchmarks/fit_atlas.py): the mean over its 115 librdkafka runs (first guessed 35 s).
+RUN_OVERHEAD_S = 9.2
+# Kafka's verifiable clients are a JVM each (a producer and every consumer), started and stopped with every run: the mean
+# of the stored atlas's 15 Java runs' overhead, less the above (first guessed 15 s).
+JAVA_CLIENT_EXTRA_S = 16.3
+# A group's cluster, made, ready, stopped and deleted: the stored atlas's second invocation (3 groups; first guessed 25 s).
+CLUSTER_START_STOP_S = 20.2
 
 
 @dataclass(frozen=True)

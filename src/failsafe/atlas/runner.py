@@ -120,7 +120,7 @@ class Plan:
             lines += [f"  {c.label}: {self.stored(c)} of {self.runs} runs stored, {self.missing(c)} to run" for c in partial]
         pending = self.pending_groups()
         lines.append(f"{plural(todo, 'run')} to do on {plural(len(pending), 'cluster')}: estimate {duration(self.estimate_s())} "
-                     "(the scenarios' phases, plus overheads per run and per cluster guessed, not yet fitted to a stored atlas: docs/atlas.md)")
+                     "(the scenarios' phases, plus overheads per run and per cluster fitted to the stored atlas: docs/atlas.md)")
         for g in pending:
             cells = [c for c in g.cells if self.missing(c)]
             lines.append(f"  {g.label}: {plural(len(cells), 'cell')}, {plural(sum(self.missing(c) for c in cells), 'run')}, "
