@@ -29,9 +29,10 @@ def bed() -> Iterator[testbed.Testbed]:
     root = open_dir()
     made = testbed.create(root, 3, no_java=("h3",), users={"h2": NON_ROOT})
     yield made
-    shutil.rmtree(root)
     netns = [h.netns for h in made.hosts]
-    assert testbed.destroy(made) == [], "a test left a process running on a test host"
+    left = testbed.destroy(made)
+    shutil.rmtree(root)
+    assert left == [], "a test left a process running on a test host"
     assert not set(netns) & set(_namespaces())
     assert not any(Path(f"/sys/class/net/{h.veth}").exists() for h in made.hosts) and not Path(f"/sys/class/net/{made.bridge}").exists()
 

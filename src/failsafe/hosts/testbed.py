@@ -159,15 +159,22 @@ def destroy(bed: Testbed) -> list[str]:
     """Remove every sshd, process, namespace, link and user the testbed made; returns what was left running in a
     namespace (processes some test did not stop: killed here, reported so the test that leaked them can fail)."""
     leftovers: list[str] = []
+    errors: list[BaseException] = []
     for host in bed.hosts:
-        if host.sshd:
-            _stop_sshd(TrackedProcess(int(host.sshd[0]), host.sshd[1]))
-        leftovers += _empty_namespace(host.netns)
-        _ip("netns", "del", host.netns, missing_ok=True)
-        _ip("link", "del", host.veth, missing_ok=True)
+        # Each host is taken down whatever happened to the one before it; the first error is raised at the end.
+        try:
+            if host.sshd:
+                _stop_sshd(TrackedProcess(int(host.sshd[0]), host.sshd[1]))
+            leftovers += _empty_namespace(host.netns)
+            _ip("netns", "del", host.netns, missing_ok=True)
+            _ip("link", "del", host.veth, missing_ok=True)
+        except Exception as e:  # noqa: BLE001 - re-raised below, after every host
+            errors.append(e)
     _ip("link", "del", bed.bridge, missing_ok=True)
     for user in bed.users:
         run_to_end(["userdel", user], name="userdel", timeout_s=IP_TIMEOUT_S)
+    if errors:
+        raise errors[0]
     wait_until(lambda: not any(_link_exists(h.veth) for h in bed.hosts), IP_TIMEOUT_S, "test host links still there after deleting them")
     (bed.root / STATE).unlink(missing_ok=True)
     return leftovers
