@@ -85,6 +85,26 @@ def time_kills(where: str, cluster_dir: Path, bed: testbed.Testbed, kills: int) 
     return out
 
 
+def fault_lag_s(run_dir: Path) -> float | None:
+    """How long after its fault-start op the kill was in force: the controller fenced the broker (a node event, on failsafe's
+    clock) less the breakdown's detection time (fence less the fault in force); None without both."""
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if line.strip()]
+    starts = [o["time_ns"] for o in ops if o.get("f") == "fault-start"]
+    if not starts:
+        return None
+    fenced = [o["time_ns"] for o in ops if o.get("f") == "node-event" and o.get("event") == "fenced" and o["time_ns"] > starts[0]]
+    rows = ((json.loads((run_dir / "results.json").read_text()).get("measurements") or {}).get("failover_breakdown") or {}).get("partitions")
+    detection = next((r["detection_s"] for r in rows or [] if r.get("detection_s") is not None), None)
+    if not fenced or detection is None:
+        return None
+    return round((fenced[0] - starts[0]) / 1e9 - detection, 3)
+
+
+def with_lags(job: dict) -> dict:
+    lags = [fault_lag_s(Path(r["run_dir"])) for r in job["runs"]]
+    return {**job, "fault_lag_s": [lag for lag in lags if lag is not None]}
+
+
 def failover_runs(where: str, cluster_dir: Path, bed: testbed.Testbed, runs: int, out_runs: Path) -> dict:
     code, _, err = cli(*up_args(where, cluster_dir, bed))
     if code != 0:
@@ -98,9 +118,9 @@ def failover_runs(where: str, cluster_dir: Path, bed: testbed.Testbed, runs: int
         cli("clean", "--dir", str(cluster_dir))
     run_dirs = sorted(r for d in out_runs.iterdir() if d.is_dir() for r in d.iterdir() if (r / "results.json").is_file()) \
         if out_runs.is_dir() else []
-    return aggregate({"job": f"broker-failover:{where}", "exit_code": proc.returncode, "wall_s": round(time.monotonic() - t0, 1),
-                      "load_1m_at_start": round(load_1m, 2), "runs": [examine(r) for r in run_dirs],
-                      **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {})})
+    return with_lags(aggregate({"job": f"broker-failover:{where}", "exit_code": proc.returncode, "wall_s": round(time.monotonic() - t0, 1),
+                                "load_1m_at_start": round(load_1m, 2), "runs": [examine(r) for r in run_dirs],
+                                **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {})}))
 
 
 def main() -> None:
@@ -110,7 +130,14 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=5, help="kills of each")
     parser.add_argument("--runs", type=int, default=5, help="broker-failover runs of each")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--examine", type=Path, help="Recompute the fault lags of a stored output from its run directories, in place.")
     args = parser.parse_args()
+    if args.examine:
+        stored = json.loads(args.examine.read_text())
+        for where in ("local", "hosts"):
+            stored[where]["failover"] = with_lags(stored[where]["failover"])
+        args.examine.write_text(json.dumps(stored, indent=2) + "\n")
+        return
     reason = testbed.unavailable_reason()
     if reason:
         raise SystemExit(f"bench_hosts: {reason}")

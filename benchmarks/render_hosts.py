@@ -26,11 +26,12 @@ def t_hosts(root: Path) -> str:
                      _s(d["restart_ready_s"], digits=1), f"{len(f['runs'])} ({f['valid_runs']} valid)",
                      _s({k: v / 1000 for k, v in f["unavailable_ms"].items() if k in ("median", "min", "max")} if f["unavailable_ms"] else None),
                      _s({k: v / 1000 for k, v in f["new_leader_ms"].items() if k in ("median", "min", "max")} if f["new_leader_ms"] else None),
-                     str(f["lost_total"])])
+                     ", ".join(f"{lag:.1f} s" for lag in f.get("fault_lag_s", [])) or "—", str(f["lost_total"])])
     first = data["hosts"]["ups"][0]["up_s"] if data["hosts"]["ups"] else None
     note = (f"\n\nThe first `up` on the hosts copied Kafka's jars to each of them ({first:.1f} s); the later ones found them there. "
             "Nodes on this machine start with the class-data sharing archive, which is not copied to hosts."
             if first is not None else "")
-    return table(["where", "`failsafe up`, median (min-max)", "reading a node's state", "kill -9 of a broker, call to process gone",
+    return (table(["where", "`failsafe up`, median (min-max)", "reading a node's state", "kill -9 of a broker, call to process gone",
                   "its restart until the cluster is ready", "broker-failover runs", "client-visible unavailability p50 (min-max)",
-                  "new leader p50 (min-max)", "acknowledged writes lost"], rows) + note + source(root, HOSTS)
+                  "new leader p50 (min-max)", "kill in force after its fault-start, per run", "acknowledged writes lost"], rows)
+            + note + source(root, HOSTS))
