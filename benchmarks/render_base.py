@@ -243,7 +243,7 @@ RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/hosts.json",
         f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json", True,
         "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
-        "broker-failover"),
+        "broker-failover; the stored file's fault lags were added from its runs by --examine (same script, same runs)"),
     Raw("docs/benchmarks/atlas-fit.json",
         f"{PY} benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json", False,
         "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs"),

@@ -19,11 +19,14 @@ def snapshot(bootstrap: str) -> tuple[set[str], dict[str, dict[str, str]]]:
     """The cluster's topics, and the configs of its brokers and of every topic."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     metadata = admin.list_topics(timeout=10)
-    resources = [ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in metadata.brokers]
-    resources += [ConfigResource(ConfigResource.Type.TOPIC, t) for t in metadata.topics]
+    # One broker per call (Kafka's rule); the topics all at once.
+    calls = [[ConfigResource(ConfigResource.Type.BROKER, str(b))] for b in metadata.brokers]
+    if metadata.topics:
+        calls.append([ConfigResource(ConfigResource.Type.TOPIC, t) for t in metadata.topics])
     configs = {}
-    for resource, future in admin.describe_configs(resources, request_timeout=10).items():
-        configs[f"{resource.restype_name}:{resource.name}"] = {k: v.value for k, v in future.result(timeout=10).items()}
+    for batch in calls:
+        for resource, future in admin.describe_configs(batch, request_timeout=10).items():
+            configs[f"{resource.restype}:{resource.name}"] = {k: v.value for k, v in future.result(timeout=10).items()}
     return set(metadata.topics), configs
 
 
