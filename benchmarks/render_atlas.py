@@ -1,5 +1,5 @@
 """The failover atlas's tables in docs/atlas.md, from docs/benchmarks/atlas.json (a copy of an atlas directory's atlas.json:
-every cell with its runs and their p50/p95). Until an atlas is stored the file holds no cell, and the tables say so.
+every cell with its runs and their p50/p95); an empty one renders as a sentence saying no atlas is stored.
 render_docs.py renders and checks them; reads only JSON."""
 
 from __future__ import annotations

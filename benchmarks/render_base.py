@@ -249,8 +249,8 @@ RAW: tuple[Raw, ...] = (
         "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs"),
     Raw("docs/benchmarks/atlas.json",
         ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
-        "the failover atlas's default grid (26 cells, 5 runs each; estimated 2h20m), every cell with its runs' measures and p50/p95, run "
-        "directories relative to the atlas directory; holds no cell until an atlas is stored (docs/atlas.md)"),
+        "the failover atlas's default grid (26 cells, 5 runs each), every cell with its runs' measures and p50/p95, run "
+        "directories relative to the atlas directory; the quorum-loss cells run again after a fix (docs/atlas.md)"),
     Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
         "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
 )

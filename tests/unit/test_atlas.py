@@ -103,7 +103,7 @@ def test_the_default_grid_fits_three_hours(tmp_path: Path) -> None:
 def test_the_plan_says_the_estimate_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["atlas", "--plan", "--out", str(tmp_path / "atlas")]) == 0
     out = capsys.readouterr().out
-    assert "26 cells in 5 groups" in out and "130 runs to do on 5 clusters: estimate 2h" in out
+    assert "26 cells in 5 groups" in out and "130 runs to do on 5 clusters: estimate 1h24m" in out
     assert not (tmp_path / "atlas").exists()
 
 
@@ -361,7 +361,8 @@ def test_the_command_stops_on_ctrl_c_saying_how_to_go_on_then_goes_on(tmp_path: 
     made: list[FakeLauncher] = []
 
     class CommandLauncher(FakeLauncher):
-        def __init__(self, root: Path, out: Path, heap: str | None, base_port: int | None, event: object, status: object) -> None:
+        def __init__(self, root: Path, out: Path, heap: str | None, base_port: int | None, event: object, status: object,
+                     inventory: object = None) -> None:
             super().__init__(die_after=2 if not made else None)
             self.root = root
             made.append(self)

@@ -65,7 +65,7 @@ def atlas_command(selections: tuple[str, ...], full: bool, runs: int | None, out
         store.write_bundle()
         stdout.print(f"every selected cell has its {n} runs; atlas.html: {write_html(out_dir, store.all_cells())}")
         return atlas_exit_code(plan)
-    inventory = load_inventory(inventory_file, hosts_list, user, key) if inventory_file or hosts_list else None
+    inventory = load_inventory(inventory_file, hosts_list, user, key) if inventory_file or hosts_list or user or key else None
     return _run(plan, selections, full, n, out_dir, cluster_dir, heap, base_port, inventory)
 
 

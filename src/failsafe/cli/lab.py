@@ -86,11 +86,11 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
 
     outcomes: list[Outcome] = []
     try:
-        if (inventory_file or hosts_list) and not attach:
+        if (inventory_file or hosts_list or user or key) and not attach:
             raise UserError("--inventory and --hosts go with --attach; a cluster on hosts is made with 'failsafe up --inventory' "
                             "and a run uses it through --dir")
         where = (attached_for(scenarios, attach, root, load_inventory(inventory_file, hosts_list, user, key)
-                              if inventory_file or hosts_list else None, event) if attach
+                              if inventory_file or hosts_list or user or key else None, event) if attach
                  else placed_for(scenarios, root, base_port, heap, event, mode, zookeeper_port))
         with stderr.status("preparing") as status, where as (cluster, clusters, facts):
             # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.

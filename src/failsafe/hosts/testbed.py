@@ -161,15 +161,16 @@ def destroy(bed: Testbed) -> list[str]:
     leftovers: list[str] = []
     errors: list[BaseException] = []
     for host in bed.hosts:
-        # Each host is taken down whatever happened to the one before it; the first error is raised at the end.
-        try:
-            if host.sshd:
-                _stop_sshd(TrackedProcess(int(host.sshd[0]), host.sshd[1]))
-            leftovers += _empty_namespace(host.netns)
-            _ip("netns", "del", host.netns, missing_ok=True)
-            _ip("link", "del", host.veth, missing_ok=True)
-        except Exception as e:  # noqa: BLE001 - re-raised below, after every host
-            errors.append(e)
+        # Each step of each host is taken whatever failed before it; the first error is raised at the end.
+        steps = [lambda h=host: _stop_sshd(TrackedProcess(int(h.sshd[0]), h.sshd[1])) if h.sshd else None,
+                 lambda h=host: leftovers.extend(_empty_namespace(h.netns)),
+                 lambda h=host: _ip("netns", "del", h.netns, missing_ok=True),
+                 lambda h=host: _ip("link", "del", h.veth, missing_ok=True)]
+        for step in steps:
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - re-raised below, after every host
+                errors.append(e)
     _ip("link", "del", bed.bridge, missing_ok=True)
     for user in bed.users:
         run_to_end(["userdel", user], name="userdel", timeout_s=IP_TIMEOUT_S)
