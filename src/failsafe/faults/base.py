@@ -113,7 +113,8 @@ class AppliedFault:
     ``label``: how a report names it when its nodes do not say it; ``sides``: a network fault's sides
     (node labels and ``clients``), recorded as data so nothing has to parse them back from text.
     ``acted_ns``: when the fault acted, for one that first waits on a condition of its own (restart-consumer's
-    settled_within_s); None: when it was started.
+    settled_within_s) or first reads which nodes to act on (a node fault: on hosts, each read is an SSH command);
+    None: when it was started.
     """
 
     kind: str

@@ -8,6 +8,7 @@ and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node
 from __future__ import annotations
 
 import signal
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -171,15 +172,18 @@ def _stopping(name: str, action: str, heals_at_once: bool = False):
     def start(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         cluster, nodes, role = chosen(spec.params, targets)
         _all_running(cluster, nodes, name)
+        acted_ns = time.time_ns()
         for node in nodes:
             cluster.signal_node(node, action, SIGNAL_TIMEOUT_S)
-        return AppliedFault(name, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once)
+        return AppliedFault(name, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once,
+                            acted_ns=acted_ns)
     return start
 
 
 def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     cluster, nodes, role = chosen(spec.params, targets)
     _all_running(cluster, nodes, PAUSE)
+    acted_ns = time.time_ns()
     for node in nodes:
         cluster.signal_node(node, "pause", SIGNAL_TIMEOUT_S)
 
@@ -187,7 +191,7 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         for node in nodes:
             if cluster.node_state(node) == PAUSED:
                 cluster.signal_node(node, "resume", SIGNAL_TIMEOUT_S)
-    return AppliedFault(PAUSE, target_of(nodes), [n.node_id for n in nodes], role, resume)
+    return AppliedFault(PAUSE, target_of(nodes), [n.node_id for n in nodes], role, resume, acted_ns=acted_ns)
 
 
 def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -200,10 +204,11 @@ def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         quorum, role = [n for n in cluster.spec.controller_nodes() if not n.is_broker], "all controllers"
     if not quorum:
         raise FaultError("quorum-loss needs separate controllers: this cluster runs in combined mode")
-    for node in quorum:
-        if cluster.node_state(node) != DOWN:
-            cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
-    return AppliedFault(QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum))
+    running = [n for n in quorum if cluster.node_state(n) != DOWN]
+    acted_ns = time.time_ns()
+    for node in running:
+        cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
+    return AppliedFault(QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum), acted_ns=acted_ns)
 
 
 def _separate_controllers(params: object, ctx: FaultContext) -> None:
@@ -221,8 +226,10 @@ def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     nodes = [n for n in cluster.spec.nodes() if cluster.node_state(n) != DOWN]
     if not nodes:
         raise FaultError("cluster-loss: no node of the cluster is running")
+    acted_ns = time.time_ns()
     cluster.stop_nodes(nodes, signal.SIGKILL, SIGNAL_TIMEOUT_S)
-    return AppliedFault(CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node", lambda: cluster.restart(nodes))
+    return AppliedFault(CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node", lambda: cluster.restart(nodes),
+                        acted_ns=acted_ns)
 
 
 # The roles a campaign aims node faults at; ``replicas`` takes every replica of a partition at once.

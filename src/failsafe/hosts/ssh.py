@@ -23,6 +23,7 @@ import paramiko
 
 from failsafe.errors import FailsafeError, UserError
 from failsafe.hosts.inventory import Host
+from failsafe.hosts.shell import LOOP, Shell, ShellLost
 
 # paramiko logs a connection's failure with its traceback; failsafe says it in one line instead.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
@@ -30,6 +31,9 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 CONNECT_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 60.0
 KEEPALIVE_S = 5
+# Shells kept open per host (hosts/shell.py): enough for the run's threads that use a host at once, well within sshd's
+# default MaxSessions of 10 with the leash's and SFTP's sessions. A command finding them all busy opens a session of its own.
+SHELLS = 4
 _READ_CHUNK = 1 << 16
 
 
@@ -82,6 +86,8 @@ class SshHost:
         self.connect_timeout_s = connect_timeout_s
         self._client: paramiko.SSHClient | None = None
         self._lock = threading.Lock()
+        self._idle: list[Shell] = []
+        self._shells = 0  # open, idle or running a command
 
     # -- the connection ---------------------------------------------------------------------------
     def known_hosts(self) -> Path:
@@ -153,6 +159,10 @@ class SshHost:
             self._close_quietly()
 
     def _close_quietly(self) -> None:
+        for shell in self._idle:
+            shell.close()
+        self._idle.clear()
+        self._shells = 0
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -179,8 +189,52 @@ class SshHost:
         return channel
 
     def run(self, command: str, *, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None) -> Remote:
-        """Run ``command`` (a shell line) on the host and wait for it; raises only when it could not run or end."""
+        """Run ``command`` (a shell line) on the host and wait for it; raises only when it could not run or end.
+
+        In one of the host's open shells when one is free (hosts/shell.py); a command with ``stdin`` in a session of its own."""
         started = time.monotonic()
+        shell = self._take_shell() if stdin is None else None
+        if shell is None:
+            return self._run_in_session(command, timeout_s, stdin, started)
+        try:
+            code, out, err = shell.run(command, started + timeout_s)
+        except ShellLost as e:
+            self._drop_shell(shell)
+            raise RemoteCommandFailed(f"host {self.host}: {_short(command)!r}: {e}") from e
+        except BaseException:
+            self._drop_shell(shell)  # interrupted mid-answer: the shell's stream is no longer in step
+            raise
+        self._give_back(shell)
+        return Remote(code, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - started)
+
+    def _take_shell(self) -> Shell | None:
+        """An idle shell, a new one if fewer than SHELLS are open, else None (the caller opens a session of its own)."""
+        with self._lock:
+            while self._idle:
+                shell = self._idle.pop()
+                if shell.usable():
+                    return shell
+                self._shells -= 1
+            if self._shells >= SHELLS:
+                return None
+            self._shells += 1
+        try:
+            return Shell(self.open_channel(LOOP))
+        except BaseException:
+            with self._lock:
+                self._shells -= 1
+            raise
+
+    def _give_back(self, shell: Shell) -> None:
+        with self._lock:
+            self._idle.append(shell)
+
+    def _drop_shell(self, shell: Shell) -> None:
+        shell.close()
+        with self._lock:
+            self._shells = max(0, self._shells - 1)
+
+    def _run_in_session(self, command: str, timeout_s: float, stdin: bytes | None, started: float) -> Remote:
         with self.open_channel(command) as channel:
             if stdin is not None:
                 channel.sendall(stdin)
