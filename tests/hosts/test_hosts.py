@@ -7,14 +7,18 @@ import json
 import pwd
 import shutil
 import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from failsafe.hosts import inventory, probe, sync, testbed
 from failsafe.hosts import processes as remote
-from failsafe.hosts.ssh import HostUnreachable, SshHost
+from failsafe.hosts.ssh import HostUnreachable, RemoteCommandFailed, SshHost
 from failsafe.supervisor import DOWN, PAUSED, UP
 from tests.helpers import open_dir, run_cli
 
@@ -69,6 +73,23 @@ def test_a_command_says_its_exit_status_and_streams(h1: SshHost) -> None:
     assert h1.run("cat", stdin=b"given").stdout == "given"
 
 
+def test_commands_run_in_one_open_shell_and_a_command_that_hangs_takes_only_its_own(h1: SshHost) -> None:
+    # One shell answers one command after the other: the same parent process (the shell's loop) runs each.
+    parents = {h1.check("echo $PPID", what="ppid").strip() for _ in range(3)}
+    assert len(parents) == 1
+    result = h1.run("printf 'a\\nb'; printf 'no newline' >&2; exit 4")
+    assert (result.returncode, result.stdout, result.stderr) == (4, "a\nb", "no newline")
+    assert len(h1.check("head -c 300000 /dev/zero | tr '\\0' x", what="big output")) == 300000
+    assert h1.check("echo 'two\nlines'\necho third", what="lines").splitlines() == ["two", "lines", "third"]
+    with pytest.raises(RemoteCommandFailed, match="no answer within the timeout"):
+        h1.run("sleep 5", timeout_s=0.5)
+    # More commands at once than shells: the others run in sessions of their own, and all answer.
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outs = list(pool.map(lambda i: h1.check(f"sleep 0.3; echo {i}", what="at once").strip(), range(6)))
+    assert outs == [str(i) for i in range(6)]
+    assert h1.check("echo still", what="after").strip() == "still"
+
+
 def test_files_round_trip_atomically(h1: SshHost) -> None:
     path = f"{h1.host.dir}/conf/x.properties"
     h1.check(f"mkdir -p {h1.host.dir}/conf", what="mkdir")
@@ -102,6 +123,40 @@ def test_sigkill_ends_what_ignores_sigterm(h1: SshHost) -> None:
     proc = remote.start(h1, ["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"], cwd=d, log=d / "logs/q.log", pidfile=d / "pids/q.pid")
     remote.stop(h1, proc, signal.SIGTERM, 1)
     assert remote.state(h1, proc) == DOWN
+
+
+def test_the_start_leash_kills_what_failsafe_started_when_it_dies_and_nothing_once_released(bed: testbed.Testbed) -> None:
+    d = bed.inventory().host("h1").dir
+    script = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path, PurePosixPath
+        from failsafe.hosts import inventory, processes
+        from failsafe.hosts.ssh import SshHost
+        ssh = SshHost(inventory.load(Path({str(bed.inventory_file)!r})).host("h1"))
+        d = PurePosixPath({str(d)!r})
+        for name in ("kept", "started"):
+            processes.start(ssh, ["sleep", "1000"], cwd=d, log=d / "logs/leash.log", pidfile=d / f"pids/{{name}}.pid")
+        with processes.StartLeash({{ssh: [d / "pids/kept.pid"]}}, Path({str(bed.root / "kept.log")!r})) as kept:
+            kept.release()
+        leash = processes.StartLeash({{ssh: [d / "pids/started.pid"]}}, Path({str(bed.root / "started.log")!r}))
+        print("started", flush=True)
+        sys.stdin.read()
+    """)
+    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "started"
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait(10)
+    ssh = SshHost(bed.inventory().host("h1"))
+    try:
+        started, kept = (remote.read(ssh, d / f"pids/{name}.pid") for name in ("started", "kept"))
+        assert kept is not None and started is not None
+        assert remote.wait_state(ssh, started, DOWN, 15), "the start leash did not kill what failsafe was starting"
+        assert remote.state(ssh, kept) == UP, "a released leash killed a node that was ready"
+        remote.stop(ssh, kept, signal.SIGKILL, 10)
+    finally:
+        ssh.close()
 
 
 def test_the_clock_offset_bound_holds(h1: SshHost) -> None:

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from failsafe.checkers.availability import check
+from failsafe.checkers.common import clock_uncertainty_ns
 from failsafe.history.model import History
-from tests.unit.test_checker_builders import assign, at, fault, history, revoke, send, topology
+from tests.unit.test_checker_builders import assign, at, client_config, fault, history, revoke, send, topology
 
 BEFORE = topology(0, [(0, 1, [1, 2, 3], [1, 2, 3]), (1, 2, [2, 3, 1], [2, 3, 1])])
 STILL = topology(250, [(0, 1, [1, 2, 3], [1, 2, 3]), (1, 2, [2, 3, 1], [2, 3, 1])])
@@ -264,3 +265,17 @@ def test_a_send_made_while_the_fault_was_being_applied_does_not_end_its_window()
     older = check(history(topology(0, [(0, 1, [1, 2], [1, 2])]), *send("p0", 1, "v1", 0, ms=90), *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
                           *start, *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000), *send("p0", 4, "v4", 3, ms=20_200)))
     assert older["faults"][0]["affected_partitions"][0]["unavailable_ms"] == pytest.approx(19, abs=1), "without it: the old, short reading"
+
+
+def test_a_slow_failover_must_exceed_the_limit_by_more_than_the_clients_clock_bound() -> None:
+    # The window (590 ms) runs between acknowledgements of a client on a host whose clock is known within 2 ms.
+    on_host = {**client_config("p0"), "host": "h2", "clock_offset_ns": 0, "clock_error_ns": 2_000_000}
+    assert check(_failover(), {"max_unavailable_ms": 589})["counts"]["slow-failover"] == 1
+    assert check(_failover(on_host), {"max_unavailable_ms": 589})["counts"]["slow-failover"] == 0
+    assert check(_failover(on_host), {"max_unavailable_ms": 587})["counts"]["slow-failover"] == 1
+
+
+def test_the_clock_uncertainty_is_the_two_largest_bounds_of_clients_on_hosts() -> None:
+    bounds = [{**client_config(p), "clock_error_ns": ns} for p, ns in (("a", 3), ("b", 5), ("c", 4))]
+    assert clock_uncertainty_ns(history(client_config("here"), *bounds)) == 9
+    assert clock_uncertainty_ns(history(client_config("here"))) == 0

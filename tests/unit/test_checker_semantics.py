@@ -94,3 +94,18 @@ def test_a_group_is_only_expected_to_read_its_topics() -> None:
 
 def test_an_empty_history_is_valid() -> None:
     assert check(history())["valid"] is True
+
+
+def _on_host(process: str, error_ms: float) -> dict:
+    """The client-config op of a client that ran on a host whose clock is known within ``error_ms``."""
+    return {**client_config(process), "host": "h2", "clock_offset_ns": 250_000, "clock_error_ns": round(error_ms * 1e6)}
+
+
+def test_a_rebalance_within_the_clock_bound_of_a_client_on_a_host_excuses_a_redelivery() -> None:
+    # c1 read the record at 6 ms by its host's clock; the group's rebalance came at 8 ms by failsafe's.
+    ops = [*SENDS, assign("c0", [0, 1], ms=0), poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+           poll("c1", [rec(0, "v1")], ms=6), revoke("c0", [0], ms=8)]
+    assert check(history(*ops))["counts"]["double-delivery"] == 1, "one clock: the read came before the rebalance"
+    assert check(history(_on_host("c1", 1), *ops))["counts"]["double-delivery"] == 1, "2 ms apart, known within 1 ms"
+    result = check(history(_on_host("c1", 3), *ops))
+    assert result["counts"]["double-delivery"] == 0 and result["counts"]["redelivered-across-rebalance"] == 1

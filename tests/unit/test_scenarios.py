@@ -45,11 +45,25 @@ def test_a_consumer_without_group_is_manual_assignment() -> None:
     ({"expect": [{"name": "x", "check": "a.b", "op": "~"}]}, "expect[0].op: '~' is not one of"),
     ({"phases": {"chaos_s": -1}}, "mini.phases.chaos_s: -1 is not valid"),
     ({"cluster": {"combined": True}, "faults": [{"fault": "quorum-loss", "at_s": 1}]}, "quorum-loss needs separate controllers"),
+    ({"producers": [{"name": "p", "topic": "t", "host": "h2"}]}, "mini.producers[0].host: only driver = \"kafka-verifiable\" runs on a host"),
+    ({"consumers": [{"name": "c", "topics": ["t"], "group": "g", "host": "h2"}]}, "mini.consumers[0].host: only driver"),
 ])
 def test_bad_scenarios_are_refused_naming_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError) as e:
         parse_scenario({**MINIMAL, **change})
     assert message in str(e.value)
+
+
+def test_a_verifiable_client_may_run_on_a_host_and_faults_that_cut_clients_say_so() -> None:
+    from failsafe.faults.network import cuts_clients
+
+    data = {**MINIMAL, "producers": [{"name": "p", "topic": "t", "driver": "kafka-verifiable", "host": "h2"}],
+            "faults": [{"fault": "isolate", "role": "any", "at_s": 1}, {"fault": "isolate", "role": "any", "clients": True, "at_s": 1},
+                       {"fault": "cut-clients", "role": "any", "at_s": 1}, {"fault": "partition", "sides": "{0} | {1,clients}", "at_s": 1},
+                       {"fault": "partition", "sides": "{0} | {1,controllers}", "at_s": 1}]}
+    scenario = parse_scenario(data)
+    assert scenario.producers[0].host == "h2"
+    assert [cuts_clients(f) for f in scenario.faults] == [False, True, True, True, False]
 
 
 def test_unknown_catalog_name_lists_the_choices() -> None:

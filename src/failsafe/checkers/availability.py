@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 import failsafe.checkers.stalls as write_stalls
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, clock_uncertainty_ns, end_ns, examples, ns_to_ms, read_options, result
 from failsafe.checkers.liveness import never_caught_up, never_recovered
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, OpType, PhaseName, Target
@@ -47,13 +47,16 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     rebalances = _rebalances_during(faults, history)
 
     limit_ms = opts["max_unavailable_ms"]
+    # A window's edges may come from clients on other clocks than the fault's (common.clock_uncertainty_ns).
+    uncertainty_ns = clock_uncertainty_ns(history)
     measured = partitions.filter(pl.col("last_ok_before_ns").is_not_null() | pl.col("first_ok_after_ns").is_not_null())
     never_again = measured.filter(pl.col("first_ok_after_ns").is_null())
-    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | (pl.col("unavailable_ms") > (limit_ms if limit_ms is not None else float("inf"))))
+    over = pl.col("unavailable_ms") - uncertainty_ns / 1e6 > (limit_ms if limit_ms is not None else float("inf"))
+    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | over)
     if limit_ms is None:
         too_slow = too_slow.head(0)
     rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
-    unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends), opts["expect_unrecovered"])
+    unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends, uncertainty_ns), opts["expect_unrecovered"])
     stuck = never_caught_up(history)
 
     end_state = _end_state(topology)
@@ -127,12 +130,13 @@ def failover_windows(history: History) -> pl.DataFrame:
     return _leadership(partitions, history.topology)
 
 
-def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame) -> pl.DataFrame:
-    """The partitions never available again to which some producer did send once the fault was in force: a partition
-    no send tried again (a sparse or stopped writer) says nothing about whether it would have taken one."""
+def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame, uncertainty_ns: int = 0) -> pl.DataFrame:
+    """The partitions never available again to which some producer did send once the fault was in force (by more than
+    ``uncertainty_ns``, a client on another clock): a partition no send tried again (a sparse or stopped writer) says
+    nothing about whether it would have taken one."""
     tried = sends.select("topic", "partition", "invoke_ns").drop_nulls()
     pairs = never_again.select("fault_id", "topic", "partition", "in_force_ns").join(tried, on=["topic", "partition"], how="inner")
-    again = pairs.filter(pl.col("invoke_ns") >= pl.col("in_force_ns")).select("fault_id", "topic", "partition").unique()
+    again = pairs.filter(pl.col("invoke_ns") - uncertainty_ns >= pl.col("in_force_ns")).select("fault_id", "topic", "partition").unique()
     return never_again.join(again, on=["fault_id", "topic", "partition"], how="semi")
 
 

@@ -217,3 +217,17 @@ def allowed_loss(frame: pl.DataFrame, lossy_writers: Sequence[str] | None, durab
     """An expression over ``frame``'s ``process`` column: the rows whose writer may lose (see :func:`may_lose`)."""
     allowed = [p for p, ok in may_lose(frame["process"].unique(), lossy_writers, durable).items() if ok]
     return pl.col("process").is_in(allowed)
+
+
+def clock_uncertainty_ns(history: History) -> int:
+    """How far two ops' times may be out of their true order because their clients read different clocks: the sum of
+    the two largest error bounds of clients that ran on hosts (their client-config ops' ``clock_error_ns``,
+    workloads/on_host.py); 0 when every client ran where failsafe runs, on one clock.
+
+    Verdicts use it one way only. An order in time that accuses must hold by more than this. A window that excuses is
+    widened by it. Measurements are reported as measured."""
+    if "clock_error_ns" not in history.clients.columns:
+        return 0
+    bounds = sorted(history.clients["clock_error_ns"].drop_nulls().to_list(), reverse=True)
+    return int(sum(bounds[:2]))
+

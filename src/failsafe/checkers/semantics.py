@@ -12,7 +12,17 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result, unread_writes
+from failsafe.checkers.common import (
+    CheckerResult,
+    Side,
+    allowed_loss,
+    clock_uncertainty_ns,
+    durable_writers,
+    examples,
+    read_options,
+    result,
+    unread_writes,
+)
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
@@ -30,7 +40,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     if opts["groups"] is not None:
         group_reads = group_reads.filter(pl.col("group").is_in(groups))
 
-    handovers = _handovers(group_reads, history.membership)
+    handovers = _handovers(group_reads, history.membership, clock_uncertainty_ns(history))
     double = handovers.filter(~pl.col("rebalance_between"))
     tolerated = handovers.filter(pl.col("rebalance_between"))
     double_positions = double.select(_POSITION).unique()
@@ -78,11 +88,12 @@ def _groups(history: History, wanted: list[str] | None) -> list[str]:
     return sorted(seen["group"].to_list())
 
 
-def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
+def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, uncertainty_ns: int = 0) -> pl.DataFrame:
     """Each time a record reached another member of its group than the last one that had it.
 
     rebalance_between: some member of the group was assigned or revoked partitions between
-    the previous member's first read of the record and this member's.
+    the previous member's first read of the record and this member's, that window widened by
+    ``uncertainty_ns`` each way when clients read different clocks (common.clock_uncertainty_ns).
     """
     keyed = group_reads.select(key(_POSITION, "gp"), key([*_POSITION, "process"], "gpp"))
     # As many distinct (position, member) pairs as positions: no position reached two members.
@@ -100,8 +111,10 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFr
     if pairs.height == 0:
         return _empty_handovers()
     events = membership.filter(pl.col("group").is_not_null()).select("group", pl.col("time_ns").alias("event_ns")).unique().sort("event_ns")
-    pairs = pairs.sort("time_ns").join_asof(events, left_on="time_ns", right_on="event_ns", by="group", strategy="backward", check_sortedness=False)
-    return pairs.with_columns((pl.col("event_ns").is_not_null() & (pl.col("event_ns") >= pl.col("previous_ns"))).alias("rebalance_between"))
+    pairs = pairs.with_columns((pl.col("time_ns") + uncertainty_ns).alias("_until_ns")).sort("_until_ns")
+    pairs = pairs.join_asof(events, left_on="_until_ns", right_on="event_ns", by="group", strategy="backward", check_sortedness=False)
+    between = pl.col("event_ns").is_not_null() & (pl.col("event_ns") >= pl.col("previous_ns") - uncertainty_ns)
+    return pairs.with_columns(between.alias("rebalance_between")).drop("_until_ns")
 
 
 def _empty_handovers() -> pl.DataFrame:

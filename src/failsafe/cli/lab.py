@@ -169,6 +169,7 @@ def placed_for(scenarios: list, root: Path, base_port: int | None, heap: str | N
         cluster = topology.fault_target
         if cluster.spec.on_hosts and any(FAULT_TYPES[f.fault].family == Family.NETWORK for s in scenarios for f in s.faults):
             cluster.nodes.net_ready()  # a host without root or nft refuses the run now, in one line naming it
+        _check_client_hosts(scenarios, cluster)
         yield cluster, (topology.bootstraps() if pair else {}), {**cluster_facts(cluster), **topology.facts()}
 
 
@@ -180,6 +181,9 @@ def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) 
 
     faults = [(s.name, f.fault, str(FAULT_TYPES[f.fault].family)) for s in scenarios for f in s.faults]
     why = refusal(faults, inventory, bootstrap)
+    placed_clients = _client_hosts(scenarios)
+    if placed_clients and not why:
+        why = f"a client of {placed_clients[0][0]} runs on host {placed_clients[0][1]}: with --attach, clients run where failsafe runs"
     if why:
         raise UserError(why)
     cluster = AttachedCluster(bootstrap, root, inventory)
@@ -199,6 +203,29 @@ def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) 
                             **({"inventory": inventory.to_json()} if inventory else {})}
     finally:
         cluster.close()
+
+
+def _client_hosts(scenarios: list) -> list[tuple[str, str]]:
+    """(scenario, host) of each client a scenario places on a host (a lab's producers and consumers with ``host``)."""
+    return [(s.name, c.host) for s in scenarios for c in (*getattr(s, "producers", ()), *getattr(s, "consumers", ()))
+            if getattr(c, "host", None)]
+
+
+def _check_client_hosts(scenarios: list, cluster) -> None:
+    """Each client host names a host of the cluster's inventory, on a cluster on hosts, and no fault of its scenario cuts
+    the clients' links (those rules go where failsafe runs): one line now, not mid-run."""
+    from failsafe.faults.network import cuts_clients
+
+    for name, host in _client_hosts(scenarios):
+        scenario = next(s for s in scenarios if s.name == name)
+        cutting = next((f.fault for f in scenario.faults if cuts_clients(f)), None)
+        if cutting:
+            raise UserError(f"{name}: a client runs on host {host!r}, and its {cutting} fault cuts the clients' links, which failsafe "
+                            "cuts where it runs: run that scenario's clients here")
+        if not cluster.spec.on_hosts:
+            raise UserError(f"{name}: a client runs on host {host!r}, and the cluster at {cluster.dir.root} is not on hosts: "
+                            "start it with 'failsafe up --inventory' (or --hosts)")
+        cluster.nodes.inventory.host(host)  # InventoryError: no such host, naming the inventory's
 
 
 def _parse(file, overrides: tuple[str, ...], mode: str | None = None):

@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,7 +35,7 @@ from failsafe.cluster.state import ClusterDir
 from failsafe.dist.java import Java
 from failsafe.dist.jmx_exporter import agent_option, exporter_agent
 from failsafe.dist.jvm import SERVER_JVM_OPTS, TOOL_HEAP
-from failsafe.dist.kafka import KafkaDist
+from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
 from failsafe.errors import ClusterStartError, PortInUse, ProvisionError, UserError
 from failsafe.hosts import inventory, probe, sync
@@ -204,11 +204,26 @@ class HostNodes(HostNetwork):
             raise ClusterStartError(f"kafka-storage format failed for {'; '.join(failures)}")
 
     def _java_command(self, host: Host, dist: KafkaDist, heap: str, main: str, args: list[str], *, tools: bool = False,
-                      extra: list[str] | None = None) -> list[str]:
-        root = Path(str(self.root(host)))
+                      extra: list[str] | None = None, logging_dir: PurePosixPath | None = None) -> list[str]:
+        root = Path(str(logging_dir or self.root(host)))
         return [self._java(host), f"-Xmx{heap}", *([f"-Xms{heap}", *SERVER_JVM_OPTS] if not tools else ["-Djava.awt.headless=true"]),
                 *(extra or []), logging_jvm_option(root, log4j2=dist.uses_log4j2, tools=tools),
                 "-cp", f"{self._dist(host, dist.version)}/*", main, *args]
+
+    def client_host(self, name: str, kafka_version: str) -> dict[str, Any]:
+        """What a Kafka Java client run on host ``name`` needs (a lab scenario's ``host``, workloads/on_host.py): the host,
+        its JVM command up to the main class, and the directory to run in. Java is checked there, and Kafka's jars and
+        the tools' logging configs are copied first (only what changed)."""
+        host = self.inventory.host(name)
+        ssh = self.ssh(host)
+        dist = kafka_dist(kafka_version)
+        sync.sync_tree(ssh, dist.libs_dir, self._dist(host, dist.version))
+        stage = self.dir.root / "hosts" / f"{host.name}.clients"
+        write_logging_configs(stage)
+        where = self.root(host) / "clients"
+        sync.sync_tree(ssh, stage, where)
+        command = self._java_command(host, dist, TOOL_HEAP, "", [], tools=True, logging_dir=where)[:-1]
+        return {"host": host.to_json(), "command": command, "dir": str(where)}
 
     def ensure_ports_free(self, nodes: list[NodeSpec], spec: ClusterSpec, timeout_s: float = PORT_FREE_TIMEOUT_S) -> None:
         """No listener on a host holds a port of its nodes (``ss`` there), within ``timeout_s``."""
@@ -233,12 +248,16 @@ class HostNodes(HostNetwork):
 
     # -- processes ------------------------------------------------------------------------------
     def guard(self, nodes: list[NodeSpec]) -> AbstractContextManager:
-        # A failed start stops what it started (startup.start); a failsafe killed mid-start leaves the nodes to 'down'
-        # and 'clean', which stop them by their pid files on the hosts.
-        return nullcontext()
+        """A start leash on each host of ``nodes`` (hosts/processes.py): if failsafe dies before they are ready, the nodes
+        it started there are killed by their pid files; a failed start stops them itself (startup.start)."""
+        pidfiles: dict[SshHost, list[PurePosixPath]] = {}
+        for node in nodes:
+            pidfiles.setdefault(self.ssh(self.host(node)), []).append(self._pidfile(node))
+        return remote.StartLeash(pidfiles, self.dir.logs_dir / "watchdog.log")
 
     def release_guard(self, guard: object) -> None:
-        """Nothing to release: see guard."""
+        assert isinstance(guard, remote.StartLeash)
+        guard.release()
 
     def launch(self, spec: ClusterSpec, node: NodeSpec, java: Java, dist: KafkaDist) -> None:
         host = self.host(node)

@@ -247,6 +247,16 @@ class IsolateChoice(LinkChoice):
     clients: bool = False
 
 
+def cuts_clients(spec: FaultSpec) -> bool:
+    """Whether the fault cuts the clients' links: its rules for them go where failsafe runs (placed_rules), so a client that
+    runs on a host would not be cut."""
+    params = spec.params
+    if spec.fault == CUT_CLIENTS or getattr(params, "clients", False):
+        return True
+    sides = getattr(params, "sides", None)
+    return isinstance(sides, str) and any(CLIENTS in side for side in parse_sides(sides).sides)
+
+
 def _check_sides(params: SidesChoice, ctx: FaultContext) -> None:
     if any(t in ROLE_WORDS and t != "controller" for side in parse_sides(params.sides).sides for t in side):
         ctx.require_partition("partition", params.partition)

@@ -23,7 +23,8 @@ SOURCE_FILE = "source.json"
 # 2: the clients frame. 3: the controllers frame. 4: faults' family, label, sides and in_force_ns; events' leaderless.
 # 5: events' fault and at_s (fault-not-started). 6: the share_deliveries and share_acks frames. 7: a share-ack invoke
 # paired with its answer (an unanswered one is an info). 8: the metrics, metrics_errors and node_events frames.
-FORMAT = 8
+# 9: the clients frame's host, clock_offset_ns and clock_error_ns.
+FORMAT = 9
 
 
 def source_of(history_path: Path) -> dict:

@@ -134,8 +134,11 @@ OFFSET_ENTRY = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": p
 # completed, the writer was killed), and the input offsets a consume-transform-produce worker sent into it.
 TXNS_SCHEMA = {"process": pl.String, "txn": pl.Int64, "transactional_id": pl.String, "end": pl.String, "outcome": pl.String,
                "error": pl.String, "invoke_ns": pl.Int64, "end_ns": pl.Int64, "complete_ns": pl.Int64, "offsets": pl.List(OFFSET_ENTRY)}
+# A client run on a host (workloads/on_host.py) names it, with its clock's offset from failsafe's, taken off its times, and
+# that offset's error bound: how far one of its times may still be from failsafe's clock (null: it ran where failsafe runs).
 CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
-                  "config": pl.List(CONFIG_ENTRY), "log": pl.String}
+                  "config": pl.List(CONFIG_ENTRY), "log": pl.String, "host": pl.String, "clock_offset_ns": pl.Int64,
+                  "clock_error_ns": pl.Int64}
 # One row per record a share-poll acquired (delivery_count: 1 the first time the group delivered it, then one more each time).
 SHARE_DELIVERIES_SCHEMA = {"process": pl.String, "group": pl.String, "time_ns": pl.Int64, "topic": pl.String, "partition": pl.Int64,
                            "offset": pl.Int64, "key": pl.String, "value": pl.String, "delivery_count": pl.Int64}

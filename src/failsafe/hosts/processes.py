@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState
@@ -140,3 +141,58 @@ def stop(ssh: SshHost, process: RemoteProcess, sig: signal.Signals, timeout_s: f
     signal_group(ssh, process, signal.SIGKILL)
     if not wait_state(ssh, process, DOWN, timeout_s):
         raise RemoteCommandFailed(f"host {ssh.host}: process {process.pid} still runs {timeout_s:g} s after SIGKILL")
+
+
+# On a host, until told "done": when its channel ends first (failsafe died while starting), each process of the pid files
+# that is still the one its file names is killed with its group.
+_START_LEASH = (
+    'while IFS= read -r line; do [ "$line" = done ] && exit 0; done; '
+    'for f in {pidfiles}; do [ -e "$f" ] || continue; read -r pid start boot < "$f"; '
+    f'if {_SAME}; then kill -KILL -$pid 2>/dev/null && echo "start leash: failsafe ended while $f was starting; killed its group ($pid)"; fi; '
+    'done'
+)
+
+
+class StartLeash:
+    """Around a start on hosts: a loop on each host that kills the processes of its pid files if failsafe dies before
+    ``release`` (its SSH connection then closes, and the loop reads end of file). The same pattern as the network leash."""
+
+    def __init__(self, pidfiles: dict[SshHost, list[PurePosixPath]], log_file: Path) -> None:
+        self.log_file = log_file
+        self._channels: list[tuple[SshHost, Any]] = []
+        try:
+            for ssh, files in pidfiles.items():
+                self._channels.append((ssh, ssh.open_channel(_START_LEASH.replace("{pidfiles}", quote(*files)))))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> StartLeash:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def release(self) -> None:
+        """The nodes are ready: the loops end without killing anything."""
+        for _, channel in self._channels:
+            channel.sendall(b"done\n")
+
+    def close(self) -> None:
+        """Ends each loop (killing what it holds unless released) and keeps what it said in the log file."""
+        for ssh, channel in self._channels:
+            out = b""
+            try:
+                channel.shutdown_write()
+                channel.settimeout(30)
+                while chunk := channel.recv(4096):
+                    out += chunk
+            except OSError as e:  # a timeout or a lost connection: the loop there acts all the same
+                out += f"leash channel: {e}\n".encode()
+            finally:
+                channel.close()
+            if out.strip():
+                self.log_file.parent.mkdir(parents=True, exist_ok=True)
+                with self.log_file.open("a") as log:
+                    log.write(f"{ssh.host.name}: {out.decode(errors='replace')}")
+        self._channels = []

@@ -114,7 +114,8 @@ class Engine:
         self.ctx = RunContext(
             bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
-            clusters=dict(clusters or {}), **profile_context(profile),
+            clusters=dict(clusters or {}), client_host=getattr(getattr(cluster, "nodes", None), "client_host", None),
+            **profile_context(profile),
         )
         self._network_leash: Any = None
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)

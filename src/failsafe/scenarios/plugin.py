@@ -38,6 +38,9 @@ class RunContext:
     # and settings of every client it starts, under the client's own (the worker pool applies them).
     topic_configs: Mapping[str, str] = field(default_factory=dict)
     client_defaults: ClientDefaults = field(default_factory=ClientDefaults)
+    # A cluster on hosts (cluster/host_nodes.py client_host): (host name, Kafka version) to what a Java client needs to run
+    # there; None: clients run only where failsafe runs.
+    client_host: Callable[[str, str], dict] | None = None
 
     @property
     def logs_dir(self) -> Path:

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from failsafe.clients.kafka_tools import main_class
 from failsafe.dist.java import Java, find_java
@@ -49,6 +49,10 @@ from failsafe.workloads.verifiable_events import (
 )
 from failsafe.workloads.verifiable_share import ShareEvents, VerifiableShareConsumerSpec, verifiable_share_consumer_command
 
+if TYPE_CHECKING:  # SSH (paramiko) is imported only by a worker whose client runs on a host
+    from failsafe.hosts.remote_child import RemoteChild
+    from failsafe.workloads.on_host import OnHost
+
 # What the pool sends a verifiable client's worker to crash its client (pool.kill): a real-time signal nothing else uses
 # (SIGUSR1 tells a transactional worker it was superseded, SIGUSR2 asks for stacks and HotSpot uses it).
 CRASH_SIGNAL: int = signal.SIGRTMIN + 1
@@ -65,7 +69,7 @@ class Crash:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.child: Child | None = None
+        self.child: Child | RemoteChild | None = None
         self.frozen = False
 
     def trigger(self) -> None:
@@ -107,6 +111,7 @@ class VerifiableProducerSpec(ProducerSpec):
     value_prefix: int | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
+    host: dict | None = None  # run on a host (workloads/on_host.py): cluster/host_nodes.py client_host's dict; None: here
 
     def __post_init__(self) -> None:
         if self.acks not in ("all", "-1", "1", "0"):
@@ -165,6 +170,7 @@ class VerifiableConsumerSpec(ConsumerSpec):
     remote_assignor: str | None = None
     kafka_version: str = DEFAULT_KAFKA_VERSION
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
+    host: dict | None = None  # as VerifiableProducerSpec's
 
     def __post_init__(self) -> None:
         if len(self.topics) != 1:
@@ -216,6 +222,10 @@ def java_acks(acks: str) -> str:
 
 def verifiable_producer_command(spec: VerifiableProducerSpec, java: Java, dist: KafkaDist, config_path: Path | None = None) -> list[str]:
     """The JVM command line; config_path is where java_properties() was written."""
+    return tool_command(java, dist, main_class(dist, "verifiable-producer"), verifiable_producer_args(spec, config_path))
+
+
+def verifiable_producer_args(spec: VerifiableProducerSpec, config_path: object = None) -> list[str]:
     throughput = max(1, round(spec.rate_per_s)) if spec.rate_per_s > 0 else -1
     args = [
         "--bootstrap-server", spec.bootstrap_servers,
@@ -231,11 +241,15 @@ def verifiable_producer_command(spec: VerifiableProducerSpec, java: Java, dist: 
     # deprecation notice for it on stdout, which parse_event skips.
     if config_path is not None:
         args += ["--producer.config", str(config_path)]
-    return tool_command(java, dist, main_class(dist, "verifiable-producer"), args)
+    return args
 
 
 def verifiable_consumer_command(spec: VerifiableConsumerSpec, java: Java, dist: KafkaDist, config_path: Path | None = None) -> list[str]:
     """The JVM command line; config_path is where java_properties() was written."""
+    return tool_command(java, dist, main_class(dist, "verifiable-consumer"), verifiable_consumer_args(spec, config_path))
+
+
+def verifiable_consumer_args(spec: VerifiableConsumerSpec, config_path: object = None) -> list[str]:
     args = [
         "--bootstrap-server", spec.bootstrap_servers,
         "--topic", spec.topics[0],
@@ -257,7 +271,7 @@ def verifiable_consumer_command(spec: VerifiableConsumerSpec, java: Java, dist: 
         args += ["--group-remote-assignor", spec.remote_assignor]
     if config_path is not None:
         args += ["--consumer.config", str(config_path)]
-    return tool_command(java, dist, main_class(dist, "verifiable-consumer"), args)
+    return args
 
 
 def properties_text(props: dict[str, str]) -> str:
@@ -281,7 +295,7 @@ def _write(out: OpWriter, op: dict) -> None:
 
 
 def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *, java: Java | None = None, dist: KafkaDist | None = None,
-                   crash: Crash | None = None) -> int:
+                   crash: Crash | None = None, on_host: OnHost | None = None) -> int:
     """Run the tool until it ends or ``stop`` is set; returns its exit code.
 
     The JVM gets SIGTERM when ``stop`` is set (its shutdown hook closes the client, which reports
@@ -290,6 +304,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
     printed is still read to its end and recorded (a kill of this process would lose the lines
     not yet translated: a read the JVM reported, then committed, missing from the history).
     Raises WorkloadFailed, after recording what it printed, when it ended without being asked.
+    ``on_host``: the tool runs on that host (workloads/on_host.py), its times moved onto failsafe's clock.
     """
     crash = crash or Crash()
     java = java or find_java()
@@ -299,6 +314,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
     share = ShareEvents(spec.process, spec.group) if isinstance(spec, VerifiableShareConsumerSpec) else None
 
     def translate(event: dict) -> list[dict]:
+        if on_host is not None and isinstance(event.get("timestamp"), int):
+            event["timestamp_ns"] = on_host.local_time_ns(event["timestamp"])
         if state is not None:
             return producer_event_to_ops(event, spec.process, state)
         if share is not None:
@@ -306,20 +323,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         return consumer_event_to_ops(event, spec.process, spec.group, verbose=spec.verbose)
 
     with tempfile.TemporaryDirectory(prefix="failsafe-verifiable-") as tmp:
-        config = Path(tmp) / "client.properties"
-        config.write_text(properties_text(spec.java_properties()))
-        if isinstance(spec, VerifiableProducerSpec):
-            cmd = verifiable_producer_command(spec, java, dist, config)
-        elif isinstance(spec, VerifiableShareConsumerSpec):
-            cmd = verifiable_share_consumer_command(spec, java, dist, str(config))
-        else:
-            cmd = verifiable_consumer_command(spec, java, dist, config)
-        # The tool's own log (log4j to stderr) goes to the client log the pool named (the tail
-        # for the error below is read from it), else it is kept only as that tail.
-        if spec.client_log:
-            child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", log_path=Path(spec.client_log), stdout=subprocess.PIPE)
-        else:
-            child = spawn(cmd, name=f"{spec.process} ({spec.KIND})", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = _start(spec, java, dist, Path(tmp), on_host)
         crash.child = child
         if crash.event.is_set():
             child.kill()  # asked before the JVM was there
@@ -329,7 +333,7 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         stopper = threading.Thread(target=_stop_when_asked, args=(child, stop, killed, spec.stop_timeout_s, crash.event), name=f"stop-{spec.process}",
                                    daemon=True)
         stopper.start()
-        stdout = child.popen.stdout
+        stdout = child.stdout if on_host is not None else child.popen.stdout  # type: ignore[union-attr]
         assert stdout is not None
         try:
             pending = b""
@@ -351,6 +355,8 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
             returncode = child.wait(spec.stop_timeout_s)
             stopper.join()
             stdout.close()
+            if on_host is not None:
+                child.close()  # type: ignore[union-attr]
             if state is not None:
                 for op in producer_stopped_ops(state, spec.process):
                     _write(out, op)
@@ -365,6 +371,33 @@ def run_verifiable(spec: VerifiableSpec, out: OpWriter, stop: threading.Event, *
         detail = child.tail() or "no output on stderr"
         raise WorkloadFailed(f"{spec.process}: Kafka's {spec.KIND} exited with code {returncode} without being stopped: {detail}")
     return returncode
+
+
+def _start(spec: VerifiableSpec, java: Java, dist: KafkaDist, tmp: Path, on_host: OnHost | None) -> Child | RemoteChild:
+    """The tool started, here or on its host, its config file written beside it. Its own log (log4j to stderr) goes to
+    the client log the pool named (the tail for an error is read from it), else it is kept only as that tail."""
+    text = properties_text(spec.java_properties())
+    name = f"{spec.process} ({spec.KIND})"
+    if on_host is not None:
+        from failsafe.workloads.on_host import CONFIG
+
+        if isinstance(spec, VerifiableShareConsumerSpec):
+            raise UserError(f"{spec.process}: a share consumer runs where failsafe runs, not on a host")
+        tool = "verifiable-producer" if isinstance(spec, VerifiableProducerSpec) else "verifiable-consumer"
+        args = verifiable_producer_args(spec, CONFIG) if isinstance(spec, VerifiableProducerSpec) else verifiable_consumer_args(spec, CONFIG)
+        return on_host.start(main_class(dist, tool), args, text, f"{spec.process}.properties", name=name,
+                             log_path=Path(spec.client_log) if spec.client_log else None)
+    config = tmp / "client.properties"
+    config.write_text(text)
+    if isinstance(spec, VerifiableProducerSpec):
+        cmd = verifiable_producer_command(spec, java, dist, config)
+    elif isinstance(spec, VerifiableShareConsumerSpec):
+        cmd = verifiable_share_consumer_command(spec, java, dist, str(config))
+    else:
+        cmd = verifiable_consumer_command(spec, java, dist, config)
+    if spec.client_log:
+        return spawn(cmd, name=name, log_path=Path(spec.client_log), stdout=subprocess.PIPE)
+    return spawn(cmd, name=name, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _translate_line(line: bytes, translate: Callable[[dict], list[dict]], out: OpWriter, process: str) -> None:

@@ -111,6 +111,11 @@ def parse_event(line: bytes | str) -> dict | None:
 
 
 def event_time_ns(event: dict) -> int:
+    """The event's time on failsafe's clock: the tool's ``timestamp`` (ms), or ``timestamp_ns`` when the worker moved it
+    from a host's clock (workloads/on_host.py); now when it has neither."""
+    moved = event.get("timestamp_ns")
+    if isinstance(moved, int):
+        return moved
     timestamp = event.get("timestamp")
     if isinstance(timestamp, int) and not isinstance(timestamp, bool):
         return timestamp * 1_000_000

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 import orjson
@@ -85,6 +86,16 @@ def client_config_fields(spec: Spec) -> dict:
     return {"client": client, "client_version": version, "config": entries, "log": log}
 
 
+def _on_host(spec: Spec) -> Any:
+    """Where a verifiable client that runs on a host runs (workloads/on_host.py; SSH imported only then), else None."""
+    where = getattr(spec, "host", None) if isinstance(spec, VerifiableSpec) else None
+    if where is None:
+        return None
+    from failsafe.workloads.on_host import OnHost
+
+    return OnHost.open(where)
+
+
 def _on_java(spec: Spec) -> bool:
     return not runs_python(spec)
 
@@ -126,16 +137,18 @@ def main(argv: list[str]) -> int:
         faulthandler.enable(all_threads=True)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     out = OpWriter(sys.stdout.buffer, spec.process)
+    on_host = None
     try:
+        on_host = _on_host(spec)
         # First, before any send or poll: what the run's clients were, for every explanation.
-        out.op(OpType.INFO, Op.CLIENT_CONFIG, **client_config_fields(spec))
+        out.op(OpType.INFO, Op.CLIENT_CONFIG, **client_config_fields(spec), **(on_host.config_fields() if on_host else {}))
         out.flush()
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             crash = Crash()
             signal.signal(CRASH_SIGNAL, lambda *_: crash.trigger())
             signal.signal(FREEZE_SIGNAL, lambda *_: crash.freeze())
             signal.signal(THAW_SIGNAL, lambda *_: crash.thaw())
-            run_verifiable(spec, out, stop, crash=crash)
+            run_verifiable(spec, out, stop, crash=crash, on_host=on_host)
         elif _on_java(spec):
             # SIGTERM blocked from here on: one that comes before the JVM has its own handler stays pending for it
             # (the mask survives the exec) instead of reaching ours and being lost with this process image.
@@ -159,6 +172,9 @@ def main(argv: list[str]) -> int:
         # One line in the worker's log, which the pool quotes when it reports the worker's exit.
         print(f"{spec.process}: {e}", file=sys.stderr)
         return 1
+    finally:
+        if on_host is not None:
+            on_host.close()
     return 0
 
 

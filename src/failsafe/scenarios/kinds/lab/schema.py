@@ -59,6 +59,7 @@ class ProducerGroup:
     record_size: int = 0
     properties: dict[str, str] = field(default_factory=dict)
     driver: str = "failsafe"
+    host: str | None = None  # a host of the cluster's inventory to run on (kafka-verifiable only); None: where failsafe runs
     # The producer promises no durability (acks 0 or 1): its lost writes are counted, not violations.
     may_lose: bool = False
 
@@ -75,6 +76,7 @@ class ConsumerGroup:
     session_timeout_ms: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
     driver: str = "failsafe"
+    host: str | None = None  # as ProducerGroup's
     # The rebalance protocol and assignor (workloads/group_settings.py), given to either driver in its own words.
     group_protocol: str | None = None
     assignment_strategy: str | None = None
@@ -181,6 +183,12 @@ def parse_lab(data: dict, kind: KindInfo, cls: type[LabScenario] = LabScenario, 
     return scenario
 
 
+def _check_host(where: str, host: str | None, driver: str) -> None:
+    if host is not None and driver != "kafka-verifiable":
+        raise fail(f"{where}.host", "only driver = \"kafka-verifiable\" runs on a host (Kafka's Java client, whose jars failsafe "
+                                    "copies there); failsafe's own clients run where failsafe runs")
+
+
 def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], producers: tuple[ProducerGroup, ...],
                        consumers: tuple[ConsumerGroup, ...]) -> None:
     topic_names = {t.name for t in topics}
@@ -210,6 +218,7 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
             raise fail(f"{where}.producers[{i}].count", f"{p.count} must be at least 1")
         if p.driver not in DRIVERS:
             raise fail(f"{where}.producers[{i}].driver", f"{p.driver!r} is not one of {', '.join(DRIVERS)}")
+        _check_host(f"{where}.producers[{i}]", p.host, p.driver)
         acks = next((str(p.properties[name]) for name in ACKS_NAMES if name in p.properties), p.acks)
         if p.may_lose and acks in DURABLE_ACKS:
             raise fail(f"{where}.producers[{i}].may_lose", "an acks=all producer promises durability: failsafe never lets a scenario "
@@ -224,6 +233,7 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
             raise fail(f"{where}.consumers[{i}].driver", f"{c.driver!r} is not one of {', '.join(DRIVERS)}")
         if c.driver == "kafka-verifiable" and (c.group is None or len(c.topics) != 1):
             raise fail(f"{where}.consumers[{i}]", "Kafka's VerifiableConsumer needs a group and exactly one topic")
+        _check_host(f"{where}.consumers[{i}]", c.host, c.driver)
         settings = c.group_settings()
         if settings != GroupSettings() and c.group is None:
             raise fail(f"{where}.consumers[{i}]", "group_protocol, assignment_strategy and remote_assignor need a group")

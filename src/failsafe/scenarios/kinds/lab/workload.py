@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 
 from failsafe.clients.admin import log_end_offsets, set_group_configs
+from failsafe.errors import UserError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
 from failsafe.scenarios import setup
@@ -29,6 +30,16 @@ from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, Verifiable
 ASSIGN_TIMEOUT_S = 60.0
 FIRST_ACK_TIMEOUT_S = 60.0
 KAFKA_VERIFIABLE = "kafka-verifiable"
+
+
+def _where(host: str | None, ctx: RunContext) -> dict | None:
+    """What a client needs to run on ``host`` (RunContext.client_host), None to run here."""
+    if host is None:
+        return None
+    if ctx.client_host is None:
+        raise UserError(f"a client runs on host {host!r}, and this cluster is not on hosts: start it with "
+                         "'failsafe up --inventory' (or --hosts)")
+    return ctx.client_host(host, ctx.kafka_version)
 
 
 class LabWorkload:
@@ -73,7 +84,7 @@ class LabWorkload:
                     linger_ms=p.linger_ms, delivery_timeout_ms=p.delivery_timeout_ms, record_size=p.record_size,
                     properties=p.properties)
                 if p.driver == KAFKA_VERIFIABLE:
-                    producer = VerifiableProducerSpec(**vars(producer), kafka_version=ctx.kafka_version)
+                    producer = VerifiableProducerSpec(**vars(producer), kafka_version=ctx.kafka_version, host=_where(p.host, ctx))
                 pool.start(producer)
         ctx.wait(lambda: all(w.acked > 0 for w in pool.producers()), FIRST_ACK_TIMEOUT_S,
                  f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
@@ -115,7 +126,8 @@ class LabWorkload:
                             session_timeout_ms=settings.client_session_timeout_ms(c.session_timeout_ms), properties=c.properties)
         if c.driver == KAFKA_VERIFIABLE:
             return VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version, group_protocol=settings.group_protocol,
-                                          assignment_strategy=settings.java_assignor(), remote_assignor=settings.remote_assignor)
+                                          assignment_strategy=settings.java_assignor(), remote_assignor=settings.remote_assignor,
+                                          host=_where(c.host, ctx))
         return replace(spec, properties={**c.properties, **settings.librdkafka_properties()})
 
     def end_chaos(self, ctx: RunContext) -> None:

@@ -1,0 +1,109 @@
+"""A client's process on a host, run over one SSH channel, with the interface of supervisor.Child that a worker uses.
+
+Its stdout comes back on the channel (the worker reads its JSON lines as it would a local child's).
+Its stderr goes to the channel's stderr, which is copied to the client's log file here. A signal
+travels as a line to a loop beside it on the host. When the channel ends without a signal being
+asked for (failsafe or the worker died, or the connection was lost), that loop kills the process.
+So nothing of a client outlives failsafe on a host, as supervisor.guarded does for a local child.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections import deque
+from pathlib import Path, PurePosixPath
+
+from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
+
+TAIL_LINES = 20
+KILL_TIMEOUT_S = 10.0
+
+# fd 3 keeps the channel's stdin for the loop: an asynchronous list's stdin is otherwise /dev/null.
+_WRAPPER = (
+    'exec 3<&0; cd {cwd} || exit 1; {argv} < /dev/null & pid=$!; '
+    '{{ while IFS= read -r s; do kill -"$s" "$pid" 2>/dev/null; done; kill -KILL "$pid" 2>/dev/null; }} <&3 & loop=$!; '
+    'wait "$pid"; rc=$?; kill "$loop" 2>/dev/null; exit $rc'
+)
+
+
+class RemoteChild:
+    """One process on a host (see the module's docstring); ``stdout`` has the ``read1`` a worker reads with."""
+
+    def __init__(self, ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, name: str, log_path: Path | None = None) -> None:
+        self.name = name
+        self.ssh = ssh
+        self.log_path = log_path
+        self.channel = ssh.open_channel(_WRAPPER.format(cwd=quote(cwd), argv=quote(*argv)))
+        self.stdout = _ChannelReader(self.channel)
+        self._tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._stderr = threading.Thread(target=self._copy_stderr, name=f"stderr-{name}", daemon=True)
+        self._stderr.start()
+
+    def _copy_stderr(self) -> None:
+        log = self.log_path.open("ab") if self.log_path is not None else None
+        pending = b""
+        try:
+            while chunk := self.channel.recv_stderr(1 << 16):
+                if log is not None:
+                    log.write(chunk)
+                    log.flush()
+                *lines, pending = (pending + chunk).split(b"\n")
+                self._tail.extend(line.decode(errors="replace").rstrip() for line in lines)
+        except OSError:
+            pass  # the channel closed under the copy: what came is in the log
+        finally:
+            if pending:
+                self._tail.append(pending.decode(errors="replace").rstrip())
+            if log is not None:
+                log.close()
+
+    # -- the Child interface ----------------------------------------------------------------------
+    def running(self) -> bool:
+        return not self.channel.exit_status_ready()
+
+    def exit_code(self) -> int | None:
+        return self.channel.recv_exit_status() if self.channel.exit_status_ready() else None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.running():
+            try:
+                self.channel.sendall(f"{sig.name.removeprefix('SIG')}\n".encode())
+            except OSError as e:
+                raise RemoteCommandFailed(f"host {self.ssh.host}: cannot signal {self.name} ({e}): the connection was lost") from e
+
+    def kill(self, timeout_s: float = KILL_TIMEOUT_S) -> int | None:
+        """SIGKILL (a crash, not a close); returns once it is gone."""
+        self.signal(signal.SIGKILL)
+        return self.wait(timeout_s)
+
+    def wait(self, timeout_s: float) -> int:
+        if not self.channel.status_event.wait(timeout_s):
+            raise subprocess.TimeoutExpired(self.name, timeout_s)
+        return self.channel.recv_exit_status()
+
+    def tail(self, lines: int = 3) -> str:
+        """Its last lines of stderr, joined with ' | ': what an error message quotes."""
+        self._stderr.join(0.5 if not self.running() else 0)
+        return " | ".join(line.strip() for line in list(self._tail)[-lines:] if line.strip())
+
+    def close(self) -> None:
+        """Done with it: the channel's end makes the loop on the host kill what is left."""
+        self.channel.close()
+
+
+class _ChannelReader:
+    """``read1`` over a channel's stdout: what has come (at least one byte), b'' once it ended."""
+
+    def __init__(self, channel) -> None:
+        self.channel = channel
+
+    def read1(self, size: int = 1 << 16) -> bytes:
+        try:
+            return self.channel.recv(size)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        """The channel is closed by RemoteChild.close."""
