@@ -72,7 +72,8 @@ bench: setup
 	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 5 --out docs/benchmarks/profiles-pause.json pause-0.5:fast-failover pause-1.5:fast-failover pause-3:fast-failover pause-3:defaults
 	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 20 --out docs/benchmarks/profiles-kill.json kill:defaults kill:fast-failover
 	$(PY) benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles --runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java
-	$(PY) benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json
+	$(PY) benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out docs/benchmarks/hosts.json
+	$(PY) benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out docs/benchmarks/ssh-commands.json
 	$(PY) benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out docs/benchmarks/disk-faults-seen.json
 	$(PY) benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing --out docs/benchmarks/power-loss-elections.json
 	$(PY) benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json

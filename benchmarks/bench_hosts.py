@@ -1,7 +1,7 @@
 """A cluster on hosts over SSH against the same cluster on this machine (docs/hosts.md): how long `up` takes, what SSH
 adds to a fault's kill, and broker-failover's measurements on both.
 
-    .venv/bin/python benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json
+    .venv/bin/python benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out docs/benchmarks/hosts.json
 
 The hosts are test hosts of this machine (network namespaces with an sshd each, failsafe hosts testbed): three, each a
 broker, the first also the controller. One cluster at a time; the testbed is removed at the end.

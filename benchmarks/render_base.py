@@ -241,9 +241,16 @@ RAW: tuple[Raw, ...] = (
         f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java", True,
         "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile"),
     Raw("docs/benchmarks/hosts.json",
-        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 3 --out docs/benchmarks/hosts.json", True,
+        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out docs/benchmarks/hosts.json", True,
         "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
-        "broker-failover; the stored file's fault lags were added from its runs by --examine (same script, same runs)"),
+        "broker-failover, with commands in the shells kept open on each host"),
+    Raw("docs/benchmarks/hosts-before-shells.json",
+        "git show dd535e3:docs/benchmarks/hosts.json > docs/benchmarks/hosts-before-shells.json", False,
+        "the same bench at dd535e3 (--runs 3, its fault lags added from its runs by --examine), when every command opened an "
+        "SSH session of its own: kept to compare"),
+    Raw("docs/benchmarks/ssh-commands.json",
+        f"{PY} benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out docs/benchmarks/ssh-commands.json", True,
+        "one command on an idle test host: in a session of its own against in an open shell"),
     Raw("docs/benchmarks/atlas-fit.json",
         f"{PY} benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json", False,
         "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs"),

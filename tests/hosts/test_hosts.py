@@ -18,8 +18,10 @@ import pytest
 
 from failsafe.hosts import inventory, probe, sync, testbed
 from failsafe.hosts import processes as remote
-from failsafe.hosts.ssh import HostUnreachable, RemoteCommandFailed, SshHost
+from failsafe.hosts.remote_child import RemoteChild
+from failsafe.hosts.ssh import SHELLS, HostUnreachable, RemoteCommandFailed, SshHost
 from failsafe.supervisor import DOWN, PAUSED, UP
+from failsafe.waiting import wait_until
 from tests.helpers import open_dir, run_cli
 
 UNAVAILABLE = testbed.unavailable_reason()
@@ -83,11 +85,38 @@ def test_commands_run_in_one_open_shell_and_a_command_that_hangs_takes_only_its_
     assert h1.check("echo 'two\nlines'\necho third", what="lines").splitlines() == ["two", "lines", "third"]
     with pytest.raises(RemoteCommandFailed, match="no answer within the timeout"):
         h1.run("sleep 5", timeout_s=0.5)
-    # More commands at once than shells: the others run in sessions of their own, and all answer.
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        outs = list(pool.map(lambda i: h1.check(f"sleep 0.3; echo {i}", what="at once").strip(), range(6)))
-    assert outs == [str(i) for i in range(6)]
+    # A process left in the background with the command's output open writes on after its answer: the next answers
+    # are still whole and in step.
+    assert h1.run("(sleep 0.2; echo late; echo late >&2) & echo now").stdout == "now\n"
+    for _ in range(3):
+        assert h1.run("sleep 0.15; echo next").stdout == "next\n"
+    # More commands at once than shells: the others run in sessions of their own, and all answer. Parents: each shell's
+    # loop, and the connection's sshd for the sessions.
+    with ThreadPoolExecutor(max_workers=SHELLS + 2) as pool:
+        outs = list(pool.map(lambda i: h1.check(f"sleep 0.5; echo {i} $PPID", what="at once").split(), range(SHELLS + 2)))
+    assert [o[0] for o in outs] == [str(i) for i in range(SHELLS + 2)] and len({o[1] for o in outs}) == SHELLS + 1
     assert h1.check("echo still", what="after").strip() == "still"
+
+
+def test_a_client_on_a_host_streams_its_output_takes_signals_and_dies_with_its_channel(h1: SshHost, tmp_path: Path) -> None:
+    d = h1.host.dir
+    script = "trap 'echo term; exit 3' TERM; echo started $$; echo to-log >&2; while :; do sleep 0.1; done"
+    child = RemoteChild(h1, ["sh", "-c", script], cwd=d, name="client", log_path=tmp_path / "client.log")
+    first, pid = child.stdout.read1(100).split()
+    assert first == b"started" and child.running()
+    pid = pid.decode()
+    child.signal(signal.SIGSTOP)
+    wait_until(lambda: h1.check(f"sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f1", what="state").strip() == "T", 10, "not stopped")
+    child.signal(signal.SIGCONT)
+    child.signal(signal.SIGTERM)
+    assert child.wait(10) == 3 and child.stdout.read1(100) == b"term\n"
+    assert "to-log" in child.tail() and "to-log" in (tmp_path / "client.log").read_text()
+    # The channel's end (failsafe done, or dead) kills what still runs.
+    second = RemoteChild(h1, ["sh", "-c", "trap '' TERM; echo up $$; while :; do sleep 0.1; done"], cwd=d, name="second")
+    up, pid = second.stdout.read1(100).decode().split()
+    assert up == "up"
+    second.close()
+    wait_until(lambda: not h1.run(f"[ -d /proc/{pid} ]").ok(), 10, "the client outlived its channel")
 
 
 def test_files_round_trip_atomically(h1: SshHost) -> None:

@@ -75,8 +75,12 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     status = json.loads(run_cli("status", "--dir", d, "--json").stdout)
     assert {n["state"] for n in status["nodes"]} == {"up"}
 
+    # broker-failover with Kafka's Java clients placed on hosts (the producer on h3, the consumer on h2), judged on
+    # failsafe's clock; leader-isolated below keeps its librdkafka clients here.
     runs = tmp_path / "runs"
-    failover = run_cli("run", "broker-failover", "--dir", d, "--runs", str(runs), timeout_s=400)
+    java_on = ("--set", 'producers[*].driver="kafka-verifiable"', "--set", 'producers[*].host="h3"',
+               "--set", 'consumers[*].driver="kafka-verifiable"', "--set", 'consumers[*].host="h2"', "--set", "consumers[*].count=1")
+    failover = run_cli("run", "broker-failover", "--dir", d, "--runs", str(runs), *java_on, timeout_s=400)
     assert failover.returncode == 0, failover.stderr[-3000:]
     (run_dir,) = [p.parent for p in runs.glob("broker-failover/*/results.json")]
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -85,10 +89,17 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     for h in hosts.values():
         # One machine, one clock: the offset found lies within the bound stated.
         assert abs(h["clock_offset_s"]) <= h["clock_error_s"] < 0.25 and h["kernel"] and h["java"]
+    configs = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"client-config"' in line]
+    assert {c["process"]: c.get("host") for c in configs} == {"producer": "h3", "member-0": "h2"}
+    assert all(abs(c["clock_offset_ns"]) <= c["clock_error_ns"] < 250_000_000 for c in configs)
     results = json.loads((run_dir / "results.json").read_text())
     assert results["verdict"] == "VALID"
     breakdown = results["measurements"]["failover_breakdown"]
     assert breakdown["partitions"], "the failover's time, read from the hosts' logs, was not broken down"
+    # A fault that cuts the clients' links cannot cut a client on a host: refused in one line before anything runs.
+    cutting = run_cli("run", "leader-isolated", "--dir", d, "--runs", str(runs), *java_on, "--set", "faults[0].clients=true")
+    assert cutting.returncode == 2, cutting.stderr
+    assert "cuts the clients' links" in cutting.stderr.strip().splitlines()[-1]
 
     # Isolated 12 s, not the scenario's 20 (make test's budget): still past broker.session.timeout.ms, so a new leader comes.
     isolated = run_cli("run", "leader-isolated", "--dir", d, "--runs", str(runs), "--set", "faults[0].duration_s=12",
@@ -96,21 +107,6 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     assert isolated.returncode in (0, 4), isolated.stderr[-3000:]
     assert json.loads((sorted(runs.glob("leader-isolated/*/results.json"))[0]).read_text())["verdict"] in ("VALID", "KNOWN")
     assert _chains(bed, own_cluster_dir) == [], "a network fault's rules outlived its heal on a host"
-
-    # Kafka's Java clients placed on hosts (the producer on h3, the consumer on h2): judged on failsafe's clock.
-    java_on = ("--set", 'producers[*].driver="kafka-verifiable"', "--set", 'producers[*].host="h3"',
-               "--set", 'consumers[*].driver="kafka-verifiable"', "--set", 'consumers[*].host="h2"', "--set", "consumers[*].count=1")
-    placed = run_cli("run", "broker-failover", "--dir", d, "--runs", str(runs / "placed"), *java_on, timeout_s=400)
-    assert placed.returncode == 0, placed.stderr[-3000:]
-    (placed_dir,) = [p.parent for p in (runs / "placed").glob("broker-failover/*/results.json")]
-    configs = [json.loads(line) for line in (placed_dir / "history.jsonl").read_text().splitlines() if '"client-config"' in line]
-    assert {c["process"]: c.get("host") for c in configs} == {"producer": "h3", "member-0": "h2"}
-    assert all(abs(c["clock_offset_ns"]) <= c["clock_error_ns"] < 250_000_000 for c in configs)
-    assert json.loads((placed_dir / "results.json").read_text())["verdict"] == "VALID"
-    # A fault that cuts the clients' links cannot cut a client on a host: refused in one line before anything runs.
-    cutting = run_cli("run", "leader-isolated", "--dir", d, "--runs", str(runs / "placed"), *java_on, "--set", "faults[0].clients=true")
-    assert cutting.returncode == 2, cutting.stderr
-    assert "cuts the clients' links" in cutting.stderr.strip().splitlines()[-1]
 
     down = run_cli("down", "--dir", d)
     assert down.returncode == 0, down.stderr

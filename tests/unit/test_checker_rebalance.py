@@ -51,6 +51,15 @@ def test_a_pause_over_max_pause_ms_is_invalid() -> None:
     assert check(h, {"max_pause_ms": 10_000})["valid"] is True
 
 
+def test_a_slow_rebalance_must_exceed_the_limit_by_more_than_the_clients_clock_bound() -> None:
+    # A pause of 4900 ms measured to the assign of a member on a host whose clock is known within 3 ms.
+    on_host = {**client_config("c0"), "host": "h2", "clock_offset_ns": 0, "clock_error_ns": 3_000_000}
+    h = [*START, *KILL_C1, assign("c0", [1], ms=5000)]
+    assert check(history(*h), {"max_pause_ms": 4898})["counts"]["slow-rebalance"] == 1
+    assert check(history(on_host, *h), {"max_pause_ms": 4898})["counts"]["slow-rebalance"] == 0
+    assert check(history(on_host, *h), {"max_pause_ms": 4896})["counts"]["slow-rebalance"] == 1
+
+
 def test_a_crash_without_a_fault_is_an_event() -> None:
     h = history(*START, client_event("crash", "c1", ms=100), assign("c0", [1], ms=3000))
     [event] = check(h)["events"]

@@ -19,6 +19,7 @@ from failsafe.campaigns.schedule import Planned, Schedule, scenario_data
 from failsafe.errors import UserError
 from failsafe.faults import FAULT_TYPES, allowed
 from failsafe.faults.draw import Arena
+from failsafe.history.ops import Family
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import kind_of
 from failsafe.scenarios.kinds.lab.schema import LabScenario
@@ -78,7 +79,17 @@ class Plan:
         nemesis = Nemesis(faults or tuple(f for f in drawable() if f in takes), chaos_s, arena, Limits.of(envelope, arena, replication, min_insync))
         plan = cls(name, base, scenario, nemesis, envelope)
         plan.check_faults()
+        plan.check_client_hosts()
         return plan
+
+    def check_client_hosts(self) -> None:
+        """A client on a host is not cut by a network fault (failsafe cuts the clients' links where it runs), and a drawn
+        one may name the clients: a campaign with such a client draws no network fault."""
+        placed = [c.name for c in (*self.scenario.producers, *self.scenario.consumers) if getattr(c, "host", None)]
+        network = [f for f in self.nemesis.faults if FAULT_TYPES[f].family == Family.NETWORK]
+        if placed and network:
+            raise UserError(f"--workload {self.workload}: {placed[0]} runs on a host, and network faults ({', '.join(network)}) may cut "
+                            "the clients' links, which failsafe cuts where it runs: choose --faults without them")
 
     def check_faults(self) -> None:
         """Each fault type, as drawn, is one this workload's scenario takes (refused here, not in run 37)."""

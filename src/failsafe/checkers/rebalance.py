@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, clock_uncertainty_ns, read_options, result
 from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols, group_sessions_ms
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
@@ -84,7 +84,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             moved["reassigned"] for moved in event["moved_partitions"])
     judged = [event for event in measured if event["rebalanced"]]
     stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if never_reassigned(event, moved)]
-    slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"] and _slower(event["pause_ms"], limit_ms)]
+    # The pause runs from the fault (failsafe's clock) to a member's assign (a client on a host reads another clock).
+    uncertainty_ms = clock_uncertainty_ns(history) / 1e6
+    slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"]
+            and _slower(event["pause_ms"], limit_ms + uncertainty_ms)]
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if interrupted_survivor(kept)]
     needless = [(event, kept) for event, kept in interrupted if needlessly_interrupted(event, kept)]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]

@@ -364,8 +364,10 @@ class HostNodes(HostNetwork):
         self.net_delete_all()
 
     def remove(self) -> None:
-        """This cluster's directory on every host (Kafka's copy in H.dir/dist stays for the next cluster)."""
-        for host in self.hosts():
+        """This cluster's directory on every host, those that ran only its clients too (Kafka's copy in H.dir/dist stays for
+        the next cluster)."""
+        clients_only = [h for h in self.inventory.hosts if h not in self.hosts() and (self.dir.root / "hosts" / f"{h.name}.clients").is_dir()]
+        for host in [*self.hosts(), *clients_only]:
             self.ssh(host).check(f"rm -rf {quote(self.root(host))}", what="deleting the cluster's files")
 
 

@@ -143,13 +143,17 @@ def stop(ssh: SshHost, process: RemoteProcess, sig: signal.Signals, timeout_s: f
         raise RemoteCommandFailed(f"host {ssh.host}: process {process.pid} still runs {timeout_s:g} s after SIGKILL")
 
 
-# On a host, until told "done": when its channel ends first (failsafe died while starting), each process of the pid files
-# that is still the one its file names is killed with its group.
+# On a host, until told "done" (the nodes are ready) or "abort" (the start failed, and failsafe stopped them itself): when
+# its channel ends first (failsafe died while starting), each process of the pid files that is still the one its file
+# names is killed with its group. A start command failsafe sent just before it died may still be writing its pid file,
+# so the loop watches them for START_LEASH_WATCH_S: a poll of the files, bounded.
+START_LEASH_WATCH_S = 10
 _START_LEASH = (
-    'while IFS= read -r line; do [ "$line" = done ] && exit 0; done; '
-    'for f in {pidfiles}; do [ -e "$f" ] || continue; read -r pid start boot < "$f"; '
+    'scan() { for f in {pidfiles}; do [ -e "$f" ] || continue; read -r pid start boot < "$f"; '
     f'if {_SAME}; then kill -KILL -$pid 2>/dev/null && echo "start leash: failsafe ended while $f was starting; killed its group ($pid)"; fi; '
-    'done'
+    'done; }; '
+    'while IFS= read -r line; do [ "$line" = done ] && exit 0; [ "$line" = abort ] && { scan; exit 0; }; done; '
+    f'end=$(( $(date +%s) + {START_LEASH_WATCH_S} )); while [ "$(date +%s)" -lt "$end" ]; do scan; sleep {POLL_S * 4}; done; scan'
 )
 
 
@@ -160,6 +164,7 @@ class StartLeash:
     def __init__(self, pidfiles: dict[SshHost, list[PurePosixPath]], log_file: Path) -> None:
         self.log_file = log_file
         self._channels: list[tuple[SshHost, Any]] = []
+        self._released = False
         try:
             for ssh, files in pidfiles.items():
                 self._channels.append((ssh, ssh.open_channel(_START_LEASH.replace("{pidfiles}", quote(*files)))))
@@ -175,11 +180,23 @@ class StartLeash:
 
     def release(self) -> None:
         """The nodes are ready: the loops end without killing anything."""
-        for _, channel in self._channels:
-            channel.sendall(b"done\n")
+        self._tell(b"done\n")
+        self._released = True
+
+    def _tell(self, line: bytes) -> None:
+        for ssh, channel in self._channels:
+            try:
+                channel.sendall(line)
+            except OSError as e:
+                raise RemoteCommandFailed(f"host {ssh.host}: the start leash's channel was lost ({e})") from e
 
     def close(self) -> None:
         """Ends each loop (killing what it holds unless released) and keeps what it said in the log file."""
+        if not self._released:
+            try:
+                self._tell(b"abort\n")  # the start failed and stopped its nodes: one look, not the watch of a crash
+            except RemoteCommandFailed:
+                pass  # that loop reads the end of its channel and watches its pid files
         for ssh, channel in self._channels:
             out = b""
             try:

@@ -9,13 +9,14 @@ So nothing of a client outlives failsafe on a host, as supervisor.guarded does f
 
 from __future__ import annotations
 
+import queue
 import signal
 import subprocess
 import threading
 from collections import deque
 from pathlib import Path, PurePosixPath
 
-from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
+from failsafe.hosts.ssh import SshHost, quote
 
 TAIL_LINES = 20
 KILL_TIMEOUT_S = 10.0
@@ -40,6 +41,19 @@ class RemoteChild:
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._stderr = threading.Thread(target=self._copy_stderr, name=f"stderr-{name}", daemon=True)
         self._stderr.start()
+        # Signals are asked for from signal handlers (the worker's Crash) while the worker's main thread may be inside
+        # paramiko's recv holding the channel's lock: a thread of their own sends them, so asking never blocks.
+        self._signals: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.signal_error: str | None = None
+        threading.Thread(target=self._send_signals, name=f"signals-{name}", daemon=True).start()
+
+    def _send_signals(self) -> None:
+        while (name := self._signals.get()) != "":
+            try:
+                self.channel.sendall(f"{name}\n".encode())
+            except OSError as e:  # the connection is gone: the loop there has killed the tool already
+                self.signal_error = f"host {self.ssh.host}: cannot signal {self.name} ({e}): the connection was lost"
+                return
 
     def _copy_stderr(self) -> None:
         log = self.log_path.open("ab") if self.log_path is not None else None
@@ -67,16 +81,15 @@ class RemoteChild:
         return self.channel.recv_exit_status() if self.channel.exit_status_ready() else None
 
     def signal(self, sig: signal.Signals) -> None:
+        """Asks for ``sig`` (sent by a thread of its own: safe in a signal handler)."""
         if self.running():
-            try:
-                self.channel.sendall(f"{sig.name.removeprefix('SIG')}\n".encode())
-            except OSError as e:
-                raise RemoteCommandFailed(f"host {self.ssh.host}: cannot signal {self.name} ({e}): the connection was lost") from e
+            self._signals.put(sig.name.removeprefix("SIG"))
 
     def kill(self, timeout_s: float = KILL_TIMEOUT_S) -> int | None:
-        """SIGKILL (a crash, not a close); returns once it is gone."""
+        """SIGKILL (a crash, not a close); returns its exit status once it is gone, None if that did not come in time (the
+        channel's end kills it then)."""
         self.signal(signal.SIGKILL)
-        return self.wait(timeout_s)
+        return self.channel.recv_exit_status() if self.channel.status_event.wait(timeout_s) else None
 
     def wait(self, timeout_s: float) -> int:
         if not self.channel.status_event.wait(timeout_s):
@@ -90,6 +103,7 @@ class RemoteChild:
 
     def close(self) -> None:
         """Done with it: the channel's end makes the loop on the host kill what is left."""
+        self._signals.put("")
         self.channel.close()
 
 

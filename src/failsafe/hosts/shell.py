@@ -29,13 +29,19 @@ from failsafe.errors import FailsafeError
 ANSWER = b"failsafe-shell"
 _READ_CHUNK = 1 << 16
 
+# Each command gets files of its own, and the answer takes exactly the bytes counted: a process the command left in the
+# background with them open (its output not redirected) can neither put the answer out of step nor reach the next
+# command's files. A command not read whole (dd failed) is not run: status 255 says so.
 LOOP = (
-    'd=$(mktemp -d) || exit 1; trap \'rm -rf "$d"\' EXIT; trap "exit 1" HUP INT TERM; '
+    'd=$(mktemp -d) || exit 1; trap \'rm -rf "$d"\' EXIT; trap "exit 1" HUP INT TERM; i=0; '
     'while IFS= read -r n; do '
-    'dd bs=1 count="$n" of="$d/c" 2>/dev/null; '
-    'sh "$d/c" < /dev/null > "$d/o" 2> "$d/e"; s=$?; '
-    'printf "failsafe-shell %s %s %s\\n" "$s" $(wc -c < "$d/o") $(wc -c < "$d/e"); '
-    'cat "$d/o" "$d/e"; '
+    'i=$((i + 1)); c="$d/c$i"; o="$d/o$i"; e="$d/e$i"; '
+    'dd bs=1 count="$n" of="$c" 2>/dev/null; '
+    'if [ "$(wc -c < "$c")" -eq "$n" ]; then sh "$c" < /dev/null > "$o" 2> "$e"; s=$?; '
+    'else : > "$o"; echo "failsafe-shell: the command was not read whole" > "$e"; s=255; fi; '
+    'ob=$(wc -c < "$o"); eb=$(wc -c < "$e"); '
+    'printf "failsafe-shell %s %s %s\\n" "$s" $ob $eb; '
+    'head -c "$ob" "$o"; head -c "$eb" "$e"; rm -f "$c" "$o" "$e"; '
     'done'
 )
 
@@ -49,11 +55,13 @@ class Shell:
 
     def __init__(self, channel: paramiko.Channel) -> None:
         self.channel = channel
+        self.transport = channel.get_transport()
         self._buffer = bytearray()
+        self.stderr = bytearray()  # what the session itself said on stderr (a login shell's rc file, the loop): kept, not read
 
     def usable(self) -> bool:
-        transport = self.channel.get_transport()
-        return not self.channel.closed and transport is not None and transport.is_active()
+        return (not self.channel.closed and not self.channel.eof_received and not self.channel.exit_status_ready()
+                and self.transport is not None and self.transport.is_active())
 
     def run(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
         """Run ``command``; its exit status, stdout and stderr. ShellLost when the answer cannot be read by ``deadline``."""
@@ -68,6 +76,8 @@ class Shell:
             raise ShellLost(f"the shell answered {bytes(header[:80])!r}, not '{ANSWER.decode()} STATUS OUT ERR'")
         status, out_bytes, err_bytes = (int(p) for p in parts[1:])
         body = self._exactly(out_bytes + err_bytes, deadline)
+        if self._buffer:
+            raise ShellLost(f"the shell answered {len(self._buffer)} bytes more than it counted")
         return status, body[:out_bytes], body[out_bytes:]
 
     def close(self) -> None:
@@ -91,6 +101,9 @@ class Shell:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ShellLost("no answer within the timeout")
+        # The channel selects readable while its stderr holds data: read it, or the select below returns at once, forever.
+        while self.channel.recv_stderr_ready():
+            self.stderr[:] = (self.stderr + self.channel.recv_stderr(_READ_CHUNK))[-_READ_CHUNK:]
         if not self.channel.recv_ready():
             select.select([self.channel], [], [], remaining)
             if not self.channel.recv_ready():

@@ -87,7 +87,8 @@ class SshHost:
         self._client: paramiko.SSHClient | None = None
         self._lock = threading.Lock()
         self._idle: list[Shell] = []
-        self._shells = 0  # open, idle or running a command
+        self._shell_set: set[Shell] = set()  # this connection's shells, idle or running a command
+        self._opening = 0  # shells being opened now
 
     # -- the connection ---------------------------------------------------------------------------
     def known_hosts(self) -> Path:
@@ -162,7 +163,7 @@ class SshHost:
         for shell in self._idle:
             shell.close()
         self._idle.clear()
-        self._shells = 0
+        self._shell_set.clear()  # a shell still running a command is closed when it is given back or dropped
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -214,25 +215,32 @@ class SshHost:
                 shell = self._idle.pop()
                 if shell.usable():
                     return shell
-                self._shells -= 1
-            if self._shells >= SHELLS:
+                self._shell_set.discard(shell)
+                shell.close()
+            if len(self._shell_set) + self._opening >= SHELLS:
                 return None
-            self._shells += 1
+            self._opening += 1
         try:
-            return Shell(self.open_channel(LOOP))
-        except BaseException:
+            shell = Shell(self.open_channel(LOOP))
+        finally:
             with self._lock:
-                self._shells -= 1
-            raise
+                self._opening -= 1
+        with self._lock:
+            self._shell_set.add(shell)
+        return shell
 
     def _give_back(self, shell: Shell) -> None:
         with self._lock:
-            self._idle.append(shell)
+            if shell in self._shell_set and shell.usable():
+                self._idle.append(shell)
+                return
+            self._shell_set.discard(shell)  # a shell of a connection closed since, or one whose session ended
+        shell.close()
 
     def _drop_shell(self, shell: Shell) -> None:
         shell.close()
         with self._lock:
-            self._shells = max(0, self._shells - 1)
+            self._shell_set.discard(shell)
 
     def _run_in_session(self, command: str, timeout_s: float, stdin: bytes | None, started: float) -> Remote:
         with self.open_channel(command) as channel:

@@ -24,7 +24,7 @@ class OnHost:
     command: list[str]  # the JVM up to its main class (cluster/host_nodes.py client_host)
     dir: PurePosixPath
     offset_ns: int  # the host's clock less failsafe's
-    error_ns: int  # the offset's error bound
+    error_ns: int  # the offset's error bound, and the tool's timestamps' resolution
 
     @classmethod
     def open(cls, where: dict[str, Any]) -> OnHost:
@@ -32,7 +32,7 @@ class OnHost:
         host = inventory.from_mapping({"host": [fields]}, "the worker's spec").hosts[0]
         ssh = SshHost(host)
         offset_s, error_s, _ = probe.clock_offset(ssh)
-        return cls(ssh, list(where["command"]), PurePosixPath(where["dir"]), round(offset_s * 1e9), round(error_s * 1e9))
+        return cls(ssh, list(where["command"]), PurePosixPath(where["dir"]), round(offset_s * 1e9), tool_time_error_ns(error_s))
 
     def config_fields(self) -> dict[str, Any]:
         """What the client-config op records of where the client ran and of its clock."""
@@ -53,6 +53,14 @@ class OnHost:
     def close(self) -> None:
         self.ssh.close()
 
+
+TIMESTAMP_RESOLUTION_NS = 1_000_000
+
+
+def tool_time_error_ns(offset_error_s: float) -> int:
+    """How far a time the tool stamped on the host may be from failsafe's clock once the offset is taken off: the offset's
+    error bound, plus the tool's resolution (its times are whole milliseconds, floored: an event may be up to 1 ms later)."""
+    return round(offset_error_s * 1e9) + TIMESTAMP_RESOLUTION_NS
 
 # Where a tool's arguments name its config file, which is written on the host.
 CONFIG = "{config}"
