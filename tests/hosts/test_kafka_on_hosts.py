@@ -149,3 +149,81 @@ def test_the_atlas_makes_its_cluster_on_hosts_and_deletes_it_after(bed: testbed.
     refused = run_cli("atlas", "--cells", "fault=kill;profile=defaults;client=librdkafka;mode=zookeeper-3.9.2", "--repeat", "1",
                       "--out", str(out), "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))))
     assert refused.returncode == 2 and "KRaft mode" in refused.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.long  # a campaign and the console on a cluster on hosts: the same Cluster and run paths as the e2e above
+def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path) -> None:
+    import httpx
+
+    from tests.e2e.console_helpers import start_console, stop_console
+
+    d = str(own_cluster_dir)
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP)
+    assert up.returncode == 0, up.stderr
+    # Two drawn schedules of kills and isolations, each judged; the isolations' rules leashed on the hosts.
+    out = tmp_path / "campaign"
+    campaign = run_cli("campaign", "--dir", d, "--runs", "2", "--seed", "7", "--duration-s", "12", "--faults", "kill,isolate",
+                       "--out", str(out), timeout_s=900)
+    assert campaign.returncode in (0, 4), campaign.stderr[-3000:]
+    summary = json.loads(next(out.rglob("campaign.json")).read_text())
+    assert [r["verdict"] for r in summary["runs"]] and all(r["verdict"] in ("VALID", "KNOWN") for r in summary["runs"])
+    assert len(summary["runs"]) == 2 and _chains(bed, own_cluster_dir) == []
+    # The console: each node's host, a broker killed and started again there.
+    console = start_console(own_cluster_dir)
+    try:
+        with httpx.Client(base_url=console.base, timeout=60, headers=console.headers) as http:
+            nodes = http.get("/api/cluster").json()["nodes"]
+            assert [n["state"] for n in nodes] == ["up"] * 4
+            assert http.post("/api/nodes/broker/1/kill").status_code == 200
+            states = {(n["role"], n["id"]): n["state"] for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]}
+            assert states[("broker", 1)] == "down"
+            assert http.post("/api/nodes/broker/1/start").status_code == 200
+            assert {n["state"] for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]} == {"up"}
+    finally:
+        err = stop_console(console, own_cluster_dir)
+    assert "Traceback" not in err
+    assert run_cli("clean", "--dir", d).returncode == 0
+    assert [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []]
+
+
+@pytest.mark.long  # disk layers on hosts: a power loss of a broker there, a full disk, and clean leaves no mount
+def test_a_power_loss_on_a_host_takes_what_was_not_synced_and_clean_leaves_no_mount(bed: testbed.Testbed, own_cluster_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    def layers() -> list[str]:
+        """The disk layers mounted on h1-h3, as each host's own mount table lists them (a host has its own mounts)."""
+        found = []
+        for host in bed.inventory().hosts[:3]:
+            ssh = SshHost(host)
+            found += ssh.run("findmnt -rn -t fuse.failsafe-disk -o TARGET").stdout.split()
+            ssh.close()
+        return found
+
+    d = str(own_cluster_dir)
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2"))), "--heap", TEST_HEAP, "--volatile-disks",
+                 "--brokers", "1")
+    assert up.returncode == 0, up.stderr
+    nodes = json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]
+    assert all(n["disk"] is not None for n in nodes), nodes
+    assert len(layers()) == len(nodes), "each node's data is on a disk layer mounted on its host"
+    runs = tmp_path / "runs"
+    result = run_cli("run", "power-loss-single-broker", "--dir", d, "--runs", str(runs), timeout_s=400)
+    (run_dir,) = [p.parent for p in runs.glob("power-loss-single-broker/*/results.json")]
+    results = json.loads((run_dir / "results.json").read_text())
+    delivery = results["checkers"]["delivery"]
+    # Kafka's default flush: the broker's acknowledged writes die with its host's page cache, as on this machine.
+    assert result.returncode == 1 and delivery["counts"]["lost-after-read"] > 0, result.stderr[-2000:]
+    start = next(json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"fault-start"' in line)
+    assert start["fault"] == "power-loss" and start["details"]["lost"]["0"]["bytes_lost"] > 0
+    assert run_cli("clean", "--dir", d).returncode == 0
+    assert layers() == [] and [testbed.strays(h) for h in bed.hosts[:2]] == [[], []]
+
+    # A disk fault on hosts: the leader's disk full, through the same layer on its host; nothing acknowledged lost.
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP,
+                 "--volatile-disks")
+    assert up.returncode == 0, up.stderr
+    full = run_cli("run", "disk-full", "--dir", d, "--runs", str(runs), timeout_s=400)
+    assert full.returncode == 0, full.stderr[-3000:]
+    start = next(json.loads(line) for line in next(runs.glob("disk-full/*/history.jsonl")).read_text().splitlines() if '"fault-start"' in line)
+    assert start["fault"] == "disk-full"
+    assert run_cli("clean", "--dir", d).returncode == 0
+    assert layers() == [] and [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []]

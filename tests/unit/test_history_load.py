@@ -177,7 +177,7 @@ def test_client_config_lands_in_the_clients_frame(tmp_path: Path) -> None:
         assert h.clients.rows(named=True) == [{
             "process": "producer-0", "time_ns": at(0), "client": "librdkafka", "client_version": "2.12.0",
             "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}],
-            "log": "logs/producer-0.client.log",
+            "log": "logs/producer-0.client.log", "host": None, "clock_offset_ns": None, "clock_error_ns": None,
         }]
         assert h.sends.height == 3
 

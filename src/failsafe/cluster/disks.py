@@ -52,39 +52,37 @@ def ensure_mounted(cdir: ClusterDir, node: NodeSpec) -> None:
     disk.mount(backing, data, state_dir=cdir.root, name=node.name)
 
 
-def power_off(cdir: ClusterDir, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict[str, Any]:
-    """The power cut of ``node`` (already dead): what was not synced is gone, the layer unmounted; returns what was lost."""
-    return _mounted(cdir, node, "a power loss").lose_unsynced(torn=torn, seed=seed)
-
-
-def _mounted_layer(cdir: ClusterDir, node: NodeSpec) -> disk.DiskLayer | None:
+def mounted_layer(cdir: ClusterDir, node: NodeSpec) -> disk.DiskLayer | None:
     """``node``'s layer when it is tracked and mounted; None otherwise (a plain cluster, or a power cut not yet undone)."""
     layer = layer_of(cdir, node)
     return layer if layer is not None and disk.is_mounted(cdir.data_dir(node)) else None
 
 
-def _mounted(cdir: ClusterDir, node: NodeSpec, what: str) -> disk.DiskLayer:
-    layer = _mounted_layer(cdir, node)
+# What the cluster asks of a mounted layer, on this machine (disk.DiskLayer) or on a host (cluster/host_disks.py HostLayer):
+# status, lose_unsynced, inject, clear_injection. ``layer`` below is NodeControl.disk_layer's answer for ``node``.
+def _mounted(layer: Any, node: NodeSpec, what: str) -> Any:
     if layer is None:
-        raise UserError(f"{node.name} has no disk layer mounted at {cdir.data_dir(node)}: {what} needs a cluster made with "
-                        "'failsafe up --volatile-disks'")
+        raise UserError(f"{node.name} has no disk layer mounted: {what} needs a cluster made with 'failsafe up --volatile-disks'")
     return layer
 
 
-def inject(cdir: ClusterDir, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
+def power_off(layer: Any, node: NodeSpec, *, torn: bool = False, seed: int = 0) -> dict[str, Any]:
+    """The power cut of ``node`` (already dead): what was not synced is gone, the layer unmounted; returns what was lost."""
+    return _mounted(layer, node, "a power loss").lose_unsynced(torn=torn, seed=seed)
+
+
+def inject(layer: Any, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
     """From now on ``node``'s disk is full (``kind`` "full": ENOSPC) or failing (``"error"``: EIO for ``ops`` of ``glob``)."""
-    return _mounted(cdir, node, f"a {kind} disk").inject(kind, ops=ops, glob=glob)  # type: ignore[arg-type]
+    return _mounted(layer, node, f"a {kind} disk").inject(kind, ops=ops, glob=glob)
 
 
-def clear(cdir: ClusterDir, node: NodeSpec, kind: str) -> dict[str, Any] | None:
-    """End ``kind`` on ``node``'s disk; None when its layer is gone (a power cut since: a new mount starts without any)."""
-    layer = _mounted_layer(cdir, node)
-    return None if layer is None else layer.clear_injection(kind)  # type: ignore[arg-type]
+def clear(layer: Any, kind: str) -> dict[str, Any] | None:
+    """End ``kind`` on a node's disk; None when its layer is gone (a power cut since: a new mount starts without any)."""
+    return None if layer is None else layer.clear_injection(kind)
 
 
-def unsynced(cdir: ClusterDir, node: NodeSpec) -> dict[str, Any] | None:
-    """What ``node``'s layer holds that a power cut would take now (bytes, files, directory changes), or None without a layer."""
-    layer = _mounted_layer(cdir, node)
+def unsynced(layer: Any) -> dict[str, Any] | None:
+    """What a node's layer holds that a power cut would take now (bytes, files, directory changes), or None without a layer."""
     return None if layer is None else layer.status()
 
 

@@ -95,6 +95,8 @@ class HostNodes(HostNetwork):
         self._ssh: dict[str, SshHost] = {}
         self._lock = threading.Lock()
         self._facts: dict[str, dict[str, Any]] = self._saved_facts()
+        self._disk_package: tuple[Path, str] | None = None  # the disk layer's modules staged here, and their hash
+        self._disk_synced: set[str] = set()
 
     # -- where things are -----------------------------------------------------------------------
     def host(self, node: NodeSpec) -> Host:
@@ -153,7 +155,7 @@ class HostNodes(HostNetwork):
     # -- making the cluster ---------------------------------------------------------------------
     def _check(self, host: Host) -> dict[str, Any]:
         facts = probe.probe(self.ssh(host))
-        found = probe.problems(facts)
+        found = probe.problems(facts, needs_disk_layers=self.spec.volatile_disks)
         if found:
             raise ProvisionError(found[0])
         return facts.to_json()
@@ -184,6 +186,11 @@ class HostNodes(HostNetwork):
             if spec.metrics:
                 metrics.write_config(stage)
             sync.sync_tree(ssh, stage, root)
+            if spec.volatile_disks:
+                disks = self._disks(host)
+                for node in mine:  # an earlier start's layers under this directory: their mountpoints are emptied below
+                    if disks.tracked(node.name):
+                        disks.unmount(node.name, self._data(node))
             data = [quote(root / f"kafka-{n.node_id}") for n in mine]
             ssh.check(f"rm -rf {' '.join(data)} && mkdir -p {' '.join(data)} {quote(root / 'logs')} {quote(root / 'pids')}",
                       what="emptying the nodes' data directories")
@@ -262,6 +269,8 @@ class HostNodes(HostNetwork):
     def launch(self, spec: ClusterSpec, node: NodeSpec, java: Java, dist: KafkaDist) -> None:
         host = self.host(node)
         root = self.root(host)
+        if spec.volatile_disks:
+            self._disks(host).ensure_mounted(node.name, self._data(node))
         # Logs in failsafe's time zone: their lines are read as its local time (cluster/node_logs.py), the host's clock offset
         # then taken off (scenarios/node_events.py).
         extra = [*spec.jvm_options, f"-Duser.timezone={_local_zone()}"]
@@ -358,10 +367,39 @@ class HostNodes(HostNetwork):
             got[node.name] = size
         return got
 
+    # -- disk layers (cluster/host_disks.py) --------------------------------------------------------
+    def _data(self, node: NodeSpec) -> PurePosixPath:
+        return self._path(node, f"kafka-{node.node_id}")
+
+    def _disks(self, host: Host) -> Any:
+        from failsafe.cluster import host_disks
+
+        if self._disk_package is None:
+            local, digest = host_disks.stage(self.dir)
+            self._disk_package = (local, digest)
+        local, digest = self._disk_package
+        package = host.dir / "dist" / f"failsafe-disk-{digest}"
+        if host.name not in self._disk_synced:
+            sync.sync_tree(self.ssh(host), local, package)
+            self._disk_synced.add(host.name)
+        return host_disks.HostDisks(self.ssh(host), self.root(host), package)
+
+    def disk_layer(self, node: NodeSpec) -> Any:
+        return self._disks(self.host(node)).layer(node.name, self._data(node)) if self.spec.volatile_disks else None
+
+    def disk_unmount(self, nodes: list[NodeSpec]) -> None:
+        for node in nodes:
+            disks = self._disks(self.host(node))
+            if disks.tracked(node.name):
+                disks.unmount(node.name, self._data(node))
+
     # -- after --------------------------------------------------------------------------------------
     def release(self) -> None:
-        """Network rules failsafe made, here and on the hosts, go with the cluster (a host without root or nft has none)."""
+        """Network rules failsafe made, here and on the hosts, go with the cluster (a host without root or nft has none), and
+        so do its disk layers (the nodes stopped first)."""
         self.net_delete_all()
+        if self.spec.volatile_disks:
+            self.disk_unmount(self.spec.nodes())
 
     def remove(self) -> None:
         """This cluster's directory on every host, those that ran only its clients too (Kafka's copy in H.dir/dist stays for

@@ -210,19 +210,19 @@ class Cluster:
         """A power cut of ``node``, which must be down (killed): its disk layer forgets what was not synced; returns what was lost."""
         if self.node_state(node) != DOWN:
             raise UserError(f"{node.role} {node.node_id} is running: kill it before its power cut")
-        return disks.power_off(self.dir, node, torn=torn, seed=seed)
+        return disks.power_off(self.nodes.disk_layer(node), node, torn=torn, seed=seed)
 
     def disk_inject(self, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict:
         """``node``'s disk full (``kind`` "full") or failing ("error", EIO for ``ops`` of the files matching ``glob``)."""
-        return disks.inject(self.dir, node, kind, ops=ops, glob=glob)
+        return disks.inject(self.nodes.disk_layer(node), node, kind, ops=ops, glob=glob)
 
     def disk_clear(self, node: NodeSpec, kind: str) -> dict | None:
         """``node``'s disk back (space freed, or the failing disk replaced); None when a power cut since took the layer."""
-        return disks.clear(self.dir, node, kind)
+        return disks.clear(self.nodes.disk_layer(node), kind)
 
     def disk_status(self, node: NodeSpec) -> dict | None:
         """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer mounted."""
-        return disks.unsynced(self.dir, node)
+        return disks.unsynced(self.nodes.disk_layer(node))
 
     def signal_node(self, node: NodeSpec, action: str, timeout_s: float) -> None:
         state = self.node_state(node)

@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 from failsafe.cluster import disks, metrics, netfilter
 from failsafe.cluster.config import render_server_properties
@@ -94,6 +94,12 @@ class NodeControl(Protocol):
 
     def net_delete_all(self) -> bool:
         """Every rule of this cluster removed everywhere."""
+
+    def disk_layer(self, node: NodeSpec) -> Any:
+        """``node``'s disk layer when it is mounted (status, lose_unsynced, inject, clear_injection), else None."""
+
+    def disk_unmount(self, nodes: list[NodeSpec]) -> None:
+        """Unmount these nodes' disk layers (the nodes stopped first): a failed start leaves none behind."""
 
     def release(self) -> None:
         """What must not outlive the cluster once it is down: network rules, disk layers."""
@@ -231,6 +237,12 @@ class LocalNodes:
 
     def net_delete_all(self) -> bool:
         return netfilter.delete_table(self.dir.root)
+
+    def disk_layer(self, node: NodeSpec) -> Any:
+        return disks.mounted_layer(self.dir, node)
+
+    def disk_unmount(self, nodes: list[NodeSpec]) -> None:
+        disks.unmount_nodes(self.dir, nodes)
 
     # -- after --------------------------------------------------------------------------------
     def release(self) -> None:

@@ -303,8 +303,6 @@ class ClusterSpec:
     def _validate_placement(self) -> None:
         if self.mode != KRAFT_MODE:
             raise UserError("clusters on hosts run in KRaft mode (ZooKeeper mode runs on this machine only)")
-        if self.volatile_disks:
-            raise UserError("--volatile-disks mounts a FUSE layer on this machine: not yet on hosts")
         names = {n.name for n in self._kafka_nodes()}
         unplaced = sorted(names - set(self.placement))
         if unplaced:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from failsafe.cluster import disks, zookeeper
+from failsafe.cluster import zookeeper
 from failsafe.cluster.nodes import KILL_TIMEOUT_S, PORT_FREE_TIMEOUT_S, NodeControl, ensure_ports_free
 from failsafe.cluster.readiness import port_accepts, registered_brokers
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
@@ -72,7 +72,7 @@ def start(cluster: Cluster, nodes: list[NodeSpec], java: Java, dist: KafkaDist, 
         except BaseException:
             cluster.stop_nodes(nodes, signal.SIGKILL, KILL_TIMEOUT_S)
             if cluster.spec.volatile_disks:
-                disks.unmount_nodes(cluster.dir, nodes)
+                cluster.nodes.disk_unmount(nodes)
             raise
         cluster.nodes.release_guard(guard)
 

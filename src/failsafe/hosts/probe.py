@@ -36,6 +36,10 @@ echo "ssh_client=${SSH_CLIENT%% *}"
 mkdir -p {dir} 2>/dev/null
 echo "dir_writable=$([ -w {dir} ] && echo yes)"
 echo "disk=$(df -PT {dir} 2>/dev/null | awk 'NR==2 {print $2, $3, $5}')"
+echo "fuse=$([ -c /dev/fuse ] && echo yes)"
+echo "fusermount3=$(command -v fusermount3 2>/dev/null)"
+echo "libfuse3=$( { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libfuse3\.so\.3 ' && echo yes)"
+echo "python3=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)"
 """
 
 
@@ -64,6 +68,11 @@ class HostFacts:
     clock_offset_s: float
     clock_error_s: float
     ssh_round_trip_s: float
+    # What a disk layer there needs (cluster/host_disks.py): /dev/fuse, libfuse 3 and fusermount3, python3 >= 3.9.
+    fuse: bool = False
+    fusermount3: str = ""
+    libfuse3: bool = False
+    python3: str = ""
 
     @property
     def root(self) -> bool:
@@ -87,7 +96,8 @@ def probe(ssh: SshHost, *, clock_samples: int = CLOCK_SAMPLES) -> HostFacts:
         nft=facts.get("nft", ""), nft_usable=facts.get("nft_usable") == "yes", setpriv=facts.get("setpriv", ""),
         ssh_client=facts.get("ssh_client", ""), dir=str(host.dir),
         dir_writable=facts.get("dir_writable") == "yes", fs_type=fs_type, disk_kib=_int(size), disk_free_kib=_int(free),
-        clock_offset_s=offset, clock_error_s=error, ssh_round_trip_s=rtt)
+        clock_offset_s=offset, clock_error_s=error, ssh_round_trip_s=rtt, fuse=facts.get("fuse") == "yes",
+        fusermount3=facts.get("fusermount3", ""), libfuse3=facts.get("libfuse3") == "yes", python3=facts.get("python3", ""))
 
 
 def clock_offset(ssh: SshHost, samples: int = CLOCK_SAMPLES) -> tuple[float, float, float]:
@@ -116,7 +126,7 @@ def clock_offset(ssh: SshHost, samples: int = CLOCK_SAMPLES) -> tuple[float, flo
     return best
 
 
-def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults: bool = False) -> list[str]:
+def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults: bool = False, needs_disk_layers: bool = False) -> list[str]:
     """What keeps a host from what it is asked to do, one line each, naming the host."""
     where = f"host {facts.name} ({facts.address})"
     found = []
@@ -135,6 +145,14 @@ def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults:
             found.append(f"{where}: 'nft list tables' fails there as root: the kernel may lack nf_tables")
         elif not facts.setpriv:
             found.append(f"{where}: network faults need setpriv there (util-linux), to run each node under a group id of its own")
+    if needs_disk_layers:
+        python = tuple(int(p) for p in facts.python3.split(".")) if facts.python3 else ()
+        missing = [what for what, ok in (("root", facts.root), ("/dev/fuse", facts.fuse), ("libfuse 3 (libfuse3.so.3)", facts.libfuse3),
+                                         ("fusermount3", bool(facts.fusermount3)), ("python3 3.9 or later", python >= (3, 9)))
+                   if not ok]
+        if missing:
+            found.append(f"{where}: disk layers (--volatile-disks, power loss) need {', '.join(missing)} there "
+                         "(Debian: apt-get install fuse3 python3; log in as root)")
     return found
 
 
