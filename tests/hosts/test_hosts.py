@@ -207,6 +207,12 @@ def test_check_names_each_host_and_what_it_lacks(bed: testbed.Testbed) -> None:
     assert table.returncode == 2
     assert [line for line in table.stderr.splitlines() if line.startswith("failsafe: ")] == [f"failsafe: {p}" for h in ("h2", "h3")
                                                                                            for p in report[h]["problems"]]
+    # What a disk layer needs: h1 has it all (root, /dev/fuse, libfuse 3, fusermount3, python3); h2's user is not root.
+    layers = {h["name"]: h["problems"] for h in json.loads(run_cli("hosts", "check", "--inventory", str(bed.inventory_file),
+                                                                   "--disk-layers", "--json").stdout)["hosts"]}
+    assert layers["h1"] == []
+    assert layers["h2"] == [f"host h2 ({bed.hosts[1].address}): disk layers (--volatile-disks, power loss) need root there "
+                            "(Debian: apt-get install fuse3 python3; log in as root)"]
     ok = run_cli("hosts", "check", "--hosts", bed.hosts[0].address, "--key", str(bed.client_key), "--json")
     assert ok.returncode == 2  # --hosts knows no known_hosts file of the testbed: the key is unknown, said in one line
     assert "its key is not in" in json.loads(ok.stdout)["hosts"][0]["problems"][0]

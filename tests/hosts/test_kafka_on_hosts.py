@@ -158,7 +158,9 @@ def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Test
     from tests.e2e.console_helpers import start_console, stop_console
 
     d = str(own_cluster_dir)
-    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP)
+    # The acks-all workload's cluster: 3 brokers and 3 controllers, one of each on every host.
+    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP,
+                 "--controllers", "3")
     assert up.returncode == 0, up.stderr
     # Two drawn schedules of kills and isolations, each judged; the isolations' rules leashed on the hosts.
     out = tmp_path / "campaign"
@@ -173,7 +175,7 @@ def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Test
     try:
         with httpx.Client(base_url=console.base, timeout=60, headers=console.headers) as http:
             nodes = http.get("/api/cluster").json()["nodes"]
-            assert [n["state"] for n in nodes] == ["up"] * 4
+            assert [n["state"] for n in nodes] == ["up"] * 6
             assert http.post("/api/nodes/broker/1/kill").status_code == 200
             states = {(n["role"], n["id"]): n["state"] for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]}
             assert states[("broker", 1)] == "down"

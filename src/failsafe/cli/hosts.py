@@ -49,9 +49,11 @@ def load_inventory(inventory_file: Path | None, hosts_list: str | None, user: st
 @hosts.command("check")
 @inventory_options
 @click.option("--network-faults", is_flag=True, help="Also require what network faults need there (root, nftables).")
+@click.option("--disk-layers", is_flag=True, help="Also require what disk layers need there (--volatile-disks, power loss: root, "
+                                                  "/dev/fuse, libfuse 3, fusermount3, python3).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def check_command(inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None, network_faults: bool,
-                  as_json: bool) -> None:
+                  disk_layers: bool, as_json: bool) -> None:
     """Connect to every host and say what it has: kernel, Java, root, nftables, disk, clock offset. Exits 2 when a host
     cannot be reached or lacks what failsafe needs there, naming the host and what is missing."""
     from failsafe.hosts import probe  # SSH's library: loaded by the commands that connect only
@@ -67,7 +69,7 @@ def check_command(inventory_file: Path | None, hosts_list: str | None, user: str
             return host, None, [str(e)]
         finally:
             ssh.close()
-        return host, facts, probe.problems(facts, needs_network_faults=network_faults)
+        return host, facts, probe.problems(facts, needs_network_faults=network_faults, needs_disk_layers=disk_layers)
 
     with ThreadPoolExecutor(max_workers=min(16, len(inv.hosts))) as pool:
         results = list(pool.map(one, inv.hosts))
