@@ -82,6 +82,14 @@ def test_a_rebalance_during_a_broker_fault_is_counted_and_can_be_forbidden() -> 
     assert result["examples"]["rebalance-during-fault"] == [{"fault_id": 1, "rebalances_during": 2}]
 
 
+def test_a_rebalance_within_the_clock_bound_of_the_faults_start_is_not_counted_against_it() -> None:
+    # c0 on a host whose clock is known within 2 ms revoked 1 ms after the fault began by that clock.
+    on_host = {**client_config("c0"), "host": "h2", "clock_offset_ns": 0, "clock_error_ns": 2_000_000}
+    ops = [assign("c0", [0, 1], ms=0), revoke("c0", [0, 1], ms=21)]
+    assert check(_failover(*ops), {"expect_no_rebalance": True})["faults"][0]["rebalances_during"] == 1
+    assert check(_failover(on_host, *ops), {"expect_no_rebalance": True})["faults"][0]["rebalances_during"] == 0
+
+
 def test_rebalances_of_a_faulted_consumer_do_not_count() -> None:
     h = _failover(*fault(2, start_ms=290, stop_ms=295, nodes=["c0"], fault_name="kill-consumer", target="consumer"), revoke("c0", [0], ms=300))
     assert check(h, {"expect_no_rebalance": True})["valid"] is True

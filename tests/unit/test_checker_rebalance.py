@@ -60,6 +60,15 @@ def test_a_slow_rebalance_must_exceed_the_limit_by_more_than_the_clients_clock_b
     assert check(history(on_host, *h), {"max_pause_ms": 4896})["counts"]["slow-rebalance"] == 1
 
 
+def test_a_survivors_revoke_within_the_clock_bound_of_the_faults_start_does_not_accuse() -> None:
+    # c0's revoke came 1 ms after the kill by its host's clock, which is known within 3 ms: it may have come before.
+    configs = _configs(partition_assignment_strategy="cooperative-sticky")
+    on_host = [{**configs[0], "host": "h2", "clock_offset_ns": 0, "clock_error_ns": 3_000_000}, configs[1]]
+    ops = [*START, *KILL_C1, revoke("c0", [0], ms=101), assign("c0", [0, 1], ms=4500)]
+    assert check(history(*configs, *ops))["counts"]["survivors-interrupted"] == 1
+    assert check(history(*on_host, *ops))["counts"]["survivors-interrupted"] == 0
+
+
 def test_a_crash_without_a_fault_is_an_event() -> None:
     h = history(*START, client_event("crash", "c1", ms=100), assign("c0", [1], ms=3000))
     [event] = check(h)["events"]

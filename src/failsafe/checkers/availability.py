@@ -44,7 +44,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     acked = acknowledged(history.sends)
     partitions = failover_windows(history)
-    rebalances = _rebalances_during(faults, history)
+    rebalances = _rebalances_during(faults, history, clock_uncertainty_ns(history))
 
     limit_ms = opts["max_unavailable_ms"]
     # A window's edges may come from clients on other clocks than the fault's (common.clock_uncertainty_ns).
@@ -248,8 +248,9 @@ def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFram
     ).sort(_FP)
 
 
-def _rebalances_during(faults: pl.DataFrame, history: History) -> pl.DataFrame:
-    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase)."""
+def _rebalances_during(faults: pl.DataFrame, history: History, uncertainty_ns: int = 0) -> pl.DataFrame:
+    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase), by
+    more than ``uncertainty_ns`` inside that window (a consumer on a host reads another clock than the fault's)."""
     targeted = history.faults.filter(pl.col("target") == Target.CONSUMER).select(pl.col("nodes").explode().alias("process")).drop_nulls()
     events = history.membership.select("process", "time_ns", "f").unique().join(targeted, on="process", how="anti")
     last_ns = end_ns(history) or 0
@@ -262,7 +263,8 @@ def _rebalances_during(faults: pl.DataFrame, history: History) -> pl.DataFrame:
     windows = faults.select("fault_id", "start_ns", window_end.alias("until_ns"))
     if windows.height == 0:
         return windows.select("fault_id", pl.lit(0, dtype=pl.Int64).alias("rebalances_during"))
-    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns")) & (pl.col("time_ns") <= pl.col("until_ns")))
+    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns") + uncertainty_ns)
+                                                      & (pl.col("time_ns") <= pl.col("until_ns") - uncertainty_ns))
     per_fault = during.group_by("fault_id").agg(pl.len().cast(pl.Int64).alias("rebalances_during"))
     return windows.select("fault_id").join(per_fault, on="fault_id", how="left").with_columns(pl.col("rebalances_during").fill_null(0))
 

@@ -248,10 +248,12 @@ def _handover(event: dict[str, Any], group: str, faulted: list[str], membership:
     """The measured event: the survivors' (kept) partitions revoked until the moved ones were all owned again and whether
     they were given back, the pause until all were, and what survivors-interrupted may judge."""
     start_ns = event["start_ns"]
-    # Survivors' partitions taken away during the handover must also be given back.
-    revokes = membership.filter((pl.col("time_ns") > start_ns) & (pl.col("f") == Op.REVOKE))
+    # Survivors' partitions taken away during the handover must also be given back; a revoke counts as in it by more than
+    # the clock uncertainty (a consumer on a host reads another clock than the fault's).
+    uncertainty_ns = clock_uncertainty_ns(history)
+    revokes = membership.filter((pl.col("time_ns") > start_ns + uncertainty_ns) & (pl.col("f") == Op.REVOKE))
     if handover_end_ns is not None:
-        revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns)
+        revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns - uncertainty_ns)
     revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns"), "lost"), on=["process", *_PARTITION], how="inner")
     revoked = revoked.sort("revoked_ns").group_by(_PARTITION).agg(pl.col("revoked_ns").first(), pl.col("lost").first().fill_null(False))
     kept_rows = kept.join(revoked, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()
