@@ -28,10 +28,10 @@ def t_hosts(root: Path) -> str:
                      _s({k: v / 1000 for k, v in f["unavailable_ms"].items() if k in ("median", "min", "max")} if f["unavailable_ms"] else None),
                      _s({k: v / 1000 for k, v in f["new_leader_ms"].items() if k in ("median", "min", "max")} if f["new_leader_ms"] else None),
                      ", ".join(f"{lag:.2f} s" for lag in f.get("fault_lag_s", [])) or "—", str(f["lost_total"])])
-    first = data["hosts"]["ups"][0]["up_s"] if data["hosts"]["ups"] else None
-    note = (f"\n\nThe first `up` on the hosts copied Kafka's jars to each of them ({first:.1f} s); the later ones found them there. "
-            "Nodes on this machine start with the class-data sharing archive, which is not copied to hosts."
-            if first is not None else "")
+    ups = ", ".join(f"{u['up_s']:.1f} s" for u in data["hosts"]["ups"])
+    note = (f"\n\nThe `up`s on the hosts, in order: {ups}. The first copies Kafka's jars to each host, and the later ones find "
+            "them there. Nodes on this machine start with the class-data sharing archive, which is not copied to hosts."
+            if ups else "")
     return (table(["where", "`failsafe up`, median (min-max)", "reading a node's state", "kill -9 of a broker, call to process gone",
                   "its restart until the cluster is ready", "broker-failover runs", "client-visible unavailability p50 (min-max)",
                   "new leader p50 (min-max)", "kill in force after its fault-start, per run", "acknowledged writes lost"], rows)

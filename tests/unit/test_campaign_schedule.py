@@ -10,7 +10,7 @@ import pytest
 
 import failsafe.faults  # noqa: F401 - registers the fault types
 from failsafe.campaigns.nemesis import Envelope
-from failsafe.campaigns.plan import Plan, load_workload
+from failsafe.campaigns.plan import WORKLOADS_DIR, Plan, load_workload
 from failsafe.campaigns.record import lost_acknowledged, violations
 from failsafe.campaigns.runner import exit_code
 from failsafe.campaigns.schedule import Planned, Schedule, read_schedule, scenario_data, write_schedule
@@ -85,6 +85,15 @@ def test_an_unknown_or_undrawable_fault_type_is_refused_before_any_run() -> None
         Plan.make("acks-all", ("kil",), Envelope.SAFE, 20)
     with pytest.raises(UserError, match="kill-consumer is not drawn by campaigns"):
         Plan.make("acks-all", ("kill-consumer",), Envelope.SAFE, 20)
+
+
+def test_a_client_on_a_host_is_refused_with_network_faults_and_taken_without(tmp_path: Path) -> None:
+    text = (WORKLOADS_DIR / "acks-all.toml").read_text().replace('driver = "kafka-verifiable"', 'driver = "kafka-verifiable"\nhost = "h2"')
+    workload = tmp_path / "on-host.toml"
+    workload.write_text(text)
+    with pytest.raises(UserError, match="java runs on a host, and network faults \\(isolate\\) may cut the clients' links"):
+        Plan.make(str(workload), ("kill", "isolate"), Envelope.SAFE, 20)
+    assert Plan.make(str(workload), ("kill",), Envelope.SAFE, 20).scenario.producers[1].host == "h2"
 
 
 def test_records_count_only_durable_writers_losses_and_the_violations_that_decided() -> None:

@@ -44,7 +44,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     acked = acknowledged(history.sends)
     partitions = failover_windows(history)
-    rebalances = _rebalances_during(faults, history, clock_uncertainty_ns(history))
+    rebalances = _rebalances_during(faults, history)  # reported as measured; judged by more than the clock uncertainty
+    judged_rebalances = _rebalances_during(faults, history, clock_uncertainty_ns(history))
 
     limit_ms = opts["max_unavailable_ms"]
     # A window's edges may come from clients on other clocks than the fault's (common.clock_uncertainty_ns).
@@ -55,7 +56,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | over)
     if limit_ms is None:
         too_slow = too_slow.head(0)
-    rebalancing_faults = rebalances.filter(pl.col("rebalances_during") > 0)
+    rebalancing_faults = judged_rebalances.filter(pl.col("rebalances_during") > 0)
     unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends, uncertainty_ns), opts["expect_unrecovered"])
     stuck = never_caught_up(history)
 

@@ -9,8 +9,8 @@
 The daemon is the same program as on this machine (``python3 -m failsafe.disk.daemon``), with the host's python3 and
 libfuse 3. Its control socket is in the abstract namespace of the host's network stack, so each request is sent
 there, over SSH, by a one-line Python client (``control.request`` of the copied modules). A layer is found by its pid
-file on the host, never by name; ``unmount_all`` clears every layer under the cluster's directory there, also the ones
-a crash of failsafe left.
+file on the host, never by name; ``down`` and ``clean`` unmount each node's layer (HostNodes.disk_unmount), also one
+whose daemon a crash left dead.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import uuid
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,7 +32,7 @@ from failsafe.disk.layer import DEFAULT_MOUNT_TIMEOUT_S, DEFAULT_UNMOUNT_TIMEOUT
 from failsafe.disk.names import STASH
 from failsafe.errors import DiskLayerError, UserError
 from failsafe.hosts import processes as remote
-from failsafe.hosts.ssh import SshHost, quote
+from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
 from failsafe.supervisor import DOWN
 from failsafe.waiting import WaitTimeout, wait_until
 
@@ -38,8 +40,10 @@ from failsafe.waiting import WaitTimeout, wait_until
 DAEMON_MODULES = ("daemon", "control", "fusefs", "data", "names", "injection")
 LAYERS = "disk-layers"
 BACKING_SUFFIX = ".disk"
-_ASK = ("import sys; from failsafe.disk.control import request; "
-        "print(__import__('json').dumps(request(sys.argv[1], __import__('json').loads(sys.stdin.read()))))")
+# A request from the host itself (the daemon's socket is in its network stack's abstract namespace): control.py's protocol,
+# one JSON line each way, in the standard library only.
+_ASK = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect('\\0' + sys.argv[1]); "
+        "s.sendall(sys.argv[2].encode() + b'\\n'); print(s.makefile('rb').readline().decode(), end='')")
 
 
 def _mfusepy() -> Path:
@@ -51,39 +55,52 @@ def _mfusepy() -> Path:
 
 
 def stage(cdir: ClusterDir) -> tuple[Path, str]:
-    """The daemon's package, written under DIR/hosts/disk-layer/, and its version (a hash of its files)."""
+    """The daemon's package under DIR/hosts/disk-layer-HASH/ and its hash: written once (its files' times fixed, so the
+    quick check copies it to a host once), then found there."""
     source = Path(__file__).resolve().parents[1] / "disk"
     files = {f"failsafe/disk/{m}.py": (source / f"{m}.py").read_bytes() for m in DAEMON_MODULES}
     files |= {"failsafe/__init__.py": b"", "failsafe/disk/__init__.py": b"", "mfusepy.py": _mfusepy().read_bytes()}
     digest = hashlib.sha256(b"".join(name.encode() + body for name, body in sorted(files.items()))).hexdigest()[:12]
-    root = cdir.root / "hosts" / "disk-layer"
-    shutil.rmtree(root, ignore_errors=True)
+    root = cdir.root / "hosts" / f"disk-layer-{digest}"
+    if root.is_dir():
+        return root, digest
+    tmp = root.with_name(f"{root.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
     for name, body in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(body)
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_bytes(body)
+        os.utime(tmp / name, (0, 0))
+    tmp.rename(root)
     return root, digest
 
 
 class HostDisks:
     """The disk layers of one host's nodes under ``root`` (H.dir/clusters/TAG), with the daemon's package at ``package``."""
 
-    def __init__(self, ssh: SshHost, root: PurePosixPath, package: PurePosixPath) -> None:
+    def __init__(self, ssh: SshHost, root: PurePosixPath, package: Callable[[], PurePosixPath]) -> None:
         self.ssh = ssh
         self.root = root
-        self.package = package
+        self._package = package  # copies the daemon's package to the host (once) and says where: only a mount needs it
 
     def _file(self, name: str, suffix: str) -> PurePosixPath:
         return self.root / LAYERS / f"{name}.{suffix}"
 
     def mounted(self, data: PurePosixPath) -> bool:
-        out = self.ssh.run(f"findmnt -rn -o FSTYPE -M {quote(data)}").stdout.split()
+        """A layer's mount at ``data``, its daemon alive or not (the path resolved through its parent, as fusermount3 does:
+        a dead FUSE mount cannot be entered)."""
+        where = f'"$(cd {quote(data.parent)} 2>/dev/null && pwd -P)/{data.name}"'
+        out = self.ssh.run(f"findmnt -rn -o FSTYPE -M {where}").stdout.split()
         return out[-1:] == [FSTYPE]
+
+    def serving(self, name: str, data: PurePosixPath) -> bool:
+        """Mounted, and its daemon is the process of its pid file (a dead daemon leaves its mount in the table)."""
+        return self.mounted(data) and remote.state_of(self.ssh, self._file(name, "pid")) != DOWN
 
     def ensure_mounted(self, name: str, data: PurePosixPath, timeout_s: float = DEFAULT_MOUNT_TIMEOUT_S) -> None:
         """Mount ``name``'s layer at ``data`` unless it is: the first time, what is there (formatted) moves to its backing."""
-        if self.tracked(name) and self.mounted(data):
+        if self.tracked(name) and self.serving(name, data):
             return
-        if self.tracked(name):  # its daemon died, or a power cut came and the layer was not cleared
+        if self.tracked(name) or self.mounted(data):  # its daemon died, or a power cut came and the layer was not cleared
             self.unmount(name, data)
         backing = data.with_name(data.name + BACKING_SUFFIX)
         self.ssh.check(f"[ -d {quote(backing)} ] || {{ mkdir -p {quote(data)} && mv {quote(data)} {quote(backing)}; }}; "
@@ -95,7 +112,7 @@ class HostDisks:
         self.ssh.write_text(str(self._file(name, "control")), control + "\n")
         process = remote.start(self.ssh, ["python3", "-m", "failsafe.disk.daemon", str(backing), str(data), control],
                                cwd=self.root, log=self._file(name, "log"), pidfile=self._file(name, "pid"),
-                               env={"PYTHONPATH": str(self.package)})
+                               env={"PYTHONPATH": str(self._package())})
 
         def serving() -> bool:
             if remote.state(self.ssh, process) == DOWN:
@@ -113,14 +130,15 @@ class HostDisks:
         return self.ssh.run(f"[ -e {quote(self._file(name, 'pid'))} ]").ok()
 
     def _ask(self, control: str, message: dict[str, Any]) -> dict[str, Any]:
-        result = self.ssh.run(f"PYTHONPATH={quote(self.package)} python3 -c {quote(_ASK)} {quote(control)}", stdin=json.dumps(message).encode())
-        if not result.ok():
+        """One request to the daemon, by a client run on the host (in one of its open shells: the message is an argument)."""
+        result = self.ssh.run(f"python3 -c {quote(_ASK)} {quote(control)} {quote(json.dumps(message))}")
+        if not result.ok() or not result.stdout.strip():
             return {"ok": False, "error": result.why()}
         return json.loads(result.stdout)
 
     def layer(self, name: str, data: PurePosixPath) -> HostLayer | None:
-        """``name``'s layer when it is tracked and mounted, else None."""
-        if not self.tracked(name) or not self.mounted(data):
+        """``name``'s layer when it is tracked, mounted and served, else None."""
+        if not self.tracked(name) or not self.serving(name, data):
             return None
         control = self.ssh.check(f"cat {quote(self._file(name, 'control'))}", what="reading a disk layer's control name").strip()
         return HostLayer(self, name, data, control)
@@ -142,11 +160,6 @@ class HostDisks:
         self.ssh.check(f"rm -rf {quote(backing / STASH)} && rm -f {quote(self._file(name, 'pid'))} {quote(self._file(name, 'control'))}",
                        what="removing a disk layer's files")
 
-    def names(self) -> list[str]:
-        """Every layer tracked under the cluster's directory on this host."""
-        out = self.ssh.run(f"cd {quote(self.root / LAYERS)} 2>/dev/null && ls").stdout.split()
-        return sorted(f.removesuffix(".pid") for f in out if f.endswith(".pid"))
-
 
 class HostLayer:
     """One mounted layer on a host, with the methods of failsafe.disk.DiskLayer that the cluster uses."""
@@ -162,7 +175,10 @@ class HostLayer:
 
     def lose_unsynced(self, *, torn: bool = False, seed: int = 0) -> dict[str, Any]:
         lost = self._answer({"op": "lose", "torn": torn, "seed": seed})
-        self.disks.unmount(self.name, self.data)
+        try:
+            self.disks.unmount(self.name, self.data)
+        except RemoteCommandFailed as e:
+            raise DiskLayerError(str(e)) from e
         return lost
 
     def inject(self, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
@@ -174,7 +190,10 @@ class HostLayer:
         return self._answer({"op": "clear", "kind": kind})
 
     def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
-        answer = self.disks._ask(self.control, message)
+        try:
+            answer = self.disks._ask(self.control, message)
+        except RemoteCommandFailed as e:
+            raise DiskLayerError(str(e)) from e
         if not answer.get("ok"):
             raise DiskLayerError(f"host {self.disks.ssh.host}: the disk layer at {self.data} refused {message['op']}: {answer.get('error')}")
         return {k: v for k, v in answer.items() if k != "ok"}

@@ -95,7 +95,7 @@ class HostNodes(HostNetwork):
         self._ssh: dict[str, SshHost] = {}
         self._lock = threading.Lock()
         self._facts: dict[str, dict[str, Any]] = self._saved_facts()
-        self._disk_package: tuple[Path, str] | None = None  # the disk layer's modules staged here, and their hash
+        self._staged_disk: tuple[Path, str] | None = None  # the disk layer's modules staged here, and their hash
         self._disk_synced: set[str] = set()
 
     # -- where things are -----------------------------------------------------------------------
@@ -186,12 +186,13 @@ class HostNodes(HostNetwork):
             if spec.metrics:
                 metrics.write_config(stage)
             sync.sync_tree(ssh, stage, root)
-            if spec.volatile_disks:
-                disks = self._disks(host)
-                for node in mine:  # an earlier start's layers under this directory: their mountpoints are emptied below
-                    if disks.tracked(node.name):
-                        disks.unmount(node.name, self._data(node))
+            disks = self._disks(host)
+            for node in mine:  # an earlier cluster's layers under this directory: their mountpoints are emptied below
+                if disks.tracked(node.name) or disks.mounted(self._data(node)):
+                    disks.unmount(node.name, self._data(node))
             data = [quote(root / f"kafka-{n.node_id}") for n in mine]
+            # And their backing directories: a layer mounted at the next start would show the old cluster's data.
+            ssh.check(f"rm -rf {' '.join(quote(root / f'kafka-{n.node_id}.disk') for n in mine)}", what="emptying the nodes' disks")
             ssh.check(f"rm -rf {' '.join(data)} && mkdir -p {' '.join(data)} {quote(root / 'logs')} {quote(root / 'pids')}",
                       what="emptying the nodes' data directories")
 
@@ -374,15 +375,21 @@ class HostNodes(HostNetwork):
     def _disks(self, host: Host) -> Any:
         from failsafe.cluster import host_disks
 
-        if self._disk_package is None:
-            local, digest = host_disks.stage(self.dir)
-            self._disk_package = (local, digest)
-        local, digest = self._disk_package
+        return host_disks.HostDisks(self.ssh(host), self.root(host), lambda: self._disk_package(host))
+
+    def _disk_package(self, host: Host) -> PurePosixPath:
+        """The disk layer's daemon package on ``host``, staged here once and copied there once (only what changed)."""
+        from failsafe.cluster import host_disks
+
+        with self._lock:
+            if self._staged_disk is None:
+                self._staged_disk = host_disks.stage(self.dir)
+            local, digest = self._staged_disk
         package = host.dir / "dist" / f"failsafe-disk-{digest}"
         if host.name not in self._disk_synced:
             sync.sync_tree(self.ssh(host), local, package)
             self._disk_synced.add(host.name)
-        return host_disks.HostDisks(self.ssh(host), self.root(host), package)
+        return package
 
     def disk_layer(self, node: NodeSpec) -> Any:
         return self._disks(self.host(node)).layer(node.name, self._data(node)) if self.spec.volatile_disks else None

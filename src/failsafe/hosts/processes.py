@@ -150,9 +150,13 @@ def stop(ssh: SshHost, process: RemoteProcess, sig: signal.Signals, timeout_s: f
 START_LEASH_WATCH_S = 10
 _START_LEASH = (
     'scan() { for f in {pidfiles}; do [ -e "$f" ] || continue; read -r pid start boot < "$f"; '
-    f'if {_SAME}; then kill -KILL -$pid 2>/dev/null && echo "start leash: failsafe ended while $f was starting; killed its group ($pid)"; fi; '
+    f'if {_SAME} && [ "$start" -le "${{latest:-$start}}" ]; then kill -KILL -$pid 2>/dev/null && '
+    'echo "start leash: failsafe ended while $f was starting; killed its group ($pid)"; fi; '
     'done; }; '
     'while IFS= read -r line; do [ "$line" = done ] && exit 0; [ "$line" = abort ] && { scan; exit 0; }; done; '
+    # From the end of the channel on, only a process started by then (and 2 s for a start command in flight) is failsafe's
+    # dead start's: a new 'up' within the watch starts nodes under the same pid files, and those are not touched.
+    f'hz=$(getconf CLK_TCK); latest=$(( ($(cut -d. -f1 /proc/uptime) + 2) * hz )); '
     f'end=$(( $(date +%s) + {START_LEASH_WATCH_S} )); while [ "$(date +%s)" -lt "$end" ]; do scan; sleep {POLL_S * 4}; done; scan'
 )
 
@@ -184,11 +188,15 @@ class StartLeash:
         self._released = True
 
     def _tell(self, line: bytes) -> None:
+        """``line`` to every host's loop (all of them, whatever failed), then one error naming the first that failed."""
+        lost = []
         for ssh, channel in self._channels:
             try:
                 channel.sendall(line)
             except OSError as e:
-                raise RemoteCommandFailed(f"host {ssh.host}: the start leash's channel was lost ({e})") from e
+                lost.append(f"host {ssh.host}: the start leash's channel was lost ({e})")
+        if lost:
+            raise RemoteCommandFailed(lost[0])
 
     def close(self) -> None:
         """Ends each loop (killing what it holds unless released) and keeps what it said in the log file."""

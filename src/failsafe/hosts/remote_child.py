@@ -99,7 +99,8 @@ class RemoteChild:
     def tail(self, lines: int = 3) -> str:
         """Its last lines of stderr, joined with ' | ': what an error message quotes."""
         self._stderr.join(0.5 if not self.running() else 0)
-        return " | ".join(line.strip() for line in list(self._tail)[-lines:] if line.strip())
+        said = [line.strip() for line in list(self._tail)[-lines:] if line.strip()]
+        return " | ".join([*said, *([self.signal_error] if self.signal_error else [])])
 
     def close(self) -> None:
         """Done with it: the channel's end makes the loop on the host kill what is left."""

@@ -220,13 +220,14 @@ class SshHost:
             if len(self._shell_set) + self._opening >= SHELLS:
                 return None
             self._opening += 1
+        shell = None
         try:
             shell = Shell(self.open_channel(LOOP))
         finally:
             with self._lock:
                 self._opening -= 1
-        with self._lock:
-            self._shell_set.add(shell)
+                if shell is not None:
+                    self._shell_set.add(shell)
         return shell
 
     def _give_back(self, shell: Shell) -> None:
