@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_profiles import aggregate, examine  # noqa: E402
+from benchmarks.common import write_summary  # noqa: E402
 from failsafe.cluster.lifecycle import Cluster  # noqa: E402
 from failsafe.hosts import testbed  # noqa: E402
 
@@ -158,10 +159,7 @@ def main() -> None:
         left = testbed.destroy(bed)
         if left:
             summary["left_on_hosts"] = left
-    text = json.dumps(summary, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ One test host of this machine (a network namespace with its own sshd, failsafe h
 from __future__ import annotations
 
 import argparse
-import json
 import pwd
 import statistics
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import write_summary  # noqa: E402
 from failsafe.hosts import testbed  # noqa: E402
 from failsafe.hosts.ssh import SshHost  # noqa: E402
 
@@ -68,10 +68,7 @@ def main() -> None:
                "login_shell": user.pw_shell, "rc_file": str(Path(user.pw_dir) / ".bashrc"),
                "rc_file_exists": (Path(user.pw_dir) / ".bashrc").exists(),
                "session_ms": spread_ms(session), "shell_ms": spread_ms(shell), **({"left_on_hosts": left} if left else {})}
-    text = json.dumps(summary, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ class Plan:
     def check_client_hosts(self) -> None:
         """A client on a host is not cut by a network fault (failsafe cuts the clients' links where it runs), and a drawn
         one may name the clients: a campaign with such a client draws no network fault."""
-        placed = [c.name for c in (*self.scenario.producers, *self.scenario.consumers) if getattr(c, "host", None)]
+        placed = list(self.scenario.client_hosts())
         network = [f for f in self.nemesis.faults if FAULT_TYPES[f].family == Family.NETWORK]
         if placed and network:
             raise UserError(f"--workload {self.workload}: {placed[0]} runs on a host, and network faults ({', '.join(network)}) may cut "

@@ -181,9 +181,9 @@ def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) 
 
     faults = [(s.name, f.fault, str(FAULT_TYPES[f.fault].family)) for s in scenarios for f in s.faults]
     why = refusal(faults, inventory, bootstrap)
-    placed_clients = _client_hosts(scenarios)
-    if placed_clients and not why:
-        why = f"a client of {placed_clients[0][0]} runs on host {placed_clients[0][1]}: with --attach, clients run where failsafe runs"
+    placed = [(s.name, host) for s in scenarios for host in _client_hosts(s).values()]
+    if placed and not why:
+        why = f"a client of {placed[0][0]} runs on host {placed[0][1]}: with --attach, clients run where failsafe runs"
     if why:
         raise UserError(why)
     cluster = AttachedCluster(bootstrap, root, inventory)
@@ -205,10 +205,9 @@ def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) 
         cluster.close()
 
 
-def _client_hosts(scenarios: list) -> list[tuple[str, str]]:
-    """(scenario, host) of each client a scenario places on a host (a lab's producers and consumers with ``host``)."""
-    return [(s.name, c.host) for s in scenarios for c in (*getattr(s, "producers", ()), *getattr(s, "consumers", ()))
-            if getattr(c, "host", None)]
+def _client_hosts(scenario) -> dict[str, str]:
+    """The clients a scenario places on hosts, by name (a lab kind's ``host``; other kinds place none)."""
+    return scenario.client_hosts() if hasattr(scenario, "client_hosts") else {}
 
 
 def _check_client_hosts(scenarios: list, cluster) -> None:
@@ -216,16 +215,20 @@ def _check_client_hosts(scenarios: list, cluster) -> None:
     the clients' links (those rules go where failsafe runs): one line now, not mid-run."""
     from failsafe.faults.network import cuts_clients
 
-    for name, host in _client_hosts(scenarios):
-        scenario = next(s for s in scenarios if s.name == name)
-        cutting = next((f.fault for f in scenario.faults if cuts_clients(f)), None)
+    for s in scenarios:
+        hosts = _client_hosts(s)
+        if not hosts:
+            continue
+        host = next(iter(hosts.values()))
+        cutting = next((f.fault for f in s.faults if cuts_clients(f)), None)
         if cutting:
-            raise UserError(f"{name}: a client runs on host {host!r}, and its {cutting} fault cuts the clients' links, which failsafe "
+            raise UserError(f"{s.name}: a client runs on host {host!r}, and its {cutting} fault cuts the clients' links, which failsafe "
                             "cuts where it runs: run that scenario's clients here")
         if not cluster.spec.on_hosts:
-            raise UserError(f"{name}: a client runs on host {host!r}, and the cluster at {cluster.dir.root} is not on hosts: "
+            raise UserError(f"{s.name}: a client runs on host {host!r}, and the cluster at {cluster.dir.root} is not on hosts: "
                             "start it with 'failsafe up --inventory' (or --hosts)")
-        cluster.nodes.inventory.host(host)  # InventoryError: no such host, naming the inventory's
+        for name in hosts.values():
+            cluster.nodes.inventory.host(name)  # InventoryError: no such host, naming the inventory's
 
 
 def _parse(file, overrides: tuple[str, ...], mode: str | None = None):

@@ -92,6 +92,11 @@ class HostDisks:
         out = self.ssh.run(f"findmnt -rn -o FSTYPE -M {where}").stdout.split()
         return out[-1:] == [FSTYPE]
 
+    def any_mounted(self) -> bool:
+        """Whether a layer is mounted anywhere under the cluster's directory on this host (one command)."""
+        under = f'"$(cd {quote(self.root)} 2>/dev/null && pwd -P)/"'
+        return self.ssh.run(f"findmnt -rn -t {FSTYPE} -o TARGET | grep -q -F {under}").ok()
+
     def serving(self, name: str, data: PurePosixPath) -> bool:
         """Mounted, and its daemon is the process of its pid file (a dead daemon leaves its mount in the table)."""
         return self.mounted(data) and remote.state_of(self.ssh, self._file(name, "pid")) != DOWN

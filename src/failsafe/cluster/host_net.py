@@ -23,6 +23,7 @@ from failsafe.cluster.netfilter import LOCAL, FaultChain, NetworkFaultsUnavailab
 from failsafe.cluster.spec import NodeSpec
 from failsafe.hosts import probe
 from failsafe.hosts.inventory import Host
+from failsafe.hosts.loops import HostLoops
 from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
 
 # The leash on a host: 'hold CHAIN' / 'release CHAIN' lines; at the end of its input, every chain still held is deleted.
@@ -157,43 +158,14 @@ class HostNetwork:
         return HostLeash([self.ssh(h) for h in self.hosts()], self._table(), log_file)
 
 
-class HostLeash:
+class HostLeash(HostLoops):
     """On every host, a loop that deletes the chains it holds once its channel ends (failsafe done, or dead)."""
 
     def __init__(self, hosts: list[SshHost], table: str, log_file: Path) -> None:
-        self.log_file = log_file
-        script = _LEASH.replace("{table}", quote(table))
-        self._channels: list[tuple[SshHost, Any]] = []
-        try:
-            for ssh in hosts:
-                self._channels.append((ssh, ssh.open_channel(script)))
-        except BaseException:
-            self.close()
-            raise
+        super().__init__([(ssh, _LEASH.replace("{table}", quote(table))) for ssh in hosts], log_file, "network leash")
 
     def hold(self, chain: str) -> None:
-        self._send(f"hold {chain}\n")
+        self.tell(f"hold {chain}")
 
     def release(self, chain: str) -> None:
-        self._send(f"release {chain}\n")
-
-    def _send(self, line: str) -> None:
-        for _, channel in self._channels:
-            channel.sendall(line.encode())
-
-    def close(self) -> None:
-        """Done: each loop deletes what it still holds (nothing, after a heal), says so, and ends."""
-        with self.log_file.open("a") as log:
-            for ssh, channel in self._channels:
-                out = b""
-                try:
-                    channel.shutdown_write()
-                    channel.settimeout(30)
-                    while chunk := channel.recv(4096):
-                        out += chunk
-                except OSError as e:  # a timeout or a lost connection: the loop there deletes what it holds all the same
-                    log.write(f"{ssh.host.name}: leash channel: {e}\n")
-                finally:
-                    channel.close()
-                if out.strip():
-                    log.write(f"{ssh.host.name}: {out.decode(errors='replace')}")
+        self.tell(f"release {chain}")

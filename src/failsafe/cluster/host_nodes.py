@@ -187,13 +187,13 @@ class HostNodes(HostNetwork):
                 metrics.write_config(stage)
             sync.sync_tree(ssh, stage, root)
             disks = self._disks(host)
-            for node in mine:  # an earlier cluster's layers under this directory: their mountpoints are emptied below
-                if disks.tracked(node.name) or disks.mounted(self._data(node)):
+            if disks.any_mounted():  # an earlier cluster's layers under this directory: their mountpoints are emptied below
+                for node in mine:
                     disks.unmount(node.name, self._data(node))
-            data = [quote(root / f"kafka-{n.node_id}") for n in mine]
-            # And their backing directories: a layer mounted at the next start would show the old cluster's data.
-            ssh.check(f"rm -rf {' '.join(quote(root / f'kafka-{n.node_id}.disk') for n in mine)}", what="emptying the nodes' disks")
-            ssh.check(f"rm -rf {' '.join(data)} && mkdir -p {' '.join(data)} {quote(root / 'logs')} {quote(root / 'pids')}",
+            data = [quote(self._data(n)) for n in mine]
+            # Their backing directories too: a layer mounted at the next start would show the old cluster's data.
+            backing = [quote(self._data(n).with_name(f"kafka-{n.node_id}.disk")) for n in mine]
+            ssh.check(f"rm -rf {' '.join(data + backing)} && mkdir -p {' '.join(data)} {quote(root / 'logs')} {quote(root / 'pids')}",
                       what="emptying the nodes' data directories")
 
         self._each_host(one)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from failsafe.hosts.loops import HostLoops
 from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState
 
@@ -161,20 +161,14 @@ _START_LEASH = (
 )
 
 
-class StartLeash:
+class StartLeash(HostLoops):
     """Around a start on hosts: a loop on each host that kills the processes of its pid files if failsafe dies before
-    ``release`` (its SSH connection then closes, and the loop reads end of file). The same pattern as the network leash."""
+    ``release`` (its SSH connection then closes, and the loop reads end of file)."""
 
     def __init__(self, pidfiles: dict[SshHost, list[PurePosixPath]], log_file: Path) -> None:
-        self.log_file = log_file
-        self._channels: list[tuple[SshHost, Any]] = []
         self._released = False
-        try:
-            for ssh, files in pidfiles.items():
-                self._channels.append((ssh, ssh.open_channel(_START_LEASH.replace("{pidfiles}", quote(*files)))))
-        except BaseException:
-            self.close()
-            raise
+        super().__init__([(ssh, _START_LEASH.replace("{pidfiles}", quote(*files))) for ssh, files in pidfiles.items()], log_file,
+                         "start leash")
 
     def __enter__(self) -> StartLeash:
         return self
@@ -184,40 +178,14 @@ class StartLeash:
 
     def release(self) -> None:
         """The nodes are ready: the loops end without killing anything."""
-        self._tell(b"done\n")
+        self.tell("done")
         self._released = True
-
-    def _tell(self, line: bytes) -> None:
-        """``line`` to every host's loop (all of them, whatever failed), then one error naming the first that failed."""
-        lost = []
-        for ssh, channel in self._channels:
-            try:
-                channel.sendall(line)
-            except OSError as e:
-                lost.append(f"host {ssh.host}: the start leash's channel was lost ({e})")
-        if lost:
-            raise RemoteCommandFailed(lost[0])
 
     def close(self) -> None:
         """Ends each loop (killing what it holds unless released) and keeps what it said in the log file."""
         if not self._released:
             try:
-                self._tell(b"abort\n")  # the start failed and stopped its nodes: one look, not the watch of a crash
+                self.tell("abort")  # the start failed and stopped its nodes: one look, not the watch of a crash
             except RemoteCommandFailed:
                 pass  # that loop reads the end of its channel and watches its pid files
-        for ssh, channel in self._channels:
-            out = b""
-            try:
-                channel.shutdown_write()
-                channel.settimeout(30)
-                while chunk := channel.recv(4096):
-                    out += chunk
-            except OSError as e:  # a timeout or a lost connection: the loop there acts all the same
-                out += f"leash channel: {e}\n".encode()
-            finally:
-                channel.close()
-            if out.strip():
-                self.log_file.parent.mkdir(parents=True, exist_ok=True)
-                with self.log_file.open("a") as log:
-                    log.write(f"{ssh.host.name}: {out.decode(errors='replace')}")
-        self._channels = []
+        super().close()

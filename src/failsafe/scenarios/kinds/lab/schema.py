@@ -97,6 +97,10 @@ class LabScenario(Scenario):
     # The checkers whose loss counts spare the writers that may lose.
     loss_checkers: ClassVar[tuple[str, ...]] = ("delivery", "semantics")
 
+    def client_hosts(self) -> dict[str, str]:
+        """Each producer or consumer placed on a host (``host``), by name: its host's name."""
+        return {c.name: c.host for c in (*self.producers, *self.consumers) if c.host}
+
     def writer_patterns(self, group: ProducerGroup) -> list[str]:
         """Regular expressions matching exactly the names of the group's worker processes."""
         return [re.escape(name) for name in group.processes()]
