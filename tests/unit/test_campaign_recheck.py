@@ -13,7 +13,7 @@ from failsafe.campaigns.stats import CAMPAIGN_FILE, ERROR, write_campaign
 from failsafe.scenarios.registry import parse_scenario
 from failsafe.scenarios.rundir import RunDir
 from tests.helpers import run_cli
-from tests.unit.test_checker_builders import assign, client_config, log_read, poll, rec, send
+from tests.unit.test_checker_builders import assign, client_config, declared, finished, log_read, poll, rec, send
 
 KNOWN = {"anomaly": "delivery.duplicate-acknowledged", "client": "librdkafka", "reference": "https://kafka.apache.org/documentation/#semantics",
          "when": {"enable.idempotence": "false"}}
@@ -24,7 +24,8 @@ SCHEDULE = Schedule(5.0, (Planned("kill", 1.0, 2.0, {"node": 0}),))
 # The plain producer's write is in the log twice: at-least-once, known; the idempotent producer's is not.
 OPS = [client_config("plain", enable_idempotence="false"), client_config("idem", enable_idempotence="true"),
        *send("plain", 1, "plain:1", 1, ms=1), *send("idem", 1, "idem:1", 2, ms=2), assign("m-0", [0]),
-       poll("m-0", [rec(0, "plain:1"), rec(1, "plain:1"), rec(2, "idem:1")], ms=10), log_read([rec(0, "plain:1"), rec(1, "plain:1"), rec(2, "idem:1")])]
+       poll("m-0", [rec(0, "plain:1"), rec(1, "plain:1"), rec(2, "idem:1")], ms=10), log_read([rec(0, "plain:1"), rec(1, "plain:1"), rec(2, "idem:1")]),
+       *finished(declared("plain"), declared("idem"), declared("m-0", "consumer", group="g"))]
 
 
 def _stored_campaign(tmp_path: Path) -> Path:

@@ -23,7 +23,7 @@ from tests.unit.test_engine import FakeCluster, FakeSampler, FakeScenario, FakeW
 BASE = {"description": "a workload", "topics": [{"name": "t", "partitions": 3, "replication_factor": 3, "configs": {"min.insync.replicas": "2"}}],
         "producers": [{"name": "p", "topic": "t", "acks": "all", "properties": {"request.timeout.ms": "5000"}}],
         "consumers": [{"name": "c", "topics": ["t"], "group": "g"}], "phases": {"warmup_s": 0, "recover_s": 0},
-        "checkers": {"order": {"idempotent_producers": ["p"]}}}
+        "checkers": {"availability": {"max_unavailable_ms": 30000}}}
 SCHEDULE = Schedule(0.8, (Planned("kill", 0.1, 0.2, {"role": "leader", "partition": "t-0"}), Planned("pause", 0.4, 0.2, {"node": 1}),
                           Planned("partition", 0.5, 0.1, {"sides": "{leader} | {others}", "partition": "t-1"})))
 # Faults the engine's fake cluster can take (network faults need nftables and a real cluster).

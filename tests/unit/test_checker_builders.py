@@ -71,7 +71,40 @@ def revoke(process: str, partitions: Iterable[int], *, ms: float = 0, group: str
 
 
 def log_read(records: list[dict], *, ms: float = 100_000) -> dict:
+    """A log-read op that names no partition: it stands for each partition its records are in (an empty one: see read)."""
     return {"time_ns": at(ms), "process": "log-reader", "type": "ok", "f": "log-read", "records": records}
+
+
+def read(partition: int, records: list[dict] | None = None, *, topic: str = TOPIC, ms: float = 100_000, start: int = 0,
+         error: str | None = None, cluster: str | None = None) -> dict:
+    """The final read of one partition: ok with ``records`` (none: read, and empty), from log start ``start`` to the high
+    watermark after the last record; with ``error``, failed."""
+    records = records or []
+    high = max((r["offset"] for r in records if r.get("offset") is not None), default=start - 1) + 1
+    op = {"time_ns": at(ms), "process": "log-reader", "type": "fail" if error else "ok", "f": "log-read", "topic": topic,
+          "partition": partition, "cluster": cluster}
+    return {**op, "error": error} if error else {**op, "records": records, "log_start_offset": start, "high_watermark": high}
+
+
+def declared(process: str, role: str = "producer", *, topics: list[str] | None = None, group: str | None = None,
+             may_lose: bool = False) -> dict:
+    return {"process": process, "role": role, "topics": topics if topics is not None else [TOPIC], "group": group, "may_lose": may_lose,
+            "matches": None}
+
+
+def declare(*clients: dict, ms: float = 0) -> dict:
+    """The declare op of a run whose scenario declared ``clients`` (``declared``)."""
+    return {"time_ns": at(ms), "process": "runner", "type": "info", "f": "declare", "clients": list(clients)}
+
+
+PHASES = ("setup", "warm-up", "chaos", "heal", "recover", "drain", "final-read")
+
+
+def finished(*clients: dict, ms: float = 200_000) -> list[dict]:
+    """What makes a hand-written history a complete run (checkers/completeness.py): the clients its scenario declared and the
+    end of every phase."""
+    ends = [{"time_ns": at(ms), "process": "runner", "type": "info", "f": "phase-end", "phase": phase} for phase in PHASES]
+    return [declare(*clients), *ends]
 
 
 def client_config(process: str, client: str = "librdkafka", **config: str) -> dict:

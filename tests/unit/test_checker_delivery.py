@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from failsafe.checkers.common import CheckerOptionError
 from failsafe.checkers.delivery import check
-from tests.unit.test_checker_builders import assign, client_config, history, log_read, poll, rec, send
+from tests.unit.test_checker_builders import assign, client_config, declare, declared, history, log_read, poll, read, rec, send
 
 ASSIGN = assign("c0", [0])
 
@@ -49,25 +50,32 @@ def test_without_a_log_read_a_loss_is_unverified() -> None:
 
 
 def test_a_lossy_writers_loss_counts_but_does_not_invalidate() -> None:
-    h = history(client_config("p0", acks="1"), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
-    result = check(h, {"lossy_writers": ["p0"]})
+    ops = [client_config("p0", acks="1"), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5)]
+    result = check(history(declare(declared("p0", may_lose=True)), *ops))
     assert result["valid"] is True and result["counts"]["lost"] == 1 and result["counts"]["lost-allowed"] == 1
     assert result["by_process"]["p0"]["may_lose"] is True and result["by_process"]["p0"]["durable"] is False
-    assert check(h, {"lossy_writers": ["p1"]})["violations"] == ["lost"], "a writer the allowance does not name may not lose"
+    undeclared = check(history(declare(declared("p1", may_lose=True)), *ops))
+    assert undeclared["violations"] == ["lost"], "a writer the scenario does not declare may_lose may not lose"
 
 
 @pytest.mark.parametrize("acks", ["all", "-1"])
-def test_an_acks_all_writers_loss_is_a_violation_whatever_the_allowance_says(acks: str) -> None:
-    h = history(client_config("p0", acks=acks), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
-    result = check(h, {"lossy_writers": [".*"]})
+def test_an_acks_all_writers_loss_is_a_violation_whatever_the_declaration_says(acks: str) -> None:
+    h = history(declare(declared("p0", may_lose=True)), client_config("p0", acks=acks), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN,
+                poll("c0", [rec(0, "v1")], ms=5))
+    result = check(h)
     assert result["valid"] is False and result["violations"] == ["lost"] and result["counts"]["lost-allowed"] == 0
     assert result["by_process"]["p0"]["durable"] is True and result["by_process"]["p0"]["may_lose"] is False
 
 
+def test_a_writer_declared_may_lose_that_recorded_no_acks_is_durable() -> None:
+    h = history(declare(declared("p0", may_lose=True)), *send("p0", 1, "v1", 0), ASSIGN, poll("c0", [], ms=5))
+    assert check(h)["violations"] == ["lost"]
+
+
 def test_one_writers_allowance_does_not_cover_anothers_loss() -> None:
-    h = history(client_config("acks1", acks="1"), client_config("acksall", acks="all"),
-                *send("acks1", 1, "a1", 0), *send("acksall", 1, "b1", 1), ASSIGN, poll("c0", [], ms=5))
-    result = check(h, {"lossy_writers": ["acks1"]})
+    h = history(declare(declared("acks1", may_lose=True), declared("acksall")), client_config("acks1", acks="1"),
+                client_config("acksall", acks="all"), *send("acks1", 1, "a1", 0), *send("acksall", 1, "b1", 1), ASSIGN, poll("c0", [], ms=5))
+    result = check(h)
     assert result["counts"]["lost"] == 2 and result["counts"]["lost-allowed"] == 1 and result["violations"] == ["lost"]
 
 
@@ -76,8 +84,9 @@ def test_an_acks0_write_without_offset_counts_as_acknowledged() -> None:
     result = check(lost)
     assert result["counts"]["acknowledged-without-offset"] == 2
     assert result["valid"] is False and result["counts"]["lost"] == 1
-    read = history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
-    assert check(read)["valid"] is True
+    consumed = history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
+    assert check(consumed)["valid"] == "unknown", "read, but its partition never read back at the end: unverified"
+    assert check(history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")])))["valid"] is True
 
 
 def test_one_value_at_two_offsets_is_a_duplicate() -> None:
@@ -89,7 +98,8 @@ def test_one_value_at_two_offsets_is_a_duplicate() -> None:
         "topic": "t", "value": "v1", "partition": [0, 0], "offset": [0, 1], "process": "p0", "id": 1, "outcome": "ok",
         "acked_partition": 0, "acked_offset": 0, "other_copies": [{"partition": 0, "offset": 1}],
     }]
-    assert check(h, {"allow_duplicates": True})["valid"] is True
+    with pytest.raises(CheckerOptionError):
+        check(h, {"allow_duplicates": True})
 
 
 def test_duplicates_are_split_by_whether_their_send_was_acknowledged() -> None:
@@ -174,15 +184,15 @@ def test_unknown_writes_are_recovered_or_not_and_neither_invalidates() -> None:
 
 
 def test_by_process_breaks_outcomes_down_per_producer() -> None:
-    h = history(
+    ops = [
         *send("p0", 1, "v1", 0),
         *send("p0", 2, "v2", 1),
         *send("p1", 3, "v3", None, outcome="fail"),
         *send("p1", 4, "v4", None, outcome="info"),
         ASSIGN,
         poll("c0", [rec(0, "v1"), rec(2, "v4")], ms=5),
-    )
-    assert check(h, {"lossy_writers": ["p0"]})["by_process"] == {
+    ]
+    assert check(history(declare(declared("p0", may_lose=True)), client_config("p0", acks="0"), *ops))["by_process"] == {
         "p0": {"acknowledged": 2, "lost": 1, "lost-after-read": 0, "failed": 0, "unknown": 0, "recovered": 0, "durable": False, "may_lose": True},
         "p1": {"acknowledged": 0, "lost": 0, "lost-after-read": 0, "failed": 1, "unknown": 1, "recovered": 1, "durable": False,
                "may_lose": False},
@@ -199,9 +209,18 @@ def test_an_empty_history_is_valid() -> None:
     assert result["valid"] is True and result["by_process"] == {}
 
 
-def test_an_empty_partition_of_a_logged_topic_was_read_by_the_log_reader() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]))
+def test_an_empty_partition_read_completely_holds_nothing() -> None:
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")]),
+                read(1))
     assert check(h)["counts"]["lost-not-in-log"] == 1
+
+
+def test_a_partition_the_final_read_never_named_is_not_read() -> None:
+    """Hole 2's other half: that another partition of its topic is in the log says nothing of this one."""
+    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+                read(0, [rec(0, "v1")]))
+    result = check(h)
+    assert result["counts"]["lost-after-read-unverified"] == 1 and result["valid"] == "unknown"
 
 
 def test_a_partition_the_log_reader_could_not_read_is_unverified() -> None:
@@ -211,7 +230,7 @@ def test_a_partition_the_log_reader_could_not_read_is_unverified() -> None:
 
 
 def test_a_read_without_value_still_proves_its_offset_was_read() -> None:
-    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, None)], ms=5))
+    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, None)], ms=5), read(0, [rec(0, "v1")]))
     assert check(h)["valid"] is True
 
 
@@ -225,9 +244,10 @@ def test_a_write_read_and_then_gone_from_the_log_is_lost_after_read() -> None:
     assert result["counts"]["lost-after-read"] == 1 and result["counts"]["lost"] == 0
     (example,) = result["examples"]["lost-after-read"]
     assert (example["value"], example["offset"], example["log_value"]) == ("v2", 1, "v3")
-    assert check(h, {"lossy_writers": ["p0"]})["violations"] == ["inconsistent-offsets"]
-    durable = history(client_config("p0", acks="all"), *ops)
-    assert "lost-after-read" in check(durable, {"lossy_writers": ["p0"]})["violations"], "read, then truncated: lost, for acks=all"
+    lossy = history(declare(declared("p0", may_lose=True)), client_config("p0", acks="1"), *ops)
+    assert check(lossy)["violations"] == ["inconsistent-offsets"]
+    durable = history(declare(declared("p0", may_lose=True)), client_config("p0", acks="all"), *ops)
+    assert "lost-after-read" in check(durable)["violations"], "read, then truncated: lost, for acks=all"
 
 
 def test_a_read_write_is_not_lost_after_read_without_a_log_read_of_its_partition() -> None:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import pytest
+
+from failsafe.checkers.common import CheckerOptionError
 from failsafe.checkers.order import check
-from tests.unit.test_checker_builders import assign, history, log_read, poll, rec, revoke, send
+from tests.unit.test_checker_builders import assign, client_config, history, log_read, poll, rec, revoke, send
 
 
 def _reads(*offsets: int, key: str | None = None) -> list[dict]:
@@ -84,10 +87,13 @@ def test_acknowledged_offsets_going_back_is_a_nonmonotonic_send() -> None:
     assert (example["previous_id"], example["previous_offset"], example["id"], example["offset"]) == (1, 5, 2, 3)
 
 
-def test_nonmonotonic_send_only_for_idempotent_producers() -> None:
-    h = history(*send("p0", 1, "v1", 5), *send("p0", 2, "v2", 3), *send("p1", 3, "v3", 7), *send("p1", 4, "v4", 6))
-    assert check(h, {"idempotent_producers": ["p1"]})["counts"]["nonmonotonic-send"] == 1
-    assert check(h, {"idempotent_producers": []})["valid"] is True
+def test_nonmonotonic_send_is_judged_of_every_producer_but_those_that_recorded_no_idempotence() -> None:
+    ops = [*send("p0", 1, "v1", 5), *send("p0", 2, "v2", 3), *send("p1", 3, "v3", 7), *send("p1", 4, "v4", 6)]
+    assert check(history(*ops))["counts"]["nonmonotonic-send"] == 2, "nothing recorded: judged"
+    result = check(history(client_config("p0", enable_idempotence="false"), client_config("p1", enable_idempotence="true"), *ops))
+    assert result["counts"]["nonmonotonic-send"] == 1 and result["counts"]["nonmonotonic-send-non-idempotent"] == 1
+    with pytest.raises(CheckerOptionError):
+        check(history(*ops), {"idempotent_producers": []})  # an option never excuses
 
 
 def test_sends_to_different_partitions_are_independent() -> None:

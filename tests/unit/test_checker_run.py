@@ -3,9 +3,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from failsafe.checkers import CHECKERS, combine_validity, run_checkers
+from failsafe.checkers import ALWAYS, CHECKERS, combine_validity, run_checkers, with_always
+from failsafe.scenarios.kinds import kind_named
 from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
-from tests.unit.test_checker_builders import assign, client_event, fault, history, log_read, poll, rec, send, topology
+from tests.unit.test_checker_builders import assign, client_event, declared, fault, finished, history, log_read, poll, rec, send, topology
 
 
 def _busy_history():
@@ -27,6 +28,7 @@ def _busy_history():
         poll("c0", [rec(1, "d")], ms=80),
         log_read([rec(0, "a", key="k"), rec(1, "d")]),
         log_read([rec(0, "b", partition=1)]),
+        finished(declared("p0"), declared("c0", "consumer", group="g"), declared("c1", "consumer", group="g")),
     )
 
 
@@ -35,9 +37,16 @@ def test_the_checkers_are_named() -> None:
     assert set(LAB_CHECKERS) < set(CHECKERS)
 
 
+def test_every_kind_is_judged_by_the_checkers_every_run_gets_first() -> None:
+    assert ALWAYS == ("completeness", "durability", "clients")
+    for name in ("lab", "txn", "share", "dr", "pipeline"):
+        assert kind_named(name).checkers[:3] == ALWAYS, name
+    assert with_always(["delivery", "durability"]) == (*ALWAYS, "delivery")
+
+
 def test_every_checker_runs_and_its_result_is_json() -> None:
     results = run_checkers(_busy_history(), None, LAB_CHECKERS)
-    assert set(results) == set(LAB_CHECKERS)
+    assert set(results) == set(LAB_CHECKERS) | set(ALWAYS)
     for name, result in results.items():
         assert result["valid"] is True, (name, result)
         assert set(result) >= {"valid", "counts", "examples"}
@@ -48,19 +57,20 @@ def test_every_checker_runs_and_its_result_is_json() -> None:
 def test_a_checker_that_raises_is_unknown_and_the_others_still_run() -> None:
     results = run_checkers(_busy_history(), {"delivery": {"allow_duplicates": "yes"}, "order": {"no_such_option": 1}}, LAB_CHECKERS)
     assert results["delivery"]["valid"] == "unknown"
-    assert results["delivery"]["error"].startswith("CheckerOptionError: delivery: option 'allow_duplicates'")
+    assert results["delivery"]["error"].startswith("CheckerOptionError: delivery: unknown option(s) ['allow_duplicates']")
     assert results["order"]["valid"] == "unknown" and "no_such_option" in results["order"]["error"]
     assert results["semantics"]["valid"] is True
 
 
 def test_only_the_named_checkers_run() -> None:
-    assert list(run_checkers(history(), None, ["order", "delivery"])) == ["order", "delivery"]
+    assert list(run_checkers(history(), None, ["order", "delivery"])) == [*ALWAYS, "order", "delivery"]
     with pytest.raises(ValueError, match="no checker of the history named"):
         run_checkers(history(), None, ["nope"])
 
 
-def test_every_checker_works_on_an_empty_history() -> None:
-    assert {name: result["valid"] for name, result in run_checkers(history(), None, LAB_CHECKERS).items()} == dict.fromkeys(LAB_CHECKERS, True)
+def test_every_checker_works_on_an_empty_history_which_is_unknown() -> None:
+    results = {name: result["valid"] for name, result in run_checkers(history(), None, LAB_CHECKERS).items()}
+    assert results == {**dict.fromkeys(LAB_CHECKERS, True), "completeness": "unknown", "durability": True, "clients": True}
 
 
 @pytest.mark.parametrize(

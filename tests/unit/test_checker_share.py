@@ -29,6 +29,16 @@ def ack(process: str, offsets: list[int], kind: str = "accept", *, ms: float, ty
 WRITES = [send("p", i, f"v{i}", i, ms=i) for i in range(3)]
 
 
+def settings(lock_ms: int = 30_000, limit: int = 5, reset: str = "earliest", group: str = GROUP) -> dict:
+    """The group's configs as the share kind records them when the cluster describes them (a group-config op)."""
+    return {"time_ns": at(0), "process": "runner", "type": "info", "f": "group-config", "group": group,
+            "config": [{"name": "share.record.lock.duration.ms", "value": str(lock_ms)}, {"name": "share.delivery.count.limit", "value": str(limit)},
+                       {"name": "share.auto.offset.reset", "value": reset}]}
+
+
+DEFAULTS = settings()
+
+
 def test_every_write_accepted_once_is_valid() -> None:
     result = check(history(*WRITES, acquire("s0", [0, 1], ms=100), ack("s0", [0, 1], ms=110), acquire("s1", [2], ms=120),
                            ack("s1", [2], ms=130)))
@@ -76,7 +86,7 @@ def test_a_redelivery_with_no_reason_is_unexplained() -> None:
 
 
 def test_redeliveries_after_a_lock_expiry_a_kill_and_a_release_are_explained() -> None:
-    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100),
+    h = history(DEFAULTS, *WRITES, acquire("s0", [0, 1, 2], ms=100),
                 # s0 releases 0, holds 1 past the 30 s lock, and is killed holding 2 (more than the 10 s a stop is allowed to lag after 1's
     # redelivery: its kill does not explain that one).
                 ack("s0", [0], "release", ms=110), acquire("s1", [0], ms=200, count=2), ack("s1", [0], ms=210),
@@ -105,10 +115,13 @@ def test_an_accept_with_no_answer_is_neither_lost_nor_accepted() -> None:
     assert result["valid"] is True and result["counts"]["unknown-acks"] == 1 and result["counts"]["lost"] == 0
 
 
-def test_a_group_that_started_late_is_judged_from_its_first_delivery_when_asked() -> None:
-    h = history(*WRITES, acquire("s0", [1, 2], ms=100), ack("s0", [1, 2], ms=110))
-    assert check(h)["counts"]["lost-never-delivered"] == 1
-    assert check(h, {"from_first_delivered": True})["valid"] is True
+def test_a_group_that_started_at_latest_is_judged_from_its_first_delivery() -> None:
+    ops = [*WRITES, acquire("s0", [1, 2], ms=100), ack("s0", [1, 2], ms=110)]
+    assert check(history(*ops))["counts"]["lost-never-delivered"] == 1, "unrecorded: every write is judged"
+    assert check(history(settings(reset="earliest"), *ops))["counts"]["lost-never-delivered"] == 1
+    assert check(history(settings(reset="latest"), *ops))["valid"] is True
+    with pytest.raises(CheckerOptionError):
+        check(history(*ops), {"from_first_delivered": True})
 
 
 def test_a_redelivery_after_a_leader_change_is_explained() -> None:
@@ -126,10 +139,9 @@ def test_unknown_delivery_counts_and_bad_options() -> None:
     h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100, count=0), ack("s0", [0, 2], ms=110), ack("s0", [1], "release", ms=120),
                 acquire("s1", [1], ms=200, count=0), ack("s1", [1], ms=210))
     assert check(h)["valid"] is True
-    with pytest.raises(CheckerOptionError):
-        check(h, {"lock_duration_ms": None})
-    with pytest.raises(CheckerOptionError):
-        check(h, {"lock_duration_ms": 1000, "lock_slack_ms": 2000})
+    for option in ({"lock_duration_ms": 15_000}, {"lock_slack_ms": 2000}, {"delivery_count_limit": 1}, {"groups": [GROUP]}, {"lossy_writers": [".*"]}):
+        with pytest.raises(CheckerOptionError):
+            check(h, option)  # the group's settings come from the history, never from an option
 
 
 def test_a_crash_of_the_holder_and_a_skipped_delivery_count() -> None:
@@ -143,10 +155,11 @@ def test_records_delivered_to_the_limit_are_archived_not_lost() -> None:
     ops = [*WRITES, acquire("s0", [0, 1], ms=10), ack("s0", [0, 1], ms=11)]
     for n in range(1, 6):
         ops += [acquire(f"s{n}", [2], ms=n * 100, count=n), ack(f"s{n}", [2], "release", ms=n * 100 + 5)]
-    result = check(history(*ops), {"delivery_count_limit": 5})
+    result = check(history(settings(limit=5), *ops))
     assert result["valid"] is True and result["counts"]["archived-at-limit"] == 1
     assert result["examples"]["archived-at-limit"][0]["delivery_count"] == 5
-    assert check(history(*ops), {"delivery_count_limit": 6})["violations"] == ["lost"]
+    assert check(history(settings(limit=6), *ops))["violations"] == ["lost"]
+    assert check(history(*ops))["violations"] == ["lost"], "unrecorded: judged by the highest limit Kafka allows (10)"
 
 
 def test_a_rejected_record_is_archived_and_a_node_fault_explains_a_redelivery() -> None:
@@ -177,9 +190,8 @@ def test_the_delivery_checker_counts_a_write_a_share_group_acquired_as_read() ->
 def test_a_stale_accept_taken_after_the_lock_expired_is_flagged_and_the_redelivery_still_explained() -> None:
     # Seen on Kafka 4.3.1 (share-consumer-paused): s0 froze holding record 1, its lock ran out, s1 got it and accepted it,
     # then s0 woke and its accept of the old delivery was answered with no error.
-    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), acquire("s1", [1], ms=16_000, count=2),
-                ack("s1", [1], ms=16_100), ack("s0", [1], ms=26_000))
-    result = check(h, {"lock_duration_ms": 15_000})
+    result = check(history(settings(lock_ms=15_000), *WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110),
+                           acquire("s1", [1], ms=16_000, count=2), ack("s1", [1], ms=16_100), ack("s0", [1], ms=26_000)))
     assert set(result["violations"]) == {"accepted-twice", "redelivered-after-ack"}
     assert result["counts"]["redeliveries-lock-expired"] == 1 and result["counts"]["unexplained-redelivery"] == 0
     assert result["examples"]["accepted-twice"][0]["process"] == "s0"
@@ -187,18 +199,18 @@ def test_a_stale_accept_taken_after_the_lock_expired_is_flagged_and_the_redelive
 
 def test_a_frozen_holders_records_came_back_because_their_lock_ran_out() -> None:
     frozen = fault(1, start_ms=150, stop_ms=25_000, nodes=["s0"], fault_name="pause-consumer", target="consumer")
-    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *frozen, acquire("s1", [1], ms=15_200, count=2),
-                ack("s1", [1], ms=15_300))
-    result = check(h, {"lock_duration_ms": 15_000})
+    h = history(settings(lock_ms=15_000), *WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *frozen,
+                acquire("s1", [1], ms=15_200, count=2), ack("s1", [1], ms=15_300))
+    result = check(h)
     assert result["valid"] is True and result["counts"]["redeliveries-lock-expired"] == 1
     killed = fault(1, start_ms=150, stop_ms=None, nodes=["s0"], fault_name="kill-consumer", target="consumer")
-    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *killed, acquire("s1", [1], ms=600, count=2),
-                ack("s1", [1], ms=700))
-    assert check(h, {"lock_duration_ms": 15_000})["counts"]["redeliveries-holder-stopped"] == 1
+    h = history(settings(lock_ms=15_000), *WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *killed,
+                acquire("s1", [1], ms=600, count=2), ack("s1", [1], ms=700))
+    assert check(h)["counts"]["redeliveries-holder-stopped"] == 1
 
 
 def test_a_redelivery_after_the_lock_is_lock_expired_even_if_its_holder_closed_soon_after() -> None:
     frozen = fault(1, start_ms=150, stop_ms=18_000, nodes=["s0"], fault_name="pause-consumer", target="consumer")
-    h = history(*WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *frozen, acquire("s1", [1], ms=15_200, count=2),
-                ack("s1", [1], ms=15_300), client_event("close", "s0", ms=18_800))
-    assert check(h, {"lock_duration_ms": 15_000})["counts"]["redeliveries-lock-expired"] == 1
+    h = history(settings(lock_ms=15_000), *WRITES, acquire("s0", [0, 1, 2], ms=100), ack("s0", [0, 2], ms=110), *frozen,
+                acquire("s1", [1], ms=15_200, count=2), ack("s1", [1], ms=15_300), client_event("close", "s0", ms=18_800))
+    assert check(h)["counts"]["redeliveries-lock-expired"] == 1

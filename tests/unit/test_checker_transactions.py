@@ -9,7 +9,6 @@ ms sends its writes at ms + 1, ms + 2, ..., asks for its end at ms + 10 and comp
 from __future__ import annotations
 
 import itertools
-import re
 
 import pytest
 from hypothesis import assume, given, settings
@@ -18,9 +17,9 @@ from hypothesis import strategies as st
 from failsafe.checkers import CHECKERS, LOSS_VIOLATIONS
 from failsafe.checkers import check_options as checker_options
 from failsafe.checkers.common import CheckerOptionError
-from failsafe.checkers.transactions import TXN_ANOMALIES_LIMIT, VIOLATIONS, check, check_options
+from failsafe.checkers.transactions import TXN_ANOMALIES_LIMIT, VIOLATIONS, check
 from failsafe.history.model import History
-from tests.unit.test_checker_builders import at, client_config, history, log_read, poll, rec, send
+from tests.unit.test_checker_builders import at, client_config, history, log_read, poll, read, rec, send
 
 _ids = itertools.count(1)
 
@@ -79,7 +78,7 @@ def test_a_clean_history_of_committed_and_aborted_transactions_is_valid() -> Non
 
 def test_the_checker_is_registered_and_its_lost_write_is_a_loss() -> None:
     info = CHECKERS["transactions"]
-    assert info.check is check and info.violations == VIOLATIONS and info.check_options is check_options
+    assert info.check is check and info.violations == VIOLATIONS
     assert "transactions.lost-write" in LOSS_VIOLATIONS
     assert set(VIOLATIONS) == {"aborted-read", "precommitted-read", "lost-write", "torn-transaction", "intermediate-read", "duplicate", "G1c"}
 
@@ -229,10 +228,18 @@ def test_a_transaction_whole_in_the_log_or_whole_out_of_it_is_not_torn() -> None
     assert result["valid"] is True and result["counts"]["torn-transaction"] == 0
 
 
-def test_a_failed_send_is_not_what_tears_a_transaction() -> None:
+def test_a_committed_transaction_whose_failed_write_is_absent_is_torn() -> None:
+    """Hole 8: Kafka refuses to commit a transaction one of whose writes failed; a commit that went through without it is torn."""
     result = check(story(*txn("p1", 1, [w("c1", 5), w("c2", None, 1, outcome="fail")], ms=50),
                          log=log_read([rec(0, "v1"), rec(3, "v3"), rec(5, "c1"), rec(0, "v2", 1)])))
-    assert result["valid"] is True and result["counts"]["torn-transaction"] == 0
+    assert result["valid"] is False and result["violations"] == ["torn-transaction"]
+    assert result["counts"]["committed-with-failed-write-absent"] == 1
+
+
+def test_a_failed_send_of_an_aborted_transaction_tears_nothing() -> None:
+    result = check(story(*txn("p1", 1, [w("c1", 5), w("c2", None, 1, outcome="fail")], ms=50, end="abort", outcome="fail"),
+                         log=log_read([rec(0, "v1"), rec(3, "v3"), rec(0, "v2", 1)])))
+    assert result["counts"]["torn-transaction"] == 0
 
 
 # -- intermediate-read ----------------------------------------------------------------------------
@@ -359,13 +366,13 @@ def test_with_ww_deps_an_interleaving_is_a_g0_count_never_a_violation() -> None:
     assert check(h)["counts"]["G0"] == 0, "without ww_deps there are no ww edges"
 
 
-def test_with_ww_deps_a_write_write_then_read_cycle_is_g1c_counted_and_allowed() -> None:
+def test_with_ww_deps_a_write_write_then_read_cycle_is_counted_never_judged() -> None:
     # t1's x precedes t2's y in t-7; t1 (a worker) then reads t2's z, committed by then: t1 <ww t2 <wr t1, nothing read early.
     h = story(*txn("t1", 1, [w("x", 0, 7)], ms=25, took=30), *txn("t2", 1, [w("y", 1, 7), w("z", 0, 8)], ms=30), into("t1", 1, [rec(0, "z", 8)], ms=42),
               log=log_read([rec(0, "v1"), rec(3, "v3"), rec(0, "v2", 1), rec(0, "x", 7), rec(1, "y", 7), rec(0, "z", 8)]))
     with_ww = check(h, {"ww_deps": True})
-    assert with_ww["valid"] is True and with_ww["counts"]["G1c"] == 1 and with_ww["violations"] == []
-    cycle = with_ww["examples"]["G1c"][0]
+    assert with_ww["valid"] is True and with_ww["counts"]["G1c-with-ww"] == 1 and with_ww["counts"]["G1c"] == 0 and with_ww["violations"] == []
+    cycle = with_ww["examples"]["G1c-with-ww"][0]
     assert cycle["txns"] == [{"process": "t2", "txn": 1}, {"process": "t1", "txn": 1}]
     assert [(e["type"], e["value"]) for e in cycle["edges"]] == [("wr", "z"), ("ww", "x")]
     without = check(h)
@@ -373,29 +380,20 @@ def test_with_ww_deps_a_write_write_then_read_cycle_is_g1c_counted_and_allowed()
 
 
 # -- options --------------------------------------------------------------------------------------
-def test_an_allowed_violation_is_counted_not_a_violation() -> None:
-    result = check(story(poll("c1", [rec(1, "a1")], ms=60)), {"allow": ["aborted-read"]})
-    assert result["valid"] is True and result["counts"]["aborted-read"] == 1 and result["violations"] == []
-    assert check(_crossed(read_ms=55), {"allow": ["G1c", "precommitted-read"]})["valid"] is True
-
-
-@pytest.mark.parametrize(("allow", "words"), [(["lost-write"], "may not name ['lost-write']"), (["G0"], "not violations of this checker"),
-                                              (["lost"], "not violations of this checker")])
-def test_allow_refuses_lost_write_and_names_it_does_not_know(allow: list[str], words: str) -> None:
-    with pytest.raises(CheckerOptionError, match=re.escape(words)):
-        check_options({"allow": allow})
+@pytest.mark.parametrize("allow", [["aborted-read"], ["G1c", "precommitted-read"], ["lost-write"]])
+def test_no_option_allows_a_violation(allow: list[str]) -> None:
+    """Hole 6: allow turned a real G1a into VALID; a behaviour a scenario expects is a cited [[known]] entry instead."""
+    with pytest.raises(CheckerOptionError):
+        check(story(poll("c1", [rec(1, "a1")], ms=60)), {"allow": allow})
     with pytest.raises(CheckerOptionError):
         checker_options("transactions", {"allow": allow})
-    with pytest.raises(CheckerOptionError):
-        check(story(), {"allow": allow})
 
 
-def test_options_have_their_types() -> None:
+def test_ww_deps_measures_and_a_write_read_cycle_stays_a_violation_with_it() -> None:
     with pytest.raises(CheckerOptionError):
-        check_options({"ww_deps": "yes"})
-    with pytest.raises(CheckerOptionError):
-        check_options({"allow": "aborted-read"})
-    check_options({"ww_deps": True, "allow": ["G1c", "duplicate"]})
+        checker_options("transactions", {"ww_deps": "yes"})
+    crossed = check(_crossed(read_ms=55), {"ww_deps": True})
+    assert crossed["counts"]["G1c"] >= 1 and "G1c" in crossed["violations"] and crossed["valid"] is False
 
 
 def test_txn_anomalies_are_capped() -> None:
@@ -455,7 +453,8 @@ def test_a_committed_write_dropped_from_the_log_is_a_lost_write(run: tuple[list[
     dropped = data.draw(st.sampled_from(committed))
     kept = [record for record in kept if record["value"] != dropped]
     assume(kept)  # with nothing of the topic left in the log, nothing shows it was read
-    result = check(history(*ops, log_read(kept)))
+    reads = [read(p, [r for r in log if r["value"] != dropped]) for p, log in logs.items()]
+    result = check(history(*ops, *reads))
     assert result["valid"] is False and "lost-write" in result["violations"]
     assert set(result["violations"]) <= {"lost-write", "torn-transaction"}
     assert result["counts"]["lost-write"] == 1 and result["examples"]["lost-write"][0]["value"] == dropped

@@ -205,16 +205,18 @@ def console(tmp_path: Path) -> tuple[TestClient, Path]:
 
 def test_the_api_serves_a_runs_rebalances_and_share_groups(console: tuple[TestClient, Path]) -> None:
     client, runs = console
-    ops = _flat(*_configs(partition_assignment_strategy="cooperative-sticky"), *SURVIVOR_REVOKED, *SHARE)
+    lock = {"time_ns": 1, "process": "runner", "type": "info", "f": "group-config", "group": "sg",
+            "config": [{"name": "share.record.lock.duration.ms", "value": "5"}]}
+    ops = _flat(*_configs(partition_assignment_strategy="cooperative-sticky"), *SURVIVOR_REVOKED, *SHARE, lock)
     # The scenario still running: its last line half-written.
-    _write_run(runs, ops, tail=b'{"time_ns": 5, "proc', scenario_json={"checkers": {"share": {"lock_duration_ms": 5}}})
+    _write_run(runs, ops, tail=b'{"time_ns": 5, "proc')
     rebalances = client.get(f"/api/runs/s/{STAMP}/rebalances")
     assert rebalances.status_code == 200
     body = rebalances.json()
     assert (body["id"], body["source"], body["violations"]) == (f"s/{STAMP}", "history", ["survivors-interrupted"])
     assert [r["kind"] for r in body["groups"][0]["rebalances"]] == ["joined", "joined", "left", "joined"]
     shares = client.get(f"/api/runs/s/{STAMP}/share-groups").json()
-    # The scenario's 5 ms lock: as of its last op (9 s) every record's lock has run out.
+    # The 5 ms lock the run recorded for its group: as of its last op (9 s) every record's lock has run out.
     assert shares["lock_duration_ms"] == 5 and [(g["group"], g["acquired"], g["in_flight"]) for g in shares["groups"]] == [("other", 1, 0), ("sg", 8, 0)]
     assert client.get(f"/api/runs/s/{STAMP}/rebalances", headers={"X-Failsafe-Token": "wrong"}).status_code == 401
 

@@ -149,13 +149,19 @@ def test_a_mirrored_write_the_group_never_read_is_skipped() -> None:
 
 def test_a_skipped_write_counts_against_its_writer_and_only_an_acks_all_one_is_never_allowed() -> None:
     reads = ON_PRIMARY + [read("member-0@backup", "v3", 3, 200, topic="primary.t"), read("member-0@backup", "w0", 0, 210)]
-    lossy = check(failover(reads=reads), {"lossy_writers": ["producer(@.*)?"]})
+    declared = pl.DataFrame([{"time_ns": 0, "process": "producer@primary", "role": "producer", "topics": ["t"], "group": None, "may_lose": True,
+                              "matches": r"producer(-s\d+)?@[^@]+"}], schema=FRAME_SCHEMAS["declared"])
+
+    def clients(acks: str) -> pl.DataFrame:
+        return pl.DataFrame([{"process": "producer@primary", "time_ns": 0, "client": "librdkafka", "client_version": "2.12.0",
+                              "config": [{"name": "acks", "value": acks}], "log": None}], schema=FRAME_SCHEMAS["clients"])
+
+    lossy = check(replace(failover(reads=reads), declared=declared, clients=clients("1")))
     assert lossy["valid"] is True and lossy["counts"]["skipped"] == lossy["counts"]["skipped-allowed"] == 1
-    clients = pl.DataFrame([{"process": "producer@primary", "time_ns": 0, "client": "librdkafka", "client_version": "2.12.0",
-                             "config": [{"name": "acks", "value": "all"}], "log": None}], schema=FRAME_SCHEMAS["clients"])
-    durable = replace(failover(reads=reads), clients=clients)
-    r = check(durable, {"lossy_writers": ["producer(@.*)?"]})
+    r = check(replace(failover(reads=reads), declared=declared, clients=clients("all")))
     assert r["valid"] is False and r["violations"] == ["skipped"] and r["counts"]["skipped-allowed"] == 0
+    with pytest.raises(CheckerOptionError):
+        check(failover(reads=reads), {"lossy_writers": [".*"]})
 
 
 def test_every_group_must_read_every_mirrored_write() -> None:

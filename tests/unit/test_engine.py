@@ -149,6 +149,9 @@ class FakeWorkload:
     def drain(self, ctx) -> None:
         self._hook("drain")
 
+    def final_read(self, ctx) -> None:
+        self._hook("final_read")
+
     def stop(self) -> None:
         self.calls.append("stop")
 
@@ -205,6 +208,9 @@ class FakeScenario:
 
     def manifest(self) -> dict:
         return {}
+
+    def declared_clients(self) -> list[dict]:
+        return []
 
 
 # What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
@@ -316,13 +322,25 @@ def test_the_phases_run_in_order_and_a_scheduled_undo_happens_in_chaos(tmp_path:
     run_scenario(engine)
     phases = _ops(engine, "phase")
     assert [p["phase"] for p in phases] == [str(p) for p in Phase]
-    assert workload.calls == ["setup", "start", "end_chaos", "drain", "stop"]
+    assert workload.calls == ["setup", "start", "end_chaos", "drain", "final_read", "stop"]
+    # Each phase's end is recorded once its work is done, and the clients the scenario declares once, at setup.
+    assert [p["phase"] for p in _ops(engine, "phase-end")] == [str(p) for p in Phase]
+    assert len(_ops(engine, "declare")) == 1
     (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
     assert stop["time_ns"] - start["time_ns"] >= 20_000_000
     assert stop["time_ns"] < next(p["time_ns"] for p in phases if p["phase"] == "heal")
     assert engine.sampler.stopped and engine.recorder._closed.is_set()
     # The run leaves the columnar copy of its history: its check (and every later one) reads it, not the JSON.
     assert engine.recorder.copy_written and read_frames(engine.run_dir.history_path) is not None
+
+
+def test_a_phase_that_raises_records_no_end_and_the_phases_after_it_never_start(tmp_path: Path) -> None:
+    workload = FakeWorkload(fail_in="drain")
+    engine = _engine(tmp_path, (), workload=workload)
+    with pytest.raises(WorkloadFailed):
+        run_scenario(engine)
+    ended = [p["phase"] for p in _ops(engine, "phase-end")]
+    assert ended == ["setup", "warm-up", "chaos", "heal", "recover"] and "final_read" not in workload.calls
 
 
 class BlockedRestartCluster(FakeCluster):

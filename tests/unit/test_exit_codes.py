@@ -14,13 +14,15 @@ import orjson
 import pytest
 
 from tests.helpers import free_port_block, run_cli
-from tests.unit.test_checker_builders import assign, client_config, fault, poll, rec, send
+from tests.unit.test_checker_builders import assign, client_config, declared, fault, finished, poll, read, rec, send
 
 SCENARIO = {"kind": "lab", "name": "stored", "topics": [{"name": "t", "partitions": 1, "replication_factor": 1}],
             "producers": [{"name": "p0", "topic": "t"}], "consumers": [{"name": "c", "topics": ["t"], "group": "g"}]}
 KNOWN = {"anomaly": "delivery.duplicate-acknowledged", "client": "librdkafka", "reference": "https://github.com/confluentinc/librdkafka/issues/4953",
          "when": {"enable.idempotence": "true"}}
 PRODUCER = client_config("p0", acks="all", enable_idempotence="true")
+# What makes a hand-written run complete: SCENARIO's clients declared, every phase ended.
+COMPLETE = finished(declared("p0"), declared("c-0", "consumer", group="g"))
 
 
 def _run_dir(tmp_path: Path, ops: list, scenario: dict = SCENARIO) -> Path:
@@ -39,24 +41,40 @@ def _check(run: Path) -> int:
 
 
 def test_valid_is_0(tmp_path: Path) -> None:
-    assert _check(_run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)])) == 0
+    assert _check(_run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5),
+                                      read(0, [rec(0, "v1")]), COMPLETE])) == 0
 
 
 def test_invalid_is_1(tmp_path: Path) -> None:
-    lost = [PRODUCER, send("p0", 1, "v1", 0), send("p0", 2, "v2", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)]
+    lost = [PRODUCER, send("p0", 1, "v1", 0), send("p0", 2, "v2", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5),
+            read(0, [rec(0, "v1")]), COMPLETE]
     assert _check(_run_dir(tmp_path, lost)) == 1
 
 
 def test_unknown_is_3(tmp_path: Path) -> None:
     # A broker fault and acknowledged writes, but no topology sample: availability cannot decide.
     undecided = [PRODUCER, send("p0", 1, "v1", 0), fault(1, start_ms=10, stop_ms=20, nodes=[0]), assign("c-0", [0]),
-                 poll("c-0", [rec(0, "v1")], ms=5)]
+                 poll("c-0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")]), COMPLETE]
     assert _check(_run_dir(tmp_path, undecided)) == 3
+
+
+def test_a_run_that_did_not_finish_is_3_whatever_it_found(tmp_path: Path) -> None:
+    """Hole 3: a history cut before the final read, or empty, is UNKNOWN, never VALID; so is one cut after a violation."""
+    cut = [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)]
+    assert _check(_run_dir(tmp_path / "cut", cut)) == 3
+    assert _check(_run_dir(tmp_path / "empty", [])) == 3
+    lost = [PRODUCER, send("p0", 1, "v1", 0), send("p0", 2, "v2", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5),
+            read(0, [rec(0, "v1")]), COMPLETE[:-1]]
+    run = _run_dir(tmp_path / "lost", lost)
+    assert _check(run) == 3
+    results = json.loads((run / "results.json").read_text())
+    assert "final-read phase never ended" in results["incomplete"] and results["checkers"]["durability"]["valid"] is False
 
 
 def test_known_is_4(tmp_path: Path) -> None:
     # v1 written twice, both copies read; the entry is of librdkafka's idempotent producer, which p0 ran as.
-    twice = [PRODUCER, send("p0", 1, "v1", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1"), rec(1, "v1")], ms=5)]
+    twice = [PRODUCER, send("p0", 1, "v1", 1), assign("c-0", [0]), poll("c-0", [rec(0, "v1"), rec(1, "v1")], ms=5),
+             read(0, [rec(0, "v1"), rec(1, "v1")]), COMPLETE]
     run = _run_dir(tmp_path, twice, {**SCENARIO, "known": [KNOWN]})
     assert _check(run) == 4
     assert json.loads((run / "results.json").read_text())["verdict"] == "KNOWN"
@@ -94,21 +112,27 @@ def test_the_contract_is_in_failsafe_help() -> None:
         assert line in text
 
 
-def test_a_run_stored_with_a_checker_wide_allow_loss_is_still_checked(tmp_path: Path) -> None:
-    """acks-matrix and leader-isolated runs stored before loss was allowed by writer: their acks=1 writer may lose, and only it."""
+def test_a_run_stored_with_retired_options_is_judged_not_refused(tmp_path: Path) -> None:
+    """Runs stored before loss was allowed by writer ([checkers.delivery] allow_loss) or before options stopped excusing
+    (idempotent_producers, allow, lossy_writers): their scenario still parses, the options are dropped, and a history
+    recorded before runs recorded their phase ends is UNKNOWN."""
     legacy = {**SCENARIO, "producers": [{"name": "p0", "topic": "t", "acks": "1"}, {"name": "p1", "topic": "t", "acks": "all"}],
-              "checkers": {"delivery": {"allow_loss": True}, "semantics": {"allow_loss": True}}}
+              "checkers": {"delivery": {"allow_loss": True}, "semantics": {"allow_loss": True}, "order": {"idempotent_producers": []}}}
     acks1 = client_config("p0", acks="1")
     lost_by_acks1 = [acks1, PRODUCER | {"process": "p1"}, send("p0", 1, "a1", 0), send("p0", 2, "a2", 1), assign("c-0", [0]),
                      poll("c-0", [rec(0, "a1")], ms=5)]
-    assert _check(_run_dir(tmp_path / "one", lost_by_acks1, legacy)) == 0
-    lost_by_acksall = [acks1, PRODUCER | {"process": "p1"}, send("p1", 1, "b1", 0), send("p1", 2, "b2", 1), assign("c-0", [0]),
-                       poll("c-0", [rec(0, "b1")], ms=5)]
-    assert _check(_run_dir(tmp_path / "all", lost_by_acksall, legacy)) == 1
+    assert _check(_run_dir(tmp_path / "one", lost_by_acks1, legacy)) == 3
+    # Recorded today: the acks=1 writer declared may_lose may lose, the acks=all one never.
+    today = [acks1, PRODUCER | {"process": "p1"}, read(0, [rec(0, "a1"), rec(1, "b1")]), assign("c-0", [0]),
+             poll("c-0", [rec(0, "a1"), rec(1, "b1")], ms=5),
+             finished(declared("p0", may_lose=True), declared("p1"), declared("c-0", "consumer", group="g"))]
+    assert _check(_run_dir(tmp_path / "acks1", [*today, send("p0", 1, "a1", 0), send("p0", 2, "a2", 2), send("p1", 3, "b1", 1)], legacy)) == 0
+    assert _check(_run_dir(tmp_path / "all", [*today, send("p0", 1, "a1", 0), send("p1", 3, "b1", 1), send("p1", 4, "b2", 2)], legacy)) == 1
 
 
 def test_a_results_json_of_the_wrong_shape_is_judged_again(tmp_path: Path) -> None:
-    run = _run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5)])
+    run = _run_dir(tmp_path, [PRODUCER, send("p0", 1, "v1", 0), assign("c-0", [0]), poll("c-0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")]),
+                              COMPLETE])
     (run / "results.json").write_text(json.dumps({"valid": True, "checkers": ["not", "a", "table"]}))
     result = run_cli("explain", str(run))
     assert result.returncode == 0 and "Traceback" not in result.stderr and "no anomaly to explain" in result.stdout

@@ -11,7 +11,7 @@ import pytest
 from failsafe.checkers import run_checkers
 from failsafe.checkers.explain import explain
 from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
-from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, revoke, send, topology
+from tests.unit.test_checker_builders import assign, at, client_config, declare, declared, fault, history, log_read, poll, rec, revoke, send, topology
 
 
 def phase(name: str, ms: float) -> dict:
@@ -61,12 +61,14 @@ def test_a_duplicate_names_both_offsets_the_leader_change_and_the_in_flight_sett
     assert [op["offset"] for op in dup["ops"] if op["f"] == "poll"] == [3, 4]
 
 
-def lost_history(v2_read: bool = False):
+def lost_history(v2_read: bool = False, may_lose: bool = False):
     """v2 acknowledged at offset 1 of t-1 while broker 1 led; broker 1 killed; broker 2, not in the ISR, took over; v2 is gone.
 
-    ``v2_read``: a consumer read v2 before broker 1 died (then the new leader's v3 took its offset).
+    ``v2_read``: a consumer read v2 before broker 1 died (then the new leader's v3 took its offset). ``may_lose``: the
+    scenario declared p0 (acks=1) may lose.
     """
     return history(
+        declare(declared("p0", may_lose=may_lose)),
         phase("setup", 0), phase("chaos", 1_000),
         client_config("p0", acks="1"),
         topology(30_000, [(1, 1, [1, 2, 3], [1, 3])]),
@@ -94,8 +96,8 @@ def test_a_lost_write_names_the_fault_window_and_the_last_leader() -> None:
 
 
 def test_losses_are_explained_even_when_the_scenario_allowed_them() -> None:
-    h = lost_history()
-    results = results_of(h, delivery={"lossy_writers": [".*"]}, semantics={"lossy_writers": [".*"]})
+    h = lost_history(may_lose=True)
+    results = results_of(h)
     assert results["checkers"]["delivery"]["valid"] is True
     assert [e["anomaly"] for e in explain(h, results) if e["checker"] == "delivery"] == ["lost-not-in-log"]
 
@@ -212,8 +214,8 @@ def test_failover_and_rebalance_anomalies_name_the_fault() -> None:
 
 
 def test_a_write_read_then_truncated_is_explained_with_what_its_offset_holds_now() -> None:
-    h = lost_history(v2_read=True)
-    results = results_of(h, delivery={"lossy_writers": [".*"]})
+    h = lost_history(v2_read=True, may_lose=True)
+    results = results_of(h)
     (explained,) = [e for e in explain(h, results) if e["anomaly"] == "lost-after-read"]
     assert explained["sentence"].startswith("value v2 acknowledged at offset 1 of t-1 at 33.0 s (leader broker 1) was read, and is no longer in "
                                             "the log: it was truncated after it was read (the offset now holds v3)")

@@ -27,22 +27,20 @@ def test_the_catalogs_share_scenarios_parse_as_the_share_kind() -> None:
         assert scenario.share_groups["myqueue"]["share.auto.offset.reset"] == "earliest"
 
 
-def test_the_checker_judges_lock_expiry_with_the_groups_lock_else_the_clusters() -> None:
+def test_the_checker_takes_no_setting_from_the_scenario_only_what_the_cluster_described() -> None:
     killed = parse_table(table("share-consumer-killed"), "t")
-    assert killed.checker_options()["share"] == {"lock_duration_ms": 15_000, "delivery_count_limit": 5}
+    assert "share" not in killed.checker_options()
+    assert killed.share_setting("share.record.lock.duration.ms") == 15_000, "what the drain is sized by"
     data = table("share-queue")
-    data["cluster"] = {**data.get("cluster", {}), "overrides": {"group.share.record.lock.duration.ms": "20000"}}
-    assert parse_table(data, "t").checker_options()["share"]["lock_duration_ms"] == 20_000
     data["checkers"] = {"share": {"lock_duration_ms": 25_000}}
-    assert parse_table(data, "t").checker_options()["share"]["lock_duration_ms"] == 25_000  # the scenario's own word wins
+    with pytest.raises(ScenarioError, match="no checker option can excuse a violation"):
+        parse_table(data, "t")
+    assert [c["role"] for c in killed.declared_clients()].count("share-consumer") == sum(c.count for c in killed.share_consumers)
 
 
 @pytest.mark.parametrize(("change", "message"), [
     (lambda d: d.update(share_groups={"other": {"share.record.lock.duration.ms": "15000"}}), "no [[share_consumers]] is in group 'other'"),
     (lambda d: d.update(share_groups={"myqueue": {"session.timeout.ms": "15000"}}), "is not a share group's config"),
-    (lambda d: d["share_consumers"].append({"name": "b", "topics": ["my-failsafe-topic"], "group": "q2"})
-     or d.update(share_groups={"myqueue": {"share.record.lock.duration.ms": "15000"}, "q2": {"share.record.lock.duration.ms": "20000"}}),
-     "every share group of a scenario needs the same share.record.lock.duration.ms"),
     (lambda d: d["phases"].update(drain_timeout_s=20), "too short to see a killed member's records"),
     (lambda d: d["share_consumers"][0].update(release_per_mille=600, reject_per_mille=500), "add up to more than 1000"),
     (lambda d: d["share_consumers"][0].update(processing_ms=-1), "must not be negative"),

@@ -13,7 +13,7 @@ from failsafe.history.ops import Op, event
 from failsafe.scenarios.check import check_history
 from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
 from failsafe.scenarios.registry import load_scenario
-from tests.unit.test_checker_builders import assign, at, client_config, fault, history, log_read, poll, rec, send, topology
+from tests.unit.test_checker_builders import assign, at, client_config, declared, fault, finished, history, log_read, poll, rec, send, topology
 
 TOPIC = "events"
 
@@ -30,6 +30,8 @@ def _leader_isolated_run(truncated: str) -> list[dict]:
         {**assign("reader-0", [0], group="events-readers"), "partitions": [{"topic": TOPIC, "partition": 0}]},
         poll("reader-0", [rec(0, acksall, topic=TOPIC), rec(1, acks1, topic=TOPIC)], ms=5, group="events-readers"),
         {**log_read(log), "topic": TOPIC, "partition": 0},
+        finished(declared("acksall", topics=[TOPIC]), declared("acks1", topics=[TOPIC], may_lose=True),
+                 declared("reader-0", "consumer", topics=[TOPIC], group="events-readers")),
     ]
 
 
@@ -46,7 +48,7 @@ def test_an_acks_all_write_read_and_then_lost_makes_leader_isolated_invalid() ->
 @pytest.mark.parametrize("log_read", ["failed", "absent"])
 def test_when_the_final_log_read_of_a_read_acks_all_write_failed_the_run_cannot_be_valid(log_read: str) -> None:
     ops = _leader_isolated_run(truncated="all-1")
-    ops[-1] = ({"time_ns": at(100_000), "process": "log-reader", "type": "fail", "f": "log-read", "topic": TOPIC, "partition": 0,
+    ops[-2] = ({"time_ns": at(100_000), "process": "log-reader", "type": "fail", "f": "log-read", "topic": TOPIC, "partition": 0,
                 "error": "read 0 records but not up to the high watermark 2 within 30s"} if log_read == "failed" else
                {**log_read_op_of_another_partition()})
     results = check_history(history(*ops), load_scenario("leader-isolated"), LAB_CHECKERS)
@@ -143,6 +145,17 @@ def test_a_partition_no_producer_tried_again_is_not_called_never_recovered() -> 
 
 
 # -- whose loss may be allowed: exactly the writers a scenario names ------------------------------------------------
+def _lossy(scenario, processes: list[str], acks: str = "1") -> set[str]:
+    """The writers evidence.lossy_writers lets lose, of a run of ``scenario`` whose ``processes`` each wrote with ``acks``."""
+    from failsafe.checkers.evidence import lossy_writers
+    from failsafe.history.ops import declare
+
+    ops = [declare(scenario.declared_clients(), time_ns=at(0))]
+    for i, process in enumerate(processes):
+        ops += [client_config(process, acks=acks), *send(process, i, f"v{i}", i)]
+    return lossy_writers(history(*ops))
+
+
 def test_the_writers_that_may_lose_are_named_exactly() -> None:
     from failsafe.scenarios.registry import parse_scenario
 
@@ -150,10 +163,9 @@ def test_the_writers_that_may_lose_are_named_exactly() -> None:
     lab = parse_scenario({**base, "producers": [{"name": "a", "topic": "t", "acks": "1", "may_lose": True},
                                                 {"name": "a-s1", "topic": "t", "acks": "1"},
                                                 {"name": "b", "topic": "t", "acks": "0", "count": 2, "may_lose": True}]})
-    assert lab.checker_options()["delivery"]["lossy_writers"] == ["a", "b\\-0", "b\\-1"]
-    from failsafe.checkers.common import may_lose
-    allowed = may_lose(["a", "a-s1", "b-0", "b-1", "b-10"], lab.checker_options()["delivery"]["lossy_writers"], set())
-    assert allowed == {"a": True, "a-s1": False, "b-0": True, "b-1": True, "b-10": False}
+    assert [(c["process"], c["may_lose"]) for c in lab.declared_clients()] == [("a", True), ("a-s1", False), ("b-0", True), ("b-1", True)]
+    assert _lossy(lab, ["a", "a-s1", "b-0", "b-1", "b-10", "a.1"]) == {"a", "b-0", "b-1", "a.1"}
+    assert _lossy(lab, ["a", "b-0"], acks="all") == set(), "what it recorded (acks=all) wins over any declaration"
 
 
 def test_two_groups_that_would_run_one_worker_name_are_refused() -> None:
@@ -166,17 +178,14 @@ def test_two_groups_that_would_run_one_worker_name_are_refused() -> None:
 
 
 def test_a_dr_worker_matches_its_restarts_on_either_cluster_and_nothing_else() -> None:
-    from failsafe.checkers.common import may_lose
-
     dr = load_scenario("dr-failover", ("producers[0].acks=1", "producers[0].may_lose=true"))
-    patterns = dr.checker_options()["dr"]["lossy_writers"]
     name = dr.producers[0].name
     names = [f"{name}@primary", f"{name}-s2@backup", f"{name}x@primary", f"{name}@primary@backup", name]
-    assert may_lose(names, patterns, set()) == {names[0]: True, names[1]: True, names[2]: False, names[3]: False, names[4]: False}
+    assert _lossy(dr, names) == {names[0], names[1]}
 
 
 def test_kafkas_java_producer_with_acks_minus_one_is_durable() -> None:
-    from failsafe.checkers.common import durable_writers
+    from failsafe.checkers.evidence import durable_writers
     from failsafe.history.load import history_from_ops
     from failsafe.workloads.verifiable import VerifiableProducerSpec
     from failsafe.workloads.worker import client_config_fields

@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 
 import failsafe.checkers.stalls as write_stalls
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, clock_uncertainty_ns, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
+from failsafe.checkers.evidence import bound_ns, clock_bounds
 from failsafe.checkers.liveness import never_caught_up, never_recovered
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, OpType, PhaseName, Target
@@ -44,20 +45,30 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     acked = acknowledged(history.sends)
     partitions = failover_windows(history)
-    rebalances = _rebalances_during(faults, history)  # reported as measured; judged by more than the clock uncertainty
-    judged_rebalances = _rebalances_during(faults, history, clock_uncertainty_ns(history))
+    # Times of clients on hosts are compared with failsafe's (the fault's) by more than their clock's bound (evidence.clock_bounds):
+    # what is within the bound is undecided, never an excuse.
+    bounds = clock_bounds(history)
+    rebalances = _rebalances_during(faults, history)  # reported as measured; judged by more than each consumer's clock bound
+    judged_rebalances = _rebalances_during(faults, history, bounds, certain=True)
+    possible_rebalances = _rebalances_during(faults, history, bounds, certain=False)
 
     limit_ms = opts["max_unavailable_ms"]
-    # A window's edges may come from clients on other clocks than the fault's (common.clock_uncertainty_ns).
-    uncertainty_ns = clock_uncertainty_ns(history)
+    writers_bound_ms = max((bounds.get(p, 0) for p in history.sends["process"].drop_nulls().unique().to_list()), default=0) / 1e6
     measured = partitions.filter(pl.col("last_ok_before_ns").is_not_null() | pl.col("first_ok_after_ns").is_not_null())
     never_again = measured.filter(pl.col("first_ok_after_ns").is_null())
-    over = pl.col("unavailable_ms") - uncertainty_ns / 1e6 > (limit_ms if limit_ms is not None else float("inf"))
-    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | over)
+    limit = limit_ms if limit_ms is not None else float("inf")
+    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | (pl.col("unavailable_ms") - writers_bound_ms > limit))
+    maybe_slow = measured.filter(pl.col("unavailable_ms") > limit).join(too_slow, on=_FP, how="anti")
     if limit_ms is None:
-        too_slow = too_slow.head(0)
+        too_slow, maybe_slow = too_slow.head(0), maybe_slow.head(0)
     rebalancing_faults = judged_rebalances.filter(pl.col("rebalances_during") > 0)
-    unrecovered = _unrecovered(history, _written_to_again(never_again, history.sends, uncertainty_ns), opts["expect_unrecovered"])
+    again, maybe_again = (_written_to_again(never_again, history.sends, bounds, certain) for certain in (True, False))
+    unrecovered = _unrecovered(history, again, opts["expect_unrecovered"])
+    undecided = {"slow-failover": maybe_slow.height,
+                 "rebalance-during-fault": int(opts["expect_no_rebalance"] and not rebalancing_faults.height
+                                               and possible_rebalances["rebalances_during"].sum() > 0),
+                 "never-recovered": maybe_again.join(again, on=_FP, how="anti").filter(
+                     ~pl.format("{}-{}", "topic", "partition").is_in(list(opts["expect_unrecovered"] or []))).height}
     stuck = never_caught_up(history)
 
     end_state = _end_state(topology)
@@ -70,6 +81,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "leaderless-at-end": end_state["leaderless_at_end"],
         "never-recovered": unrecovered.height,
         "never-caught-up": stuck.height,
+        **{f"{name}-undecided": n for name, n in undecided.items()},
     }
     example_rows = {
         "never-available-again": examples(never_again, "fault_id", "topic", "partition", "last_ok_before_ns"),
@@ -86,7 +98,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         valid: bool | str = UNKNOWN
         violations = []
     else:
-        valid = not violations
+        valid = False if violations else UNKNOWN if any(undecided.values()) else True
     unavailable = partitions["unavailable_ms"].drop_nulls()
     new_leader = partitions["new_leader_ms"].drop_nulls()
     stalls = write_stalls.measure(faults, topology, acked, history.faults["start_ns"].min(), end_ns(history))
@@ -131,13 +143,15 @@ def failover_windows(history: History) -> pl.DataFrame:
     return _leadership(partitions, history.topology)
 
 
-def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame, uncertainty_ns: int = 0) -> pl.DataFrame:
-    """The partitions never available again to which some producer did send once the fault was in force (by more than
-    ``uncertainty_ns``, a client on another clock): a partition no send tried again (a sparse or stopped writer) says
-    nothing about whether it would have taken one."""
-    tried = sends.select("topic", "partition", "invoke_ns").drop_nulls()
+def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame, bounds: dict[str, int] | None = None, certain: bool = True) -> pl.DataFrame:
+    """The partitions never available again to which some producer did send once the fault was in force (certainly: by more
+    than the producer's clock bound, for one on a host; or, not ``certain``, possibly: within it): a partition no send
+    tried again (a sparse or stopped writer) says nothing about whether it would have taken one."""
+    tried = sends.select("process", "topic", "partition", "invoke_ns").drop_nulls()
     pairs = never_again.select("fault_id", "topic", "partition", "in_force_ns").join(tried, on=["topic", "partition"], how="inner")
-    again = pairs.filter(pl.col("invoke_ns") - uncertainty_ns >= pl.col("in_force_ns")).select("fault_id", "topic", "partition").unique()
+    bound = bound_ns("process", bounds or {})
+    after = (pl.col("invoke_ns") - bound >= pl.col("in_force_ns")) if certain else (pl.col("invoke_ns") + bound >= pl.col("in_force_ns"))
+    again = pairs.filter(after).select("fault_id", "topic", "partition").unique()
     return never_again.join(again, on=["fault_id", "topic", "partition"], how="semi")
 
 
@@ -249,9 +263,10 @@ def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFram
     ).sort(_FP)
 
 
-def _rebalances_during(faults: pl.DataFrame, history: History, uncertainty_ns: int = 0) -> pl.DataFrame:
-    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase), by
-    more than ``uncertainty_ns`` inside that window (a consumer on a host reads another clock than the fault's)."""
+def _rebalances_during(faults: pl.DataFrame, history: History, bounds: dict[str, int] | None = None, certain: bool = True) -> pl.DataFrame:
+    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase): as
+    measured, or, given the clients' clock ``bounds``, certainly inside that window (by more than the consumer's bound) or,
+    not ``certain``, possibly inside it (within the bound)."""
     targeted = history.faults.filter(pl.col("target") == Target.CONSUMER).select(pl.col("nodes").explode().alias("process")).drop_nulls()
     events = history.membership.select("process", "time_ns", "f").unique().join(targeted, on="process", how="anti")
     last_ns = end_ns(history) or 0
@@ -264,8 +279,9 @@ def _rebalances_during(faults: pl.DataFrame, history: History, uncertainty_ns: i
     windows = faults.select("fault_id", "start_ns", window_end.alias("until_ns"))
     if windows.height == 0:
         return windows.select("fault_id", pl.lit(0, dtype=pl.Int64).alias("rebalances_during"))
-    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns") + uncertainty_ns)
-                                                      & (pl.col("time_ns") <= pl.col("until_ns") - uncertainty_ns))
+    bound = bound_ns("process", bounds or {}) * (1 if certain else -1)
+    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns") + bound)
+                                                      & (pl.col("time_ns") <= pl.col("until_ns") - bound))
     per_fault = during.group_by("fault_id").agg(pl.len().cast(pl.Int64).alias("rebalances_during"))
     return windows.select("fault_id").join(per_fault, on="fault_id", how="left").with_columns(pl.col("rebalances_during").fill_null(0))
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
@@ -186,48 +185,3 @@ def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame, read_keys: pl.DataF
         # A read without a value (and none in the log to fill it) still proves the offset was read.
         unread = unread.join(valueless.select(POSITION), on=list(POSITION), how="anti", maintain_order="left")
     return unread
-
-
-# The settings by which a writer promises durability: acks=all (-1), in librdkafka's or Kafka's names.
-ACKS_NAMES = ("acks", "request.required.acks")
-DURABLE_ACKS = ("all", "-1")
-
-
-def durable_writers(history: History) -> set[str]:
-    """The processes whose client-config op says they write with acks=all: their acknowledged writes must never be lost."""
-    clients = history.clients.explode("config").drop_nulls("config").unnest("config")
-    # The last acks setting each client recorded, in the order its op lists them (librdkafka takes the last one given).
-    acks = clients.filter(pl.col("name").is_in(ACKS_NAMES)).sort("time_ns", maintain_order=True).group_by("process", maintain_order=True) \
-        .agg(pl.col("value").last())
-    return set(acks.filter(pl.col("value").str.to_lowercase().is_in(DURABLE_ACKS))["process"].to_list())
-
-
-def may_lose(processes: pl.Series | Sequence[str], lossy_writers: Sequence[str] | None, durable: set[str]) -> dict[str, bool]:
-    """For each writer: True when the scenario allows it to lose acknowledged writes.
-
-    ``lossy_writers`` are regular expressions a writer's whole name must match (the scenario's
-    producers that promise nothing, e.g. acks=0 and acks=1); a durable writer (acks=all in its
-    client-config op) may never lose, whatever they say.
-    """
-    patterns = [re.compile(p) for p in lossy_writers or ()]
-    return {p: p not in durable and any(rx.fullmatch(p) for rx in patterns) for p in set(processes) if p is not None}
-
-
-def allowed_loss(frame: pl.DataFrame, lossy_writers: Sequence[str] | None, durable: set[str]) -> pl.Expr:
-    """An expression over ``frame``'s ``process`` column: the rows whose writer may lose (see :func:`may_lose`)."""
-    allowed = [p for p, ok in may_lose(frame["process"].unique(), lossy_writers, durable).items() if ok]
-    return pl.col("process").is_in(allowed)
-
-
-def clock_uncertainty_ns(history: History) -> int:
-    """How far two ops' times may be out of their true order because their clients read different clocks: the sum of
-    the two largest error bounds of clients that ran on hosts (their client-config ops' ``clock_error_ns``,
-    workloads/on_host.py); 0 when every client ran where failsafe runs, on one clock.
-
-    Verdicts use it one way only. An order in time that accuses must hold by more than this. A window that excuses is
-    widened by it. Measurements are reported as measured."""
-    if "clock_error_ns" not in history.clients.columns:
-        return 0
-    bounds = sorted(history.clients["clock_error_ns"].drop_nulls().to_list(), reverse=True)
-    return int(sum(bounds[:2]))
-

@@ -17,21 +17,20 @@ from failsafe.checkers.common import (
     UNKNOWN,
     CheckerResult,
     Side,
-    allowed_loss,
-    durable_writers,
     examples,
     read_options,
     result,
     unread_writes,
     with_share_reads,
 )
+from failsafe.checkers.evidence import allowed_loss, durable_writers, lossy_writers, read_partitions
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, having_keys, key
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
-# lossy_writers: regular expressions naming the writers that promise no durability (acks 0 or 1): their lost
-# writes are counted, not violations. A writer with acks=all in its client-config op is never one of them.
-DEFAULTS = {"lossy_writers": None, "allow_duplicates": False}
+# No options: which writers may lose is what the history records (evidence.lossy_writers), and a duplicate a scenario
+# expects is a cited [[known]] entry, never an option.
+DEFAULTS: dict[str, Any] = {}
 # What this checker can report, and whose behaviour each is about (known anomalies are matched against it).
 VIOLATIONS = {"lost": Side.PRODUCERS, "lost-after-read": Side.PRODUCERS, "duplicate": Side.PRODUCERS, "duplicate-acknowledged": Side.PRODUCERS,
               "duplicate-unacknowledged": Side.PRODUCERS, "inconsistent-offsets": Side.PRODUCERS, "failed-but-present": Side.PRODUCERS}
@@ -40,7 +39,7 @@ _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == OpType.INFO)
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
-    opts = read_options(options, DEFAULTS, "delivery")
+    read_options(options, DEFAULTS, "delivery")
     history = with_share_reads(history)
     columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
@@ -52,7 +51,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     acked = sends.filter(pl.col("outcome") == OpType.OK)
     unread = unread_writes(acked, history.reads, read_keys.select("k"))
     # The acknowledged writes some consumer read, with an offset: what a later truncation of the log could have taken.
-    read = (acked if unread.height == 0 else acked.join(unread.select("k"), on="k", how="anti")).filter(pl.col("offset").is_not_null())
+    read = _placed_by_reads(acked if unread.height == 0 else acked.join(unread.select("k"), on="k", how="anti"), history.reads)
     logged = _logged_partitions(history)
     lost = _classify_lost(unread, history)
     truncated = _lost_after_read(read, logged, log_keys, history)
@@ -64,11 +63,12 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     unknown = sends.filter(_UNKNOWN)
     recovered = _present(unknown, observed, history)
 
-    durable = durable_writers(history)
-    lost_allowed = lost.filter(allowed_loss(lost, opts["lossy_writers"], durable))
-    # Read writes of writers that may not lose, on partitions whose final log read failed: truncation after the read cannot be ruled out.
-    unverified_durable = unverified.filter(~allowed_loss(unverified, opts["lossy_writers"], durable))
-    truncated_allowed = truncated.filter(allowed_loss(truncated, opts["lossy_writers"], durable))
+    lossy = lossy_writers(history)
+    lost_allowed = lost.filter(allowed_loss(lossy))
+    # Read writes of writers that may not lose, on partitions the final read did not read completely: truncation after the read
+    # cannot be ruled out.
+    unverified_durable = unverified.filter(~allowed_loss(lossy))
+    truncated_allowed = truncated.filter(allowed_loss(lossy))
     n_duplicate = duplicates.select(pl.struct(IDENTITY).n_unique()).item() if duplicates.height else 0
     duplicate_writes = _duplicate_writes(duplicates, sends)
     n_duplicate_acked = int((duplicate_writes["outcome"] == OpType.OK).sum()) if duplicate_writes.height else 0
@@ -119,14 +119,14 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         violations.append("lost")
     if truncated.height > truncated_allowed.height:
         violations.append("lost-after-read")
-    if n_duplicate and not opts["allow_duplicates"]:
+    if n_duplicate:
         # Named by which copy was acknowledged where the counts split them, so a known anomaly can match one kind only.
         violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
     violations += [name for name, n in (("inconsistent-offsets", n_inconsistent), ("failed-but-present", failed_present.height)) if n]
     # No violation, but writes that must not be lost could not be checked against the log: the checker cannot decide.
     valid: bool | str = False if violations else UNKNOWN if unverified_durable.height else True
     return result(valid, counts, example_rows, violations,
-                  by_process=_by_process(history.sends, unread, truncated, recovered, durable, opts["lossy_writers"]),
+                  by_process=_by_process(history.sends, unread, truncated, recovered, durable_writers(history), lossy),
                   processes=_writers_of(violations, duplicate_writes, failed_present))
 
 
@@ -200,20 +200,26 @@ def _present(sends: pl.DataFrame, observed: pl.DataFrame, history: History) -> p
 
 
 def _logged_partitions(history: History) -> pl.DataFrame:
-    """(topic, partition) the log reader read completely: its topic is in the log and the partition not among the failures.
+    """(topic, partition) the final read read completely (evidence.read_partitions), an empty partition included."""
+    reads = read_partitions(history)
+    return reads.filter(pl.col("complete")).select("topic", "partition").unique()
 
-    The log reader reads every partition of a topic after the run, empty ones included.
-    """
-    topics = history.log["topic"].unique()
-    sent = history.sends.lazy().select("topic", "partition").drop_nulls().unique().collect()
-    return sent.filter(pl.col("topic").is_in(topics.implode())).join(history.log_failures, on=["topic", "partition"], how="anti")
+
+def _placed_by_reads(read: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
+    """The acknowledged writes some consumer read, each at the place it was read where its acknowledgement gave none (acks=0):
+    what a consumer saw is what a later truncation of the log could have taken."""
+    if read.height == 0 or read["offset"].null_count() == 0:
+        return read
+    seen = reads.drop_nulls("value").select(*IDENTITY, pl.col("partition").alias("read_partition"), pl.col("offset").alias("read_offset")) \
+        .unique(subset=list(IDENTITY), keep="first", maintain_order=True)
+    placed = read.join(seen, on=list(IDENTITY), how="left", maintain_order="left")
+    return placed.with_columns(pl.coalesce("partition", "read_partition").alias("partition"), pl.coalesce("offset", "read_offset").alias("offset")) \
+        .drop("read_partition", "read_offset").filter(pl.col("offset").is_not_null())
 
 
 def _read_but_unverified(read: pl.DataFrame, logged: pl.DataFrame, history: History) -> pl.DataFrame:
-    """Acknowledged writes a consumer read whose partition the final log read did not read completely, when that read was
-    made (a log-read op, ok or failed, is in the history): whether the log still holds them is unknown."""
-    if history.log.height == 0 and history.log_failures.height == 0:
-        return read.head(0)
+    """Acknowledged writes a consumer read whose partition the final read did not read completely (or at all): whether the
+    log still holds them is unknown."""
     return read.join(logged, on=["topic", "partition"], how="anti", maintain_order="left").sort("process", "id")
 
 
@@ -221,7 +227,7 @@ def _lost_after_read(read: pl.DataFrame, logged: pl.DataFrame, log_keys: pl.Data
     """Acknowledged writes a consumer read that the log no longer holds at the end: the log was truncated under them
     (a leader that acknowledged what it could not replicate lost its place, e.g. to an unclean election).
     ``log_value``: what the log holds at the acknowledged offset now, if anything."""
-    if read.height == 0 or history.log.height == 0:
+    if read.height == 0:
         return read.head(0).with_columns(pl.lit(None, dtype=pl.String).alias("log_value"))
     # Nearly every read write is in the log: the few that are not are then narrowed to the partitions the log reader read.
     gone = read.join(log_keys.select("k"), on="k", how="anti", maintain_order="left")
@@ -239,14 +245,7 @@ def _classify_lost(unread: pl.DataFrame, history: History) -> pl.DataFrame:
     in_log = having_keys(history.log, IDENTITY, unread["k"].unique())
     log_positions = in_log.select(*IDENTITY, pl.col("offset").alias("log_offset")).unique(subset=list(IDENTITY), keep="first")
     partitions = unread.select("topic", "partition").unique()
-    # The log reader reads every partition of a topic after the run, so a topic in the log had
-    # all its partitions read, empty ones included, except those it reports as failed.
-    logged_topics = history.log.filter(pl.col("topic").is_in(partitions["topic"].unique().implode()))["topic"].unique()
-    logged_partitions = (
-        partitions.filter(pl.col("topic").is_in(logged_topics.implode()))
-        .join(history.log_failures, on=["topic", "partition"], how="anti")
-        .with_columns(pl.lit(True).alias("partition_in_log"))
-    )
+    logged_partitions = _logged_partitions(history).with_columns(pl.lit(True).alias("partition_in_log"))
     reads = history.reads.join(partitions, on=["topic", "partition"], how="semi")
     highest_read = reads.group_by("topic", "partition").agg(pl.col("offset").max().alias("highest_read"))
     frame = (
@@ -305,7 +304,7 @@ def _grouped_examples(frame: pl.DataFrame, by: tuple[str, ...], *collected: str)
 
 
 def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, truncated: pl.DataFrame, recovered: pl.DataFrame, durable: set[str],
-                lossy_writers: list[str] | None) -> dict[str, dict[str, Any]]:
+                lossy: set[str]) -> dict[str, dict[str, Any]]:
     """Per writer: its counts, whether it promised durability (acks=all) and whether the scenario lets it lose."""
     totals = sends.group_by("process").agg(
         (pl.col("outcome") == OpType.OK).sum().alias("acknowledged"),
@@ -318,6 +317,5 @@ def _by_process(sends: pl.DataFrame, unread: pl.DataFrame, truncated: pl.DataFra
     table = (totals.join(lost, on="process", how="left").join(after_read, on="process", how="left")
              .join(recovered_counts, on="process", how="left").fill_null(0).sort("process"))
     names = ("acknowledged", "lost", "lost-after-read", "failed", "unknown", "recovered")
-    allowed = set(table.filter(allowed_loss(table, lossy_writers, durable))["process"].to_list())
     return {row["process"]: {**{name: int(row[name]) for name in names}, "durable": row["process"] in durable,
-                             "may_lose": row["process"] in allowed} for row in table.to_dicts()}
+                             "may_lose": row["process"] in lossy} for row in table.to_dicts()}

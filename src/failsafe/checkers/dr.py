@@ -10,15 +10,18 @@ T0, the move: the first fault on the source (a fault whose target is the source'
 region loss, target ``cluster``), else the first ``dr-switch`` op (a planned move). Only a move
 after the source's clients began counts, so a failback's T0 is never the failover before it.
 
-Measured: RPO (writes acknowledged on the source before T0 that the target's mirror lacks, and how
-many seconds of data before T0 they span), RTO (from T0 to the first record read on the target, and
+Measured: RPO (writes acknowledged on the source, before T0 or after it, that the target's mirror lacks, and
+how many seconds of data before T0 they span: a planned move records T0 before its producers stop, and what they
+wrote in between is the source's too), RTO (from T0 to the first record read on the target, and
 to each group having read every mirrored partition to its end), records a group read twice (expected:
 MirrorMaker translates offsets conservatively), mirror duplicates (MirrorMaker is at-least-once).
 Violations: a mirrored partition out of the source's order (``mirror-reordered``), a mirrored write a
 group never read anywhere (``skipped``), a write acknowledged on the target after T0 that no group
 read (``target-unread``), a group that never caught up on the target (``groups-not-caught-up``), a partition
 that never recovered after the heal (``never-recovered``, checkers/liveness.py). A skipped or unread write of a
-writer that promises no durability (``lossy_writers``) is counted, never a violation; one of an acks=all writer always is.
+writer that may lose (evidence.lossy_writers) is counted, never a violation; one of any other writer always is. Whether
+each cluster's own log still holds what was acknowledged on it is the durability checker's question (the final read
+reads both clusters).
 """
 
 from __future__ import annotations
@@ -28,23 +31,19 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, allowed_loss, durable_writers, examples, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, examples, read_options, result
+from failsafe.checkers.evidence import allowed_loss, cluster_of, lossy_writers
 from failsafe.checkers.liveness import never_recovered
 from failsafe.history.model import History
 from failsafe.history.ops import Op, OpType, Target
 
-# lossy_writers: as the delivery checker's; a skipped or unread write of such a writer is counted, not a violation.
-DEFAULTS: dict[str, Any] = {"clusters": ["primary", "backup"], "lossy_writers": None, "expect_unrecovered": None}
+# clusters: [source, target] of the move judged; expect_unrecovered: partitions ("topic-N") expected to stay down.
+DEFAULTS: dict[str, Any] = {"clusters": ["primary", "backup"], "expect_unrecovered": None}
 VIOLATIONS = {"mirror-reordered": Side.CLUSTER, "skipped": Side.CONSUMERS, "target-unread": Side.CONSUMERS,
               "groups-not-caught-up": Side.CONSUMERS, "never-recovered": Side.CLUSTER}
 _NS = 1_000_000_000
 _PARTITION = ["topic", "partition"]
 _SEND_EXAMPLE = ("id", "process", "topic", "partition", "offset", "value", "complete_ns")
-
-
-def cluster_of(column: str = "process") -> pl.Expr:
-    """The alias after the last ``@`` of a client's name; null for a name without one."""
-    return pl.col(column).str.extract(r"@([^@]*)$", 1)
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
@@ -54,9 +53,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     fields: dict[str, Any] = {"source": source, "target": target, "t0_ns": t0, "t0_kind": t0_kind}
     sends = history.sends.filter(pl.col("value").is_not_null()).with_columns(cluster=cluster_of())
     by_source = sends.filter((pl.col("cluster") == source) & (pl.col("outcome") == OpType.OK))
-    acked_source = by_source.filter(pl.col("invoke_ns") < t0) if t0 is not None else by_source.head(0)
+    acked_source = by_source if t0 is not None else by_source.head(0)
     topics = [f"{source}.{topic}" for topic in sends.filter(pl.col("cluster") == source)["topic"].unique().drop_nulls()]
-    mirrored = history.log.filter(pl.col("topic").is_in(topics) & pl.col("value").is_not_null())
+    mirrored = history.log.filter(pl.col("topic").is_in(topics) & pl.col("value").is_not_null() & (pl.col("cluster").is_null() | (pl.col("cluster") == target)))
     reason = ("no fault on the source and no dr-switch after its clients began: the run never moved" if t0 is None
               else f"no write was acknowledged on the {source} before the move" if not acked_source.height
               else f"the log read of the {target} holds no topic mirrored from the {source} ({source}.*)" if not mirrored.height
@@ -79,9 +78,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     caught = {group: _caught_up(group_reads.filter(pl.col("group") == group), on_target.filter(pl.col("group") == group), mirrored)
               for group in groups}
     not_caught = [{"group": group, "missing": missing} for group, (_, at, missing) in caught.items() if at is None]
-    durable = durable_writers(history)
-    skipped_allowed = skipped.filter(allowed_loss(skipped, opts["lossy_writers"], durable)).height
-    unread_allowed = target_unread.filter(allowed_loss(target_unread, opts["lossy_writers"], durable)).height
+    lossy = lossy_writers(history)
+    skipped_allowed = skipped.filter(allowed_loss(lossy)).height
+    unread_allowed = target_unread.filter(allowed_loss(lossy)).height
     unrecovered = never_recovered(history, opts["expect_unrecovered"])
 
     counts = {

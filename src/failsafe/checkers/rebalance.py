@@ -24,7 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, clock_uncertainty_ns, read_options, result
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
+from failsafe.checkers.evidence import bound_ns, clock_bounds
 from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols, group_sessions_ms
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
@@ -84,10 +85,18 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             moved["reassigned"] for moved in event["moved_partitions"])
     judged = [event for event in measured if event["rebalanced"]]
     stuck = [(event, moved) for event in measured for moved in event["moved_partitions"] if never_reassigned(event, moved)]
-    # The pause runs from the fault (failsafe's clock) to a member's assign (a client on a host reads another clock).
-    uncertainty_ms = clock_uncertainty_ns(history) / 1e6
-    slow = [event for event in judged if limit_ms is not None and event["members_alive_at_end"]
-            and _slower(event["pause_ms"], limit_ms + uncertainty_ms)]
+    # The pause runs from the fault (failsafe's clock) to a member's assign (a client on a host reads another clock): slow only
+    # by more than the members' clock bound; within it, undecided.
+    bounds = clock_bounds(history)
+    slow, undecided_slow = [], []
+    for event in judged:
+        if limit_ms is None or not event["members_alive_at_end"]:
+            continue
+        bound_ms = max((bounds.get(p, 0) for p in _group_members(membership, event["group"])), default=0) / 1e6
+        if _slower(event["pause_ms"], limit_ms + bound_ms):
+            slow.append(event)
+        elif _slower(event["pause_ms"], limit_ms):
+            undecided_slow.append(event)
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if interrupted_survivor(kept)]
     needless = [(event, kept) for event, kept in interrupted if needlessly_interrupted(event, kept)]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
@@ -100,6 +109,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "moved-partitions": sum(len(event["moved_partitions"]) for event in measured),
         "never-reassigned": len(stuck),
         "slow-rebalance": len(slow),
+        "slow-rebalance-undecided": len(undecided_slow),
         "kept-partitions": sum(len(event["kept_partitions"]) for event in measured),
         "interrupted-kept-partitions": len(interrupted),
         "lost-kept-partitions": sum(kept["lost"] for event in measured for kept in event["kept_partitions"]),
@@ -121,7 +131,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     violations = [name for name, bad in (("never-reassigned", stuck), ("slow-rebalance", slow), ("survivors-interrupted", needless)) if bad]
     if violations:
         valid: bool | str = False
-    elif unmeasured_faults and not measured:
+    elif (unmeasured_faults and not measured) or undecided_slow:
         valid = UNKNOWN
     else:
         valid = True
@@ -157,6 +167,10 @@ def _frozen_within_session(event: dict[str, Any], sessions_ms: Mapping[str, floa
     if event["fault"] != PAUSE_CONSUMER or event["stop_ns"] is None:
         return False
     return (event["stop_ns"] - event["start_ns"]) / 1e6 < sessions_ms.get(event["group"], DEFAULT_SESSION_MS) + _SESSION_SLACK_MS
+
+
+def _group_members(membership: pl.DataFrame, group: str | None) -> list[str]:
+    return membership.filter(pl.col("group") == group)["process"].drop_nulls().unique().to_list()
 
 
 def _slower(pause_ms: float | None, limit_ms: float) -> bool:
@@ -249,11 +263,11 @@ def _handover(event: dict[str, Any], group: str, faulted: list[str], membership:
     they were given back, the pause until all were, and what survivors-interrupted may judge."""
     start_ns = event["start_ns"]
     # Survivors' partitions taken away during the handover must also be given back; a revoke counts as in it by more than
-    # the clock uncertainty (a consumer on a host reads another clock than the fault's).
-    uncertainty_ns = clock_uncertainty_ns(history)
-    revokes = membership.filter((pl.col("time_ns") > start_ns + uncertainty_ns) & (pl.col("f") == Op.REVOKE))
+    # its consumer's clock bound (a consumer on a host reads another clock than the fault's).
+    bound = bound_ns("process", clock_bounds(history))
+    revokes = membership.filter((pl.col("time_ns") - bound > start_ns) & (pl.col("f") == Op.REVOKE))
     if handover_end_ns is not None:
-        revokes = revokes.filter(pl.col("time_ns") <= handover_end_ns - uncertainty_ns)
+        revokes = revokes.filter(pl.col("time_ns") + bound <= handover_end_ns)
     revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns"), "lost"), on=["process", *_PARTITION], how="inner")
     revoked = revoked.sort("revoked_ns").group_by(_PARTITION).agg(pl.col("revoked_ns").first(), pl.col("lost").first().fill_null(False))
     kept_rows = kept.join(revoked, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import failsafe.checkers.availability as availability
+import failsafe.checkers.clients as clients
+import failsafe.checkers.completeness as completeness
 import failsafe.checkers.delivery as delivery
 import failsafe.checkers.dr as dr
+import failsafe.checkers.durability as durability
 import failsafe.checkers.enriched as enriched
 import failsafe.checkers.order as order
 import failsafe.checkers.pipeline_run as pipeline_run
@@ -40,6 +43,9 @@ class CheckerInfo:
 
 
 CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
+    CheckerInfo("completeness", completeness.check, completeness.DEFAULTS, completeness.VIOLATIONS),
+    CheckerInfo("durability", durability.check, durability.DEFAULTS, durability.VIOLATIONS),
+    CheckerInfo("clients", clients.check, clients.DEFAULTS, clients.VIOLATIONS),
     CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
     CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
     CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
@@ -49,15 +55,21 @@ CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
     CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
     CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
-    CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS, transactions.check_options),
+    CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS),
     CheckerInfo("share", share.check, share.DEFAULTS, share.VIOLATIONS),
 )}
 
+# The checkers every run of every kind is judged by, before its kind's own: a kind adds checkers, it never removes these.
+# completeness: the run ran to its end (else the run is UNKNOWN); durability: every acknowledged write is in the final read;
+# clients: every client the scenario declared showed up, wrote or read.
+ALWAYS: tuple[str, ...] = ("completeness", "durability", "clients")
+
 # Every kind of loss of an acknowledged write, as CHECKER.VIOLATION, and a partition that never came back: the one
 # list no known anomaly can cover, whatever client or settings it names. (Loss a writer that promised nothing may
-# show is not a violation at all: the checkers count it against that writer, see lossy_writers; a partition a
+# show is not a violation at all: the checkers count it against that writer, see evidence.lossy_writers; a partition a
 # scenario expects to stay down is named in expect_unrecovered.)
 LOSS_VIOLATIONS: tuple[str, ...] = (
+    "durability.lost",
     "delivery.lost",
     "delivery.lost-after-read",
     "semantics.missing",
@@ -92,8 +104,14 @@ def check_options(name: str, options: Mapping | None) -> None:
         info.check_options(options or {})
 
 
+def with_always(names: Iterable[str]) -> tuple[str, ...]:
+    """The checkers ALWAYS run, then ``names`` (each once)."""
+    return tuple(dict.fromkeys([*ALWAYS, *names]))
+
+
 def run_checkers(history: History, options_by_checker: Mapping[str, Mapping] | None, names: Sequence[str]) -> dict[str, CheckerResult]:
-    """Each named checker's result, in the order given."""
+    """Each checker's result: those ALWAYS run first, then the named ones in the order given."""
+    names = with_always(names)
     options_by_checker = options_by_checker or {}
     unknown = [n for n in names if n not in CHECKERS or CHECKERS[n].check is None]
     if unknown:

@@ -2,7 +2,14 @@
 
 Redelivery to another member after a rebalance is what at-least-once means (the new owner starts
 from the last committed offset), so it is counted but tolerated; a record delivered to two
-members with no rebalance in between means two members owned one partition at once.
+members with no rebalance of that partition in between (an assign or revoke of it by a member of
+the group) means two members owned one partition at once.
+
+The groups judged are every consumer group the scenario declared (checkers/clients.py) and every
+group seen in the history: a declared group that never read misses every write. Times of clients on
+other clocks than failsafe's are compared with the sum of their clocks' bounds (evidence.clock_bounds):
+a rebalance certainly between the two reads excuses a double delivery, one certainly outside does
+not, and one within the bounds of either read leaves that double delivery undecided (UNKNOWN).
 """
 
 from __future__ import annotations
@@ -12,41 +19,35 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import (
-    CheckerResult,
-    Side,
-    allowed_loss,
-    clock_uncertainty_ns,
-    durable_writers,
-    examples,
-    read_options,
-    result,
-    unread_writes,
-)
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, Validity, examples, read_options, result, unread_writes
+from failsafe.checkers.evidence import allowed_loss, bound_ns, clock_bounds, lossy_writers
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
-from failsafe.history.ops import OpType
+from failsafe.history.ops import OpType, Role
 
-# lossy_writers: as the delivery checker's (writers that promise no durability); their writes a group missed are counted only.
-DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None}
+# No options: the groups judged are those declared and seen; the writers that may lose, those the history says may.
+DEFAULTS: dict[str, Any] = {}
 VIOLATIONS = {"double-delivery": Side.CONSUMERS, "missing": Side.PRODUCERS}
 _POSITION = ["group", "topic", "partition", "offset"]
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
-    opts = read_options(options, DEFAULTS, "semantics")
+    read_options(options, DEFAULTS, "semantics")
     group_reads = history.reads.filter(pl.col("group").is_not_null())
-    groups = _groups(history, opts["groups"])
-    if opts["groups"] is not None:
-        group_reads = group_reads.filter(pl.col("group").is_in(groups))
+    groups = _groups(history)
 
-    handovers = _handovers(group_reads, history.membership, clock_uncertainty_ns(history))
-    double = handovers.filter(~pl.col("rebalance_between"))
-    tolerated = handovers.filter(pl.col("rebalance_between"))
+    handovers = _handovers(group_reads, history.membership, clock_bounds(history))
+    double = handovers.filter(pl.col("rebalance_between").eq_missing(False))
+    tolerated = handovers.filter(pl.col("rebalance_between").eq_missing(True))
+    undecided = handovers.filter(pl.col("rebalance_between").is_null())
     double_positions = double.select(_POSITION).unique()
     tolerated_positions = tolerated.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
+    undecided_positions = undecided.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True) \
+        .join(tolerated_positions, on=_POSITION, how="anti", nulls_equal=True)
 
-    durable = durable_writers(history)
+    lossy = lossy_writers(history)
+    declared_topics = {row["group"]: row["topics"] or [] for row in history.declared.filter(pl.col("role") == Role.CONSUMER).to_dicts()
+                       if row["group"]}
     missing_allowed = 0
     missing_by_group: dict[str, int] = {}
     missing_examples: list[dict[str, Any]] = []
@@ -54,11 +55,12 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     acked = acked.filter((pl.col("outcome") == OpType.OK) & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     for group in groups:
         reads = group_reads.filter(pl.col("group") == group)
-        topics = pl.concat([reads["topic"].unique(), history.membership.filter(pl.col("group") == group)["topic"]]).unique().to_frame()
+        topics = pl.concat([reads["topic"].unique(), history.membership.filter(pl.col("group") == group)["topic"],
+                            pl.Series("topic", declared_topics.get(group, []), dtype=pl.String)]).unique().to_frame()
         expected = acked.filter(pl.col("topic").is_in(topics["topic"].implode())) if topics.height else acked
         missing = unread_writes(expected, reads)
         missing_by_group[group] = missing.height
-        missing_allowed += missing.filter(allowed_loss(missing, opts["lossy_writers"], durable)).height
+        missing_allowed += missing.filter(allowed_loss(lossy)).height
         if len(missing_examples) < 5:
             missing_examples += examples(missing.with_columns(pl.lit(group).alias("group")), "group", "id", "process", "topic", "partition", "offset", "value")
 
@@ -67,6 +69,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "groups": len(groups),
         "double-delivery": double_positions.height,
         "redelivered-across-rebalance": tolerated_positions.height,
+        "double-delivery-undecided": undecided_positions.height,
         "missing": n_missing,
         "missing-allowed": missing_allowed,
     }
@@ -75,26 +78,30 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         # Ties broken by place and member: which examples are shown must not change from one check to the next.
         "double-delivery": examples(double.sort("time_ns", *_POSITION, "process"), *example_columns),
         "redelivered-across-rebalance": examples(tolerated.sort("time_ns", *_POSITION, "process"), *example_columns),
+        "double-delivery-undecided": examples(undecided.sort("time_ns", *_POSITION, "process"), *example_columns),
         "missing": missing_examples[:5],
     }
     violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing > missing_allowed)) if bad]
-    return result(not violations, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group)
+    valid: Validity = False if violations else UNKNOWN if undecided_positions.height else True
+    return result(valid, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group)
 
 
-def _groups(history: History, wanted: list[str] | None) -> list[str]:
-    if wanted is not None:
-        return list(wanted)
-    seen = pl.concat([history.reads.select("group"), history.membership.select("group")]).drop_nulls().unique()
+def _groups(history: History) -> list[str]:
+    """Every consumer group the scenario declared, and every group seen reading or rebalancing."""
+    declared = history.declared.filter(pl.col("role").is_in([Role.CONSUMER])).select("group")
+    seen = pl.concat([history.reads.select("group"), history.membership.select("group"), declared]).drop_nulls().unique()
     return sorted(seen["group"].to_list())
 
 
-def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, uncertainty_ns: int = 0) -> pl.DataFrame:
+def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict[str, int] | None = None) -> pl.DataFrame:
     """Each time a record reached another member of its group than the last one that had it.
 
-    rebalance_between: some member of the group was assigned or revoked partitions between
-    the previous member's first read of the record and this member's, that window widened by
-    ``uncertainty_ns`` each way when clients read different clocks (common.clock_uncertainty_ns).
+    rebalance_between: true when a member of the group was assigned or revoked that record's partition certainly between
+    the previous member's first read of the record and this member's; false when no such event lies within those reads
+    widened by the clocks' bounds; null (undecided) when one lies only within the widening. Two times of one clock need
+    no bound; of two clocks, the sum of their bounds (evidence.clock_bounds).
     """
+    bounds = bounds or {}
     keyed = group_reads.select(key(_POSITION, "gp"), key([*_POSITION, "process"], "gpp"))
     # As many distinct (position, member) pairs as positions: no position reached two members.
     if distinct(keyed, "gp") == distinct(keyed, "gpp"):
@@ -110,11 +117,19 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, uncertainty_
     ).filter(pl.col("previous_process").is_not_null())
     if pairs.height == 0:
         return _empty_handovers()
-    events = membership.filter(pl.col("group").is_not_null()).select("group", pl.col("time_ns").alias("event_ns")).unique().sort("event_ns")
-    pairs = pairs.with_columns((pl.col("time_ns") + uncertainty_ns).alias("_until_ns")).sort("_until_ns")
-    pairs = pairs.join_asof(events, left_on="_until_ns", right_on="event_ns", by="group", strategy="backward", check_sortedness=False)
-    between = pl.col("event_ns").is_not_null() & (pl.col("event_ns") >= pl.col("previous_ns") - uncertainty_ns)
-    return pairs.with_columns(between.alias("rebalance_between")).drop("_until_ns")
+    events = membership.filter(pl.col("group").is_not_null()).select("group", "topic", "partition", pl.col("process").alias("event_process"),
+                                                                     pl.col("time_ns").alias("event_ns")).unique()
+    pairs = pairs.with_row_index("_pair")
+    joined = pairs.join(events, on=["group", "topic", "partition"], how="left").with_columns(
+        (bound_ns("previous_process", bounds) + bound_ns("event_process", bounds)).alias("_before_ns"),
+        (bound_ns("process", bounds) + bound_ns("event_process", bounds)).alias("_after_ns"))
+    event = pl.col("event_ns")
+    certain = (event - pl.col("_before_ns") >= pl.col("previous_ns")) & (event + pl.col("_after_ns") <= pl.col("time_ns"))
+    possible = (event + pl.col("_before_ns") >= pl.col("previous_ns")) & (event - pl.col("_after_ns") <= pl.col("time_ns"))
+    decided = joined.group_by("_pair").agg(certain.fill_null(False).any().alias("_certain"), possible.fill_null(False).any().alias("_possible"))
+    pairs = pairs.join(decided, on="_pair", how="left").sort("_pair")
+    between = pl.when(pl.col("_certain")).then(True).when(pl.col("_possible")).then(None).otherwise(False)
+    return pairs.with_columns(between.cast(pl.Boolean).alias("rebalance_between")).drop("_pair", "_certain", "_possible")
 
 
 def _empty_handovers() -> pl.DataFrame:

@@ -11,11 +11,12 @@ For each record (group, topic, partition, offset):
 
     accepted / rejected         an acknowledgement of it the broker took (share-ack ok)
     unknown-acks                its last accept or reject got no answer (share-ack info): judged neither way
-    archived-at-limit           never accepted nor rejected, delivered with delivery_count >= delivery_count_limit
+    archived-at-limit           never accepted nor rejected, delivered with delivery_count >= the group's
+                                share.delivery.count.limit
     lost (violation)            an acknowledged write to a topic the group read with none of the above
-                                (``lost-never-delivered``: and never delivered); every write, or with
-                                from_first_delivered those at or after the group's first delivered offset of the
-                                partition (a group that started at share.auto.offset.reset=latest, Kafka's default)
+                                (``lost-never-delivered``: and never delivered); every write, or, for a group whose
+                                share.auto.offset.reset is latest (Kafka's default), those at or after the group's
+                                first delivered offset of the partition
     accepted-twice (v.)         accepted by the broker again with no delivery of it in between
     redelivered-after-ack (v.)  delivered again after the delivery whose accept or reject the broker took
     unexplained-redelivery (v.) a delivery after the first with none of the reasons below
@@ -23,13 +24,17 @@ For each record (group, topic, partition, offset):
 A redelivery is explained by what became of the delivery before it: ``released`` (its holder's release was taken,
 whenever the answer was recorded), ``ack-failed`` (the holder's acknowledgement was refused or unanswered),
 ``holder-stopped`` (it crashed or closed, or a consumer fault other than a freeze hit it, up to 10 s after the redelivery: a close is
-recorded once it returned), ``lock-expired`` (at least the lock duration, less ``lock_slack_ms`` for the time between
-the broker's acquisition and the poll's record, passed), ``node-fault`` (a fault on Kafka's nodes was in force) or
+recorded once it returned), ``lock-expired`` (at least the group's share.record.lock.duration.ms, less LOCK_SLACK_MS for
+the time between the broker's acquisition and the poll's record, passed), ``node-fault`` (a fault on Kafka's nodes was in force) or
 ``leader-change`` (the partition's sampled leader changed): a new share-partition leader does not keep acquisitions.
 ``unseen-deliveries`` counts delivery counts skipped between two recorded deliveries (an acquisition no consumer
 recorded: one killed between the broker's answer and its op). Each redelivery's delay (from the poll before it) is
 kept with its reason. A killed consumer's records need not wait for the lock: the broker may release them when the
 consumer's connection drops.
+
+A group's settings are those the cluster described for it (``group-config`` ops, recorded by the share kind after it
+set them), never a checker option: no option can excuse a loss. A group whose settings were not recorded is judged by
+the settings that excuse least: the highest delivery count limit and lock Kafka allows, and every write.
 """
 
 from __future__ import annotations
@@ -40,25 +45,23 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import (
-    UNKNOWN,
-    CheckerOptionError,
-    CheckerResult,
-    Side,
-    allowed_loss,
-    client_stops,
-    durable_writers,
-    read_options,
-    result,
-)
+from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
+from failsafe.checkers.evidence import allowed_loss, lossy_writers
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, OpType
+from failsafe.history.ops import NODE_TARGETS, OpType, Role
 
-# lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5).
-# lock_duration_ms and delivery_count_limit: the group's (Kafka's defaults: 30 s and 5). from_first_delivered: judge each
-# partition's writes from the first offset the group delivered (a group that started at "latest"), not all of them.
-DEFAULTS: dict[str, Any] = {"groups": None, "lossy_writers": None, "lock_duration_ms": 30_000, "lock_slack_ms": 2_000, "delivery_count_limit": 5,
-                            "from_first_delivered": False}
+DEFAULTS: dict[str, Any] = {}
+LOCK_DURATION = "share.record.lock.duration.ms"
+DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+# Kafka's defaults of a group's settings (group.share.record.lock.duration.ms, group.share.delivery.count.limit), and what
+# a group whose settings were not recorded is judged by: the most Kafka allows (group.share.max.record.lock.duration.ms's
+# default, group.share.delivery.count.limit's upper bound), which explain the fewest redeliveries and archive the least.
+DEFAULT_LOCK_DURATION_MS = 30_000
+UNRECORDED_LOCK_DURATION_MS = 60_000
+UNRECORDED_DELIVERY_COUNT_LIMIT = 10
+# The time between the broker's acquisition of a record and the consumer's op that records it, which a lock's expiry allows.
+LOCK_SLACK_MS = 2_000
 VIOLATIONS = {"lost": Side.CLUSTER, "accepted-twice": Side.CLUSTER, "redelivered-after-ack": Side.CLUSTER,
               "unexplained-redelivery": Side.CLUSTER}
 REASONS = ("released", "ack-failed", "holder-stopped", "lock-expired", "node-fault", "leader-change")
@@ -71,22 +74,21 @@ _STOP_SLACK_NS = 10_000_000_000
 
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
-    opts = read_options(options, DEFAULTS, "share")
-    if opts["lock_duration_ms"] is None or opts["lock_slack_ms"] is None or opts["lock_slack_ms"] >= opts["lock_duration_ms"]:
-        raise CheckerOptionError("share: lock_duration_ms and lock_slack_ms must be numbers, the slack below the duration")
+    read_options(options, DEFAULTS, "share")
     deliveries = history.share_deliveries
     acks = history.share_acks
-    if opts["groups"] is not None:
-        deliveries = deliveries.filter(pl.col("group").is_in(opts["groups"]))
-        acks = acks.filter(pl.col("group").is_in(opts["groups"]))
-    if deliveries.height == 0:
-        return result(UNKNOWN, {"deliveries": 0}, {}, groups=[])
+    declared = history.declared.filter(pl.col("role") == Role.SHARE_CONSUMER)
+    groups = sorted(set(deliveries["group"].drop_nulls().to_list()) | set(declared["group"].drop_nulls().to_list()))
+    if not groups:
+        return result(UNKNOWN, {"deliveries": 0}, {}, groups=[], reason="no share group was declared or delivered anything")
+    settings = {group: group_settings(history, group) for group in groups}
     taken = acks.filter(pl.col("type") == OpType.OK)
 
-    settled, archived, unknown, lost, lost_allowed = _fates(history, deliveries, acks, opts)
+    settled, archived, unknown, lost, lost_allowed = _fates(history, deliveries, acks, declared, settings)
     twice = _accepted_twice(deliveries, taken)
     after_ack = _redelivered_after_ack(deliveries, taken)
-    redeliveries, unseen = _redeliveries(history, deliveries, acks, opts["lock_duration_ms"] - opts["lock_slack_ms"])
+    lock_ms = {group: s["lock_duration_ms"] - LOCK_SLACK_MS for group, s in settings.items()}
+    redeliveries, unseen = _redeliveries(history, deliveries, acks, lock_ms)
     unexplained = [r for r in redeliveries if r["reason"] is None]
 
     counts = {
@@ -118,31 +120,52 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     violations = [name for name in VIOLATIONS if counts[name]]
     delays = {reason: [r["delay_ms"] for r in redeliveries if r["reason"] == reason] for reason in REASONS}
     members = deliveries.group_by("group").agg(pl.col("process").n_unique().alias("n")).sort("group")
-    return result(False if violations else True, counts, example_rows, violations,
-                  groups=sorted(deliveries["group"].unique().to_list()),
+    return result(False if violations else True, counts, example_rows, violations, groups=groups, settings=settings,
                   members_with_deliveries=dict(zip(members["group"].to_list(), members["n"].to_list(), strict=True)),
                   redelivery_delay_ms={reason: {"n": len(d), "median": median(d), "max": max(d)} for reason, d in delays.items() if d})
 
 
-def _fates(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame,
-           opts: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def group_settings(history: History, group: str) -> dict[str, Any]:
+    """A share group's lock duration, delivery count limit and auto offset reset, as the cluster described them for the run
+    (its last ``group-config`` op); what excuses least when they were not recorded (``recorded`` false)."""
+    configs = history.group_configs.filter(pl.col("group") == group).sort("time_ns", maintain_order=True)
+    found = dict(zip(configs["name"].to_list(), configs["value"].to_list(), strict=True))
+
+    def number(name: str, unrecorded: int) -> int:
+        value = found.get(name)
+        return int(value) if value is not None and value.isdigit() else unrecorded
+
+    return {"lock_duration_ms": number(LOCK_DURATION, UNRECORDED_LOCK_DURATION_MS),
+            "delivery_count_limit": number(DELIVERY_COUNT_LIMIT, UNRECORDED_DELIVERY_COUNT_LIMIT),
+            "auto_offset_reset": found.get(AUTO_OFFSET_RESET, "earliest"), "recorded": bool(found)}
+
+
+def _fates(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, declared: pl.DataFrame,
+           settings: dict[str, dict[str, Any]]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(records accepted or rejected, records archived at the limit, records whose last accept or reject has no known answer,
     acknowledged writes lost, the part of those a writer that promised nothing may lose)."""
+    limits = pl.DataFrame({"group": list(settings), "limit": [s["delivery_count_limit"] for s in settings.values()]},
+                          schema={"group": pl.String, "limit": pl.Int64})
     settling = acks.filter(pl.col("ack").is_in(_SETTLING)).sort("time_ns")
     settled = settling.filter(pl.col("type") == OpType.OK).unique(subset=_KEY, keep="first", maintain_order=True).select(*_KEY, "ack")
     # An accept the broker may or may not have taken (its answer never came): not judged either way.
     unknown = settling.filter(pl.col("type") == OpType.INFO).join(settled, on=_KEY, how="anti")
     unknown = unknown.unique(subset=_KEY, keep="last", maintain_order=True).select(*_KEY, "process", "ack", "error")
-    most = deliveries.group_by(_KEY).agg(pl.col("delivery_count").max())
-    archived = most.filter(pl.col("delivery_count") >= opts["delivery_count_limit"]).join(settled, on=_KEY, how="anti").sort(_KEY)
+    most = deliveries.group_by(_KEY).agg(pl.col("delivery_count").max()).join(limits, on="group", how="left")
+    archived = most.filter(pl.col("delivery_count") >= pl.col("limit")).drop("limit").join(settled, on=_KEY, how="anti").sort(_KEY)
     done = pl.concat([settled.select(_KEY), archived.select(_KEY), unknown.select(_KEY)])
-    topics = deliveries.select("group", "topic").unique()
+    declared_topics = declared.select("group", pl.col("topics").alias("topic")).explode("topic").drop_nulls()
+    topics = pl.concat([deliveries.select("group", "topic"), declared_topics]).unique()
     writes = history.sends.filter((pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null()).join(topics, on="topic", how="inner")
-    if opts["from_first_delivered"]:
+    latest = [group for group, s in settings.items() if s["auto_offset_reset"] == "latest"]
+    if latest:
+        # A group that began at the log end was never meant to get what came before: judged from its first delivery on.
         first = deliveries.group_by("group", "topic", "partition").agg(pl.col("offset").min().alias("first"))
-        writes = writes.join(first, on=["group", "topic", "partition"], how="inner").filter(pl.col("offset") >= pl.col("first"))
+        late = writes.filter(pl.col("group").is_in(latest)).join(first, on=["group", "topic", "partition"], how="inner") \
+            .filter(pl.col("offset") >= pl.col("first")).drop("first")
+        writes = pl.concat([writes.filter(~pl.col("group").is_in(latest)), late])
     missing = writes.join(done, on=_KEY, how="anti").sort(_KEY)
-    allowed = missing.filter(allowed_loss(missing, opts["lossy_writers"], durable_writers(history)))
+    allowed = missing.filter(allowed_loss(lossy_writers(history)))
     lost = missing.join(allowed.select(_KEY), on=_KEY, how="anti").select(*_KEY, "process", "key", "value")
     return settled, archived, unknown, lost, allowed
 
@@ -171,7 +194,7 @@ def _redelivered_after_ack(deliveries: pl.DataFrame, taken: pl.DataFrame) -> pl.
     return later.sort(*_KEY, "time_ns").unique(subset=[*_KEY, "time_ns", "to"], keep="first", maintain_order=True)
 
 
-def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, lock_ms: float) -> tuple[list[dict], int]:
+def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, lock_ms: dict[str, float]) -> tuple[list[dict], int]:
     """Each delivery after a record's first, in time order, with the reason the one before it ended (None: unexplained)."""
     repeated = deliveries.filter(pl.len().over(_KEY) > 1).sort(*_KEY, "time_ns")
     if repeated.height == 0:
@@ -203,7 +226,8 @@ def _redeliveries(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame
         until = next_same[index]
         held = [a for a in by_key.get(key, []) if a["process"] == before["process"] and a["time_ns"] >= start
                 and (until is None or a["time_ns"] < until)]
-        reason = _reason(held, stops.get(before["process"], []), node_faults, leaders.get((key[1], key[2]), []), start, end, lock_ms)
+        reason = _reason(held, stops.get(before["process"], []), node_faults, leaders.get((key[1], key[2]), []), start, end,
+                         lock_ms.get(key[0], UNRECORDED_LOCK_DURATION_MS - LOCK_SLACK_MS))
         out.append({"group": key[0], "topic": key[1], "partition": key[2], "offset": key[3], "from": before["process"], "to": after["process"],
                     "delivery_count": after["delivery_count"], "delay_ms": (end - start) / 1e6, "reason": reason})
     return out, unseen

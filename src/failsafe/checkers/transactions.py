@@ -18,17 +18,18 @@ import polars as pl
 
 import failsafe.checkers.txn_graph as txn_graph
 import failsafe.checkers.txn_measure as txn_measure
-from failsafe.checkers.common import EXAMPLES_PER_ANOMALY, UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, examples, read_options, result
+from failsafe.checkers.common import EXAMPLES_PER_ANOMALY, UNKNOWN, CheckerResult, Side, Validity, examples, read_options, result
+from failsafe.checkers.evidence import known_partitions, read_partitions
 from failsafe.checkers.keys import IDENTITY
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
-# ww_deps: add write-write edges (log order) to the dependency graph; Kafka does not isolate writes, so G1c is then expected.
-# allow: violations of this checker the scenario allows (counted, not violations); lost-write never.
-DEFAULTS: dict[str, Any] = {"ww_deps": False, "allow": None}
+# ww_deps: also measure the cycles of the graph with write-write edges (log order) added: Kafka does not isolate writes, so
+# such cycles are expected and counted (G1c-with-ww), never judged; G1c is judged on the write-read graph alone either way.
+# No option excuses a violation: what a scenario expects is a cited [[known]] entry.
+DEFAULTS: dict[str, Any] = {"ww_deps": False}
 VIOLATIONS = {"aborted-read": Side.PRODUCERS, "precommitted-read": Side.CONSUMERS, "lost-write": Side.PRODUCERS,
               "torn-transaction": Side.PRODUCERS, "intermediate-read": Side.CONSUMERS, "duplicate": Side.PRODUCERS, "G1c": Side.PRODUCERS}
-NEVER_ALLOWED = ("lost-write",)  # loss of a committed write is always INVALID
 TXN_ANOMALIES_LIMIT = 200
 _TXN = ["process", "txn"]
 _TXN_EXAMPLE = ("process", "txn", "transactional_id", "outcome", "end")
@@ -37,25 +38,8 @@ _PARTITION = ["topic", "partition"]
 _JAVA_DEFAULT_UNCOMMITTED = "kafka-java"  # Java's consumer defaults to read_uncommitted; librdkafka's to read_committed
 
 
-def check_options(options: Mapping) -> None:
-    """What a scenario's [checkers.transactions] must hold, checked when it is parsed (CheckerOptionError otherwise)."""
-    _allowed(read_options(options, DEFAULTS, "transactions")["allow"])
-
-
-def _allowed(allow: list[str] | None) -> set[str]:
-    names = set(allow or ())
-    unknown = sorted(names - set(VIOLATIONS))
-    if unknown:
-        raise CheckerOptionError(f"transactions: option 'allow' names {unknown}, not violations of this checker; they are {sorted(VIOLATIONS)}")
-    never = sorted(names & set(NEVER_ALLOWED))
-    if never:
-        raise CheckerOptionError(f"transactions: option 'allow' may not name {never}: a lost committed write is never allowed")
-    return names
-
-
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "transactions")
-    allowed = _allowed(opts["allow"])
     reads = _with_isolation(history)
     committed_reads = reads.filter(pl.col("read_committed"))
     writes = _writes(history, committed_reads)
@@ -71,11 +55,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     intermediate = _intermediate(committed_reads, writes, history.log)
     written_twice = _written_twice(writes, history.log)
     processed_twice = _processed_twice(reads, txns)
-    graph = txn_graph.dependency_graph([
-        txn_graph.wr_edges(writes, committed_reads.filter(pl.col("txn").is_not_null())),
-        txn_graph.ww_edges(writes, history.log) if opts["ww_deps"] else pl.DataFrame(schema=txn_graph.EDGE_SCHEMA),
-    ])
-    cycles = txn_graph.find_cycles(graph, EXAMPLES_PER_ANOMALY)
+    wr = txn_graph.wr_edges(writes, committed_reads.filter(pl.col("txn").is_not_null()))
+    cycles = txn_graph.find_cycles(txn_graph.dependency_graph([wr]), EXAMPLES_PER_ANOMALY)
+    # With write-write edges too: measured only (what Kafka's unisolated writes produce, t0 <ww t1 <wr t0), never judged.
+    with_ww = txn_graph.find_cycles(txn_graph.dependency_graph([wr, txn_graph.ww_edges(writes, history.log)]), EXAMPLES_PER_ANOMALY) \
+        if opts["ww_deps"] else None
 
     status = txns["status"]
     counts = {
@@ -93,14 +77,17 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "lost-write": lost.height,
         "lost-write-unverified": unverified.height,
         "committed-with-failed-write": writes.filter(pl.col("committed") & (pl.col("send_outcome") == OpType.FAIL)).height,
+        "committed-with-failed-write-absent": writes.filter(pl.col("committed") & (pl.col("send_outcome") == OpType.FAIL)
+                                                            & ~pl.col("in_log") & pl.col("covered")).height,
         "torn-transaction": torn.height,
         "intermediate-read": intermediate.height,
         "duplicate": written_twice.height + processed_twice.height,
         "duplicate-written": written_twice.height,
         "duplicate-processed": processed_twice.height,
         "visible-never-committed": txns.filter(pl.col("end").is_null() & pl.col("logged")).height,
-        "G0": cycles.counts[txn_graph.G0],
+        "G0": with_ww.counts[txn_graph.G0] if with_ww is not None else 0,
         "G1c": cycles.counts[txn_graph.G1C],
+        "G1c-with-ww": with_ww.counts[txn_graph.G1C] if with_ww is not None else 0,
     }
     example_rows = {
         "aborted-read": examples(observed.with_columns(pl.coalesce("first_read_ns", "time_ns").alias("time_ns")),
@@ -111,14 +98,16 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "torn-transaction": examples(torn, *_TXN_EXAMPLE, "present", "absent", "partitions", "time_ns"),
         "intermediate-read": examples(intermediate),
         "duplicate": _interleaved(examples(written_twice), examples(processed_twice)),
-        **{name: _timed(cycles.examples[name], txns) for name in (txn_graph.G0, txn_graph.G1C)},
+        txn_graph.G1C: _timed(cycles.examples[txn_graph.G1C], txns),
+        **({txn_graph.G0: _timed(with_ww.examples[txn_graph.G0], txns), "G1c-with-ww": _timed(with_ww.examples[txn_graph.G1C], txns)}
+           if with_ww is not None else {}),
     }
-    # With ww edges, G1c is what Kafka's unisolated writes produce (t0 <ww t1 <wr t0): counted, allowed (Jepsen's allowed-error-types).
-    expected = allowed | ({"G1c"} if opts["ww_deps"] else set())
-    violations = [name for name in VIOLATIONS if counts[name] and name not in expected]
+    violations = [name for name in VIOLATIONS if counts[name]]
     valid: Validity = False if violations else UNKNOWN if counts["committed"] == 0 or unverified.height else True
     # Per anomaly, the transactions it involves (process, txn) and the processes that showed it: writers, or readers for CONSUMERS.
-    cycle_members = {name: pl.DataFrame(sorted(cycles.members[name]), schema=_TXN, orient="row") for name in (txn_graph.G0, txn_graph.G1C)}
+    cycle_members = {txn_graph.G1C: pl.DataFrame(sorted(cycles.members[txn_graph.G1C]), schema=_TXN, orient="row")}
+    if with_ww is not None:
+        cycle_members[txn_graph.G0] = pl.DataFrame(sorted(with_ww.members[txn_graph.G0]), schema=_TXN, orient="row")
     processed = processed_twice.select(pl.col("txns").explode().struct.unnest())
     involved = {
         "aborted-read": (observed, observed["process"]),
@@ -187,15 +176,14 @@ def _writes(history: History, committed_reads: pl.DataFrame) -> pl.DataFrame:
 
 
 def _covered(writes: pl.DataFrame, history: History) -> pl.DataFrame:
-    """writes with covered: the final log read read the write's partition completely (its topic is in the log and the partition
-    is not among the log-read failures; a write of unknown partition: none of its topic's partitions is). The log reader reads
-    every partition of a topic, empty ones included, but a topic with nothing in the log leaves no trace that it was read."""
-    failed = history.log_failures.select(_PARTITION).unique().with_columns(pl.lit(True).alias("partition_failed"))
-    in_log = pl.col("topic").is_in(history.log["topic"].unique().implode())
-    topic_failed = pl.col("topic").is_in(failed["topic"].implode())
-    partition_failed = pl.col("partition_failed").fill_null(False)
-    covered = in_log & pl.when(pl.col("partition").is_null()).then(~topic_failed).otherwise(~partition_failed)
-    return writes.join(failed, on=_PARTITION, how="left", maintain_order="left").with_columns(covered.alias("covered")).drop("partition_failed")
+    """writes with covered: the final read read the write's partition completely (evidence.read_partitions; an empty partition
+    read completely included); a write of unknown partition: every partition of its topic was."""
+    complete = read_partitions(history).filter(pl.col("complete")).select(_PARTITION).unique().with_columns(pl.lit(True).alias("_read"))
+    topics = known_partitions(history).join(complete, on=_PARTITION, how="left").group_by("topic") \
+        .agg(pl.col("_read").fill_null(False).all().alias("_topic_read"))
+    joined = writes.join(complete, on=_PARTITION, how="left", maintain_order="left").join(topics, on="topic", how="left", maintain_order="left")
+    covered = pl.when(pl.col("partition").is_null()).then(pl.col("_topic_read").fill_null(False)).otherwise(pl.col("_read").fill_null(False))
+    return joined.with_columns(covered.alias("covered")).drop("_read", "_topic_read")
 
 
 def _txns(history: History, writes: pl.DataFrame) -> pl.DataFrame:
@@ -235,9 +223,10 @@ def _precommitted(committed_reads: pl.DataFrame, writes: pl.DataFrame) -> pl.Dat
 
 
 def _torn(writes: pl.DataFrame) -> pl.DataFrame:
-    """Transactions with writes in the log (present) and writes absent from it on partitions it was read from completely, whose
-    send did not fail (absent)."""
-    absent = ~pl.col("in_log") & pl.col("covered") & pl.col("send_outcome").ne_missing(OpType.FAIL)
+    """Transactions with writes in the log (present) and writes absent from it on partitions it was read from completely
+    (absent): of a committed one, any (Kafka refuses to commit a transaction one of whose writes failed: a failed write of a
+    committed transaction must be in the log); of another, one whose send did not fail."""
+    absent = ~pl.col("in_log") & pl.col("covered") & (pl.col("send_outcome").ne_missing(OpType.FAIL) | pl.col("committed").fill_null(False))
     per = writes.group_by(_TXN, maintain_order=True).agg(
         *[pl.col(name).first() for name in (*_TXN_EXAMPLE[2:], "time_ns")], pl.col("in_log").sum().alias("present"), absent.sum().alias("absent"),
         pl.struct(_PARTITION).unique().sort().alias("partitions"))

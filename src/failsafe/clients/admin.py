@@ -114,6 +114,19 @@ def _no_group_configs(e: KafkaException) -> bool:
                                                   KafkaError.UNSUPPORTED_VERSION)
 
 
+def describe_group_configs(bootstrap_servers: str, group: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, str]:
+    """A group's configs as the cluster describes them: every one in force (its own, else the broker's group.* default)."""
+    admin = new_admin(bootstrap_servers)
+    try:
+        described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout_s)
+        found = next(iter(described.values())).result(timeout=timeout_s + 5)
+    except KafkaException as e:
+        raise KafkaClientError(f"cannot read group {group}'s configs: {describe_error(e)}") from e
+    except TimeoutError as e:
+        raise KafkaClientError(f"group {group}'s configs were not described within {timeout_s + 5:g}s by {bootstrap_servers}") from e
+    return {name: entry.value for name, entry in found.items() if entry.value is not None}
+
+
 def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Make ``configs`` a group's only dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
     ``consumer.session.timeout.ms``, ...), as ``kafka-configs.sh --entity-type groups --alter`` does: the others are

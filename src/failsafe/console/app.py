@@ -32,8 +32,8 @@ from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.spec import BROKER, CONTROLLER, ZOOKEEPER
 from failsafe.console.poller import ClusterPoller
 from failsafe.console.rebalances import rebalance_view
-from failsafe.console.runs import RunHistories, checker_option, run_dir, stored_checker
-from failsafe.console.share_groups import DEFAULT_LOCK_DURATION_MS, share_groups_view
+from failsafe.console.runs import RunHistories, run_dir, stored_checker
+from failsafe.console.share_groups import share_groups_view
 from failsafe.errors import FailsafeError, UnknownNode, UserError
 from failsafe.history.model import History, HistoryFormatError
 from failsafe.waiting import WaitTimeout
@@ -264,8 +264,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         return rebalance_view(history, stored_checker(run, "rebalance"))
 
     def share_groups(run: Path, history: History) -> dict:
-        lock_ms = checker_option(run, "share", "lock_duration_ms")
-        return share_groups_view(history, lock_duration_ms=lock_ms if isinstance(lock_ms, int | float) else DEFAULT_LOCK_DURATION_MS)
+        return share_groups_view(history)
 
     routes = [
         Route("/", index),

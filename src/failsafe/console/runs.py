@@ -13,11 +13,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
-from failsafe.errors import FailsafeError
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import decode_chunk, history_from_kinds, load_history
 from failsafe.history.model import History
@@ -180,21 +178,6 @@ def stored_checker(run: Path, name: str) -> dict | None:
     found = _json_object(run / RESULTS).get("checkers")
     result = found.get(name) if isinstance(found, dict) else None
     return result if isinstance(result, dict) else None
-
-
-def checker_option(run: Path, checker: str, option: str) -> Any:
-    """An option the run's checker was given: as its scenario (scenario.json, parsed by its kind) gives it, with what the
-    kind derives (a share scenario's lock from its groups' configs); its [checkers.CHECKER] table alone when it does not
-    parse; None when neither has it."""
-    data = _json_object(run / SCENARIO)
-    try:
-        from failsafe.scenarios.kinds import parse_table
-
-        options = parse_table(data, str(run / SCENARIO)).checker_options().get(checker)
-    except FailsafeError:
-        checkers = data.get("checkers")
-        options = checkers.get(checker) if isinstance(checkers, dict) else None
-    return options.get(option) if isinstance(options, dict) else None
 
 
 def _json_object(path: Path) -> dict:

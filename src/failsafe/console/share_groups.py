@@ -13,7 +13,7 @@ share-ack acknowledged), as of a moment (by default the history's last op: for a
     max_delivery_count                the highest delivery count the broker gave a record of the partition
     holders                           the members holding records in flight now, and how many each
 
-The lock is the share checker's ``lock_duration_ms`` (Kafka's default 30 s) unless the caller knows the scenario's.
+The lock is the groups' share.record.lock.duration.ms as the run recorded it (``group-config``), else Kafka's default 30 s.
 What the broker did with a record is the share checker's to judge (checkers/share.py): this is what the clients saw.
 """
 
@@ -28,13 +28,21 @@ from failsafe.checkers.common import client_stops
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
-DEFAULT_LOCK_DURATION_MS: float = share.DEFAULTS["lock_duration_ms"]
+DEFAULT_LOCK_DURATION_MS: float = share.DEFAULT_LOCK_DURATION_MS
 _PARTITION = ["group", "topic", "partition"]
 _RECORD = [*_PARTITION, "offset"]
 _COUNTS = ("acquired", "records", "accepted", "released", "rejected", "acks_refused", "acks_unknown", "in_flight")
 
 
-def share_groups_view(history: History, as_of_ns: int | None = None, lock_duration_ms: float = DEFAULT_LOCK_DURATION_MS) -> dict[str, Any]:
+def recorded_lock_ms(history: History) -> float:
+    """The longest share.record.lock.duration.ms the run recorded for its groups, else Kafka's default."""
+    values = history.group_configs.filter(pl.col("name") == share.LOCK_DURATION)["value"].to_list()
+    numbers = [float(v) for v in values if v is not None and v.isdigit()]
+    return max(numbers, default=DEFAULT_LOCK_DURATION_MS)
+
+
+def share_groups_view(history: History, as_of_ns: int | None = None, lock_duration_ms: float | None = None) -> dict[str, Any]:
+    lock_duration_ms = recorded_lock_ms(history) if lock_duration_ms is None else lock_duration_ms
     as_of_ns = last_ns(history) if as_of_ns is None else as_of_ns
     out: dict[str, Any] = {"as_of_ms": None if as_of_ns is None else as_of_ns // 1_000_000, "lock_duration_ms": lock_duration_ms, "groups": []}
     if as_of_ns is None:

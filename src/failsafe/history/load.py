@@ -36,7 +36,10 @@ _COMMON = {"time_ns": pl.Int64, "process": pl.String, "type": pl.String, "f": pl
 SEND_SCHEMA = {**_COMMON, "id": pl.Int64, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String,
                "txn": pl.Int64}
 POLL_SCHEMA = {**_COMMON, "group": pl.String, "records": pl.List(_RECORD), "txn": pl.Int64}
-LOG_READ_SCHEMA = {**_COMMON, "topic": pl.String, "partition": pl.Int64, "records": pl.List(_RECORD)}
+LOG_READ_SCHEMA = {**_COMMON, "topic": pl.String, "partition": pl.Int64, "records": pl.List(_RECORD), "cluster": pl.String,
+                   "log_start_offset": pl.Int64, "high_watermark": pl.Int64}
+_DECLARED = pl.Struct({"process": pl.String, "role": pl.String, "topics": pl.List(pl.String), "group": pl.String, "may_lose": pl.Boolean,
+                       "matches": pl.String})
 OTHER_SCHEMA: dict[str, pl.DataType] = {
     **SEND_SCHEMA,
     **POLL_SCHEMA,
@@ -82,6 +85,10 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "event": pl.String,
     "broker": pl.Int64,
     "line": pl.String,
+    "clients": pl.List(_DECLARED),
+    "cluster": pl.String,
+    "log_start_offset": pl.Int64,
+    "high_watermark": pl.Int64,
 }
 _BULK = {Op.SEND: SEND_SCHEMA, Op.POLL: POLL_SCHEMA, Op.LOG_READ: LOG_READ_SCHEMA}
 _REQUIRED = ("time_ns", "process", "type", "f")
@@ -251,13 +258,17 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
     """The History's frames from the decoded ops of each kind (send, poll, log-read, other, unknown)."""
     other = kinds["other"]
     log_reads = kinds[Op.LOG_READ]
-    log = _select(_records(log_reads.filter(pl.col("type") == OpType.OK)), "log")
+    log = _select(_log(log_reads.filter(pl.col("type") == OpType.OK)), "log")
     # Explode and join leave frames in many chunks; one contiguous copy makes every later scan faster.
     return History(
         sends=_sends(kinds[Op.SEND]).rechunk(),
         reads=_reads(kinds[Op.POLL], log).rechunk(),
         log=log.rechunk(),
         log_failures=_select(log_reads.filter(pl.col("type") == OpType.FAIL), "log_failures"),
+        log_reads=_log_reads(log_reads),
+        declared=_declared(other),
+        phase_ends=_select(other.filter(pl.col("f") == Op.PHASE_END), "phase_ends"),
+        group_configs=_group_configs(other),
         membership=_membership(other),
         commits=_commits(other),
         client_events=_select(other.filter(pl.col("f").is_in([Op.CLOSE, Op.CRASH])), "client_events"),
@@ -362,6 +373,39 @@ def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
             pl.coalesce("value", "value_log").alias("value"),
         )
     return _select(reads, "reads")
+
+
+def _log(reads: pl.DataFrame) -> pl.DataFrame:
+    """The records of log-read ok ops, each with the cluster its op read (null: a run on one cluster)."""
+    return reads.select("cluster", "records").explode("records").drop_nulls("records").unnest("records")
+
+
+def _log_reads(reads: pl.DataFrame) -> pl.DataFrame:
+    """One row per partition a log-read op read (ok, with its count of records) or failed to read.
+
+    An op that names no partition of its own (hand-written, or from before they named one) stands for each partition its
+    records are in."""
+    reads = reads.filter(pl.col("type").is_in([OpType.OK, OpType.FAIL]))
+    counted = reads.with_columns((pl.col("type") == OpType.OK).alias("ok"), pl.col("records").list.len().cast(pl.Int64).alias("n"))
+    named = counted.filter(pl.col("topic").is_not_null()).with_columns(pl.when(pl.col("ok")).then(pl.col("n")).alias("records"))
+    unnamed = counted.filter(pl.col("topic").is_null()).drop("topic", "partition")
+    if unnamed.height:
+        per = unnamed.select("time_ns", "cluster", "ok", "error", "log_start_offset", "high_watermark", "records").explode("records") \
+            .drop_nulls("records").with_columns(pl.col("records").struct.field("topic", "partition")) \
+            .group_by("time_ns", "cluster", "topic", "partition", "ok", "error", "log_start_offset", "high_watermark", maintain_order=True) \
+            .agg(pl.len().cast(pl.Int64).alias("records"))
+        named = pl.concat([_select(named, "log_reads"), _select(per, "log_reads")])
+    return _select(named, "log_reads")
+
+
+def _declared(other: pl.DataFrame) -> pl.DataFrame:
+    ops = other.filter(pl.col("f") == Op.DECLARE).select("time_ns", "clients").explode("clients").drop_nulls("clients").unnest("clients")
+    return _select(ops.with_columns(pl.col("may_lose").fill_null(False)), "declared")
+
+
+def _group_configs(other: pl.DataFrame) -> pl.DataFrame:
+    ops = other.filter(pl.col("f") == Op.GROUP_CONFIG).select("time_ns", "group", "config").explode("config").drop_nulls("config")
+    return _select(ops.unnest("config"), "group_configs")
 
 
 def _samples(scrapes: pl.DataFrame) -> pl.DataFrame:

@@ -45,8 +45,22 @@ READS_SCHEMA = {
     # The reader's transaction the record was consumed into (consume-transform-produce); null otherwise.
     "txn": pl.Int64,
 }
-LOG_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String}
-LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String}
+# ``cluster``: the alias of the cluster the final read read (a DR pair's primary or backup); null for a run on one cluster.
+LOG_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String, "cluster": pl.String}
+LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String, "cluster": pl.String}
+# One row per log-read op: which partition the final read was asked to read and what it read of it. ``ok``: read completely
+# (``records`` of them, none included), from ``log_start_offset`` to ``high_watermark`` as the partition reported them when
+# the read began (null in histories before they were recorded); else ``error`` says why not.
+LOG_READS_SCHEMA = {"time_ns": pl.Int64, "cluster": pl.String, "topic": pl.String, "partition": pl.Int64, "ok": pl.Boolean,
+                    "records": pl.Int64, "log_start_offset": pl.Int64, "high_watermark": pl.Int64, "error": pl.String}
+# One row per client the scenario declared (a ``declare`` op): its first process, its role (ops.Role), its topics and group,
+# whether the scenario lets it lose acknowledged writes, and the pattern all its processes match (restarts, DR stints).
+DECLARED_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "role": pl.String, "topics": pl.List(pl.String), "group": pl.String,
+                   "may_lose": pl.Boolean, "matches": pl.String}
+# One row per phase the engine finished (``phase-end``).
+PHASE_ENDS_SCHEMA = {"phase": pl.String, "time_ns": pl.Int64}
+# One row per config of a group as the cluster described it (``group-config``).
+GROUP_CONFIGS_SCHEMA = {"time_ns": pl.Int64, "group": pl.String, "name": pl.String, "value": pl.String}
 MEMBERSHIP_SCHEMA = {
     "process": pl.String,
     "group": pl.String,
@@ -169,6 +183,10 @@ FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "metrics": METRICS_SCHEMA,
     "metrics_errors": METRICS_ERRORS_SCHEMA,
     "node_events": NODE_EVENTS_SCHEMA,
+    "log_reads": LOG_READS_SCHEMA,
+    "declared": DECLARED_SCHEMA,
+    "phase_ends": PHASE_ENDS_SCHEMA,
+    "group_configs": GROUP_CONFIGS_SCHEMA,
 }
 
 
@@ -194,6 +212,9 @@ class History:
         share_deliveries: one row per record of a share-poll; share_acks: one row per record of a share-ack.
         metrics: one row per sample of a node's metrics scrape; metrics_errors: one row per scrape that failed.
         node_events: one row per node-event op (what a node's log said, read after the run).
+        log_reads: one row per log-read op (a partition the final read read, completely or not, empty ones included).
+        declared: one row per client the scenario declared. phase_ends: one row per phase the engine finished.
+        group_configs: one row per config of a group, as the cluster described it.
     """
 
     sends: pl.DataFrame
@@ -218,6 +239,10 @@ class History:
     metrics: pl.DataFrame = field(default_factory=lambda: empty_frame("metrics"))
     metrics_errors: pl.DataFrame = field(default_factory=lambda: empty_frame("metrics_errors"))
     node_events: pl.DataFrame = field(default_factory=lambda: empty_frame("node_events"))
+    log_reads: pl.DataFrame = field(default_factory=lambda: empty_frame("log_reads"))
+    declared: pl.DataFrame = field(default_factory=lambda: empty_frame("declared"))
+    phase_ends: pl.DataFrame = field(default_factory=lambda: empty_frame("phase_ends"))
+    group_configs: pl.DataFrame = field(default_factory=lambda: empty_frame("group_configs"))
 
     @classmethod
     def empty(cls) -> History:

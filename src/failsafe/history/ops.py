@@ -45,8 +45,12 @@ class Op(StrEnum):
     # invoke) is written just before the writer asks for the commit or the abort, with the input offsets sent into it.
     TXN = "txn"
     TXN_END = "txn-end"
-    # The log read back after the run.
+    # The log read back after the run: one op per partition, with what it read and the partition's offsets at the read.
     LOG_READ = "log-read"
+    # The clients the scenario declares (every one must show up in the history: checkers/clients.py), and a group's
+    # configuration as the cluster reported it (a share group's delivery count limit, its lock duration).
+    DECLARE = "declare"
+    GROUP_CONFIG = "group-config"
     # Faults, the cluster as the engine saw it, the run's own phases and admin actions.
     FAULT_START = "fault-start"
     FAULT_STOP = "fault-stop"
@@ -57,6 +61,8 @@ class Op(StrEnum):
     # What a node's own log says happened (a broker fenced, a ZooKeeper session expired), read after the run.
     NODE_EVENT = "node-event"
     PHASE = "phase"
+    # A phase the engine finished: a run is judged only when every phase ended (checkers/completeness.py).
+    PHASE_END = "phase-end"
     CREATE_TOPIC = "create-topic"
     # Events: what the engine and the kinds record about the run itself (the loader's ``events`` frame).
     RECOVER_TIMEOUT = "recover-timeout"
@@ -79,7 +85,7 @@ class Op(StrEnum):
 
 EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.FAULT_NOT_STARTED, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
                           Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP,
-                          Op.FEATURE_LEVEL, Op.READ_BACK)
+                          Op.FEATURE_LEVEL, Op.READ_BACK, Op.DECLARE)
 
 
 class Target(StrEnum):
@@ -127,6 +133,18 @@ class PhaseName(StrEnum):
     HEAL = "heal"
     RECOVER = "recover"
     DRAIN = "drain"
+    # The log read back from the beginning of every partition, once the clients stopped: what durability is judged by.
+    FINAL_READ = "final-read"
+
+
+class Role(StrEnum):
+    """What a declared client is (``declare``): what it must have done for the run to account for it."""
+
+    PRODUCER = "producer"  # a plain producer: writes
+    CONSUMER = "consumer"  # a consumer in a group (assigned by it) or on its own (manual assignment): reads
+    SHARE_CONSUMER = "share-consumer"  # a member of a share group (KIP-932): acquires records
+    TXN_WRITER = "txn-writer"  # a transactional writer: writes in transactions
+    PROCESSOR = "processor"  # a consume-transform-produce worker: reads its input, writes in transactions
 
 
 class Process:
@@ -160,6 +178,41 @@ def event(f: Op, process: str = Process.RUNNER, time_ns: int | None = None, **fi
 
 def phase(name: PhaseName, time_ns: int | None = None) -> dict[str, Any]:
     return op(Op.PHASE, phase=str(name), time_ns=time_ns)
+
+
+def phase_end(name: PhaseName, time_ns: int | None = None) -> dict[str, Any]:
+    return op(Op.PHASE_END, phase=str(name), time_ns=time_ns)
+
+
+def declared_client(process: str, role: Role, *, topics: Sequence[str] = (), group: str | None = None, may_lose: bool = False,
+                    matches: str | None = None) -> dict[str, Any]:
+    """One client a scenario declares, as the ``declare`` op lists it: its (first) process, what it is, the topics it writes or
+    reads, its group, whether the scenario lets it lose acknowledged writes (acks 0 or 1 only: checkers/common.py may_lose),
+    and ``matches``: a regular expression every process of this client's fully matches (its restarts, a DR stint's)."""
+    return {"process": process, "role": str(role), "topics": list(topics), "group": group, "may_lose": may_lose,
+            "matches": matches}
+
+
+def declare(clients: Sequence[Mapping[str, Any]], time_ns: int | None = None) -> dict[str, Any]:
+    """The clients the scenario declares (``declared_client``), written once when the run is set up."""
+    return op(Op.DECLARE, OpType.INFO, Process.RUNNER, time_ns, clients=[dict(c) for c in clients])
+
+
+def log_read(topic: str, partition: int, records: Sequence[Mapping[str, Any]] | None = None, *, log_start_offset: int | None = None,
+             high_watermark: int | None = None, cluster: str | None = None, error: str | None = None,
+             time_ns: int | None = None) -> dict[str, Any]:
+    """The final read of one partition: ``ok`` with every record from ``log_start_offset`` up to ``high_watermark`` (both as
+    the partition reported them when the read began; no records is a complete read of an empty log), or, with ``error``,
+    ``fail``: the partition was not read completely. ``cluster``: the alias of the cluster read (a DR pair's), else None."""
+    return op(Op.LOG_READ, OpType.FAIL if error is not None else OpType.OK, Process.LOG_READER, time_ns, cluster=cluster, topic=topic,
+              partition=partition, log_start_offset=log_start_offset, high_watermark=high_watermark, error=error,
+              records=None if error is not None else [dict(r) for r in records or ()])
+
+
+def group_config(group: str, configs: Mapping[str, str], time_ns: int | None = None) -> dict[str, Any]:
+    """A group's configuration as the cluster described it (DescribeConfigs of the group), the values in force."""
+    return op(Op.GROUP_CONFIG, OpType.INFO, Process.RUNNER, time_ns, group=group,
+              config=[{"name": name, "value": str(value)} for name, value in sorted(configs.items())])
 
 
 def sides_of(sides: Sequence[Sequence[str]] | None) -> list[list[str]] | None:

@@ -134,6 +134,11 @@ class Scenario:
         """What the run's manifest.json records of the workload (a kind adds its own)."""
         return {}
 
+    def declared_clients(self) -> list[dict[str, Any]]:
+        """The clients the scenario declares (history.ops.declared_client), recorded in the history's ``declare`` op when
+        the run is set up: what checkers/clients.py accounts for and whom evidence.lossy_writers may let lose."""
+        return []
+
 
 class KindInfo(Protocol):
     """What parsing needs to know of a scenario kind (scenarios/kinds/__init__.py ScenarioKind)."""
@@ -304,6 +309,12 @@ def parse_checks(data: dict, where: str, kind: KindInfo) -> tuple[dict[str, dict
                                            "promise no durability (acks 0 or 1); an acks=all producer's loss is always a violation")
         if "lossy_writers" in options:
             raise fail(f"{at}.lossy_writers", "is derived from the producers: set may_lose = true on the producers that may lose")
+        for excuse in ("allow", "allow_duplicates", "groups", "idempotent_producers", "delivery_count_limit", "lock_duration_ms",
+                       "lock_slack_ms", "from_first_delivered"):
+            if excuse in options and not (name == "enriched" and excuse == "allow_duplicates"):
+                raise fail(f"{at}.{excuse}", "no checker option can excuse a violation or choose what is judged: a behaviour the scenario "
+                                             "expects is a cited [[known]] entry (never a loss), and what the clients and groups ran with is "
+                                             "read from the history")
         try:
             check_options(name, options)
         except CheckerOptionError as e:

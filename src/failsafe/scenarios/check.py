@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from failsafe.checkers import combine_validity, run_checkers
+from failsafe.checkers.common import UNKNOWN
 from failsafe.checkers.explain import explain
 from failsafe.checkers.measurements import measure
 from failsafe.errors import UserError
@@ -20,7 +21,8 @@ from failsafe.scenarios.rundir import RunDir
 
 
 def check_history(history: History, scenario: Scenario | None, checkers: Sequence[str]) -> dict:
-    """The results of ``history`` judged by ``checkers``, with the scenario's options, expectations and known anomalies."""
+    """The results of ``history`` judged by the checkers every run gets (checkers.ALWAYS) and ``checkers``, with the
+    scenario's options, expectations and known anomalies; a run that did not finish is UNKNOWN (``incomplete``)."""
     options = scenario.checker_options() if scenario is not None else {}
     results: dict = {"format": 1, "scenario": scenario.name if scenario else None, "checkers": run_checkers(history, options, checkers)}
     try:
@@ -32,11 +34,20 @@ def check_history(history: History, scenario: Scenario | None, checkers: Sequenc
     results["expectations"] = evaluate_all(scenario.expect, view) if scenario else []
     results["valid"] = combine_validity([c.get("valid", "unknown") for c in results["checkers"].values()] +
                                         [e["valid"] for e in results["expectations"]])
+    hold_incomplete(results)
     try:
         results["explanations"] = explain(history, results)
     except Exception as e:  # noqa: BLE001 - explanations describe a verdict, they never decide or crash one
         results["explanations"] = [{"error": f"{type(e).__name__}: {e}", "sentence": f"the anomalies could not be explained: {type(e).__name__}: {e}"}]
     return classify(results, scenario, history)
+
+
+def hold_incomplete(results: dict) -> None:
+    """A run that did not finish (checkers/completeness.py) is UNKNOWN, whatever its checkers found: ``incomplete`` says why."""
+    completeness = results["checkers"].get("completeness") or {}
+    if completeness.get("valid") is not True:
+        results["incomplete"] = completeness.get("reason") or completeness.get("error") or "the run's completeness is unknown"
+        results["valid"] = UNKNOWN
 
 
 def load_run_history(run_dir: RunDir) -> History:

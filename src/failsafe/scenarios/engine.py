@@ -1,9 +1,13 @@
 """The one scenario engine: every scenario kind runs through it.
 
-Fixed phases: setup, warm-up, chaos, heal, recover, drain (checking and the report come after,
-from the history alone). The engine owns the fault schedule, the recording of every fault's start
-and every attempt to undo it, the waits, and the heal; a workload plug-in (scenarios/plugin.py)
-owns its clients, and fault plug-ins (failsafe.faults) act on the cluster or on those clients.
+Fixed phases: setup, warm-up, chaos, heal, recover, drain, final-read (checking and the report come
+after, from the history alone). Each phase's start (``phase``) and, once it finished, its end
+(``phase-end``) are recorded: a run whose history lacks an end is judged UNKNOWN
+(checkers/completeness.py). Setup records the clients the scenario declares (``declare``).
+
+The engine owns the fault schedule, the recording of every fault's start and every attempt to undo
+it, the waits, and the heal; a workload plug-in (scenarios/plugin.py) owns its clients, and fault
+plug-ins (failsafe.faults) act on the cluster or on those clients.
 
 The heal always runs, on success, on error and on Ctrl-C. An undo is marked done only when it
 worked; a failed one is recorded (``fault-stop`` with ``ok: false``) and tried again, up to
@@ -27,7 +31,7 @@ from failsafe.cluster.profiles import LIBRARIES, Profile
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
 from failsafe.faults.leash import Leashes, NetworkLeash
-from failsafe.history.ops import Family, Op, PhaseName, fault_start, fault_stop
+from failsafe.history.ops import Family, Op, PhaseName, declare, fault_start, fault_stop, phase_end
 from failsafe.history.ops import event as event_op
 from failsafe.history.ops import phase as phase_op
 from failsafe.history.recorder import Recorder
@@ -135,6 +139,10 @@ class Engine:
         self.event(str(phase))
         self._refresh()
 
+    def _finish(self, phase: Phase) -> None:
+        """The phase's work is done: only then is its end recorded."""
+        self.recorder.record(phase_end(phase))
+
     def _refresh(self) -> None:
         active = sum(1 for f in self.faults if not f.applied.undone)
         self.status(f"{self.scenario.name} · {self._phase} {time.monotonic() - self._phase_started:4.1f}s · "
@@ -178,6 +186,7 @@ class Engine:
         self._log_offsets = log_offsets(self.cluster)
         try:
             self._enter(Phase.SETUP)
+            self.recorder.record(declare(self.scenario.declared_clients()))
             if self.profile is not None and (self.profile.broker or self.ctx.topic_configs or self.ctx.client_defaults):
                 self.event(f"profile {self.profile.label}: its topic and client settings under the scenario's own")
             self.run_dir.write_manifest(self.cluster_facts, self.scenario)
@@ -185,15 +194,21 @@ class Engine:
             self.controller_watch.start()
             self.metrics_watch.start()
             self.workload.setup(self.ctx)
+            self._finish(Phase.SETUP)
             self._enter(Phase.WARM_UP)
             self.workload.start(self.ctx)
             self.hold(phases.warmup_s)
+            self._finish(Phase.WARM_UP)
             self._chaos()
         finally:
             self._heal()
         self._recover()
         self._enter(Phase.DRAIN)
         self.workload.drain(self.ctx)
+        self._finish(Phase.DRAIN)
+        self._enter(Phase.FINAL_READ)
+        self.workload.final_read(self.ctx)
+        self._finish(Phase.FINAL_READ)
 
     def _chaos(self) -> None:
         self._enter(Phase.CHAOS)
@@ -221,6 +236,7 @@ class Engine:
             run()
         self._hold_until(start + self.scenario.phases.chaos_s)
         self.workload.end_chaos(self.ctx)
+        self._finish(Phase.CHAOS)
 
     def _heal(self) -> None:
         self._enter(Phase.HEAL)
@@ -230,13 +246,14 @@ class Engine:
         for _ in range(HEAL_ATTEMPTS):
             pending = [f for f in reversed(self.faults) if not f.applied.undone]
             if not pending:
-                return
+                break
             for f in pending:
                 self._undo(f)
         left = [f for f in self.faults if not f.applied.undone]
         if left:
             self.event(f"heal: {len(left)} fault(s) could not be undone in {HEAL_ATTEMPTS} attempts: "
                        + "; ".join(f"{f.spec.fault} of {_nodes(f.applied)}" for f in left))
+        self._finish(Phase.HEAL)
 
     def _recover(self) -> None:
         phases = self.scenario.phases
@@ -261,6 +278,7 @@ class Engine:
             if a.phase == Phase.RECOVER:
                 self._action(a)
         self.hold(phases.recover_s)
+        self._finish(Phase.RECOVER)
 
     def close(self) -> None:
         """Whatever happened: the workload and every child stopped, faults undone, sampler and history closed."""

@@ -8,7 +8,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from failsafe.clients.admin import client_config, describe_error, new_admin
-from failsafe.history.ops import Op, OpType, Process, op
+from failsafe.history.ops import Op, Process, log_read, op
 from failsafe.history.recorder import Recorder
 
 SAMPLE_INTERVAL_S = 0.25
@@ -81,15 +81,17 @@ class TopologySampler:
             self._thread.join(10)
 
 
-def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder: Recorder, timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
-    """Read every partition from its first offset to its high watermark into ``log-read`` ops.
+def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder: Recorder, timeout_s: float = 30.0,
+             cluster: str | None = None) -> dict[tuple[str, int], int]:
+    """Read every partition from its first offset to its high watermark into ``log-read`` ops, one per partition asked for:
+    ok with what it read (none, for an empty log), the log start offset and the high watermark it read between; or fail.
 
-    This is how the delivery checker tells a write that is not in the log from one no consumer read
-    (kafkatest searches the log segments for the same reason). All partitions are read at once, by
-    one consumer assigned to all of them: one at a time cost a fetch round trip each, about
-    0.4 s a partition, seconds a scenario. It reads at read_committed (librdkafka's default, said here):
-    no aborted transaction's record, and nothing past an open transaction. Returns the highest offset
-    read of each partition read completely.
+    This is how the durability and delivery checkers tell a write that is not in the log from one no consumer read
+    (kafkatest searches the log segments for the same reason), and a partition read empty from one not read at all.
+    All partitions are read at once, by one consumer assigned to all of them: one at a time cost a fetch round trip
+    each, about 0.4 s a partition, seconds a scenario. It reads at read_committed (librdkafka's default, said here):
+    no aborted transaction's record, and nothing past an open transaction. ``cluster``: the alias the ops name (a DR
+    pair's cluster). Returns the highest offset read of each partition read completely.
     """
     consumer = Consumer(client_config(bootstrap_servers, **{"group.id": "failsafe-log-reader", "enable.auto.commit": False,
                                                             "enable.partition.eof": True, "auto.offset.reset": "earliest",
@@ -97,15 +99,17 @@ def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder
     upto: dict[tuple[str, int], int] = {}
     try:
         highs: dict[tuple[str, int], int] = {}
+        lows: dict[tuple[str, int], int] = {}
         records: dict[tuple[str, int], list[dict]] = {}
         assigned = []
         for topic, partition in partitions:
             try:
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
             except KafkaException as e:
-                recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition, error=describe_error(e)))
+                recorder.record(log_read(topic, partition, cluster=cluster, error=describe_error(e)))
                 continue
             highs[(topic, partition)] = high
+            lows[(topic, partition)] = low
             records[(topic, partition)] = []
             if high > low:
                 assigned.append(TopicPartition(topic, partition, low))
@@ -129,12 +133,13 @@ def read_log(bootstrap_servers: str, partitions: list[tuple[str, int]], recorder
                     pending.discard(tp)
         for (topic, partition), read in records.items():
             if (topic, partition) not in pending:
-                recorder.record(op(Op.LOG_READ, OpType.OK, Process.LOG_READER, topic=topic, partition=partition, records=read))
+                recorder.record(log_read(topic, partition, read, log_start_offset=lows[(topic, partition)],
+                                         high_watermark=highs[(topic, partition)], cluster=cluster))
                 upto[(topic, partition)] = read[-1]["offset"] if read else -1
             else:
-                recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition,
-                                   error=f"read {len(read)} records but not up to the high watermark {highs[(topic, partition)]} "
-                                         f"within {timeout_s:g}s"))
+                recorder.record(log_read(topic, partition, cluster=cluster,
+                                         error=f"read {len(read)} records but not up to the high watermark {highs[(topic, partition)]} "
+                                               f"within {timeout_s:g}s"))
     finally:
         consumer.close()
     return upto

@@ -54,6 +54,8 @@ class Workload(Protocol):
     start      start its clients and wait until they work (a first acknowledgement, a first batch)
     end_chaos  when the schedule is over: e.g. wait for a fixed-length writer to finish
     drain      stop the writers, wait until the readers reached the log end, record what is needed
+    final_read read every partition it wrote back from its start (observe.read_log), once no writer writes: what
+               every acknowledged write is judged by (checkers/durability.py); it may let its readers finish after it
     stop       stop everything it started; called whatever happened, more than once if need be
     tick       called on every step of every wait: raise WorkloadFailed for a client nobody killed
     """
@@ -67,6 +69,8 @@ class Workload(Protocol):
     def end_chaos(self, ctx: RunContext) -> None: ...
 
     def drain(self, ctx: RunContext) -> None: ...
+
+    def final_read(self, ctx: RunContext) -> None: ...
 
     def stop(self) -> None: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from failsafe.checkers.common import DURABLE_ACKS
+from failsafe.checkers.evidence import DURABLE_ACKS
 from failsafe.history.model import History
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.check import load_run_history, stored_results
@@ -14,11 +14,34 @@ from failsafe.scenarios.rundir import RunDir
 
 # Before loss was allowed by writer, a scenario allowed it for a whole checker: [checkers.delivery] allow_loss = true.
 _LEGACY_LOSS_CHECKERS = ("delivery", "semantics")
+# Options checkers took before no option could excuse a violation (what they said is read from the history now, or is a
+# [[known]] entry): a stored run's are dropped, which can only make its judgement stricter.
+_RETIRED_OPTIONS = {"delivery": ("allow_duplicates",), "semantics": ("groups",), "order": ("idempotent_producers",),
+                    "transactions": ("allow",), "share": ("groups", "lossy_writers", "lock_duration_ms", "lock_slack_ms", "delivery_count_limit",
+                                                          "from_first_delivered"), "dr": ("lossy_writers",)}
+
+
+def _retire(data: dict) -> dict:
+    checkers = data.get("checkers")
+    if not isinstance(checkers, dict) or not any(isinstance(checkers.get(c), dict) and set(checkers[c]) & set(names)
+                                                 for c, names in _RETIRED_OPTIONS.items()):
+        return data
+    data = copy.deepcopy(data)
+    for name, retired in _RETIRED_OPTIONS.items():
+        options = data["checkers"].get(name)
+        if isinstance(options, dict):
+            for option in retired:
+                options.pop(option, None)
+            if not options:
+                del data["checkers"][name]
+    return data
 
 
 def _upgrade(data: dict) -> dict:
     """A stored scenario as today's parser reads it: a checker-wide ``allow_loss`` becomes ``may_lose`` on the producers
-    that promised no durability (acks 0 or 1); an acks=all producer's loss was never to be allowed, and is not."""
+    that promised no durability (acks 0 or 1), an acks=all producer's loss was never to be allowed, and is not; and the
+    options checkers no longer take are dropped."""
+    data = _retire(data)
     checkers = data.get("checkers")
     if not isinstance(checkers, dict) or not any(isinstance(checkers.get(c), dict) and "allow_loss" in checkers[c]
                                                  for c in _LEGACY_LOSS_CHECKERS):

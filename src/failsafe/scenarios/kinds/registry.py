@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from failsafe.checkers import with_always
 from failsafe.scenarios.actions import ActionType
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.plugin import Workload
@@ -37,7 +38,8 @@ class ScenarioKind:
     show: Callable[[Console, RunDir, dict, Any], None]  # the terminal summary of judged results
     report: Callable[[RunDir, dict, Any], Path]  # report.html of judged results; returns its path
     offers: frozenset[str]  # Need values (or a plug-in's own words) its faults may act on; a fault needing more is refused
-    checkers: tuple[str, ...]  # the checkers its runs are judged by (known anomalies and [checkers.X] may name only these)
+    # The checkers its runs are judged by, after checkers.ALWAYS (added here); known anomalies and [checkers.X] may name only these.
+    checkers: tuple[str, ...]
     actions: Mapping[str, ActionType] = field(default_factory=dict)
     placement: Placement = Placement.CLUSTER
     # A run option and the scenario field it sets (failsafe run --master URL sets pipeline.master).
@@ -46,6 +48,10 @@ class ScenarioKind:
     default: bool = False
     # A stored run made before runs recorded their kind: is it one of this kind's?
     recognises: Callable[[Path], bool] = _recognises_nothing
+
+    def __post_init__(self) -> None:
+        # The checkers every run is judged by come first, whatever the kind lists: a kind adds checkers, never removes these.
+        object.__setattr__(self, "checkers", with_always(self.checkers))
 
     def parse(self, data: dict) -> Scenario:
         """The scenario from its table (``kind`` removed), validated; its raw data records the kind."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
 
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.scenarios.base import KindInfo, ScenarioError, fail
-from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, ProducerGroup, parse_lab
+from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, parse_lab
 
 # A DR worker is NAME@ALIAS, or NAME-sN@ALIAS from its Nth start on (kinds/dr/workload.py).
 STINT = r"(-s\d+)?@[^@]+"
@@ -23,10 +22,12 @@ STINT = r"(-s\d+)?@[^@]+"
 @dataclass(frozen=True)
 class DrScenario(LabScenario):
     mirror: dict[str, str] = field(default_factory=dict)
-    loss_checkers: ClassVar[tuple[str, ...]] = ("dr",)
 
-    def writer_patterns(self, group: ProducerGroup) -> list[str]:
-        return [re.escape(name) + STINT for name in group.processes()]
+    def process_name(self, name: str) -> str:
+        return f"{name}@primary"
+
+    def incarnations(self, name: str) -> str:
+        return re.escape(name) + STINT
 
 
 def parse_dr(data: dict, kind: KindInfo) -> DrScenario:

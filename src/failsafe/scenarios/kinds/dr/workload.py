@@ -101,8 +101,14 @@ class DrWorkload:
         except WaitTimeout:
             ctx.event(f"drain: the group had not read up to the log end on the {self.on} after {self.scenario.phases.drain_timeout_s:g}s")
         pool.stop(pool.consumers())
-        ctx.event(f"reading every partition of the {self.on} from the beginning")
-        read_log(bootstrap, sorted(ends), ctx.recorder)
+
+    def final_read(self, ctx: RunContext) -> None:
+        """Both clusters, each partition of their own topics and of the other's mirrored ones: every write acknowledged on
+        either is judged against its own cluster's log (checkers/durability.py), the mirror by the dr checker."""
+        for alias in (PRIMARY, BACKUP):
+            bootstrap = ctx.clusters[alias]
+            ctx.event(f"reading every partition of the {alias} from the beginning")
+            read_log(bootstrap, sorted(_partitions(bootstrap, self._topics_on(alias))), ctx.recorder, cluster=alias)
 
     def stop(self) -> None:
         if self.pool is not None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
-from failsafe.checkers.common import ACKS_NAMES, DURABLE_ACKS
+from failsafe.checkers.evidence import ACKS_NAMES, DURABLE_ACKS
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
+from failsafe.history.ops import Role, declared_client
 from failsafe.scenarios.base import (
     KindInfo,
     Phases,
@@ -94,23 +95,30 @@ class LabScenario(Scenario):
     topics: tuple[TopicSpec, ...] = ()
     producers: tuple[ProducerGroup, ...] = ()
     consumers: tuple[ConsumerGroup, ...] = ()
-    # The checkers whose loss counts spare the writers that may lose.
-    loss_checkers: ClassVar[tuple[str, ...]] = ("delivery", "semantics")
 
     def client_hosts(self) -> dict[str, str]:
         """Each producer or consumer placed on a host (``host``), by name: its host's name."""
         return {c.name: c.host for c in (*self.producers, *self.consumers) if c.host}
 
-    def writer_patterns(self, group: ProducerGroup) -> list[str]:
-        """Regular expressions matching exactly the names of the group's worker processes."""
-        return [re.escape(name) for name in group.processes()]
+    def process_name(self, name: str) -> str:
+        """A worker's process as its first start names it (a kind that renames its workers says how)."""
+        return name
+
+    def incarnations(self, name: str) -> str:
+        """A regular expression every process of worker ``name`` fully matches: NAME, and NAME.N once started again."""
+        return re.escape(name) + r"(\.\d+)?"
+
+    def declared_clients(self) -> list[dict[str, Any]]:
+        """Each producer and consumer worker, with its topics, group, and whether the scenario lets it lose (may_lose)."""
+        out = [declared_client(self.process_name(n), Role.PRODUCER, topics=[p.topic], may_lose=p.may_lose, matches=self.incarnations(n))
+               for p in self.producers for n in p.processes()]
+        out += [declared_client(self.process_name(n), Role.CONSUMER, topics=c.topics, group=c.group, matches=self.incarnations(n))
+                for c in self.consumers for n in c.processes()]
+        return out
 
     def checker_options(self) -> dict[str, dict]:
-        """The scenario's options, with the writers that may lose (``may_lose``) given to the checkers that count loss."""
+        """The scenario's options, with each group's session given to the rebalance checker."""
         options = super().checker_options()
-        lossy = [pattern for p in self.producers if p.may_lose for pattern in self.writer_patterns(p)]
-        for name in self.loss_checkers:
-            options[name] = {**options.get(name, {}), "lossy_writers": lossy}
         sessions = {c.group: ms for c in self.consumers if c.group and (ms := self.session_ms(c)) is not None}
         if sessions:
             # What a frozen member is judged by (checkers/rebalance.py): its group's session.

@@ -148,8 +148,15 @@ class LabWorkload:
         # that the drain gave up, and when, for the explanation.
         ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
         pool.stop(self.readers())
+
+    def final_read(self, ctx: RunContext) -> None:
         ctx.event("reading every partition from the beginning")
-        read_log(ctx.bootstrap_servers, sorted(ends), ctx.recorder)
+        read_log(ctx.bootstrap_servers, self.partitions(ctx), ctx.recorder)
+
+    def partitions(self, ctx: RunContext) -> list[tuple[str, int]]:
+        """Every partition of the scenario's topics: as declared, and as the latest topology sample shows them."""
+        declared = {(t.name, p) for t in self.scenario.topics for p in range(t.partitions)}
+        return sorted(declared | {(p["topic"], p["partition"]) for p in ctx.topology()})
 
     def readers(self) -> list[Worker]:
         """The workers that read: what the drain waits on, and what a consumer fault may act on."""

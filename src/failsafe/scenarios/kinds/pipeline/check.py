@@ -10,13 +10,13 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from failsafe.checkers import pipeline_run
+from failsafe.checkers import ALWAYS, durability, pipeline_run, run_checkers
 from failsafe.checkers.common import UNKNOWN
 from failsafe.checkers.run import combine_validity
 from failsafe.errors import UserError
 from failsafe.history.model import History
 from failsafe.scenarios.base import Scenario
-from failsafe.scenarios.check import load_run_history, write_results
+from failsafe.scenarios.check import hold_incomplete, load_run_history, write_results
 from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.known import classify
 from failsafe.scenarios.rundir import RunDir
@@ -42,7 +42,11 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
         valid = UNKNOWN
     else:
         valid = combine_validity([facts["valid"], verification["valid"]])
-    checkers = {"pipeline": facts, **({"sales": verification} if verification is not None else {})}
+    # The checkers every run gets; durability judges the simulator's acknowledged purchases (its ledger) against the final read.
+    always = run_checkers(history, options, ())
+    always["durability"] = _durability(run_dir, history)
+    valid = combine_validity([valid, *(c.get("valid", UNKNOWN) for c in always.values())])
+    checkers = {**{name: always[name] for name in ALWAYS}, "pipeline": facts, **({"sales": verification} if verification is not None else {})}
     if decidable and getattr(getattr(scenario, "pipeline", None), "enriched", False):
         checkers["enriched"] = _check_enriched(run_dir, history, options.get("enriched"))
         valid = combine_validity([valid, checkers["enriched"]["valid"]])
@@ -51,9 +55,29 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None, "expectations": expectations,
                "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "checkers": checkers, "pipeline": facts,
                "verification": verification}
+    hold_incomplete(results)
     results = classify(results, scenario, history)
     write_results(run_dir, results)
     return results, history
+
+
+def _durability(run_dir: RunDir, history: History) -> dict[str, Any]:
+    """Every purchase (and malformed record) the ledger says Kafka acknowledged, against the final read of demo.purchases: a
+    purchase is known by its transaction id, which its record's JSON holds; a malformed record by its whole value."""
+    from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_TOPIC
+    from failsafe.workloads.sales.ledger import read_ledger
+
+    try:
+        ledger = read_ledger(run_dir.path / "ledger")
+    except (UserError, OSError) as e:
+        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "reason": f"cannot read the ledger: {e}"}
+    columns = {"process": pl.lit("simulator"), "id": pl.lit(None, dtype=pl.Int64), "cluster": pl.lit(None, dtype=pl.String),
+               "topic": pl.lit(PURCHASES_TOPIC), "partition": pl.col("partition").cast(pl.Int64),
+               "offset": pl.when(pl.col("offset") >= 0).then(pl.col("offset")), "txn": pl.lit(None, dtype=pl.Int64)}
+    writes = pl.concat([ledger.purchases.select(**columns, value=pl.col("transaction_id")), ledger.malformed.select(**columns, value=pl.col("value"))])
+    writes = writes.select([pl.col(c).cast(t) for c, t in durability.WRITE_SCHEMA.items()])
+    log = history.log.with_columns(pl.coalesce(pl.col("value").str.json_path_match("$.transaction_id"), pl.col("value")).alias("value"))
+    return dict(durability.judge(writes, history, log))
 
 
 def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> dict[str, Any]:

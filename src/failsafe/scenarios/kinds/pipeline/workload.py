@@ -123,8 +123,13 @@ class PipelineWorkload:
             code = self.pipeline.stop(STOP_TIMEOUT_S)
             ctx.recorder.record(event(Op.PIPELINE_STOP, process="pipeline", exit_code=code))
             self.pipeline = None
+
+    def final_read(self, ctx: RunContext) -> None:
+        """demo.purchases, every purchase the simulator's ledger says was acknowledged judged against it (checkers/durability.py);
+        and the enriched topic, everything the sink wrote once the pipeline can write no more (checkers.enriched's input)."""
+        ctx.event(f"reading {PURCHASES_TOPIC} from the beginning")
+        read_log(ctx.bootstrap_servers, [(PURCHASES_TOPIC, p) for p in range(PURCHASES_PARTITIONS)], ctx.recorder, READ_BACK_TIMEOUT_S)
         if self.scenario.pipeline.enriched:
-            # Everything the sink wrote, once the pipeline is down and can write no more: checkers.enriched's input.
             partitions = [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)]
             read = read_log(ctx.bootstrap_servers, partitions, ctx.recorder, READ_BACK_TIMEOUT_S)
             ctx.recorder.record(event(Op.READ_BACK, process=Process.LOG_READER, ok=len(read) == len(partitions)))

@@ -9,7 +9,8 @@
 Every share group starts at ``share.auto.offset.reset = "earliest"`` unless its table says otherwise (Kafka's default,
 latest, would skip what the producers wrote before the group's first member joined). The share checker judges lock
 expiry with the groups' ``share.record.lock.duration.ms`` (else the cluster's ``group.share.record.lock.duration.ms``,
-else Kafka's 30 s) and archiving with their ``share.delivery.count.limit``; every group of a scenario has the same.
+else Kafka's 30 s) and archiving with their ``share.delivery.count.limit``, each as the cluster describes it for the group
+when the run is set up (a ``group-config`` op).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from failsafe.checkers.share import LOCK_SLACK_MS
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
+from failsafe.history.ops import Role, declared_client
 from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
 from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
@@ -29,10 +32,8 @@ LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 # The broker's defaults of the same (group.share.*), and Kafka's own.
 BROKER_SETTINGS = {LOCK_DURATION: ("group.share.record.lock.duration.ms", 30_000), DELIVERY_COUNT_LIMIT: ("group.share.delivery.count.limit", 5)}
-# The checker's option for each.
-CHECKER_OPTIONS = {LOCK_DURATION: "lock_duration_ms", DELIVERY_COUNT_LIMIT: "delivery_count_limit"}
-# The share checker's allowance between the broker's acquisition and the consumer's op (checkers/share.py lock_slack_ms).
-LOCK_SLACK_MS = 2_000
+# The settings the share checker judges by, which the kind records as the cluster describes them (checkers/share.py).
+JUDGED_SETTINGS = (LOCK_DURATION, DELIVERY_COUNT_LIMIT)
 # Long enough for a killed member's records to come back after their lock: the drain waits for every record to be
 # accepted or rejected, by this much more than the lock duration.
 DRAIN_MARGIN_S = 30.0
@@ -63,18 +64,16 @@ class ShareScenario(LabScenario):
     share_groups: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def share_setting(self, name: str) -> int:
-        """The groups' value of ``name`` (every group has the same), else the cluster's, else Kafka's default."""
+        """The groups' value of ``name`` (the highest, when they differ), else the cluster's, else Kafka's default."""
         values = {int(configs[name]) for configs in self.share_groups.values() if name in configs}
         if values:
-            return values.pop()
+            return max(values)
         broker, default = BROKER_SETTINGS[name]
         return int(self.cluster.overrides.get(broker, default))
 
-    def checker_options(self) -> dict[str, dict]:
-        options = super().checker_options()
-        derived = {option: self.share_setting(name) for name, option in CHECKER_OPTIONS.items()}
-        options["share"] = {**derived, **options.get("share", {})}
-        return options
+    def declared_clients(self) -> list[dict[str, Any]]:
+        return [*super().declared_clients(), *(declared_client(n, Role.SHARE_CONSUMER, topics=c.topics, group=c.group, matches=self.incarnations(n))
+                                               for c in self.share_consumers for n in c.processes())]
 
     def manifest(self) -> dict[str, Any]:
         manifest = super().manifest()
@@ -148,11 +147,8 @@ def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
     unknown = sorted(set(configs) - set(s.share_groups))
     if unknown:
         raise fail(f"{where}.share_groups.{unknown[0]}", f"no [[share_consumers]] is in group {unknown[0]!r}")
-    for setting in CHECKER_OPTIONS:
+    for setting in JUDGED_SETTINGS:
         values = {g: c[setting] for g, c in s.share_groups.items() if setting in c}
-        if values and (len(set(values.values())) > 1 or len(values) < len(s.share_groups)):
-            raise fail(f"{where}.share_groups", f"every share group of a scenario needs the same {setting} (the checker judges "
-                                                f"with one): {values}")
         for group, value in values.items():
             if not value.isdigit() or int(value) < 1:
                 raise fail(f"{where}.share_groups.{group}.{setting}", f"{value!r} must be a positive whole number")

@@ -8,7 +8,9 @@ or rejected (or no reader is left), then the log is read back like the lab's.
 
 from __future__ import annotations
 
-from failsafe.clients.admin import new_admin, set_group_configs
+from failsafe.clients.admin import describe_group_configs, new_admin, set_group_configs
+from failsafe.errors import KafkaClientError
+from failsafe.history.ops import group_config
 from failsafe.scenarios import setup
 from failsafe.scenarios.kinds.lab.workload import KAFKA_VERIFIABLE, LabWorkload
 from failsafe.scenarios.kinds.share.schema import ShareScenario
@@ -18,6 +20,9 @@ from failsafe.workloads.share_consumer import ShareConsumerSpec
 from failsafe.workloads.verifiable_share import VerifiableShareConsumerSpec
 
 FIRST_DELIVERY_TIMEOUT_S = 60.0
+CONFIGS_APPLIED_TIMEOUT_S = 30.0
+# What the share checker judges by, recorded as the cluster describes it for each group (checkers/share.py).
+RECORDED = ("share.record.lock.duration.ms", "share.delivery.count.limit", "share.auto.offset.reset")
 
 
 class ShareWorkload(LabWorkload):
@@ -33,6 +38,24 @@ class ShareWorkload(LabWorkload):
             configs = self.scenario.share_groups[group]
             ctx.event(f"share group {group}: {', '.join(f'{k}={v}' for k, v in sorted(configs.items()))}")
             set_group_configs(ctx.bootstrap_servers, group, configs)
+        for group in groups:
+            self._record_configs(ctx, group)
+
+    def _record_configs(self, ctx: RunContext, group: str) -> None:
+        """The group's settings the checker judges by, as the cluster describes them once the ones set are in force."""
+        wanted = self.scenario.share_groups[group]
+        described: dict[str, str] = {}
+
+        def applied() -> bool:
+            try:
+                described.update(describe_group_configs(ctx.bootstrap_servers, group))
+            except KafkaClientError:
+                return False  # a coordinator still loading: asked again
+            return all(described.get(name) == value for name, value in wanted.items())
+
+        ctx.wait(applied, CONFIGS_APPLIED_TIMEOUT_S, f"share group {group}'s configs {wanted} were not in force within "
+                                                     f"{CONFIGS_APPLIED_TIMEOUT_S:g}s")
+        ctx.recorder.record(group_config(group, {name: described[name] for name in RECORDED if name in described}))
 
     def start(self, ctx: RunContext) -> None:
         pool = self._pool()

@@ -13,10 +13,11 @@ client, of the cluster's Kafka version); ``properties`` are that client's config
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.faults.transactions import TXN_CLIENTS
+from failsafe.history.ops import Role, declared_client
 from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
@@ -73,8 +74,13 @@ class TxnScenario(LabScenario):
     writers: tuple[Writers, ...] = ()
     processors: tuple[Processors, ...] = ()
     transactions: TransactionSettings = TransactionSettings()
-    # Loss of plain writes is not what this kind judges: its one checker is transactions.
-    loss_checkers: ClassVar[tuple[str, ...]] = ()
+
+    def declared_clients(self) -> list[dict[str, Any]]:
+        """The lab's clients, each transactional writer, and each processor (reading its input in its group)."""
+        return [*super().declared_clients(),
+                *(declared_client(n, Role.TXN_WRITER, topics=w.topics, matches=self.incarnations(n)) for w in self.writers for n in w.processes()),
+                *(declared_client(n, Role.PROCESSOR, topics=[p.input], group=p.group, matches=self.incarnations(n))
+                  for p in self.processors for n in p.processes())]
 
     def txn_clients(self) -> list[str]:
         return [n for w in self.writers for n in w.processes()] + [n for p in self.processors for n in p.processes()]

@@ -23,7 +23,7 @@ from failsafe.dist.java import find_java
 from failsafe.dist.kafka import kafka_dist
 from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
-from failsafe.history.ops import Op, OpType, Process, event, op
+from failsafe.history.ops import Op, event, log_read
 from failsafe.scenarios import setup
 from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.lab.schema import ConsumerGroup
@@ -54,6 +54,10 @@ class TxnWorkload(LabWorkload):
         self.txn_specs: dict[str, TxnSpec] = {}
         # Frozen incarnations (zombie-txn-client), by client name, until they are let go on.
         self.paused: dict[str, Worker] = {}
+        # What the drain leaves the final read: when it began, whether the processors read their input, partitions still open.
+        self._drain_started = time.monotonic()
+        self._processors_drained = True
+        self._open: dict[tuple[str, int], tuple[int, int]] = {}
         self.superseded_dir: Path | None = None  # set up in setup(): where zombie-txn-client leaves its superseded markers
 
     def setup(self, ctx: RunContext) -> None:
@@ -116,38 +120,42 @@ class TxnWorkload(LabWorkload):
         writers = [w for w in self._txn_workers() if isinstance(w.spec, TxnProducerSpec)]
         processors = [w for w in self._txn_workers() if isinstance(w.spec, CtpSpec)]
         pool.stop(writers + pool.producers())
-        started = time.monotonic()
-        drained = self._wait_processors(ctx, processors)
+        self._drain_started = time.monotonic()
+        self._processors_drained = self._wait_processors(ctx, processors)
         pool.stop(processors)
         # Every instance, not only the current ones: a zombie let go at the heal must not commit after the log is read.
         pool.stop([w for w in pool.workers.values() if isinstance(w.spec, TxnProducerSpec | CtpSpec)])
-        partitions = [(p["topic"], p["partition"]) for p in ctx.topology()]
+        partitions = self.partitions(ctx)
         timeout_s = max(w.transaction_timeout_ms for w in s.writers + s.processors) / 1000 + STABLE_MARGIN_S  # type: ignore[operator]
-        open_now: dict[tuple[str, int], tuple[int, int]] = {}
+        self._open: dict[tuple[str, int], tuple[int, int]] = {}
 
         def no_open_transaction() -> bool:
             try:
                 ends, stable = (log_end_offsets(ctx.bootstrap_servers, partitions, committed=c) for c in (False, True))
             except KafkaClientError:
                 return False  # a leader moving after the heal: not yet
-            open_now.clear()
-            open_now.update({tp: (stable[tp], ends[tp]) for tp in sorted(ends) if stable[tp] < ends[tp]})
-            return not open_now
+            self._open.clear()
+            self._open.update({tp: (stable[tp], ends[tp]) for tp in sorted(ends) if stable[tp] < ends[tp]})
+            return not self._open
 
         try:
             ctx.wait(no_open_transaction, timeout_s, "")
         except WaitTimeout:
             ctx.event(f"drain: transactions still open after {timeout_s:g}s on "
-                      + ", ".join(f"{t}-{p} (stable {s}, end {e})" for (t, p), (s, e) in open_now.items()))
+                      + ", ".join(f"{t}-{p} (stable {s}, end {e})" for (t, p), (s, e) in self._open.items()))
+
+    def final_read(self, ctx: RunContext) -> None:
+        """The log read back at read_committed once every writer stopped; then the consumers, still running, are waited on
+        until they read what it holds (the last record of a partition is not its end offset: transaction markers)."""
         ctx.event("reading every partition from the beginning, at read_committed")
-        upto = read_log(ctx.bootstrap_servers, sorted(partitions), ctx.recorder)
-        for (topic, partition), (stable, end) in open_now.items():
+        upto = read_log(ctx.bootstrap_servers, self.partitions(ctx), ctx.recorder)
+        for (topic, partition), (stable, end) in self._open.items():
             # Read only up to the last stable offset: what a transaction still open hides cannot be judged (the checker's uncovered).
-            ctx.recorder.record(op(Op.LOG_READ, OpType.FAIL, Process.LOG_READER, topic=topic, partition=partition,
-                                   error=f"a transaction was still open: read up to the last stable offset {stable}, not to {end}"))
-        drained = self._wait_consumers(ctx, upto) and drained
-        ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
-        pool.stop(pool.consumers())
+            ctx.recorder.record(log_read(topic, partition, error=f"a transaction was still open: read up to the last stable offset "
+                                                                 f"{stable}, not to {end}"))
+        drained = self._wait_consumers(ctx, upto) and self._processors_drained
+        ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - self._drain_started, 2)))
+        self._pool().stop(self._pool().consumers())
 
     def _wait_processors(self, ctx: RunContext, processors: list[Worker]) -> bool:
         """Until each processor group read its input to the log end (plain writes: the last offset is a record)."""
