@@ -39,6 +39,12 @@ class Raw:
 
 RAW: tuple[Raw, ...] = (
     Raw("docs/benchmarks/cluster.json", f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json", True),
+    Raw("docs/benchmarks/soundness.json",
+        f"{PY} benchmarks/bench_soundness.py --seeds 5 --out /tmp/soundness-after.json; git worktree add /tmp/before b0859b4; PYTHONPATH=/tmp/before/src "
+        f"{PY} benchmarks/bench_soundness.py --seeds 5 --label before --out /tmp/soundness-before.json; {PY} benchmarks/bench_soundness.py "
+        "--merge /tmp/soundness-before.json /tmp/soundness-after.json --out docs/benchmarks/soundness.json", False,
+        "the corpus (tests/data/corpus) mutated, judged by the code before the single durability judge (commit b0859b4) and after it; "
+        "checkers only, no cluster"),
     Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
     Raw("docs/benchmarks/producer.json",
         f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),

@@ -7,6 +7,8 @@ shared cluster is stopped, so that two clusters never run at once on a 2-core ma
 from __future__ import annotations
 
 import json
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,21 @@ def stop_cluster(cluster: RunningCluster) -> None:
     result = run_cli("down", "--dir", str(cluster.dir))
     assert result.returncode == 0, result.stderr
     assert alive_pids(cluster.dir) == []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The soundness suite's count (tests/unit/test_mutation_suite.py), when it ran: mutations x kinds, and what they were judged."""
+    suite = next((m for name, m in list(sys.modules.items()) if name.endswith("test_mutation_suite")), None)
+    seen = getattr(suite, "SEEN", None)
+    if not seen:
+        return
+    verdicts = Counter(v for found in seen.values() for v in found)
+    applied = [key for key, found in seen.items() if found]
+    kinds = {run.kind for run in suite.RUNS}
+    terminalreporter.write_line(
+        f"soundness suite: {len(suite.MUTATIONS)} mutations x {len(kinds)} kinds ({len(suite.RUNS)} runs): {len(applied)} of "
+        f"{len(seen)} (run, mutation) pairs apply, {sum(verdicts.values())} mutants judged: "
+        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) + f"; VALID or KNOWN: {verdicts['VALID'] + verdicts['KNOWN']}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

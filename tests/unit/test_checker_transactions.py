@@ -228,6 +228,16 @@ def test_a_transaction_whole_in_the_log_or_whole_out_of_it_is_not_torn() -> None
     assert result["valid"] is True and result["counts"]["torn-transaction"] == 0
 
 
+def test_a_plain_idempotent_writers_write_twice_in_the_log_is_a_duplicate() -> None:
+    """A txn scenario's feeder (plain, idempotent): its write at two offsets is judged here, where no delivery checker runs."""
+    ops = [client_config("feeder", enable_idempotence="true"), *send("feeder", 900, "f1", 4, topic="in")]
+    twice = log_read([rec(0, "v1"), rec(3, "v3"), rec(0, "v2", 1), rec(4, "f1", topic="in"), rec(5, "f1", topic="in")])
+    result = check(story(*ops, log=twice))
+    assert result["violations"] == ["duplicate"] and result["counts"]["duplicate-written"] == 1
+    plain = check(story(client_config("feeder", enable_idempotence="false"), *ops[1:], log=twice))
+    assert plain["counts"]["duplicate-written"] == 0, "a producer without idempotence may write twice: not judged here"
+
+
 def test_a_committed_transaction_whose_failed_write_is_absent_is_torn() -> None:
     """Hole 8: Kafka refuses to commit a transaction one of whose writes failed; a commit that went through without it is torn."""
     result = check(story(*txn("p1", 1, [w("c1", 5), w("c2", None, 1, outcome="fail")], ms=50),

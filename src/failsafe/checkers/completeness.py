@@ -34,8 +34,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     if history.op_count == 0:
         reason = "the history is empty: the run recorded nothing"
     elif missing:
-        reason = (f"the run did not finish: its {missing[0]} phase never ended" + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
-                  + "; what only the end of a run shows (loss, readers that never caught up) cannot be judged")
+        reason = f"the run did not finish: its {missing[0]} phase never ended" + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
     elif not declared:
         reason = "the history records no declare op: which clients the scenario declared is unknown"
     return result(True if reason is None else UNKNOWN, counts, {}, [], missing=missing, **({"reason": reason} if reason else {}))

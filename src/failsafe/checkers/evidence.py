@@ -33,6 +33,18 @@ def recorded_acks(history: History) -> dict[str, str]:
     return dict(zip(acks["process"].to_list(), acks["value"].to_list(), strict=True))
 
 
+def recorded_setting(history: History, name: str) -> dict[str, str]:
+    """Each client's value of setting ``name`` as its client-config op recorded it (the last one given), lower case."""
+    config = history.clients.explode("config").drop_nulls("config").unnest("config").filter(pl.col("name") == name)
+    last = config.sort("time_ns", maintain_order=True).group_by("process", maintain_order=True).agg(pl.col("value").last().str.to_lowercase())
+    return dict(zip(last["process"].to_list(), last["value"].to_list(), strict=True))
+
+
+def idempotent_writers(history: History) -> set[str]:
+    """The writers that recorded enable.idempotence=true: each of their writes is in the log once, or the producer failed."""
+    return {process for process, value in recorded_setting(history, "enable.idempotence").items() if value == "true"}
+
+
 def durable_writers(history: History) -> set[str]:
     """The processes whose client-config op says they write with acks=all (what reports show as durable)."""
     return {process for process, acks in recorded_acks(history).items() if acks in DURABLE_ACKS}

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import CheckerResult, Side, examples, read_options, result
+from failsafe.checkers.evidence import recorded_setting
 from failsafe.history.model import History
 from failsafe.history.ops import Op, OpType
 
@@ -114,9 +115,7 @@ def _keys_reordered(reads: pl.DataFrame, backwards: pl.DataFrame) -> pl.DataFram
 
 def non_idempotent(history: History) -> set[str]:
     """The producers whose client-config op recorded enable.idempotence=false (the last setting given)."""
-    config = history.clients.explode("config").drop_nulls("config").unnest("config").filter(pl.col("name") == "enable.idempotence")
-    last = config.sort("time_ns", maintain_order=True).group_by("process", maintain_order=True).agg(pl.col("value").last().str.to_lowercase())
-    return set(last.filter(pl.col("value") == "false")["process"].to_list())
+    return {process for process, value in recorded_setting(history, "enable.idempotence").items() if value == "false"}
 
 
 def _nonmonotonic_sends(sends: pl.DataFrame) -> pl.DataFrame:

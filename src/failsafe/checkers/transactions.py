@@ -19,7 +19,7 @@ import polars as pl
 import failsafe.checkers.txn_graph as txn_graph
 import failsafe.checkers.txn_measure as txn_measure
 from failsafe.checkers.common import EXAMPLES_PER_ANOMALY, UNKNOWN, CheckerResult, Side, Validity, examples, read_options, result
-from failsafe.checkers.evidence import known_partitions, read_partitions
+from failsafe.checkers.evidence import idempotent_writers, known_partitions, read_partitions
 from failsafe.checkers.keys import IDENTITY
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
@@ -53,7 +53,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     lost, unverified = missing.filter(pl.col("covered")), missing.filter(~pl.col("covered"))
     torn = _torn(writes)
     intermediate = _intermediate(committed_reads, writes, history.log)
-    written_twice = _written_twice(writes, history.log)
+    written_twice = pl.concat([_written_twice(writes, history.log), _written_twice(_plain_idempotent(history), history.log)])
     processed_twice = _processed_twice(reads, txns)
     wr = txn_graph.wr_edges(writes, committed_reads.filter(pl.col("txn").is_not_null()))
     cycles = txn_graph.find_cycles(txn_graph.dependency_graph([wr]), EXAMPLES_PER_ANOMALY)
@@ -281,6 +281,18 @@ def _written_twice(writes: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
     twice = twice.select(*_TXN, "id", *IDENTITY, "acked_partition", "acked_offset").unique(subset=list(IDENTITY), keep="first", maintain_order=True)
     twice = twice.join(places, on=list(IDENTITY))
     return twice.with_columns(pl.lit("written").alias("kind")).select(list(schema))
+
+
+def _plain_idempotent(history: History) -> pl.DataFrame:
+    """The plain (not transactional) acknowledged writes of idempotent writers (a txn scenario's feeders), as _written_twice
+    takes writes: each must be in the log once, whatever no transaction says of it."""
+    idempotent = sorted(idempotent_writers(history))
+    sends = history.sends.filter(pl.col("txn").is_null() & pl.col("value").is_not_null() & (pl.col("outcome") == OpType.OK)
+                                 & pl.col("process").is_in(idempotent))
+    copies = history.log.join(sends.select(IDENTITY), on=list(IDENTITY), how="semi").unique(subset=["topic", "partition", "offset"]) \
+        .group_by(IDENTITY).agg(pl.len().alias("log_copies"))
+    return sends.select("process", "txn", "id", *IDENTITY, pl.col("partition").alias("acked_partition"), pl.col("offset").alias("acked_offset")) \
+        .join(copies, on=list(IDENTITY), how="left").with_columns(pl.col("log_copies").fill_null(0))
 
 
 def _processed_twice(reads: pl.DataFrame, txns: pl.DataFrame) -> pl.DataFrame:

@@ -186,6 +186,8 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     meta = f"{started} · {history.op_count:,} ops" + (f" · Kafka {kafka}" if kafka else "")
 
     parts = [f'<h1 id="title">{escape(name)} {_badge(word)}</h1>', f'<p class="meta">{escape(meta)}</p>']
+    if results.get("incomplete"):
+        parts.append(f'<p id="incomplete"><strong>Not judged:</strong> {escape(str(results["incomplete"]))}</p>')
 
     known = known_rows(results)
     if known:

@@ -75,6 +75,9 @@ def render_summary(console: Console, results: dict, history: History | None = No
     if history is not None:
         line.append(f"  ({history.op_count:,} ops)", style="dim")
     console.print(line)
+    if results.get("incomplete"):
+        # Why the run is UNKNOWN whatever its checkers found: said first, in one line.
+        console.print(Text(f"not judged: {results['incomplete']}", style="bold yellow"))
     known = known_rows(results)
     if known:
         table = _table("Known anomalies (not VALID: each matched a declared condition)", *KNOWN_HEADERS)

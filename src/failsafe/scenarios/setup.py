@@ -109,7 +109,9 @@ def _create_when_deleted(admin, new: list[NewTopic]) -> None:
 def delete_groups(admin, groups: list[str]) -> None:
     """Delete an earlier run's groups. A group listed a moment ago may be gone by now (Kafka 3.9 answers
     GROUP_ID_NOT_FOUND): gone is what we want. One whose members were killed with their run (SIGKILL: they never
-    left) is not empty until the coordinator expires them after session.timeout.ms: deleted once it is."""
+    left) is not empty until the coordinator expires them after session.timeout.ms: deleted once it is. A coordinator
+    that is not ready yet (a cluster just started: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a request timeout: errors
+    Kafka marks retriable) is asked again until the same deadline."""
     pending = list(groups)
 
     def deleted() -> bool:
@@ -117,15 +119,25 @@ def delete_groups(admin, groups: list[str]) -> None:
             _await_all(admin.delete_consumer_groups(pending, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group",
                        ignore=("GROUP_ID_NOT_FOUND",))
         except KafkaClientError as e:
-            if "NON_EMPTY_GROUP" in str(e):
+            if "NON_EMPTY_GROUP" in str(e) or _retriable(e.__cause__):
                 return False
             raise
+        except TimeoutError:
+            return False  # no answer within the request's timeout: asked again
         return True
 
     wait_until(deleted, STALE_MEMBERS_TIMEOUT_S,
                f"consumer groups {groups} of an earlier run still had members after {STALE_MEMBERS_TIMEOUT_S:g}s "
                "(its consumers are still running?): stop them, or delete the groups with failsafe kafka consumer-groups --delete",
                poll_interval_s=1.0)
+
+
+def _retriable(error: BaseException | None) -> bool:
+    """Whether ``error`` is a KafkaException whose KafkaError Kafka marks retriable."""
+    if not isinstance(error, KafkaException) or not error.args:
+        return False
+    retriable = getattr(error.args[0], "retriable", None)
+    return bool(retriable()) if callable(retriable) else False
 
 
 def _await_all(futures: dict, what: str, ignore: tuple[str, ...] = ()) -> None:

@@ -1,0 +1,33 @@
+"""The soundness suite's table: the corpus's mutants judged by the code before the single durability judge and after it
+(docs/benchmarks/soundness.json, benchmarks/bench_soundness.py). Reads only JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.render_base import load, num, source, table
+
+_VERDICTS = ("VALID", "KNOWN", "INVALID", "UNKNOWN", "REFUSED")
+
+
+def t_soundness(root: Path) -> str:
+    rel = "docs/benchmarks/soundness.json"
+    d = load(root, rel)["by_label"]
+    labels = [label for label in ("before", "after") if label in d]
+    header = ["judged by", "runs", "kinds", "mutations", "mutants", *_VERDICTS, "wall"]
+    rows = []
+    for label in labels:
+        s = d[label]
+        verdicts = s["verdicts"]
+        rows.append([f"**{label}**" if label == "after" else label, str(s["runs"]), str(len(s["kinds"])), str(s["mutations"]),
+                     num(s["mutants"]), *[(f"**{verdicts.get(v, 0)}**" if v in ("VALID", "KNOWN") else str(verdicts.get(v, 0)))
+                                          for v in _VERDICTS], f"{s['wall_s']:.0f} s"])
+    by_mutation = ""
+    if "before" in d:
+        holes = Counter((row["mutation"]) for row in d["before"]["rows"] if row["verdict"] in ("VALID", "KNOWN"))
+        judged = Counter(row["mutation"] for row in d["before"]["rows"])
+        after = Counter(row["mutation"] for row in d.get("after", {}).get("rows", []) if row["verdict"] in ("VALID", "KNOWN"))
+        by_mutation = "\n\n" + table(["mutation", "mutants", "VALID or KNOWN before", "after"],
+                                     [[m, str(judged[m]), str(holes[m]), str(after[m])] for m in judged])
+    return table(header, rows) + by_mutation + source(root, rel)
