@@ -52,7 +52,13 @@ class Failed:
             raise UserError(f"{run_dir} has no {SCHEDULE_FILE}: shrink takes a run directory of 'failsafe campaign' (CAMPAIGN/NAME/TIME)")
         if not results_path.is_file():
             raise UserError(f"{run_dir} has no results.json: check it first ('failsafe check {run_dir}')")
-        results = json.loads(results_path.read_text())
+        try:
+            results = json.loads(results_path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise UserError(f"{results_path} is not a results.json failsafe wrote ({e}): check the run again ('failsafe check {run_dir}')") from e
+        if not isinstance(results, dict) or not isinstance(results.get("checkers", {}), dict):
+            raise UserError(f"{results_path} is not a results.json failsafe wrote (not an object of checkers): check the run again "
+                            f"('failsafe check {run_dir}')")
         found = violations(results)
         # Any anomaly the run showed may be named: one its scenario allows (a loss of an acks=1 writer) decides no verdict.
         shown = sorted(set(found) | set(anomalies(results)))

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from failsafe.errors import UserError
+
 SCHEDULE_FILE = "schedule.toml"
 # Written on every fault a campaign draws: one that cannot start at its time is recorded and the run goes on.
 MAY_FAIL = "may_fail"
@@ -85,12 +87,29 @@ def scenario_data(base: dict[str, Any], schedule: Schedule, name: str, descripti
 
 
 def read_schedule(path: Path) -> tuple[dict[str, Any], Schedule]:
-    """A schedule file's scenario data (its faults taken out) and its schedule."""
-    data = tomllib.loads(path.read_text())
-    faults = tuple(Planned(t["fault"], float(t["at_s"]), None if t.get("duration_s") is None else float(t["duration_s"]),
-                           {k: v for k, v in t.items() if k not in ("fault", "at_s", "duration_s", MAY_FAIL)})
-                   for t in data.get("faults", []))
-    return {k: v for k, v in data.items() if k != "faults"}, Schedule(float(data.get("phases", {}).get("chaos_s", 20.0)), faults)
+    """A schedule file's scenario data (its faults taken out) and its schedule; a UserError naming the file and what is
+    wrong when it is not one (unreadable, not TOML, a fault without its name or a number for at_s)."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise UserError(f"{path} is not a schedule failsafe wrote: {e}") from e
+    faults = data.get("faults", [])
+    phases = data.get("phases", {})
+    if not isinstance(faults, list) or not isinstance(phases, dict):
+        raise UserError(f"{path}: expected [[faults]] tables and a [phases] table")
+    for i, t in enumerate(faults):
+        for name, kind in (("fault", str), ("at_s", int | float)):
+            if not isinstance(t, dict) or not isinstance(t.get(name), kind) or isinstance(t.get(name), bool):
+                raise UserError(f"{path}: faults[{i}] has no valid {name!r}: the schedule is damaged")
+        if t.get("duration_s") is not None and (not isinstance(t["duration_s"], int | float) or isinstance(t["duration_s"], bool)):
+            raise UserError(f"{path}: faults[{i}].duration_s is not a number: the schedule is damaged")
+    chaos_s = phases.get("chaos_s", 20.0)
+    if not isinstance(chaos_s, int | float) or isinstance(chaos_s, bool):
+        raise UserError(f"{path}: phases.chaos_s is not a number: the schedule is damaged")
+    planned = tuple(Planned(t["fault"], float(t["at_s"]), None if t.get("duration_s") is None else float(t["duration_s"]),
+                            {k: v for k, v in t.items() if k not in ("fault", "at_s", "duration_s", MAY_FAIL)})
+                    for t in faults)
+    return {k: v for k, v in data.items() if k != "faults"}, Schedule(float(chaos_s), planned)
 
 
 def write_schedule(path: Path, data: dict[str, Any], comment: str) -> Path:

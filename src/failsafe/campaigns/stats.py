@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from failsafe.checkers.common import Verdict
+from failsafe.errors import UserError
 from failsafe.scenarios.repeat import spread
 
 FORMAT = 1
@@ -170,7 +171,24 @@ def write_campaign(path: Path, campaign: dict[str, Any], records: list[dict[str,
     return path
 
 
+# What every run record of a campaign.json holds, and of what type, for a campaign to be read again (check, recheck).
+_RECORD_FIELDS = {"run": int, "seed": int, "name": str, "dir": str, "verdict": str, "wall_s": (int, float), "phase_seconds": dict}
+
+
 def read_campaign(path: Path) -> dict[str, Any]:
-    """A campaign.json (or the directory holding one) as written by write_campaign."""
+    """A campaign.json (or the directory holding one) as written by write_campaign; a UserError naming the file and what
+    is wrong when it is not one (unreadable, not JSON, not an object, a run record without its fields)."""
     path = Path(path)
-    return json.loads((path / CAMPAIGN_FILE if path.is_dir() else path).read_text())
+    file = path / CAMPAIGN_FILE if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UserError(f"{file} is not a campaign.json failsafe wrote: {e}") from e
+    if not isinstance(data, dict) or not isinstance(data.get("campaign"), dict) or not isinstance(data.get("runs"), list):
+        raise UserError(f"{file} is not a campaign.json failsafe wrote: expected an object with 'campaign' and a list of 'runs'")
+    for i, record in enumerate(data["runs"]):
+        bad = [name for name, kind in _RECORD_FIELDS.items() if not isinstance(record, dict) or not isinstance(record.get(name), kind)
+               or isinstance(record.get(name), bool)]
+        if bad:
+            raise UserError(f"{file}: runs[{i}] has no valid {bad[0]!r}: the file is damaged; a campaign's runs are in its directory")
+    return data

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
+from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout, writable
 from failsafe.errors import UserError
 
 ENVELOPES = ("safe", "anything-goes")
@@ -72,8 +72,8 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
     budget = _seconds(max_time)
     plan = Plan.make(workload, _faults(faults), Envelope(envelope), duration_s)
     seed = seed if seed is not None else time.time_ns() % 1_000_000
-    root = resolve_dir(cluster_dir)
-    directory = (out_dir or root / "campaigns") / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    root = writable(resolve_dir(cluster_dir), "--dir")
+    directory = writable(out_dir or root / "campaigns", "--out") / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     command = shlex.join(["failsafe", "campaign", "--workload", workload, "--faults", ",".join(plan.nemesis.faults), "--runs", str(runs),
                           *(("--first-run", str(first_run)) if first_run else ()), "--seed", str(seed), "--duration-s", f"{duration_s:g}",
                           "--envelope", envelope])

@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from failsafe.cli.hosts import inventory_options, load_inventory
-from failsafe.cli.options import dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
+from failsafe.cli.options import check_kafka_version, dir_option, parse_pairs, resolve_dir, stderr, stdout, timeout_option
 from failsafe.cli.spark import stop_spark_under
 from failsafe.cluster import topology
 from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s
@@ -50,7 +50,7 @@ _SPEC_PARAMS = {
 
 
 @click.command("setup")
-@click.option("--kafka-version", "kafka_versions", multiple=True, default=[DEFAULT_KAFKA_VERSION], show_default=True,
+@click.option("--kafka-version", "kafka_versions", multiple=True, default=[DEFAULT_KAFKA_VERSION], show_default=True, callback=check_kafka_version,
               help=f"Kafka release to resolve from Maven Central (repeatable; {DEFAULT_ZOOKEEPER_KAFKA_VERSION} for ZooKeeper mode).")
 @click.option("--cds/--no-cds", default=True, show_default=True,
               help="Make a class-data sharing archive of Kafka's classes so nodes start faster (one node started once).")
@@ -105,7 +105,7 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
               help="ZooKeeper nodes in ZooKeeper mode [default: 1, as in the seeds; 3 for a quorum].")
 @click.option("--zookeeper-port", type=click.IntRange(1, 65535), default=None,
               help=f"ZooKeeper node N's client port is this + N - 1 [default: {DEFAULT_ZOOKEEPER_PORT}].")
-@click.option("--kafka-version", default=None,
+@click.option("--kafka-version", default=None, callback=check_kafka_version,
               help=f"[default: {DEFAULT_KAFKA_VERSION}; {DEFAULT_ZOOKEEPER_KAFKA_VERSION} in ZooKeeper mode]")
 @click.option("--base-port", type=click.IntRange(1, 65535), default=DEFAULT_BASE_PORT, show_default=True,
               help="Broker N listens on base-port + N.")

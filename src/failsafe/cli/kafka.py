@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from failsafe.cli.options import resolve_dir
+from failsafe.cli.options import check_kafka_version, resolve_dir
 from failsafe.clients.kafka_tools import run_tool, tool_names
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.state import ClusterDir
@@ -16,7 +16,8 @@ from failsafe.supervisor import UP
                epilog="Tools: " + ", ".join(tool_names()))
 @click.argument("tool")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--kafka-version", default=None, help="Kafka release whose tools to run [default: the cluster's, else the default].")
+@click.option("--kafka-version", default=None, callback=check_kafka_version,
+              help="Kafka release whose tools to run [default: the cluster's, else the default].")
 def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -> None:
     """Run Kafka's TOOL (e.g. topics, console-producer, consumer-groups) with ARGS, verbatim.
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from failsafe.checkers.common import Verdict
 from failsafe.cli.hosts import inventory_options, load_inventory
-from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
+from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout, writable
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
@@ -77,8 +77,8 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     overrides = (*overrides, *_run_options(files, {"master": master}))
     # Each scenario is parsed once; again only if its file has a table for the cluster's mode ([zookeeper]).
     scenarios = [_parse(f, overrides) for f in files]
-    root = resolve_dir(cluster_dir)
-    runs_root = runs_dir if runs_dir is not None else root / "runs"
+    root = writable(resolve_dir(cluster_dir), "--dir")
+    runs_root = writable(runs_dir if runs_dir is not None else root / "runs", "--runs")
     started = time.monotonic()
 
     def event(message: str) -> None:

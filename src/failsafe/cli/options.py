@@ -59,3 +59,36 @@ def parse_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
             raise UserError(f"{option} {pair!r} is not of the form key=value: e.g. {option} min.insync.replicas=2")
         out[key.strip()] = value.strip()
     return out
+
+
+KAFKA_RELEASE = r"\d+\.\d+\.\d+"
+
+
+def check_kafka_version(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """A --kafka-version callback: a Kafka release (4.3.1), each of them when repeatable, refused before anything is made."""
+    import re
+
+    for version in value if isinstance(value, tuple | list) else [value]:
+        if version is not None and not re.fullmatch(KAFKA_RELEASE, str(version)):
+            raise click.BadParameter(f"{version!r} is not a Kafka release: write it as Maven Central has it, e.g. 4.3.1 or 3.9.2")
+    return value
+
+
+def writable(path: Path, option: str) -> Path:
+    """``path`` when failsafe can make it or write in it (its nearest existing ancestor is a writable directory); else one
+    UserError naming the option, before anything is made."""
+    import shutil
+    import tempfile
+
+    existing = Path(path).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"{option} {path}: {existing} is not a directory: choose a directory failsafe can write in")
+    try:
+        # Asked of the file system itself (permissions alone do not say: root, read-only mounts, /proc): a directory made
+        # and removed at once.
+        shutil.rmtree(tempfile.mkdtemp(prefix=".failsafe-probe-", dir=existing))
+    except OSError as e:
+        raise UserError(f"{option} {path}: cannot write in {existing} ({e.strerror or e}): choose a directory failsafe can write in") from e
+    return path

@@ -16,7 +16,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from failsafe.clients.errors import describe_error
+from failsafe.clients.retry import retrying
 from failsafe.errors import BrokerUnreachable, KafkaClientError
+
+__all__ = ["describe_error"]  # where the run path has always taken it from
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -52,17 +56,6 @@ def unreachable(bootstrap_servers: str, timeout_s: float, cause: Exception) -> K
     return KafkaClientError(f"Kafka at {bootstrap_servers}: {describe_error(cause)}")
 
 
-def describe_error(error: object) -> str:
-    """A KafkaError or KafkaException as Kafka names it: 'NOT_ENOUGH_REPLICAS: message'."""
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        error = error.args[0]
-    if isinstance(error, KafkaError):
-        name = error.name().lstrip("_")
-        text = error.str()
-        return f"{name}: {text}" if text and text != name else name
-    return str(error)
-
-
 def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], timeout_s: float = 30.0,
                     committed: bool = False) -> dict[tuple[str, int], int]:
     """Each partition's log end offset (ListOffsets latest), or one clear error. ``committed``: asked at read_committed, so
@@ -72,15 +65,17 @@ def log_end_offsets(bootstrap_servers: str, partitions: list[tuple[str, int]], t
     # The admin client must outlive its futures: a client collected early never completes them.
     admin = new_admin(bootstrap_servers)
     isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=timeout_s,
-                                 isolation_level=isolation)
-    try:
+
+    def ask() -> dict[tuple[str, int], int]:
+        futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=timeout_s,
+                                     isolation_level=isolation)
         return {(tp.topic, tp.partition): future.result(timeout=timeout_s + 5).offset for tp, future in futures.items()}
+
+    # Right after a leader change a broker may answer UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: asked again, not an end.
+    try:
+        return retrying(ask, f"the log end offsets of {len(partitions)} partitions at {bootstrap_servers}", 2 * timeout_s)
     except KafkaException as e:
         raise KafkaClientError(f"cannot read the log end offsets at {bootstrap_servers}: {describe_error(e)}") from e
-    except TimeoutError as e:
-        raise KafkaClientError(f"the log end offsets of {len(partitions)} partitions were not returned within {timeout_s + 5:g}s "
-                               f"by {bootstrap_servers}") from e
 
 
 _URL_SAFE = str.maketrans("+/", "-_")

@@ -25,6 +25,7 @@ restart is tried again by the heal.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -245,6 +246,8 @@ def typed_fields(cls: type, table: Mapping[str, Any], converters: Mapping[str, C
 
 
 _PLAIN = {"str": str, "int": int, "float": (int, float), "bool": bool}
+# Kafka's numbers are 32-bit (partitions, counts, timeouts in ms): what does not fit is refused, never wrapped.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def typed(value: Any, annotation: str) -> Any:
@@ -267,5 +270,9 @@ def _typed(value: Any, annotation: str) -> Any:
         if isinstance(value, bool) and name != "bool":
             continue
         if isinstance(value, kind):
+            if name == "float" and not math.isfinite(float(value)):
+                raise ValueError("must be a finite number")
+            if name == "int" and not INT32_MIN <= value <= INT32_MAX:
+                raise ValueError(f"is out of range ({INT32_MIN} to {INT32_MAX})")
             return float(value) if name == "float" else value
     raise TypeError(f"expected {annotation}")

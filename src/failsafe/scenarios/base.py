@@ -10,6 +10,8 @@ the field and the value (as chaostoolkit's ``ensure_experiment_is_valid`` does).
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,13 +19,21 @@ from typing import Any, Protocol
 from failsafe.checkers import CHECKERS, LOSS_VIOLATIONS, check_options
 from failsafe.checkers.common import CheckerOptionError
 from failsafe.cluster.profiles import profile_names
+from failsafe.cluster.spec import MAX_ADDRESSED_BROKERS, MAX_ADDRESSED_CONTROLLERS, ZOOKEEPER_MODE
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
-from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.errors import UserError
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, allowed
 from failsafe.faults.base import typed_fields
 
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
+# A scenario's name is a directory of every run of it (runs/NAME/...), a worker's name its process and its log file's: one
+# path component of letters, digits, '.', '_' and '-', not '.' or '..' (no run directory lands outside DIR/runs).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+# Kafka's own rule for a topic name (Topic.validate): at most 249 of these characters, not '.' or '..'; and not an internal topic.
+TOPIC_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,249}")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
+# More workers of one producer or consumer than one machine runs: refused, not a run that cannot start.
+MAX_WORKERS = 1000
 # The client libraries a known anomaly may name: librdkafka (failsafe's own clients), Kafka's Java client.
 CLIENT_LIBRARIES = ("librdkafka", "kafka-java")
 # When an action runs: at a time into the chaos phase, or once the recover phase has every partition led.
@@ -164,23 +174,55 @@ def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), co
     missing = [f for f in required if f not in data]
     if missing:
         raise fail(where, f"missing field {missing[0]!r}")
-    return cls(**typed_fields(cls, data, converters or {}, lambda name, message: fail(f"{where}.{name}", message)))
+    values = typed_fields(cls, data, converters or {}, lambda name, message: fail(f"{where}.{name}", message))
+    for f in dataclasses.fields(cls):
+        value = values.get(f.name)
+        # Counts, sizes, partitions, timeouts and rates: none of a scenario's numbers is negative.
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise fail(f"{where}.{f.name}", f"{value!r} must not be negative")
+    return cls(**values)
 
 
 def topic_names(value: object) -> tuple[str, ...]:
     """A list of topic names (a string alone would read as its characters)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of topic names, e.g. [\"txn-a\", \"txn-b\"]")
-    return tuple(value)
+    return tuple(topic_name(v) for v in value)
 
 
 def positive(value: object) -> float:
-    if isinstance(value, bool):
+    """A number of seconds, a rate, a probability: a finite number, not negative (a string of digits is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError("expected a number")
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("must be a finite number")
     if number < 0:
         raise ValueError("must not be negative")
     return number
+
+
+def worker_name(value: object) -> str:
+    """A producer's, consumer's or writer's name: one path component (NAME_PATTERN)."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise ValueError("must be 1-200 letters, digits, '.', '_' or '-', not starting with '.' or '-'")
+    return value
+
+
+def group_name(value: object) -> str:
+    """A consumer or share group's id: not empty, no control character."""
+    if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 for c in value):
+        raise ValueError("must be a non-empty group id")
+    return value
+
+
+def topic_name(value: object) -> str:
+    """A topic name Kafka accepts, and not one of its internal topics."""
+    if not isinstance(value, str) or not TOPIC_PATTERN.fullmatch(value) or value in (".", ".."):
+        raise ValueError("is not a topic name Kafka accepts (1-249 letters, digits, '.', '_' or '-'; not '.' or '..')")
+    if value in INTERNAL_TOPICS:
+        raise ValueError("is one of Kafka's internal topics")
+    return value
 
 
 def str_dict(value: object) -> dict[str, str]:
@@ -203,6 +245,9 @@ def scenario_name(data: object) -> str:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ScenarioError("scenario: missing field 'name'")
+    if not NAME_PATTERN.fullmatch(name):
+        raise ScenarioError(f"scenario.name: {name[:80]!r} must be 1-200 letters, digits, '.', '_' or '-', not starting with '.' or '-' "
+                            "(it names the directory of its runs)")
     return name
 
 
@@ -216,6 +261,13 @@ def parse_cluster(data: dict, where: str) -> ClusterNeeds:
     cluster = take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict, "features": str_dict})
     if cluster.brokers < 1 or cluster.controllers < 1:
         raise fail(f"{where}.cluster", "needs at least one broker and one controller")
+    if cluster.brokers > MAX_ADDRESSED_BROKERS:
+        raise fail(f"{where}.cluster.brokers", f"{cluster.brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of failsafe's has")
+    if cluster.controllers > MAX_ADDRESSED_CONTROLLERS:
+        raise fail(f"{where}.cluster.controllers", f"{cluster.controllers} is more than the {MAX_ADDRESSED_CONTROLLERS} controllers a cluster "
+                                                   "of failsafe's has")
+    if cluster.racks > cluster.brokers:
+        raise fail(f"{where}.cluster.racks", f"{cluster.racks} must be between 1 and the {cluster.brokers} brokers, or 0 for none")
     if cluster.mode not in ("", *CLUSTER_MODES):
         raise fail(f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)")
     if cluster.mode == ZOOKEEPER_MODE and cluster.combined:

@@ -22,6 +22,10 @@ class OverrideError(ScenarioError):
     """A --set that cannot be applied: no '=', a path that does not parse or leads nowhere."""
 
 
+# Deeper than any scenario's table: a path or value this deep is not a scenario field.
+MAX_DEPTH = 32
+
+
 def parse_path(path: str) -> list[str | int]:
     """``producers[0].properties."a.b"`` -> ['producers', 0, 'properties', 'a.b']; ``[*]`` becomes '*'."""
     steps: list[str | int] = []
@@ -48,6 +52,8 @@ def parse_path(path: str) -> list[str | int]:
             raise OverrideError(f"--set {path}: expected '.' at {rest!r}")
     if not steps:
         raise OverrideError("--set: an empty path; write PATH=VALUE, e.g. producers[0].acks=1")
+    if len(steps) > MAX_DEPTH:
+        raise OverrideError(f"--set {path[:60]}...: a path of {len(steps)} steps, deeper than any scenario field")
     return steps
 
 
@@ -56,6 +62,8 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError as e:
+        raise OverrideError(f"--set ...={text[:40]}...: a value nested too deep to be a scenario field") from e
 
 
 def _apply(node: Any, steps: list[str | int], value: Any, where: str) -> None:

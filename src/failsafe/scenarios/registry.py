@@ -9,7 +9,7 @@ from pathlib import Path
 
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import ScenarioKind, default_kind, kind_named, parse_table
-from failsafe.scenarios.overrides import apply_overrides
+from failsafe.scenarios.overrides import MAX_DEPTH, apply_overrides
 
 SEED_LAB = ("pubsub", "queue", "consumer-failover", "broker-failover", "broker-failover-sigterm", "broker-restart",
             "two-brokers-down", "controller-outage", "acks-matrix", "min-insync-replicas")
@@ -54,12 +54,27 @@ def _read_toml(text: str, origin: str) -> ScenarioFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{origin} is not valid TOML: {e}") from e
+    except RecursionError as e:
+        raise ScenarioError(f"{origin}: its tables or arrays are nested too deep to be a scenario") from e
+    if _depth(data) > MAX_DEPTH:
+        raise ScenarioError(f"{origin}: its tables or arrays are nested deeper than {MAX_DEPTH} levels, deeper than any scenario's")
     by_mode = {m: data.pop(m) for m in MODE_TABLES if m in data}
     for m, table in by_mode.items():
         assignments = table.get("set") if isinstance(table, dict) else None
         if not isinstance(assignments, list) or not all(isinstance(a, str) for a in assignments):
             raise ScenarioError(f"{origin}: [{m}] must hold set = [\"PATH=VALUE\", ...] (the --set syntax)")
     return ScenarioFile(origin, data, {m: table["set"] for m, table in by_mode.items()})
+
+
+def _depth(data: object) -> int:
+    """How deep tables and arrays nest in ``data``, counted without recursion (a deep file must not exhaust the stack)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def read_scenario(name_or_path: str) -> ScenarioFile:

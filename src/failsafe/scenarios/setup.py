@@ -11,6 +11,7 @@ from confluent_kafka.admin import NewTopic
 
 from failsafe.clients.admin import describe_error, new_admin
 from failsafe.clients.groups import elect_preferred_leaders, list_groups
+from failsafe.clients.retry import retriable, retrying
 from failsafe.errors import KafkaClientError, UserError
 from failsafe.history.ops import Op, OpType, Process, op
 from failsafe.history.recorder import Recorder
@@ -36,11 +37,11 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
     topics = tuple(replace(t, configs=topic_configs(t, defaults or {})) for t in topics)
     admin = new_admin(bootstrap_servers)
     names = [t.name for t in topics]
-    existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    existing = set(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), f"listing the topics at {bootstrap_servers}").topics)
     stale = [n for n in (*names, *made_later) if n in existing]
     if stale:
         delete_topics(admin, stale)
-    stale_groups = sorted(set(groups) & {g for g, _ in list_groups(bootstrap_servers, ADMIN_TIMEOUT_S)})
+    stale_groups = sorted(set(groups) & existing_groups(bootstrap_servers))
     if stale_groups:
         delete_groups(admin, stale_groups)
     _create_when_deleted(admin, [_new_topic(t) for t in topics])
@@ -56,6 +57,11 @@ def fresh_topics(bootstrap_servers: str, topics: tuple[TopicSpec, ...], groups: 
         return True
 
     wait_until(all_led_and_in_sync, ADMIN_TIMEOUT_S, f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s")
+
+
+def existing_groups(bootstrap_servers: str) -> set[str]:
+    """The names of the groups the cluster lists, asked again while its coordinators are not ready (a new cluster)."""
+    return {g for g, _ in retrying(lambda: list_groups(bootstrap_servers, ADMIN_TIMEOUT_S), f"listing the groups at {bootstrap_servers}")}
 
 
 def topic_configs(topic: TopicSpec, defaults: Mapping[str, str]) -> dict[str, str]:
@@ -119,7 +125,7 @@ def delete_groups(admin, groups: list[str]) -> None:
             _await_all(admin.delete_consumer_groups(pending, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's consumer group",
                        ignore=("GROUP_ID_NOT_FOUND",))
         except KafkaClientError as e:
-            if "NON_EMPTY_GROUP" in str(e) or _retriable(e.__cause__):
+            if "NON_EMPTY_GROUP" in str(e) or retriable(e):
                 return False
             raise
         except TimeoutError:
@@ -130,14 +136,6 @@ def delete_groups(admin, groups: list[str]) -> None:
                f"consumer groups {groups} of an earlier run still had members after {STALE_MEMBERS_TIMEOUT_S:g}s "
                "(its consumers are still running?): stop them, or delete the groups with failsafe kafka consumer-groups --delete",
                poll_interval_s=1.0)
-
-
-def _retriable(error: BaseException | None) -> bool:
-    """Whether ``error`` is a KafkaException whose KafkaError Kafka marks retriable."""
-    if not isinstance(error, KafkaException) or not error.args:
-        return False
-    retriable = getattr(error.args[0], "retriable", None)
-    return bool(retriable()) if callable(retriable) else False
 
 
 def _await_all(futures: dict, what: str, ignore: tuple[str, ...] = ()) -> None:
@@ -169,8 +167,8 @@ def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder,
         name = describe_error(e).split(":")[0]
         # A timed-out create is indeterminate, not failed: in ZooKeeper mode the controller broker applies it
         # once ZooKeeper is back (seen in zookeeper-outage runs: the topic exists afterwards).
-        retriable = err is not None and getattr(err, "retriable", lambda: False)()
-        outcome = OpType.INFO if retriable or "TIMED_OUT" in name else OpType.FAIL
+        may_retry = err is not None and getattr(err, "retriable", lambda: False)()
+        outcome = OpType.INFO if may_retry or "TIMED_OUT" in name else OpType.FAIL
         record(outcome, name)
         return str(outcome)
     except TimeoutError:

@@ -9,6 +9,7 @@ from the history too, by the acks each client ran with).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -18,12 +19,14 @@ from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.history.ops import Role, declared_client
 from failsafe.scenarios.base import (
+    MAX_WORKERS,
     KindInfo,
     Phases,
     Scenario,
     TopicSpec,
     fail,
     fault_context,
+    group_name,
     parse_actions,
     parse_checks,
     parse_cluster,
@@ -35,8 +38,10 @@ from failsafe.scenarios.base import (
     str_dict,
     tables,
     take,
+    topic_name,
     topic_names,
     validate_actions,
+    worker_name,
 )
 from failsafe.workloads.group_settings import GroupSettings
 
@@ -157,14 +162,15 @@ def _assignment(value: object) -> tuple[tuple[int, ...], ...]:
 def parse_workload(data: dict, where: str) -> tuple[tuple[TopicSpec, ...], tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
     """The lab's own tables: topics, producers, consumers (the DR kind takes the same)."""
     topics = tuple(take(t, f"{where}.topics[{i}]", TopicSpec, ("name", "partitions", "replication_factor"),
-                        {"configs": str_dict, "replica_assignment": _assignment})
+                        {"name": topic_name, "configs": str_dict, "replica_assignment": _assignment})
                    for i, t in enumerate(tables(data, "topics", where)))
     producers = tuple(take(p, f"{where}.producers[{i}]", ProducerGroup, ("name", "topic"),
-                           {"rate_per_s": positive, "properties": str_dict, "acks": _acks})
+                           {"name": worker_name, "topic": topic_name, "rate_per_s": positive, "properties": str_dict, "acks": _acks})
                       for i, p in enumerate(tables(data, "producers", where)))
     # A consumer table without 'group' means manual assignment.
     consumers = tuple(take({"group": None, **c} if isinstance(c, dict) else c, f"{where}.consumers[{i}]", ConsumerGroup,
-                           ("name", "topics", "group"), {"topics": topic_names, "properties": str_dict})
+                           ("name", "topics", "group"), {"name": worker_name, "topics": topic_names, "properties": str_dict,
+                                                         "group": lambda g: None if g is None else group_name(g)})
                       for i, c in enumerate(tables(data, "consumers", where)))
     return topics, producers, consumers
 
@@ -204,6 +210,13 @@ def _check_host(where: str, host: str | None, driver: str) -> None:
 def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], producers: tuple[ProducerGroup, ...],
                        consumers: tuple[ConsumerGroup, ...]) -> None:
     topic_names = {t.name for t in topics}
+    if len(topic_names) != len(topics):
+        twice = next(t.name for i, t in enumerate(topics) if t.name in {u.name for u in topics[:i]})
+        raise fail(f"{where}.topics", f"two topics are named {twice!r}")
+    for i, c in enumerate((*producers, *consumers)):
+        if c.count > MAX_WORKERS:
+            table = f"producers[{i}]" if i < len(producers) else f"consumers[{i - len(producers)}]"
+            raise fail(f"{where}.{table}.count", f"{c.count} is more than the {MAX_WORKERS} workers one scenario may run of one")
     for i, t in enumerate(topics):
         if t.partitions < 1:
             raise fail(f"{where}.topics[{i}].partitions", f"{t.partitions} must be at least 1")
@@ -217,8 +230,8 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
     if len(names) != len(set(names)):
         raise fail(where, f"producer and consumer names must be unique: {names}")
     # Each worker's name is its producer's or consumer's and its index: two groups must not make the same one (b with count 2, and b-1).
-    processes = [n for p in producers for n in p.processes()] + [n for c in consumers for n in c.processes()]
-    twice = sorted({n for n in processes if processes.count(n) > 1})
+    processes = Counter([n for p in producers for n in p.processes()] + [n for c in consumers for n in c.processes()])
+    twice = sorted(n for n, times in processes.items() if times > 1)
     if twice:
         raise fail(where, f"two producers or consumers would run a worker named {twice[0]}: rename one (workers are NAME or NAME-INDEX)")
     for i, p in enumerate(producers):

@@ -19,10 +19,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from failsafe.checkers.share import LOCK_SLACK_MS
+from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE
 from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.history.ops import Role, declared_client
-from failsafe.scenarios.base import KindInfo, fail, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
+from failsafe.scenarios.base import MAX_WORKERS, KindInfo, fail, group_name, refuse_unknown, scenario_name, str_dict, tables, take, topic_names, worker_name
 from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 
@@ -108,7 +109,8 @@ def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
     name = scenario_name(data)
     refuse_unknown(data, name, TOP)
     members = tuple(take(c, f"{name}.share_consumers[{i}]", ShareConsumers, ("name", "topics", "group"),
-                         {"topics": topic_names, "properties": str_dict, "release_per_mille": _per_mille, "reject_per_mille": _per_mille})
+                         {"name": worker_name, "group": group_name, "topics": topic_names, "properties": str_dict,
+                          "release_per_mille": _per_mille, "reject_per_mille": _per_mille})
                     for i, c in enumerate(tables(data, "share_consumers", name)))
     configs = _group_tables(data.get("share_groups", {}), name)
     groups = {c.group: {AUTO_OFFSET_RESET: "earliest", **configs.get(c.group, {})} for c in members}
@@ -120,19 +122,22 @@ def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
     # What scenario.json stores, so that a stored run is parsed again whole (failsafe check): every table, not the lab's alone.
     scenario = replace(scenario, raw=data)
     _validate(scenario, configs)
-    return scenario
+    # Share groups are Kafka 4's, on KRaft: a run asking for ZooKeeper mode (--mode zookeeper) is refused before anything starts.
+    return replace(scenario, cluster=replace(scenario.cluster, mode=KRAFT_MODE)) if not scenario.cluster.mode else scenario
 
 
 def _validate(s: ShareScenario, configs: dict[str, dict[str, str]]) -> None:
     where = s.name
     if not s.share_consumers:
         raise fail(where, "a share scenario needs [[share_consumers]]")
+    if s.cluster.mode == ZOOKEEPER_MODE:
+        raise fail(f"{where}.cluster.mode", "share groups (KIP-932) are Kafka 4's, on KRaft: a ZooKeeper-mode cluster (Kafka 3.9) has none")
     topics = {t.name for t in s.topics}
     for i, c in enumerate(s.share_consumers):
         if not c.topics or any(t not in topics for t in c.topics):
             raise fail(f"{where}.share_consumers[{i}].topics", f"{list(c.topics)!r} must name the scenario's topics {sorted(topics)}")
-        if c.count < 1:
-            raise fail(f"{where}.share_consumers[{i}].count", f"{c.count} must be at least 1")
+        if not 1 <= c.count <= MAX_WORKERS:
+            raise fail(f"{where}.share_consumers[{i}].count", f"{c.count} must be between 1 and {MAX_WORKERS}")
         if c.processing_ms < 0:
             raise fail(f"{where}.share_consumers[{i}].processing_ms", f"{c.processing_ms} must not be negative")
         if c.release_per_mille + c.reject_per_mille > 1000:

@@ -9,7 +9,6 @@ or rejected (or no reader is left), then the log is read back like the lab's.
 from __future__ import annotations
 
 from failsafe.clients.admin import describe_group_configs, new_admin, set_group_configs
-from failsafe.clients.groups import list_groups
 from failsafe.errors import KafkaClientError
 from failsafe.history.ops import group_config
 from failsafe.scenarios import setup
@@ -36,7 +35,7 @@ class ShareWorkload(LabWorkload):
         groups = sorted(self.scenario.share_groups)
         # Only an earlier run's groups: asking a cluster that has none (a new one, its coordinator still loading) to delete
         # them only waits on it.
-        stale = sorted(set(groups) & {g for g, _ in list_groups(ctx.bootstrap_servers, setup.ADMIN_TIMEOUT_S)})
+        stale = sorted(set(groups) & setup.existing_groups(ctx.bootstrap_servers))
         if stale:
             setup.delete_groups(new_admin(ctx.bootstrap_servers), stale)
         for group in groups:

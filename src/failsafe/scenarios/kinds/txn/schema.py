@@ -18,7 +18,21 @@ from typing import Any
 from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.faults.transactions import TXN_CLIENTS
 from failsafe.history.ops import Role, declared_client
-from failsafe.scenarios.base import KindInfo, fail, positive, refuse_unknown, scenario_name, str_dict, tables, take, topic_names
+from failsafe.scenarios.base import (
+    MAX_WORKERS,
+    KindInfo,
+    fail,
+    group_name,
+    positive,
+    refuse_unknown,
+    scenario_name,
+    str_dict,
+    tables,
+    take,
+    topic_name,
+    topic_names,
+    worker_name,
+)
 from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
 from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
 from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS, LIBRDKAFKA, TXN_DRIVERS
@@ -108,11 +122,17 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
     name = scenario_name(data)
     refuse_unknown(data, name, TOP)
     writers = tuple(take(w, f"{name}.writers[{i}]", Writers, ("name", "topics"),
-                         {"topics": topic_names, "rate_per_s": positive, "abort_probability": _probability, "properties": str_dict})
+                         {"name": worker_name, "topics": topic_names, "rate_per_s": positive, "abort_probability": _probability,
+                          "properties": str_dict})
                     for i, w in enumerate(tables(data, "writers", name)))
     processors = tuple(take(p, f"{name}.processors[{i}]", Processors, ("name", "input", "output", "group"),
-                            {"abort_probability": _probability, "properties": str_dict})
+                            {"name": worker_name, "input": topic_name, "output": topic_name, "group": group_name,
+                             "abort_probability": _probability, "properties": str_dict})
                        for i, p in enumerate(tables(data, "processors", name)))
+    for table, clients in (("writers", writers), ("processors", processors)):
+        for i, client in enumerate(clients):
+            if client.count > MAX_WORKERS:
+                raise fail(f"{name}.{table}[{i}].count", f"{client.count} is more than the {MAX_WORKERS} workers one scenario may run of one")
     settings = take(data.get("transactions", {}), f"{name}.transactions", TransactionSettings)
     clients = [n for w in writers for n in w.processes()] + [n for p in processors for n in p.processes()]
     lab_data = {k: v for k, v in data.items() if k not in ("writers", "processors", "transactions")}
