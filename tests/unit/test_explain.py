@@ -232,3 +232,14 @@ def test_a_slow_join_of_a_restarted_member_is_explained_as_a_join() -> None:
     slow = [e for e in explain(h, results) if e["anomaly"] == "slow-rebalance"]
     assert [e.get("error") for e in slow] == [None]
     assert "had a partition without an owner for 5000 ms after c0.1 joined at 4.0 s" in slow[0]["sentence"]
+
+
+def test_a_durable_writers_loss_and_a_silent_client_are_explained() -> None:
+    h = history(declare(declared("p0"), declared("c9", "consumer", group="g9")), phase("setup", 0), client_config("p0", acks="all"),
+                *send("p0", 1, "v1", 0, ms=10), *send("p0", 2, "v2", 1, ms=20), assign("c0", [0], ms=0), poll("c0", [rec(0, "v1")], ms=30),
+                {**log_read([rec(0, "v1")]), "topic": "t", "partition": 0})
+    results = results_of(h)
+    sentences = {e["checker"]: e["sentence"] for e in explain(h, results) if e["checker"] in ("durability", "clients")}
+    assert sentences["durability"].startswith("value v2 acknowledged at offset 1 of t-0")
+    assert "not in the final read of its partition" in sentences["durability"]
+    assert sentences["clients"] == "the scenario declared consumer c9 (c9) on t; it has no op at all in the history: it never started, or its ops were lost"

@@ -128,6 +128,35 @@ def _lost(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mappi
             "in_log": ctx.in_log(topic, value), "sentence": f"{sentence}; {_loss_context(ctx, ns, around, topic, partition)}"}
 
 
+def _durability(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
+    """A durable writer's acknowledged write absent from a complete final read of its partition: as delivery words it (read
+    and then truncated, or never read), or, for a write the history does not hold (the pipeline's ledger), from the row."""
+    if row.get("id") is not None and ctx.send_of_id(row["process"], row["id"]) is not None:
+        read = bool(ctx.reads_of_value(row["topic"], row["value"]))
+        explained = _lost(ctx, checker, "lost-after-read" if read else "lost-not-in-log", row, results)
+        return {**explained, "sentence": explained["sentence"].replace("any broker's log", "the final read of its partition", 1)}
+    at = f"offset {row['offset']} of " if row.get("offset") is not None else ""
+    now = f" (the offset now holds {row['log_value']})" if row.get("log_value") is not None else ""
+    return {"value": row.get("value"), "topic": row.get("topic"), "partition": row.get("partition"), "offsets": [row.get("offset")],
+            "sentence": f"value {row.get('value')} that {row.get('process')} recorded as acknowledged at {at}{place(row['topic'], row['partition'])} "
+                        f"is not in the final read of its partition, which was read completely{now}"}
+
+
+_CLIENT_FATES = {"absent": "has no op at all in the history: it never started, or its ops were lost",
+                 "never-wrote": "never sent a write", "never-assigned": "never got a partition from its group",
+                 "never-read": "read nothing"}
+
+
+def _clients(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> Explanation:
+    """A declared client the run does not account for: which, what it was declared to do, and what it did not."""
+    who = row.get("reader") or f"{row.get('role')} {row.get('process')}"
+    processes = row.get("processes") or [row.get("process")]
+    topics = ", ".join(row.get("topics") or [])
+    writes = f", though {row['acknowledged_writes']} writes were acknowledged to them" if row.get("acknowledged_writes") else ""
+    return {"processes": processes, "topics": row.get("topics"),
+            "sentence": f"the scenario declared {who} ({', '.join(str(p) for p in processes)}) on {topics}; it {_CLIENT_FATES[anomaly]}{writes}"}
+
+
 def _loss_context(ctx: Context, ns: int, around: Explanation, topic: str, partition: int) -> str:
     """The fault window the write fell in (or nearest), and the first leader after that fault began."""
     faults = sorted(around["faults"], key=lambda f: abs(f["start_ns"] - ns))
@@ -331,4 +360,5 @@ _EXPLAINERS: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanati
     **{name: _rebalance for name in ("never-reassigned", "slow-rebalance")},
     "never-caught-up": _caught_up,
 }
-_BY_CHECKER: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanation]] = {"transactions": _transaction}
+_BY_CHECKER: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanation]] = {"transactions": _transaction,
+                                                                                          "durability": _durability, "clients": _clients}
