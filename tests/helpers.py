@@ -94,3 +94,14 @@ def open_dir() -> Path:
     path = Path(tempfile.mkdtemp(prefix="failsafe-testbed-"))
     path.chmod(0o755)
     return path
+
+
+def assert_one_line_error(result: Result, *fragments: str) -> str:
+    """Bad input's contract: exit 2, no traceback, one line on stderr holding each of ``fragments``; that line."""
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]

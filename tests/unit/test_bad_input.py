@@ -12,7 +12,7 @@ import pytest
 
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import parse_scenario, read_scenario
-from tests.helpers import run_cli
+from tests.helpers import assert_one_line_error, run_cli
 
 BASE = {"name": "bad", "topics": [{"name": "t", "partitions": 3, "replication_factor": 1}],
         "producers": [{"name": "p", "topic": "t"}], "consumers": [{"name": "c", "topics": ["t"], "group": "g"}]}
@@ -93,35 +93,25 @@ def test_a_set_nested_too_deep_is_refused(override: str) -> None:
         read_scenario("pubsub").parse((override,))
 
 
-def _one_line_2(result, *fragments: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
-
-
 @pytest.mark.parametrize(("case", "data", "field"), [
     SCENARIOS[0], SCENARIOS[10], SCENARIOS[15], SCENARIOS[19], SCENARIOS[22], SCENARIOS[24], SCENARIOS[26]])
 def test_failsafe_run_refuses_before_anything_is_made(tmp_path: Path, case: str, data: dict, field: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(_toml(data))
     cluster, runs = tmp_path / "cluster", tmp_path / "runs"
-    _one_line_2(run_cli("run", str(path), "--dir", str(cluster), "--runs", str(runs)), field)
+    assert_one_line_error(run_cli("run", str(path), "--dir", str(cluster), "--runs", str(runs)), field)
     assert not cluster.exists() and not runs.exists(), f"{case}: something was made before the refusal"
 
 
 @pytest.mark.parametrize("runs", ["/proc/failsafe-runs", "/etc/hostname/runs"])
 def test_a_runs_directory_failsafe_cannot_write_in_is_refused_before_the_cluster(tmp_path: Path, runs: str) -> None:
-    _one_line_2(run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--runs", runs), "--runs", runs)
+    assert_one_line_error(run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--runs", runs), "--runs", runs)
     assert not (tmp_path / "c").exists()
 
 
 def test_failsafe_run_refuses_a_deep_set_and_up_a_version_that_is_none(tmp_path: Path) -> None:
-    _one_line_2(run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--set", "a" + ".a" * 3000 + "=1"), "--set")
-    _one_line_2(run_cli("up", "--kafka-version", "abc", "--dir", str(tmp_path / "c")), "--kafka-version", "'abc'")
+    assert_one_line_error(run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--set", "a" + ".a" * 3000 + "=1"), "--set")
+    assert_one_line_error(run_cli("up", "--kafka-version", "abc", "--dir", str(tmp_path / "c")), "--kafka-version", "'abc'")
     assert not (tmp_path / "c").exists()
 
 
@@ -135,7 +125,7 @@ RUN = {"run": 0, "seed": 1, "name": "acks-all-s1-r000", "dir": "/nowhere", "verd
                                                 (json.dumps({"campaign": {}, "runs": [{**RUN, "run": "0"}]}), "runs[0] has no valid 'run'")])
 def test_check_of_a_damaged_campaign_is_one_line(tmp_path: Path, text: str, fragment: str) -> None:
     (tmp_path / "campaign.json").write_text(text)
-    _one_line_2(run_cli("check", str(tmp_path)), "campaign.json", fragment)
+    assert_one_line_error(run_cli("check", str(tmp_path)), "campaign.json", fragment)
 
 
 @pytest.mark.parametrize(("schedule", "results", "fragment"), [
@@ -148,7 +138,7 @@ def test_check_of_a_damaged_campaign_is_one_line(tmp_path: Path, text: str, frag
 def test_shrink_of_a_damaged_run_is_one_line(tmp_path: Path, schedule: str, results: str, fragment: str) -> None:
     (tmp_path / "schedule.toml").write_text(schedule)
     (tmp_path / "results.json").write_text(results)
-    _one_line_2(run_cli("shrink", str(tmp_path), "--dir", str(tmp_path / "cluster")), fragment)
+    assert_one_line_error(run_cli("shrink", str(tmp_path), "--dir", str(tmp_path / "cluster")), fragment)
     assert not (tmp_path / "cluster").exists()
 
 

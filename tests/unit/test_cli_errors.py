@@ -11,16 +11,7 @@ import pytest
 
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
-from tests.helpers import free_port_block, run_cli
-
-
-def assert_one_line_error(result, *fragments: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+from tests.helpers import assert_one_line_error, free_port_block, run_cli
 
 
 @pytest.fixture

@@ -17,9 +17,8 @@ from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.placement import misfit, needs_of
 from failsafe.scenarios.registry import load_scenario
-from tests.helpers import free_port_block, run_cli
+from tests.helpers import assert_one_line_error, free_port_block, run_cli
 from tests.unit.test_checker_builders import at, fault, history, topology
-from tests.unit.test_cli_errors import assert_one_line_error
 
 
 def controller(ms: float, node: int | None) -> dict:

@@ -47,8 +47,10 @@ def ensure_archive(java: Java, dist: KafkaDist, progress: Callable[[str], None] 
     partial = final.with_suffix(".jsa.partial")
     partial.unlink(missing_ok=True)
     broker_port, controller_port = _kernel_ports(2)
+    # No metrics agent: Java refuses to dump an archive while a -javaagent runs ("Error occurred during CDS dumping": it would
+    # need -XX:+AllowArchivingWithJavaAgent, a diagnostic option); the nodes that map the archive may run the agent.
     spec = ClusterSpec(brokers=1, controllers=1, combined=True, base_port=broker_port, controller_base_port=controller_port,
-                       kafka_version=dist.version, heap=ARCHIVE_NODE_HEAP, jvm_options=(dump_option(partial),))
+                       kafka_version=dist.version, heap=ARCHIVE_NODE_HEAP, jvm_options=(dump_option(partial),), metrics=False)
     root = Path(tempfile.mkdtemp(prefix="failsafe-cds-"))
     cluster_dir = root / "cluster"
     try:
