@@ -45,6 +45,8 @@ RAW: tuple[Raw, ...] = (
         "--merge /tmp/soundness-before.json /tmp/soundness-after.json --out docs/benchmarks/soundness.json", False,
         "the corpus (tests/data/corpus) mutated, judged by the code before the single durability judge (commit b0859b4) and after it; "
         "checkers only, no cluster"),
+    Raw("docs/benchmarks/bad-input-sweep.json", f"{PY} benchmarks/bad_input_sweep.py --out docs/benchmarks/bad-input-sweep.json", False,
+        "every field of every catalog scenario replaced by each of 15 bad values, parsed in-process: no cluster"),
     Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
     Raw("docs/benchmarks/producer.json",
         f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),

@@ -298,6 +298,8 @@ def parse_faults(data: dict, where: str, kind: KindInfo, ctx: FaultContext, phas
         name = table.get("fault")
         if name is None:
             raise fail(at, "missing field 'fault'")
+        if not isinstance(name, str):
+            raise fail(f"{at}.fault", f"{name!r} is not a fault type's name (one of {', '.join(allowed(kind.offers))})")
         if name not in takes:
             also = f" ({name!r} needs what {kind.name} scenarios do not offer)" if name in FAULT_TYPES else ""
             raise fail(f"{at}.fault", f"{name!r} is not one of {', '.join(takes)}{also}")

@@ -100,7 +100,7 @@ def parse_table(data: object, origin: str) -> Scenario:
     name = table.pop("kind", None)
     if name is None:
         return default_kind().parse(table)
-    if name not in KINDS:
+    if not isinstance(name, str) or name not in KINDS:
         raise ScenarioError(f"{origin}: kind {name!r} is not one of {', '.join(KINDS)}")
     return KINDS[name].parse(table)
 
