@@ -38,7 +38,8 @@ def t_bad_input_sweep(root: Path) -> str:
     d = load(root, rel)
     o = d["outcomes"]
     rows = [["refused in one line naming the field (exit 2)", num(o.get("refused naming the field", 0))],
-            ["refused in one line naming a field it conflicts with (a renamed topic its producers still name, a lock longer than the drain)", num(o.get("refused", 0))],
+            ["refused in one line naming a field it conflicts with (a renamed topic its producers still name, a lock longer than the drain)",
+             num(o.get("refused", 0))],
             ["accepted (a value the field takes)", num(o.get("accepted", 0))],
             ["**crashed** (exit 5)", f"**{num(o.get('crash', 0))}**"], ["**hung** (no answer in 10 s)", f"**{num(o.get('hang', 0))}**"]]
     header = [f"{num(d['cases'])} cases: {d['scenarios']} catalog scenarios x every field x {len(d['bad_values'])} bad values", "outcome"]
