@@ -99,7 +99,7 @@ from benchmarks.render_rebalance import (  # noqa: E402
     t_share_redelivery_java,
     t_share_throughput,
 )
-from benchmarks.render_soundness import t_bad_input_sweep, t_soundness  # noqa: E402
+from benchmarks.render_soundness import t_bad_input_sweep, t_cold_catalog, t_soundness  # noqa: E402
 from benchmarks.render_transactions import (  # noqa: E402
     t_transactions_campaigns,
     t_transactions_epochs,
@@ -244,6 +244,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "profiles-price": t_profiles_price,
     "soundness": t_soundness,
     "bad-input-sweep": t_bad_input_sweep,
+    "cold-catalog": t_cold_catalog,
 }
 
 

@@ -44,3 +44,22 @@ def t_bad_input_sweep(root: Path) -> str:
             ["**crashed** (exit 5)", f"**{num(o.get('crash', 0))}**"], ["**hung** (no answer in 10 s)", f"**{num(o.get('hang', 0))}**"]]
     header = [f"{num(d['cases'])} cases: {d['scenarios']} catalog scenarios x every field x {len(d['bad_values'])} bad values", "outcome"]
     return table(header, rows) + f"\n\nBad values: {', '.join(d['bad_values'])}." + source(root, rel)
+
+
+def t_cold_catalog(root: Path) -> str:
+    rel, again = "docs/benchmarks/cold-catalog.json", "docs/benchmarks/cold-reruns.json"
+    d, r = load(root, rel), load(root, again)
+    runs = d["catalog"] + d["seed_lab"]
+    header = ["exit", "runs", "scenarios"]
+    rows = [[code, str(n), ", ".join(sorted({x["scenario"] for x in runs if str(x["exit_code"]) == code})) if code != "0" else
+             f"{sum(1 for x in d['catalog'] if x['exit_code'] == 0)} catalog scenarios and the seed lab {len(d['seed_lab'])} times"]
+            for code, n in d["exit_codes"].items()]
+    why = []
+    for x in d["catalog"]:
+        if x["exit_code"] != 0:
+            for run in x["runs"]:
+                reason = "; ".join(filter(None, [", ".join(run["unexplained"]), ", ".join(f"known {k}" for k in run["known"])]))
+                why.append([x["scenario"], run["verdict"], reason])
+    again_rows = [[x["scenario"], str(x["exit_code"]), "; ".join(", ".join(run["unexplained"]) or "VALID" for run in x["runs"])] for x in r["catalog"]]
+    return (table(header, rows) + "\n\n" + table(["scenario (cold)", "verdict", "what decided it"], why) + "\n\nRun again, cold:\n\n"
+            + table(["scenario", "exit", "violations"], again_rows) + source(root, rel, again))

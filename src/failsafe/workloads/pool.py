@@ -73,6 +73,8 @@ class Worker:
     txn_written: bool = False
     # A share consumer's records whose accept or reject the broker took, per (topic, partition): what its drain waits on.
     settled: dict[tuple[str, int], set[int]] = field(default_factory=lambda: defaultdict(set))
+    # A share consumer's records acquired and not yet acknowledged (no acknowledgement of them sent): what it holds now.
+    holding: set[tuple[str, int, int]] = field(default_factory=set)
 
     @property
     def process(self) -> str:
@@ -140,7 +142,11 @@ class WorkerPool:
                     tp = (r["topic"], r["partition"])
                     if r["offset"] > upto.get(tp, -1):
                         upto[tp] = r["offset"]
+                    if f == Op.SHARE_POLL:
+                        worker.holding.add((r["topic"], r["partition"], r["offset"]))
                 counters.records_read += len(entry["records"])
+            elif f == Op.SHARE_ACK and entry.get("type") == OpType.INVOKE:
+                worker.holding -= {(a["topic"], a["partition"], a["offset"]) for a in entry["acks"]}
             elif f == Op.TXN:
                 worker.txn_open = entry.get("type") == OpType.INVOKE
                 worker.txn_written = False

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from failsafe.clients.admin import describe_group_configs, new_admin, set_group_configs
 from failsafe.errors import KafkaClientError
+from failsafe.faults import FaultError
 from failsafe.history.ops import group_config
 from failsafe.scenarios import setup
 from failsafe.scenarios.kinds.lab.workload import KAFKA_VERIFIABLE, LabWorkload
 from failsafe.scenarios.kinds.share.schema import ShareScenario
 from failsafe.scenarios.plugin import RunContext
+from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker
 from failsafe.workloads.share_consumer import ShareConsumerSpec
 from failsafe.workloads.verifiable_share import VerifiableShareConsumerSpec
 
 FIRST_DELIVERY_TIMEOUT_S = 60.0
+# How long a pause-consumer waits for its share consumer to hold records (acquired, no acknowledgement sent yet).
+HOLDING_TIMEOUT_S = 20.0
 CONFIGS_APPLIED_TIMEOUT_S = 30.0
 # What the share checker judges by, recorded as the cluster describes it for each group (checkers/share.py).
 RECORDED = ("share.record.lock.duration.ms", "share.delivery.count.limit", "share.auto.offset.reset")
@@ -79,6 +83,18 @@ class ShareWorkload(LabWorkload):
 
         ctx.wait(every_group_delivered, FIRST_DELIVERY_TIMEOUT_S,
                  f"a share group had no record delivered within {FIRST_DELIVERY_TIMEOUT_S:g}s of the first write")
+
+    def pause_client(self, name: str) -> None:
+        """A share consumer is frozen while it holds records, so that their lock is what brings them back: waited for (a
+        member of a group just started may not have acquired any yet)."""
+        worker = self._pool().workers.get(self.process_of(name))
+        if worker is not None and isinstance(worker.spec, ShareConsumerSpec):
+            try:
+                wait_until(lambda: bool(worker.holding) or not worker.alive(), HOLDING_TIMEOUT_S, "")
+            except WaitTimeout:
+                raise FaultError(f"share consumer {worker.process} held no record within {HOLDING_TIMEOUT_S:g}s: freezing it would "
+                                 "show no lock running out") from None
+        super().pause_client(name)
 
     def readers(self) -> list[Worker]:
         return super().readers() + self._pool().share_consumers()
