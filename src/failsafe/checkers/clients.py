@@ -41,8 +41,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     written = _written_topics(history)
     found: dict[str, list[dict]] = {name: [] for name in VIOLATIONS}
     readers: dict[tuple[str, str], list[dict]] = {}  # (role, group) -> the declared clients reading as it
+    named = {client["process"] for client in declared}
     for client in declared:
-        mine = _incarnations(client, seen)
+        mine = _incarnations(client, seen, named)
         if not mine:
             found["absent"].append(_row(client))
             continue
@@ -76,9 +77,10 @@ def _processes_seen(history: History) -> set[str]:
     return {p for frame in frames for p in frame["process"].drop_nulls().unique().to_list()}
 
 
-def _incarnations(client: dict, seen: set[str]) -> set[str]:
+def _incarnations(client: dict, seen: set[str], named: set[str]) -> set[str]:
+    """The processes seen that are ``client``: its own name, and each that matches its pattern and is not another declared client's name."""
     pattern = re.compile(client["matches"]) if client["matches"] else None
-    return {p for p in seen if p == client["process"] or (pattern is not None and pattern.fullmatch(p))}
+    return {p for p in seen if p == client["process"] or (p not in named and pattern is not None and pattern.fullmatch(p))}
 
 
 def _written_topics(history: History) -> dict[str, int]:

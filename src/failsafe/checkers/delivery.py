@@ -23,7 +23,7 @@ from failsafe.checkers.common import (
     unread_writes,
     with_share_reads,
 )
-from failsafe.checkers.evidence import allowed_loss, durable_writers, lossy_writers, read_partitions
+from failsafe.checkers.evidence import allowed_loss, before_share_start, durable_writers, lossy_writers, read_partitions
 from failsafe.checkers.keys import IDENTITY, PLACED, POSITION, having_keys, key
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
@@ -40,6 +40,7 @@ _UNKNOWN = pl.col("outcome").is_null() | (pl.col("outcome") == OpType.INFO)
 
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     read_options(options, DEFAULTS, "delivery")
+    recorded = history
     history = with_share_reads(history)
     columns = ["id", "process", "topic", "partition", "offset", "value", "outcome", "error"]
     sends = history.sends.select(columns).filter(pl.col("value").is_not_null()).with_columns(key(IDENTITY))
@@ -54,6 +55,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     read = _placed_by_reads(acked if unread.height == 0 else acked.join(unread.select("k"), on="k", how="anti"), history.reads)
     logged = _logged_partitions(history)
     lost = _classify_lost(unread, history)
+    # A write in the log that only share groups which began after it were to read: not theirs to get (or undecided).
+    start = before_share_start(recorded, lost).fill_null("")
+    in_log = lost["log"] == "lost-in-log-not-consumed"
+    before_start, start_undecided = lost.filter(in_log & (start == "before")), lost.filter(in_log & (start == "undecided"))
+    lost = lost.filter(~(in_log & start.is_in(["before", "undecided"])))
     truncated = _lost_after_read(read, logged, log_keys, history)
     unverified = _read_but_unverified(read, logged, history)
     duplicates, conflicting = _observed_anomalies(history, observed, n_writes, n_positions, n_placed)
@@ -85,6 +91,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "lost-after-read": truncated.height,
         # Of those, by writers the scenario lets lose (acks 0 or 1): counted, not violations.
         "lost-allowed": lost_allowed.height,
+        "unread-before-share-start": before_start.height,
+        "unread-share-start-undecided": start_undecided.height,
         "lost-after-read-allowed": truncated_allowed.height,
         "lost-after-read-unverified": unverified.height,
         "lost-write": lost_write.height,
@@ -105,6 +113,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "lost-after-read": examples(truncated, *_SEND_EXAMPLE, "log_value"),
         "lost-after-read-unverified": examples(unverified, *_SEND_EXAMPLE),
         "unseen": examples(unseen, *_SEND_EXAMPLE),
+        "unread-share-start-undecided": examples(start_undecided, *_SEND_EXAMPLE),
         **{name: examples(frame, *_SEND_EXAMPLE) for name, frame in by_log.items()},
         "duplicate": examples(duplicate_writes),
         "inconsistent-offsets": (
@@ -124,9 +133,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         violations += [name for name in ("duplicate-acknowledged", "duplicate-unacknowledged") if counts.get(name)] or ["duplicate"]
     violations += [name for name, n in (("inconsistent-offsets", n_inconsistent), ("failed-but-present", failed_present.height)) if n]
     # No violation, but writes that must not be lost could not be checked against the log: the checker cannot decide.
-    valid: bool | str = False if violations else UNKNOWN if unverified_durable.height else True
+    undecided_durable = start_undecided.filter(~allowed_loss(lossy))
+    valid: bool | str = False if violations else UNKNOWN if unverified_durable.height or undecided_durable.height else True
     return result(valid, counts, example_rows, violations,
-                  by_process=_by_process(history.sends, unread, truncated, recovered, durable_writers(history), lossy),
+                  by_process=_by_process(history.sends, lost, truncated, recovered, durable_writers(history), lossy),
                   processes=_writers_of(violations, duplicate_writes, failed_present))
 
 

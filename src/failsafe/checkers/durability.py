@@ -112,11 +112,12 @@ def _fates(absent: pl.DataFrame, history: History, log: pl.DataFrame) -> pl.Data
                                  .then(pl.lit("below-log-start")).otherwise(pl.lit("lost")).alias("fate"))
     unplaced = absent.filter(pl.col("partition").is_null())
     if unplaced.height:
-        # A write of unknown partition is lost only when every partition of its topic was read completely.
-        topics = known_partitions(history).join(reads.select("topic", "partition", "complete").unique(subset=["topic", "partition"]),
-                                                on=["topic", "partition"], how="left")
-        whole = topics.group_by("topic").agg(pl.col("complete").fill_null(False).all().alias("whole"))
-        unplaced = unplaced.join(whole, on="topic", how="left").with_columns(
+        # A write of unknown partition is lost only when every partition of its topic was read completely, on its cluster.
+        clusters = reads.select("cluster").unique()
+        topics = known_partitions(history).join(clusters, how="cross").join(reads.select(*_PLACE, "complete"), on=_PLACE, how="left",
+                                                                            nulls_equal=True)
+        whole = topics.group_by("cluster", "topic").agg(pl.col("complete").fill_null(False).all().alias("whole"))
+        unplaced = unplaced.join(whole, on=["cluster", "topic"], how="left", nulls_equal=True).with_columns(
             pl.when(pl.col("whole").fill_null(False)).then(pl.lit("lost")).otherwise(pl.lit("not-read")).alias("fate"))
     now = log.select(*_PLACE, "offset", pl.col("value").alias("log_value")).unique(subset=[*_PLACE, "offset"])
     frames = [frame.select(*absent.columns, "fate") for frame in (placed, unplaced) if frame.height]

@@ -99,6 +99,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             undecided_slow.append(event)
     interrupted = [(event, kept) for event in measured for kept in event["kept_partitions"] if interrupted_survivor(kept)]
     needless = [(event, kept) for event, kept in interrupted if needlessly_interrupted(event, kept)]
+    # A revoke within a survivor's clock bound of the handover's start or end may have been in it: undecided.
+    undecided_kept = [(event, kept) for event in measured for kept in event["kept_partitions"]
+                      if kept.get("revoke_undecided") and event["survivors_kept_expected"] and kept["judged"]]
     pauses = [event["pause_ms"] for event in measured if event["pause_ms"] is not None]
     counts = {
         "consumer-events": len(measured),
@@ -114,6 +117,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "interrupted-kept-partitions": len(interrupted),
         "lost-kept-partitions": sum(kept["lost"] for event in measured for kept in event["kept_partitions"]),
         "survivors-interrupted": len(needless),
+        "survivors-interrupted-undecided": len(undecided_kept),
     }
     example_rows = {
         "never-reassigned": [
@@ -131,7 +135,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     violations = [name for name, bad in (("never-reassigned", stuck), ("slow-rebalance", slow), ("survivors-interrupted", needless)) if bad]
     if violations:
         valid: bool | str = False
-    elif (unmeasured_faults and not measured) or undecided_slow:
+    elif (unmeasured_faults and not measured) or undecided_slow or undecided_kept:
         valid = UNKNOWN
     else:
         valid = True
@@ -266,8 +270,12 @@ def _handover(event: dict[str, Any], group: str, faulted: list[str], membership:
     # its consumer's clock bound (a consumer on a host reads another clock than the fault's).
     bound = bound_ns("process", clock_bounds(history))
     revokes = membership.filter((pl.col("time_ns") - bound > start_ns) & (pl.col("f") == Op.REVOKE))
+    # Within the bound of the handover's start or end: maybe in it, maybe not (undecided).
+    possible = membership.filter((pl.col("time_ns") + bound > start_ns) & (pl.col("f") == Op.REVOKE) & ~pl.col("lost").fill_null(False))
     if handover_end_ns is not None:
         revokes = revokes.filter(pl.col("time_ns") + bound <= handover_end_ns)
+        possible = possible.filter(pl.col("time_ns") - bound <= handover_end_ns)
+    maybe = {(r["topic"], r["partition"]) for r in kept.join(possible.select("process", *_PARTITION), on=["process", *_PARTITION], how="semi").to_dicts()}
     revoked = kept.join(revokes.select("process", *_PARTITION, pl.col("time_ns").alias("revoked_ns"), "lost"), on=["process", *_PARTITION], how="inner")
     revoked = revoked.sort("revoked_ns").group_by(_PARTITION).agg(pl.col("revoked_ns").first(), pl.col("lost").first().fill_null(False))
     kept_rows = kept.join(revoked, on=_PARTITION, how="left").sort(_PARTITION).to_dicts()
@@ -321,6 +329,7 @@ def _handover(event: dict[str, Any], group: str, faulted: list[str], membership:
                 "partition": row["partition"],
                 "owner": row["process"],
                 "revoked": row["revoked_ns"] is not None,
+                "revoke_undecided": row["revoked_ns"] is None and (row["topic"], row["partition"]) in maybe,
                 "lost": bool(row["lost"]),
                 "revoked_ms": None if row["revoked_ns"] is None else (row["revoked_ns"] - start_ns) / 1e6,
                 "judged": judged_until is not None and row["process"] not in stopped_soon and not (node_down and row["process"] in java),

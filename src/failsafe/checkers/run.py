@@ -82,6 +82,7 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "pipeline.never-recovered",
     "dr.never-recovered",
     "transactions.lost-write",
+    "transactions.torn-transaction",  # a transaction half in the log: of a committed one, a write its commit covered is gone
     "enriched.missing",
     "share.lost",
 )

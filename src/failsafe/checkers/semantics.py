@@ -97,7 +97,7 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict
     """Each time a record reached another member of its group than the last one that had it.
 
     rebalance_between: true when a member of the group was assigned or revoked that record's partition certainly between
-    the previous member's first read of the record and this member's; false when no such event lies within those reads
+    the previous member's last read of the record and this member's; false when no such event lies within those reads
     widened by the clocks' bounds; null (undecided) when one lies only within the widening. Two times of one clock need
     no bound; of two clocks, the sum of their bounds (evidence.clock_bounds).
     """
@@ -108,13 +108,14 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict
         return _empty_handovers()
     suspects = keyed.unique(subset="gpp").filter(pl.col("gp").is_duplicated())["gp"].unique()
     reread = having_keys(group_reads, _POSITION, suspects)
-    # Two members reading a record at the same nanosecond are taken in name order, the same at every check.
-    firsts = reread.group_by([*_POSITION, "process"]).agg(pl.col("time_ns").min()).sort("time_ns", "process")
-    firsts = firsts.filter(pl.col("process").n_unique().over(_POSITION) > 1)
-    pairs = firsts.with_columns(
+    # Every read of the record in time order (two at the same nanosecond in name order, the same at every check): each change
+    # of member is a handover, from the previous member's last read before it (A, B, then A again is two handovers).
+    reads = reread.select(*_POSITION, "process", "time_ns").unique().sort("time_ns", "process")
+    reads = reads.filter(pl.col("process").n_unique().over(_POSITION) > 1)
+    pairs = reads.with_columns(
         pl.col("process").shift(1).over(_POSITION, order_by=["time_ns", "process"]).alias("previous_process"),
         pl.col("time_ns").shift(1).over(_POSITION, order_by=["time_ns", "process"]).alias("previous_ns"),
-    ).filter(pl.col("previous_process").is_not_null())
+    ).filter(pl.col("previous_process").is_not_null() & (pl.col("previous_process") != pl.col("process")))
     if pairs.height == 0:
         return _empty_handovers()
     events = membership.filter(pl.col("group").is_not_null()).select("group", "topic", "partition", pl.col("process").alias("event_process"),

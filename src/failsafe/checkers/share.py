@@ -15,8 +15,9 @@ For each record (group, topic, partition, offset):
                                 share.delivery.count.limit
     lost (violation)            an acknowledged write to a topic the group read with none of the above
                                 (``lost-never-delivered``: and never delivered); every write, or, for a group whose
-                                share.auto.offset.reset is latest (Kafka's default), those at or after the group's
-                                first delivered offset of the partition
+                                share.auto.offset.reset is latest (Kafka's default) or by_duration, those at or after
+                                the group's first delivered offset of the partition (evidence.share_starts)
+    start-undecided             for such a group, a write of a partition it delivered nothing of: UNKNOWN
     accepted-twice (v.)         accepted by the broker again with no delivery of it in between
     redelivered-after-ack (v.)  delivered again after the delivery whose accept or reject the broker took
     unexplained-redelivery (v.) a delivery after the first with none of the reasons below
@@ -46,14 +47,13 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
-from failsafe.checkers.evidence import allowed_loss, lossy_writers
+from failsafe.checkers.evidence import SHARE_AUTO_OFFSET_RESET, allowed_loss, late_share_groups, lossy_writers, share_starts
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, OpType, Role
 
 DEFAULTS: dict[str, Any] = {}
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
-AUTO_OFFSET_RESET = "share.auto.offset.reset"
 # Kafka's defaults of a group's settings (group.share.record.lock.duration.ms, group.share.delivery.count.limit), and what
 # a group whose settings were not recorded is judged by: the most Kafka allows (group.share.max.record.lock.duration.ms's
 # default, group.share.delivery.count.limit's upper bound), which explain the fewest redeliveries and archive the least.
@@ -84,7 +84,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     settings = {group: group_settings(history, group) for group in groups}
     taken = acks.filter(pl.col("type") == OpType.OK)
 
-    settled, archived, unknown, lost, lost_allowed = _fates(history, deliveries, acks, declared, settings)
+    settled, archived, unknown, lost, lost_allowed, undecided = _fates(history, deliveries, acks, declared, settings)
     twice = _accepted_twice(deliveries, taken)
     after_ack = _redelivered_after_ack(deliveries, taken)
     lock_ms = {group: s["lock_duration_ms"] - LOCK_SLACK_MS for group, s in settings.items()}
@@ -105,12 +105,14 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "lost": lost.height,
         "lost-never-delivered": lost.join(deliveries.select(_KEY).unique(), on=_KEY, how="anti").height,
         "lost-allowed": lost_allowed.height,
+        "start-undecided": undecided.height,
         "accepted-twice": twice.height,
         "redelivered-after-ack": after_ack.height,
         "unexplained-redelivery": len(unexplained),
     }
     example_rows = {
         "lost": lost.head(_EXAMPLES).to_dicts(),
+        "start-undecided": undecided.head(_EXAMPLES).to_dicts(),
         "archived-at-limit": archived.head(_EXAMPLES).to_dicts(),
         "unknown-acks": unknown.head(_EXAMPLES).to_dicts(),
         "accepted-twice": twice.head(_EXAMPLES).to_dicts(),
@@ -120,7 +122,8 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     violations = [name for name in VIOLATIONS if counts[name]]
     delays = {reason: [r["delay_ms"] for r in redeliveries if r["reason"] == reason] for reason in REASONS}
     members = deliveries.group_by("group").agg(pl.col("process").n_unique().alias("n")).sort("group")
-    return result(False if violations else True, counts, example_rows, violations, groups=groups, settings=settings,
+    # Writes of partitions a late-starting group delivered nothing of: whether it should have got them is unknown.
+    return result(False if violations else UNKNOWN if undecided.height else True, counts, example_rows, violations, groups=groups, settings=settings,
                   members_with_deliveries=dict(zip(members["group"].to_list(), members["n"].to_list(), strict=True)),
                   redelivery_delay_ms={reason: {"n": len(d), "median": median(d), "max": max(d)} for reason, d in delays.items() if d})
 
@@ -137,13 +140,14 @@ def group_settings(history: History, group: str) -> dict[str, Any]:
 
     return {"lock_duration_ms": number(LOCK_DURATION, UNRECORDED_LOCK_DURATION_MS),
             "delivery_count_limit": number(DELIVERY_COUNT_LIMIT, UNRECORDED_DELIVERY_COUNT_LIMIT),
-            "auto_offset_reset": found.get(AUTO_OFFSET_RESET, "earliest"), "recorded": bool(found)}
+            "auto_offset_reset": found.get(SHARE_AUTO_OFFSET_RESET, "earliest"), "recorded": bool(found)}
 
 
 def _fates(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, declared: pl.DataFrame,
-           settings: dict[str, dict[str, Any]]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+           settings: dict[str, dict[str, Any]]) -> tuple[pl.DataFrame, ...]:
     """(records accepted or rejected, records archived at the limit, records whose last accept or reject has no known answer,
-    acknowledged writes lost, the part of those a writer that promised nothing may lose)."""
+    acknowledged writes lost, the part of those a writer that promised nothing may lose, durable writes whose group's start
+    is unknown)."""
     limits = pl.DataFrame({"group": list(settings), "limit": [s["delivery_count_limit"] for s in settings.values()]},
                           schema={"group": pl.String, "limit": pl.Int64})
     settling = acks.filter(pl.col("ack").is_in(_SETTLING)).sort("time_ns")
@@ -157,17 +161,20 @@ def _fates(history: History, deliveries: pl.DataFrame, acks: pl.DataFrame, decla
     declared_topics = declared.select("group", pl.col("topics").alias("topic")).explode("topic").drop_nulls()
     topics = pl.concat([deliveries.select("group", "topic"), declared_topics]).unique()
     writes = history.sends.filter((pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null()).join(topics, on="topic", how="inner")
-    latest = [group for group, s in settings.items() if s["auto_offset_reset"] == "latest"]
-    if latest:
-        # A group that began at the log end was never meant to get what came before: judged from its first delivery on.
-        first = deliveries.group_by("group", "topic", "partition").agg(pl.col("offset").min().alias("first"))
-        late = writes.filter(pl.col("group").is_in(latest)).join(first, on=["group", "topic", "partition"], how="inner") \
-            .filter(pl.col("offset") >= pl.col("first")).drop("first")
-        writes = pl.concat([writes.filter(~pl.col("group").is_in(latest)), late])
+    late = late_share_groups(history)
+    undecided = writes.clear()
+    if late.height:
+        # A group that began at the log's end (latest) or at a time (by_duration) was never meant to get what came before: judged
+        # from its first delivery of each partition on; a partition it delivered nothing of leaves its writes undecided.
+        mine = writes.join(late, on=["group", "topic"], how="semi").join(share_starts(history), on=["group", "topic", "partition"], how="left")
+        undecided = mine.filter(pl.col("first").is_null()).drop("first")
+        writes = pl.concat([writes.join(late, on=["group", "topic"], how="anti"),
+                            mine.filter(pl.col("offset") >= pl.col("first")).drop("first")])
+    lossy = allowed_loss(lossy_writers(history))
     missing = writes.join(done, on=_KEY, how="anti").sort(_KEY)
-    allowed = missing.filter(allowed_loss(lossy_writers(history)))
+    allowed = missing.filter(lossy)
     lost = missing.join(allowed.select(_KEY), on=_KEY, how="anti").select(*_KEY, "process", "key", "value")
-    return settled, archived, unknown, lost, allowed
+    return settled, archived, unknown, lost, allowed, undecided.filter(~lossy).select(*_KEY, "process", "key", "value").sort(_KEY)
 
 
 def _accepted_twice(deliveries: pl.DataFrame, taken: pl.DataFrame) -> pl.DataFrame:

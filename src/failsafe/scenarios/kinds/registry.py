@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -56,7 +57,21 @@ class ScenarioKind:
     def parse(self, data: dict) -> Scenario:
         """The scenario from its table (``kind`` removed), validated; its raw data records the kind."""
         scenario = self.parser(data, self)
+        _refuse_ambiguous_workers(scenario)
         return replace(scenario, kind=self.name, raw={**scenario.raw, "kind": self.name})
+
+
+def _refuse_ambiguous_workers(scenario: Scenario) -> None:
+    """A worker whose name another worker's restarts would take (``fast.1`` beside ``fast``, restarted as ``fast.1``): the history
+    could not tell them apart, nor whom a may_lose belongs to."""
+    clients = scenario.declared_clients()
+    for client in clients:
+        if not client["matches"]:
+            continue
+        pattern = re.compile(client["matches"])
+        other = next((c["process"] for c in clients if c["process"] != client["process"] and pattern.fullmatch(c["process"])), None)
+        if other is not None:
+            raise ScenarioError(f"scenario {scenario.name}: worker {other!r} has the name a restart of {client['process']!r} would take: rename it")
 
 
 KINDS: dict[str, ScenarioKind] = {}

@@ -244,8 +244,9 @@ def _validate_workload(where: str, brokers: int, topics: tuple[TopicSpec, ...], 
         if p.driver not in DRIVERS:
             raise fail(f"{where}.producers[{i}].driver", f"{p.driver!r} is not one of {', '.join(DRIVERS)}")
         _check_host(f"{where}.producers[{i}]", p.host, p.driver)
-        acks = next((str(p.properties[name]) for name in ACKS_NAMES if name in p.properties), p.acks)
-        if p.may_lose and acks in DURABLE_ACKS:
+        # The acks it may run with: Java reads acks (the field, or a property of that name), librdkafka the last of its two names.
+        acks = {str(p.properties[name]).lower() for name in ACKS_NAMES if name in p.properties} | ({p.acks} if "acks" not in p.properties else set())
+        if p.may_lose and acks & set(DURABLE_ACKS):
             raise fail(f"{where}.producers[{i}].may_lose", "an acks=all producer promises durability: failsafe never lets a scenario "
                                                            "allow the loss of its acknowledged writes (may_lose is for acks 0 or 1)")
     for i, c in enumerate(consumers):
