@@ -51,6 +51,8 @@ RAW: tuple[Raw, ...] = (
         False, "every catalog scenario once and the seed lab three times, each on a cluster its run starts (about 75 minutes)"),
     Raw("docs/benchmarks/cold-reruns.json", f"{PY} benchmarks/cold_catalog.py --work DIR --out FILE NAME ...", False,
         "share-consumer-paused twice after its pause waited for held records, rebalance-member-paused three times: merged by hand"),
+    Raw("docs/benchmarks/cold-stale.json", f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold-stale --out docs/benchmarks/cold-stale.json "
+        + " ".join(["rebalance-member-paused"] * 5), False, "rebalance-member-paused five times, each cold, after the stale-delivery split"),
     Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
     Raw("docs/benchmarks/producer.json",
         f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),

@@ -4,7 +4,9 @@ import pytest
 
 from failsafe.checkers.common import CheckerOptionError
 from failsafe.checkers.semantics import check
-from tests.unit.test_checker_builders import assign, client_config, declare, declared, history, poll, rec, revoke, send
+from failsafe.scenarios.known import classify
+from failsafe.scenarios.registry import load_scenario
+from tests.unit.test_checker_builders import assign, client_config, declare, declared, history, membership, poll, rec, revoke, send
 
 SENDS = [*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1)]
 
@@ -119,3 +121,41 @@ def test_a_rebalance_within_the_clock_bound_of_a_client_on_a_host_leaves_a_redel
     # Within the bound the order is unknown: undecided, never an excuse.
     assert result["counts"]["double-delivery"] == 0 and result["counts"]["double-delivery-undecided"] == 1
     assert result["valid"] == "unknown" and result["counts"]["redelivered-across-rebalance"] == 0
+
+
+def _woken(lost_after_ms: float, *, lost: bool = True, session_ms: int | None = 10_000) -> list[dict]:
+    """c0 owns partition 0 and freezes; the group gives it to c1, which reads offset 0; c0 wakes and hands out offset 0,
+    which it had fetched before the freeze, then reports the partition revoked (lost, or not) ``lost_after_ms`` later."""
+    config = [client_config("c0", **({"session.timeout.ms": str(session_ms)} if session_ms else {})),
+              client_config("c1", **({"session.timeout.ms": str(session_ms)} if session_ms else {}))]
+    return [*config, *SENDS, assign("c0", [0], ms=1), assign("c1", [0, 1], ms=20), poll("c1", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=21),
+            poll("c0", [rec(0, "v1")], ms=40), membership("revoke", "c0", [0], ms=40 + lost_after_ms, lost=lost)]
+
+
+def test_a_woken_member_handing_out_a_record_then_reporting_it_lost_is_a_stale_delivery() -> None:
+    result = check(history(*_woken(0.001)))
+    assert result["valid"] is False and result["violations"] == ["stale-delivery"]
+    assert result["counts"]["stale-delivery"] == 1 and result["counts"]["double-delivery"] == 0
+    assert result["processes"] == {"stale-delivery": ["c0"]}
+    example = result["examples"]["stale-delivery"][0]
+    assert (example["previous_process"], example["process"], example["offset"]) == ("c1", "c0", 0)
+
+
+@pytest.mark.parametrize(("lost_after_ms", "lost", "session_ms"), [
+    (0.001, False, 10_000),   # a plain revoke: the member never said the group took the partition from it
+    (10_001, True, 10_000),   # it said so more than its session after the read
+    (45_001, True, None),     # no session recorded: the default, 45 s, bounds it
+])
+def test_a_double_delivery_the_member_did_not_promptly_report_lost_stays_a_double_delivery(lost_after_ms: float, lost: bool,
+                                                                                           session_ms: int | None) -> None:
+    result = check(history(*_woken(lost_after_ms, lost=lost, session_ms=session_ms)))
+    assert result["valid"] is False and result["violations"] == ["double-delivery"]
+    assert result["counts"]["stale-delivery"] == 0 and result["counts"]["double-delivery"] == 1
+
+
+@pytest.mark.parametrize(("lost_after_ms", "lost", "verdict"), [(0.001, True, "KNOWN"), (0.001, False, "INVALID"), (10_001, True, "INVALID")])
+def test_rebalance_member_paused_knows_a_stale_delivery_and_no_other_double_delivery(lost_after_ms: float, lost: bool, verdict: str) -> None:
+    h = history(*_woken(lost_after_ms, lost=lost))
+    results = classify({"valid": False, "checkers": {"semantics": check(h)}}, load_scenario("rebalance-member-paused"), h)
+    assert results["verdict"] == verdict
+    assert results.get("unexplained", []) == ([] if verdict == "KNOWN" else ["semantics.double-delivery"])

@@ -79,3 +79,66 @@ def test_log_end_offsets_asks_again_after_unknown_leader_epoch(monkeypatch: pyte
     monkeypatch.setattr(admin, "new_admin", lambda *_a, **_k: FakeAdmin())
     assert admin.log_end_offsets("127.0.0.1:1", [("demo.purchases", 0)], timeout_s=5) == {("demo.purchases", 0): 42}
     assert FakeAdmin.calls == 3
+
+
+class Future:
+    """An admin future: ``result`` raises the outcome when it is an exception, else returns it."""
+
+    def __init__(self, outcome: object) -> None:
+        self.outcome = outcome
+
+    def result(self, timeout: float) -> object:
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
+def test_a_timeout_behind_failsafes_own_error_is_retriable_and_a_refusal_is_not() -> None:
+    def wrapped(cause: BaseException) -> KafkaClientError:
+        try:
+            raise KafkaClientError("no answer") from cause
+        except KafkaClientError as e:
+            return e
+    assert retrying(Answers(wrapped(TimeoutError()), wrapped(kafka(KafkaError.NOT_COORDINATOR))), "a call", timeout_s=5, interval_s=0.01) == "ok"
+    refused = Answers(wrapped(kafka(KafkaError.INVALID_CONFIG)))
+    with pytest.raises(KafkaClientError, match="no answer"):
+        retrying(refused, "a call", timeout_s=5, interval_s=0.01)
+    assert refused.calls == 1
+
+
+def test_setting_group_configs_asks_a_coordinator_not_ready_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group's configs on a cluster just started: NOT_COORDINATOR twice, then the describe and the alter answer."""
+
+    class FakeAdmin:
+        describes = alters = 0
+
+        def describe_configs(self, resources, **_: object) -> dict:
+            FakeAdmin.describes += 1
+            return {r: Future(kafka(KafkaError.NOT_COORDINATOR) if FakeAdmin.describes <= 2 else {}) for r in resources}
+
+        def incremental_alter_configs(self, resources, **_: object) -> dict:
+            FakeAdmin.alters += 1
+            return {r: Future(None) for r in resources}
+
+    monkeypatch.setattr(admin, "new_admin", lambda *_a, **_k: FakeAdmin())
+    admin.set_group_configs("127.0.0.1:1", "g", {"share.auto.offset.reset": "earliest"}, timeout_s=5)
+    assert (FakeAdmin.describes, FakeAdmin.alters) == (3, 1)
+
+
+def test_creating_topics_asks_again_after_a_timeout_and_takes_its_own_earlier_creation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first create timed out (it took effect all the same); the second answers TOPIC_ALREADY_EXISTS: created. A topic
+    that exists without an earlier try of ours is refused."""
+    from failsafe.scenarios import setup
+
+    class FakeAdmin:
+        def __init__(self, first: BaseException) -> None:
+            self.answers = [first, kafka(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")]
+
+        def create_topics(self, new, **_: object) -> dict:
+            return {t.topic: Future(self.answers.pop(0)) for t in new}
+
+    fake = FakeAdmin(kafka(KafkaError.REQUEST_TIMED_OUT))
+    setup._create_when_deleted(fake, [setup.NewTopic("t", 1, 1)])
+    assert fake.answers == []
+    with pytest.raises(KafkaClientError, match="cannot create topic t: TOPIC_ALREADY_EXISTS"):
+        setup._create_when_deleted(FakeAdmin(kafka(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")), [setup.NewTopic("t", 1, 1)])

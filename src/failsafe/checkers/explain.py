@@ -246,6 +246,8 @@ def _double_delivery(ctx: Context, checker: str, anomaly: str, row: Mapping, res
     around = _around(ctx, ns, topic, partition, row["process"])
     what = (f"offset {row['offset']} of {place(topic, partition)} reached {row['process']} of group {row['group']} at {ctx.s(ns)} s "
             f"after {row['previous_process']} had it at {ctx.s(row['previous_ns'])} s, with no rebalance in between")
+    if anomaly == "stale-delivery":
+        what += f"; {row['process']} reported the partition lost at {ctx.s(row['lost_ns'])} s (it had been expelled)"
     return {"topic": topic, "partition": partition, "offsets": [row["offset"]], "ops": ctx.read_ops(ctx.reads_at(topic, partition, row["offset"])),
             **around, "sentence": f"{what}, {_tail(ctx, ns, around)}"}
 
@@ -355,7 +357,7 @@ _EXPLAINERS: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanati
     **{name: _lost for name in (*_LOST_BY_LOG, "lost-write", "unseen", "lost-after-read")},
     **{name: _send_anomaly for name in ("failed-but-present", "unknown-not-recovered", "missing", "inconsistent-offsets")},
     **{name: _order for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send")},
-    "double-delivery": _double_delivery,
+    **{name: _double_delivery for name in ("double-delivery", "stale-delivery")},
     **{name: _availability for name in ("slow-failover", "never-available-again", "rebalance-during-fault")},
     **{name: _rebalance for name in ("never-reassigned", "slow-rebalance")},
     "never-caught-up": _caught_up,

@@ -29,6 +29,8 @@ EAGER, COOPERATIVE, CONSUMER = "eager", "cooperative", "consumer"
 JAVA = "kafka-java"
 DEFAULT_STRATEGY = {"librdkafka": "range,roundrobin", JAVA: "range,cooperative-sticky"}
 DEFAULT_REMOTE_ASSIGNOR = "uniform"
+# Kafka's session when none is set: both clients' session.timeout.ms and the broker's group.consumer.session.timeout.ms.
+DEFAULT_SESSION_MS = 45_000
 KEEPS_SURVIVORS = frozenset({COOPERATIVE, f"{CONSUMER}-uniform"})
 _COOPERATIVE_NAMES = ("cooperative-sticky", "cooperativestickyassignor")
 

@@ -26,7 +26,7 @@ import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
 from failsafe.checkers.evidence import bound_ns, clock_bounds
-from failsafe.checkers.group_protocol import JAVA, KEEPS_SURVIVORS, group_protocols, group_sessions_ms
+from failsafe.checkers.group_protocol import DEFAULT_SESSION_MS, JAVA, KEEPS_SURVIVORS, group_protocols, group_sessions_ms
 from failsafe.history.model import History
 from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
 
@@ -40,8 +40,6 @@ VIOLATIONS = {"never-reassigned": Side.CONSUMERS, "slow-rebalance": Side.CONSUME
 # A client's own crash/close record of a fault lands within this of the fault's start or stop.
 _SAME_EVENT_NS = 30_000_000_000
 _PARTITION = ["topic", "partition"]
-# Kafka's session when none is set: both clients' session.timeout.ms and the broker's group.consumer.session.timeout.ms.
-DEFAULT_SESSION_MS = 45_000
 # A frozen member is expelled at most its session after its last heartbeat, which came before the freeze: past that (and
 # this, for the coordinator's timers) its partitions must move.
 _SESSION_SLACK_MS = 2_000

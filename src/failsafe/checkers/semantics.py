@@ -5,6 +5,14 @@ from the last committed offset), so it is counted but tolerated; a record delive
 members with no rebalance of that partition in between (an assign or revoke of it by a member of
 the group) means two members owned one partition at once.
 
+A record delivered to a member after the group gave its partition to another, when that member's next event of the
+partition is its own report that it lost it (a revoke with ``lost``: the coordinator had expelled or fenced it), no
+later than one session after the read, is a ``stale-delivery``: the member handed out what it had fetched before it
+learned it was expelled. It is a violation of its own (never VALID): a scenario that tolerates it declares it known,
+citing the clients' documentation (librdkafka's ``rd_kafka_assignment_lost``: "Partitions that have been lost may
+already be owned by other members in the group"; docs/share-groups.md has the runs behind it). A member that never
+says it lost the partition, or says so later than a session after, stays a ``double-delivery``.
+
 The groups judged are every consumer group the scenario declared (checkers/clients.py) and every
 group seen in the history: a declared group that never read misses every write. Times of clients on
 other clocks than failsafe's are compared with the sum of their clocks' bounds (evidence.clock_bounds):
@@ -21,13 +29,15 @@ import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, Validity, examples, read_options, result, unread_writes
 from failsafe.checkers.evidence import allowed_loss, bound_ns, clock_bounds, lossy_writers
+from failsafe.checkers.group_protocol import DEFAULT_SESSION_MS, group_sessions_ms
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
 from failsafe.history.model import History
-from failsafe.history.ops import OpType, Role
+from failsafe.history.ops import Op, OpType, Role
 
 # No options: the groups judged are those declared and seen; the writers that may lose, those the history says may.
 DEFAULTS: dict[str, Any] = {}
-VIOLATIONS = {"double-delivery": Side.CONSUMERS, "missing": Side.PRODUCERS}
+VIOLATIONS = {"double-delivery": Side.CONSUMERS, "stale-delivery": Side.CONSUMERS, "missing": Side.PRODUCERS}
+_MS = 1_000_000
 _POSITION = ["group", "topic", "partition", "offset"]
 
 
@@ -36,7 +46,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     group_reads = history.reads.filter(pl.col("group").is_not_null())
     groups = _groups(history)
 
-    handovers = _handovers(group_reads, history.membership, clock_bounds(history))
+    handovers = _stale(_handovers(group_reads, history.membership, clock_bounds(history)), history)
+    stale = handovers.filter(pl.col("stale"))
+    handovers = handovers.filter(~pl.col("stale"))
     double = handovers.filter(pl.col("rebalance_between").eq_missing(False))
     tolerated = handovers.filter(pl.col("rebalance_between").eq_missing(True))
     undecided = handovers.filter(pl.col("rebalance_between").is_null())
@@ -44,6 +56,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     tolerated_positions = tolerated.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
     undecided_positions = undecided.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True) \
         .join(tolerated_positions, on=_POSITION, how="anti", nulls_equal=True)
+    stale_positions = stale.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
 
     lossy = lossy_writers(history)
     declared_topics = {row["group"]: row["topics"] or [] for row in history.declared.filter(pl.col("role") == Role.CONSUMER).to_dicts()
@@ -68,6 +81,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     counts = {
         "groups": len(groups),
         "double-delivery": double_positions.height,
+        "stale-delivery": stale_positions.height,
         "redelivered-across-rebalance": tolerated_positions.height,
         "double-delivery-undecided": undecided_positions.height,
         "missing": n_missing,
@@ -77,13 +91,17 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     example_rows = {
         # Ties broken by place and member: which examples are shown must not change from one check to the next.
         "double-delivery": examples(double.sort("time_ns", *_POSITION, "process"), *example_columns),
+        "stale-delivery": examples(stale.sort("time_ns", *_POSITION, "process"), *example_columns, "lost_ns"),
         "redelivered-across-rebalance": examples(tolerated.sort("time_ns", *_POSITION, "process"), *example_columns),
         "double-delivery-undecided": examples(undecided.sort("time_ns", *_POSITION, "process"), *example_columns),
         "missing": missing_examples[:5],
     }
-    violations = [name for name, bad in (("double-delivery", double_positions.height), ("missing", n_missing > missing_allowed)) if bad]
+    violations = [name for name, bad in (("double-delivery", double_positions.height), ("stale-delivery", stale_positions.height),
+                                         ("missing", n_missing > missing_allowed)) if bad]
     valid: Validity = False if violations else UNKNOWN if undecided_positions.height else True
-    return result(valid, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group)
+    # The members that showed a stale delivery: a known entry's condition is checked against them (scenarios/known.py).
+    processes = {"stale-delivery": sorted(set(stale["process"].to_list()))} if stale.height else {}
+    return result(valid, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group, processes=processes)
 
 
 def _groups(history: History) -> list[str]:
@@ -131,6 +149,27 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict
     pairs = pairs.join(decided, on="_pair", how="left").sort("_pair")
     between = pl.when(pl.col("_certain")).then(True).when(pl.col("_possible")).then(None).otherwise(False)
     return pairs.with_columns(between.cast(pl.Boolean).alias("rebalance_between")).drop("_pair", "_certain", "_possible")
+
+
+def _stale(handovers: pl.DataFrame, history: History) -> pl.DataFrame:
+    """``stale`` (and ``lost_ns``) on each handover not certainly across a rebalance: true when the reading member's next
+    assign or revoke of that partition after the read is its own revoke with ``lost``, within one session of the read."""
+    suspect = handovers.filter(~pl.col("rebalance_between").eq_missing(True)).with_row_index("_h")
+    events = history.membership.filter(pl.col("group").is_not_null()).select(
+        "group", "topic", "partition", "process", pl.col("time_ns").alias("event_ns"), pl.col("f").alias("event_f"),
+        pl.col("lost").fill_null(False).alias("event_lost"))
+    sessions = group_sessions_ms(history)
+    session_ns = pl.col("group").replace_strict(sessions, default=DEFAULT_SESSION_MS, return_dtype=pl.Float64) * _MS
+    # Ties at one nanosecond: the read came first (the woken member's poll, then its callback, in one thread).
+    following = suspect.join(events, on=["group", "topic", "partition", "process"], how="inner") \
+        .filter(pl.col("event_ns") >= pl.col("time_ns")).sort("event_ns").group_by("_h").first()
+    stale_rows = following.filter((pl.col("event_f") == Op.REVOKE) & pl.col("event_lost")
+                                  & (pl.col("event_ns") - pl.col("time_ns") <= session_ns)).select("_h", pl.col("event_ns").alias("lost_ns"))
+    marked = suspect.join(stale_rows, on="_h", how="left").with_columns(pl.col("lost_ns").is_not_null().alias("stale")).drop("_h")
+    settled = handovers.filter(pl.col("rebalance_between").eq_missing(True)).with_columns(pl.lit(None, pl.Int64).alias("lost_ns"),
+                                                                                            pl.lit(False).alias("stale"))
+    return pl.concat([settled, marked.select(settled.columns)]) if handovers.height else \
+        handovers.with_columns(pl.lit(None, pl.Int64).alias("lost_ns"), pl.lit(False).alias("stale"))
 
 
 def _empty_handovers() -> pl.DataFrame:

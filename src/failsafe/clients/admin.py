@@ -126,7 +126,11 @@ def set_group_configs(bootstrap_servers: str, group: str, configs: dict[str, str
     """Make ``configs`` a group's only dynamic configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
     ``consumer.session.timeout.ms``, ...), as ``kafka-configs.sh --entity-type groups --alter`` does: the others are
     deleted, since Kafka keeps a group's configs when the group itself is deleted. One clear error naming what Kafka
-    refused."""
+    refused. A coordinator not ready yet (a cluster just started, a broker just back) is asked again (clients/retry.py)."""
+    retrying(lambda: _set_group_configs_once(bootstrap_servers, group, configs, timeout_s), f"setting group {group}'s configs")
+
+
+def _set_group_configs_once(bootstrap_servers: str, group: str, configs: dict[str, str], timeout_s: float) -> None:
     admin = new_admin(bootstrap_servers)
     try:
         current = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout_s)

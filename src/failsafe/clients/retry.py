@@ -25,9 +25,12 @@ RETRY_INTERVAL_S = 0.5
 
 
 def retriable(error: BaseException) -> bool:
-    """errors.retriable, and no answer in time (a future that timed out)."""
-    if isinstance(error, TimeoutError) and not isinstance(error, WaitTimeout):
-        return True
+    """errors.retriable, and no answer in time (a future that timed out, itself or as the cause of failsafe's own error)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, TimeoutError) and not isinstance(cause, WaitTimeout):
+            return True
+        cause = cause.__cause__
     return errors.retriable(error)
 
 

@@ -78,9 +78,10 @@ def topic_configs(topic: TopicSpec, defaults: Mapping[str, str]) -> dict[str, st
 
 def delete_topics(admin, names: list[str]) -> None:
     """Delete ``names`` and wait until no broker lists them. One already gone counts as deleted: the metadata a broker
-    answers with can still list a topic the controller has finished deleting."""
-    _await_all(admin.delete_topics(names, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's topic",
-               ignore=("UNKNOWN_TOPIC_OR_PART",))
+    answers with can still list a topic the controller has finished deleting. A retriable answer (a controller that
+    moved, a request that timed out) is asked again."""
+    retrying(lambda: _await_all(admin.delete_topics(names, request_timeout=ADMIN_TIMEOUT_S), "cannot delete the earlier run's topic",
+                                ignore=("UNKNOWN_TOPIC_OR_PART",)), f"deleting topics {names}")
     wait_until(lambda: not (set(names) & set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)), ADMIN_TIMEOUT_S,
                f"topics {names} were still listed {ADMIN_TIMEOUT_S:g}s after their deletion")
 
@@ -94,22 +95,30 @@ def _new_topic(t: TopicSpec) -> NewTopic:
 
 def _create_when_deleted(admin, new: list[NewTopic]) -> None:
     """Create the topics; one still being deleted (ZooKeeper mode deletes in the background, after the
-    metadata has stopped listing it: TOPIC_ALREADY_EXISTS "marked for deletion") is tried again until it is gone."""
+    metadata has stopped listing it: TOPIC_ALREADY_EXISTS "marked for deletion") is tried again until it is gone, and so
+    is one whose creation got a retriable answer (a controller that moved, a request that timed out). A topic that then
+    already exists was made by that earlier request: the earlier run's were deleted before."""
     pending = list(new)
+    tried: set[str] = set()
 
     def created() -> bool:
         retry = []
         for topic, future in admin.create_topics(pending, request_timeout=ADMIN_TIMEOUT_S).items():
             try:
                 future.result(timeout=ADMIN_TIMEOUT_S)
-            except KafkaException as e:
-                if "marked for deletion" not in describe_error(e):
-                    raise KafkaClientError(f"cannot create topic {topic}: {describe_error(e)}") from e
+            except (KafkaException, TimeoutError) as e:
+                said = describe_error(e)
+                if topic in tried and said.startswith("TOPIC_ALREADY_EXISTS") and "marked for deletion" not in said:
+                    continue
+                if "marked for deletion" not in said and not retriable(e):
+                    raise KafkaClientError(f"cannot create topic {topic}: {said}") from e
+                tried.add(topic)
                 retry.append(next(t for t in pending if t.topic == topic))
         pending[:] = retry
         return not pending
 
-    wait_until(created, ADMIN_TIMEOUT_S, f"topics {[t.topic for t in new]} were still being deleted after {ADMIN_TIMEOUT_S:g}s")
+    wait_until(created, ADMIN_TIMEOUT_S, f"topics {[t.topic for t in new]} were not created within {ADMIN_TIMEOUT_S:g}s "
+               "(still being deleted, or every answer was a retriable error)")
 
 
 def delete_groups(admin, groups: list[str]) -> None:
@@ -179,5 +188,6 @@ def attempt_create_topic(bootstrap_servers: str, topic: str, recorder: Recorder,
 
 
 def elect_leaders(bootstrap_servers: str, recorder: Recorder) -> None:
-    elected, already, failed = elect_preferred_leaders(bootstrap_servers, None, ADMIN_TIMEOUT_S)
+    elected, already, failed = retrying(lambda: elect_preferred_leaders(bootstrap_servers, None, ADMIN_TIMEOUT_S),
+                                        f"a preferred leader election at {bootstrap_servers}")
     recorder.record(op(Op.ELECT_LEADERS, process=Process.ADMIN, elected=elected, already=len(already), failed=failed))
