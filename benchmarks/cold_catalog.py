@@ -61,7 +61,8 @@ def main() -> None:
     from failsafe.scenarios.registry import catalog_names
 
     names = args.names or ([] if args.no_catalog else catalog_names())
-    rows = [run_cold(name, args.work, name) for name in names]
+    # A name given more than once runs in a directory of its own each time (NAME-1, NAME-2, ...): every run is kept.
+    rows = [run_cold(name, args.work, name if names.count(name) == 1 else f"{name}-{names[:i].count(name) + 1}") for i, name in enumerate(names)]
     seed_lab = [run_cold("seed-lab", args.work, f"seed-lab-{i}") for i in range(args.seed_lab)]
     summary = {"command": " ".join(sys.argv), "catalog": rows, "seed_lab": seed_lab,
                "exit_codes": {str(code): sum(r["exit_code"] == code for r in rows + seed_lab) for code in sorted({r["exit_code"] for r in rows + seed_lab})},
