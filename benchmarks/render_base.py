@@ -53,6 +53,9 @@ RAW: tuple[Raw, ...] = (
         "share-consumer-paused twice after its pause waited for held records, rebalance-member-paused three times: merged by hand"),
     Raw("docs/benchmarks/cold-stale.json", f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold-stale --out docs/benchmarks/cold-stale.json "
         + " ".join(["rebalance-member-paused"] * 5), False, "rebalance-member-paused five times, each cold, after the stale-delivery split"),
+    Raw("docs/benchmarks/structure.json", f"git worktree add /tmp/before50 2e08403; {PY} benchmarks/structure_counts.py --tree /tmp/before50 "
+        f"--label 'before (2e08403)' --out docs/benchmarks/structure.json; {PY} benchmarks/structure_counts.py --label after "
+        "--out docs/benchmarks/structure.json", False, "the structure numbers of issue 50, read from the source (nothing runs)"),
     Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
     Raw("docs/benchmarks/producer.json",
         f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),

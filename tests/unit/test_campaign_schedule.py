@@ -15,7 +15,7 @@ from failsafe.campaigns.record import lost_acknowledged, violations
 from failsafe.campaigns.runner import exit_code
 from failsafe.campaigns.schedule import Planned, Schedule, read_schedule, scenario_data, write_schedule
 from failsafe.errors import UserError
-from failsafe.scenarios.engine import Engine, run_scenario
+from failsafe.scenarios.engine import Engine, RunSettings, run_scenario
 from failsafe.scenarios.registry import read_scenario
 from failsafe.scenarios.rundir import RunDir
 from tests.unit.test_engine import FakeCluster, FakeSampler, FakeScenario, FakeWorkload, Phases
@@ -54,8 +54,8 @@ def test_a_schedule_file_is_a_lab_scenario_with_the_same_faults_each_allowed_to_
 def test_a_replayed_schedule_runs_the_same_faults_at_the_same_offsets(tmp_path: Path) -> None:
     scenario = read_scenario(str(written(tmp_path, PROCESS_ONLY))).parse()
     fake = FakeScenario(scenario.faults, phases=Phases(chaos_s=scenario.phases.chaos_s))
-    engine = Engine(fake, FakeWorkload(), RunDir.create(tmp_path / "runs", fake), FakeCluster(), kafka_version="4.3.1", cluster_facts={},
-                    status=lambda _: None, event=lambda _: None, sampler=FakeSampler())
+    engine = Engine(fake, FakeWorkload(), RunDir.create(tmp_path / "runs", fake), FakeCluster(),
+                    RunSettings("4.3.1", {}, lambda _: None, lambda _: None, sampler=FakeSampler()))
     run_scenario(engine)
     ops = [orjson.loads(line) for line in engine.run_dir.history_path.read_bytes().splitlines()]
     chaos = next(op["time_ns"] for op in ops if op["f"] == "phase" and op["phase"] == "chaos")

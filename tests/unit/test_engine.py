@@ -16,6 +16,7 @@ import orjson
 import polars as pl
 import pytest
 
+from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
@@ -25,7 +26,7 @@ from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TX
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import load_history
 from failsafe.history.ops import Family
-from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, require_whole, run_scenario
+from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, RunSettings, require_whole, run_scenario
 from failsafe.scenarios.rundir import RunDir
 from failsafe.supervisor import DOWN, PAUSED, UP
 
@@ -33,7 +34,7 @@ TOPOLOGY = [{"topic": topic, "partition": p, "leader": p % 3, "replicas": [p % 3
             for topic in ("t", "my-failsafe-topic") for p in range(3)]
 
 
-class FakeCluster:
+class FakeCluster(NeutralSite):
     """Node states in a dict; a restart can be told to fail its first N attempts."""
 
     def __init__(self, failing_restarts: int = 0) -> None:
@@ -44,6 +45,11 @@ class FakeCluster:
         self.restarts: list[list[int]] = []
         self.stopped: list[tuple[list[int], signal.Signals]] = []
         self.disk_calls: list[tuple[str, int]] = []
+        self.journal_path: Path | None = None  # the operator journal a test writes (test_operator_feed.py)
+
+    @property
+    def journal(self) -> Path | None:
+        return self.journal_path
 
     def node(self, node_id: int, role: str | None = None) -> NodeSpec:
         return next(n for n in self.spec.nodes() if n.node_id == node_id and (role is None or role in n.roles))
@@ -228,8 +234,7 @@ def _engine(tmp_path: Path, faults: tuple[FaultSpec, ...], cluster: FakeCluster 
             workload: FakeWorkload | None = None, events: list[str] | None = None) -> Engine:
     scenario = FakeScenario(faults)
     return Engine(scenario, workload or FakeWorkload(), RunDir.create(tmp_path, scenario), cluster or FakeCluster(),
-                  kafka_version="4.3.1", cluster_facts={}, status=lambda _: None,
-                  event=(events.append if events is not None else lambda _: None), sampler=FakeSampler())
+                  RunSettings("4.3.1", {}, lambda _: None, events.append if events is not None else lambda _: None, sampler=FakeSampler()))
 
 
 def _ops(engine: Engine, f: str) -> list[dict]:

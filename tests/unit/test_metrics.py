@@ -120,9 +120,8 @@ def test_the_watch_records_each_nodes_samples_and_each_failed_scrape(exporter: i
     assert history.metrics_errors["error"].str.contains(f"127.0.0.1:{dead}").all()
 
 
-def test_a_cluster_without_metrics_or_a_fake_without_a_spec_is_not_scraped(tmp_path: Path) -> None:
+def test_a_cluster_without_metrics_is_not_scraped(tmp_path: Path) -> None:
     with Recorder(tmp_path / "history.jsonl") as recorder:
-        assert MetricsWatch.for_cluster(SimpleNamespace(), recorder).urls == {}
         assert MetricsWatch.for_cluster(SimpleNamespace(spec=ClusterSpec(metrics=False)), recorder).urls == {}
         assert len(MetricsWatch.for_cluster(SimpleNamespace(spec=ClusterSpec()), recorder).urls) == 4
 

@@ -10,11 +10,12 @@ import pytest
 
 from failsafe.cluster import netfilter
 from failsafe.cluster.config import node_properties
+from failsafe.cluster.net_leash import NetworkLeash
 from failsafe.cluster.nodes import LocalNodes
+from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
 from failsafe.faults import FaultError, FaultSpec, FaultTargets, network
-from failsafe.faults.leash import NetworkLeash
 from failsafe.faults.network import partition_rules
 from failsafe.faults.sides import Side, parse_sides, resolve_sides
 from failsafe.scenarios.base import ScenarioError
@@ -148,7 +149,7 @@ def test_each_cluster_directory_has_its_own_table_and_group_ids(tmp_path: Path) 
 
 
 # -- the fault plug-in, on a fake nft -------------------------------------------------------------------
-class FakeCluster:
+class FakeCluster(NeutralSite):
     def __init__(self, root: Path) -> None:
         self.spec = ClusterSpec()
         self.dir = SimpleNamespace(root=root)
@@ -159,6 +160,9 @@ class FakeCluster:
 
     def tracked(self, node):
         return None  # down: no process to check
+
+    def net_ready(self) -> None:
+        netfilter.require_available()  # every node is down: no group id to check
 
     def node_state(self, node) -> str:
         return "down"

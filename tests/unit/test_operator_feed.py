@@ -11,7 +11,7 @@ from failsafe.cluster import journal, netfilter
 from failsafe.cluster.journal import OperatorAction
 from failsafe.cluster.nodes import LocalNodes
 from failsafe.history.load import load_history
-from failsafe.scenarios.engine import Engine, run_scenario
+from failsafe.scenarios.engine import Engine, RunSettings, run_scenario
 from failsafe.scenarios.rundir import RunDir
 from failsafe.supervisor import DOWN
 from tests.unit.test_engine import FakeCluster, FakeSampler, FakeScenario, FakeWorkload, _ops
@@ -21,8 +21,9 @@ T = 1_700_000_000_000_000_000
 
 def _engine(tmp_path: Path, cluster: FakeCluster, journal_path: Path) -> Engine:
     scenario = FakeScenario(())
-    return Engine(scenario, FakeWorkload(), RunDir.create(tmp_path / "runs", scenario), cluster, kafka_version="4.3.1", cluster_facts={},
-                  status=lambda _: None, event=lambda _: None, sampler=FakeSampler(), operator_journal=journal_path)
+    cluster.journal_path = journal_path
+    return Engine(scenario, FakeWorkload(), RunDir.create(tmp_path / "runs", scenario), cluster,
+                  RunSettings("4.3.1", {}, lambda _: None, lambda _: None, sampler=FakeSampler()))
 
 
 def _act(path: Path, action: str, node: int | None, at_s: float, ok: bool = True, role: str = "broker", **kw) -> None:

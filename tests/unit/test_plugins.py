@@ -31,7 +31,7 @@ from failsafe.scenarios.base import (
     refuse_unknown,
     scenario_name,
 )
-from failsafe.scenarios.engine import Engine, run_scenario
+from failsafe.scenarios.engine import Engine, RunSettings, run_scenario
 from failsafe.scenarios.kinds import ScenarioKind
 from failsafe.scenarios.registry import parse_scenario
 from failsafe.scenarios.rundir import RunDir
@@ -106,8 +106,8 @@ def test_a_toy_fault_and_a_toy_kind_run_through_the_engine(registered: None, tmp
     scenario = parse_scenario(dict(TOY_SCENARIO))
     assert scenario.kind == "toy" and scenario.raw["kind"] == "toy" and scenario.faults[0].params == GizmoChoice("g2", 3)
     kind = kinds.kind_of(scenario)
-    engine = Engine(scenario, kind.workload(scenario), RunDir.create(tmp_path, scenario), FakeCluster(), actions=kind.actions,
-                    kafka_version="4.3.1", cluster_facts={}, status=lambda _: None, event=lambda _: None, sampler=FakeSampler())
+    engine = Engine(scenario, kind.workload(scenario), RunDir.create(tmp_path, scenario), FakeCluster(),
+                    RunSettings("4.3.1", {}, lambda _: None, lambda _: None, actions=kind.actions, sampler=FakeSampler()))
     run_dir = run_scenario(engine)
     assert CALLS == ["shake g2 x3", "settle g2", "polish"]
     results, history = kinds.kind_of_run(run_dir).judge(run_dir, scenario)

@@ -23,6 +23,7 @@ from failsafe.campaigns.plan import Plan
 from failsafe.campaigns.record import run_record
 from failsafe.campaigns.schedule import SCHEDULE_FILE, Schedule, scenario_data, write_schedule
 from failsafe.campaigns.stats import CAMPAIGN_FILE, ERROR, campaign_data, write_campaign
+from failsafe.cluster.site import RunSite
 from failsafe.errors import FailsafeError
 from failsafe.scenarios.engine import require_whole
 from failsafe.scenarios.registry import parse_scenario
@@ -38,7 +39,7 @@ RUN_ERRORS = (FailsafeError, WaitTimeout)
 class Ready:
     """The cluster a campaign runs on, as 'failsafe run' places it."""
 
-    cluster: Any
+    cluster: RunSite
     facts: dict[str, Any]
     clusters: dict[str, str]
     status: Callable[[str], None]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout, writable
+from failsafe.cli.options import dir_option, resolve_dir, site_options, stderr, stdout, writable
+from failsafe.cluster.site import SiteOptions
 from failsafe.errors import UserError
 
 ENVELOPES = ("safe", "anything-goes")
@@ -51,12 +52,11 @@ def _seconds(value: str | None) -> float | None:
 @click.option("--stop-on-invalid", is_flag=True, help="Stop after the first INVALID run.")
 @click.option("--max-time", default=None, metavar="SECONDS|45m|2h", help="Start no run that would end past this budget.")
 @dir_option
-@click.option("--base-port", type=click.IntRange(1, 65535), default=None, help="Broker ports when the campaign starts its own cluster.")
-@click.option("--heap", default=None, help="JVM heap of each node when the campaign starts its own cluster [default: 1G].")
+@site_options("the campaign")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the campaign's directory goes [default: DIR/campaigns].")
 def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | None, duration_s: float, workload: str, envelope: str, stop_on_invalid: bool,
-                     max_time: str | None, cluster_dir: Path | None, base_port: int | None, heap: str | None, out_dir: Path | None) -> int:
+                     max_time: str | None, cluster_dir: Path | None, site: SiteOptions, out_dir: Path | None) -> int:
     """Run randomized fault schedules on one cluster and judge every run.
 
     Each run draws its faults (type, aim by role, start, duration) from --seed, within the envelope,
@@ -67,7 +67,7 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
     from failsafe.campaigns.nemesis import Envelope
     from failsafe.campaigns.plan import Plan
     from failsafe.campaigns.runner import Campaign, Ready, exit_code
-    from failsafe.cli.lab import placed_for
+    from failsafe.scenarios.sites import open_site
 
     budget = _seconds(max_time)
     plan = Plan.make(workload, _faults(faults), Envelope(envelope), duration_s)
@@ -88,7 +88,7 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
 
     stdout.print(f"campaign: {directory}\nseed {seed}: {command}")
     campaign = Campaign(plan, directory, seed, runs, settings, stop_on_invalid, budget, first_run)
-    with stderr.status("preparing") as status, placed_for([plan.scenario], root, base_port, heap, event, None, None) as (cluster, clusters, facts):
+    with stderr.status("preparing") as status, open_site([plan.scenario], root, event, site) as (cluster, clusters, facts):
         settings["cluster"] = facts
 
         def progress(record: dict, eta: str) -> None:
@@ -113,10 +113,9 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
 @click.option("--max-runs", type=click.IntRange(0, 10000), default=60, show_default=True, help="At most this many runs of candidates.")
 @click.option("--confirm", type=click.IntRange(0, 100), default=None, help="Runs of the smallest schedule at the end [default: --tries].")
 @dir_option
-@click.option("--base-port", type=click.IntRange(1, 65535), default=None, help="Broker ports when shrink starts its own cluster.")
-@click.option("--heap", default=None, help="JVM heap of each node when shrink starts its own cluster [default: 1G].")
+@site_options("shrink")
 def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int, confirm: int | None, cluster_dir: Path | None,
-                   base_port: int | None, heap: str | None) -> int:
+                   site: SiteOptions) -> int:
     """Find a smaller schedule that still shows a campaign run's anomaly (docs/campaigns.md, "Shrinking").
 
     Drops faults, shortens them, moves them earlier and cuts the chaos phase, running each candidate up
@@ -128,7 +127,7 @@ def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int
     from failsafe.campaigns.reproduce import Failed
     from failsafe.campaigns.runner import Ready
     from failsafe.campaigns.shrink import shrink
-    from failsafe.cli.lab import placed_for
+    from failsafe.scenarios.sites import open_site
 
     failed = Failed.open(run_dir, anomaly)
     root = resolve_dir(cluster_dir)
@@ -139,7 +138,7 @@ def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
     stdout.print(f"shrinking {run_dir} ({failed.anomaly}): {len(failed.schedule.faults)} faults, chaos {failed.schedule.chaos_s:g}s")
-    with stderr.status("preparing") as status, placed_for([scenario], root, base_port, heap, event, None, None) as (cluster, clusters, facts):
+    with stderr.status("preparing") as status, open_site([scenario], root, event, site) as (cluster, clusters, facts):
         ready = Ready(cluster, facts, clusters, status.update, event)
         result = shrink(failed.schedule, failed.attempt(ready), tries=tries, max_runs=max_runs, confirm=confirm, progress=stdout.print,
                         on_step=lambda step: stdout.print(f"[bold]accepted[/]: {step.move} {step.detail} -> {failed.keep(step)}"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,8 +13,8 @@ from rich.table import Table
 
 from failsafe.checkers.common import Verdict
 from failsafe.cli.hosts import inventory_options, load_inventory
-from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout, writable
-from failsafe.cluster.spec import MODES as CLUSTER_MODES
+from failsafe.cli.options import dir_option, resolve_dir, site_options, stderr, stdout, writable
+from failsafe.cluster.site import SiteOptions
 from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario, read_scenario
@@ -35,15 +33,9 @@ VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold ma
 @click.command("run")
 @click.argument("names", nargs=-1, required=True, metavar="SCENARIO...")
 @dir_option
-@click.option("--base-port", type=click.IntRange(1, 65535), default=None,
-              help="Broker ports when the run starts its own cluster [default: 9092].")
+@site_options("the run", modes=True)
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run directories go [default: DIR/runs].")
-@click.option("--heap", default=None, help="JVM heap of each node when the run starts its own cluster [default: 1G].")
-@click.option("--mode", type=click.Choice(CLUSTER_MODES), default=None,
-              help="Run on a KRaft or a ZooKeeper-mode cluster (Kafka 3.9) [default: the scenario's, else kraft].")
-@click.option("--zookeeper-port", type=click.IntRange(1, 65535), default=None,
-              help="ZooKeeper's client port when the run starts a ZooKeeper-mode cluster [default: 2181].")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.")
 @click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
@@ -56,9 +48,9 @@ VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold ma
               help="Run on a cluster failsafe did not start: only the scenario's topics change; node faults only through "
                    "the inventory's [host.commands] (docs/hosts.md).")
 @inventory_options
-def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int | None, runs_dir: Path | None, heap: str | None,
-                mode: str | None, zookeeper_port: int | None, repeat: int, overrides: tuple[str, ...], master: str | None,
-                attach: str | None, inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None) -> int:
+def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOptions, runs_dir: Path | None, repeat: int,
+                overrides: tuple[str, ...], master: str | None, attach: str | None, inventory_file: Path | None, hosts_list: str | None,
+                user: str | None, key: Path | None) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -71,6 +63,7 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
     from failsafe.scenarios.engine import require_whole
     from failsafe.scenarios.kinds import kind_of
     from failsafe.scenarios.runs import run_and_judge
+    from failsafe.scenarios.sites import open_site
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     files = [read_scenario(n) for n in expanded]
@@ -89,9 +82,8 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, base_port: int
         if (inventory_file or hosts_list or user or key) and not attach:
             raise UserError("--inventory and --hosts go with --attach; a cluster on hosts is made with 'failsafe up --inventory' "
                             "and a run uses it through --dir")
-        where = (attached_for(scenarios, attach, root, load_inventory(inventory_file, hosts_list, user, key)
-                              if inventory_file or hosts_list or user or key else None, event) if attach
-                 else placed_for(scenarios, root, base_port, heap, event, mode, zookeeper_port))
+        inventory = load_inventory(inventory_file, hosts_list, user, key) if inventory_file or hosts_list or user or key else None
+        where = open_site(scenarios, root, event, site, attach=attach, inventory=inventory)
         with stderr.status("preparing") as status, where as (cluster, clusters, facts):
             # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
             mode_of_cluster = cluster.spec.mode
@@ -145,90 +137,6 @@ def _run_options(files: list, given: dict[str, str | None]) -> list[str]:
             raise UserError(f"--{option} is for {' and '.join(taking) or 'no'} scenarios: {', '.join(refusing)} do not take it")
         out += [f"{path}={json.dumps(value)}" for path in sorted({f.kind.run_options[option] for f in files})]
     return out
-
-
-@contextmanager
-def placed_for(scenarios: list, root: Path, base_port: int | None, heap: str | None, event, mode: str | None,
-            zookeeper_port: int | None) -> Iterator[tuple]:
-    """The cluster the engine drives, every cluster's bootstrap by alias (a DR pair: primary and backup; else none), and the
-    manifest's facts, on the topology the scenarios' kinds place them on (all on one: a mix is one clear line)."""
-    from failsafe.cluster.status import cluster_facts
-    from failsafe.faults import FAULT_TYPES
-    from failsafe.history.ops import Family
-    from failsafe.scenarios.kinds import Placement, kind_of
-    from failsafe.scenarios.placement import placed
-
-    placements: dict[str, list[str]] = {}
-    for s in scenarios:
-        placements.setdefault(kind_of(s).placement, []).append(s.name)
-    if len(placements) > 1:
-        raise UserError("these scenarios run on different topologies (" + "; ".join(f"{', '.join(n)} on a {p}" for p, n in placements.items())
-                        + "): run them separately")
-    pair = Placement.DR_PAIR in placements
-    with placed(root, scenarios, pair, base_port, heap, event, mode, zookeeper_port) as topology:
-        cluster = topology.fault_target
-        if cluster.spec.on_hosts and any(FAULT_TYPES[f.fault].family == Family.NETWORK for s in scenarios for f in s.faults):
-            cluster.nodes.net_ready()  # a host without root or nft refuses the run now, in one line naming it
-        _check_client_hosts(scenarios, cluster)
-        yield cluster, (topology.bootstraps() if pair else {}), {**cluster_facts(cluster), **topology.facts()}
-
-
-@contextmanager
-def attached_for(scenarios: list, bootstrap: str, root: Path, inventory, event) -> Iterator[tuple]:
-    """A cluster failsafe did not start (cluster/attached.py): refused up front if a scenario's fault cannot be made on it."""
-    from failsafe.cluster.attached import AttachedCluster, refusal
-    from failsafe.faults import FAULT_TYPES
-
-    faults = [(s.name, f.fault, str(FAULT_TYPES[f.fault].family)) for s in scenarios for f in s.faults]
-    why = refusal(faults, inventory, bootstrap)
-    placed = [(s.name, host) for s in scenarios for host in _client_hosts(s).values()]
-    if placed and not why:
-        why = f"a client of {placed[0][0]} runs on host {placed[0][1]}: with --attach, clients run where failsafe runs"
-    if why:
-        raise UserError(why)
-    cluster = AttachedCluster(bootstrap, root, inventory)
-    from failsafe.scenarios.actions import created_topics
-
-    theirs = cluster.topics() & {n for s in scenarios for n in (*(t.name for t in getattr(s, "topics", ())), *created_topics(s))}
-    if theirs:
-        # A scenario deletes an earlier run's topics before it starts: on a cluster failsafe did not start, that could be yours.
-        raise UserError(f"the cluster at {bootstrap} has a topic named {sorted(theirs)[0]}, which a scenario here makes anew: failsafe "
-                        "deletes no topic it did not make: delete it yourself if it is an earlier run's, or run a copy of the scenario "
-                        "whose topics have other names")
-    event(f"attached to the cluster at {bootstrap}: brokers {', '.join(str(i) for i in sorted(cluster.brokers))} (nothing of it is changed "
-          "but the scenarios' topics)")
-    try:
-        yield cluster, {}, {"attached": bootstrap, "bootstrap_servers": bootstrap, "cluster": cluster.spec.to_json(),
-                            "brokers": [{"id": b.node_id, "host": b.host, "port": b.port} for b in cluster.brokers.values()],
-                            **({"inventory": inventory.to_json()} if inventory else {})}
-    finally:
-        cluster.close()
-
-
-def _client_hosts(scenario) -> dict[str, str]:
-    """The clients a scenario places on hosts, by name (a lab kind's ``host``; other kinds place none)."""
-    return scenario.client_hosts() if hasattr(scenario, "client_hosts") else {}
-
-
-def _check_client_hosts(scenarios: list, cluster) -> None:
-    """Each client host names a host of the cluster's inventory, on a cluster on hosts, and no fault of its scenario cuts
-    the clients' links (those rules go where failsafe runs): one line now, not mid-run."""
-    from failsafe.faults.network import cuts_clients
-
-    for s in scenarios:
-        hosts = _client_hosts(s)
-        if not hosts:
-            continue
-        host = next(iter(hosts.values()))
-        cutting = next((f.fault for f in s.faults if cuts_clients(f)), None)
-        if cutting:
-            raise UserError(f"{s.name}: a client runs on host {host!r}, and its {cutting} fault cuts the clients' links, which failsafe "
-                            "cuts where it runs: run that scenario's clients here")
-        if not cluster.spec.on_hosts:
-            raise UserError(f"{s.name}: a client runs on host {host!r}, and the cluster at {cluster.dir.root} is not on hosts: "
-                            "start it with 'failsafe up --inventory' (or --hosts)")
-        for name in hosts.values():
-            cluster.nodes.inventory.host(name)  # InventoryError: no such host, naming the inventory's
 
 
 def _parse(file, overrides: tuple[str, ...], mode: str | None = None):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
 from rich.console import Console
 
 from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.site import SiteOptions
+from failsafe.cluster.spec import MODES
 from failsafe.cluster.state import default_cluster_dir
 from failsafe.errors import ClusterNotRunning, UserError
 from failsafe.supervisor import UP
@@ -31,6 +34,34 @@ def bootstrap_option(f):
         "--bootstrap-server", "bootstrap_server", default=None, metavar="HOST:PORT[,...]",
         help="Any Kafka cluster [default: the failsafe cluster at --dir].",
     )(f)
+
+
+def site_options(who: str, *, modes: bool = False):
+    """The options saying how ``who`` starts its own cluster when --dir holds none that fits (--base-port, --heap; with
+    ``modes`` --mode and --zookeeper-port too), handed to the command as one ``site: SiteOptions``."""
+    options = [
+        click.option("--base-port", type=click.IntRange(1, 65535), default=None,
+                     help=f"Broker ports when {who} starts its own cluster [default: 9092]."),
+        click.option("--heap", default=None, help=f"JVM heap of each node when {who} starts its own cluster [default: 1G]."),
+    ]
+    if modes:
+        options += [
+            click.option("--mode", type=click.Choice(MODES), default=None,
+                         help="Run on a KRaft or a ZooKeeper-mode cluster (Kafka 3.9) [default: the scenario's, else kraft]."),
+            click.option("--zookeeper-port", type=click.IntRange(1, 65535), default=None,
+                         help=f"ZooKeeper's client port when {who} starts a ZooKeeper-mode cluster [default: 2181]."),
+        ]
+
+    def decorate(f):
+        @functools.wraps(f)
+        def command(*args, base_port: int | None, heap: str | None, mode: str | None = None, zookeeper_port: int | None = None, **kwargs):
+            return f(*args, site=SiteOptions(base_port, heap, mode, zookeeper_port), **kwargs)
+
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 def timeout_option(default: float, help_text: str):

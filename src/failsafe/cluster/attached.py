@@ -16,6 +16,7 @@ from typing import Any
 
 from failsafe.clients.admin import fetch_metadata, new_admin
 from failsafe.cluster.netfilter import NetworkFaultsUnavailable
+from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.errors import UnknownNode, UserError
@@ -37,10 +38,9 @@ class Broker:
     port: int
 
 
-class AttachedCluster:
-    """The scenario engine's cluster for one failsafe did not start (a fault target: lifecycle.Cluster's methods)."""
-
-    attached = True  # no log, metric or rule of it is failsafe's (scenarios/node_events.py)
+class AttachedCluster(NeutralSite):
+    """The run site of a cluster failsafe did not start (cluster/site.py): no log, metric or rule of it is failsafe's, and
+    its clients run where failsafe runs."""
 
     def __init__(self, bootstrap: str, work_dir: Path, inventory: Inventory | None = None) -> None:
         self.bootstrap_servers = bootstrap
@@ -98,6 +98,12 @@ class AttachedCluster:
 
     def active_controller(self) -> int | None:
         return None  # not something a client of the cluster can see of a KRaft quorum
+
+    def net_ready(self) -> None:
+        self.nodes.net_ready(self.spec)
+
+    def check_client_host(self, host: str) -> None:
+        raise UserError(f"a client runs on host {host!r}: with --attach, clients run where failsafe runs")
 
     def active_controller_node(self) -> NodeSpec | None:
         return None
@@ -165,7 +171,7 @@ class _AttachedMode:
     name = "attached"
     controller_role = "controller"
 
-    def active_controller(self, cluster: Any) -> int | None:
+    def active_controller(self, cluster: object) -> int | None:
         return None
 
 
@@ -178,8 +184,16 @@ class _Unmanaged:
     def fetch_logs(self) -> dict[str, int]:
         return {}
 
-    def net_ready(self) -> None:
+    def net_ready(self, spec: ClusterSpec | None = None) -> None:
         raise NetworkFaultsUnavailable("failsafe did not start this cluster: it makes no network rule on it (--attach)")
+
+    def net_leash(self, log_file: Path) -> None:
+        return None
+
+    def clock_offsets(self) -> dict[int, tuple[float, float]]:
+        return {}
+
+    client_host = None
 
     def release(self) -> None:
         """Nothing of failsafe's is on the cluster."""

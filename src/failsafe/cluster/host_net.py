@@ -58,7 +58,7 @@ class HostNetwork:
             self._facts[host.name] = probe.probe(self.ssh(host)).to_json()
         return self._facts[host.name].get(key)
 
-    def net_ready(self) -> None:
+    def net_ready(self, spec: Any = None) -> None:
         """Root and nft on every host of the cluster, and every running node there under its own group id."""
         for host in self.hosts():
             facts = probe.probe(self.ssh(host))

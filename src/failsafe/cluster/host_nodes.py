@@ -218,6 +218,9 @@ class HostNodes(HostNetwork):
                 *(extra or []), logging_jvm_option(root, log4j2=dist.uses_log4j2, tools=tools),
                 "-cp", f"{self._dist(host, dist.version)}/*", main, *args]
 
+    def check_client_host(self, host: str) -> None:
+        self.inventory.host(host)  # InventoryError: no such host, naming the inventory's
+
     def client_host(self, name: str, kafka_version: str) -> dict[str, Any]:
         """What a Kafka Java client run on host ``name`` needs (a lab scenario's ``host``, workloads/on_host.py): the host,
         its JVM command up to the main class, and the directory to run in. Java is checked there, and Kafka's jars and

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from failsafe.cluster import disks, netfilter, startup, zookeeper
 from failsafe.cluster.modes import ClusterMode, mode_of
+from failsafe.cluster.net_leash import Leashes, NetworkLeash
 from failsafe.cluster.nodes import LocalNodes, NodeControl, stop_in_parallel
 from failsafe.cluster.readiness import registered_brokers
+from failsafe.cluster.site import ClientHost, Leash, NeutralSite, NodeLogs
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.startup import (  # noqa: F401  (re-exported: callers import them from here)
     DEFAULT_READY_TIMEOUT_S,
@@ -58,7 +60,9 @@ def node_control(cdir: ClusterDir, spec: ClusterSpec) -> NodeControl:
     return HostNodes(cdir, spec, load_inventory(cdir))
 
 
-class Cluster:
+class Cluster(NeutralSite):
+    """A cluster failsafe made, on this machine or on hosts (its NodeControl says which): a run site (cluster/site.py)."""
+
     def __init__(self, cdir: ClusterDir, state: ClusterState) -> None:
         self.dir = cdir
         self.state = state
@@ -141,6 +145,35 @@ class Cluster:
         if active is None:
             return None
         return self.node(active, self.mode.controller_role)
+
+    # -- where it runs (cluster/site.py: what the engine, the faults and the CLI ask of a run's site) -----------
+    def net_ready(self) -> None:
+        self.nodes.net_ready(self.spec)
+
+    def net_leash(self, log_file: Path) -> Leash:
+        here = NetworkLeash(self.dir.root, log_file)
+        try:
+            # On hosts, a leash on each host holds the rules there too (cluster/host_net.py); here, a watchdog holds the clients'.
+            there = self.nodes.net_leash(log_file.with_name("network-leash-hosts.log"))
+        except BaseException:
+            here.close()
+            raise
+        return here if there is None else Leashes(here, there)
+
+    def clock_offsets_ns(self) -> dict[int, int]:
+        return {node_id: round(offset_s * 1e9) for node_id, (offset_s, _) in self.nodes.clock_offsets().items()}
+
+    def node_logs(self) -> NodeLogs | None:
+        self.nodes.fetch_logs()  # on hosts: their logs copied into DIR/logs/ for reading
+        return ({n.node_id: self.dir.log_file(n) for n in self.spec.nodes() if not n.is_zookeeper},
+                {n.node_id: self.dir.log_file(n) for n in self.spec.zookeeper_nodes()})
+
+    def check_client_host(self, host: str) -> None:
+        self.nodes.check_client_host(host)
+
+    @property
+    def client_host(self) -> ClientHost | None:
+        return self.nodes.client_host
 
     def status(self) -> list[NodeStatus]:
         active = self.active_controller_node()

@@ -1,6 +1,6 @@
 """The watchdog that deletes a run's network rules if failsafe dies before its heal (a SIGKILL of failsafe mid-run).
 
-``python -m failsafe.faults.leash ROOT`` reads ``hold CHAIN`` / ``release CHAIN`` lines on stdin; when
+``python -m failsafe.cluster.net_leash ROOT`` reads ``hold CHAIN`` / ``release CHAIN`` lines on stdin; when
 stdin closes (failsafe is done, or dead), it deletes every chain still held in the cluster's table.
 """
 
@@ -21,7 +21,7 @@ class NetworkLeash:
 
     def __init__(self, root: Path, log_file: Path) -> None:
         self.root = root
-        self._proc = spawn([sys.executable, "-m", "failsafe.faults.leash", str(root.resolve())], name="network-leash",
+        self._proc = spawn([sys.executable, "-m", "failsafe.cluster.net_leash", str(root.resolve())], name="network-leash",
                            log_path=log_file, stdin=subprocess.PIPE, cwd=root, dies_with_parent=False).popen
 
     def hold(self, chain: str) -> None:

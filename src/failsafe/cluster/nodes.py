@@ -15,12 +15,13 @@ import shutil
 import signal
 import subprocess
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 from failsafe.cluster import disks, metrics, netfilter
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.readiness import QUORUM_STATE, port_is_free
-from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ClusterSpec, NodeSpec
+from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.watchdog import Leash
 from failsafe.dist.cds import share_options
@@ -28,7 +29,7 @@ from failsafe.dist.java import Java
 from failsafe.dist.jvm import server_command, tool_command, zookeeper_command
 from failsafe.dist.kafka import KafkaDist
 from failsafe.dist.logging_config import write_logging_configs
-from failsafe.errors import ClusterStartError, PortInUse
+from failsafe.errors import ClusterStartError, PortInUse, UserError
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
@@ -76,6 +77,22 @@ class NodeControl(Protocol):
 
     def fetch_logs(self) -> dict[str, int]:
         """Each node's log where DIR/logs/ has it (on hosts: copied here, what is new); the size of each."""
+
+    def net_ready(self, spec: ClusterSpec) -> None:
+        """Network faults can be made now: root and nft (here, and on each host), every running node under its own group
+        id; else one clear NetworkFaultsUnavailable."""
+
+    def net_leash(self, log_file: Path) -> Any:
+        """The hosts' leash on their network rules (cluster/host_net.py); None: all rules are on this machine."""
+
+    def clock_offsets(self) -> dict[int, tuple[float, float]]:
+        """Each node's host clock against failsafe's: (offset, error bound) in seconds; empty on this machine."""
+
+    def check_client_host(self, host: str) -> None:
+        """A client may run on ``host`` (a host of the inventory); else one clear UserError."""
+
+    client_host: Any
+    """What a client needs to run on a host, from (host name, Kafka version); None: clients run only here."""
 
     def net_place(self, node: NodeSpec) -> str:
         """Where rules dropping ``node``'s packets go: netfilter.LOCAL, or its host's address."""
@@ -220,6 +237,34 @@ class LocalNodes:
         return {}
 
     # -- network rules (faults/network.py; cluster/netfilter.py) ---------------------------------
+    def net_ready(self, spec: ClusterSpec) -> None:
+        netfilter.require_available()
+        if not spec.node_addresses and spec.mode != ZOOKEEPER_MODE:
+            raise netfilter.NetworkFaultsUnavailable(
+                f"the cluster at {self.dir.root} was made before nodes had their own replication addresses: "
+                "recreate it (failsafe clean, failsafe up) to inject network faults")
+        for slot, node in enumerate(spec.nodes()):
+            tracked = self.tracked(node)
+            if tracked is None or self.state(node) == DOWN:
+                continue
+            if netfilter.process_gid(tracked.pid) != netfilter.node_gid(self.dir.root, slot):
+                raise netfilter.NetworkFaultsUnavailable(
+                    f"{node.name} (pid {tracked.pid}) does not run under its own group id, so its packets cannot be "
+                    "told apart: restart it as root (failsafe broker/controller stop and start, or down and up)")
+
+    def net_leash(self, log_file: Path) -> None:
+        return None  # the rules are here: the run's own leash (cluster/net_leash.py) holds them
+
+    def clock_offsets(self) -> dict[int, tuple[float, float]]:
+        return {}
+
+    # Clients run where failsafe runs.
+    client_host = None
+
+    def check_client_host(self, host: str) -> None:
+        raise UserError(f"a client runs on host {host!r}, and the cluster at {self.dir.root} is not on hosts: start it with "
+                        "'failsafe up --inventory' (or --hosts)")
+
     def net_place(self, node: NodeSpec) -> str:
         return netfilter.LOCAL
 

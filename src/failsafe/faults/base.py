@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from failsafe.cluster.site import Leash, RunSite
 from failsafe.errors import UserError
 from failsafe.faults.draw import Drawer
 from failsafe.history.ops import Family, Target
@@ -75,6 +76,12 @@ class FaultContext:
 
     def fail(self, field_name: str, message: str) -> FaultError:
         return FaultError(f"scenario {self.where}.{field_name}: {message}" if field_name else f"scenario {self.where}: {message}")
+
+    def require_client(self, field_name: str, name: str, need: str, noun: str) -> None:
+        """``name`` names one of the scenario's clients the kind offers as ``need``, as NAME-INDEX (``member-0``)."""
+        names = self.clients.get(need, ())
+        if name not in names:
+            raise self.fail(field_name, f"{name!r} must name {noun} as NAME-INDEX, one of {', '.join(names) or 'none'}")
 
     def require_partition(self, field_name: str, partition: str | None) -> None:
         """``partition`` names a partition of the scenario's topics as TOPIC-N."""
@@ -168,11 +175,11 @@ class ClientTargets(Protocol):
 class FaultTargets:
     """What the engine hands a fault: the cluster, the workload's clients, and the latest topology."""
 
-    cluster: object  # failsafe.cluster.lifecycle.Cluster; typed loosely so engine tests can hand a fake
+    cluster: RunSite  # cluster/site.py
     clients: ClientTargets
     partition: Callable[[str], dict | None]  # "topic-N" -> its latest topology sample
     # The watchdog that deletes a network fault's rules if failsafe dies before the heal (made on first use).
-    network_leash: Callable[[], object | None] = lambda: None
+    network_leash: Callable[[], Leash | None] = lambda: None
 
 
 FaultStart = Callable[[FaultSpec, FaultTargets], AppliedFault]

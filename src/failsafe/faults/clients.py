@@ -25,9 +25,7 @@ class ConsumerChoice:
 
 
 def _check_consumer(params: ConsumerChoice, ctx: FaultContext) -> None:
-    names = ctx.clients.get(Need.CONSUMERS, ())
-    if params.consumer not in names:
-        raise ctx.fail("consumer", f"{params.consumer!r} must name a consumer as NAME-INDEX, one of {', '.join(names) or 'none'}")
+    ctx.require_client("consumer", params.consumer, Need.CONSUMERS, "a consumer")
 
 
 def _non_negative(value: object) -> float:

@@ -24,6 +24,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
+from failsafe.cluster.site import RunSite
 from failsafe.errors import DiskLayerError, UserError
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need
 from failsafe.faults.nodes import SIGNAL_TIMEOUT_S, NodeChoice, check_node_choice, chosen, target_of
@@ -98,7 +99,7 @@ def _fits(spec: Any) -> str | None:
 def _nodes(params: PowerChoice, targets: FaultTargets) -> tuple[Any, list, str]:
     if params.nodes is None:
         return chosen(params, targets)
-    cluster: Any = targets.cluster
+    cluster: RunSite = targets.cluster
     sides = parse_sides(params.nodes)
     partition = targets.partition(params.partition) if params.partition else None
     active = cluster.active_controller_node() if "controller" in sides.sides[0] else None

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from failsafe.cluster import netfilter
-from failsafe.cluster.spec import ZOOKEEPER_MODE, ClusterSpec, NodeSpec
+from failsafe.cluster.site import Leash, RunSite
+from failsafe.cluster.spec import NodeSpec
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
 from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
 from failsafe.faults.registry import register
 from failsafe.faults.sides import CLIENTS, ROLE_WORDS, Side, node_label, parse_sides, resolve_sides
 from failsafe.history.ops import Family
-from failsafe.supervisor import DOWN
 
 LOOPBACK = "127.0.0.1"
 # Where a rule goes: this machine's nftables (the clients, and every node of a cluster on this machine), or a host's address.
@@ -121,32 +121,18 @@ class NetworkFault:
     details: dict = field(default_factory=dict)
 
 
-def check_ready(cluster: Any) -> None:
+def check_ready(cluster: RunSite) -> None:
     """Root, nft, and every running node under its own group id (here, or on its host); else one clear reason."""
-    spec: ClusterSpec = cluster.spec
-    if spec.on_hosts:
-        cluster.nodes.net_ready()
-        return
-    netfilter.require_available()
-    if not spec.node_addresses and spec.mode != ZOOKEEPER_MODE:
-        raise FaultError(f"the cluster at {cluster.dir.root} was made before nodes had their own replication addresses: "
-                         "recreate it (failsafe clean, failsafe up) to inject network faults")
-    for slot, node in enumerate(spec.nodes()):
-        tracked = cluster.tracked(node)
-        if tracked is None or cluster.node_state(node) == DOWN:
-            continue
-        if netfilter.process_gid(tracked.pid) != netfilter.node_gid(cluster.dir.root, slot):
-            raise FaultError(f"{node.name} (pid {tracked.pid}) does not run under its own group id, so its packets cannot be "
-                             "told apart: restart it as root (failsafe broker/controller stop and start, or down and up)")
+    cluster.net_ready()
 
 
-def gid_of(cluster: Any) -> Callable[[NodeSpec], int]:
+def gid_of(cluster: RunSite) -> Callable[[NodeSpec], int]:
     slots = {n: i for i, n in enumerate(cluster.spec.nodes())}
     return lambda node: netfilter.node_gid(cluster.dir.root, slots[node])
 
 
-def apply(cluster: Any, sides: list[Side], one_way: bool = False, loss: float | None = None,
-          leash: Any | None = None) -> NetworkFault:
+def apply(cluster: RunSite, sides: list[Side], one_way: bool = False, loss: float | None = None,
+          leash: Leash | None = None) -> NetworkFault:
     """Install the rules of one fault as a new chain (on this machine, and on each host whose nodes it cuts); returns it (its
     undo is :func:`heal`).
 
@@ -185,7 +171,7 @@ def sides_label(sides: Sequence[Sequence[str]], one_way: bool, loss: float | Non
     return joined + (f" loss {loss:g}" if loss is not None and loss < 1 else "")
 
 
-def heal(cluster: Any, chain: str | None = None) -> list[str]:
+def heal(cluster: RunSite, chain: str | None = None) -> list[str]:
     """Remove one fault's chain, or every network fault of the cluster; returns what was removed."""
     found = cluster.nodes.net_chains()
     if chain is None:
@@ -268,7 +254,7 @@ def _check_lossy(params: SidesChoice, ctx: FaultContext) -> None:
     _check_sides(params, ctx)
 
 
-def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: Any | None, chosen_as: str = "") -> AppliedFault:
+def _applied(kind: str, cluster: RunSite, fault: NetworkFault, leash: Leash | None, chosen_as: str = "") -> AppliedFault:
     def undo() -> None:
         try:
             cluster.nodes.net_delete(fault.chain)
@@ -284,8 +270,8 @@ def _applied(kind: str, cluster: Any, fault: NetworkFault, leash: Any | None, ch
                         one_way=fault.one_way, loss=fault.loss)
 
 
-def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, dict | None, NodeSpec | None]:
-    cluster: Any = targets.cluster
+def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[RunSite, dict | None, NodeSpec | None]:
+    cluster: RunSite = targets.cluster
     name = spec.params.partition
     partition = targets.partition(name) if name else None
     if name and partition is None:
@@ -293,10 +279,9 @@ def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, dict | None, 
     return cluster, partition, cluster.active_controller_node()
 
 
-def _leash(targets: FaultTargets) -> Any | None:
-    """The run's network leash (faults/leash.py here, cluster/host_net.py's on hosts), if the run keeps one."""
-    leash = targets.network_leash()
-    return leash if leash is not None and hasattr(leash, "hold") else None
+def _leash(targets: FaultTargets) -> Leash | None:
+    """The run's network leash (cluster/net_leash.py here, cluster/host_net.py's on hosts), if the run keeps one."""
+    return targets.network_leash()
 
 
 def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -309,7 +294,7 @@ def partition(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     return _applied(spec.fault, cluster, fault, leash)
 
 
-def _one_node(spec: FaultSpec, targets: FaultTargets) -> tuple[Any, NodeSpec, str]:
+def _one_node(spec: FaultSpec, targets: FaultTargets) -> tuple[RunSite, NodeSpec, str]:
     cluster, nodes, chosen_as = chosen(spec.params, targets)
     return cluster, nodes[0], chosen_as
 

@@ -21,6 +21,7 @@ from failsafe.cluster.coordinators import (
     coordinator_partition_name,
     share_state_key,
 )
+from failsafe.cluster.site import RunSite
 from failsafe.cluster.spec import NodeSpec
 from failsafe.errors import KafkaClientError
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
@@ -93,7 +94,7 @@ def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
 
 
 # The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.
-def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | None) -> tuple[list[NodeSpec], str]:
+def choose_brokers(cluster: RunSite, role: str, partition: dict | None, node: int | None) -> tuple[list[NodeSpec], str]:
     """The brokers a fault acts on and how they were chosen. ``partition`` is the latest topology sample of it."""
     if node is not None:
         return [cluster.node(node, "broker")], f"broker {node}"
@@ -127,7 +128,7 @@ def choose_brokers(cluster: Any, role: str, partition: dict | None, node: int | 
 
 def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpec], str]:
     """The cluster, the nodes ``params`` names now, and how they were chosen."""
-    cluster: Any = targets.cluster
+    cluster: RunSite = targets.cluster
     if params.role in (Role.TXN_COORDINATOR, Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and params.node is None:
         return cluster, *_coordinator(cluster, params, targets)
     partition = targets.partition(params.partition) if params.partition else None
@@ -135,7 +136,7 @@ def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpe
     return cluster, nodes, role
 
 
-def _coordinator(cluster: Any, params: NodeChoice, targets: FaultTargets) -> tuple[list[NodeSpec], str]:
+def _coordinator(cluster: RunSite, params: NodeChoice, targets: FaultTargets) -> tuple[list[NodeSpec], str]:
     """The coordinator now: the leader of the internal partition that holds the transactional id's (or group's) state."""
     if params.role == Role.TXN_COORDINATOR:
         topic, key, what = TRANSACTION_STATE_TOPIC, str(params.transactional_id), f"transaction coordinator of {params.transactional_id}"
@@ -148,7 +149,7 @@ def _coordinator(cluster: Any, params: NodeChoice, targets: FaultTargets) -> tup
         topic, what = SHARE_GROUP_STATE_TOPIC, f"share coordinator of {params.group}'s {params.partition}"
     else:
         topic, key, what = CONSUMER_OFFSETS_TOPIC, str(params.group), f"group coordinator of {params.group}"
-    name = coordinator_partition_name(topic, key, getattr(cluster.spec, "overrides", {}))
+    name = coordinator_partition_name(topic, key, cluster.spec.overrides)
     partition = targets.partition(name)
     if partition is None:
         raise FaultError(f"no {what}: {name} does not exist yet (Kafka creates it when the first client asks for its coordinator)")
@@ -161,7 +162,7 @@ def target_of(nodes: list[NodeSpec]) -> Target:
     return Target.BROKER if all(n.is_broker for n in nodes) else Target.CONTROLLER
 
 
-def _all_running(cluster: Any, nodes: list, name: str) -> None:
+def _all_running(cluster: RunSite, nodes: list, name: str) -> None:
     """A node fault acts on running nodes: one that another fault has down (a broker named by id) cannot take it."""
     down = [n for n in nodes if cluster.node_state(n) == DOWN]
     if down:
@@ -196,7 +197,7 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
 
 def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """Stop every controller, or every ZooKeeper node (SIGTERM); the undo starts them all again."""
-    cluster: Any = targets.cluster
+    cluster: RunSite = targets.cluster
     zookeepers = cluster.spec.zookeeper_nodes()
     if zookeepers:
         quorum, role = zookeepers, "all ZooKeeper nodes"
@@ -222,7 +223,7 @@ def _not_combined(spec: Any) -> str | None:
 
 def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """kill -9 of every running node, brokers and controllers alike; the undo starts them all and waits until ready."""
-    cluster: Any = targets.cluster
+    cluster: RunSite = targets.cluster
     nodes = [n for n in cluster.spec.nodes() if cluster.node_state(n) != DOWN]
     if not nodes:
         raise FaultError("cluster-loss: no node of the cluster is running")

@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 from failsafe.faults.base import FaultError, FaultType
+from failsafe.registry import Registry
 
-FAULT_TYPES: dict[str, FaultType] = {}
+FAULT_TYPES: Registry[FaultType] = Registry("fault type", FaultError, lambda t: t.summary)
 
 
 def register(fault_type: FaultType) -> FaultType:
     """Add ``fault_type`` to the registry; a second type of the same name is refused."""
-    known = FAULT_TYPES.get(fault_type.name)
-    if known is not None and known is not fault_type:
-        raise ValueError(f"a fault type named {fault_type.name!r} is already registered ({known.summary})")
-    FAULT_TYPES[fault_type.name] = fault_type
-    return fault_type
+    return FAULT_TYPES.register(fault_type.name, fault_type)
 
 
-def unregister(name: str) -> None:
-    """Remove a fault type (tests that register toys of their own)."""
-    FAULT_TYPES.pop(name, None)
-
-
-def fault_type(name: str) -> FaultType:
-    try:
-        return FAULT_TYPES[name]
-    except KeyError:
-        raise FaultError(f"no fault type {name!r}: the fault types are {', '.join(sorted(FAULT_TYPES))}") from None
+unregister = FAULT_TYPES.unregister
+fault_type = FAULT_TYPES.named
 
 
 def allowed(offers: frozenset[str] | set[str]) -> list[str]:

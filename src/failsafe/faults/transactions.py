@@ -35,9 +35,7 @@ class TxnClientChoice:
 
 
 def _check_client(params: TxnClientChoice, ctx: FaultContext) -> None:
-    names = ctx.clients.get(TXN_CLIENTS, ())
-    if params.client not in names:
-        raise ctx.fail("client", f"{params.client!r} must name a transactional client as NAME-INDEX, one of {', '.join(names) or 'none'}")
+    ctx.require_client("client", params.client, TXN_CLIENTS, "a transactional client")
 
 
 def kill_txn_client(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from failsafe.cluster.site import RunSite
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.history.ops import Family, fault_start, fault_stop
 from failsafe.scenarios import setup
@@ -29,7 +30,7 @@ class ActionContext:
     """What the engine hands an action: the scenario, the cluster it runs on, its workload, the run, and fault ids for windows."""
 
     scenario: Scenario
-    cluster: Any
+    cluster: RunSite
     workload: Any
     run: RunContext
     status: Callable[[str], None]

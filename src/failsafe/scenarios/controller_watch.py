@@ -9,8 +9,8 @@ read from the history alone (checkers/measurements.py).
 from __future__ import annotations
 
 import threading
-from typing import Any
 
+from failsafe.cluster.site import RunSite
 from failsafe.history.ops import Op, op
 from failsafe.history.recorder import Recorder
 
@@ -18,7 +18,7 @@ POLL_S = 0.2
 
 
 class ControllerWatch:
-    def __init__(self, cluster: Any, recorder: Recorder, poll_s: float = POLL_S) -> None:
+    def __init__(self, cluster: RunSite, recorder: Recorder, poll_s: float = POLL_S) -> None:
         self.cluster = cluster
         self.recorder = recorder
         self.poll_s = poll_s
@@ -27,8 +27,6 @@ class ControllerWatch:
         self.errors = 0
 
     def start(self) -> ControllerWatch:
-        if not hasattr(self.cluster, "active_controller"):
-            return self  # a test's fake cluster without one: nothing to watch
         self._thread = threading.Thread(target=self._run, name="controller-watch", daemon=True)
         self._thread.start()
         return self

@@ -23,14 +23,14 @@ import itertools
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from failsafe.cluster.profiles import LIBRARIES, Profile
+from failsafe.cluster.site import Leash, RunSite
 from failsafe.errors import ClusterNotWhole, FailsafeError, ScenarioFailed
 from failsafe.faults import FAULT_TYPES, AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType
-from failsafe.faults.leash import Leashes, NetworkLeash
 from failsafe.history.ops import Family, Op, PhaseName, declare, fault_start, fault_stop, phase_end
 from failsafe.history.ops import event as event_op
 from failsafe.history.ops import phase as phase_op
@@ -68,12 +68,6 @@ class Sampler(Protocol):
     def stop(self) -> None: ...
 
 
-class WholeCluster(Protocol):
-    bootstrap_servers: str
-
-    def not_whole(self) -> list[str]: ...
-
-
 @dataclass
 class ActiveFault:
     fault_id: int
@@ -81,23 +75,37 @@ class ActiveFault:
     applied: AppliedFault
 
 
-class Engine:
-    """One run of one scenario: ``run()`` then, always, ``close()`` (``run_scenario`` does both)."""
+@dataclass(frozen=True)
+class RunSettings:
+    """How one run is carried out, beside its scenario, workload, run directory and site: the Kafka version its clients
+    take their jars of, the manifest's facts, where progress goes, every cluster's bootstrap by alias (a DR pair's), the
+    actions its kind declares (scenarios/actions.py and the kind's own: the engine knows none by name), the fault types,
+    and the topology sampler (tests hand a fake)."""
 
-    def __init__(self, scenario: Scenario, workload: Workload, run_dir: RunDir, cluster: WholeCluster, *, kafka_version: str,
-                 cluster_facts: Mapping[str, Any], status: Status, event: Status, actions: Mapping[str, ActionType] | None = None,
-                 faults: Mapping[str, FaultType] = FAULT_TYPES, sampler: Sampler | None = None,
-                 operator_journal: Path | None = None, clusters: Mapping[str, str] | None = None, profile: Profile | None = None) -> None:
+    kafka_version: str
+    facts: Mapping[str, Any]
+    status: Status
+    event: Status
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    actions: Mapping[str, ActionType] = field(default_factory=dict)
+    faults: Mapping[str, FaultType] = field(default_factory=lambda: FAULT_TYPES)
+    sampler: Sampler | None = None
+
+
+class Engine:
+    """One run of one scenario on a site (cluster/site.py): ``run()`` then, always, ``close()`` (``run_scenario`` does both)."""
+
+    def __init__(self, scenario: Scenario, workload: Workload, run_dir: RunDir, cluster: RunSite, settings: RunSettings) -> None:
         self.scenario = scenario
-        # The actions the scenario's kind declares (scenarios/actions.py and the kind's own): the engine knows none by name.
-        self.actions: Mapping[str, ActionType] = actions or {}
+        self.actions: Mapping[str, ActionType] = settings.actions
         self.workload = workload
         self.run_dir = run_dir
         self.cluster = cluster
-        self.cluster_facts = cluster_facts
-        self.status = status
-        self.event = event
-        self.fault_types = faults
+        self.cluster_facts = settings.facts
+        self.status = settings.status
+        self.event = event = settings.event
+        self.fault_types = settings.faults
+        sampler = settings.sampler
         self.recorder = Recorder(run_dir.history_path)
         self.supervisor = Supervisor()
         self.sampler: Sampler = sampler or TopologySampler(cluster.bootstrap_servers, workload.sampled_topics, self.recorder)
@@ -114,17 +122,18 @@ class Engine:
         # Wall seconds per phase (and "close": stopping children, the last undo), for "where the time goes".
         self.phase_seconds: dict[str, float] = {}
         # The cluster's profile (cluster/profiles.py): its topic and client settings go to what the workload makes and starts.
-        self.profile = profile
+        self.profile = profile = cluster.profile
         self.ctx = RunContext(
-            bootstrap_servers=cluster.bootstrap_servers, kafka_version=kafka_version, recorder=self.recorder, run_path=run_dir.path,
+            bootstrap_servers=cluster.bootstrap_servers, kafka_version=settings.kafka_version, recorder=self.recorder, run_path=run_dir.path,
             supervisor=self.supervisor, event=event, wait=self.wait, hold=self.hold, topology=lambda: self.sampler.latest,
-            clusters=dict(clusters or {}), client_host=getattr(getattr(cluster, "nodes", None), "client_host", None),
+            clusters=dict(settings.clusters), client_host=cluster.client_host,
             **profile_context(profile),
         )
-        self._network_leash: Any = None
+        self._network_leash: Leash | None = None
         self.targets = FaultTargets(cluster=cluster, clients=workload, partition=self._partition, network_leash=self._leash)
         # Kills and pauses done by hand (CLI or console) while the scenario runs: faults in its history too.
-        self.operator = OperatorFeed(operator_journal, cluster, self.recorder, self._fault_ids) if operator_journal else None
+        journal = cluster.journal
+        self.operator = OperatorFeed(journal, cluster, self.recorder, self._fault_ids) if journal else None
 
     # -- progress and waiting -------------------------------------------------------------------
     def _close_phase(self) -> None:
@@ -311,22 +320,10 @@ class Engine:
                     self.phase_seconds["close"] = time.monotonic() - self._phase_started
 
     # -- faults and actions ---------------------------------------------------------------------
-    def _leash(self) -> Any:
+    def _leash(self) -> Leash:
         """The watchdog that deletes this run's network rules if failsafe dies before the heal (made on first use)."""
         if self._network_leash is None:
-            log = self.run_dir.path / "network-leash.log"
-            on_hosts = getattr(getattr(self.cluster, "spec", None), "on_hosts", False)
-            here = NetworkLeash(self.cluster.dir.root, log)
-            if not on_hosts:
-                self._network_leash = here
-                return here
-            # On hosts, a leash on each host holds the rules there too (cluster/host_net.py); here, a watchdog holds the clients'.
-            try:
-                there = self.cluster.nodes.net_leash(log.with_name("network-leash-hosts.log"))
-            except BaseException:
-                here.close()
-                raise
-            self._network_leash = Leashes(here, there)
+            self._network_leash = self.cluster.net_leash(self.run_dir.path / "network-leash.log")
         return self._network_leash
 
     def _start_fault(self, spec: FaultSpec) -> float:
@@ -425,7 +422,7 @@ def _nodes(applied: AppliedFault) -> str:
     return ", ".join(map(str, applied.nodes))
 
 
-def require_whole(cluster: WholeCluster, after: str) -> None:
+def require_whole(cluster: RunSite, after: str) -> None:
     """Raise ClusterNotWhole, naming every node that is not up, when a scenario left the cluster broken."""
     problems = cluster.not_whole()
     if problems:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from failsafe.cluster.metrics import SCRAPE_TIMEOUT_S, ScrapeError, endpoints, scrape
-from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.site import RunSite
 from failsafe.history.ops import metrics_sample
 from failsafe.history.recorder import Recorder
 
@@ -38,10 +37,9 @@ class MetricsWatch:
                          for node, url in self.urls.items()]
 
     @classmethod
-    def for_cluster(cls, cluster: Any, recorder: Recorder) -> MetricsWatch:
-        """Every node of ``cluster.spec``; none for a cluster made without metrics, or a test's fake without a spec."""
-        spec = getattr(cluster, "spec", None)
-        urls = endpoints(spec) if isinstance(spec, ClusterSpec) else {}
+    def for_cluster(cls, cluster: RunSite, recorder: Recorder) -> MetricsWatch:
+        """Every node of ``cluster.spec``; none for a cluster made without metrics."""
+        urls = endpoints(cluster.spec)
         return cls({(n.node_id, n.name): url for n, url in urls.items()}, recorder)
 
     @property

@@ -5,25 +5,18 @@ once the run is over into ``node-event`` ops (cluster/node_logs.py): where a fai
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from failsafe.cluster.node_logs import read_node_events
-from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.site import NodeLogs, RunSite
 from failsafe.history.recorder import Recorder
 
 
-def _logs(cluster: Any) -> tuple[dict[int, Path], dict[int, Path]] | None:
-    """The Kafka nodes' and the ZooKeeper nodes' log files; None for a test's fake cluster without a spec and a directory."""
-    spec, directory = getattr(cluster, "spec", None), getattr(cluster, "dir", None)
-    if not isinstance(spec, ClusterSpec) or not hasattr(directory, "log_file") or getattr(cluster, "attached", False):
-        return None  # an attached cluster's logs are not failsafe's to read
-    if spec.on_hosts:
-        cluster.nodes.fetch_logs()  # the hosts' logs, copied into DIR/logs/ for reading
-    return ({n.node_id: directory.log_file(n) for n in spec.nodes() if not n.is_zookeeper},
-            {n.node_id: directory.log_file(n) for n in spec.zookeeper_nodes()})
+def _logs(cluster: RunSite) -> NodeLogs | None:
+    """The Kafka nodes' and the ZooKeeper nodes' log files; None when no log of the cluster is failsafe's to read."""
+    return cluster.node_logs()
 
 
-def log_offsets(cluster: Any) -> dict[Path, int]:
+def log_offsets(cluster: RunSite) -> dict[Path, int]:
     """How long each node's log is now (taken when a run starts: its events are read from there on)."""
     logs = _logs(cluster)
     sizes = {}
@@ -35,13 +28,13 @@ def log_offsets(cluster: Any) -> dict[Path, int]:
     return sizes
 
 
-def record_node_events(cluster: Any, recorder: Recorder, since_ns: int, until_ns: int, offsets: dict[Path, int] | None = None) -> int:
+def record_node_events(cluster: RunSite, recorder: Recorder, since_ns: int, until_ns: int, offsets: dict[Path, int] | None = None) -> int:
     """Record the node events of ``cluster``'s logs between ``since_ns`` and ``until_ns`` (read from ``offsets``); how many."""
     logs = _logs(cluster)
     if logs is None:
         return 0
     kafka, zookeeper = logs
-    shift = _clock_offsets_ns(cluster)
+    shift = cluster.clock_offsets_ns()
     slack = max((abs(v) for v in shift.values()), default=0)
     recorded = 0
     for op in read_node_events(kafka, since_ns - slack, until_ns + slack, zookeeper, offsets):
@@ -51,10 +44,3 @@ def record_node_events(cluster: Any, recorder: Recorder, since_ns: int, until_ns
             recorder.record(op)
             recorded += 1
     return recorded
-
-
-def _clock_offsets_ns(cluster: Any) -> dict[int, int]:
-    """Each node's host clock minus failsafe's, in ns (empty on this machine: one clock)."""
-    if not cluster.spec.on_hosts:
-        return {}
-    return {node_id: round(offset_s * 1e9) for node_id, (offset_s, _) in cluster.nodes.clock_offsets().items()}

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from failsafe.cluster import journal
+from failsafe.cluster.site import RunSite
 from failsafe.faults import AppliedFault, FaultSpec, Target, fault_type
 from failsafe.faults.network import PARTITION, sides_label
 from failsafe.faults.nodes import KILL, PAUSE, TERMINATE, NodeChoice
@@ -33,7 +33,7 @@ SIGNAL_TIMEOUT_S = 60.0
 
 
 class OperatorFeed:
-    def __init__(self, path: Path, cluster: Any, recorder: Recorder, fault_ids: Iterator[int]) -> None:
+    def __init__(self, path: Path, cluster: RunSite, recorder: Recorder, fault_ids: Iterator[int]) -> None:
         self.path = path
         self.cluster = cluster
         self.recorder = recorder

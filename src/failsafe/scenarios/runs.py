@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from failsafe.checkers.common import Verdict
-from failsafe.cluster.profiles import profile_of
+from failsafe.cluster.site import RunSite
 from failsafe.scenarios.base import Scenario
-from failsafe.scenarios.engine import Engine, run_scenario
+from failsafe.scenarios.engine import Engine, RunSettings, run_scenario
 from failsafe.scenarios.kinds import kind_of
 from failsafe.scenarios.rundir import RunDir
 
@@ -33,15 +33,13 @@ class Outcome:
         return Verdict.of_run(self.results)
 
 
-def run_and_judge(scenario: Scenario, cluster: Any, run_dir: RunDir, *, kafka_version: str, facts: Mapping[str, Any],
+def run_and_judge(scenario: Scenario, cluster: RunSite, run_dir: RunDir, *, kafka_version: str, facts: Mapping[str, Any],
                   clusters: Mapping[str, str], status: Callable[[str], None], event: Callable[[str], None]) -> Outcome:
     """Run ``scenario`` into ``run_dir``, then check it and write its report; timings.json has every phase's seconds."""
     kind = kind_of(scenario)
     started = time.monotonic()
-    engine = Engine(scenario, kind.workload(scenario), run_dir, cluster, actions=kind.actions, kafka_version=kafka_version,
-                    cluster_facts=facts, status=status, event=event,
-                    operator_journal=getattr(getattr(cluster, "dir", None), "journal", None), clusters=clusters,
-                    profile=profile_of(cluster.spec) if hasattr(cluster, "spec") else None)
+    engine = Engine(scenario, kind.workload(scenario), run_dir, cluster,
+                    RunSettings(kafka_version, facts, status, event, clusters=clusters, actions=kind.actions))
     seconds = engine.phase_seconds
     try:
         run_scenario(engine)

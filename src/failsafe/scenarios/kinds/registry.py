@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from failsafe.checkers import with_always
+from failsafe.registry import Registry
 from failsafe.scenarios.actions import ActionType
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.plugin import Workload
@@ -74,29 +75,17 @@ def _refuse_ambiguous_workers(scenario: Scenario) -> None:
             raise ScenarioError(f"scenario {scenario.name}: worker {other!r} has the name a restart of {client['process']!r} would take: rename it")
 
 
-KINDS: dict[str, ScenarioKind] = {}
+KINDS: Registry[ScenarioKind] = Registry("scenario kind", ScenarioError, lambda k: k.summary)
 
 
 def register(kind: ScenarioKind) -> ScenarioKind:
-    known = KINDS.get(kind.name)
-    if known is not None and known is not kind:
-        raise ValueError(f"a scenario kind named {kind.name!r} is already registered ({known.summary})")
     if kind.default and any(k.default and k is not kind for k in KINDS.values()):
         raise ValueError(f"{kind.name}: a default kind is already registered")
-    KINDS[kind.name] = kind
-    return kind
+    return KINDS.register(kind.name, kind)
 
 
-def unregister(name: str) -> None:
-    """Remove a kind (tests that register toys of their own)."""
-    KINDS.pop(name, None)
-
-
-def kind_named(name: str) -> ScenarioKind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise ScenarioError(f"kind {name!r} is not one of {', '.join(KINDS)}") from None
+unregister = KINDS.unregister
+kind_named = KINDS.named
 
 
 def default_kind() -> ScenarioKind:
