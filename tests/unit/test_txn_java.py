@@ -17,8 +17,8 @@ from failsafe.dist.java import Java, find_java
 from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.errors import ProvisionError
 from failsafe.scenarios.base import ScenarioError
-from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.kinds.txn.workload import TxnWorkload
+from failsafe.scenarios.kit.workload import ClientsWorkload
 from failsafe.scenarios.registry import load_scenario, parse_scenario
 from failsafe.workloads.outcomes import error_name, send_outcome
 from failsafe.workloads.txn_java import MAIN_CLASS, compiled_driver, driver_dir, driver_sources, txn_driver_command
@@ -235,7 +235,7 @@ def test_the_workload_gives_each_spec_its_driver_and_the_clusters_kafka_version(
     workload = TxnWorkload(scenario)
     started = []
     monkeypatch.setattr(workload, "_start_txn", lambda spec, name=None: started.append(spec))
-    monkeypatch.setattr(LabWorkload, "start", lambda self, ctx: None)
+    monkeypatch.setattr(ClientsWorkload, "start", lambda self, ctx: None)
     workload.start(SimpleNamespace(bootstrap_servers="h:1", kafka_version="4.2.0", wait=lambda *args: None))
     assert {(s.process, s.driver, s.kafka_version) for s in started} == {
         ("writer-0", "kafka-java", "4.2.0"), ("writer-1", "kafka-java", "4.2.0"), ("ctp-0", "librdkafka", "4.2.0")}

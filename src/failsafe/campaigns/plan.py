@@ -22,8 +22,8 @@ from failsafe.faults.draw import Arena
 from failsafe.history.ops import Family
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import kind_of
-from failsafe.scenarios.kinds.lab.schema import LabScenario
 from failsafe.scenarios.kinds.txn.schema import TxnScenario
+from failsafe.scenarios.kit.clients import ClientsScenario
 from failsafe.scenarios.registry import parse_scenario
 
 WORKLOADS_DIR = Path(__file__).parent / "workloads"
@@ -63,8 +63,8 @@ class Plan:
     def make(cls, workload: str, faults: tuple[str, ...], envelope: Envelope, chaos_s: float) -> Plan:
         name, base = load_workload(workload)
         scenario = parse(base, Schedule(chaos_s, ()), f"{name}-workload", name)
-        if not isinstance(scenario, LabScenario):
-            raise UserError(f"--workload {workload}: a campaign runs scenarios of the lab's clients (lab, txn), not {kind_of(scenario).name} ones")
+        if not isinstance(scenario, ClientsScenario):
+            raise UserError(f"--workload {workload}: a campaign runs scenarios of the kit's clients (lab, txn), not {kind_of(scenario).name} ones")
         topics = scenario.topics
         if not topics:
             raise UserError(f"--workload {workload} has no topics for the faults to aim at")

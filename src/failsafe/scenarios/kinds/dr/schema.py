@@ -13,14 +13,14 @@ from dataclasses import dataclass, field, replace
 
 from failsafe.cluster.spec import ZOOKEEPER_MODE
 from failsafe.scenarios.base import KindInfo, ScenarioError, fail
-from failsafe.scenarios.kinds.lab.schema import TOP, LabScenario, parse_lab
+from failsafe.scenarios.kit.clients import TOP, ClientsScenario, parse_clients
 
 # A DR worker is NAME@ALIAS, or NAME-sN@ALIAS from its Nth start on (kinds/dr/workload.py).
 STINT = r"(-s\d+)?@[^@]+"
 
 
 @dataclass(frozen=True)
-class DrScenario(LabScenario):
+class DrScenario(ClientsScenario):
     mirror: dict[str, str] = field(default_factory=dict)
 
     def process_name(self, name: str) -> str:
@@ -40,7 +40,7 @@ def parse_dr(data: dict, kind: KindInfo) -> DrScenario:
     if not isinstance(settings, dict):
         raise ScenarioError(f"{where}.settings: expected a table of mm2.properties entries")
     settings = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
-    scenario = parse_lab(table, kind, DrScenario, TOP, mirror=settings)
+    scenario = parse_clients(table, kind, DrScenario, TOP, mirror=settings)
     stint_like = [n for g in (*scenario.producers, *scenario.consumers) for n in g.processes() if re.search(r"-s\d+$", n)]
     if stint_like:
         raise fail(scenario.name, f"{stint_like[0]!r}: a DR worker's name must not end in -sN, which names a restart of a worker")

@@ -24,10 +24,10 @@ from failsafe.faults import Need
 from failsafe.faults.nodes import CONSUMER_GROUPS
 from failsafe.history.ops import Role, declared_client
 from failsafe.scenarios.base import MAX_WORKERS, KindInfo, fail, group_name, refuse_unknown, scenario_name, str_dict, tables, take, topic_names, worker_name
-from failsafe.scenarios.kinds.lab.schema import DRIVERS, LabScenario, parse_lab
-from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
+from failsafe.scenarios.kit.clients import DRIVERS, ClientsScenario, parse_clients
+from failsafe.scenarios.kit.clients import TOP as KIT_TOP
 
-TOP = LAB_TOP | {"share_consumers", "share_groups"}
+TOP = KIT_TOP | {"share_consumers", "share_groups"}
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
@@ -59,7 +59,7 @@ class ShareConsumers:
 
 
 @dataclass(frozen=True)
-class ShareScenario(LabScenario):
+class ShareScenario(ClientsScenario):
     share_consumers: tuple[ShareConsumers, ...] = ()
     # Each share group's dynamic configs, with share.auto.offset.reset filled in.
     share_groups: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -114,9 +114,9 @@ def parse_share(data: dict, kind: KindInfo) -> ShareScenario:
                     for i, c in enumerate(tables(data, "share_consumers", name)))
     configs = _group_tables(data.get("share_groups", {}), name)
     groups = {c.group: {AUTO_OFFSET_RESET: "earliest", **configs.get(c.group, {})} for c in members}
-    lab_data = {k: v for k, v in data.items() if k not in ("share_consumers", "share_groups")}
+    kit_data = {k: v for k, v in data.items() if k not in ("share_consumers", "share_groups")}
     processes = tuple(n for c in members for n in c.processes())
-    scenario = parse_lab(lab_data, kind, ShareScenario, TOP,
+    scenario = parse_clients(kit_data, kind, ShareScenario, TOP,
                          clients={Need.CONSUMERS: processes, CONSUMER_GROUPS: tuple(groups)},
                          share_consumers=members, share_groups=groups)
     # What scenario.json stores, so that a stored run is parsed again whole (failsafe check): every table, not the lab's alone.

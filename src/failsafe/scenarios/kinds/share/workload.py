@@ -13,8 +13,8 @@ from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
 from failsafe.history.ops import group_config
 from failsafe.scenarios import setup
-from failsafe.scenarios.kinds.lab.workload import KAFKA_VERIFIABLE, LabWorkload
 from failsafe.scenarios.kinds.share.schema import ShareScenario
+from failsafe.scenarios.kit.workload import KAFKA_VERIFIABLE, ClientsWorkload
 from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker
@@ -29,7 +29,7 @@ CONFIGS_APPLIED_TIMEOUT_S = 30.0
 RECORDED = ("share.record.lock.duration.ms", "share.delivery.count.limit", "share.auto.offset.reset")
 
 
-class ShareWorkload(LabWorkload):
+class ShareWorkload(ClientsWorkload):
     def __init__(self, scenario: ShareScenario) -> None:
         super().__init__(scenario)
         self.scenario: ShareScenario = scenario

@@ -33,11 +33,11 @@ from failsafe.scenarios.base import (
     topic_names,
     worker_name,
 )
-from failsafe.scenarios.kinds.lab.schema import TOP as LAB_TOP
-from failsafe.scenarios.kinds.lab.schema import LabScenario, parse_lab
+from failsafe.scenarios.kit.clients import TOP as KIT_TOP
+from failsafe.scenarios.kit.clients import ClientsScenario, parse_clients
 from failsafe.workloads.txn_specs import DEFAULT_TRANSACTION_TIMEOUT_MS, LIBRDKAFKA, TXN_DRIVERS
 
-TOP = LAB_TOP | {"transactions", "writers", "processors"}
+TOP = KIT_TOP | {"transactions", "writers", "processors"}
 ISOLATION = "isolation.level"
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
@@ -84,7 +84,7 @@ class TransactionSettings:
 
 
 @dataclass(frozen=True)
-class TxnScenario(LabScenario):
+class TxnScenario(ClientsScenario):
     writers: tuple[Writers, ...] = ()
     processors: tuple[Processors, ...] = ()
     transactions: TransactionSettings = TransactionSettings()
@@ -135,8 +135,8 @@ def parse_txn(data: dict, kind: KindInfo) -> TxnScenario:
                 raise fail(f"{name}.{table}[{i}].count", f"{client.count} is more than the {MAX_WORKERS} workers one scenario may run of one")
     settings = take(data.get("transactions", {}), f"{name}.transactions", TransactionSettings)
     clients = [n for w in writers for n in w.processes()] + [n for p in processors for n in p.processes()]
-    lab_data = {k: v for k, v in data.items() if k not in ("writers", "processors", "transactions")}
-    scenario = parse_lab(lab_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients),
+    kit_data = {k: v for k, v in data.items() if k not in ("writers", "processors", "transactions")}
+    scenario = parse_clients(kit_data, kind, TxnScenario, TOP, clients={TXN_CLIENTS: tuple(clients), TRANSACTIONAL_IDS: tuple(clients),
                                                                  CONSUMER_GROUPS: tuple(p.group for p in processors)},
                          writers=writers, processors=processors, transactions=settings)
     # What scenario.json stores, so that a stored run is parsed again whole (failsafe check): every table, not the lab's alone.

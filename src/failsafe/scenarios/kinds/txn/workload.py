@@ -26,9 +26,9 @@ from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event, log_read
 from failsafe.scenarios import setup
 from failsafe.scenarios.actions import created_topics
-from failsafe.scenarios.kinds.lab.schema import ConsumerGroup
-from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.kinds.txn.schema import TxnScenario
+from failsafe.scenarios.kit.clients import ConsumerGroup
+from failsafe.scenarios.kit.workload import ClientsWorkload
 from failsafe.scenarios.observe import read_log
 from failsafe.scenarios.plugin import RunContext
 from failsafe.waiting import WaitTimeout, wait_until
@@ -46,7 +46,7 @@ SUPERSEDED_DIR = "superseded"  # RUN_DIR/superseded/PROCESS: made when a zombie-
 STABLE_MARGIN_S = 20.0
 
 
-class TxnWorkload(LabWorkload):
+class TxnWorkload(ClientsWorkload):
     def __init__(self, scenario: TxnScenario) -> None:
         super().__init__(scenario)
         self.scenario: TxnScenario = scenario
