@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from failsafe.cluster.readiness import registered_brokers  # noqa: E402
-from failsafe.dist.cds import archive_path  # noqa: E402
-from failsafe.dist.java import find_java  # noqa: E402
-from failsafe.dist.kafka import kafka_dist  # noqa: E402
+from failsafe.jvm.cds import archive_path  # noqa: E402
+from failsafe.jvm.java import find_java  # noqa: E402
+from failsafe.jvm.kafka import kafka_dist  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from tests.helpers import cluster_ports  # noqa: E402
 

@@ -25,8 +25,8 @@ from confluent_kafka.admin import AdminClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from failsafe.clients.admin import client_config  # noqa: E402
 from failsafe.cluster.lifecycle import Cluster  # noqa: E402
-from failsafe.dist.java import find_java  # noqa: E402
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION  # noqa: E402
+from failsafe.jvm.java import find_java  # noqa: E402
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from tests.helpers import cluster_ports  # noqa: E402
 

@@ -38,9 +38,9 @@ from benchmarks.common import write_summary  # noqa: E402
 from failsafe.clients.admin import set_group_configs  # noqa: E402
 from failsafe.clients.kafka_tools import main_class  # noqa: E402
 from failsafe.cluster.lifecycle import Cluster  # noqa: E402
-from failsafe.dist.java import find_java  # noqa: E402
-from failsafe.dist.jvm import tool_command  # noqa: E402
-from failsafe.dist.kafka import kafka_dist  # noqa: E402
+from failsafe.jvm.java import find_java  # noqa: E402
+from failsafe.jvm.jvm import tool_command  # noqa: E402
+from failsafe.jvm.kafka import kafka_dist  # noqa: E402
 from failsafe.scenarios.base import TopicSpec  # noqa: E402
 from failsafe.scenarios.setup import fresh_topics  # noqa: E402
 from failsafe.supervisor import Supervisor  # noqa: E402

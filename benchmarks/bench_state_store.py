@@ -94,7 +94,7 @@ def _transform_with_state(parsed, products, window_duration: str):  # noqa: ANN0
 
 
 def child(variant: str, bootstrap: str, work: Path, batch: int) -> None:
-    from failsafe.dist.spark import spark_kafka_dist
+    from failsafe.jvm.spark import spark_kafka_dist
     from failsafe.pipeline.job import RESULTS_TOPIC, PipelineConfig, SalesBatchSink, read_products
     from failsafe.pipeline.session import SessionSpec, build_session
     from failsafe.pipeline.transforms import parse_purchases, sales_and_dead_letters

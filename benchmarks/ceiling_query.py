@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from failsafe.dist.spark import spark_kafka_dist  # noqa: E402
+from failsafe.jvm.spark import spark_kafka_dist  # noqa: E402
 from failsafe.pipeline.schema import PURCHASE_SCHEMA  # noqa: E402
 from failsafe.pipeline.session import SessionSpec, build_session  # noqa: E402
 

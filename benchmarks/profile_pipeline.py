@@ -30,7 +30,7 @@ PROGRESS_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryPro
 
 def run_query(bootstrap: str, work: Path, batch: int) -> Path:
     """The pipeline's query over the backlog, event log on; the event log's path."""
-    from failsafe.dist.spark import spark_kafka_dist
+    from failsafe.jvm.spark import spark_kafka_dist
     from failsafe.pipeline.job import PipelineConfig, read_products, start_queries
     from failsafe.pipeline.session import SessionSpec, build_session
 

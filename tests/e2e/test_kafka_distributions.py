@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, cache_root
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, cache_root
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.cluster

@@ -130,7 +130,7 @@ def spark_submit(master_url: str, bootstrap: str, output: Path) -> subprocess.Co
     import pyspark
 
     import failsafe.pipeline.submit
-    from failsafe.dist.spark import spark_kafka_dist
+    from failsafe.jvm.spark import spark_kafka_dist
 
     jars = ",".join(str(j) for j in spark_kafka_dist().jars)
     return subprocess.run([str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--master", master_url, "--jars", jars,

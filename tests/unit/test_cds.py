@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from failsafe.cluster.spec import ClusterSpec
-from failsafe.dist.cds import archive_path, dump_option, share_options
-from failsafe.dist.java import Java
-from failsafe.dist.jvm import server_command
-from failsafe.dist.kafka import KafkaDist
+from failsafe.jvm.cds import archive_path, dump_option, share_options
+from failsafe.jvm.java import Java
+from failsafe.jvm.jvm import server_command
+from failsafe.jvm.kafka import KafkaDist
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """ruff over every module of the tree (issue 50): `make test` fails on a lint error, and no folder is skipped unseen
-(ruff's defaults skip any folder named ``dist``, and src/failsafe/dist is source)."""
+(ruff's defaults skip any folder named ``dist``: src/failsafe/jvm was src/failsafe/dist, unlinted)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.dist.spark import artifact_of, drop_shipped
+from failsafe.jvm.spark import artifact_of, drop_shipped
 from failsafe.pipeline.progress import ProgressLog, progress_line
 from failsafe.pipeline.session import SessionSpec, session_conf
 from failsafe.scenarios.base import ScenarioError

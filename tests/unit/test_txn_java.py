@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 import failsafe.workloads.txn_java as txn_java
-from failsafe.dist.java import Java, find_java
-from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.errors import ProvisionError
+from failsafe.jvm.java import Java, find_java
+from failsafe.jvm.kafka import KafkaDist, kafka_dist
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.kinds.txn.workload import TxnWorkload
 from failsafe.scenarios.kit.workload import ClientsWorkload

@@ -19,11 +19,11 @@ import orjson
 import pytest
 
 from failsafe.checkers import run_checkers
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError, WorkloadFailed
 from failsafe.history.load import history_from_ops
 from failsafe.history.recorder import OpWriter
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.waiting import wait_until
 from failsafe.workloads.verifiable import (
     VerifiableConsumerSpec,

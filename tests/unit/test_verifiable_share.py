@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from failsafe.checkers.share import check as check_share
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
 from failsafe.history.load import history_from_ops
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.workloads.specs import spec_to_json
 from failsafe.workloads.verifiable_share import ShareEvents, VerifiableShareConsumerSpec, verifiable_share_consumer_command
 from failsafe.workloads.worker import client_config_fields, decode_spec

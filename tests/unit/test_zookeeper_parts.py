@@ -12,8 +12,8 @@ from failsafe.cluster.config import node_properties
 from failsafe.cluster.migration import Migration, target_spec
 from failsafe.cluster.spec import KRAFT_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.placement import misfit, needs_of
 from failsafe.scenarios.registry import load_scenario

@@ -28,8 +28,8 @@ from failsafe.cluster.lifecycle import DEFAULT_READY_TIMEOUT_S
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.topology import SingleCluster, Topology, find_topology
-from failsafe.dist.kafka import kafka_dist
 from failsafe.errors import ClusterNotWhole, UserError
+from failsafe.jvm.kafka import kafka_dist
 from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.engine import require_whole
 from failsafe.scenarios.placement import misfit, needs_of, spec_for

@@ -90,7 +90,7 @@ def _share_tools(cluster_dir):
     """Kafka's distribution whose tools describe share groups: the cluster's release, else the default."""
     from failsafe.cluster.lifecycle import Cluster
     from failsafe.cluster.state import ClusterDir
-    from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
+    from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
 
     root = resolve_dir(cluster_dir)
     version = Cluster.open(root).spec.kafka_version if ClusterDir(root).has_state() else DEFAULT_KAFKA_VERSION

@@ -33,11 +33,11 @@ from failsafe.cluster.spec import (
 )
 from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.status import ClusterStatus, disk_words
-from failsafe.dist.java import find_java
-from failsafe.dist.jmx_exporter import resolve_exporter
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
-from failsafe.dist.spark import installed_pyspark, resolve_spark_kafka
 from failsafe.errors import FailsafeError, ProvisionError, UserError
+from failsafe.jvm.java import find_java
+from failsafe.jvm.jmx_exporter import resolve_exporter
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION, resolve_kafka
+from failsafe.jvm.spark import installed_pyspark, resolve_spark_kafka
 
 # Click parameter name -> ClusterSpec field, for telling apart what the user set on purpose.
 _SPEC_PARAMS = {
@@ -66,7 +66,7 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
             dist = resolve_kafka(kafka_version)
         stdout.print(f"Kafka {dist.version} jars in {dist.libs_dir}")
         if dist.major >= 4:
-            from failsafe.dist.mirror import resolve_mirror
+            from failsafe.jvm.mirror import resolve_mirror
 
             with stderr.status(f"resolving MirrorMaker 2 of Kafka {kafka_version} from Maven Central"):
                 mirror = resolve_mirror(kafka_version)

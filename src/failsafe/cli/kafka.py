@@ -8,7 +8,7 @@ from failsafe.cli.options import check_kafka_version, resolve_dir
 from failsafe.clients.kafka_tools import run_tool, tool_names
 from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.state import ClusterDir
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
 from failsafe.supervisor import UP
 
 

@@ -44,7 +44,7 @@ def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_d
                 available_now: bool, watermark_delay: str, master: str, max_offsets_per_trigger: int | None, no_publish: bool,
                 enriched_topic: str | None) -> int:
     """Aggregate purchases per product and 1-minute window, exactly once, until stopped (Ctrl-C)."""
-    from failsafe.dist.spark import spark_kafka_dist
+    from failsafe.jvm.spark import spark_kafka_dist
     from failsafe.pipeline.job import RESULTS_TOPIC, PipelineConfig
     from failsafe.pipeline.run import run_pipeline
     from failsafe.pipeline.session import SessionSpec
@@ -87,8 +87,8 @@ def run_command(cluster_dir: Path | None, bootstrap_server: str | None, output_d
 def enrich_command(cluster_dir: Path | None, bootstrap_server: str | None, topic: str, realtime_s: float | None, trigger_s: float,
                    available_now: bool, master: str | None, output_dir: Path, checkpoint_dir: Path) -> int:
     """Valid purchases with their product name and category, published to a topic: the pipeline's stateless part."""
-    from failsafe.dist.spark import spark_kafka_dist
     from failsafe.errors import UserError
+    from failsafe.jvm.spark import spark_kafka_dist
     from failsafe.pipeline.job import PipelineConfig
     from failsafe.pipeline.run import run_enrich
     from failsafe.pipeline.session import SessionSpec

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 
-from failsafe.dist.java import find_java
-from failsafe.dist.jvm import tool_command
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
+from failsafe.jvm.java import find_java
+from failsafe.jvm.jvm import tool_command
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.supervisor import run_to_end, spawn
 
 TOOLS: dict[str, tuple[str, ...]] = {

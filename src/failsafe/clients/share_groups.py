@@ -13,10 +13,10 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from failsafe.clients.kafka_tools import main_class
-from failsafe.dist.java import find_java
-from failsafe.dist.jvm import tool_command
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import UserError
+from failsafe.jvm.java import find_java
+from failsafe.jvm.jvm import tool_command
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.supervisor import run_to_end
 
 TOOL_TIMEOUT_S = 60.0

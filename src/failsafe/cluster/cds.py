@@ -1,4 +1,4 @@
-"""Making the class-data sharing archive (dist/cds.py): one combined node started and stopped once.
+"""Making the class-data sharing archive (jvm/cds.py): one combined node started and stopped once.
 
 The archive holds the classes a node really loads, so it is written by a real node: a
 one-node KRaft cluster (broker and controller in one JVM) in a temporary directory, on ports the
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from failsafe.cluster.lifecycle import clean, up
 from failsafe.cluster.spec import ClusterSpec
-from failsafe.dist.cds import archive_path, dump_option
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import ProvisionError
+from failsafe.jvm.cds import archive_path, dump_option
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist
 
 ARCHIVE_NODE_HEAP = "512M"
 READY_TIMEOUT_S = 180.0

@@ -32,16 +32,16 @@ from failsafe.cluster.nodes import FORMAT_TIMEOUT_S, PORT_FREE_TIMEOUT_S, format
 from failsafe.cluster.readiness import QUORUM_STATE
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
-from failsafe.dist.java import Java
-from failsafe.dist.jmx_exporter import agent_option, exporter_agent
-from failsafe.dist.jvm import SERVER_JVM_OPTS, TOOL_HEAP
-from failsafe.dist.kafka import KafkaDist, kafka_dist
-from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
 from failsafe.errors import ClusterStartError, PortInUse, ProvisionError, UserError
 from failsafe.hosts import inventory, probe, sync
 from failsafe.hosts import processes as remote
 from failsafe.hosts.inventory import Host, Inventory
 from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
+from failsafe.jvm.java import Java
+from failsafe.jvm.jmx_exporter import agent_option, exporter_agent
+from failsafe.jvm.jvm import SERVER_JVM_OPTS, TOOL_HEAP
+from failsafe.jvm.kafka import KafkaDist, kafka_dist
+from failsafe.jvm.logging_config import logging_jvm_option, write_logging_configs
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState
 from failsafe.waiting import WaitTimeout, wait_until
 

@@ -29,9 +29,9 @@ from failsafe.cluster.startup import (  # noqa: F401  (re-exported: callers impo
 )
 from failsafe.cluster.startup import quiet as _quiet
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, UnreadableState, utc_now
-from failsafe.dist.java import Java, find_java
-from failsafe.dist.kafka import KafkaDist, kafka_dist
 from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, FailsafeError, UnknownNode, UserError
+from failsafe.jvm.java import Java, find_java
+from failsafe.jvm.kafka import KafkaDist, kafka_dist
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile
 
 DEFAULT_STOP_TIMEOUT_S = 60.0

@@ -2,7 +2,7 @@
 node serves it, and reading it back.
 
 Every Kafka and ZooKeeper node of a cluster made with metrics on (the default) runs with the agent
-(dist/jmx_exporter.py) on a loopback port of its own, ``127.0.0.1:<metrics port>/metrics``. The
+(jvm/jmx_exporter.py) on a loopback port of its own, ``127.0.0.1:<metrics port>/metrics``. The
 configuration below selects what a failover shows: under-replicated, under-min-ISR and offline
 partitions, ISR shrinks and expands, leader elections (unclean and from eligible leader replicas),
 the active controller, fenced and active brokers, produce and fetch latencies, request queues and
@@ -21,7 +21,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
-from failsafe.dist.jmx_exporter import agent_option, exporter_agent
+from failsafe.jvm.jmx_exporter import agent_option, exporter_agent
 
 CONFIG_NAME = "jmx-exporter.yaml"
 SCRAPE_TIMEOUT_S = 2.0

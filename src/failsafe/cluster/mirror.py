@@ -1,6 +1,6 @@
 """MirrorMaker 2 between the clusters of a DR pair: its mm2.properties, its command, its lag (docs/failover.md).
 
-failsafe runs MirrorMaker in dedicated mode from Kafka's own jars (dist/mirror.py), one process per
+failsafe runs MirrorMaker in dedicated mode from Kafka's own jars (jvm/mirror.py), one process per
 flow (``primary->backup``), started with ``--clusters TARGET`` so it drives only the herder that
 writes into the target, as MirrorMaker is deployed beside the cluster it writes to. Topics are
 renamed by the DefaultReplicationPolicy: ``orders`` on the primary is ``primary.orders`` on the
@@ -17,11 +17,11 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from failsafe.clients.admin import DEFAULT_TIMEOUT_S, fetch_metadata, log_end_offsets, new_admin
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist
-from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
-from failsafe.dist.mirror import MIRROR_MAKER_MAIN, mirror_dist
 from failsafe.errors import FailsafeError, UserError
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist
+from failsafe.jvm.logging_config import logging_jvm_option, write_logging_configs
+from failsafe.jvm.mirror import MIRROR_MAKER_MAIN, mirror_dist
 
 MIRROR_HEAP = "512M"
 SEPARATOR = "."  # replication.policy.separator's default

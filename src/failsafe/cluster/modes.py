@@ -34,8 +34,8 @@ from failsafe.cluster.spec import (
     NodeSpec,
 )
 from failsafe.cluster.state import ClusterDir, new_cluster_id
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.supervisor import UP, ProcessState
 
 

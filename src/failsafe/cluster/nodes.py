@@ -24,12 +24,12 @@ from failsafe.cluster.readiness import QUORUM_STATE, port_is_free
 from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.watchdog import Leash
-from failsafe.dist.cds import share_options
-from failsafe.dist.java import Java
-from failsafe.dist.jvm import server_command, tool_command, zookeeper_command
-from failsafe.dist.kafka import KafkaDist
-from failsafe.dist.logging_config import write_logging_configs
 from failsafe.errors import ClusterStartError, PortInUse, UserError
+from failsafe.jvm.cds import share_options
+from failsafe.jvm.java import Java
+from failsafe.jvm.jvm import server_command, tool_command, zookeeper_command
+from failsafe.jvm.kafka import KafkaDist
+from failsafe.jvm.logging_config import write_logging_configs
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 

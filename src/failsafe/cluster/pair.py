@@ -27,8 +27,8 @@ from failsafe.cluster.modes import mode_of
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, STATE_FILE, ClusterDir, unreadable
 from failsafe.cluster.status import ClusterStatus, MirrorStatus, Stopped, cluster_facts, cluster_status, not_up
-from failsafe.dist.mirror import mirror_dist
 from failsafe.errors import FailsafeError, UserError
+from failsafe.jvm.mirror import mirror_dist
 from failsafe.supervisor import DOWN, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 

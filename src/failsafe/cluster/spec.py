@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 
 from failsafe.cluster.profiles import DEFAULT_PROFILE, check_cluster
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 from failsafe.errors import UserError
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 
 DEFAULT_BROKERS = 3
 DEFAULT_CONTROLLERS = 1

@@ -18,9 +18,9 @@ from failsafe.cluster.nodes import KILL_TIMEOUT_S, PORT_FREE_TIMEOUT_S, NodeCont
 from failsafe.cluster.readiness import port_accepts, registered_brokers
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist
 from failsafe.errors import ClusterStartError
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist
 from failsafe.supervisor import DOWN, UP, ProcessState
 from failsafe.waiting import WaitTimeout, wait_until
 

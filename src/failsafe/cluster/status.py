@@ -16,7 +16,7 @@ from failsafe.cluster.lifecycle import Cluster, NodeStatus
 from failsafe.cluster.metrics import endpoint
 from failsafe.cluster.mirror import MirrorFlow
 from failsafe.cluster.spec import ClusterSpec
-from failsafe.dist.java import find_java
+from failsafe.jvm.java import find_java
 from failsafe.supervisor import UP, ProcessState
 
 # The lone cluster's alias among a topology's clusters (a DR pair's are MirrorMaker's: primary, backup).

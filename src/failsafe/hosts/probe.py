@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from failsafe.dist.java import MIN_JAVA_MAJOR, major_version
 from failsafe.hosts.ssh import RemoteCommandFailed, SshHost, quote
+from failsafe.jvm.java import MIN_JAVA_MAJOR, major_version
 
 CLOCK_SAMPLES = 9
 CLOCK_TIMEOUT_S = 10.0

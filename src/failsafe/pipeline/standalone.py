@@ -226,7 +226,7 @@ def worker_name(worker: int) -> str:
 
 
 def pyspark_home() -> Path:
-    from failsafe.dist.spark import installed_pyspark
+    from failsafe.jvm.spark import installed_pyspark
 
     _, jars = installed_pyspark()
     return jars.parent
@@ -234,7 +234,7 @@ def pyspark_home() -> Path:
 
 def daemon_env(spark_home: Path) -> dict[str, str]:
     """spark-class's environment: this pyspark, our Java, loopback only, no daemonising, small daemon heaps."""
-    from failsafe.dist.java import find_java
+    from failsafe.jvm.java import find_java
 
     java = find_java().executable.resolve()
     return {**os.environ, "SPARK_HOME": str(spark_home), "JAVA_HOME": str(java.parent.parent), "SPARK_LOCAL_IP": HOST,

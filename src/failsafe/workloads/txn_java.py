@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from failsafe.dist.java import MIN_JAVA_MAJOR, Java, find_java
-from failsafe.dist.jvm import TOOL_HEAP, tools_logging_option
-from failsafe.dist.kafka import KafkaDist, cache_root, kafka_dist
 from failsafe.errors import ProvisionError, WorkloadFailed
+from failsafe.jvm.java import MIN_JAVA_MAJOR, Java, find_java
+from failsafe.jvm.jvm import TOOL_HEAP, tools_logging_option
+from failsafe.jvm.kafka import KafkaDist, cache_root, kafka_dist
 from failsafe.supervisor import run_to_end
 from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, TxnSpec
 

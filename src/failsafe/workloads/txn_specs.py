@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION
 from failsafe.workloads.specs import PRODUCER_DEBUG
 
 TXN_PRODUCER = "txn-producer"

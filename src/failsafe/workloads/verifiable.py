@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from failsafe.clients.kafka_tools import main_class
-from failsafe.dist.java import Java, find_java
-from failsafe.dist.jvm import tool_command
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
 from failsafe.errors import UserError, WorkloadFailed
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.jvm.java import Java, find_java
+from failsafe.jvm.jvm import tool_command
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
 from failsafe.supervisor import Child, spawn
 from failsafe.workloads.group_settings import group_properties
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec

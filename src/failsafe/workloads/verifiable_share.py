@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from failsafe.clients.kafka_tools import main_class
-from failsafe.dist.java import Java
-from failsafe.dist.jvm import tool_command
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist
 from failsafe.errors import UserError
 from failsafe.history.ops import Op, OpType
+from failsafe.jvm.java import Java
+from failsafe.jvm.jvm import tool_command
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, KafkaDist
 from failsafe.workloads.share_consumer import ShareConsumerSpec
 from failsafe.workloads.verifiable_events import event_time_ns
 

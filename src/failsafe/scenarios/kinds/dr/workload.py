@@ -30,9 +30,9 @@ from failsafe.cluster.mirror import (
     translation_delay_s,
 )
 from failsafe.cluster.pair import BACKUP, PRIMARY, wait_mirroring
-from failsafe.dist.java import find_java
 from failsafe.errors import ScenarioFailed
 from failsafe.history.ops import Op, event
+from failsafe.jvm.java import find_java
 from failsafe.scenarios import setup
 from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.dr.schema import DrScenario

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from failsafe.clients.admin import log_end_offsets
 from failsafe.clients.kafka_tools import finalized_features, set_feature_level
-from failsafe.dist.java import find_java
-from failsafe.dist.kafka import kafka_dist
 from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event, log_read
+from failsafe.jvm.java import find_java
+from failsafe.jvm.kafka import kafka_dist
 from failsafe.scenarios import setup
 from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.kinds.txn.schema import TxnScenario

@@ -12,8 +12,8 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from failsafe.dist.kafka import MAVEN_HINT, cache_root, first_maven_error
 from failsafe.errors import ProvisionError
+from failsafe.jvm.kafka import MAVEN_HINT, cache_root, first_maven_error
 from failsafe.supervisor import run_to_end
 
 # The newest release Maven Central serves (1.0.1, 2024); its maven-metadata.xml lists none later.
@@ -49,7 +49,7 @@ def resolve_exporter(version: str = JMX_EXPORTER_VERSION, *, quiet: bool = True)
     staging = _home(version).with_name(_home(version).name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    pom = resources.files("failsafe.dist") / "kafka-pom.xml"
+    pom = resources.files("failsafe.jvm") / "kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
         # dependency:copy needs a project to run in: the Kafka pom, whose own dependencies it leaves alone.
         cmd = [mvn, "-B", "-f", str(pom_path), "dependency:copy", f"-Dartifact={ARTIFACT}:{version}", f"-DoutputDirectory={staging}"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from failsafe.dist.kafka import KafkaDist, cache_root, check_supported, resolve_artifacts
 from failsafe.errors import ProvisionError
+from failsafe.jvm.kafka import KafkaDist, cache_root, check_supported, resolve_artifacts
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 _RESOLVED_MARKER = ".mirror-resolved"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from failsafe.dist.java import Java, find_java
-from failsafe.dist.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, resolve_kafka
+from failsafe.jvm.java import Java, find_java
+from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, resolve_kafka
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "Java", "KafkaDist", "find_java", "resolve_kafka"]

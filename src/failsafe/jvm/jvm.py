@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist, cache_root
-from failsafe.dist.logging_config import logging_jvm_option, write_logging_configs
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist, cache_root
+from failsafe.jvm.logging_config import logging_jvm_option, write_logging_configs
 
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
 SERVER_JVM_OPTS = (

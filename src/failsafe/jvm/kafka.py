@@ -105,7 +105,7 @@ def resolve_artifacts(version: str, home: Path, libs_name: str, label: str, prof
     staging = home / f"{libs_name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    pom = resources.files("failsafe.dist") / "kafka-pom.xml"
+    pom = resources.files("failsafe.jvm") / "kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
         cmd = [
             mvn, "-B", "-f", str(pom_path),

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from failsafe.dist.java import Java
-from failsafe.dist.kafka import KafkaDist, cache_root
+from failsafe.jvm.java import Java
+from failsafe.jvm.kafka import KafkaDist, cache_root
 
 ARCHIVE_DIR = "cds"
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from failsafe.dist.kafka import MAVEN_HINT, cache_root, first_maven_error
 from failsafe.errors import ProvisionError
+from failsafe.jvm.kafka import MAVEN_HINT, cache_root, first_maven_error
 from failsafe.supervisor import run_to_end
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
@@ -84,7 +84,7 @@ def resolve_spark_kafka(*, quiet: bool = True) -> SparkKafkaDist:
     staging = home / "jars.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    pom = resources.files("failsafe.dist") / "spark-kafka-pom.xml"
+    pom = resources.files("failsafe.jvm") / "spark-kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
         cmd = [mvn, "-B", "-f", str(pom_path), f"-Dspark.version={version}", "dependency:copy-dependencies",
                f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
