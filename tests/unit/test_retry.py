@@ -24,6 +24,18 @@ class Answers:
         return self.value
 
 
+class Future:
+    """An admin future: ``result`` raises the outcome when it is an exception, else returns it."""
+
+    def __init__(self, outcome: object) -> None:
+        self.outcome = outcome
+
+    def result(self, timeout: float) -> object:
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
 def kafka(code: int, text: str = "") -> KafkaException:
     return KafkaException(KafkaError(code, text))
 
@@ -56,15 +68,6 @@ def test_giving_up_names_the_call_and_the_last_error() -> None:
 def test_log_end_offsets_asks_again_after_unknown_leader_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
     """The drain's call that ended a pipeline run in CI (issue 49): answered UNKNOWN_LEADER_EPOCH twice, then the offsets."""
 
-    class Future:
-        def __init__(self, outcome: object) -> None:
-            self.outcome = outcome
-
-        def result(self, timeout: float) -> object:
-            if isinstance(self.outcome, BaseException):
-                raise self.outcome
-            return self.outcome
-
     class Offset:
         offset = 42
 
@@ -79,18 +82,6 @@ def test_log_end_offsets_asks_again_after_unknown_leader_epoch(monkeypatch: pyte
     monkeypatch.setattr(admin, "new_admin", lambda *_a, **_k: FakeAdmin())
     assert admin.log_end_offsets("127.0.0.1:1", [("demo.purchases", 0)], timeout_s=5) == {("demo.purchases", 0): 42}
     assert FakeAdmin.calls == 3
-
-
-class Future:
-    """An admin future: ``result`` raises the outcome when it is an exception, else returns it."""
-
-    def __init__(self, outcome: object) -> None:
-        self.outcome = outcome
-
-    def result(self, timeout: float) -> object:
-        if isinstance(self.outcome, BaseException):
-            raise self.outcome
-        return self.outcome
 
 
 def test_a_timeout_behind_failsafes_own_error_is_retriable_and_a_refusal_is_not() -> None:
