@@ -1,7 +1,7 @@
-"""The bad-input sweep: every field of every catalog scenario replaced by each of a set of bad values, parsed as `failsafe
-run` parses a scenario (in-process, no cluster), and each outcome counted: refused in one line naming the field (what bad
-input must get: exit 2), refused without naming it, a crash (any other exception: exit 5), a hang (no answer in 10 s), or
-accepted (the value was one the field takes).
+"""The bad-input sweep: every field of every catalog scenario replaced by each of a set of bad values, parsed as
+`failsafe run` parses a scenario (in-process, no cluster), and each outcome counted: refused in one line naming the
+field (what bad input must get: exit 2), refused without naming it, a crash (any other exception: exit 5), a hang (no
+answer in 10 s), or accepted (the value was one the field takes).
 
     .venv/bin/python benchmarks/bad_input_sweep.py --out docs/benchmarks/bad-input-sweep.json
 """
@@ -23,9 +23,21 @@ from benchmarks.common import write_summary  # noqa: E402
 
 HANG_S = 10
 BAD_VALUES: dict[str, object] = {
-    "nan": float("nan"), "inf": float("inf"), "-1": -1, "-10^12": -(10**12), "2^40": 2**40, "empty string": "", "300 x": "x" * 300,
-    "../..": "../..", "empty list": [], "empty table": {}, "true": True, "digits as text": "12", "deep list": [[[[[[[[[[1]]]]]]]]]],
-    "10^6": 10**6, "control character": "a\x01b",
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "-1": -1,
+    "-10^12": -(10**12),
+    "2^40": 2**40,
+    "empty string": "",
+    "300 x": "x" * 300,
+    "../..": "../..",
+    "empty list": [],
+    "empty table": {},
+    "true": True,
+    "digits as text": "12",
+    "deep list": [[[[[[[[[[1]]]]]]]]]],
+    "10^6": 10**6,
+    "control character": "a\x01b",
 }
 
 
@@ -89,19 +101,36 @@ def sweep() -> dict:
                         outcomes["refused naming the field"] += 1
                     else:
                         outcomes["refused"] += 1
-                        unnamed.append({"scenario": name, "field": _field(path), "value": label, "message": message[:200]})
+                        unnamed.append(
+                            {"scenario": name, "field": _field(path), "value": label, "message": message[:200]}
+                        )
                 except Hang:
                     outcomes["hang"] += 1
                     hangs.append({"scenario": name, "field": _field(path), "value": label})
                 except Exception as e:  # noqa: BLE001 - what the sweep is for: any other exception is a crash (exit 5)
                     outcomes["crash"] += 1
-                    crashes.append({"scenario": name, "field": _field(path), "value": label, "error": f"{type(e).__name__}: {e}"[:200]})
+                    crashes.append(
+                        {
+                            "scenario": name,
+                            "field": _field(path),
+                            "value": label,
+                            "error": f"{type(e).__name__}: {e}"[:200],
+                        }
+                    )
                 finally:
                     signal.alarm(0)
     kinds = Counter(f"{c['field'].rsplit('.', 1)[-1]}: {c['error'][:80]}" for c in crashes)
-    return {"cases": cases, "scenarios": len(catalog_names()), "bad_values": list(BAD_VALUES), "outcomes": dict(outcomes),
-            "crash_kinds": dict(kinds.most_common()),
-            "crashes": crashes[:50], "hangs": hangs[:50], "refused_without_the_field": unnamed[:50], "wall_s": round(time.monotonic() - started, 1)}
+    return {
+        "cases": cases,
+        "scenarios": len(catalog_names()),
+        "bad_values": list(BAD_VALUES),
+        "outcomes": dict(outcomes),
+        "crash_kinds": dict(kinds.most_common()),
+        "crashes": crashes[:50],
+        "hangs": hangs[:50],
+        "refused_without_the_field": unnamed[:50],
+        "wall_s": round(time.monotonic() - started, 1),
+    }
 
 
 def main() -> None:

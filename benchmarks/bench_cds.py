@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from failsafe.cluster.readiness import registered_brokers  # noqa: E402
+from failsafe.cluster.observe.readiness import registered_brokers  # noqa: E402
 from failsafe.jvm.cds import archive_path  # noqa: E402
 from failsafe.jvm.java import find_java  # noqa: E402
 from failsafe.jvm.kafka import kafka_dist  # noqa: E402
@@ -76,10 +76,14 @@ def main() -> None:
     finally:
         if aside.exists():
             aside.rename(archive)
-    summary = {side: {k: statistics.median(r[k] for r in rounds) for k in rounds[0]} for side, rounds in results.items()}
+    summary = {
+        side: {k: statistics.median(r[k] for r in rounds) for k in rounds[0]} for side, rounds in results.items()
+    }
     print("medians:", json.dumps(summary))
     if args.out:
-        args.out.write_text(json.dumps({"rounds": results, "medians": summary, "archive": str(archive)}, indent=2) + "\n")
+        args.out.write_text(
+            json.dumps({"rounds": results, "medians": summary, "archive": str(archive)}, indent=2) + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,8 @@ FAILSAFE = Path(sys.executable).with_name("failsafe")
 
 
 def record(path: Path, lines: pl.Series, rate_mb_s: float, columnar_copy: bool) -> dict:
-    """Feed lines to a Recorder at rate_mb_s, as the runner hands it its workers' lines; CPU seconds (every thread of this
-    process) while recording, and wall and CPU seconds of the close.
+    """Feed lines to a Recorder at rate_mb_s, as the runner hands it its workers' lines; CPU seconds (every thread of
+    this process) while recording, and wall and CPU seconds of the close.
 
     Paced by bytes, not ops, so that the log reads at the end (a few lines of millions of records) come as fast as a
     log reader reads records, not all at once.
@@ -71,11 +71,18 @@ def record(path: Path, lines: pl.Series, rate_mb_s: float, columnar_copy: bool) 
     fed_s, fed_cpu_s = time.perf_counter() - started, time.process_time() - started_cpu
     closing, closing_cpu = time.perf_counter(), time.process_time()
     recorder.close()
-    out = {"ops_per_s": round(lines.len() / fed_s), "mb_per_s": round(fed_bytes / 2**20 / fed_s, 1), "recording_cpu_s": round(fed_cpu_s, 2),
-           "close_wall_s": round(time.perf_counter() - closing, 2), "close_cpu_s": round(time.process_time() - closing_cpu, 2)}
+    out = {
+        "ops_per_s": round(lines.len() / fed_s),
+        "mb_per_s": round(fed_bytes / 2**20 / fed_s, 1),
+        "recording_cpu_s": round(fed_cpu_s, 2),
+        "close_wall_s": round(time.perf_counter() - closing, 2),
+        "close_cpu_s": round(time.process_time() - closing_cpu, 2),
+    }
     if columnar_copy:
         if not recorder.copy_written:
-            raise SystemExit("bench_check: the recorder wrote no columnar copy (see history/live_copy.py for when it gives up)")
+            raise SystemExit(
+                "bench_check: the recorder wrote no columnar copy (see history/live_copy.py for when it gives up)"
+            )
         out["chunks"] = recorder.copy.chunks_decoded if recorder.copy else 0
     return out
 
@@ -97,13 +104,19 @@ def time_check(path: Path, columnar_copy: bool) -> tuple[dict, dict, History]:
     if invalid:
         # A clean synthetic history must check valid, or the timing measured the wrong work.
         raise SystemExit(f"bench_check: unexpected verdicts: {json.dumps(invalid)[:2000]}")
-    return {"wall_s": {k: round(v, 2) for k, v in wall.items()}, "cpu_s": {k: round(v, 2) for k, v in cpu.items()}}, results, history
+    return (
+        {"wall_s": {k: round(v, 2) for k, v in wall.items()}, "cpu_s": {k: round(v, 2) for k, v in cpu.items()}},
+        results,
+        history,
+    )
 
 
 def cli_check_s(run_dir: Path) -> float:
     """Wall seconds of `failsafe check RUN_DIR`, from its start to its exit."""
     started = time.perf_counter()
-    done = subprocess.run([str(FAILSAFE), "check", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(
+        [str(FAILSAFE), "check", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
     wall_s = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"bench_check: failsafe check exited {done.returncode}: {done.stderr.decode()[-2000:]}")
@@ -122,16 +135,24 @@ def same_history(a: History, b: History) -> None:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {kind: {name: round(statistics.median(run[kind][name] for run in runs), 2) for name in runs[0][kind]} for kind in ("wall_s", "cpu_s")}
+    return {
+        kind: {name: round(statistics.median(run[kind][name] for run in runs), 2) for name in runs[0][kind]}
+        for kind in ("wall_s", "cpu_s")
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    # 25 MB/s of this history is about 100,000 ops/s: twice what the fastest producer measured (docs/benchmarks.md) writes.
+    # 25 MB/s of this history is about 100,000 ops/s: twice what the fastest producer measured (docs/benchmarks.md)
+    # writes.
     parser.add_argument("--rate", type=float, default=25, help="MB/s fed to the recorder")
-    parser.add_argument("--keep", type=Path, help="make the run directories under this directory and keep them (default: a temporary one)")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="make the run directories under this directory and keep them (default: a temporary one)",
+    )
     parser.add_argument("--out", type=Path, help="also write the report (JSON) here")
     args = parser.parse_args(argv)
     load_average_at_start = round(os.getloadavg()[0], 1)
@@ -157,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             timing, copy_results, _ = time_check(copied / "history.jsonl", columnar_copy=True)
             from_copy.append(timing)
-        # The same history without a copy: `failsafe check` parses the JSON (and writes a copy, dropped before each run).
+        # The same history without a copy: `failsafe check` parses the JSON (and writes a copy, dropped before each
+        # run).
         json_first = []
         for _ in range(args.runs):
             drop_copy(plain)
@@ -169,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
             from_json.append(timing)
         same_history(read_frames(copied / "history.jsonl") or History.empty(), json_history)
         del json_history
-        if json.dumps(copy_results, sort_keys=True, default=str) != json.dumps(json_results, sort_keys=True, default=str):
+        if json.dumps(copy_results, sort_keys=True, default=str) != json.dumps(
+            json_results, sort_keys=True, default=str
+        ):
             raise SystemExit("bench_check: the checkers say different things from the copy and from the JSON")
 
     million_ops = sizes["ops"] / 1e6
@@ -184,16 +208,32 @@ def main(argv: list[str] | None = None) -> int:
             "rate_mb_s": args.rate,
             "without_copy": without,
             "with_copy": with_copy,
-            # What making the copy costs the run, per million ops: CPU seconds in all (while recording and at the close),
-            # of which while recording, and the wall seconds it adds to the close.
-            "copy_cpu_s_per_million_ops": round((with_copy["recording_cpu_s"] + with_copy["close_cpu_s"] - without["recording_cpu_s"]
-                                                 - without["close_cpu_s"]) / million_ops, 2),
-            "copy_cpu_s_per_million_ops_while_recording": round((with_copy["recording_cpu_s"] - without["recording_cpu_s"]) / million_ops, 2),
-            "close_wall_s_per_million_ops": round((with_copy["close_wall_s"] - without["close_wall_s"]) / million_ops, 2),
+            # What making the copy costs the run, per million ops: CPU seconds in all (while recording and at the
+            # close), of which while recording, and the wall seconds it adds to the close.
+            "copy_cpu_s_per_million_ops": round(
+                (
+                    with_copy["recording_cpu_s"]
+                    + with_copy["close_cpu_s"]
+                    - without["recording_cpu_s"]
+                    - without["close_cpu_s"]
+                )
+                / million_ops,
+                2,
+            ),
+            "copy_cpu_s_per_million_ops_while_recording": round(
+                (with_copy["recording_cpu_s"] - without["recording_cpu_s"]) / million_ops, 2
+            ),
+            "close_wall_s_per_million_ops": round(
+                (with_copy["close_wall_s"] - without["close_wall_s"]) / million_ops, 2
+            ),
             "copy_equals_json": True,
         },
-        "check_s": {"first": first, "first_median": statistics.median(first), "without_copy": json_first,
-                    "without_copy_median": statistics.median(json_first)},
+        "check_s": {
+            "first": first,
+            "first_median": statistics.median(first),
+            "without_copy": json_first,
+            "without_copy_median": statistics.median(json_first),
+        },
         "from_copy": from_copy,
         "from_copy_median": median_of(from_copy),
         "from_json": from_json,

@@ -23,10 +23,10 @@ import psutil
 from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from failsafe.clients.admin import client_config  # noqa: E402
-from failsafe.cluster.lifecycle import Cluster  # noqa: E402
+from failsafe.cluster.topology.lifecycle import Cluster  # noqa: E402
 from failsafe.jvm.java import find_java  # noqa: E402
 from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION  # noqa: E402
+from failsafe.tools.admin import client_config  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from tests.helpers import cluster_ports  # noqa: E402
 
@@ -34,7 +34,9 @@ POLL_S = 0.05
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True
+    )
 
 
 def partition0(admin: AdminClient, topic: str) -> tuple[int, list[int]]:

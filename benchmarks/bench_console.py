@@ -1,6 +1,7 @@
 """The console's two numbers: how soon a page shows a new leader after a broker kill, and what an idle console costs.
 
-    .venv/bin/python benchmarks/bench_console.py --dir /tmp/failsafe-bench-cluster --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
+    .venv/bin/python benchmarks/bench_console.py --dir /tmp/failsafe-bench-cluster --rounds 5 --idle-s 60 --out \
+        docs/benchmarks/console.json
 
 On the 3-broker cluster at --dir (started for the benchmark when none is there, and stopped after),
 with 'failsafe console' running as a user runs it:
@@ -29,7 +30,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
-from failsafe.clients.admin import new_admin  # noqa: E402
+from failsafe.tools.admin import new_admin  # noqa: E402
 from tests.e2e.console_helpers import start_console, stop_console  # noqa: E402
 
 TOPIC = "console-bench"
@@ -107,14 +108,21 @@ def main() -> None:
     with cluster_at(args.dir) as cluster:
         admin = new_admin(cluster.bootstrap_servers)
         if TOPIC not in admin.list_topics(timeout=10).topics:
-            from failsafe.clients.topics import Topics
+            from failsafe.tools.topics import Topics
+
             Topics(cluster.bootstrap_servers).create(TOPIC, 3, 3, {"min.insync.replicas": "2"})
         console = start_console(args.dir)
-        summary: dict = {"cluster": {"brokers": cluster.spec.brokers, "kafka_version": cluster.spec.kafka_version},
-                         "idle_s": args.idle_s, "probe_interval_ms": PROBE_S * 1000}
+        summary: dict = {
+            "cluster": {"brokers": cluster.spec.brokers, "kafka_version": cluster.spec.kafka_version},
+            "idle_s": args.idle_s,
+            "probe_interval_ms": PROBE_S * 1000,
+        }
         try:
             idle = {"no page": cpu_percent(console.proc.pid, args.idle_s)}
-            with sync_playwright() as p, httpx.Client(base_url=console.base, headers=console.headers, timeout=180) as http:
+            with (
+                sync_playwright() as p,
+                httpx.Client(base_url=console.base, headers=console.headers, timeout=180) as http,
+            ):
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                 pages = [browser.new_page() for _ in range(3)]
                 pages[0].goto(console.url)
@@ -134,26 +142,52 @@ def main() -> None:
                 rounds = []
                 try:
                     for _ in range(args.rounds):
-                        (leader,) = wait_for(lambda: (probe.leader(),) if probe.leader() not in (None, -1) else None, 30,
-                                             "no leader of the partition")
+                        (leader,) = wait_for(
+                            lambda: (probe.leader(),) if probe.leader() not in (None, -1) else None,
+                            30,
+                            "no leader of the partition",
+                        )
                         page.evaluate("window.leaderSeen = []")
                         seen_before = len(probe.changes)
                         kill_s = time.time()
                         assert http.post(f"/api/nodes/broker/{leader}/kill").status_code == 200
-                        new = wait_for(lambda old=leader, n=seen_before: next((c for c in probe.changes[n:] if c[0] not in (old, -1)), None),
-                                       60, "no new leader in the metadata")
-                        shown = wait_for(lambda old=leader: next((s for s in page.evaluate("window.leaderSeen") if s[0] not in (str(old), "none")),
-                                                                 None), 30, "the page did not show the new leader")
-                        row = {"killed": leader, "new_leader": new[0], "kill_to_metadata_ms": round((new[1] - kill_s) * 1000),
-                               "metadata_to_page_ms": round(shown[1] - new[1] * 1000), "kill_to_page_ms": round(shown[1] - kill_s * 1000)}
+                        new = wait_for(
+                            lambda old=leader, n=seen_before: next(
+                                (c for c in probe.changes[n:] if c[0] not in (old, -1)), None
+                            ),
+                            60,
+                            "no new leader in the metadata",
+                        )
+                        shown = wait_for(
+                            lambda old=leader: next(
+                                (s for s in page.evaluate("window.leaderSeen") if s[0] not in (str(old), "none")), None
+                            ),
+                            30,
+                            "the page did not show the new leader",
+                        )
+                        row = {
+                            "killed": leader,
+                            "new_leader": new[0],
+                            "kill_to_metadata_ms": round((new[1] - kill_s) * 1000),
+                            "metadata_to_page_ms": round(shown[1] - new[1] * 1000),
+                            "kill_to_page_ms": round(shown[1] - kill_s * 1000),
+                        }
                         rounds.append(row)
                         print(row, flush=True)
                         assert http.post(f"/api/nodes/broker/{leader}/start").status_code == 200
-                        wait_for(lambda: all(len(p.isrs) == 3 for p in admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.values()),
-                                 120, "the ISR did not fill again")
+                        wait_for(
+                            lambda: all(
+                                len(p.isrs) == 3
+                                for p in admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.values()
+                            ),
+                            120,
+                            "the ISR did not fill again",
+                        )
                         assert http.post("/api/elect-leaders").status_code in (200, 500)
                         preferred = admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions[0].replicas[0]
-                        wait_for(lambda want=preferred: probe.leader() == want, 30, "the preferred leader did not come back")
+                        wait_for(
+                            lambda want=preferred: probe.leader() == want, 30, "the preferred leader did not come back"
+                        )
                 finally:
                     probe.stop()
                 browser.close()

@@ -54,15 +54,29 @@ def one_round(root: Path, total: int) -> list[dict]:
     plain = root / "plain"
     for chunk in CHUNKS:
         seconds, cpu = append(plain, chunk, total)
-        rows.append({"where": "plain", "chunk": chunk, "mib_per_s": total / seconds / 2**20, "writer_cpu_ms_per_mib": cpu * 1000 / (total / 2**20)})
+        rows.append(
+            {
+                "where": "plain",
+                "chunk": chunk,
+                "mib_per_s": total / seconds / 2**20,
+                "writer_cpu_ms_per_mib": cpu * 1000 / (total / 2**20),
+            }
+        )
     layer = mount(root / "backing", root / "mnt", state_dir=root / "state", dies_with_parent=True)
     try:
         for chunk in CHUNKS:
             daemon_before = _cpu_s(layer.state.pid)
             seconds, cpu = append(layer.mountpoint, chunk, total)
             daemon_cpu = _cpu_s(layer.state.pid) - daemon_before
-            rows.append({"where": "layer", "chunk": chunk, "mib_per_s": total / seconds / 2**20, "writer_cpu_ms_per_mib": cpu * 1000 / (total / 2**20),
-                         "daemon_cpu_ms_per_mib": daemon_cpu * 1000 / (total / 2**20)})
+            rows.append(
+                {
+                    "where": "layer",
+                    "chunk": chunk,
+                    "mib_per_s": total / seconds / 2**20,
+                    "writer_cpu_ms_per_mib": cpu * 1000 / (total / 2**20),
+                    "daemon_cpu_ms_per_mib": daemon_cpu * 1000 / (total / 2**20),
+                }
+            )
     finally:
         layer.unmount()
     return rows
@@ -74,7 +88,11 @@ def summarize(rows: list[dict]) -> dict:
         cell = {}
         for where in ("plain", "layer"):
             mine = [r for r in rows if r["chunk"] == chunk and r["where"] == where]
-            cell[where] = {k: round(statistics.median(r[k] for r in mine), 2) for k in mine[0] if k not in ("where", "chunk", "round")}
+            cell[where] = {
+                k: round(statistics.median(r[k] for r in mine), 2)
+                for k in mine[0]
+                if k not in ("where", "chunk", "round")
+            }
         cell["ratio_mib_per_s"] = round(cell["layer"]["mib_per_s"] / cell["plain"]["mib_per_s"], 3)
         out[f"{chunk // 1024}KiB"] = cell
     return out
@@ -84,7 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mib", type=int, default=64, help="bytes appended per measurement, in MiB")
-    parser.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temporary directory under /tmp)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where the files go (default: a temporary directory under /tmp)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
@@ -93,11 +113,16 @@ def main() -> None:
         for d in ("plain", "backing", "mnt", "state"):
             (root / d).mkdir()
         rows = [r | {"round": i} for i in range(args.rounds) for r in one_round(root, args.mib << 20)]
-    summary = {"what": "O_APPEND writes of 1 MiB and 16 KiB, never fsynced: through a disk layer vs a plain directory on the same filesystem",
-               "mib_per_measurement": args.mib, "rounds": rows, "median": summarize(rows),
-               "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
-               "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "kernel": os.uname().release},
-               "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    summary = {
+        "what": "O_APPEND writes of 1 MiB and 16 KiB, never fsynced: through a disk layer vs a plain directory on the "
+        "same filesystem",
+        "mib_per_measurement": args.mib,
+        "rounds": rows,
+        "median": summarize(rows),
+        "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "kernel": os.uname().release},
+        "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     text = json.dumps(summary, indent=2)
     print(text)
     if args.out:

@@ -31,22 +31,57 @@ FLUSH = {"default": [], "flush1": ["--config", "flush.messages=1"]}
 
 
 def cli(root: Path, *args: str, timeout_s: float = 900) -> str:
-    done = subprocess.run([sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, "FAILSAFE_DIR": str(root)})
+    done = subprocess.run(
+        [sys.executable, "-m", "failsafe.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, "FAILSAFE_DIR": str(root)},
+    )
     if done.returncode != 0:
         raise SystemExit(f"failsafe {' '.join(args[:2])} at {root} failed: {done.stderr.strip()[-600:]}")
     return done.stdout
 
 
 def perf(root: Path, topic: str, flush: str, records: int, size: int) -> dict:
-    cli(root, "kafka", "topics", "--create", "--topic", topic, "--partitions", "3", "--replication-factor", "3",
-        "--config", "min.insync.replicas=2", *FLUSH[flush])
-    out = cli(root, "kafka", "producer-perf-test", "--topic", topic, "--num-records", str(records), "--record-size", str(size),
-              "--throughput", "-1", "--producer-props", "acks=all")
+    cli(
+        root,
+        "kafka",
+        "topics",
+        "--create",
+        "--topic",
+        topic,
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+        *FLUSH[flush],
+    )
+    out = cli(
+        root,
+        "kafka",
+        "producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(size),
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "acks=all",
+    )
     last = [line for line in out.splitlines() if "records sent" in line][-1]
-    return {"flush": flush, "records_per_s": float(re.search(r"([\d.]+) records/sec", last).group(1)),
-            "mb_per_s": float(re.search(r"\(([\d.]+) MB/sec\)", last).group(1)),
-            "avg_latency_ms": float(re.search(r"([\d.]+) ms avg latency", last).group(1)), "load_1m": round(os.getloadavg()[0], 2)}
+    return {
+        "flush": flush,
+        "records_per_s": float(re.search(r"([\d.]+) records/sec", last).group(1)),
+        "mb_per_s": float(re.search(r"\(([\d.]+) MB/sec\)", last).group(1)),
+        "avg_latency_ms": float(re.search(r"([\d.]+) ms avg latency", last).group(1)),
+        "load_1m": round(os.getloadavg()[0], 2),
+    }
 
 
 def clean(root: Path) -> None:
@@ -57,12 +92,26 @@ def clean(root: Path) -> None:
 
 def one_cluster(root: Path, layers: bool, round_no: int, records: int, size: int) -> list[dict]:
     clean(root)
-    cli(root, "up", "--dir", str(root), "--base-port", str(free_port_block(3)), "--controller-base-port", str(free_port_block(1)),
-        *(["--volatile-disks"] if layers else []))
+    cli(
+        root,
+        "up",
+        "--dir",
+        str(root),
+        "--base-port",
+        str(free_port_block(3)),
+        "--controller-base-port",
+        str(free_port_block(1)),
+        *(["--volatile-disks"] if layers else []),
+    )
     try:
         order = ("default", "flush1") if round_no % 2 == 0 else ("flush1", "default")
-        return [{**perf(root, f"disk-bench-{flush}-{round_no}", flush, records, size), "disks": "layers" if layers else "plain"}
-                for flush in order]
+        return [
+            {
+                **perf(root, f"disk-bench-{flush}-{round_no}", flush, records, size),
+                "disks": "layers" if layers else "plain",
+            }
+            for flush in order
+        ]
     finally:
         clean(root)
 
@@ -78,21 +127,32 @@ def main() -> None:
     rounds = []
     for n in range(args.rounds):
         rows = []
-        for layers in ((False, True) if n % 2 == 0 else (True, False)):
+        for layers in (False, True) if n % 2 == 0 else (True, False):
             rows += one_cluster(args.dir / ("layers" if layers else "plain"), layers, n, args.records, args.size)
         rate = {(r["disks"], r["flush"]): r["records_per_s"] for r in rows}
-        rounds.append({"round": n, "runs": rows, "layers_over_plain": round(rate["layers", "default"] / rate["plain", "default"], 3),
-                       "layers_over_plain_flush1": round(rate["layers", "flush1"] / rate["plain", "flush1"], 3),
-                       "flush1_over_default_plain": round(rate["plain", "flush1"] / rate["plain", "default"], 3),
-                       "flush1_over_default_layers": round(rate["layers", "flush1"] / rate["layers", "default"], 3)})
+        rounds.append(
+            {
+                "round": n,
+                "runs": rows,
+                "layers_over_plain": round(rate["layers", "default"] / rate["plain", "default"], 3),
+                "layers_over_plain_flush1": round(rate["layers", "flush1"] / rate["plain", "flush1"], 3),
+                "flush1_over_default_plain": round(rate["plain", "flush1"] / rate["plain", "default"], 3),
+                "flush1_over_default_layers": round(rate["layers", "flush1"] / rate["layers", "default"], 3),
+            }
+        )
         print(rounds[-1], file=sys.stderr, flush=True)
     shutil.rmtree(args.dir, ignore_errors=True)
     keys = ("layers_over_plain", "layers_over_plain_flush1", "flush1_over_default_plain", "flush1_over_default_layers")
-    summary = {"what": "producer-perf-test (acks=all) on a 3-broker cluster: plain disks against disk layers, Kafka's default flush "
-                       "against flush.messages=1",
-               "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "records": args.records, "record_size": args.size,
-               "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-               "medians": {k: statistics.median(r[k] for r in rounds) for k in keys}, "rounds": rounds}
+    summary = {
+        "what": "producer-perf-test (acks=all) on a 3-broker cluster: plain disks against disk layers, Kafka's "
+        "default flush against flush.messages=1",
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "records": args.records,
+        "record_size": args.size,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "medians": {k: statistics.median(r[k] for r in rounds) for k in keys},
+        "rounds": rounds,
+    }
     write_summary(summary, args.out)
 
 

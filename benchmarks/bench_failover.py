@@ -1,6 +1,7 @@
 """broker-failover under Kafka's defaults, repeated: the unavailability window and the time to a new leader.
 
-    .venv/bin/python benchmarks/bench_failover.py --dir /tmp/failsafe-bench-cluster --runs 5 --out docs/benchmarks/failover.json
+    .venv/bin/python benchmarks/bench_failover.py --dir /tmp/failsafe-bench-cluster --runs 5 --out \
+        docs/benchmarks/failover.json
 
 Each run is `failsafe run broker-failover` (kill -9 the leader of my-failsafe-topic-0, acks=all,
 200 sends/s, RF 3, min.insync.replicas 2) on the cluster at --dir (started for the benchmark when
@@ -26,7 +27,9 @@ from benchmarks.common import cluster_at, write_summary  # noqa: E402
 def one_run(root: Path, runs: Path) -> dict:
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "failsafe.cli.main", "run", "broker-failover", "--dir", str(root), "--runs", str(runs)], capture_output=True, text=True
+        [sys.executable, "-m", "failsafe.cli.main", "run", "broker-failover", "--dir", str(root), "--runs", str(runs)],
+        capture_output=True,
+        text=True,
     )
     wall_s = time.monotonic() - t0
     run_dir = sorted((runs / "broker-failover").iterdir())[-1]
@@ -64,7 +67,8 @@ def main() -> None:
         return statistics.median(values) if values else None
 
     summary = {
-        "what": "failsafe run broker-failover, Kafka 4.3.1 defaults (broker.session.timeout.ms 9000), 3 brokers, 1 controller",
+        "what": "failsafe run broker-failover, Kafka 4.3.1 defaults (broker.session.timeout.ms 9000), 3 brokers, 1 "
+        "controller",
         "runs": rows,
         "valid_runs": sum(1 for r in rows if r["valid"] is True),
         "median_max_unavailable_ms": median("max_unavailable_ms"),

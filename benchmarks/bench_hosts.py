@@ -1,7 +1,8 @@
 """A cluster on hosts over SSH against the same cluster on this machine (docs/hosts.md): how long `up` takes, what SSH
 adds to a fault's kill, and broker-failover's measurements on both.
 
-    .venv/bin/python benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out docs/benchmarks/hosts.json
+    .venv/bin/python benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out \
+        docs/benchmarks/hosts.json
 
 The hosts are test hosts of this machine (network namespaces with an sshd each, failsafe hosts testbed): three, each a
 broker, the first also the controller. One cluster at a time; the testbed is removed at the end.
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_profiles import aggregate, examine  # noqa: E402
 from benchmarks.common import write_summary  # noqa: E402
-from failsafe.cluster.lifecycle import Cluster  # noqa: E402
+from failsafe.cluster.topology.lifecycle import Cluster  # noqa: E402
 from failsafe.hosts import testbed  # noqa: E402
 
 HEAP = "1G"
@@ -40,7 +41,12 @@ def spread(values: list[float]) -> dict | None:
     if not values:
         return None
     values = sorted(values)
-    return {"n": len(values), "median": round(statistics.median(values), 3), "min": round(values[0], 3), "max": round(values[-1], 3)}
+    return {
+        "n": len(values),
+        "median": round(statistics.median(values), 3),
+        "min": round(values[0], 3),
+        "max": round(values[-1], 3),
+    }
 
 
 def up_args(where: str, cluster_dir: Path, bed: testbed.Testbed) -> list[str]:
@@ -62,8 +68,8 @@ def time_ups(where: str, cluster_dir: Path, bed: testbed.Testbed, rounds: int) -
 
 
 def time_kills(where: str, cluster_dir: Path, bed: testbed.Testbed, kills: int) -> list[dict]:
-    """kill -9 of broker 1 through the cluster's node control, timed from the call to its return (the process gone), then
-    the broker restarted and the cluster ready again; also how long reading a node's state takes."""
+    """kill -9 of broker 1 through the cluster's node control, timed from the call to its return (the process gone),
+    then the broker restarted and the cluster ready again; also how long reading a node's state takes."""
     code, _, err = cli(*up_args(where, cluster_dir, bed))
     if code != 0:
         raise SystemExit(f"bench_hosts: up on {where} failed: {err}")
@@ -80,21 +86,34 @@ def time_kills(where: str, cluster_dir: Path, bed: testbed.Testbed, kills: int) 
             kill_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             cluster.restart([broker])
-            out.append({"kill": i + 1, "state_s": round(state_s, 4), "kill_s": round(kill_s, 4), "restart_ready_s": round(time.perf_counter() - t0, 2)})
+            out.append(
+                {
+                    "kill": i + 1,
+                    "state_s": round(state_s, 4),
+                    "kill_s": round(kill_s, 4),
+                    "restart_ready_s": round(time.perf_counter() - t0, 2),
+                }
+            )
     finally:
         cli("clean", "--dir", str(cluster_dir))
     return out
 
 
 def fault_lag_s(run_dir: Path) -> float | None:
-    """How long after its fault-start op the kill was in force: the controller fenced the broker (a node event, on failsafe's
-    clock) less the breakdown's detection time (fence less the fault in force); None without both."""
+    """How long after its fault-start op the kill was in force: the controller fenced the broker (a node event, on
+    failsafe's clock) less the breakdown's detection time (fence less the fault in force); None without both."""
     ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if line.strip()]
     starts = [o["time_ns"] for o in ops if o.get("f") == "fault-start"]
     if not starts:
         return None
-    fenced = [o["time_ns"] for o in ops if o.get("f") == "node-event" and o.get("event") == "fenced" and o["time_ns"] > starts[0]]
-    rows = ((json.loads((run_dir / "results.json").read_text()).get("measurements") or {}).get("failover_breakdown") or {}).get("partitions")
+    fenced = [
+        o["time_ns"]
+        for o in ops
+        if o.get("f") == "node-event" and o.get("event") == "fenced" and o["time_ns"] > starts[0]
+    ]
+    rows = (
+        (json.loads((run_dir / "results.json").read_text()).get("measurements") or {}).get("failover_breakdown") or {}
+    ).get("partitions")
     detection = next((r["detection_s"] for r in rows or [] if r.get("detection_s") is not None), None)
     if not fenced or detection is None:
         return None
@@ -113,15 +132,42 @@ def failover_runs(where: str, cluster_dir: Path, bed: testbed.Testbed, runs: int
     load_1m = os.getloadavg()[0]
     t0 = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "failsafe.cli.main", "run", "broker-failover", "--dir", str(cluster_dir),
-                               "--runs", str(out_runs), "--repeat", str(runs)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "failsafe.cli.main",
+                "run",
+                "broker-failover",
+                "--dir",
+                str(cluster_dir),
+                "--runs",
+                str(out_runs),
+                "--repeat",
+                str(runs),
+            ],
+            capture_output=True,
+            text=True,
+        )
     finally:
         cli("clean", "--dir", str(cluster_dir))
-    run_dirs = sorted(r for d in out_runs.iterdir() if d.is_dir() for r in d.iterdir() if (r / "results.json").is_file()) \
-        if out_runs.is_dir() else []
-    return with_lags(aggregate({"job": f"broker-failover:{where}", "exit_code": proc.returncode, "wall_s": round(time.monotonic() - t0, 1),
-                                "load_1m_at_start": round(load_1m, 2), "runs": [examine(r) for r in run_dirs],
-                                **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {})}))
+    run_dirs = (
+        sorted(r for d in out_runs.iterdir() if d.is_dir() for r in d.iterdir() if (r / "results.json").is_file())
+        if out_runs.is_dir()
+        else []
+    )
+    return with_lags(
+        aggregate(
+            {
+                "job": f"broker-failover:{where}",
+                "exit_code": proc.returncode,
+                "wall_s": round(time.monotonic() - t0, 1),
+                "load_1m_at_start": round(load_1m, 2),
+                "runs": [examine(r) for r in run_dirs],
+                **({"stderr_tail": proc.stderr[-2000:]} if proc.returncode not in (0, 1) else {}),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -131,7 +177,9 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=5, help="kills of each")
     parser.add_argument("--runs", type=int, default=5, help="broker-failover runs of each")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--examine", type=Path, help="Recompute the fault lags of a stored output from its run directories, in place.")
+    parser.add_argument(
+        "--examine", type=Path, help="Recompute the fault lags of a stored output from its run directories, in place."
+    )
     args = parser.parse_args()
     if args.examine:
         stored = json.loads(args.examine.read_text())
@@ -144,17 +192,27 @@ def main() -> None:
         raise SystemExit(f"bench_hosts: {reason}")
     args.dir.mkdir(parents=True, exist_ok=True)
     bed = testbed.create(args.dir / "bed", 3)
-    summary: dict = {"what": "3 brokers and a controller: on 3 test hosts over SSH (network namespaces, each with its own sshd) "
-                             "and on this machine", "heap": HEAP, "hosts": [{"name": h.name, "address": h.address} for h in bed.hosts]}
+    summary: dict = {
+        "what": "3 brokers and a controller: on 3 test hosts over SSH (network namespaces, each with its own sshd) "
+        "and on this machine",
+        "heap": HEAP,
+        "hosts": [{"name": h.name, "address": h.address} for h in bed.hosts],
+    }
     try:
         for where in ("local", "hosts"):
             cluster_dir = args.dir / where
             ups = time_ups(where, cluster_dir, bed, args.rounds)
             kills = time_kills(where, cluster_dir, bed, args.kills)
             failover = failover_runs(where, cluster_dir, bed, args.runs, args.dir / "runs" / where)
-            summary[where] = {"ups": ups, "up_s": spread([u["up_s"] for u in ups]),
-                              "kills": kills, "kill_s": spread([k["kill_s"] for k in kills]), "state_s": spread([k["state_s"] for k in kills]),
-                              "restart_ready_s": spread([k["restart_ready_s"] for k in kills]), "failover": failover}
+            summary[where] = {
+                "ups": ups,
+                "up_s": spread([u["up_s"] for u in ups]),
+                "kills": kills,
+                "kill_s": spread([k["kill_s"] for k in kills]),
+                "state_s": spread([k["state_s"] for k in kills]),
+                "restart_ready_s": spread([k["restart_ready_s"] for k in kills]),
+                "failover": failover,
+            }
     finally:
         left = testbed.destroy(bed)
         if left:

@@ -1,7 +1,8 @@
-"""The pipeline on local[2]: how many purchases per second it keeps up with, against a ceiling, and its latency at half that.
+"""The pipeline on local[2]: how many purchases per second it keeps up with, against a ceiling, and its latency at half
+that.
 
     .venv/bin/python benchmarks/bench_pipeline.py --dir /tmp/failsafe-bench-cluster --out docs/benchmarks/pipeline.json
-    .venv/bin/python benchmarks/bench_pipeline.py --dir DIR --backlog 2000 --batch 1000 --live-s 0   # smoke (the test suite)
+    .venv/bin/python benchmarks/bench_pipeline.py --dir DIR --backlog 2000 --batch 1000 --live-s 0  # the suite's smoke
 
 1. Backlog: the simulator writes --backlog purchases as fast as it can; then the pipeline reads
    them with --available-now in micro-batches of at most --batch records. The steady rate is the
@@ -9,7 +10,8 @@
    In the same run and on the same backlog, the ceiling query (benchmarks/ceiling_query.py: Kafka
    source, from_json, a count per product, the noop sink) reads it the same way; the pipeline's
    wall time and steady rate are reported as ratios of the ceiling's.
-2. Live (skipped with --live-s 0): a fresh topic, the pipeline running with a 1 s trigger, the simulator at half the steady
+2. Live (skipped with --live-s 0): a fresh topic, the pipeline running with a 1 s trigger, the simulator at half the
+steady
    rate for --live-s seconds. Latency of a purchase = the time its batch's output was renamed into
    the sink (``sales_by_product/_commits.jsonl``) minus the record's Kafka CreateTime. Both runs
    are verified against their ledgers; a run whose sink differs is reported as such.
@@ -30,13 +32,13 @@ from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, percentiles, write_summary  # noqa: E402
-from failsafe.clients.admin import client_config  # noqa: E402
 from failsafe.pipeline.progress import latest_by_query  # noqa: E402
 from failsafe.pipeline.sink import read_progress  # noqa: E402
 from failsafe.pipeline.verify import verify_output  # noqa: E402
-from failsafe.scenarios import setup  # noqa: E402
+from failsafe.scenarios.engine import setup
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS, failsafe_command, purchases_log_end  # noqa: E402
 from failsafe.supervisor import spawn  # noqa: E402
+from failsafe.tools.admin import client_config  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.run import publish_products  # noqa: E402
 
@@ -51,16 +53,42 @@ def cli(*args: str) -> None:
 
 def sales_batches(output: Path) -> dict[int, dict]:
     """The last progress line of each sales-by-product batch that read something."""
-    return {line["batch_id"]: line for line in read_progress(output) if line["query"] == "sales-by-product" and line["num_input_rows"]}
+    return {
+        line["batch_id"]: line
+        for line in read_progress(output)
+        if line["query"] == "sales-by-product" and line["num_input_rows"]
+    }
 
 
 def backlog(bootstrap: str, work: Path, records: int, batch: int) -> dict:
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
-    cli("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", "0", "--count", str(records), "--ledger", str(work / "ledger-backlog"))
+    cli(
+        "simulate",
+        "sales",
+        "--bootstrap-server",
+        bootstrap,
+        "--rate",
+        "0",
+        "--count",
+        str(records),
+        "--ledger",
+        str(work / "ledger-backlog"),
+    )
     output = work / "backlog"
     t0 = time.monotonic()
-    cli("pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output), "--checkpoint", str(work / "ck-backlog"),
-        "--available-now", "--max-offsets-per-trigger", str(batch))
+    cli(
+        "pipeline",
+        "run",
+        "--bootstrap-server",
+        bootstrap,
+        "--output",
+        str(output),
+        "--checkpoint",
+        str(work / "ck-backlog"),
+        "--available-now",
+        "--max-offsets-per-trigger",
+        str(batch),
+    )
     wall_s = time.monotonic() - t0
     batches = sorted(sales_batches(output).items())
     steady = batches[1:] or batches
@@ -68,18 +96,41 @@ def backlog(bootstrap: str, work: Path, records: int, batch: int) -> dict:
     busy_s = sum(b["duration_ms"]["triggerExecution"] for _, b in steady) / 1000
     verified = verify_output(output, work / "ledger-backlog")
     ceiling = ceiling_query(bootstrap, work, batch)
-    return {"ceiling": ceiling, "pipeline_wall_s_over_ceiling": round(wall_s / ceiling["wall_s_with_spark_start"], 2),
-            "pipeline_steady_over_ceiling": round(rows / busy_s / ceiling["steady_records_per_s"], 2) if ceiling["steady_records_per_s"] else None,
-            "records": records, "max_records_per_batch": batch, "batches": len(batches), "wall_s_with_spark_start": round(wall_s, 1),
-            "steady_records_per_s": round(rows / busy_s), "first_batch_s": round(batches[0][1]["duration_ms"]["triggerExecution"] / 1000, 1),
-            "sink_equals_ledger": verified["valid"]}
+    return {
+        "ceiling": ceiling,
+        "pipeline_wall_s_over_ceiling": round(wall_s / ceiling["wall_s_with_spark_start"], 2),
+        "pipeline_steady_over_ceiling": round(rows / busy_s / ceiling["steady_records_per_s"], 2)
+        if ceiling["steady_records_per_s"]
+        else None,
+        "records": records,
+        "max_records_per_batch": batch,
+        "batches": len(batches),
+        "wall_s_with_spark_start": round(wall_s, 1),
+        "steady_records_per_s": round(rows / busy_s),
+        "first_batch_s": round(batches[0][1]["duration_ms"]["triggerExecution"] / 1000, 1),
+        "sink_equals_ledger": verified["valid"],
+    }
 
 
 def ceiling_query(bootstrap: str, work: Path, batch: int) -> dict:
-    """The simplest query on the same topic, as a process of its own like the pipeline's (Spark's start included in the wall time)."""
+    """The simplest query on the same topic, as a process of its own like the pipeline's (Spark's start included in the
+    wall time)."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("ceiling_query.py")), "--bootstrap-server", bootstrap,
-                           "--checkpoint", str(work / "ck-ceiling"), "--batch", str(batch)], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("ceiling_query.py")),
+            "--bootstrap-server",
+            bootstrap,
+            "--checkpoint",
+            str(work / "ck-ceiling"),
+            "--batch",
+            str(batch),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     return {**result, "wall_s_with_spark_start": round(time.monotonic() - t0, 1)}
 
@@ -110,7 +161,11 @@ def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[tup
         ends = {int(p): o for p, o in line["end_offsets"][TOPIC].items()}
         if batch_id in commits:
             for p, end in ends.items():
-                out += [(created[(p, o)], commits[batch_id] - created[(p, o)]) for o in range(previous.get(p, 0), end) if (p, o) in created]
+                out += [
+                    (created[(p, o)], commits[batch_id] - created[(p, o)])
+                    for o in range(previous.get(p, 0), end)
+                    if (p, o) in created
+                ]
         previous = ends
     return out
 
@@ -119,12 +174,36 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float =
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     publish_products(bootstrap, "demo.products", 60)
     output = work / "live"
-    pipeline = spawn(failsafe_command("pipeline", "run", "--bootstrap-server", bootstrap, "--output", str(output),
-                                      "--checkpoint", str(work / "ck-live"), "--trigger-s", "1"), name="pipeline", log_path=work / "pipeline.log")
+    pipeline = spawn(
+        failsafe_command(
+            "pipeline",
+            "run",
+            "--bootstrap-server",
+            bootstrap,
+            "--output",
+            str(output),
+            "--checkpoint",
+            str(work / "ck-live"),
+            "--trigger-s",
+            "1",
+        ),
+        name="pipeline",
+        log_path=work / "pipeline.log",
+    )
     try:
         wait_until(lambda: "sales-by-product" in latest_by_query(output), 180, "the pipeline did not start")
-        cli("simulate", "sales", "--bootstrap-server", bootstrap, "--rate", str(rate), "--duration", f"{live_s:g}",
-            "--ledger", str(work / "ledger-live"))
+        cli(
+            "simulate",
+            "sales",
+            "--bootstrap-server",
+            bootstrap,
+            "--rate",
+            str(rate),
+            "--duration",
+            f"{live_s:g}",
+            "--ledger",
+            str(work / "ledger-live"),
+        )
         ends = purchases_log_end(bootstrap)
 
         def caught_up() -> bool:
@@ -139,10 +218,17 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float =
     after = [(c, lat) for c, lat in pairs if c >= start + warmup_s]
     verified = verify_output(output, work / "ledger-live")
     slope = latency_slope(after)
-    return {"rate_per_s": rate, "duration_s": live_s, "trigger_s": 1, "latency_all": percentiles([lat for _, lat in pairs]),
-            "warmup_s": warmup_s, "latency_after_warmup": percentiles([lat for _, lat in after]),
-            "latency_slope_s_per_s": None if slope is None else round(slope, 4),
-            "bounded": slope is not None and slope <= BOUNDED_SLOPE, "sink_equals_ledger": verified["valid"]}
+    return {
+        "rate_per_s": rate,
+        "duration_s": live_s,
+        "trigger_s": 1,
+        "latency_all": percentiles([lat for _, lat in pairs]),
+        "warmup_s": warmup_s,
+        "latency_after_warmup": percentiles([lat for _, lat in after]),
+        "latency_slope_s_per_s": None if slope is None else round(slope, 4),
+        "bounded": slope is not None and slope <= BOUNDED_SLOPE,
+        "sink_equals_ledger": verified["valid"],
+    }
 
 
 def latency_slope(pairs: list[tuple[float, float]]) -> float | None:
@@ -166,10 +252,17 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=300_000)
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--live-s", type=float, default=60)
-    parser.add_argument("--live-rate", type=int, default=None, help="the live run's rate [default: half the backlog's steady rate]")
+    parser.add_argument(
+        "--live-rate", type=int, default=None, help="the live run's rate [default: half the backlog's steady rate]"
+    )
     parser.add_argument("--skip-backlog", action="store_true", help="only the live run (needs --live-rate)")
-    parser.add_argument("--sustained", default=None, metavar="R1,R2,...",
-                        help="instead: a live run of --live-s at each rate, in order; the sustained rate is the highest whose latency stays bounded")
+    parser.add_argument(
+        "--sustained",
+        default=None,
+        metavar="R1,R2,...",
+        help="instead: a live run of --live-s at each rate, in order; the sustained rate is the highest whose "
+        "latency stays bounded",
+    )
     parser.add_argument("--warmup", type=float, default=WARMUP_S)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -182,14 +275,24 @@ def main() -> None:
                 runs.append(live(cluster.bootstrap_servers, args.work / f"rate-{rate}", rate, args.live_s, args.warmup))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
             bounded = [r["rate_per_s"] for r in runs if r["bounded"]]
-            write_summary({"master": "local[2]", "bounded_slope_s_per_s": BOUNDED_SLOPE, "runs": runs,
-                           "sustained_rate_per_s": max(bounded) if bounded else None}, args.out)
+            write_summary(
+                {
+                    "master": "local[2]",
+                    "bounded_slope_s_per_s": BOUNDED_SLOPE,
+                    "runs": runs,
+                    "sustained_rate_per_s": max(bounded) if bounded else None,
+                },
+                args.out,
+            )
             return
         first = None if args.skip_backlog else backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)
         rate = args.live_rate or (max(1, first["steady_records_per_s"] // 2) if first else None)
-        second = live(cluster.bootstrap_servers, args.work, rate, args.live_s, args.warmup) if args.live_s > 0 and rate else None
-    write_summary({"master": "local[2]", "backlog": first, "live_at_half_rate": second},
-                  args.out)
+        second = (
+            live(cluster.bootstrap_servers, args.work, rate, args.live_s, args.warmup)
+            if args.live_s > 0 and rate
+            else None
+        )
+    write_summary({"master": "local[2]", "backlog": first, "live_at_half_rate": second}, args.out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The pipeline's state on a Spark standalone cluster: one worker against two, with a state large enough to matter.
 
-    .venv/bin/python benchmarks/bench_pipeline_scale.py --dir /tmp/failsafe-bench-cluster --out docs/benchmarks/pipeline-scale.json
+    .venv/bin/python benchmarks/bench_pipeline_scale.py --dir /tmp/failsafe-bench-cluster --out \
+        docs/benchmarks/pipeline-scale.json
 
 1. A backlog of --records purchases of --products products (ids P000000...; unknown to the catalogue,
    so named "unknown"), event times spread uniformly over the first --spread-s seconds of an hour:
@@ -31,11 +32,11 @@ from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
-from failsafe.checkers.sales import KEY, current_totals  # noqa: E402
-from failsafe.clients.admin import client_config  # noqa: E402
+from failsafe.checkers.pipeline.sales import KEY, current_totals  # noqa: E402
 from failsafe.pipeline.sink import read_progress, read_sales_rows  # noqa: E402
-from failsafe.scenarios import setup  # noqa: E402
+from failsafe.scenarios.engine import setup
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS  # noqa: E402
+from failsafe.tools.admin import client_config  # noqa: E402
 from tests.helpers import spark_base_port  # noqa: E402
 
 TOPIC = "demo.purchases"
@@ -44,8 +45,9 @@ PRICE = 4.99
 
 def write_backlog(bootstrap: str, records: int, products: int, spread_s: float, seed: int) -> None:
     """``records`` purchases in the simulator's format, each acknowledged by all in-sync replicas."""
-    producer = Producer(client_config(bootstrap, **{"acks": "all", "linger.ms": 20, "batch.size": 1 << 20,
-                                                    "enable.idempotence": True}))
+    producer = Producer(
+        client_config(bootstrap, **{"acks": "all", "linger.ms": 20, "batch.size": 1 << 20, "enable.idempotence": True})
+    )
     failed: list[str] = []
 
     def delivered(err, _msg) -> None:
@@ -57,9 +59,18 @@ def write_backlog(bootstrap: str, records: int, products: int, spread_s: float, 
     for i in range(records):
         product = f"P{rng.randrange(products):06d}"
         quantity = rng.randint(1, 3)
-        value = {"transaction_time": (start + timedelta(seconds=rng.uniform(0, spread_s))).strftime("%Y-%m-%d %H:%M:%S.%f"),
-                 "transaction_id": str(i), "product_id": product, "price": PRICE, "quantity": quantity, "is_member": rng.random() < 0.3,
-                 "member_discount": 0.0, "add_supplements": False, "supplement_price": 0.0, "total_purchase": round(PRICE * quantity, 2)}
+        value = {
+            "transaction_time": (start + timedelta(seconds=rng.uniform(0, spread_s))).strftime("%Y-%m-%d %H:%M:%S.%f"),
+            "transaction_id": str(i),
+            "product_id": product,
+            "price": PRICE,
+            "quantity": quantity,
+            "is_member": rng.random() < 0.3,
+            "member_discount": 0.0,
+            "add_supplements": False,
+            "supplement_price": 0.0,
+            "total_purchase": round(PRICE * quantity, 2),
+        }
         while True:
             try:
                 producer.produce(TOPIC, key=product, value=json.dumps(value), on_delivery=delivered)
@@ -79,22 +90,41 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def one_run(bootstrap: str, work: Path, workers: int, batch: int) -> dict:
     """The pipeline over the backlog on a fresh standalone cluster of ``workers`` one-core workers."""
     spark_dir, output = work / f"spark-{workers}", work / f"output-{workers}"
-    master = cli("spark", "up", "--dir", str(spark_dir), "--workers", str(workers), "--port", str(spark_base_port(workers))).stdout.strip()
+    master = cli(
+        "spark", "up", "--dir", str(spark_dir), "--workers", str(workers), "--port", str(spark_base_port(workers))
+    ).stdout.strip()
     try:
-        cli("pipeline", "run", "--bootstrap-server", bootstrap, "--master", master, "--available-now",
-            "--max-offsets-per-trigger", str(batch), "--output", str(output), "--checkpoint", str(work / f"checkpoint-{workers}"))
+        cli(
+            "pipeline",
+            "run",
+            "--bootstrap-server",
+            bootstrap,
+            "--master",
+            master,
+            "--available-now",
+            "--max-offsets-per-trigger",
+            str(batch),
+            "--output",
+            str(output),
+            "--checkpoint",
+            str(work / f"checkpoint-{workers}"),
+        )
     finally:
         cli("spark", "down", "--dir", str(spark_dir))
     batches = [line for line in read_progress(output) if line["query"] == "sales-by-product" and line["num_input_rows"]]
     steady = [b for b in batches[1:] if b["num_input_rows"] >= 0.9 * batch]
     busy_s = sum(b["duration_ms"]["triggerExecution"] for b in steady) / 1000
-    return {"workers": workers, "cores_per_worker": 1, "batches": len(batches),
-            "steady_records_per_s": round(sum(b["num_input_rows"] for b in steady) / busy_s) if busy_s else None,
-            "first_batch_s": round(batches[0]["duration_ms"]["triggerExecution"] / 1000, 1),
-            "batch_s": [round(b["duration_ms"]["triggerExecution"] / 1000, 1) for b in batches],
-            "state_rows_after_batch": [b["state_rows"] for b in batches],
-            # The last batch logged while the query ran: once it stops, its partitions are unloaded and have no location.
-            "state_locations": next((b["state_locations"] for b in reversed(batches) if b.get("state_locations")), None)}
+    return {
+        "workers": workers,
+        "cores_per_worker": 1,
+        "batches": len(batches),
+        "steady_records_per_s": round(sum(b["num_input_rows"] for b in steady) / busy_s) if busy_s else None,
+        "first_batch_s": round(batches[0]["duration_ms"]["triggerExecution"] / 1000, 1),
+        "batch_s": [round(b["duration_ms"]["triggerExecution"] / 1000, 1) for b in batches],
+        "state_rows_after_batch": [b["state_rows"] for b in batches],
+        # The last batch logged while the query ran: once it stops, its partitions are unloaded and have no location.
+        "state_locations": next((b["state_locations"] for b in reversed(batches) if b.get("state_locations")), None),
+    }
 
 
 def rows_per_executor(checkpoint: Path, locations: dict[str, str] | None) -> tuple[dict[str, int], dict[str, int]]:
@@ -137,12 +167,26 @@ def main() -> None:
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     for run in runs:
         run["state_rows_by_partition"], run["state_rows_by_executor"] = rows_per_executor(
-            args.work / f"checkpoint-{run['workers']}", run.pop("state_locations"))
+            args.work / f"checkpoint-{run['workers']}", run.pop("state_locations")
+        )
     # Each key's current total (the checker's rule), without its batch: the runs' batch boundaries may differ.
-    totals = [current_totals(read_sales_rows(args.work / f"output-{run['workers']}")).drop("batch_id").sort(KEY) for run in runs]
-    write_summary({"records": args.records, "products": args.products, "spread_s": args.spread_s, "max_records_per_batch": args.batch,
-                   "seed": args.seed, "runs": runs, "sink_rows": totals[0].height,
-                   "totals_equal": all(t.equals(totals[0]) for t in totals[1:])}, args.out)
+    totals = [
+        current_totals(read_sales_rows(args.work / f"output-{run['workers']}")).drop("batch_id").sort(KEY)
+        for run in runs
+    ]
+    write_summary(
+        {
+            "records": args.records,
+            "products": args.products,
+            "spread_s": args.spread_s,
+            "max_records_per_batch": args.batch,
+            "seed": args.seed,
+            "runs": runs,
+            "sink_rows": totals[0].height,
+            "totals_equal": all(t.equals(totals[0]) for t in totals[1:]),
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

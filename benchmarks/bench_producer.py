@@ -36,7 +36,9 @@ TOPIC = "producer-bench"
 
 def cli(*args: str, root: Path | None = None) -> str:
     env = {**os.environ, **({"FAILSAFE_DIR": str(root)} if root else {})}
-    return subprocess.run([sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True, env=env).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "failsafe.cli.main", *args], capture_output=True, text=True, check=True, env=env
+    ).stdout
 
 
 def perf_test(root: Path, records: int, size: int) -> float:
@@ -66,7 +68,14 @@ def ours(bootstrap: str, records: int, size: int, round_no: int) -> tuple[float,
         supervisor = Supervisor()
         pool = WorkerPool(recorder, supervisor, Path(tmp) / "logs")
         spec = ProducerSpec(
-            process=f"bench-{round_no}", topic=TOPIC, bootstrap_servers=bootstrap, rate_per_s=0, count=records, keys=0, acks="all", record_size=size
+            process=f"bench-{round_no}",
+            topic=TOPIC,
+            bootstrap_servers=bootstrap,
+            rate_per_s=0,
+            count=records,
+            keys=0,
+            acks="all",
+            record_size=size,
         )
         t0 = time.monotonic()
         worker = pool.start(spec)
@@ -93,17 +102,29 @@ def main() -> None:
     with cluster_at(args.dir) as cluster:
         if TOPIC in cli("topics", "list", "--dir", str(args.dir)).split():
             cli("topics", "delete", TOPIC, "--dir", str(args.dir))
-            wait_until(lambda: TOPIC not in cli("topics", "list", "--dir", str(args.dir)).split(), 30, f"{TOPIC} was not deleted")
+            wait_until(
+                lambda: TOPIC not in cli("topics", "list", "--dir", str(args.dir)).split(),
+                30,
+                f"{TOPIC} was not deleted",
+            )
         cli("topics", "create", TOPIC, "--partitions", "6", "--replication-factor", "3", "--dir", str(args.dir))
         rounds = []
         for i in range(args.rounds):
             kafka = perf_test(args.dir, args.records, args.record_size)
             mine, lines = ours(cluster.bootstrap_servers, args.records, args.record_size, i)
-            rounds.append({"perf_test_records_per_s": kafka, "failsafe_records_per_s": mine, "ratio": mine / kafka, "history_lines": lines})
+            rounds.append(
+                {
+                    "perf_test_records_per_s": kafka,
+                    "failsafe_records_per_s": mine,
+                    "ratio": mine / kafka,
+                    "history_lines": lines,
+                }
+            )
             print(json.dumps(rounds[-1]), flush=True)
         cli("topics", "delete", TOPIC, "--dir", str(args.dir))
     summary = {
-        "what": "verifying producer (worker process, history recorded) vs kafka producer-perf-test, acks=all, same topic (6 partitions, RF 3)",
+        "what": "verifying producer (worker process, history recorded) vs kafka producer-perf-test, acks=all, same "
+        "topic (6 partitions, RF 3)",
         "records": args.records,
         "record_size": args.record_size,
         "rounds": rounds,

@@ -31,14 +31,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
-from failsafe.clients.topics import Topics  # noqa: E402
+from failsafe.tools.topics import Topics  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.generator import parse_time, purchase_values  # noqa: E402
 from failsafe.workloads.sales.ledger import read_ledger  # noqa: E402
 from failsafe.workloads.sales.run import SalesOptions, run_sales  # noqa: E402
 
 PERF_TOPIC = "demo.bench.perf"
-SIM_TOPICS = {"products": "demo.bench.products", "purchases": "demo.bench.purchases", "inventories": "demo.bench.inventories"}
+SIM_TOPICS = {
+    "products": "demo.bench.products",
+    "purchases": "demo.bench.purchases",
+    "inventories": "demo.bench.inventories",
+}
 START = "2024-08-25 08:00:00"
 # The simulator's producer batching (simulator.py), given to perf-test for a second, like-for-like comparison.
 SIMULATOR_BATCHING = ("linger.ms=20", "batch.size=1000000")
@@ -52,9 +56,28 @@ def mean_record_size(seed: int) -> int:
 def perf_test(root: Path, records: int, size: int, props: tuple[str, ...]) -> tuple[float, float]:
     t0 = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-m", "failsafe.cli.main", "kafka", "producer-perf-test", "--topic", PERF_TOPIC, "--num-records", str(records),
-         "--record-size", str(size), "--throughput", "-1", "--producer-props", "acks=all", *props],
-        capture_output=True, text=True, check=True, env={**os.environ, "FAILSAFE_DIR": str(root)},
+        [
+            sys.executable,
+            "-m",
+            "failsafe.cli.main",
+            "kafka",
+            "producer-perf-test",
+            "--topic",
+            PERF_TOPIC,
+            "--num-records",
+            str(records),
+            "--record-size",
+            str(size),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            "acks=all",
+            *props,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "FAILSAFE_DIR": str(root)},
     ).stdout
     wall_s = time.monotonic() - t0
     last = [line for line in out.splitlines() if "records sent" in line][-1]
@@ -64,8 +87,17 @@ def perf_test(root: Path, records: int, size: int, props: tuple[str, ...]) -> tu
 def simulator(bootstrap: str, records: int, instances: int, seed: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
-        result = run_sales(SalesOptions(bootstrap_servers=bootstrap, ledger=Path(tmp) / "ledger", count=records, seed=seed,
-                                        start_time=START, instances=instances, topics=SIM_TOPICS))
+        result = run_sales(
+            SalesOptions(
+                bootstrap_servers=bootstrap,
+                ledger=Path(tmp) / "ledger",
+                count=records,
+                seed=seed,
+                start_time=START,
+                instances=instances,
+                topics=SIM_TOPICS,
+            )
+        )
         wall_s = time.monotonic() - t0
         acked = read_ledger(Path(tmp) / "ledger").purchases.height
     if not result.complete or acked != records:
@@ -101,16 +133,23 @@ def main() -> None:
                 kafka, kafka_wall_s = perf_test(args.dir, args.records, size, ())
                 tuned, _ = perf_test(args.dir, args.records, size, SIMULATOR_BATCHING)
                 ours, ours_wall_s = simulator(cluster.bootstrap_servers, args.records, args.instances, args.seed + i)
-                rounds.append({"perf_test_records_per_s": kafka, "perf_test_same_batching_records_per_s": tuned,
-                               "simulator_records_per_s": round(ours, 1), "ratio": round(ours / kafka, 3),
-                               "ratio_same_batching": round(ours / tuned, 3),
-                               "perf_test_wall_s": round(kafka_wall_s, 1), "simulator_wall_s": round(ours_wall_s, 1)})
+                rounds.append(
+                    {
+                        "perf_test_records_per_s": kafka,
+                        "perf_test_same_batching_records_per_s": tuned,
+                        "simulator_records_per_s": round(ours, 1),
+                        "ratio": round(ours / kafka, 3),
+                        "ratio_same_batching": round(ours / tuned, 3),
+                        "perf_test_wall_s": round(kafka_wall_s, 1),
+                        "simulator_wall_s": round(ours_wall_s, 1),
+                    }
+                )
                 print(json.dumps(rounds[-1]), flush=True)
         finally:
             delete_topics(topics, names)
     summary = {
         "what": "failsafe simulate sales (worker processes, ledger, restocks) vs kafka producer-perf-test, acks=all, "
-                "6 partitions, RF 3, same cluster, alternating rounds",
+        "6 partitions, RF 3, same cluster, alternating rounds",
         "records": args.records,
         "record_size": size,
         "instances": args.instances,
@@ -119,7 +158,11 @@ def main() -> None:
         "median_ratio_same_batching": statistics.median(r["ratio_same_batching"] for r in rounds),
         "median_perf_test_records_per_s": statistics.median(r["perf_test_records_per_s"] for r in rounds),
         "median_simulator_records_per_s": statistics.median(r["simulator_records_per_s"] for r in rounds),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_average_at_end": os.getloadavg()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_end": os.getloadavg(),
+        },
         "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     write_summary(summary, args.out)

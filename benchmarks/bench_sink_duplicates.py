@@ -36,14 +36,26 @@ def one_run(root: Path, runs: Path) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=RUN_TIMEOUT_S)
     made = sorted((runs / SCENARIO).iterdir(), key=lambda p: p.stat().st_mtime) if (runs / SCENARIO).is_dir() else []
     if not made or not (made[-1] / "results.json").is_file():
-        raise SystemExit(f"{SCENARIO} was not carried out (exit {done.returncode}): {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"{SCENARIO} was not carried out (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+        )
     results = json.loads((made[-1] / "results.json").read_text())
     sink = results["checkers"].get("enriched") or {}
     replayed = sink.get("replayed") or []
-    return {"exit": done.returncode, "verdict": results.get("verdict"), "sales_valid": (results["checkers"].get("sales") or {}).get("valid"),
-            "enriched_valid": sink.get("valid"), "counts": sink.get("counts", {}), "replayed": replayed,
-            "replayed_source_records": sum(int(end) - int(b["start"].get(p, 0)) for b in replayed for p, end in b["end"].items()),
-            "starts": results["pipeline"]["starts"], "run": made[-1].name}
+    return {
+        "exit": done.returncode,
+        "verdict": results.get("verdict"),
+        "sales_valid": (results["checkers"].get("sales") or {}).get("valid"),
+        "enriched_valid": sink.get("valid"),
+        "counts": sink.get("counts", {}),
+        "replayed": replayed,
+        "replayed_source_records": sum(
+            int(end) - int(b["start"].get(p, 0)) for b in replayed for p, end in b["end"].items()
+        ),
+        "starts": results["pipeline"]["starts"],
+        "run": made[-1].name,
+    }
 
 
 def main() -> None:
@@ -58,13 +70,29 @@ def main() -> None:
             rows.append(one_run(args.dir, Path(tmp)))
             print(json.dumps(rows[-1]), flush=True)
     copies = [r["counts"].get("duplicate", 0) for r in rows]
-    summary = {"runs": len(rows), "verdicts": {v: sum(r["verdict"] == v for r in rows) for v in sorted({str(r["verdict"]) for r in rows})},
-               "runs_with_copies": sum(c > 0 for c in copies), "copies_total": sum(copies), "copies_median": statistics.median(copies),
-               "copies_max": max(copies), "missing_total": sum(r["counts"].get("missing", 0) for r in rows),
-               "copies_outside_replayed_batch": sum(r["counts"].get("duplicate", 0) - r["counts"].get("duplicate_in_replayed_batch", 0) for r in rows)}
-    write_summary({"what": f"{SCENARIO}: the enriched stream through Spark's Kafka sink, and the sales totals, across a kill -9 of the driver",
-                   "rows": rows, "summary": summary, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                   "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, args.out)
+    summary = {
+        "runs": len(rows),
+        "verdicts": {v: sum(r["verdict"] == v for r in rows) for v in sorted({str(r["verdict"]) for r in rows})},
+        "runs_with_copies": sum(c > 0 for c in copies),
+        "copies_total": sum(copies),
+        "copies_median": statistics.median(copies),
+        "copies_max": max(copies),
+        "missing_total": sum(r["counts"].get("missing", 0) for r in rows),
+        "copies_outside_replayed_batch": sum(
+            r["counts"].get("duplicate", 0) - r["counts"].get("duplicate_in_replayed_batch", 0) for r in rows
+        ),
+    }
+    write_summary(
+        {
+            "what": f"{SCENARIO}: the enriched stream through Spark's Kafka sink, and the sales totals, across a kill "
+            f"-9 of the driver",
+            "rows": rows,
+            "summary": summary,
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

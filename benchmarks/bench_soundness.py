@@ -1,10 +1,13 @@
-"""The soundness suite's mutations (tests/mutations.py) over the corpus (tests/data/corpus), judged by whichever failsafe is
-importable: today's, or an older commit's through PYTHONPATH, to show what the suite would have caught before.
+"""The soundness suite's mutations (tests/mutations.py) over the corpus (tests/data/corpus), judged by whichever
+failsafe is importable: today's, or an older commit's through PYTHONPATH, to show what the suite would have caught
+before.
 
     .venv/bin/python benchmarks/bench_soundness.py --seeds 5 --out docs/benchmarks/soundness.json
     git worktree add /tmp/before b0859b4
-    PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/bench_soundness.py --seeds 5 --label before --out /tmp/soundness-before.json
-    .venv/bin/python benchmarks/bench_soundness.py --merge docs/benchmarks/soundness.json /tmp/soundness-before.json --out docs/benchmarks/soundness.json
+    PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/bench_soundness.py --seeds 5 --label before --out \
+        /tmp/soundness-before.json
+    .venv/bin/python benchmarks/bench_soundness.py --merge docs/benchmarks/soundness.json \
+        /tmp/soundness-before.json --out docs/benchmarks/soundness.json
 
 Each (run, mutation, seed) draws its choices from random.Random(seed); the same seed draws the same mutant. The summary
 counts mutants by verdict, and those judged VALID or KNOWN (a hole: the target is 0).
@@ -43,23 +46,44 @@ def measure(seeds: int, label: str) -> dict:
                     if mutant is None:
                         break
                     verdict = judge(run, mutant, Path(tmp) / "run")
-                    rows.append({"run": run.name, "kind": run.kind, "mutation": mutation.name, "seed": seed, "verdict": verdict,
-                                 "allowed": verdict in mutation.allowed})
+                    rows.append(
+                        {
+                            "run": run.name,
+                            "kind": run.kind,
+                            "mutation": mutation.name,
+                            "seed": seed,
+                            "verdict": verdict,
+                            "allowed": verdict in mutation.allowed,
+                        }
+                    )
     wall_s = time.monotonic() - started
     verdicts = Counter(row["verdict"] for row in rows)
-    return {"label": label, "failsafe": str(Path(failsafe.__file__).parent), "seeds": seeds, "runs": len(runs),
-            "kinds": sorted({run.kind for run in runs}), "mutations": len(MUTATIONS), "mutants": len(rows), "wall_s": round(wall_s, 1),
-            "verdicts": dict(verdicts), "valid_or_known": verdicts["VALID"] + verdicts["KNOWN"],
-            "not_allowed": sum(not row["allowed"] for row in rows),
-            "valid_or_known_by_mutation": dict(Counter(row["mutation"] for row in rows if row["verdict"] in ("VALID", "KNOWN"))),
-            "rows": rows}
+    return {
+        "label": label,
+        "failsafe": str(Path(failsafe.__file__).parent),
+        "seeds": seeds,
+        "runs": len(runs),
+        "kinds": sorted({run.kind for run in runs}),
+        "mutations": len(MUTATIONS),
+        "mutants": len(rows),
+        "wall_s": round(wall_s, 1),
+        "verdicts": dict(verdicts),
+        "valid_or_known": verdicts["VALID"] + verdicts["KNOWN"],
+        "not_allowed": sum(not row["allowed"] for row in rows),
+        "valid_or_known_by_mutation": dict(
+            Counter(row["mutation"] for row in rows if row["verdict"] in ("VALID", "KNOWN"))
+        ),
+        "rows": rows,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--label", default="after")
-    parser.add_argument("--merge", nargs="+", type=Path, help="merge these outputs (each one label) into one file instead")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, help="merge these outputs (each one label) into one file instead"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.merge:
@@ -70,8 +94,11 @@ def main() -> None:
         summary = {"by_label": merged, "command": "benchmarks/bench_soundness.py (see its docstring)"}
     else:
         summary = measure(args.seeds, args.label)
-        print(f"{summary['label']}: {summary['mutants']} mutants of {summary['runs']} runs ({', '.join(summary['kinds'])}) in "
-              f"{summary['wall_s']} s: {summary['verdicts']}; VALID or KNOWN: {summary['valid_or_known']}")
+        print(
+            f"{summary['label']}: {summary['mutants']} mutants of {summary['runs']} runs "
+            f"({', '.join(summary['kinds'])}) in "
+            f"{summary['wall_s']} s: {summary['verdicts']}; VALID or KNOWN: {summary['valid_or_known']}"
+        )
     write_summary(summary, args.out)
 
 

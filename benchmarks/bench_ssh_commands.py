@@ -1,7 +1,8 @@
 """What one command costs on a host over SSH: in a session of its own, against in one of the shells failsafe keeps open
 (hosts/shell.py, docs/hosts.md "How failsafe talks to a host").
 
-    .venv/bin/python benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out docs/benchmarks/ssh-commands.json
+    .venv/bin/python benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out \
+        docs/benchmarks/ssh-commands.json
 
 One test host of this machine (a network namespace with its own sshd, failsafe hosts testbed), idle, logged in as root
 (whose login shell and its rc files sshd runs for every session); removed at the end.
@@ -28,8 +29,12 @@ COMMAND = "cat /proc/sys/kernel/random/boot_id"
 
 def spread_ms(values: list[float]) -> dict:
     values = sorted(values)
-    return {"n": len(values), "median": round(statistics.median(values) * 1e3, 1), "min": round(values[0] * 1e3, 1),
-            "max": round(values[-1] * 1e3, 1)}
+    return {
+        "n": len(values),
+        "median": round(statistics.median(values) * 1e3, 1),
+        "min": round(values[0] * 1e3, 1),
+        "max": round(values[-1] * 1e3, 1),
+    }
 
 
 def timed(run, count: int) -> list[float]:
@@ -64,10 +69,16 @@ def main() -> None:
     finally:
         left = testbed.destroy(bed)
     user = pwd.getpwnam("root")
-    summary = {"what": f"{args.commands} commands ({COMMAND}) one after the other on an idle test host over one SSH connection",
-               "login_shell": user.pw_shell, "rc_file": str(Path(user.pw_dir) / ".bashrc"),
-               "rc_file_exists": (Path(user.pw_dir) / ".bashrc").exists(),
-               "session_ms": spread_ms(session), "shell_ms": spread_ms(shell), **({"left_on_hosts": left} if left else {})}
+    summary = {
+        "what": f"{args.commands} commands ({COMMAND}) one after the other on an idle test host over one SSH "
+        f"connection",
+        "login_shell": user.pw_shell,
+        "rc_file": str(Path(user.pw_dir) / ".bashrc"),
+        "rc_file_exists": (Path(user.pw_dir) / ".bashrc").exists(),
+        "session_ms": spread_ms(session),
+        "shell_ms": spread_ms(shell),
+        **({"left_on_hosts": left} if left else {}),
+    }
     write_summary(summary, args.out)
 
 

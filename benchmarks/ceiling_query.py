@@ -1,6 +1,7 @@
 """The ceiling the pipeline is measured against: the simplest Spark query on the same topic.
 
-    .venv/bin/python benchmarks/ceiling_query.py --bootstrap-server HOST:PORT --checkpoint DIR [--batch 50000] [--master local[2]]
+    .venv/bin/python benchmarks/ceiling_query.py --bootstrap-server HOST:PORT --checkpoint DIR [--batch 50000] \
+        [--master local[2]]
 
 Spark's Kafka source, ``from_json`` with the purchase schema, a count per product, the ``noop``
 sink, ``availableNow`` in batches of at most --batch records: no state beyond the count, no sink
@@ -31,23 +32,50 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    spark = build_session(SessionSpec(app_name="failsafe-ceiling", master=args.master, jars=tuple(str(j) for j in spark_kafka_dist().jars)))
+    spark = build_session(
+        SessionSpec(
+            app_name="failsafe-ceiling", master=args.master, jars=tuple(str(j) for j in spark_kafka_dist().jars)
+        )
+    )
     from pyspark.sql import functions as F
 
-    source = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap_server).option("subscribe", args.topic)
-              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.batch)).load())
-    counts = source.select(F.from_json(F.col("value").cast("string"), PURCHASE_SCHEMA).alias("p")).groupBy("p.product_id").count()
+    source = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", args.bootstrap_server)
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(args.batch))
+        .load()
+    )
+    counts = (
+        source.select(F.from_json(F.col("value").cast("string"), PURCHASE_SCHEMA).alias("p"))
+        .groupBy("p.product_id")
+        .count()
+    )
     t0 = time.monotonic()
-    query = (counts.writeStream.format("noop").outputMode("complete").option("checkpointLocation", str(args.checkpoint))
-             .trigger(availableNow=True).start())
+    query = (
+        counts.writeStream.format("noop")
+        .outputMode("complete")
+        .option("checkpointLocation", str(args.checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     wall_s = time.monotonic() - t0
     batches = [p for p in query.recentProgress if p["numInputRows"]]
     steady = batches[1:] or batches
     busy_s = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
-    print(json.dumps({"records": sum(p["numInputRows"] for p in batches), "batches": len(batches), "wall_s": round(wall_s, 1),
-                      "first_batch_s": round(batches[0]["durationMs"]["triggerExecution"] / 1000, 1) if batches else None,
-                      "steady_records_per_s": round(sum(p["numInputRows"] for p in steady) / busy_s) if busy_s else None}))
+    print(
+        json.dumps(
+            {
+                "records": sum(p["numInputRows"] for p in batches),
+                "batches": len(batches),
+                "wall_s": round(wall_s, 1),
+                "first_batch_s": round(batches[0]["durationMs"]["triggerExecution"] / 1000, 1) if batches else None,
+                "steady_records_per_s": round(sum(p["numInputRows"] for p in steady) / busy_s) if busy_s else None,
+            }
+        )
+    )
     spark.stop()
 
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from failsafe.cluster import lifecycle
-from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir
+from failsafe.cluster.topology import lifecycle
+from failsafe.cluster.topology.lifecycle import Cluster
 from tests.helpers import free_port_block
 
 READY_TIMEOUT_S = 120
@@ -40,8 +40,12 @@ def percentiles(latencies: list[float]) -> dict:
     latencies = sorted(latencies)
     if not latencies:
         return {"records": 0}
-    return {"records": len(latencies), "p50_s": round(statistics.median(latencies), 3),
-            "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3), "max_s": round(latencies[-1], 3)}
+    return {
+        "records": len(latencies),
+        "p50_s": round(statistics.median(latencies), 3),
+        "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "max_s": round(latencies[-1], 3),
+    }
 
 
 def write_summary(summary: dict, out: Path | None) -> None:

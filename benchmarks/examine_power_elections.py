@@ -1,4 +1,5 @@
-"""Who led each partition after a power-loss, in every run of a power-loss benchmark: read from the runs' topology samples.
+"""Who led each partition after a power-loss, in every run of a power-loss benchmark: read from the runs' topology
+samples.
 
     .venv/bin/python benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json \
         --scenario last-replica-standing --out docs/benchmarks/power-loss-elections.json
@@ -37,13 +38,24 @@ def elections(run_dir: Path) -> list[dict]:
         before = samples.filter(pl.col("time_ns") < cut["start_ns"]).tail(1)
         after = samples.filter(pl.col("time_ns") >= cut["start_ns"])
         leaderless = after.filter(pl.col("leader") < 0)
-        elected = after.filter((pl.col("leader") >= 0) & (pl.col("time_ns") > (leaderless["time_ns"].min() or cut["start_ns"]))).head(1)
+        elected = after.filter(
+            (pl.col("leader") >= 0) & (pl.col("time_ns") > (leaderless["time_ns"].min() or cut["start_ns"]))
+        ).head(1)
         new_leader = elected["leader"][0] if elected.height else None
-        out.append({"topic": topic, "partition": partition, "powered_off": powered_off,
-                    "isr_before": before["isr"][0].to_list() if before.height else None,
-                    "isr_while_leaderless": leaderless["isr"][0].to_list() if leaderless.height else None,
-                    "new_leader": new_leader, "new_leader_lost_power": None if new_leader is None else new_leader in powered_off,
-                    "elected_after_cut_s": round((elected["time_ns"][0] - cut["start_ns"]) / 1e9, 1) if elected.height else None})
+        out.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "powered_off": powered_off,
+                "isr_before": before["isr"][0].to_list() if before.height else None,
+                "isr_while_leaderless": leaderless["isr"][0].to_list() if leaderless.height else None,
+                "new_leader": new_leader,
+                "new_leader_lost_power": None if new_leader is None else new_leader in powered_off,
+                "elected_after_cut_s": round((elected["time_ns"][0] - cut["start_ns"]) / 1e9, 1)
+                if elected.height
+                else None,
+            }
+        )
     return out
 
 
@@ -53,18 +65,36 @@ def main() -> None:
     parser.add_argument("--scenario", default="last-replica-standing")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    rows = [r for r in json.loads(args.bench.read_text())["rows"] if r["scenario"] == args.scenario and r.get("run_dir")]
-    runs = [{"variant": r["variant"], "run": r["run"], "lost": r["counts"]["lost"] + r["counts"]["lost-after-read"],
-             "partitions": elections(Path(r["run_dir"]))} for r in rows]
+    rows = [
+        r for r in json.loads(args.bench.read_text())["rows"] if r["scenario"] == args.scenario and r.get("run_dir")
+    ]
+    runs = [
+        {
+            "variant": r["variant"],
+            "run": r["run"],
+            "lost": r["counts"]["lost"] + r["counts"]["lost-after-read"],
+            "partitions": elections(Path(r["run_dir"])),
+        }
+        for r in rows
+    ]
     cells = {}
     for variant in sorted({r["variant"] for r in runs}):
         mine = [p for r in runs if r["variant"] == variant for p in r["partitions"]]
-        cells[variant] = {"runs": sum(1 for r in runs if r["variant"] == variant),
-                          "new_leader_lost_power": Counter(str(p["new_leader_lost_power"]) for p in mine),
-                          "isr_while_leaderless": Counter(str(p["isr_while_leaderless"]) for p in mine)}
-    write_summary({"what": f"who led each partition of {args.scenario} after its power-loss, from the topology samples",
-                   "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "source": str(args.bench), "cells": cells, "runs": runs},
-                  args.out)
+        cells[variant] = {
+            "runs": sum(1 for r in runs if r["variant"] == variant),
+            "new_leader_lost_power": Counter(str(p["new_leader_lost_power"]) for p in mine),
+            "isr_while_leaderless": Counter(str(p["isr_while_leaderless"]) for p in mine),
+        }
+    write_summary(
+        {
+            "what": f"who led each partition of {args.scenario} after its power-loss, from the topology samples",
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "source": str(args.bench),
+            "cells": cells,
+            "runs": runs,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

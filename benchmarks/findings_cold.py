@@ -12,7 +12,8 @@ retried. This runs the campaign workload without faults (so nothing but the clus
 and on a Kafka version of choice. Each run's record says whether a reader never caught up, which, and whether the
 stuck reader's client log has the request-level error; the runs' results.json are summed up as --repeat does.
 
-    .venv/bin/python benchmarks/findings_cold.py --mode cold --runs 10 --out docs/findings/cold-coordinator-librdkafka.json
+    .venv/bin/python benchmarks/findings_cold.py --mode cold --runs 10 --out \
+        docs/findings/cold-coordinator-librdkafka.json
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from failsafe.campaigns.plan import load_workload
 from failsafe.campaigns.schedule import Schedule, scenario_data, write_schedule
-from failsafe.scenarios.repeat import aggregate
+from failsafe.scenarios.store.repeat import aggregate
 
 ROOT = Path(__file__).resolve().parent.parent
 FAILSAFE = str(ROOT / ".venv" / "bin" / "failsafe")
@@ -55,9 +56,18 @@ def down(cluster: Path) -> None:
 def schedule_file(directory: Path, chaos_s: float) -> Path:
     """The campaign workload under a schedule with no fault, as a campaign (or a shrink down to nothing) writes it."""
     _, base = load_workload(WORKLOAD)
-    data = scenario_data(base, Schedule(chaos_s, ()), SCENARIO, f"The {WORKLOAD} campaign workload with no fault: {chaos_s:g}s of chaos phase")
+    data = scenario_data(
+        base,
+        Schedule(chaos_s, ()),
+        SCENARIO,
+        f"The {WORKLOAD} campaign workload with no fault: {chaos_s:g}s of chaos phase",
+    )
     directory.mkdir(parents=True, exist_ok=True)
-    return write_schedule(directory / f"{SCENARIO}.toml", data, "Made by benchmarks/findings_cold.py: librdkafka#5586 on cold and warm clusters.")
+    return write_schedule(
+        directory / f"{SCENARIO}.toml",
+        data,
+        "Made by benchmarks/findings_cold.py: librdkafka#5586 on cold and warm clusters.",
+    )
 
 
 def run_once(cluster: Path, runs: Path, schedule: Path) -> Path:
@@ -75,10 +85,18 @@ def record(run_dir: Path) -> tuple[dict, dict]:
     results = json.loads((run_dir / "results.json").read_text())
     availability = (results.get("checkers") or {}).get("availability") or {}
     stuck = sorted((availability.get("processes") or {}).get("never-caught-up") or [])
-    logs = {p.name.removesuffix(".client.log"): p.read_text(errors="replace") for p in (run_dir / "logs").glob("*.client.log")}
+    logs = {
+        p.name.removesuffix(".client.log"): p.read_text(errors="replace")
+        for p in (run_dir / "logs").glob("*.client.log")
+    }
     showed = sorted(process for process, text in logs.items() if MECHANISM in text)
-    return results, {"dir": run_dir.name, "verdict": results.get("verdict"), "never_caught_up": stuck,
-                     "request_level_not_coordinator": showed, "drain_gave_up": _drain_gave_up(run_dir)}
+    return results, {
+        "dir": run_dir.name,
+        "verdict": results.get("verdict"),
+        "never_caught_up": stuck,
+        "request_level_not_coordinator": showed,
+        "drain_gave_up": _drain_gave_up(run_dir),
+    }
 
 
 def _drain_gave_up(run_dir: Path) -> bool:
@@ -99,7 +117,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    cluster, runs = args.dir / "cluster", args.dir / f"runs-{args.mode}-{args.kafka_version}-{time.strftime('%Y%m%dT%H%M%S')}"
+    cluster, runs = (
+        args.dir / "cluster",
+        args.dir / f"runs-{args.mode}-{args.kafka_version}-{time.strftime('%Y%m%dT%H%M%S')}",
+    )
     down(cluster)
     schedule = schedule_file(runs, args.chaos_s)
     collected: list[tuple[str, dict]] = []
@@ -125,14 +146,21 @@ def main() -> None:
     stats = aggregate(SCENARIO, collected)
     stuck_runs = [r for r in records if r["never_caught_up"]]
     stats["cold_coordinator"] = {
-        "mode": args.mode, "kafka_version": args.kafka_version, "runs": len(records),
+        "mode": args.mode,
+        "kafka_version": args.kafka_version,
+        "runs": len(records),
         "runs_with_a_reader_never_caught_up": len(stuck_runs),
         "runs_with_the_request_level_error": sum(bool(r["request_level_not_coordinator"]) for r in records),
         # Each stuck reader's log has the error, and no reader with the error read on: the mechanism, run by run.
-        "stuck_readers_with_the_error": sum(len(set(r["never_caught_up"]) & set(r["request_level_not_coordinator"])) for r in records),
+        "stuck_readers_with_the_error": sum(
+            len(set(r["never_caught_up"]) & set(r["request_level_not_coordinator"])) for r in records
+        ),
         "stuck_readers": sum(len(r["never_caught_up"]) for r in records),
-        "readers_with_the_error_not_stuck": sum(len(set(r["request_level_not_coordinator"]) - set(r["never_caught_up"])) for r in records),
-        "command": f".venv/bin/python benchmarks/findings_cold.py --mode {args.mode} --runs {args.runs} --kafka-version {args.kafka_version}",
+        "readers_with_the_error_not_stuck": sum(
+            len(set(r["request_level_not_coordinator"]) - set(r["never_caught_up"])) for r in records
+        ),
+        "command": f".venv/bin/python benchmarks/findings_cold.py --mode {args.mode} --runs {args.runs} "
+        f"--kafka-version {args.kafka_version}",
         "records": records,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

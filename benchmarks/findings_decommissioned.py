@@ -11,7 +11,8 @@ which members were handed a Metadata response listing no broker, and which had n
 closed. The counts go into the stored file under "decommissioned_coordinator".
 
     .venv/bin/python benchmarks/findings_decommissioned.py --runs /tmp/failsafe-findings/runs \
-        brokers-cut-from-controllers-librdkafka brokers-cut-from-controllers-java brokers-cut-from-controllers-5s-librdkafka \
+        brokers-cut-from-controllers-librdkafka brokers-cut-from-controllers-java \
+            brokers-cut-from-controllers-5s-librdkafka \
         brokers-cut-from-controllers-librdkafka-debug-metadata
 """
 
@@ -54,7 +55,11 @@ def owners(history, stuck: pl.DataFrame) -> list[str]:
     assigns = history.membership.filter(pl.col("f") == Op.ASSIGN).sort("time_ns")
     found = []
     for row in stuck.iter_rows(named=True):
-        held = assigns.filter((pl.col("group") == row["reader"]) & (pl.col("topic") == row["topic"]) & (pl.col("partition") == row["partition"]))
+        held = assigns.filter(
+            (pl.col("group") == row["reader"])
+            & (pl.col("topic") == row["topic"])
+            & (pl.col("partition") == row["partition"])
+        )
         found.append(held["process"][-1] if held.height else row["reader"])
     return sorted(set(found))
 
@@ -75,16 +80,24 @@ def record(run_dir: Path) -> dict:
     results = json.loads((run_dir / "results.json").read_text())
     history = load_history(run_dir / "history.jsonl")
     stuck = never_caught_up(history)
-    consumers = {p.name.removesuffix(".client.log"): p.read_text(errors="replace") for p in (run_dir / "logs").glob("member-*.client.log")}
+    consumers = {
+        p.name.removesuffix(".client.log"): p.read_text(errors="replace")
+        for p in (run_dir / "logs").glob("member-*.client.log")
+    }
     delivery = results["checkers"]["delivery"]["counts"]
-    return {"dir": run_dir.name, "verdict": results.get("verdict"),
-            "partitions_never_read_to_the_end": [f"{r['topic']}-{r['partition']}" for r in stuck.iter_rows(named=True)],
-            "stuck_members": owners(history, stuck), "members_logging_decommissioned": sorted(p for p, t in consumers.items() if MECHANISM in t),
-            "members_left_in_query_coord": sorted(p for p, t in consumers.items() if left_querying(t)),
-            "members_told_no_broker": sorted(p for p, t in consumers.items() if NO_BROKER.search(t)),
-            "members_left_without_a_broker": sorted(p for p, t in consumers.items() if left_without_a_broker(t)),
-            "members_back_to_bootstrap": sorted(p for p, t in consumers.items() if went_back_to_bootstrap(t)),
-            "lost_not_in_log": delivery.get("lost-not-in-log", 0), "lost_in_log_not_consumed": delivery.get("lost-in-log-not-consumed", 0)}
+    return {
+        "dir": run_dir.name,
+        "verdict": results.get("verdict"),
+        "partitions_never_read_to_the_end": [f"{r['topic']}-{r['partition']}" for r in stuck.iter_rows(named=True)],
+        "stuck_members": owners(history, stuck),
+        "members_logging_decommissioned": sorted(p for p, t in consumers.items() if MECHANISM in t),
+        "members_left_in_query_coord": sorted(p for p, t in consumers.items() if left_querying(t)),
+        "members_told_no_broker": sorted(p for p, t in consumers.items() if NO_BROKER.search(t)),
+        "members_left_without_a_broker": sorted(p for p, t in consumers.items() if left_without_a_broker(t)),
+        "members_back_to_bootstrap": sorted(p for p, t in consumers.items() if went_back_to_bootstrap(t)),
+        "lost_not_in_log": delivery.get("lost-not-in-log", 0),
+        "lost_in_log_not_consumed": delivery.get("lost-in-log-not-consumed", 0),
+    }
 
 
 def summary(records: list[dict]) -> dict:
@@ -93,17 +106,36 @@ def summary(records: list[dict]) -> dict:
         "runs_with_a_partition_never_read_to_the_end": sum(bool(r["stuck_members"]) for r in records),
         "runs_with_the_line": sum(bool(r["members_logging_decommissioned"]) for r in records),
         "stuck_members": sum(len(r["stuck_members"]) for r in records),
-        "stuck_members_with_the_line": sum(len(set(r["stuck_members"]) & set(r["members_logging_decommissioned"])) for r in records),
-        "members_with_the_line_not_stuck": sum(len(set(r["members_logging_decommissioned"]) - set(r["stuck_members"])) for r in records),
-        "stuck_members_left_in_query_coord": sum(len(set(r["stuck_members"]) & set(r["members_left_in_query_coord"])) for r in records),
-        "members_left_in_query_coord_not_stuck": sum(len(set(r["members_left_in_query_coord"]) - set(r["stuck_members"])) for r in records),
-        "stuck_members_told_no_broker": sum(len(set(r["stuck_members"]) & set(r["members_told_no_broker"])) for r in records),
-        "members_told_no_broker_not_stuck": sum(len(set(r["members_told_no_broker"]) - set(r["stuck_members"])) for r in records),
-        "stuck_members_left_without_a_broker": sum(len(set(r["stuck_members"]) & set(r["members_left_without_a_broker"])) for r in records),
-        "members_left_without_a_broker_not_stuck": sum(len(set(r["members_left_without_a_broker"]) - set(r["stuck_members"]))
-                                                       for r in records),
-        "stuck_members_back_to_bootstrap": sum(len(set(r["stuck_members"]) & set(r["members_back_to_bootstrap"])) for r in records),
-        "members_back_to_bootstrap_not_stuck": sum(len(set(r["members_back_to_bootstrap"]) - set(r["stuck_members"])) for r in records),
+        "stuck_members_with_the_line": sum(
+            len(set(r["stuck_members"]) & set(r["members_logging_decommissioned"])) for r in records
+        ),
+        "members_with_the_line_not_stuck": sum(
+            len(set(r["members_logging_decommissioned"]) - set(r["stuck_members"])) for r in records
+        ),
+        "stuck_members_left_in_query_coord": sum(
+            len(set(r["stuck_members"]) & set(r["members_left_in_query_coord"])) for r in records
+        ),
+        "members_left_in_query_coord_not_stuck": sum(
+            len(set(r["members_left_in_query_coord"]) - set(r["stuck_members"])) for r in records
+        ),
+        "stuck_members_told_no_broker": sum(
+            len(set(r["stuck_members"]) & set(r["members_told_no_broker"])) for r in records
+        ),
+        "members_told_no_broker_not_stuck": sum(
+            len(set(r["members_told_no_broker"]) - set(r["stuck_members"])) for r in records
+        ),
+        "stuck_members_left_without_a_broker": sum(
+            len(set(r["stuck_members"]) & set(r["members_left_without_a_broker"])) for r in records
+        ),
+        "members_left_without_a_broker_not_stuck": sum(
+            len(set(r["members_left_without_a_broker"]) - set(r["stuck_members"])) for r in records
+        ),
+        "stuck_members_back_to_bootstrap": sum(
+            len(set(r["stuck_members"]) & set(r["members_back_to_bootstrap"])) for r in records
+        ),
+        "members_back_to_bootstrap_not_stuck": sum(
+            len(set(r["members_back_to_bootstrap"]) - set(r["stuck_members"])) for r in records
+        ),
         "acknowledged_lost_not_in_log": sum(r["lost_not_in_log"] for r in records),
         "records": records,
     }

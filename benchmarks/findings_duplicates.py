@@ -1,4 +1,5 @@
-"""Where duplicates sit: for runs with values written twice, which copy was acknowledged, when they were sent, how far apart.
+"""Where duplicates sit: for runs with values written twice, which copy was acknowledged, when they were sent, how far
+apart.
 
     .venv/bin/python benchmarks/findings_duplicates.py RUN_DIR [RUN_DIR ...] [--out FILE]
 
@@ -31,8 +32,11 @@ def main() -> None:
     gaps: list[int] = []
     for run in args.runs:
         h = load_history(run / "history.jsonl")
-        copies = h.log.group_by("topic", "value").agg(pl.col("offset").min().alias("first"), pl.col("offset").max().alias("last"),
-                                                      pl.len().alias("n")).filter(pl.col("n") > 1)
+        copies = (
+            h.log.group_by("topic", "value")
+            .agg(pl.col("offset").min().alias("first"), pl.col("offset").max().alias("last"), pl.len().alias("n"))
+            .filter(pl.col("n") > 1)
+        )
         sends = h.sends.select("topic", "value", "invoke_ns", "outcome", pl.col("offset").alias("acked_offset"))
         joined = copies.join(sends, on=["topic", "value"], how="left")
         faults = h.faults.filter(pl.col("target") == "broker").select("start_ns", "stop_ns").to_dicts()
@@ -47,11 +51,25 @@ def main() -> None:
     print(f"acknowledged: {acknowledged}, of which at the later copy: {at_later}")
     print(f"sent while a broker fault was active: {during_fault}")
     if gaps:
-        print(f"offsets between first and last copy: min {min(gaps)}, median {statistics.median(gaps):g}, max {max(gaps)}")
+        print(
+            f"offsets between first and last copy: min {min(gaps)}, median {statistics.median(gaps):g}, max {max(gaps)}"
+        )
     if args.out:
-        summary = {"runs": len(args.runs), "run_dirs": [str(r) for r in args.runs], "values_written_more_than_once": values,
-                   "acknowledged": acknowledged, "acknowledged_at_the_later_copy": at_later, "sent_during_a_broker_fault": during_fault,
-                   "offsets_between_first_and_last_copy": {"min": min(gaps), "median": statistics.median(gaps), "max": max(gaps)} if gaps else None}
+        summary = {
+            "runs": len(args.runs),
+            "run_dirs": [str(r) for r in args.runs],
+            "values_written_more_than_once": values,
+            "acknowledged": acknowledged,
+            "acknowledged_at_the_later_copy": at_later,
+            "sent_during_a_broker_fault": during_fault,
+            "offsets_between_first_and_last_copy": {
+                "min": min(gaps),
+                "median": statistics.median(gaps),
+                "max": max(gaps),
+            }
+            if gaps
+            else None,
+        }
         args.out.write_text(json.dumps(summary, indent=2) + "\n")
 
 

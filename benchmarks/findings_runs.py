@@ -11,9 +11,11 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent.parent / "docs" / "findings"
 
 
-def annotate_stored(description: str, key: str, record: Callable[[Path], dict], summary: Callable[[list[dict]], dict]) -> None:
-    """The command line ``--runs DIR LABEL...``: for each label, ``summary`` of ``record`` of every run under DIR/LABEL, stored
-    under ``key`` in docs/findings/LABEL.json and printed without its records."""
+def annotate_stored(
+    description: str, key: str, record: Callable[[Path], dict], summary: Callable[[list[dict]], dict]
+) -> None:
+    """The command line ``--runs DIR LABEL...``: for each label, ``summary`` of ``record`` of every run under DIR/LABEL,
+    stored under ``key`` in docs/findings/LABEL.json and printed without its records."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, required=True, help="findings.sh's DIR/runs")
     parser.add_argument("labels", nargs="+")

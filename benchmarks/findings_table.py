@@ -22,9 +22,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from failsafe.scenarios.repeat import aggregate
+from failsafe.scenarios.store.repeat import aggregate
 
-ANOMALIES = ("delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged", "delivery.lost", "order.nonmonotonic-send")
+ANOMALIES = (
+    "delivery.duplicate-acknowledged",
+    "delivery.duplicate-unacknowledged",
+    "delivery.lost",
+    "order.nonmonotonic-send",
+)
 GROUPS = ("led", "follower", "unreplicated")
 
 
@@ -44,7 +49,9 @@ def anomaly_table(files: list[tuple[str, dict]]) -> str:
     header = ["configuration", "runs", *(f"runs with {a} (count)" for a in ANOMALIES)]
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, stats in files:
-        rows.append("| " + " | ".join([label, str(stats["runs"]), *(_anomaly_cell(stats, a) for a in ANOMALIES)]) + " |")
+        rows.append(
+            "| " + " | ".join([label, str(stats["runs"]), *(_anomaly_cell(stats, a) for a in ANOMALIES)]) + " |"
+        )
     return "\n".join(rows)
 
 
@@ -70,7 +77,9 @@ def rebuild(runs_root: Path, out: Path) -> list[Path]:
                 if check.returncode == 2:
                     raise SystemExit(f"{run_dir}: {check.stderr.strip()}")
                 runs.append((str(run_dir), json.loads((run_dir / "results.json").read_text())))
-            overrides = json.loads((Path(runs[0][0]) / "manifest.json").read_text()).get("overrides", []) if runs else []
+            overrides = (
+                json.loads((Path(runs[0][0]) / "manifest.json").read_text()).get("overrides", []) if runs else []
+            )
             stats = aggregate(scenario_dir.name, runs, overrides)
             out.mkdir(parents=True, exist_ok=True)
             path = out / f"{label_dir.name}.json"
@@ -89,7 +98,15 @@ def main() -> None:
     files = [(path.stem, json.loads(path.read_text())) for path in sorted(paths)]
     print(anomaly_table(files))
     print()
-    print(stall_table([(label, stats) for label, stats in files if any(k.startswith("availability.stall_by_group") for k in stats["times"])]))
+    print(
+        stall_table(
+            [
+                (label, stats)
+                for label, stats in files
+                if any(k.startswith("availability.stall_by_group") for k in stats["times"])
+            ]
+        )
+    )
 
 
 if __name__ == "__main__":

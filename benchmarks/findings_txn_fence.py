@@ -1,4 +1,5 @@
-"""What a transactional producer is told after its coordinator was frozen: the runs of `findings.sh txn-fence` read one by one.
+"""What a transactional producer is told after its coordinator was frozen: the runs of `findings.sh txn-fence` read one
+by one.
 
 A campaign run (txn-kafka-java-tv2, seed 2913, run 0) had a transactional producer told it was fenced with no other
 instance of its transactional.id anywhere: the broker coordinating it was paused 14 s, past its 10 s
@@ -27,8 +28,8 @@ from benchmarks.findings_runs import annotate_stored  # noqa: E402
 
 WRITER = "writer-0"
 # The names a fence goes by in the history: librdkafka's own _FENCED (its fatal error, also what it makes of
-# INVALID_PRODUCER_EPOCH in EndTxn), recorded as FENCED (workloads/outcomes.error_name drops the leading underscore), and
-# Kafka's PRODUCER_FENCED (the Java client's ProducerFencedException).
+# INVALID_PRODUCER_EPOCH in EndTxn), recorded as FENCED (workloads/outcomes.error_name drops the leading underscore),
+# and Kafka's PRODUCER_FENCED (the Java client's ProducerFencedException).
 FENCED = {"FENCED", "_FENCED", "PRODUCER_FENCED"}
 EPOCH = "INVALID_PRODUCER_EPOCH"
 # What the clients' logs say when the coordinator answers with a stale epoch.
@@ -53,14 +54,22 @@ def record(run_dir: Path) -> dict:
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
     transactions = (results.get("checkers") or {}).get("transactions") or {}
     faults = transactions.get("faults") or []
-    first_new = next((f["writers"].get(WRITER, {}).get("first_new_commit_ms") for f in faults if f.get("fault") == "pause"), None)
-    return {"dir": run_dir.name, "verdict": results.get("verdict"),
-            "pause_s": None if start is None or stop is None else round((stop - start) / 1e9, 1),
-            "errors": dict(sorted(errors.items())), "outcomes": dict(sorted(outcomes.items())),
-            "told_fenced": sum(n for e, n in errors.items() if e in FENCED), "told_invalid_epoch": errors.get(EPOCH, 0),
-            "log_lines": {w: log.count(w) for w in LOG_WORDS if w in log},
-            "stopped": [o.get("error") for o in closes if o.get("error")],
-            "first_new_commit_ms": first_new, "violations": transactions.get("violations") or []}
+    first_new = next(
+        (f["writers"].get(WRITER, {}).get("first_new_commit_ms") for f in faults if f.get("fault") == "pause"), None
+    )
+    return {
+        "dir": run_dir.name,
+        "verdict": results.get("verdict"),
+        "pause_s": None if start is None or stop is None else round((stop - start) / 1e9, 1),
+        "errors": dict(sorted(errors.items())),
+        "outcomes": dict(sorted(outcomes.items())),
+        "told_fenced": sum(n for e, n in errors.items() if e in FENCED),
+        "told_invalid_epoch": errors.get(EPOCH, 0),
+        "log_lines": {w: log.count(w) for w in LOG_WORDS if w in log},
+        "stopped": [o.get("error") for o in closes if o.get("error")],
+        "first_new_commit_ms": first_new,
+        "violations": transactions.get("violations") or [],
+    }
 
 
 def summary(records: list[dict]) -> dict:

@@ -1,6 +1,8 @@
-"""Where a micro-batch of the pipeline spends its time, from Spark's own event log: jobs, stages, task time against CPU time.
+"""Where a micro-batch of the pipeline spends its time, from Spark's own event log: jobs, stages, task time against CPU
+time.
 
-    .venv/bin/python benchmarks/profile_pipeline.py --dir /tmp/failsafe-bench-cluster --out docs/benchmarks/pipeline-profile.json
+    .venv/bin/python benchmarks/profile_pipeline.py --dir /tmp/failsafe-bench-cluster --out \
+        docs/benchmarks/pipeline-profile.json
 
 The simulator writes --backlog purchases; the pipeline's query (job.start_queries, with its sink)
 reads them with --available-now in batches of at most --batch records, in this process, with
@@ -22,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
-from failsafe.scenarios import setup  # noqa: E402
+from failsafe.scenarios.engine import setup
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS  # noqa: E402
 
 PROGRESS_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
@@ -36,11 +38,24 @@ def run_query(bootstrap: str, work: Path, batch: int) -> Path:
 
     events = work / "events"
     events.mkdir(parents=True)
-    spark = build_session(SessionSpec(app_name="failsafe-profile", jars=tuple(str(j) for j in spark_kafka_dist().jars),
-                                      extra={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events),
-                                             "spark.eventLog.compress": "false"}))
-    config = PipelineConfig(bootstrap_servers=bootstrap, output_dir=work / "output", checkpoint_dir=work / "checkpoint", available_now=True,
-                            max_offsets_per_trigger=batch)
+    spark = build_session(
+        SessionSpec(
+            app_name="failsafe-profile",
+            jars=tuple(str(j) for j in spark_kafka_dist().jars),
+            extra={
+                "spark.eventLog.enabled": "true",
+                "spark.eventLog.dir": str(events),
+                "spark.eventLog.compress": "false",
+            },
+        )
+    )
+    config = PipelineConfig(
+        bootstrap_servers=bootstrap,
+        output_dir=work / "output",
+        checkpoint_dir=work / "checkpoint",
+        available_now=True,
+        max_offsets_per_trigger=batch,
+    )
     try:
         for query in start_queries(spark, config, read_products(spark, config)).values():
             query.awaitTermination()
@@ -61,7 +76,11 @@ def batches_from_log(log: Path) -> list[dict]:
             event = json.loads(line)
             kind = event["Event"]
             if kind == "SparkListenerJobStart":
-                jobs[event["Job ID"]] = {"job": event["Job ID"], "start": event["Submission Time"], "stage_ids": event["Stage IDs"]}
+                jobs[event["Job ID"]] = {
+                    "job": event["Job ID"],
+                    "start": event["Submission Time"],
+                    "stage_ids": event["Stage IDs"],
+                }
                 pending.append(event["Job ID"])
             elif kind == "SparkListenerJobEnd":
                 jobs[event["Job ID"]]["duration_ms"] = event["Completion Time"] - jobs[event["Job ID"]]["start"]
@@ -70,25 +89,54 @@ def batches_from_log(log: Path) -> list[dict]:
             elif kind == PROGRESS_EVENT:
                 progress = event["progress"]
                 rows = sum(source.get("numInputRows", 0) for source in progress.get("sources") or [])
-                batches.append({"batch_id": progress["batchId"], "num_input_rows": rows, "duration_ms": progress["durationMs"],
-                                "state_operator": {k: v for k, v in (progress["stateOperators"] or [{}])[0].items()
-                                                   if k in ("numRowsTotal", "numRowsUpdated", "allUpdatesTimeMs", "allRemovalsTimeMs",
-                                                            "commitTimeMs", "numShufflePartitions")},
-                                "job_ids": pending})
+                batches.append(
+                    {
+                        "batch_id": progress["batchId"],
+                        "num_input_rows": rows,
+                        "duration_ms": progress["durationMs"],
+                        "state_operator": {
+                            k: v
+                            for k, v in (progress["stateOperators"] or [{}])[0].items()
+                            if k
+                            in (
+                                "numRowsTotal",
+                                "numRowsUpdated",
+                                "allUpdatesTimeMs",
+                                "allRemovalsTimeMs",
+                                "commitTimeMs",
+                                "numShufflePartitions",
+                            )
+                        },
+                        "job_ids": pending,
+                    }
+                )
                 pending = []
     for b in batches:
-        # A job's stages in the order Spark numbered them, parents first (a stage skipped because its output was reused has no line).
-        b["jobs"] = [{"duration_ms": jobs[j].get("duration_ms"), "stages": [stages[s] for s in sorted(jobs[j]["stage_ids"]) if s in stages]}
-                     for j in b.pop("job_ids")]
+        # A job's stages in the order Spark numbered them, parents first (a stage skipped because its output was reused
+        # has no line).
+        b["jobs"] = [
+            {
+                "duration_ms": jobs[j].get("duration_ms"),
+                "stages": [stages[s] for s in sorted(jobs[j]["stage_ids"]) if s in stages],
+            }
+            for j in b.pop("job_ids")
+        ]
     return batches
 
 
 def _stage(info: dict) -> dict:
     metrics = {a["Name"].removeprefix("internal.metrics."): a.get("Value") for a in info.get("Accumulables", [])}
-    return {"stage": info["Stage ID"], "name": info["Stage Name"].split(" at ")[0], "tasks": info["Number of Tasks"],
-            "duration_ms": info["Completion Time"] - info["Submission Time"], "run_ms": metrics.get("executorRunTime", 0),
-            "cpu_ms": round(metrics.get("executorCpuTime", 0) / 1e6), "gc_ms": metrics.get("jvmGCTime", 0),
-            "input_records": metrics.get("input.recordsRead", 0), "shuffle_read_records": metrics.get("shuffle.read.recordsRead", 0)}
+    return {
+        "stage": info["Stage ID"],
+        "name": info["Stage Name"].split(" at ")[0],
+        "tasks": info["Number of Tasks"],
+        "duration_ms": info["Completion Time"] - info["Submission Time"],
+        "run_ms": metrics.get("executorRunTime", 0),
+        "cpu_ms": round(metrics.get("executorCpuTime", 0) / 1e6),
+        "gc_ms": metrics.get("jvmGCTime", 0),
+        "input_records": metrics.get("input.recordsRead", 0),
+        "shuffle_read_records": metrics.get("shuffle.read.recordsRead", 0),
+    }
 
 
 def main() -> None:
@@ -103,10 +151,34 @@ def main() -> None:
     args.work.mkdir(parents=True)
     with cluster_at(args.dir) as cluster:
         setup.fresh_topics(cluster.bootstrap_servers, DEMO_TOPICS, [])
-        subprocess.run([sys.executable, "-m", "failsafe", "simulate", "sales", "--bootstrap-server", cluster.bootstrap_servers, "--rate", "0",
-                        "--count", str(args.backlog), "--ledger", str(args.work / "ledger")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "failsafe",
+                "simulate",
+                "sales",
+                "--bootstrap-server",
+                cluster.bootstrap_servers,
+                "--rate",
+                "0",
+                "--count",
+                str(args.backlog),
+                "--ledger",
+                str(args.work / "ledger"),
+            ],
+            check=True,
+        )
         log = run_query(cluster.bootstrap_servers, args.work, args.batch)
-    write_summary({"master": "local[2]", "records": args.backlog, "max_records_per_batch": args.batch, "batches": batches_from_log(log)}, args.out)
+    write_summary(
+        {
+            "master": "local[2]",
+            "records": args.backlog,
+            "max_records_per_batch": args.batch,
+            "batches": batches_from_log(log),
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

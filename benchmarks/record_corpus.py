@@ -1,9 +1,10 @@
-"""Record the soundness suite's corpus: real runs of every scenario kind and fault family, kept small, under tests/data/corpus.
+"""Record the soundness suite's corpus: real runs of every scenario kind and fault family, kept small, under
+tests/data/corpus.
 
-Each entry is run the way a newcomer runs it (``failsafe run`` or ``failsafe campaign`` on a cluster directory of its own,
-which the command starts and stops), with shorter phases and lower rates than the catalog's so the corpus stays a few MB.
-What is kept of each run: scenario.json, history.jsonl (gzipped), and what its kind's judge reads besides (the pipeline's
-ledger and sink), with ``corpus.json``: the command, the verdict the run got, and when it was recorded.
+Each entry is run the way a newcomer runs it (``failsafe run`` or ``failsafe campaign`` on a cluster directory of its
+own, which the command starts and stops), with shorter phases and lower rates than the catalog's so the corpus stays a
+few MB. What is kept of each run: scenario.json, history.jsonl (gzipped), and what its kind's judge reads besides (the
+pipeline's ledger and sink), with ``corpus.json``: the command, the verdict the run got, and when it was recorded.
 
     .venv/bin/python benchmarks/record_corpus.py --work /tmp/failsafe-corpus            # every entry
     .venv/bin/python benchmarks/record_corpus.py --work /tmp/failsafe-corpus txn-coordinator-kill
@@ -41,17 +42,48 @@ class Entry:
 
 ENTRIES = (
     Entry("lab-broker-failover", "process", ("run", "broker-failover", *QUIET, "--set", "phases.chaos_s=12")),
-    Entry("lab-leader-isolated", "network", ("run", "leader-isolated", *QUIET, "--set", "phases.chaos_s=16", "--set", "faults[0].duration_s=10",
-                                             "--set", "phases.recover_s=4")),
+    Entry(
+        "lab-leader-isolated",
+        "network",
+        (
+            "run",
+            "leader-isolated",
+            *QUIET,
+            "--set",
+            "phases.chaos_s=16",
+            "--set",
+            "faults[0].duration_s=10",
+            "--set",
+            "phases.recover_s=4",
+        ),
+    ),
     Entry("txn-coordinator-kill", "process", ("run", "txn-coordinator-kill", *QUIET, "--set", "phases.chaos_s=12")),
     Entry("share-consumer-killed", "client", ("run", "share-consumer-killed", *QUIET)),
     Entry("dr-failover", "region", ("run", "dr-failover", *QUIET)),
-    Entry("power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")),
-    Entry("pipeline-broker-failover", "process", ("run", "pipeline-broker-failover", "--set", "simulator.rate_per_s=60",
-                                                  "--set", "faults[0].duration_s=10", "--set", "phases.chaos_s=14"),
-          extra=("ledger", "output")),
-    Entry("campaign-acks-all", "campaign", ("campaign", "--workload", "acks-all", "--runs", "1", "--seed", "48", "--duration-s", "8"),
-          campaign=True),
+    Entry(
+        "power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")
+    ),
+    Entry(
+        "pipeline-broker-failover",
+        "process",
+        (
+            "run",
+            "pipeline-broker-failover",
+            "--set",
+            "simulator.rate_per_s=60",
+            "--set",
+            "faults[0].duration_s=10",
+            "--set",
+            "phases.chaos_s=14",
+        ),
+        extra=("ledger", "output"),
+    ),
+    Entry(
+        "campaign-acks-all",
+        "campaign",
+        ("campaign", "--workload", "acks-all", "--runs", "1", "--seed", "48", "--duration-s", "8"),
+        campaign=True,
+    ),
 )
 
 
@@ -67,11 +99,19 @@ def record(entry: Entry, work: Path) -> dict:
     (where / "output.log").write_text(done.stdout + done.stderr)
     histories = sorted((where / "runs").rglob("history.jsonl"))
     if len(histories) != 1:
-        raise SystemExit(f"{entry.name}: exit {done.returncode}, {len(histories)} histories (one expected): see {where / 'output.log'}")
+        raise SystemExit(
+            f"{entry.name}: exit {done.returncode}, {len(histories)} histories (one expected): see "
+            f"{where / 'output.log'}"
+        )
     run = histories[0].parent
     results = json.loads((run / "results.json").read_text())
-    return {"run": run, "exit_code": done.returncode, "verdict": results.get("verdict"), "wall_s": round(time.monotonic() - started, 1),
-            "command": ["failsafe", *entry.args]}
+    return {
+        "run": run,
+        "exit_code": done.returncode,
+        "verdict": results.get("verdict"),
+        "wall_s": round(time.monotonic() - started, 1),
+        "command": ["failsafe", *entry.args],
+    }
 
 
 def pack(entry: Entry, recorded: dict) -> Path:
@@ -80,13 +120,24 @@ def pack(entry: Entry, recorded: dict) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     shutil.copy(run / "scenario.json", target / "scenario.json")
-    with (run / "history.jsonl").open("rb") as source, gzip.open(target / "history.jsonl.gz", "wb", compresslevel=9) as gz:
+    with (
+        (run / "history.jsonl").open("rb") as source,
+        gzip.open(target / "history.jsonl.gz", "wb", compresslevel=9) as gz,
+    ):
         shutil.copyfileobj(source, gz)
     for name in entry.extra:
         shutil.copytree(run / name, target / name)
-    meta = {"name": entry.name, "family": entry.family, "kind": json.loads((run / "scenario.json").read_text()).get("kind", "lab"),
-            "verdict": recorded["verdict"], "exit_code": recorded["exit_code"], "command": recorded["command"], "wall_s": recorded["wall_s"],
-            "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "extra": list(entry.extra)}
+    meta = {
+        "name": entry.name,
+        "family": entry.family,
+        "kind": json.loads((run / "scenario.json").read_text()).get("kind", "lab"),
+        "verdict": recorded["verdict"],
+        "exit_code": recorded["exit_code"],
+        "command": recorded["command"],
+        "wall_s": recorded["wall_s"],
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "extra": list(entry.extra),
+    }
     (target / "corpus.json").write_text(json.dumps(meta, indent=2) + "\n")
     return target
 
@@ -104,7 +155,11 @@ def main() -> None:
         recorded = record(entry, args.work)
         target = pack(entry, recorded)
         size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
-        print(f"  {recorded['verdict']} (exit {recorded['exit_code']}) in {recorded['wall_s']} s -> {target} ({size / 1e3:.0f} kB)", flush=True)
+        print(
+            f"  {recorded['verdict']} (exit {recorded['exit_code']}) in {recorded['wall_s']} s -> {target} "
+            f"({size / 1e3:.0f} kB)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,9 @@
 """What every rendered table stands on: the raw files, the commands that make them, loading and formatting.
 
-render_docs.py renders and checks the docs and holds the registry of tables; the tables live in it (the summary, the
-raw files) and by topic in render_harness.py, render_failover.py, render_pipeline.py, render_findings.py, render_network.py,
-render_campaigns.py, render_transactions.py, render_rebalance.py and render_atlas.py.
-Reads only JSON: no cluster, no import of failsafe.
-"""
+render_docs.py renders and checks the docs and holds the registry of tables; the tables live in it (the summary, the raw
+files) and by topic in render_harness.py, render_failover.py, render_pipeline.py, render_findings.py, render_network.py,
+render_campaigns.py, render_transactions.py, render_rebalance.py and render_atlas.py. Reads only JSON: no cluster, no
+import of failsafe."""
 
 from __future__ import annotations
 
@@ -38,245 +37,545 @@ class Raw:
 
 
 RAW: tuple[Raw, ...] = (
-    Raw("docs/benchmarks/cluster.json", f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json", True),
-    Raw("docs/benchmarks/soundness.json",
-        f"{PY} benchmarks/bench_soundness.py --seeds 5 --out /tmp/soundness-after.json; git worktree add /tmp/before b0859b4; PYTHONPATH=/tmp/before/src "
-        f"{PY} benchmarks/bench_soundness.py --seeds 5 --label before --out /tmp/soundness-before.json; {PY} benchmarks/bench_soundness.py "
-        "--merge /tmp/soundness-before.json /tmp/soundness-after.json --out docs/benchmarks/soundness.json", False,
-        "the corpus (tests/data/corpus) mutated, judged by the code before the single durability judge (commit b0859b4) and after it; "
-        "checkers only, no cluster"),
-    Raw("docs/benchmarks/bad-input-sweep.json", f"{PY} benchmarks/bad_input_sweep.py --out docs/benchmarks/bad-input-sweep.json", False,
-        "every field of every catalog scenario replaced by each of 15 bad values, parsed in-process: no cluster"),
-    Raw("docs/benchmarks/cold-catalog.json", f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold --seed-lab 3 --out docs/benchmarks/cold-catalog.json",
-        False, "every catalog scenario once and the seed lab three times, each on a cluster its run starts (about 75 minutes)"),
-    Raw("docs/benchmarks/cold-reruns.json", f"{PY} benchmarks/cold_catalog.py --work DIR --out FILE NAME ...", False,
-        "share-consumer-paused twice after its pause waited for held records, rebalance-member-paused three times: merged by hand"),
-    Raw("docs/benchmarks/cold-stale.json", f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold-stale --out docs/benchmarks/cold-stale.json "
-        + " ".join(["rebalance-member-paused"] * 5), False, "rebalance-member-paused five times, each cold, after the stale-delivery split"),
-    Raw("docs/benchmarks/structure.json", f"git worktree add /tmp/before50 2e08403; {PY} benchmarks/structure_counts.py --tree /tmp/before50 "
-        f"--label 'before (2e08403)' --out docs/benchmarks/structure.json; {PY} benchmarks/structure_counts.py --label after "
-        "--out docs/benchmarks/structure.json", False, "the structure numbers of issue 50, read from the source (nothing runs)"),
+    Raw(
+        "docs/benchmarks/cluster.json",
+        f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/soundness.json",
+        f"{PY} benchmarks/bench_soundness.py --seeds 5 --out /tmp/soundness-after.json; git worktree add /tmp/before "
+        f"b0859b4; PYTHONPATH=/tmp/before/src {PY} benchmarks/bench_soundness.py --seeds 5 --label before --out "
+        f"/tmp/soundness-before.json; {PY} benchmarks/bench_soundness.py --merge /tmp/soundness-before.json "
+        "/tmp/soundness-after.json --out docs/benchmarks/soundness.json",
+        False,
+        "the corpus (tests/data/corpus) mutated, judged by the code before the single durability judge (commit "
+        "b0859b4) and after it; checkers only, no cluster",
+    ),
+    Raw(
+        "docs/benchmarks/bad-input-sweep.json",
+        f"{PY} benchmarks/bad_input_sweep.py --out docs/benchmarks/bad-input-sweep.json",
+        False,
+        "every field of every catalog scenario replaced by each of 15 bad values, parsed in-process: no cluster",
+    ),
+    Raw(
+        "docs/benchmarks/cold-catalog.json",
+        f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold --seed-lab 3 --out "
+        f"docs/benchmarks/cold-catalog.json",
+        False,
+        "every catalog scenario once and the seed lab three times, each on a cluster its run starts (about 75 minutes)",
+    ),
+    Raw(
+        "docs/benchmarks/cold-reruns.json",
+        f"{PY} benchmarks/cold_catalog.py --work DIR --out FILE NAME ...",
+        False,
+        "share-consumer-paused twice after its pause waited for held records, rebalance-member-paused three "
+        "times: merged by hand",
+    ),
+    Raw(
+        "docs/benchmarks/cold-stale.json",
+        f"{PY} benchmarks/cold_catalog.py --work /tmp/failsafe-cold-stale --out docs/benchmarks/cold-stale.json "
+        + " ".join(["rebalance-member-paused"] * 5),
+        False,
+        "rebalance-member-paused five times, each cold, after the stale-delivery split",
+    ),
+    Raw(
+        "docs/benchmarks/structure.json",
+        f"git worktree add /tmp/before50 2e08403; {PY} benchmarks/structure_counts.py --tree /tmp/before50 --label "
+        f"'before (2e08403)' --out docs/benchmarks/structure.json; {PY} benchmarks/structure_counts.py --label after "
+        "--out docs/benchmarks/structure.json",
+        False,
+        "the structure numbers of issue 50, read from the source (nothing runs)",
+    ),
     Raw("docs/benchmarks/cds.json", f"{PY} benchmarks/bench_cds.py --rounds 3 --out docs/benchmarks/cds.json", True),
-    Raw("docs/benchmarks/producer.json",
-        f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out docs/benchmarks/producer.json", True),
-    Raw("docs/benchmarks/check.json", f"{PY} benchmarks/bench_check.py --out docs/benchmarks/check.json", True,
-        "about 6 minutes: the history is recorded twice, at 25 MB/s"),
-    Raw("docs/benchmarks/failover.json", f"{PY} benchmarks/bench_failover.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/failover.json", True),
-    Raw("docs/benchmarks/simulator.json",
-        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 5 --out docs/benchmarks/simulator.json", True),
-    Raw("docs/benchmarks/simulator-2-instances.json",
-        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 3 --instances 2 --out docs/benchmarks/simulator-2-instances.json",
-        True),
-    Raw("docs/benchmarks/pipeline.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --backlog 200000 --batch 50000 --live-s 60 --out docs/benchmarks/pipeline.json", True),
-    Raw("docs/benchmarks/pipeline-state-sustained.json",
+    Raw(
+        "docs/benchmarks/producer.json",
+        f"{PY} benchmarks/bench_producer.py --dir {BENCH_DIR} --records 200000 --rounds 3 --out "
+        f"docs/benchmarks/producer.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/check.json",
+        f"{PY} benchmarks/bench_check.py --out docs/benchmarks/check.json",
+        True,
+        "about 6 minutes: the history is recorded twice, at 25 MB/s",
+    ),
+    Raw(
+        "docs/benchmarks/failover.json",
+        f"{PY} benchmarks/bench_failover.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/failover.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/simulator.json",
+        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 5 --out "
+        f"docs/benchmarks/simulator.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/simulator-2-instances.json",
+        f"{PY} benchmarks/bench_simulator.py --dir {BENCH_DIR} --records 300000 --rounds 3 --instances 2 --out "
+        f"docs/benchmarks/simulator-2-instances.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --backlog 200000 --batch 50000 --live-s 60 --out "
+        f"docs/benchmarks/pipeline.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-state-sustained.json",
         f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --sustained 5000,10000,16000 --live-s 150 --warmup 60 "
-        "--out docs/benchmarks/pipeline-state-sustained.json", True),
-    Raw("docs/benchmarks/pipeline-state-store.json",
-        f"{PY} benchmarks/bench_state_store.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-state-store.json", True),
-    Raw("docs/benchmarks/pipeline-profile.json",
-        f"{PY} benchmarks/profile_pipeline.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-profile.json", True),
-    Raw("docs/benchmarks/pipeline-profile-115b35b.json",
-        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/profile_pipeline.py --dir DIR --out docs/benchmarks/pipeline-profile-115b35b.json", False,
-        "the pipeline of commit 115b35b (WORKTREE: a git worktree of it), before the results producer's larger batches and the one-parse "
-        "object check; the before of pipeline-profile.json, made just before it in one session (2026-11-26)"),
-    Raw("docs/benchmarks/pipeline-scale.json",
-        f"{PY} benchmarks/bench_pipeline_scale.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-scale.json", True),
-    Raw("docs/benchmarks/pipeline-live-5000-*.json",
-        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --sustained 5000 --live-s 150 --warmup 60 "
-        "--out docs/benchmarks/pipeline-live-5000-NAME.json", False,
-        "WORKTREE: a git worktree of commit 115b35b (NAME 115b35b) and of this pass's tree (NAME after), run one after the other in one "
-        "session (2026-11-26), right after pipeline-state-sustained.json; remade alone a file would compare nothing"),
-    Raw("docs/benchmarks/pipeline-partitions-*.json",
-        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
-        "--out docs/benchmarks/pipeline-partitions-N-rROUND.json", False,
-        "WORKTREE: the tree with DEFAULT_SHUFFLE_PARTITIONS = N in pipeline/session.py; N = 4 and 2 in turn within a round, three "
-        "rounds in one session (2026-11-26); remade alone a file would compare nothing"),
-    Raw("docs/benchmarks/pipeline-speed-*.json",
-        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
-        "--out docs/benchmarks/pipeline-speed-COMMIT-rROUND.json", False,
-        "one run per commit and round (WORKTREE: a git worktree of COMMIT), the commits in turn within a round, rounds one after the "
-        "other, in one session (2026-11-26): what each change bought; remade alone a file would compare nothing"),
-    Raw("docs/benchmarks/pipeline-driver-state.json",
-        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
-        "--out docs/benchmarks/pipeline-driver-state.json", False,
-        "the driver-state pipeline of commit d7756c3 (WORKTREE: a git worktree of it), no longer in the tree; the before of a same-session "
-        "comparison (2026-11-26)"),
-    Raw("docs/benchmarks/pipeline-state-spark.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out docs/benchmarks/pipeline-state-spark.json",
-        False, "the after of the same-session comparison with pipeline-driver-state.json (2026-11-26, commit 0deba24): remade alone it would "
-        "compare nothing"),
-    Raw("docs/benchmarks/pipeline-one-query-sustained.json",
+        "--out docs/benchmarks/pipeline-state-sustained.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-state-store.json",
+        f"{PY} benchmarks/bench_state_store.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-state-store.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-profile.json",
+        f"{PY} benchmarks/profile_pipeline.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-profile.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-profile-115b35b.json",
+        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/profile_pipeline.py --dir DIR --out "
+        f"docs/benchmarks/pipeline-profile-115b35b.json",
+        False,
+        "the pipeline of commit 115b35b (WORKTREE: a git worktree of it), before the results producer's "
+        "larger batches and the one-parse "
+        "object check; the before of pipeline-profile.json, made just before it in one session (2026-11-26)",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-scale.json",
+        f"{PY} benchmarks/bench_pipeline_scale.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-scale.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-live-5000-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --sustained 5000 "
+        "--live-s 150 --warmup 60 --out docs/benchmarks/pipeline-live-5000-NAME.json",
+        False,
+        "WORKTREE: a git worktree of commit 115b35b (NAME 115b35b) and of this pass's tree (NAME after), run "
+        "one after the other in one "
+        "session (2026-11-26), right after pipeline-state-sustained.json; remade alone a file would compare nothing",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-partitions-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 "
+        "--batch 50000 --live-s 0 --out docs/benchmarks/pipeline-partitions-N-rROUND.json",
+        False,
+        "WORKTREE: the tree with DEFAULT_SHUFFLE_PARTITIONS = N in pipeline/session.py; N = 4 and 2 in turn within "
+        "a round, three rounds in one session (2026-11-26); remade alone a file would compare nothing",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-speed-*.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 "
+        "--batch 50000 --live-s 0 --out docs/benchmarks/pipeline-speed-COMMIT-rROUND.json",
+        False,
+        "one run per commit and round (WORKTREE: a git worktree of COMMIT), the commits in turn within a "
+        "round, rounds one after the "
+        "other, in one session (2026-11-26): what each change bought; remade alone a file would compare nothing",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-driver-state.json",
+        f"PYTHONPATH=WORKTREE/src:WORKTREE {PY} WORKTREE/benchmarks/bench_pipeline.py --dir DIR --backlog 200000 "
+        "--batch 50000 --live-s 0 --out docs/benchmarks/pipeline-driver-state.json",
+        False,
+        "the driver-state pipeline of commit d7756c3 (WORKTREE: a git worktree of it), no longer in the tree; the "
+        "before of a same-session comparison (2026-11-26)",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-state-spark.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out "
+        f"docs/benchmarks/pipeline-state-spark.json",
+        False,
+        "the after of the same-session comparison with pipeline-driver-state.json (2026-11-26, commit 0deba24): "
+        "remade alone it would compare nothing",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-one-query-sustained.json",
         f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 5000,8000,10000,13000,16000 --live-s 150 --warmup 60 "
-        "--out docs/benchmarks/pipeline-one-query-sustained.json", False,
-        "the driver-state pipeline (before commit 0deba24), no longer in the tree: three invocations of 2026-11-24 (5000; 8000,10000; "
-        "13000,16000) merged; superseded by pipeline-state-sustained.json"),
-    Raw("docs/benchmarks/pipeline-one-query.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out docs/benchmarks/pipeline-one-query.json", False,
-        "one half of a same-session comparison with the two-query pipeline (2026-11-24): remade alone it would compare nothing"),
-    Raw("docs/benchmarks/pipeline-two-queries-same-session.json",
-        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 "
-        "--out docs/benchmarks/pipeline-two-queries-same-session.json", False,
-        "the two-query pipeline of commit 23a8813 (WORKTREE: a git worktree of it), no longer in the tree"),
-    Raw("docs/benchmarks/pipeline-sustained.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 3000,4000,5000,6000 --live-s 150 --warmup 60; the same with --sustained 8000,10000",
-        False, "the two-query pipeline (before commit ba9b0e6), no longer in the tree: superseded by pipeline-one-query-sustained.json"),
-    Raw("docs/benchmarks/realtime.json",
-        f"{PY} benchmarks/bench_realtime.py --dir {BENCH_DIR} --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json", True),
-    Raw("docs/benchmarks/realtime-checkpoint-5s-10s.json",
-        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s S", False,
-        "three invocations (S = 5, 10, 5) merged by hand: a one-off comparison of checkpoint intervals"),
-    Raw("docs/benchmarks/realtime-checkpoint-30s.json",
-        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time --realtime-s 30 "
-        "--out docs/benchmarks/realtime-checkpoint-30s.json", False, "a one-off comparison of checkpoint intervals"),
-    Raw("docs/benchmarks/console.json",
-        f"{PY} benchmarks/bench_console.py --dir {BENCH_DIR} --rounds 5 --idle-s 60 --out docs/benchmarks/console.json", True),
-    Raw("docs/benchmarks/seed-lab.json", f"{PY} benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json",
-        True),
-    Raw("docs/benchmarks/network/*.json", "bash benchmarks/network.sh", True,
-        "one run of each network scenario (root, nft and setpriv needed), each run's results.json"),
-    Raw("docs/benchmarks/dr-*.json", "bash benchmarks/bench_dr.sh", True,
-        "dr-tuned, dr-defaults, dr-failback: `failsafe run --repeat` summaries on a DR pair of two 3-broker clusters"),
-    Raw("docs/benchmarks/modes/*-failover.json", "N=5 bash benchmarks/modes.sh failover", True,
-        "`failsafe run --repeat` summaries, one per mode and scenario"),
-    Raw("docs/benchmarks/modes/migration-[0-9].json", "M=3 bash benchmarks/modes.sh migration", True, "each run's results.json"),
-    Raw("docs/benchmarks/modes/migration-*-[0-9].json", "M=4 bash benchmarks/modes.sh migration-clients", True, "each run's results.json"),
-    Raw(("docs/findings/two-brokers-down-librdkafka.json", "docs/findings/two-brokers-down-librdkafka-max-in-flight-1.json",
-         "docs/findings/two-brokers-down-java.json", "docs/findings/broker-restart-*.json"), "N=10 bash benchmarks/findings.sh duplicates", True),
-    Raw(("docs/findings/leader-pause-timeout-librdkafka*.json", "docs/findings/leader-pause-timeout-java.json"),
-        "N=10 bash benchmarks/findings.sh reproduce", True),
-    Raw("docs/findings/leader-pause-timeout-duplicates-where.json", "N=3 bash benchmarks/findings.sh where", True,
-        "`benchmarks/findings_duplicates.py` over the runs' histories"),
+        "--out docs/benchmarks/pipeline-one-query-sustained.json",
+        False,
+        "the driver-state pipeline (before commit 0deba24), no longer in the tree: three invocations of 2026-11-24 "
+        "(5000; 8000,10000; 13000,16000) merged; superseded by pipeline-state-sustained.json",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-one-query.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 --live-s 0 --out "
+        f"docs/benchmarks/pipeline-one-query.json",
+        False,
+        "one half of a same-session comparison with the two-query pipeline (2026-11-24): remade alone it "
+        "would compare nothing",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-two-queries-same-session.json",
+        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 "
+        "--live-s 0 --out docs/benchmarks/pipeline-two-queries-same-session.json",
+        False,
+        "the two-query pipeline of commit 23a8813 (WORKTREE: a git worktree of it), no longer in the tree",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-sustained.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir DIR --sustained 3000,4000,5000,6000 --live-s 150 --warmup "
+        f"60; the same with --sustained 8000,10000",
+        False,
+        "the two-query pipeline (before commit ba9b0e6), no longer in the tree: superseded by "
+        "pipeline-one-query-sustained.json",
+    ),
+    Raw(
+        "docs/benchmarks/realtime.json",
+        f"{PY} benchmarks/bench_realtime.py --dir {BENCH_DIR} --rate 5000 --duration 90 --warmup 30 --out "
+        f"docs/benchmarks/realtime.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/realtime-checkpoint-5s-10s.json",
+        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers "
+        f"real-time --realtime-s S",
+        False,
+        "three invocations (S = 5, 10, 5) merged by hand: a one-off comparison of checkpoint intervals",
+    ),
+    Raw(
+        "docs/benchmarks/realtime-checkpoint-30s.json",
+        f"{PY} benchmarks/bench_realtime.py --dir DIR --rate 5000 --duration 90 --warmup 30 --triggers real-time "
+        "--realtime-s 30 --out docs/benchmarks/realtime-checkpoint-30s.json",
+        False,
+        "a one-off comparison of checkpoint intervals",
+    ),
+    Raw(
+        "docs/benchmarks/console.json",
+        f"{PY} benchmarks/bench_console.py --dir {BENCH_DIR} --rounds 5 --idle-s 60 --out docs/benchmarks/console.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/seed-lab.json",
+        f"{PY} benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/network/*.json",
+        "bash benchmarks/network.sh",
+        True,
+        "one run of each network scenario (root, nft and setpriv needed), each run's results.json",
+    ),
+    Raw(
+        "docs/benchmarks/dr-*.json",
+        "bash benchmarks/bench_dr.sh",
+        True,
+        "dr-tuned, dr-defaults, dr-failback: `failsafe run --repeat` summaries on a DR pair of two 3-broker clusters",
+    ),
+    Raw(
+        "docs/benchmarks/modes/*-failover.json",
+        "N=5 bash benchmarks/modes.sh failover",
+        True,
+        "`failsafe run --repeat` summaries, one per mode and scenario",
+    ),
+    Raw(
+        "docs/benchmarks/modes/migration-[0-9].json",
+        "M=3 bash benchmarks/modes.sh migration",
+        True,
+        "each run's results.json",
+    ),
+    Raw(
+        "docs/benchmarks/modes/migration-*-[0-9].json",
+        "M=4 bash benchmarks/modes.sh migration-clients",
+        True,
+        "each run's results.json",
+    ),
+    Raw(
+        (
+            "docs/findings/two-brokers-down-librdkafka.json",
+            "docs/findings/two-brokers-down-librdkafka-max-in-flight-1.json",
+            "docs/findings/two-brokers-down-java.json",
+            "docs/findings/broker-restart-*.json",
+        ),
+        "N=10 bash benchmarks/findings.sh duplicates",
+        True,
+    ),
+    Raw(
+        ("docs/findings/leader-pause-timeout-librdkafka*.json", "docs/findings/leader-pause-timeout-java.json"),
+        "N=10 bash benchmarks/findings.sh reproduce",
+        True,
+    ),
+    Raw(
+        "docs/findings/leader-pause-timeout-duplicates-where.json",
+        "N=3 bash benchmarks/findings.sh where",
+        True,
+        "`benchmarks/findings_duplicates.py` over the runs' histories",
+    ),
     Raw("docs/findings/stall-*.json", "N=10 bash benchmarks/findings.sh stalls", True),
     Raw("docs/findings/two-brokers-down-librdkafka-loaded.json", "N=10 bash benchmarks/findings.sh loaded", True),
     Raw("docs/findings/two-brokers-down-zookeeper-*.json", "N=5 bash benchmarks/findings.sh zookeeper", True),
-    Raw("docs/findings/two-brokers-down-kraft-chaos32-librdkafka.json", "N=5 bash benchmarks/findings.sh zookeeper-control", True),
+    Raw(
+        "docs/findings/two-brokers-down-kraft-chaos32-librdkafka.json",
+        "N=5 bash benchmarks/findings.sh zookeeper-control",
+        True,
+    ),
     Raw("docs/findings/cold-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/warm-coordinator-librdkafka.json", "N=10 bash benchmarks/findings.sh cold", True),
     Raw("docs/findings/cold-coordinator-librdkafka-kafka-3.9.2.json", "N=10 bash benchmarks/findings.sh cold", True),
-    Raw("docs/findings/brokers-cut-from-controllers-*.json", "N=10 bash benchmarks/findings.sh coordinator", True,
-        "`failsafe run --repeat` summaries with each run's readers and client-log lines (benchmarks/findings_decommissioned.py)"),
-    Raw("docs/findings/txn-hang-*.json",
-        'N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 N_PAUSE=5 bash benchmarks/findings.sh txn-hang', True,
-        "`failsafe run --repeat` summaries with each run's hung processes and where they were (benchmarks/findings_txn_hang.py)"),
-    Raw("docs/findings/txn-pause-*.json", "N=3 N_CONTROL=3 bash benchmarks/findings.sh txn-fence", True,
-        "`failsafe run --repeat` summaries with writer-0's transaction errors, client-log words and next commit per run "
-        "(benchmarks/findings_txn_fence.py)"),
-    Raw("docs/benchmarks/interrupted-shrink-client-matrix-r002.json", "failsafe shrink (anything-goes run 2, --tries 2)", False,
-        "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not repeatable as it ran (inline undos)"),
-    Raw("docs/benchmarks/shrink-*.json", "bash benchmarks/campaigns.sh shrink", False,
-        "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names (benchmarks/store_shrink.py)"),
-    Raw("docs/benchmarks/transactions-throughput.json",
+    Raw(
+        "docs/findings/brokers-cut-from-controllers-*.json",
+        "N=10 bash benchmarks/findings.sh coordinator",
+        True,
+        "`failsafe run --repeat` summaries with each run's readers and client-log lines "
+        "(benchmarks/findings_decommissioned.py)",
+    ),
+    Raw(
+        "docs/findings/txn-hang-*.json",
+        'N=10 KILL_BATCHES="10 30 40" N_TV2=5 N_JAVA=5 N_SHORT=5 N_TXN_KILL=10 N_PAUSE=5 bash '
+        "benchmarks/findings.sh txn-hang",
+        True,
+        "`failsafe run --repeat` summaries with each run's hung processes and where they were "
+        "(benchmarks/findings_txn_hang.py)",
+    ),
+    Raw(
+        "docs/findings/txn-pause-*.json",
+        "N=3 N_CONTROL=3 bash benchmarks/findings.sh txn-fence",
+        True,
+        "`failsafe run --repeat` summaries with writer-0's transaction errors, client-log words and next commit per "
+        "run (benchmarks/findings_txn_fence.py)",
+    ),
+    Raw(
+        "docs/benchmarks/interrupted-shrink-client-matrix-r002.json",
+        "failsafe shrink (anything-goes run 2, --tries 2)",
+        False,
+        "the verdicts of an interrupted shrink's 10 judged attempts, read from its run directories; not "
+        "repeatable as it ran (inline undos)",
+    ),
+    Raw(
+        "docs/benchmarks/shrink-*.json",
+        "bash benchmarks/campaigns.sh shrink",
+        False,
+        "failsafe shrink's shrink.json of a stored campaign run, run directories cut to their names "
+        "(benchmarks/store_shrink.py)",
+    ),
+    Raw(
+        "docs/benchmarks/transactions-throughput.json",
         f"{PY} benchmarks/bench_transactions.py --dir {BENCH_DIR} --seconds 15 --rounds 2 --versions 2,1 "
-        "--out docs/benchmarks/transactions-throughput.json", True),
-    Raw("docs/benchmarks/transactions-failover.json",
-        f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients librdkafka,kafka-java "
-        "--out docs/benchmarks/transactions-failover.json", True),
-    Raw("docs/benchmarks/rebalance-3.json", f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/rebalance-3.json",
-        True, "stored from that grid (5 runs per cell) before the joining and rolling faults existed, with its kill cells of Kafka's Java "
-              "consumer run again after the verifiable worker's kill fix (--faults killed --clients kafka-java, merged by --summarize FILE "
-              "--replace-cells), every run checked again by the processing gap measured until the group settled (--summarize FILE "
-              "--recheck killed,closed,paused,coordinator), then the cells of --faults joining,rolling added (checked again with a join "
-              "ending at the next consumer event: --recheck joining,rolling) and the frozen member's cells of Kafka's Java consumer "
-              "(--faults paused --clients kafka-java) added, each by --replace-cells; then the rolling cells run again once each restart "
-              "waited for the group to settle (--faults rolling, --replace-cells, read with each run's fault start times and "
-              "write acknowledgement times: --reread rolling); the file's replaced list names each command"),
-    Raw("docs/benchmarks/rebalance-30.json",
-        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 --faults closed,killed "
-        "--clients librdkafka --out docs/benchmarks/rebalance-30.json", True,
-        "stored from --faults closed; the killed cells (--faults killed, read with --reread killed) and one run of Kafka's Java "
-        "consumer closed (--runs 1 --faults closed --protocols classic-range --clients kafka-java) added by --summarize FILE "
-        "--replace-cells; the file's replaced list names each command"),
-    Raw("docs/benchmarks/rebalance-900.json",
-        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 10 --partitions 900 --keys 3600 --rate 1800 "
-        "--faults joining --protocols classic-range,classic-cooperative-sticky,consumer-uniform --clients librdkafka,kafka-java "
-        "--out docs/benchmarks/rebalance-900.json", True),
-    Raw("docs/benchmarks/share.json",
-        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 0 --out docs/benchmarks/share.json", True,
-        "stored from --rounds 3: its throughput rounds were measured before the share consumer recorded a share-ack invoke ahead of "
-        "each commit, and are superseded by share-throughput.json"),
-    Raw("docs/benchmarks/share-throughput-r1.json",
-        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput-r1.json",
-        False, "the same rounds an hour before share-throughput.json's, before the rounds recorded the machine's load"),
-    Raw("docs/benchmarks/power-loss.json",
-        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs /tmp/failsafe-power-runs "
-        "--out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 power-loss-all-brokers:default,flush1 "
-        "last-replica-standing:default last-replica-standing:elr0", True, "about 50 minutes: four clusters on disk layers, one after the other"),
-    Raw("docs/benchmarks/power-loss-kept.json",
+        "--out docs/benchmarks/transactions-throughput.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/transactions-failover.json",
+        f"{PY} benchmarks/bench_txn_failover.py --dir {BENCH_DIR} --runs 5 --versions 2,1 --clients "
+        "librdkafka,kafka-java --out docs/benchmarks/transactions-failover.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/rebalance-3.json",
+        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --out docs/benchmarks/rebalance-3.json",
+        True,
+        "stored from that grid (5 runs per cell) before the joining and rolling faults existed, with its kill cells "
+        "of Kafka's Java consumer run again after the verifiable worker's kill fix (--faults killed --clients "
+        "kafka-java, merged by --summarize FILE --replace-cells), every run checked again by the processing gap "
+        "measured until the group settled (--summarize FILE --recheck killed,closed,paused,coordinator), then the "
+        "cells of --faults joining,rolling added (checked again with a join ending at the next consumer event: "
+        "--recheck joining,rolling) and the frozen member's cells of Kafka's Java consumer (--faults paused "
+        "--clients kafka-java) added, each by --replace-cells; then the rolling cells run again once each restart "
+        "waited for the group to settle (--faults rolling, --replace-cells, read with each run's fault start times "
+        "and write acknowledgement times: --reread rolling); the file's replaced list names each command",
+    ),
+    Raw(
+        "docs/benchmarks/rebalance-30.json",
+        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 30 --partitions 60 --keys 240 "
+        "--faults closed,killed --clients librdkafka --out docs/benchmarks/rebalance-30.json",
+        True,
+        "stored from --faults closed; the killed cells (--faults killed, read with --reread killed) and one run of "
+        "Kafka's Java consumer closed (--runs 1 --faults closed --protocols classic-range --clients kafka-java) "
+        "added by --summarize FILE --replace-cells; the file's replaced list names each command",
+    ),
+    Raw(
+        "docs/benchmarks/rebalance-900.json",
+        f"{PY} benchmarks/bench_rebalance.py --dir {BENCH_DIR} --runs 5 --members 10 --partitions 900 --keys 3600 "
+        "--rate 1800 --faults joining --protocols classic-range,classic-cooperative-sticky,consumer-uniform "
+        "--clients librdkafka,kafka-java --out docs/benchmarks/rebalance-900.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/share.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --records 200000 --rounds 0 --out "
+        f"docs/benchmarks/share.json",
+        True,
+        "stored from --rounds 3: its throughput rounds were measured before the share consumer recorded a share-ack "
+        "invoke ahead of each commit, and are superseded by share-throughput.json",
+    ),
+    Raw(
+        "docs/benchmarks/share-throughput-r1.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out "
+        f"docs/benchmarks/share-throughput-r1.json",
+        False,
+        "the same rounds an hour before share-throughput.json's, before the rounds recorded the machine's load",
+    ),
+    Raw(
+        "docs/benchmarks/power-loss.json",
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 10 --keep-runs "
+        "/tmp/failsafe-power-runs --out docs/benchmarks/power-loss.json power-loss-single-broker:default,flush1 "
+        "power-loss-all-brokers:default,flush1 last-replica-standing:default last-replica-standing:elr0",
+        True,
+        "about 50 minutes: four clusters on disk layers, one after the other",
+    ),
+    Raw(
+        "docs/benchmarks/power-loss-kept.json",
         f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --keep-runs /tmp/failsafe-power-runs "
-        "--out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default disk-full:default disk-error:default",
-        True, "the scenarios that lose nothing acknowledged, 5 runs each"),
-    Raw("docs/benchmarks/power-loss-zookeeper.json",
-        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --fresh --keep-runs /tmp/failsafe-power-runs "
-        "--out docs/benchmarks/power-loss-zookeeper.json controller-power-loss:zookeeper", True,
-        "a new ZooKeeper-mode cluster per run: ZooKeeper may not start again after its power cut"),
-    Raw("docs/benchmarks/disk-faults-seen.json",
-        f"{PY} benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out docs/benchmarks/disk-faults-seen.json", True,
-        "reads the run directories power-loss-kept.json names (--keep-runs)"),
-    Raw("docs/benchmarks/power-loss-elections.json",
+        "--out docs/benchmarks/power-loss-kept.json power-loss-rack:default controller-power-loss:default "
+        "disk-full:default disk-error:default",
+        True,
+        "the scenarios that lose nothing acknowledged, 5 runs each",
+    ),
+    Raw(
+        "docs/benchmarks/power-loss-zookeeper.json",
+        f"{PY} benchmarks/bench_power_loss.py --dir /tmp/failsafe-power --runs 5 --fresh --keep-runs "
+        "/tmp/failsafe-power-runs --out docs/benchmarks/power-loss-zookeeper.json controller-power-loss:zookeeper",
+        True,
+        "a new ZooKeeper-mode cluster per run: ZooKeeper may not start again after its power cut",
+    ),
+    Raw(
+        "docs/benchmarks/disk-faults-seen.json",
+        f"{PY} benchmarks/examine_disk_faults.py docs/benchmarks/power-loss-kept.json --out "
+        f"docs/benchmarks/disk-faults-seen.json",
+        True,
+        "reads the run directories power-loss-kept.json names (--keep-runs)",
+    ),
+    Raw(
+        "docs/benchmarks/power-loss-elections.json",
         f"{PY} benchmarks/examine_power_elections.py docs/benchmarks/power-loss.json --scenario last-replica-standing "
-        "--out docs/benchmarks/power-loss-elections.json", True, "reads the run directories power-loss.json names (--keep-runs)"),
-    Raw("docs/benchmarks/disk-throughput.json",
-        f"{PY} benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json",
-        True),
-    Raw("docs/benchmarks/share-throughput.json",
-        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out docs/benchmarks/share-throughput.json",
-        True),
-    Raw("docs/benchmarks/share-java.json",
+        "--out docs/benchmarks/power-loss-elections.json",
+        True,
+        "reads the run directories power-loss.json names (--keep-runs)",
+    ),
+    Raw(
+        "docs/benchmarks/disk-throughput.json",
+        f"{PY} benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 "
+        f"--out docs/benchmarks/disk-throughput.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/share-throughput.json",
+        f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 0 --records 200000 --rounds 3 --out "
+        f"docs/benchmarks/share-throughput.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/share-java.json",
         f"{PY} benchmarks/bench_share.py --dir {BENCH_DIR} --runs 5 --rounds 0 --driver kafka-verifiable "
-        "--scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json", True),
-    Raw("docs/benchmarks/share-java-paused-examined.json",
-        f"{PY} benchmarks/examine_share_paused.py docs/benchmarks/share-java.json --out docs/benchmarks/share-java-paused-examined.json",
-        False, "read from the run directories of share-java.json's share-consumer-paused rows, which must still exist"),
-    Raw("docs/benchmarks/pipeline-sink-duplicates.json",
-        f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json", True),
-    Raw("docs/benchmarks/interrupted-campaign-txn-kafka-java-tv2-02bc6e1-before.json",
-        "TXN_RUNS=50 TXN_CLIENTS=kafka-java TXN_VERSIONS=2 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)", False,
-        "the first two runs of the kafka-java campaign at transaction.version 2 before the Java fence fix (02bc6e1), stopped by hand: "
-        "run 0 could not be carried out (ctp-0 fenced with no zombie); kept as the before of that fix"),
-    Raw("docs/benchmarks/earlier-campaign-txn-librdkafka-tv1-77fa4f2.json",
-        "TXN_RUNS=50 TXN_CLIENTS=librdkafka TXN_VERSIONS=1 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)", False,
-        "the librdkafka campaign at transaction.version 1 on the workload before the fixes it and the Java campaign led to (a superseded "
-        "worker re-initialising, the Java fence); its runs 10, 17 and 36 hung the processor; kept as the before of the campaign run again"),
-    Raw("docs/benchmarks/campaign-txn-*.json", "TXN_RUNS=50 bash benchmarks/campaigns.sh txn", False,
-        "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each campaign.json with run "
-        "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench"),
-    Raw("docs/benchmarks/profiles-load.json",
+        "--scenarios share-consumer-killed,share-consumer-paused --out docs/benchmarks/share-java.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/share-java-paused-examined.json",
+        f"{PY} benchmarks/examine_share_paused.py docs/benchmarks/share-java.json --out "
+        f"docs/benchmarks/share-java-paused-examined.json",
+        False,
+        "read from the run directories of share-java.json's share-consumer-paused rows, which must still exist",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-sink-duplicates.json",
+        f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out "
+        f"docs/benchmarks/pipeline-sink-duplicates.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/interrupted-campaign-txn-kafka-java-tv2-02bc6e1-before.json",
+        "TXN_RUNS=50 TXN_CLIENTS=kafka-java TXN_VERSIONS=2 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)",
+        False,
+        "the first two runs of the kafka-java campaign at transaction.version 2 before the Java fence fix "
+        "(02bc6e1), stopped by hand: "
+        "run 0 could not be carried out (ctp-0 fenced with no zombie); kept as the before of that fix",
+    ),
+    Raw(
+        "docs/benchmarks/earlier-campaign-txn-librdkafka-tv1-77fa4f2.json",
+        "TXN_RUNS=50 TXN_CLIENTS=librdkafka TXN_VERSIONS=1 bash benchmarks/campaigns.sh txn (at commit 77fa4f2)",
+        False,
+        "the librdkafka campaign at transaction.version 1 on the workload before the fixes it and the Java campaign "
+        "led to (a superseded worker re-initialising, the Java fence); its runs 10, 17 and 36 hung the processor; "
+        "kept as the before of the campaign run again",
+    ),
+    Raw(
+        "docs/benchmarks/campaign-txn-*.json",
+        "TXN_RUNS=50 bash benchmarks/campaigns.sh txn",
+        False,
+        "one campaign per client (librdkafka, kafka-java) and transaction.version (2, 1), seed 2913, each "
+        "campaign.json with run "
+        "directories cut to their names (benchmarks/store_campaign.py); about 2 h, not part of make bench",
+    ),
+    Raw(
+        "docs/benchmarks/profiles-load.json",
         f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
-        f"--runs 3 --out docs/benchmarks/profiles-load.json load:defaults load:fast-failover", True,
-        "no fault, 2 x 2,000 1 KB records/s for 60 s: did the controller fence a broker or a leader shrink an ISR"),
-    Raw("docs/benchmarks/profiles-pause.json",
+        f"--runs 3 --out docs/benchmarks/profiles-load.json load:defaults load:fast-failover",
+        True,
+        "no fault, 2 x 2,000 1 KB records/s for 60 s: did the controller fence a broker or a leader shrink an ISR",
+    ),
+    Raw(
+        "docs/benchmarks/profiles-pause.json",
         f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
-        f"--runs 5 --out docs/benchmarks/profiles-pause.json pause-0.5:fast-failover pause-1.5:fast-failover pause-3:fast-failover pause-3:defaults", True,
-        "the leader SIGSTOPped 0.5, 1.5 and 3 s under fast-failover, 3 s under Kafka's defaults"),
-    Raw("docs/benchmarks/profiles-kill.json",
+        f"--runs 5 --out docs/benchmarks/profiles-pause.json pause-0.5:fast-failover pause-1.5:fast-failover "
+        f"pause-3:fast-failover pause-3:defaults",
+        True,
+        "the leader SIGSTOPped 0.5, 1.5 and 3 s under fast-failover, 3 s under Kafka's defaults",
+    ),
+    Raw(
+        "docs/benchmarks/profiles-kill.json",
         f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
-        f"--runs 20 --out docs/benchmarks/profiles-kill.json kill:defaults kill:fast-failover", True,
-        "kill -9 of a leader, 20 runs per profile in one session (about 30 minutes)"),
-    Raw("docs/benchmarks/profiles-java.json",
+        f"--runs 20 --out docs/benchmarks/profiles-kill.json kill:defaults kill:fast-failover",
+        True,
+        "kill -9 of a leader, 20 runs per profile in one session (about 30 minutes)",
+    ),
+    Raw(
+        "docs/benchmarks/profiles-java.json",
         f"{PY} benchmarks/bench_profiles.py --dir /tmp/failsafe-profiles "
-        f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java", True,
-        "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile"),
-    Raw("docs/benchmarks/hosts.json",
-        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out docs/benchmarks/hosts.json", True,
-        "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this machine: up, kill, "
-        "broker-failover, with commands in the shells kept open on each host"),
-    Raw("docs/benchmarks/hosts-before-shells.json",
-        "git show dd535e3:docs/benchmarks/hosts.json > docs/benchmarks/hosts-before-shells.json", False,
-        "the same bench at dd535e3 (--runs 3, its fault lags added from its runs by --examine), when every command opened an "
-        "SSH session of its own: kept to compare"),
-    Raw("docs/benchmarks/ssh-commands.json",
-        f"{PY} benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out docs/benchmarks/ssh-commands.json", True,
-        "one command on an idle test host: in a session of its own against in an open shell"),
-    Raw("docs/benchmarks/atlas-fit.json",
-        f"{PY} benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json", False,
-        "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs"),
-    Raw("docs/benchmarks/atlas.json",
-        ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json docs/benchmarks/atlas.json", False,
-        "the failover atlas's default grid (26 cells, 5 runs each), every cell with its runs' measures and p50/p95, run "
-        "directories relative to the atlas directory; the quorum-loss cells run again after a fix (docs/atlas.md)"),
-    Raw(("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"), "bash benchmarks/campaigns.sh", False,
-        "each campaign's campaign.json with run directories cut to their names (benchmarks/store_campaign.py); about 75 min, not part of make bench"),
+        f"--runs 5 --out docs/benchmarks/profiles-java.json kill:fast-failover:java kill:defaults:java",
+        True,
+        "the same kill with Kafka's Java producer (VerifiableProducer), 5 runs per profile",
+    ),
+    Raw(
+        "docs/benchmarks/hosts.json",
+        f"{PY} benchmarks/bench_hosts.py --dir /tmp/failsafe-hosts --rounds 2 --kills 3 --runs 5 --out "
+        f"docs/benchmarks/hosts.json",
+        True,
+        "3 brokers and a controller on 3 test hosts over SSH (network namespaces with an sshd each) against this "
+        "machine: up, kill, broker-failover, with commands in the shells kept open on each host",
+    ),
+    Raw(
+        "docs/benchmarks/hosts-before-shells.json",
+        "git show dd535e3:docs/benchmarks/hosts.json > docs/benchmarks/hosts-before-shells.json",
+        False,
+        "the same bench at dd535e3 (--runs 3, its fault lags added from its runs by --examine), when every command "
+        "opened an SSH session of its own: kept to compare",
+    ),
+    Raw(
+        "docs/benchmarks/ssh-commands.json",
+        f"{PY} benchmarks/bench_ssh_commands.py --dir /tmp/failsafe-ssh --commands 50 --out "
+        f"docs/benchmarks/ssh-commands.json",
+        True,
+        "one command on an idle test host: in a session of its own against in an open shell",
+    ),
+    Raw(
+        "docs/benchmarks/atlas-fit.json",
+        f"{PY} benchmarks/fit_atlas.py docs/benchmarks/atlas.json --out docs/benchmarks/atlas-fit.json",
+        False,
+        "the stored atlas's wall times against the estimate's overheads (atlas/grid.py), fitted to its runs",
+    ),
+    Raw(
+        "docs/benchmarks/atlas.json",
+        ".venv/bin/failsafe atlas --out /tmp/failsafe-atlas && cp /tmp/failsafe-atlas/atlas.json "
+        "docs/benchmarks/atlas.json",
+        False,
+        "the failover atlas's default grid (26 cells, 5 runs each), every cell with its runs' measures and "
+        "p50/p95, run "
+        "directories relative to the atlas directory; the quorum-loss cells run again after a fix (docs/atlas.md)",
+    ),
+    Raw(
+        ("docs/benchmarks/campaign-safe.json", "docs/benchmarks/campaign-anything-goes.json"),
+        "bash benchmarks/campaigns.sh",
+        False,
+        "each campaign's campaign.json with run directories cut to their names "
+        "(benchmarks/store_campaign.py); about 75 min, not part of make bench",
+    ),
 )
 
 
@@ -286,7 +585,9 @@ def raw_files(root: Path) -> list[Path]:
 
 def raw_entry(root: Path, path: Path) -> list[Raw]:
     rel = path.relative_to(root).as_posix()
-    return [raw for raw in RAW if any(rel.count("/") == g.count("/") and fnmatch.fnmatchcase(rel, g) for g in raw.globs)]
+    return [
+        raw for raw in RAW if any(rel.count("/") == g.count("/") and fnmatch.fnmatchcase(rel, g) for g in raw.globs)
+    ]
 
 
 def raw_index(root: Path) -> dict[Path, list[Raw]]:
@@ -324,7 +625,10 @@ def secs(ms: float, digits: int = 1) -> str:
 
 def spread_s(spread: dict, digits: int = 1) -> str:
     """A `--repeat` spread in ms as `median s (min-max, n)`."""
-    return f"**{secs(spread['median'], digits)}** ({spread['min'] / 1000:.{digits}f}-{spread['max'] / 1000:.{digits}f}, n={spread['n']})"
+    return (
+        f"**{secs(spread['median'], digits)}** "
+        f"({spread['min'] / 1000:.{digits}f}-{spread['max'] / 1000:.{digits}f}, n={spread['n']})"
+    )
 
 
 def spread_ms(spread: dict) -> str:

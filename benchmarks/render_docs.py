@@ -1,6 +1,7 @@
 """Render the tables of docs/ from the stored raw files, and check that the docs still hold them.
 
-    .venv/bin/python benchmarks/render_docs.py --check   # exit 1, with a diff, when a doc differs from what its files render
+    .venv/bin/python benchmarks/render_docs.py --check   # exit 1, with a diff, when a doc differs from what its \
+        files render
     .venv/bin/python benchmarks/render_docs.py --write   # rewrite every rendered block in place
     .venv/bin/python benchmarks/render_docs.py --show NAME   # print one rendered table
 
@@ -117,7 +118,11 @@ def t_raw_files(root: Path) -> str:
     rows, index = [], raw_index(root)
     for raw in RAW:
         matched = [p.relative_to(root).as_posix() for p, entries in index.items() if raw in entries]
-        files = ", ".join(f"`{m}`" for m in matched) if len(matched) <= 3 else ", ".join(f"`{g}`" for g in raw.globs) + f" ({len(matched)} files)"
+        files = (
+            ", ".join(f"`{m}`" for m in matched)
+            if len(matched) <= 3
+            else ", ".join(f"`{g}`" for g in raw.globs) + f" ({len(matched)} files)"
+        )
         rows.append([files, f"`{raw.command}`", "yes" if raw.make_bench else "no", raw.note])
     return table(["file", "command (from the repository root)", "in `make bench`", "note"], rows)
 
@@ -146,24 +151,58 @@ def t_summary(root: Path) -> str:
         return "met" if ok else "**missed**"
 
     rows = [
-        ["verifying producer with history recording, against `producer-perf-test` (100-byte records, acks=all, alternating rounds)",
-         f"**{producer['median_ratio']:.2f}** of it (median of {len(ratios)} rounds: " + ", ".join(f"{r:.2f}" for r in ratios) + ")",
-         f"≥ 0.8: {met(producer['median_ratio'] >= 0.8)}", "`producer.json`"],
-        [f"`failsafe check` on {num(check['history']['ops'] / 1e6, 0)} million ops, first check of the run (reads the columnar copy its "
-         "recorder made), end to end", f"**{first:.1f} s**", f"≤ 10 s: {met(first <= 10)}", "`check.json`"],
-        ["the same history without a copy (parses the JSON: an old, edited or hand-written history)", f"**{plain:.1f} s**", "measured",
-         "`check.json`"],
-        ["what making the copy costs the recording", f"**{copy_cost:.1f} CPU s per million ops**", "measured", "`check.json`"],
-        ["`failsafe up` of a new 3-broker cluster to ready", f"**{up:.1f} s** (median of {len(cluster['runs'])}); "
-         f"{up_cds:.1f} s with the class-data sharing archive in the alternating rounds of `cds.json`",
-         f"≤ 20 s: {met(up <= 20)}", "`cluster.json`, `cds.json`"],
-        ["wall time of `make demo` without its set-up (`failsafe run seed-lab` on a fresh cluster, its start and stop included)",
-         f"**{statistics.median(lab_walls):.0f} s** ({len(lab_walls)} run{'s' if len(lab_walls) > 1 else ''}; scenarios: "
-         + ", ".join(f"{n} {v}" for v, n in sorted(lab_verdicts.items())) + ")",
-         f"≤ 5 min: {met(statistics.median(lab_walls) <= 300)}", "`seed-lab.json`"],
-        [f"broker-failover under Kafka's defaults, median of {len(windows)} runs",
-         f"unavailability window **{secs(statistics.median(windows))}**, new leader **{secs(statistics.median(leaders))}**", "measured",
-         "`failover.json`"],
+        [
+            "verifying producer with history recording, against `producer-perf-test` (100-byte records, "
+            "acks=all, alternating rounds)",
+            f"**{producer['median_ratio']:.2f}** of it (median of {len(ratios)} rounds: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + ")",
+            f"≥ 0.8: {met(producer['median_ratio'] >= 0.8)}",
+            "`producer.json`",
+        ],
+        [
+            f"`failsafe check` on {num(check['history']['ops'] / 1e6, 0)} million ops, first check of the run (reads "
+            "the columnar copy its recorder made), end to end",
+            f"**{first:.1f} s**",
+            f"≤ 10 s: {met(first <= 10)}",
+            "`check.json`",
+        ],
+        [
+            "the same history without a copy (parses the JSON: an old, edited or hand-written history)",
+            f"**{plain:.1f} s**",
+            "measured",
+            "`check.json`",
+        ],
+        [
+            "what making the copy costs the recording",
+            f"**{copy_cost:.1f} CPU s per million ops**",
+            "measured",
+            "`check.json`",
+        ],
+        [
+            "`failsafe up` of a new 3-broker cluster to ready",
+            f"**{up:.1f} s** (median of {len(cluster['runs'])}); "
+            f"{up_cds:.1f} s with the class-data sharing archive in the alternating rounds of `cds.json`",
+            f"≤ 20 s: {met(up <= 20)}",
+            "`cluster.json`, `cds.json`",
+        ],
+        [
+            "wall time of `make demo` without its set-up (`failsafe run seed-lab` on a fresh cluster, its "
+            "start and stop included)",
+            f"**{statistics.median(lab_walls):.0f} s** ({len(lab_walls)} "
+            f"run{'s' if len(lab_walls) > 1 else ''}; scenarios: "
+            + ", ".join(f"{n} {v}" for v, n in sorted(lab_verdicts.items()))
+            + ")",
+            f"≤ 5 min: {met(statistics.median(lab_walls) <= 300)}",
+            "`seed-lab.json`",
+        ],
+        [
+            f"broker-failover under Kafka's defaults, median of {len(windows)} runs",
+            f"unavailability window **{secs(statistics.median(windows))}**, new leader "
+            f"**{secs(statistics.median(leaders))}**",
+            "measured",
+            "`failover.json`",
+        ],
     ]
     return table(["what", "measured", "target", "raw file (docs/benchmarks/)"], rows)
 
@@ -298,16 +337,20 @@ def raw_problems(root: Path) -> list[str]:
     for path, entries in index.items():
         if len(entries) != 1:
             rel = path.relative_to(root)
-            problems.append(f"{rel}: {'no entry' if not entries else f'{len(entries)} entries'} in RAW (benchmarks/render_base.py): "
-                            "say which command makes it")
+            problems.append(
+                f"{rel}: {'no entry' if not entries else f'{len(entries)} entries'} in RAW "
+                "(benchmarks/render_base.py): say which command makes it"
+            )
     for raw in RAW:
         if not any(raw in entries for entries in index.values()):
             problems.append(f"RAW entry {', '.join(raw.globs)}: matches no file")
     commands = make_bench_commands(root)
     for raw in RAW:
         if raw.make_bench and raw.command not in commands:
-            problems.append(f"RAW entry {', '.join(raw.globs)}: marked as run by `make bench`, but its command is not in the Makefile's bench recipe: "
-                            f"{raw.command}")
+            problems.append(
+                f"RAW entry {', '.join(raw.globs)}: marked as run by `make bench`, but its command is not in the "
+                f"Makefile's bench recipe: {raw.command}"
+            )
     return problems
 
 
@@ -320,10 +363,14 @@ def check(root: Path = ROOT) -> list[str]:
         where = path.relative_to(root).as_posix()
         new = rendered_text(root, text, where, problems, used)
         if new != text:
-            diff = difflib.unified_diff(text.splitlines(), new.splitlines(), f"{where} (as written)", f"{where} (as rendered)", lineterm="", n=1)
+            diff = difflib.unified_diff(
+                text.splitlines(), new.splitlines(), f"{where} (as written)", f"{where} (as rendered)", lineterm="", n=1
+            )
             problems.append("\n".join(diff))
     for name in sorted(set(TABLES) - used):
-        problems.append(f"table {name}: placed in no doc (add <!-- rendered: {name} --> ... <!-- /rendered --> where it belongs)")
+        problems.append(
+            f"table {name}: placed in no doc (add <!-- rendered: {name} --> ... <!-- /rendered --> where it belongs)"
+        )
     return problems + raw_problems(root)
 
 
@@ -365,8 +412,11 @@ def main() -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(f"render_docs: {len(problems)} problem(s); after a benchmark wrote new files, run "
-              "`.venv/bin/python benchmarks/render_docs.py --write`", file=sys.stderr)
+        print(
+            f"render_docs: {len(problems)} problem(s); after a benchmark wrote new files, run "
+            "`.venv/bin/python benchmarks/render_docs.py --write`",
+            file=sys.stderr,
+        )
         return 1
     if args.check:
         print(f"render_docs: every rendered table in {len(doc_paths(args.root))} docs matches its files")

@@ -1,6 +1,6 @@
 """A shrink's shrink.json as docs/ keeps it: the machine's run directories cut to their last two names.
 
-    .venv/bin/python benchmarks/store_shrink.py RUN_DIR/shrink/shrink.json docs/benchmarks/shrink-LABEL.json
+.venv/bin/python benchmarks/store_shrink.py RUN_DIR/shrink/shrink.json docs/benchmarks/shrink-LABEL.json
 """
 
 from __future__ import annotations

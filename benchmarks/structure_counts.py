@@ -1,14 +1,15 @@
 """The structure numbers of issue 50, read from the source tree as text and syntax (nothing runs):
 
-    on_hosts        references to ``.on_hosts`` outside cluster/ and hosts/ (a branch on where the cluster runs)
-    site_probes     getattr/hasattr/isinstance calls outside cluster/ and hosts/ whose first argument is the cluster
-                    (an expression naming ``cluster``, ``site`` or ``.nodes``)
-    any_cluster     parameters and names called ``cluster`` annotated ``Any``
-    long_lines      lines over 120 and over 100 characters, of all lines
-    wide_functions  functions taking 8 or more parameters
-    linted          the modules ``ruff check`` lists, of all modules
+on_hosts        references to ``.on_hosts`` outside cluster/ and hosts/ (a branch on where the cluster runs)
+site_probes     getattr/hasattr/isinstance calls outside cluster/ and hosts/ whose first argument is the cluster
+                (an expression naming ``cluster``, ``site`` or ``.nodes``)
+any_cluster     parameters and names called ``cluster`` annotated ``Any``
+long_lines      lines over 120 and over 100 characters, of all lines
+wide_functions  functions taking 8 or more parameters
+linted          the modules ``ruff check`` lists, of all modules
+rooms           modules per folder of src/failsafe (``__init__.py`` not counted): the largest six
 
-    python benchmarks/structure_counts.py [--tree DIR] [--label NAME] [--out FILE]
+python benchmarks/structure_counts.py [--tree DIR] [--label NAME] [--out FILE]
 """
 
 from __future__ import annotations
@@ -55,16 +56,32 @@ def count(tree: Path) -> dict:
         for node in ast.walk(syntax):
             if outside and isinstance(node, ast.Attribute) and node.attr == "on_hosts":
                 on_hosts.append(f"{rel}:{node.lineno}")
-            if outside and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr", "isinstance") \
-                    and node.args and any(name in ast.unparse(node.args[0]) for name in SITE_NAMES):
+            if (
+                outside
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr", "isinstance")
+                and node.args
+                and any(name in ast.unparse(node.args[0]) for name in SITE_NAMES)
+            ):
                 probes.append(f"{rel}:{node.lineno}")
             if isinstance(node, ast.arg) and node.arg == "cluster" and _is_any(node.annotation):
                 any_cluster.append(f"{rel}:{node.lineno}")
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "cluster" and _is_any(node.annotation):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == "cluster"
+                and _is_any(node.annotation)
+            ):
                 any_cluster.append(f"{rel}:{node.lineno}")
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
-                n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) - (1 if a.args and a.args[0].arg in ("self", "cls") else 0)
+                n = (
+                    len(a.posonlyargs)
+                    + len(a.args)
+                    + len(a.kwonlyargs)
+                    - (1 if a.args and a.args[0].arg in ("self", "cls") else 0)
+                )
                 if n >= 8:
                     wide.append(f"{rel}:{node.lineno} {node.name} ({n})")
     # A probe nested in another (getattr(getattr(cluster, ...), ...)) is one place.
@@ -76,7 +93,18 @@ def count(tree: Path) -> dict:
         "long_lines": {"lines": lines, "over_100": over_100, "over_120": over_120},
         "wide_functions": {"count": len(wide), "where": wide},
         "linted": {"modules": len(modules), "checked": _linted(tree)},
+        "rooms": _rooms(package, modules),
     }
+
+
+def _rooms(package: Path, modules: list[Path]) -> dict:
+    sizes: dict[str, int] = {}
+    for path in modules:
+        if path.name != "__init__.py":
+            folder = str(path.parent.relative_to(package)) + "/"
+            sizes[folder] = sizes.get(folder, 0) + 1
+    largest = sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:6]
+    return {"folders": len(sizes), "largest": {folder: n for folder, n in largest}}
 
 
 def _linted(tree: Path) -> int | None:
@@ -98,7 +126,11 @@ def main() -> None:
         json.dump(counts, sys.stdout, indent=1)
         print()
         return
-    data = json.loads(args.out.read_text()) if args.out.exists() else {"command": "benchmarks/structure_counts.py (see its docstring)", "by_label": {}}
+    data = (
+        json.loads(args.out.read_text())
+        if args.out.exists()
+        else {"command": "benchmarks/structure_counts.py (see its docstring)", "by_label": {}}
+    )
     data["by_label"][args.label] = counts
     args.out.write_text(json.dumps(data, indent=1) + "\n")
 

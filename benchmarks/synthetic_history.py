@@ -58,7 +58,11 @@ def history_lines(ops: int) -> tuple[pl.Series, dict]:
         (pl.lit("v") + pl.col("id").cast(pl.String)).alias("value"),
         (T0_NS + pl.col("id") * SEND_INTERVAL_NS).alias("invoke_ns"),
     )
-    stalled = (leader_of(pl.col("partition")) == killed) & (pl.col("invoke_ns") >= fault_start_ns - ACK_LATENCY_NS) & (pl.col("invoke_ns") < election_ns)
+    stalled = (
+        (leader_of(pl.col("partition")) == killed)
+        & (pl.col("invoke_ns") >= fault_start_ns - ACK_LATENCY_NS)
+        & (pl.col("invoke_ns") < election_ns)
+    )
     sends = sends.with_columns(
         # acknowledged in invoke order once the new leader is elected
         pl.when(stalled)
@@ -75,36 +79,73 @@ def history_lines(ops: int) -> tuple[pl.Series, dict]:
     timed_out = sends.filter(pl.col("timed_out"))
 
     head = '{"time_ns":%s,"process":"%s","type":"%s","f":"send","id":%s,"topic":"' + TOPIC + '","key":"%s","value":"%s"'
-    invokes = sends.select(pl.col("invoke_ns").alias("t"), fmt(head + "}", "invoke_ns", "process", pl.lit("invoke"), "id", "key", "value").alias("line"))
+    invokes = sends.select(
+        pl.col("invoke_ns").alias("t"),
+        fmt(head + "}", "invoke_ns", "process", pl.lit("invoke"), "id", "key", "value").alias("line"),
+    )
     oks = acked.select(
         pl.col("complete_ns").alias("t"),
-        fmt(head + ',"partition":%s,"offset":%s}', "complete_ns", "process", pl.lit("ok"), "id", "key", "value", "partition", "offset").alias("line"),
+        fmt(
+            head + ',"partition":%s,"offset":%s}',
+            "complete_ns",
+            "process",
+            pl.lit("ok"),
+            "id",
+            "key",
+            "value",
+            "partition",
+            "offset",
+        ).alias("line"),
     )
     infos = timed_out.select(
         pl.col("complete_ns").alias("t"),
-        fmt(head + ',"partition":%s,"error":"_MSG_TIMED_OUT"}', "complete_ns", "process", pl.lit("info"), "id", "key", "value", "partition").alias("line"),
+        fmt(
+            head + ',"partition":%s,"error":"_MSG_TIMED_OUT"}',
+            "complete_ns",
+            "process",
+            pl.lit("info"),
+            "id",
+            "key",
+            "value",
+            "partition",
+        ).alias("line"),
     )
 
     records = acked.select(
         "partition",
         "offset",
         "complete_ns",
-        fmt('{"topic":"' + TOPIC + '","partition":%s,"offset":%s,"key":"%s","value":"%s"}', "partition", "offset", "key", "value").alias("record"),
+        fmt(
+            '{"topic":"' + TOPIC + '","partition":%s,"offset":%s,"key":"%s","value":"%s"}',
+            "partition",
+            "offset",
+            "key",
+            "value",
+        ).alias("record"),
     )
     records = records.sort("partition", "offset").with_columns(
-        (pl.col("offset") // RECORDS_PER_POLL).alias("batch"), (pl.lit("consumer-") + (pl.col("partition") % CONSUMERS).cast(pl.String)).alias("process")
+        (pl.col("offset") // RECORDS_PER_POLL).alias("batch"),
+        (pl.lit("consumer-") + (pl.col("partition") % CONSUMERS).cast(pl.String)).alias("process"),
     )
     polls = records.group_by("process", "partition", "batch", maintain_order=True).agg(
         (pl.col("complete_ns").max() + READ_LATENCY_NS).alias("t"), pl.col("record").str.join(",").alias("records")
     )
     poll_lines = polls.select(
-        "t", fmt('{"time_ns":%s,"process":"%s","type":"ok","f":"poll","group":"' + GROUP + '","records":[%s]}', "t", "process", "records").alias("line")
+        "t",
+        fmt(
+            '{"time_ns":%s,"process":"%s","type":"ok","f":"poll","group":"' + GROUP + '","records":[%s]}',
+            "t",
+            "process",
+            "records",
+        ).alias("line"),
     )
     end_ns = int(poll_lines["t"].max()) + 1_000_000_000
     log_lines = records.group_by("partition").agg(pl.col("record").str.join(",").alias("records"))
     log_lines = log_lines.select(
         pl.lit(end_ns).alias("t"),
-        fmt('{"time_ns":%s,"process":"log-reader","type":"ok","f":"log-read","records":[%s]}', pl.lit(end_ns), "records").alias("line"),
+        fmt(
+            '{"time_ns":%s,"process":"log-reader","type":"ok","f":"log-read","records":[%s]}', pl.lit(end_ns), "records"
+        ).alias("line"),
     )
 
     samples = pl.DataFrame({"t": pl.int_range(T0_NS, end_ns, SAMPLE_INTERVAL_NS, eager=True)})
@@ -120,12 +161,22 @@ def history_lines(ops: int) -> tuple[pl.Series, dict]:
         for partition, leader, replicas, moved in partition_json:
             down = (pl.col("t") >= election_ns) & (pl.col("t") < fault_stop_ns)
             led_by_killed = leader == killed
-            now_leader = pl.when(down & led_by_killed).then(pl.lit(moved)).otherwise(pl.lit(leader)) if led_by_killed else pl.lit(leader)
+            now_leader = (
+                pl.when(down & led_by_killed).then(pl.lit(moved)).otherwise(pl.lit(leader))
+                if led_by_killed
+                else pl.lit(leader)
+            )
             isr_down = json.dumps([b for b in replicas if b != killed])
             isr = pl.when(down).then(pl.lit(isr_down)).otherwise(pl.lit(json.dumps(replicas)))
             parts.append(
                 fmt(
-                    '{"topic":"' + TOPIC + '","partition":' + str(partition) + ',"leader":%s,"replicas":' + json.dumps(replicas) + ',"isr":%s}',
+                    '{"topic":"'
+                    + TOPIC
+                    + '","partition":'
+                    + str(partition)
+                    + ',"leader":%s,"replicas":'
+                    + json.dumps(replicas)
+                    + ',"isr":%s}',
                     now_leader,
                     isr,
                 )
@@ -134,9 +185,11 @@ def history_lines(ops: int) -> tuple[pl.Series, dict]:
 
     topology_lines = samples.select(
         "t",
-        fmt('{"time_ns":%s,"process":"topology","type":"info","f":"topology","partitions":[%s],"brokers":[0,1,2],"controller":3}', "t", sample_expr()).alias(
-            "line"
-        ),
+        fmt(
+            '{"time_ns":%s,"process":"topology","type":"info","f":"topology","partitions":[%s],"brokers":[0,1,2],"controller":3}',
+            "t",
+            sample_expr(),
+        ).alias("line"),
     )
     extra = [
         (T0_NS - 2_000_000_000, {"process": "runner", "type": "info", "f": "phase", "phase": "warm-up"}),
@@ -187,9 +240,13 @@ def history_lines(ops: int) -> tuple[pl.Series, dict]:
         (fault_stop_ns, {"process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 1, "ok": True}),
         (end_ns - 1, {"process": "runner", "type": "info", "f": "phase", "phase": "check"}),
     ]
-    extra_lines = pl.DataFrame({"t": [t for t, _ in extra], "line": [json.dumps({"time_ns": t, **op}) for t, op in extra]})
+    extra_lines = pl.DataFrame(
+        {"t": [t for t, _ in extra], "line": [json.dumps({"time_ns": t, **op}) for t, op in extra]}
+    )
 
-    lines = pl.concat([invokes, oks, infos, poll_lines, log_lines, topology_lines, extra_lines]).sort("t", maintain_order=True)
+    lines = pl.concat([invokes, oks, infos, poll_lines, log_lines, topology_lines, extra_lines]).sort(
+        "t", maintain_order=True
+    )
     sizes = {
         "ops": lines.height,
         "sends": n_sends,

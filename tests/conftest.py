@@ -44,7 +44,8 @@ def stop_cluster(cluster: RunningCluster) -> None:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The soundness suite's count (tests/unit/test_mutation_suite.py), when it ran: mutations x kinds, and what they were judged."""
+    """The soundness suite's count (tests/unit/test_mutation_suite.py), when it ran: mutations x kinds, and what they
+    were judged."""
     suite = next((m for name, m in list(sys.modules.items()) if name.endswith("test_mutation_suite")), None)
     seen = getattr(suite, "SEEN", None)
     if not seen:
@@ -53,9 +54,11 @@ def pytest_terminal_summary(terminalreporter) -> None:
     applied = [key for key, found in seen.items() if found]
     kinds = {run.kind for run in suite.RUNS}
     terminalreporter.write_line(
-        f"soundness suite: {len(suite.MUTATIONS)} mutations x {len(kinds)} kinds ({len(suite.RUNS)} runs): {len(applied)} of "
-        f"{len(seen)} (run, mutation) pairs apply, {sum(verdicts.values())} mutants judged: "
-        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) + f"; VALID or KNOWN: {verdicts['VALID'] + verdicts['KNOWN']}")
+        f"soundness suite: {len(suite.MUTATIONS)} mutations x {len(kinds)} kinds ({len(suite.RUNS)} runs): "
+        f"{len(applied)} of {len(seen)} (run, mutation) pairs apply, {sum(verdicts.values())} mutants judged: "
+        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        + f"; VALID or KNOWN: {verdicts['VALID'] + verdicts['KNOWN']}"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,15 +66,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _shared: RunningCluster | None = None
-# The shared cluster lets a KIP-848 group's session be as short as the seeds' (consumer-failover-kip848 needs both); classic
-# groups and every other setting are Kafka's own.
+# The shared cluster lets a KIP-848 group's session be as short as the seeds' (consumer-failover-kip848 needs both);
+# classic groups and every other setting are Kafka's own.
 SHARED_OVERRIDES = ("group.consumer.min.session.timeout.ms=10000", "group.consumer.session.timeout.ms=10000")
 
 
 def shared_cluster_in(holder: dict, tmp_path_factory: pytest.TempPathFactory) -> RunningCluster:
     """The shared cluster, started on first use."""
     if "cluster" not in holder:
-        holder["cluster"] = start_cluster(tmp_path_factory.mktemp("shared-cluster"), *(a for o in SHARED_OVERRIDES for a in ("--override", o)))
+        holder["cluster"] = start_cluster(
+            tmp_path_factory.mktemp("shared-cluster"), *(a for o in SHARED_OVERRIDES for a in ("--override", o))
+        )
     return holder["cluster"]
 
 
@@ -84,7 +89,9 @@ def shared_cluster_holder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture
-def shared_cluster(request: pytest.FixtureRequest, shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory) -> RunningCluster:
+def shared_cluster(
+    request: pytest.FixtureRequest, shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory
+) -> RunningCluster:
     """A 3-broker, 1-controller cluster shared by every test that leaves it as it found it."""
     assert request.node.get_closest_marker("breaks_cluster") is None, "breaking tests must use their own cluster"
     return shared_cluster_in(shared_cluster_holder, tmp_path_factory)

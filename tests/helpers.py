@@ -26,7 +26,11 @@ class Result:
 def run_cli(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout_s: float = 240) -> Result:
     proc = subprocess.run(
         [sys.executable, "-m", "failsafe.cli.main", *args],
-        input=input, capture_output=True, text=True, timeout=timeout_s, env={**os.environ, **(env or {})},
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
@@ -90,7 +94,8 @@ def alive_pids(cluster_dir: Path) -> list[int]:
 
 
 def open_dir() -> Path:
-    """A directory a test host's user who is not root may enter (pytest's own are root's alone); the caller removes it."""
+    """A directory a test host's user who is not root may enter (pytest's own are root's alone); the caller removes
+    it."""
     path = Path(tempfile.mkdtemp(prefix="failsafe-testbed-"))
     path.chmod(0o755)
     return path

@@ -1,15 +1,15 @@
-"""The soundness suite's mutations of real runs (tests/data/corpus, recorded by benchmarks/record_corpus.py), and judging a
-mutated run as `failsafe check` judges a stored one.
+"""The soundness suite's mutations of real runs (tests/data/corpus, recorded by benchmarks/record_corpus.py), and
+judging a mutated run as `failsafe check` judges a stored one.
 
 A mutation takes a run's ops (its history.jsonl, line by line) and what the run declared, and returns ops that hide a
-violation, cut the run short, or change what it claims; or None when it does not apply to that run (a precondition: no DR
-switch to write after, no committed transaction to abort). Each declares the verdicts a sound judge may give the result:
-INVALID or UNKNOWN (REFUSED: the input was refused in one line, exit 2), never VALID or KNOWN. Which write, partition,
-line or option it picks is drawn by ``draw`` (hypothesis's ``data.draw`` in the suite; a seeded chooser elsewhere).
+violation, cut the run short, or change what it claims; or None when it does not apply to that run (a precondition: no
+DR switch to write after, no committed transaction to abort). Each declares the verdicts a sound judge may give the
+result: INVALID or UNKNOWN (REFUSED: the input was refused in one line, exit 2), never VALID or KNOWN. Which write,
+partition, line or option it picks is drawn by ``draw`` (hypothesis's ``data.draw`` in the suite; a seeded chooser
+elsewhere).
 
-This module imports only what `failsafe check` itself runs (the run directory, its kind's judge, the stored scenario), so
-benchmarks/bench_soundness.py can run the same mutations against any failsafe, today's or an older commit's.
-"""
+This module imports only what `failsafe check` itself runs (the run directory, its kind's judge, the stored scenario),
+so benchmarks/bench_soundness.py can run the same mutations against any failsafe, today's or an older commit's."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ class Run:
     ops: list[dict]
     scenario: dict
     meta: dict
-    acknowledged: set[tuple[str, str]] = field(default_factory=set)  # (topic, value) of every write a durable writer had acknowledged
+    acknowledged: set[tuple[str, str]] = field(
+        default_factory=set
+    )  # (topic, value) of every write a durable writer had acknowledged
 
     @property
     def kind(self) -> str:
@@ -65,8 +67,18 @@ class Mutation:
 def load_corpus(root: Path = CORPUS) -> list[Run]:
     runs = []
     for path in sorted(p for p in root.iterdir() if (p / "corpus.json").is_file()):
-        ops = [orjson.loads(line) for line in gzip.decompress((path / "history.jsonl.gz").read_bytes()).splitlines() if line.strip()]
-        run = Run(path.name, path, ops, json.loads((path / "scenario.json").read_text()), json.loads((path / "corpus.json").read_text()))
+        ops = [
+            orjson.loads(line)
+            for line in gzip.decompress((path / "history.jsonl.gz").read_bytes()).splitlines()
+            if line.strip()
+        ]
+        run = Run(
+            path.name,
+            path,
+            ops,
+            json.loads((path / "scenario.json").read_text()),
+            json.loads((path / "corpus.json").read_text()),
+        )
         run.acknowledged = _acknowledged(run)
         runs.append(run)
     return runs
@@ -78,20 +90,40 @@ def _acknowledged(run: Run) -> set[tuple[str, str]]:
     if run.kind == "pipeline":
         import polars as pl
 
-        ids = pl.concat([pl.read_parquet(p).select("transaction_id") for p in sorted((run.path / "ledger").glob("purchases-*.parquet"))])
+        ids = pl.concat(
+            [
+                pl.read_parquet(p).select("transaction_id")
+                for p in sorted((run.path / "ledger").glob("purchases-*.parquet"))
+            ]
+        )
         return {("demo.purchases", v) for v in ids["transaction_id"].to_list()}
     lossy = _lossy(run.ops)
     committed = {(op["process"], op["txn"]) for op in run.ops if op["f"] == "txn" and op["type"] == "ok"}
-    return {(op["topic"], op["value"]) for op in run.ops if op["f"] == "send" and op["type"] == "ok" and op.get("value") is not None
-            and op["process"] not in lossy and (op.get("txn") is None or (op["process"], op["txn"]) in committed)}
+    return {
+        (op["topic"], op["value"])
+        for op in run.ops
+        if op["f"] == "send"
+        and op["type"] == "ok"
+        and op.get("value") is not None
+        and op["process"] not in lossy
+        and (op.get("txn") is None or (op["process"], op["txn"]) in committed)
+    }
 
 
 def _lossy(ops: list[dict]) -> set[str]:
     """Writers declared may_lose whose recorded acks are 0 or 1 (what evidence.lossy_writers lets lose)."""
     declared = [c for op in ops if op["f"] == "declare" for c in op.get("clients") or [] if c.get("may_lose")]
-    acks = {op["process"]: {e["name"]: str(e["value"]) for e in op.get("config") or []}.get("acks") for op in ops if op["f"] == "client-config"}
-    return {p for p, a in acks.items() if a in ("0", "1") and any(c["process"] == p or (c.get("matches") and re.fullmatch(c["matches"], p))
-                                                                  for c in declared)}
+    acks = {
+        op["process"]: {e["name"]: str(e["value"]) for e in op.get("config") or []}.get("acks")
+        for op in ops
+        if op["f"] == "client-config"
+    }
+    return {
+        p
+        for p, a in acks.items()
+        if a in ("0", "1")
+        and any(c["process"] == p or (c.get("matches") and re.fullmatch(c["matches"], p)) for c in declared)
+    }
 
 
 def _identity(run: Run, record: dict) -> tuple[str, str | None]:
@@ -108,7 +140,12 @@ def _final_reads(run: Run, ops: list[dict]) -> list[int]:
 
 def _holding_acknowledged(run: Run, ops: list[dict]) -> list[tuple[int, int]]:
     """(op index, record index) of every acknowledged durable write in the final read."""
-    return [(i, j) for i in _final_reads(run, ops) for j, r in enumerate(ops[i].get("records") or []) if _identity(run, r) in run.acknowledged]
+    return [
+        (i, j)
+        for i in _final_reads(run, ops)
+        for j, r in enumerate(ops[i].get("records") or [])
+        if _identity(run, r) in run.acknowledged
+    ]
 
 
 # -- the mutations -----------------------------------------------------------------------------------------------------
@@ -138,12 +175,12 @@ def cut_at_phase_end(run: Run, draw: Draw) -> Mutant | None:
     ends = [i for i, op in enumerate(run.ops) if op["f"] == "phase-end"]
     if not ends:
         return None
-    return Mutant(run.ops[:draw(ends, "which phase end to cut the history before")], run.scenario)
+    return Mutant(run.ops[: draw(ends, "which phase end to cut the history before")], run.scenario)
 
 
 def cut_at_line(run: Run, draw: Draw) -> Mutant | None:
     last = max((i for i, op in enumerate(run.ops) if op["f"] == "phase-end"), default=len(run.ops))
-    return Mutant(run.ops[:draw(range(last), "which line to cut the history at")], run.scenario)
+    return Mutant(run.ops[: draw(range(last), "which line to cut the history at")], run.scenario)
 
 
 def cut_mid_line(run: Run, draw: Draw) -> Mutant | None:
@@ -167,28 +204,66 @@ def delete_client(run: Run, draw: Draw) -> Mutant | None:
 
 
 def write_after_switch(run: Run, draw: Draw) -> Mutant | None:
-    """A write invoked on the source after a dr-switch, acknowledged, then never mirrored, read, nor in the source's log."""
+    """A write invoked on the source after a dr-switch, acknowledged, then never mirrored, read, nor in the source's
+    log."""
     switches = [op for op in run.ops if op["f"] == "dr-switch"]
-    sources = [op for op in run.ops if op["f"] == "send" and op["type"] == "ok" and "@" in op["process"] and op.get("offset") is not None]
+    sources = [
+        op
+        for op in run.ops
+        if op["f"] == "send" and op["type"] == "ok" and "@" in op["process"] and op.get("offset") is not None
+    ]
     if not switches or not sources:
         return None
     switch = draw(switches, "which switch to write after")
-    source = draw([op for op in sources if op["process"].endswith("@" + switch.get("from", ""))] or sources, "whose write to repeat")
-    highest = max(op["offset"] for op in sources if (op["process"], op["topic"], op["partition"]) == (source["process"], source["topic"], source["partition"]))
-    base = {"process": source["process"], "f": "send", "id": 10**9, "topic": source["topic"], "key": source.get("key"),
-            "value": f"{source['process']}:after-switch"}
+    source = draw(
+        [op for op in sources if op["process"].endswith("@" + switch.get("from", ""))] or sources,
+        "whose write to repeat",
+    )
+    highest = max(
+        op["offset"]
+        for op in sources
+        if (op["process"], op["topic"], op["partition"]) == (source["process"], source["topic"], source["partition"])
+    )
+    base = {
+        "process": source["process"],
+        "f": "send",
+        "id": 10**9,
+        "topic": source["topic"],
+        "key": source.get("key"),
+        "value": f"{source['process']}:after-switch",
+    }
     invoke = {**base, "time_ns": switch["time_ns"] + 1_000_000, "type": "invoke"}
-    ok = {**base, "time_ns": switch["time_ns"] + 2_000_000, "type": "ok", "partition": source["partition"], "offset": highest + 1}
+    ok = {
+        **base,
+        "time_ns": switch["time_ns"] + 2_000_000,
+        "type": "ok",
+        "partition": source["partition"],
+        "offset": highest + 1,
+    }
     ops = sorted([*run.ops, invoke, ok], key=lambda op: op["time_ns"])
     return Mutant(ops, run.scenario)
 
 
 # Options that would excuse a violation if any checker took them (the issue's examples and their kin).
-EXCUSES = (("delivery", "lossy_writers", [".*"]), ("delivery", "allow_duplicates", True), ("semantics", "groups", []),
-           ("semantics", "lossy_writers", [".*"]), ("order", "idempotent_producers", []), ("share", "delivery_count_limit", 1),
-           ("share", "groups", []), ("share", "from_first_delivered", True), ("share", "lock_duration_ms", 1),
-           ("transactions", "allow", ["aborted-read", "precommitted-read", "torn-transaction", "intermediate-read", "duplicate", "G1c"]),
-           ("dr", "lossy_writers", [".*"]), ("availability", "expect_unrecovered", ["*"]), ("dr", "expect_unrecovered", ["*"]))
+EXCUSES = (
+    ("delivery", "lossy_writers", [".*"]),
+    ("delivery", "allow_duplicates", True),
+    ("semantics", "groups", []),
+    ("semantics", "lossy_writers", [".*"]),
+    ("order", "idempotent_producers", []),
+    ("share", "delivery_count_limit", 1),
+    ("share", "groups", []),
+    ("share", "from_first_delivered", True),
+    ("share", "lock_duration_ms", 1),
+    (
+        "transactions",
+        "allow",
+        ["aborted-read", "precommitted-read", "torn-transaction", "intermediate-read", "duplicate", "G1c"],
+    ),
+    ("dr", "lossy_writers", [".*"]),
+    ("availability", "expect_unrecovered", ["*"]),
+    ("dr", "expect_unrecovered", ["*"]),
+)
 
 
 def add_option(run: Run, draw: Draw) -> Mutant | None:
@@ -203,7 +278,10 @@ def add_option(run: Run, draw: Draw) -> Mutant | None:
 
 
 def _inflated(ops: list[dict]) -> list[dict]:
-    return [{**op, "host": "h9", "clock_offset_ns": 0, "clock_error_ns": 10**13} if op["f"] == "client-config" else op for op in ops]
+    return [
+        {**op, "host": "h9", "clock_offset_ns": 0, "clock_error_ns": 10**13} if op["f"] == "client-config" else op
+        for op in ops
+    ]
 
 
 def inflate_bound_over_loss(run: Run, draw: Draw) -> Mutant | None:
@@ -212,13 +290,24 @@ def inflate_bound_over_loss(run: Run, draw: Draw) -> Mutant | None:
 
 
 def duplicate_record(run: Run, draw: Draw) -> Mutant | None:
-    """An idempotent writer's acknowledged write copied to a new offset of its partition's log, and read there by a reader
-    of it; not for a scenario that declares duplicates known (their KNOWN is right), nor a DR pair (mirror copies are counted)."""
-    if run.kind in ("dr", "pipeline") or any(str(k.get("anomaly", "")).split(".")[-1].startswith("duplicate") for k in run.scenario.get("known") or []):
+    """An idempotent writer's acknowledged write copied to a new offset of its partition's log, and read there by a
+    reader of it; not for a scenario that declares duplicates known (their KNOWN is right), nor a DR pair (mirror copies
+    are counted)."""
+    if run.kind in ("dr", "pipeline") or any(
+        str(k.get("anomaly", "")).split(".")[-1].startswith("duplicate") for k in run.scenario.get("known") or []
+    ):
         return None
-    idempotent = {op["process"] for op in run.ops if op["f"] == "client-config"
-                  and {e["name"]: str(e["value"]).lower() for e in op.get("config") or []}.get("enable.idempotence") == "true"}
-    writers = {(op["topic"], op["value"]) for op in run.ops if op["f"] == "send" and op["type"] == "ok" and op["process"] in idempotent}
+    idempotent = {
+        op["process"]
+        for op in run.ops
+        if op["f"] == "client-config"
+        and {e["name"]: str(e["value"]).lower() for e in op.get("config") or []}.get("enable.idempotence") == "true"
+    }
+    writers = {
+        (op["topic"], op["value"])
+        for op in run.ops
+        if op["f"] == "send" and op["type"] == "ok" and op["process"] in idempotent
+    }
     ops = copy.deepcopy(run.ops)
     held = [(i, j) for i, j in _holding_acknowledged(run, ops) if _identity(run, ops[i]["records"][j]) in writers]
     polls = [k for k, op in enumerate(ops) if op["f"] == "poll" and op["type"] == "ok" and op.get("records")]
@@ -230,7 +319,11 @@ def duplicate_record(run: Run, draw: Draw) -> Mutant | None:
     copy_ = {**record, "offset": offset}
     ops[i]["records"].append(copy_)
     ops[i]["high_watermark"] = offset + 1
-    readers = [k for k in polls if any((r["topic"], r.get("value")) == (record["topic"], record["value"]) for r in ops[k]["records"])] or polls
+    readers = [
+        k
+        for k in polls
+        if any((r["topic"], r.get("value")) == (record["topic"], record["value"]) for r in ops[k]["records"])
+    ] or polls
     k = draw(readers, "which reader reads the copy")
     ops.insert(k + 1, {**ops[k], "time_ns": ops[k]["time_ns"] + 1, "records": [copy_]})
     return Mutant(ops, run.scenario)
@@ -242,10 +335,19 @@ def inflate_bound_over_duplicate(run: Run, draw: Draw) -> Mutant | None:
 
 
 def abort_committed(run: Run, draw: Draw) -> Mutant | None:
-    """A committed transaction recorded as aborted (its end abort, its completion fail) while its writes stay in the log."""
+    """A committed transaction recorded as aborted (its end abort, its completion fail) while its writes stay in the
+    log."""
     logged = {_identity(run, r) for i in _final_reads(run, run.ops) for r in run.ops[i]["records"]}
-    in_log = {(op["process"], op["txn"]) for op in run.ops if op["f"] == "send" and op.get("txn") is not None and (op["topic"], op.get("value")) in logged}
-    committed = [(op["process"], op["txn"]) for op in run.ops if op["f"] == "txn" and op["type"] == "ok" and (op["process"], op["txn"]) in in_log]
+    in_log = {
+        (op["process"], op["txn"])
+        for op in run.ops
+        if op["f"] == "send" and op.get("txn") is not None and (op["topic"], op.get("value")) in logged
+    }
+    committed = [
+        (op["process"], op["txn"])
+        for op in run.ops
+        if op["f"] == "txn" and op["type"] == "ok" and (op["process"], op["txn"]) in in_log
+    ]
     if not committed:
         return None
     process, txn = draw(committed, "which committed transaction to abort")
@@ -260,18 +362,46 @@ def abort_committed(run: Run, draw: Draw) -> Mutant | None:
 
 
 MUTATIONS = (
-    Mutation("drop-acknowledged-write", drop_write, NOT_VALID, "an acknowledged durable write taken out of the final read"),
+    Mutation(
+        "drop-acknowledged-write", drop_write, NOT_VALID, "an acknowledged durable write taken out of the final read"
+    ),
     Mutation("empty-partition", empty_partition, NOT_VALID, "a partition holding acknowledged writes read back empty"),
-    Mutation("cut-at-phase-end", cut_at_phase_end, frozenset({UNKNOWN}), "the history cut before one of its phase ends"),
+    Mutation(
+        "cut-at-phase-end", cut_at_phase_end, frozenset({UNKNOWN}), "the history cut before one of its phase ends"
+    ),
     Mutation("cut-at-line", cut_at_line, frozenset({UNKNOWN}), "the history cut at a line before its last phase end"),
     Mutation("cut-mid-line", cut_mid_line, frozenset({REFUSED}), "the history's last line cut in two"),
     Mutation("delete-declared-client", delete_client, NOT_VALID, "every op of one declared client deleted"),
-    Mutation("write-after-dr-switch", write_after_switch, NOT_VALID, "a source write acknowledged after the DR switch, never mirrored"),
-    Mutation("add-checker-option", add_option, NOT_VALID | {REFUSED}, "a loss, and an option that would excuse a violation"),
-    Mutation("inflate-clock-bound-over-loss", inflate_bound_over_loss, NOT_VALID, "a loss, every client's clock bound 10^13 ns"),
-    Mutation("duplicate-record", duplicate_record, NOT_VALID, "an idempotent writer's write at a second offset, read there"),
-    Mutation("inflate-clock-bound-over-duplicate", inflate_bound_over_duplicate, NOT_VALID, "a duplicate, every clock bound 10^13 ns"),
-    Mutation("abort-committed-transaction", abort_committed, NOT_VALID, "a committed transaction recorded as aborted, its writes read"),
+    Mutation(
+        "write-after-dr-switch",
+        write_after_switch,
+        NOT_VALID,
+        "a source write acknowledged after the DR switch, never mirrored",
+    ),
+    Mutation(
+        "add-checker-option", add_option, NOT_VALID | {REFUSED}, "a loss, and an option that would excuse a violation"
+    ),
+    Mutation(
+        "inflate-clock-bound-over-loss",
+        inflate_bound_over_loss,
+        NOT_VALID,
+        "a loss, every client's clock bound 10^13 ns",
+    ),
+    Mutation(
+        "duplicate-record", duplicate_record, NOT_VALID, "an idempotent writer's write at a second offset, read there"
+    ),
+    Mutation(
+        "inflate-clock-bound-over-duplicate",
+        inflate_bound_over_duplicate,
+        NOT_VALID,
+        "a duplicate, every clock bound 10^13 ns",
+    ),
+    Mutation(
+        "abort-committed-transaction",
+        abort_committed,
+        NOT_VALID,
+        "a committed transaction recorded as aborted, its writes read",
+    ),
 )
 
 
@@ -281,8 +411,8 @@ def judge(run: Run, mutant: Mutant, where: Path) -> str:
     directory made at ``where``."""
     from failsafe.errors import UserError
     from failsafe.scenarios.kinds import kind_of_run
-    from failsafe.scenarios.rundir import RunDir
-    from failsafe.scenarios.stored import stored_scenario
+    from failsafe.scenarios.store.rundir import RunDir
+    from failsafe.scenarios.store.stored import stored_scenario
 
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
@@ -296,4 +426,7 @@ def judge(run: Run, mutant: Mutant, where: Path) -> str:
         results, _ = kind_of_run(rd).judge(rd, stored_scenario(rd))
     except UserError:
         return REFUSED
-    return str(results.get("verdict") or ("VALID" if results.get("valid") is True else INVALID if results.get("valid") is False else UNKNOWN))
+    return str(
+        results.get("verdict")
+        or ("VALID" if results.get("valid") is True else INVALID if results.get("valid") is False else UNKNOWN)
+    )

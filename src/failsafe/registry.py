@@ -1,6 +1,6 @@
 """The one registry helper: fault types (faults/registry.py) and scenario kinds (scenarios/kinds/registry.py) are each a
-``Registry`` of plug-ins by name. Imports nothing of failsafe's. (checkers/run.py keeps a plain dict: the checkers import
-nothing but the history.)
+``Registry`` of plug-ins by name. Imports nothing of failsafe's. (checkers/run.py keeps a plain dict: the checkers
+import nothing but the history.)
 
 A registry is a dict (read it as one: ``REGISTRY[name]``, ``.items()``, ``in``) whose ``register`` refuses a second
 plug-in of a name already taken, and whose ``named`` answers a name it does not hold with one clear error that lists
@@ -25,7 +25,8 @@ class Registry(dict[str, T]):
         self._describe = describe
 
     def register(self, name: str, item: T) -> T:
-        """Add ``item`` under ``name``; a second plug-in of a name already taken is refused (the same one again is not)."""
+        """Add ``item`` under ``name``; a second plug-in of a name already taken is refused (the same one again is
+        not)."""
         known = self.get(name)
         if known is not None and known is not item:
             raise ValueError(f"a {self.noun} named {name!r} is already registered ({self._describe(known)})")

@@ -1,4 +1,5 @@
-"""The disk layer alone, mounted for real (no Kafka): what a power cut keeps, what it takes, and that nothing stays mounted."""
+"""The disk layer alone, mounted for real (no Kafka): what a power cut keeps, what it takes, and that nothing stays
+mounted."""
 
 from __future__ import annotations
 
@@ -61,7 +62,9 @@ def test_fsynced_data_survives_a_power_loss_and_unsynced_data_is_gone(layer: Dis
     _fsync_dir(mnt)
     _append(mnt / "00.log", b"acked-in-page-cache-only")
     _append(mnt / "never-synced.log", b"gone")
-    assert (mnt / "00.log").read_bytes() == b"acked-and-flushed|acked-in-page-cache-only"  # read-your-writes while mounted
+    assert (
+        mnt / "00.log"
+    ).read_bytes() == b"acked-and-flushed|acked-in-page-cache-only"  # read-your-writes while mounted
     assert layer.status()["unsynced"] == {"files": 2, "bytes": 28}
     lost = layer.lose_unsynced()
     assert lost["bytes_lost"] == 28 and lost["dir_changes_undone"] == 1
@@ -98,8 +101,8 @@ def test_a_rename_survives_after_an_fsync_of_its_directory_and_not_without(layer
 
 @pytest.mark.parametrize("metadata", ["journal", "posix"])
 def test_a_new_directory_survives_an_fsync_of_a_file_in_it_only_when_metadata_is_journaled(dirs, metadata: str) -> None:
-    # Kafka creates a partition's directory and fsyncs the segment in it (flush.messages=1), not the log dir: on ext4 the
-    # fsync commits the journal and the directory with it; POSIX alone promises nothing for the directory's entry.
+    # Kafka creates a partition's directory and fsyncs the segment in it (flush.messages=1), not the log dir: on ext4
+    # the fsync commits the journal and the directory with it; POSIX alone promises nothing for the directory's entry.
     backing, mnt, state = dirs
     layer = mount(backing, mnt, state_dir=state, dies_with_parent=True, metadata=metadata)
     (mnt / "topic-0").mkdir()
@@ -159,8 +162,11 @@ def _read_fresh(path: Path) -> bytes:
     return path.read_bytes()  # a new open: FUSE drops the file's cached pages, so the read reaches the layer
 
 
-# -- injected errors ------------------------------------------------------------------------------------------------------
-def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_on_clear(layer: DiskLayer, dirs) -> None:
+# -- injected errors
+# ------------------------------------------------------------------------------------------------------
+def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_on_clear(
+    layer: DiskLayer, dirs
+) -> None:
     _, mnt, _ = dirs
     _append(mnt / "00.log", b"0123456789", sync=True)
     _append(mnt / "old.log", b"deletable")
@@ -172,7 +178,9 @@ def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_
         assert _errno(lambda: os.pwrite(fd, b"wide", 8)) == "ENOSPC"  # partly past the end: refused whole
         assert _errno(lambda: os.posix_fallocate(fd, 0, 4096)) == "ENOSPC"
         assert _errno(lambda: os.fsync(fd)) is None
-        assert _errno(lambda: os.ftruncate(fd, 1 << 20)) is None  # a truncation up leaves a hole and takes no space, as on ext4
+        assert (
+            _errno(lambda: os.ftruncate(fd, 1 << 20)) is None
+        )  # a truncation up leaves a hole and takes no space, as on ext4
         assert _errno(lambda: os.pwrite(fd, b"h", 1 << 19)) == "ENOSPC"  # but writing into the hole needs space
         assert _errno(lambda: os.ftruncate(fd, 10)) is None
     finally:
@@ -185,7 +193,12 @@ def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_
     assert sorted(os.listdir(mnt)) == ["00.log.deleted"]
     status = layer.status()
     assert status["injection"] == {"full": True, "error": None}
-    assert {op: n for op, n in status["failed"]["full"].items() if n} == {"write": 3, "fallocate": 1, "create": 1, "mkdir": 1}
+    assert {op: n for op, n in status["failed"]["full"].items() if n} == {
+        "write": 3,
+        "fallocate": 1,
+        "create": 1,
+        "mkdir": 1,
+    }
     assert not any(status["failed"]["error"].values())
     assert layer.clear_injection() == {"cleared": ["full"], "injection": {"full": False, "error": None}}
     _append(mnt / "00.log.deleted", b"+grown")
@@ -250,7 +263,9 @@ def test_an_error_glob_fails_only_the_matching_files(layer: DiskLayer, dirs) -> 
     assert _errno(lambda: _read_fresh(mnt / "p-0/00.index")) == "EIO"
 
 
-def test_reads_of_cached_pages_do_not_reach_a_failing_disk_until_the_file_is_opened_again(layer: DiskLayer, dirs) -> None:
+def test_reads_of_cached_pages_do_not_reach_a_failing_disk_until_the_file_is_opened_again(
+    layer: DiskLayer, dirs
+) -> None:
     _, mnt, _ = dirs
     _append(mnt / "00.log", b"x" * 8192, sync=True)
     fd = os.open(mnt / "00.log", os.O_RDONLY)

@@ -1,5 +1,5 @@
-"""The leash of a start (cluster/watchdog.py) unmounts the disk layers of the nodes it was told about when the starting
-command dies: mounted for real, the watchdog run as a process whose stdin closes without a release."""
+"""The leash of a start (cluster/nodes/watchdog.py) unmounts the disk layers of the nodes it was told about when the
+starting command dies: mounted for real, the watchdog run as a process whose stdin closes without a release."""
 
 from __future__ import annotations
 
@@ -25,7 +25,12 @@ def _layer(root: Path, name: str) -> Path:
 
 def _watchdog(root: Path, names: list[str], stdin: bytes) -> subprocess.CompletedProcess:
     pidfiles = [str(root / "pids" / f"{n}.pid") for n in names]
-    return subprocess.run([sys.executable, "-m", "failsafe.cluster.watchdog", *pidfiles], input=stdin, capture_output=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "failsafe.cluster.nodes.watchdog", *pidfiles],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 def test_a_dead_start_leaves_no_layer_of_its_nodes_mounted_and_a_released_one_leaves_them(tmp_path: Path) -> None:

@@ -40,8 +40,13 @@ class RunningConsole:
 
 
 def start_console(cluster_dir: Path, *extra: str) -> RunningConsole:
-    proc = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "console", "--dir", str(cluster_dir), "--port", "0", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "failsafe.cli.main", "console", "--dir", str(cluster_dir), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -77,4 +82,7 @@ def console_fate(console: RunningConsole) -> str:
         return "the console process is still running"
     err = console.proc.stderr.read()
     crashed = err.find("Fatal Python error")
-    return f"the console process exited with code {code}; its stderr: {err[max(0, crashed - 2000):] if crashed >= 0 else err[-3000:]}"
+    return (
+        f"the console process exited with code {code}; its stderr: "
+        f"{err[max(0, crashed - 2000) :] if crashed >= 0 else err[-3000:]}"
+    )

@@ -1,5 +1,5 @@
-"""``failsafe run --attach``: a client-only scenario on a cluster the run did not start changes nothing there but its own topic
-(topics and configs listed before and after); a fault it cannot make there is refused before anything runs."""
+"""``failsafe run --attach``: a client-only scenario on a cluster the run did not start changes nothing there but its
+own topic (topics and configs listed before and after); a fault it cannot make there is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -46,19 +46,23 @@ def test_a_client_only_scenario_on_an_attached_cluster_changes_only_its_topic(sh
         assert result.returncode == 0, result.stderr[-3000:]
         assert "attached to the cluster at" in result.stderr
         topics_after, configs_after = snapshot(bootstrap)
-        # Kafka's own internal topics may appear (its first consumer group makes __consumer_offsets); nothing else but ours.
+        # Kafka's own internal topics may appear (its first consumer group makes __consumer_offsets); nothing else but
+        # ours.
         assert {t for t in topics_after - topics_before if not t.startswith("__")} == {TOPIC}
         assert topics_before <= topics_after
         assert {k: v for k, v in configs_after.items() if k in configs_before} == configs_before
         # The topic is there now: a second run would delete it first, which failsafe does only to what it made.
         again = run_cli("run", str(scenario), "--attach", bootstrap, "--dir", str(work))
         assert again.returncode == 2 and again.stderr.strip().splitlines()[-1].startswith(
-            f"failsafe: the cluster at {bootstrap} has a topic named {TOPIC}")
+            f"failsafe: the cluster at {bootstrap} has a topic named {TOPIC}"
+        )
         # A network fault needs a cluster failsafe started: refused before anything runs, in one line.
         refused = run_cli("run", "leader-isolated", "--attach", bootstrap, "--dir", str(work))
         assert refused.returncode == 2
-        assert refused.stderr.strip().splitlines()[-1] == (f"failsafe: leader-isolated: its isolate fault needs a cluster failsafe started "
-                                                           f"(--attach {bootstrap} makes no network fault); run it without --attach")
+        assert refused.stderr.strip().splitlines()[-1] == (
+            f"failsafe: leader-isolated: its isolate fault needs a cluster failsafe started "
+            f"(--attach {bootstrap} makes no network fault); run it without --attach"
+        )
         assert not (work / "failsafe-state.json").exists()
     finally:
         run_cli("topics", "delete", TOPIC, "--bootstrap-server", bootstrap)

@@ -27,7 +27,9 @@ def partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], li
 def test_combined_quorum_up_down_and_up_again_keeps_data(own_cluster_dir: Path) -> None:
     cluster = start_cluster(own_cluster_dir, "--combined", brokers=3, controllers=3)
     status = json.loads(cluster.cli("status", "--json").stdout)
-    assert [(n["id"], n["role"], n["state"]) for n in status["nodes"]] == [(i, "broker+controller", "up") for i in range(3)]
+    assert [(n["id"], n["role"], n["state"]) for n in status["nodes"]] == [
+        (i, "broker+controller", "up") for i in range(3)
+    ]
     assert status["active_controller"] in {0, 1, 2}
     assert cluster.cli("topics", "create", "kept", "--partitions", "2", "--replication-factor", "3").returncode == 0
     pids = [t.pid for t in tracked_processes(own_cluster_dir)]
@@ -54,8 +56,22 @@ def test_failed_up_stops_whatever_it_started(own_cluster_dir: Path) -> None:
 
 def test_sigkill_of_up_while_it_waits_leaves_no_process(own_cluster_dir: Path) -> None:
     # A relative --dir, as a user types it: the watchdog must still find the pidfiles.
-    up = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "up", "--dir", own_cluster_dir.name, "--heap", TEST_HEAP,
-                           *cluster_ports()], cwd=own_cluster_dir.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "failsafe.cli.main",
+            "up",
+            "--dir",
+            own_cluster_dir.name,
+            "--heap",
+            TEST_HEAP,
+            *cluster_ports(),
+        ],
+        cwd=own_cluster_dir.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: len(alive_pids(own_cluster_dir)) == 4, 120, "up never started its 4 nodes")
         started = alive_pids(own_cluster_dir)
@@ -70,7 +86,9 @@ def test_leader_kill_new_leader_from_isr_restart_and_preferred_election(own_clus
     cluster = start_cluster(own_cluster_dir)
     topic = "my-failsafe-topic"
     assert cluster.cli("topics", "create", topic, "--partitions", "6", "--replication-factor", "3").returncode == 0
-    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()), 30, "ISR never full")
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()), 30, "ISR never full"
+    )
     before = partitions(cluster.bootstrap, topic)
     victim, _, isr_before = before[0]
 
@@ -80,6 +98,7 @@ def test_leader_kill_new_leader_from_isr_restart_and_preferred_election(own_clus
     for _ in range(3):
         described = cluster.cli("topics", "describe", topic)
         assert described.returncode == 0, described.stderr
+
     # The controller fences the broker after broker.session.timeout.ms (9 s by default), then
     # moves leadership to another ISR member and shrinks the ISR.
     def failed_over() -> bool:
@@ -93,19 +112,27 @@ def test_leader_kill_new_leader_from_isr_restart_and_preferred_election(own_clus
     assert all(victim not in isr for _, _, isr in partitions(cluster.bootstrap, topic).values())
 
     assert cluster.cli("broker", "start", str(victim)).returncode == 0
-    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()), 60,
-               f"broker {victim} did not rejoin every ISR")
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()),
+        60,
+        f"broker {victim} did not rejoin every ISR",
+    )
 
     assert cluster.cli("leader-election", "--topic", topic).returncode == 0
-    wait_until(lambda: all(leader == replicas[0] for leader, replicas, _ in partitions(cluster.bootstrap, topic).values()), 30,
-               "preferred leaders were not restored")
+    wait_until(
+        lambda: all(leader == replicas[0] for leader, replicas, _ in partitions(cluster.bootstrap, topic).values()),
+        30,
+        "preferred leaders were not restored",
+    )
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_exits(own_cluster_dir: Path) -> None:
     cluster = start_cluster(own_cluster_dir)
     topic = "controlled"
     assert cluster.cli("topics", "create", topic, "--partitions", "6", "--replication-factor", "3").returncode == 0
-    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()), 30, "ISR never full")
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions(cluster.bootstrap, topic).values()), 30, "ISR never full"
+    )
     assert cluster.cli("broker", "stop", "1").returncode == 0
     assert json.loads(cluster.cli("status", "--json").stdout)["nodes"][2]["state"] == "down"
     # No wait: a controlled shutdown hands leadership over before the process exits.

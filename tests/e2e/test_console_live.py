@@ -1,4 +1,5 @@
-"""The console on a real cluster: the token, 127.0.0.1 only, the group view, and killing a leader from a real browser."""
+"""The console on a real cluster: the token, 127.0.0.1 only, the group view, and killing a leader from a real
+browser."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 import psutil
 import pytest
 
-from failsafe.cluster import journal
+from failsafe.cluster.observe import journal
 from tests.conftest import RunningCluster, start_cluster
 from tests.e2e.console_helpers import console_fate, start_console, stop_console
 from tests.helpers import run_cli
@@ -23,13 +24,27 @@ ISR_TIMEOUT_MS = 90_000
 pytestmark = pytest.mark.cluster
 
 
-def test_without_the_token_everything_is_401_and_the_console_listens_on_127_0_0_1_only(shared_cluster: RunningCluster) -> None:
+def test_without_the_token_everything_is_401_and_the_console_listens_on_127_0_0_1_only(
+    shared_cluster: RunningCluster,
+) -> None:
     console = start_console(shared_cluster.dir)
     try:
-        listening = [c.laddr for c in psutil.Process(console.proc.pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        listening = [
+            c.laddr
+            for c in psutil.Process(console.proc.pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        ]
         assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
         with httpx.Client(base_url=console.base, timeout=10) as http:
-            for path in ("/", "/api/cluster", "/api/topics", "/api/groups", "/api/timeline", "/api/runs", "/api/events"):
+            for path in (
+                "/",
+                "/api/cluster",
+                "/api/topics",
+                "/api/groups",
+                "/api/timeline",
+                "/api/runs",
+                "/api/events",
+            ):
                 assert http.get(path).status_code == 401, path
                 assert http.get(path, params={"token": console.token + "x"}).status_code == 401, path
             for path in ("/api/nodes/broker/0/kill", "/api/nodes/broker/0/stop", "/api/elect-leaders"):
@@ -47,12 +62,16 @@ def test_without_the_token_everything_is_401_and_the_console_listens_on_127_0_0_
     finally:
         err = stop_console(console, shared_cluster.dir)
     assert "console stopped" in err and "Traceback" not in err
-    assert [r.stdout for r in [shared_cluster.cli("status", "--json")]] and json.loads(shared_cluster.cli("status", "--json").stdout)["nodes"]
+    assert [r.stdout for r in [shared_cluster.cli("status", "--json")]] and json.loads(
+        shared_cluster.cli("status", "--json").stdout
+    )["nodes"]
 
 
 def test_the_group_view_is_what_groups_describe_prints(shared_cluster: RunningCluster) -> None:
     topic, group = "console-groups", "console-group"
-    assert shared_cluster.cli("topics", "create", topic, "--partitions", "3", "--replication-factor", "2").returncode == 0
+    assert (
+        shared_cluster.cli("topics", "create", topic, "--partitions", "3", "--replication-factor", "2").returncode == 0
+    )
     assert shared_cluster.cli("produce", topic, "--key-separator", ":", input="a:1\nb:2\nc:3\nd:4\n").returncode == 0
     consumed = shared_cluster.cli("consume", topic, "--group", group, "--from-beginning", "--exit-at-end")
     assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 4
@@ -69,9 +88,15 @@ def test_the_group_view_is_what_groups_describe_prints(shared_cluster: RunningCl
     assert shown["total_lag"] == 1 and shown["state"] == "EMPTY" and shown["coordinator"] is not None
 
 
-def test_bad_input_is_one_line_and_exit_2_and_a_port_in_use_exit_5(shared_cluster: RunningCluster, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_exit_2_and_a_port_in_use_exit_5(
+    shared_cluster: RunningCluster, tmp_path: Path
+) -> None:
     missing = run_cli("console", "--dir", str(tmp_path / "none"), "--port", "0")
-    assert missing.returncode == 2 and "no failsafe cluster at" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    assert (
+        missing.returncode == 2
+        and "no failsafe cluster at" in missing.stderr
+        and len(missing.stderr.strip().splitlines()) == 1
+    )
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
@@ -88,8 +113,20 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
     from playwright.sync_api import expect, sync_playwright
 
     cluster = start_cluster(own_cluster_dir)
-    assert cluster.cli("topics", "create", "orders", "--partitions", "3", "--replication-factor", "3",
-                       "--config", "min.insync.replicas=2").returncode == 0
+    assert (
+        cluster.cli(
+            "topics",
+            "create",
+            "orders",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "3",
+            "--config",
+            "min.insync.replicas=2",
+        ).returncode
+        == 0
+    )
     console = start_console(own_cluster_dir)
     try:
         with sync_playwright() as p:
@@ -98,7 +135,9 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
             page.goto(console.url)
             page.evaluate("window.loadedOnce = true")
             for broker in (0, 1, 2):
-                expect(page.locator(f'tr[data-node="server-{broker}"] td.state')).to_have_text("up", timeout=PAGE_TIMEOUT_MS)
+                expect(page.locator(f'tr[data-node="server-{broker}"] td.state')).to_have_text(
+                    "up", timeout=PAGE_TIMEOUT_MS
+                )
             row = page.locator('tr[data-partition="orders-0"]')
             expect(row.locator("td.isr .in-sync")).to_have_count(3, timeout=PAGE_TIMEOUT_MS)
             expect(row.locator("td.isr .missing")).to_have_count(0)
@@ -106,15 +145,21 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
 
             page.click(f'button[data-action="kill"][data-role="broker"][data-node="{leader}"]')
             page.click("#confirm-yes")
-            expect(page.locator(f'tr[data-node="server-{leader}"] td.state')).to_have_text("down", timeout=PAGE_TIMEOUT_MS)
+            expect(page.locator(f'tr[data-node="server-{leader}"] td.state')).to_have_text(
+                "down", timeout=PAGE_TIMEOUT_MS
+            )
             expect(row.locator("td.isr .missing")).to_have_text(str(leader), timeout=PAGE_TIMEOUT_MS)
             new_leader = row.locator("td.leader").inner_text().split()[0]
             assert new_leader not in (str(leader), "none")
             expect(row.locator("td.isr .missing")).to_have_css("background-color", "rgb(198, 40, 40)")
-            # The nodes' own metrics (their JMX exporters): the killed broker's endpoint answers nothing, a surviving one
-            # counts the partitions the killed broker followed as under-replicated once it is fenced.
-            expect(page.locator(f'tr[data-node="server-{leader}"] td.metrics')).to_contain_text("unreadable", timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator(f'tr[data-node="server-{new_leader}"] td.metrics .bad')).to_contain_text("URP", timeout=PAGE_TIMEOUT_MS)
+            # The nodes' own metrics (their JMX exporters): the killed broker's endpoint answers nothing, a surviving
+            # one counts the partitions the killed broker followed as under-replicated once it is fenced.
+            expect(page.locator(f'tr[data-node="server-{leader}"] td.metrics')).to_contain_text(
+                "unreadable", timeout=PAGE_TIMEOUT_MS
+            )
+            expect(page.locator(f'tr[data-node="server-{new_leader}"] td.metrics .bad')).to_contain_text(
+                "URP", timeout=PAGE_TIMEOUT_MS
+            )
             page.screenshot(path=str(tmp_path / "console-leader-killed.png"), full_page=True)
 
             page.click(f'button[data-action="start"][data-role="broker"][data-node="{leader}"]')
@@ -131,7 +176,10 @@ def test_kill_a_leader_from_the_browser_and_start_it_again(own_cluster_dir: Path
     actions = [(a.action, a.node, a.source, a.ok) for a in journal.last(own_cluster_dir / journal.JOURNAL_FILE, 10)]
     assert actions == [("kill", leader, "console", True), ("start", leader, "console", True)]
     status = json.loads(cluster.cli("status", "--json").stdout)
-    assert [(a["action"], a["source"]) for a in status["operator_actions"]] == [("kill", "console"), ("start", "console")]
+    assert [(a["action"], a["source"]) for a in status["operator_actions"]] == [
+        ("kill", "console"),
+        ("start", "console"),
+    ]
 
 
 def _acted(response: httpx.Response) -> str:
@@ -150,10 +198,25 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
 
     cluster = start_cluster(own_cluster_dir)
     console = start_console(own_cluster_dir)
-    scenario = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "run", "pubsub", "--dir", str(own_cluster_dir),
-                                 "--set", "phases.chaos_s=25"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    scenario = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "failsafe.cli.main",
+            "run",
+            "pubsub",
+            "--dir",
+            str(own_cluster_dir),
+            "--set",
+            "phases.chaos_s=25",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         with httpx.Client(base_url=console.base, headers=console.headers, timeout=150) as http:
+
             def live() -> dict | None:
                 return http.get("/api/runs").json()["live"]
 
@@ -170,7 +233,9 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
             out, err = scenario.communicate(timeout=240)
             # The runs view is at most about a second old: wait for the finished run to appear in it.
             deadline = time.monotonic() + 15
-            while not ((runs := http.get("/api/runs").json())["live"] is None and all(r["report"] for r in runs["runs"])):
+            while not (
+                (runs := http.get("/api/runs").json())["live"] is None and all(r["report"] for r in runs["runs"])
+            ):
                 assert time.monotonic() < deadline, runs
                 time.sleep(0.2)
             faults = [e for e in http.get("/api/timeline").json()["events"] if e["kind"] == "fault"]
@@ -185,5 +250,7 @@ def test_a_running_scenario_shows_live_and_records_a_kill_clicked_in_the_console
     assert [(f["action"], f["node"], f["source"]) for f in faults] == [("kill", 2, "console"), ("start", 2, "console")]
     history = load_history(own_cluster_dir / "runs" / run["id"] / "history.jsonl")
     (fault,) = history.faults.to_dicts()
-    assert (fault["fault"], fault["nodes"], fault["role"]) == ("kill", ["2"], "operator (console)") and fault["stop_ns"] is not None
+    assert (fault["fault"], fault["nodes"], fault["role"]) == ("kill", ["2"], "operator (console)") and fault[
+        "stop_ns"
+    ] is not None
     assert cluster.cli("status").returncode == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from failsafe.cluster.pair import BACKUP_PORT_OFFSET
+from failsafe.cluster.topology.pair import BACKUP_PORT_OFFSET
 from failsafe.supervisor import read_pidfile
 from failsafe.waiting import wait_until
 from tests.e2e.test_lab_scenarios import only_run_dir
@@ -33,7 +33,8 @@ def _free(port: int) -> bool:
 
 
 def _pair_base() -> int:
-    """A base port whose broker, controller and replication ports are free on the primary and, 1000 higher, on the backup."""
+    """A base port whose broker, controller and replication ports are free on the primary and, 1000 higher, on the
+    backup."""
     for _ in range(100):
         base = free_port_block(1)
         ports = [base + offset + shift for offset in (0, 100, 200) for shift in (0, BACKUP_PORT_OFFSET)]
@@ -43,7 +44,9 @@ def _pair_base() -> int:
 
 
 def _mirror_pids(root: Path) -> list[int]:
-    return [t.pid for t in (read_pidfile(p) for p in root.glob("mirror/*/mirrormaker.pid")) if t is not None and t.alive()]
+    return [
+        t.pid for t in (read_pidfile(p) for p in root.glob("mirror/*/mirrormaker.pid")) if t is not None and t.alive()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +56,30 @@ def pair(shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory) 
     if "cluster" in shared_cluster_holder:
         stop_cluster(shared_cluster_holder.pop("cluster"))
     root = tmp_path_factory.mktemp("dr") / "pair"
-    result = run_cli("up", "--dr", "--dir", str(root), "--brokers", "1", "--heap", TEST_HEAP, "--base-port", str(_pair_base()))
+    result = run_cli(
+        "up", "--dr", "--dir", str(root), "--brokers", "1", "--heap", TEST_HEAP, "--base-port", str(_pair_base())
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("primary=127.0.0.1:")
     yield root
     result = run_cli("down", "--dir", str(root))
     assert result.returncode == 0, result.stderr
-    assert alive_pids(root / "primary") == [] and alive_pids(root / "backup") == [] and _mirror_pids(root) == [], \
+    assert alive_pids(root / "primary") == [] and alive_pids(root / "backup") == [] and _mirror_pids(root) == [], (
         "down left a node or MirrorMaker running"
+    )
 
 
 def test_mirror_start_mirrors_and_stop_and_down_leave_nothing(pair: Path) -> None:
     primary = ["--dir", str(pair / "primary")]
-    assert run_cli("topics", "create", *primary, "mirrored", "--partitions", "2", "--replication-factor", "1").returncode == 0
+    assert (
+        run_cli("topics", "create", *primary, "mirrored", "--partitions", "2", "--replication-factor", "1").returncode
+        == 0
+    )
     sent = run_cli("produce", *primary, "mirrored", input="".join(f"line {i}\n" for i in range(40)))
     assert sent.returncode == 0, sent.stderr
-    started = run_cli("mirror", "start", "--dir", str(pair), "--topics", "mirrored", "--set", "emit.checkpoints.interval.seconds=1")
+    started = run_cli(
+        "mirror", "start", "--dir", str(pair), "--topics", "mirrored", "--set", "emit.checkpoints.interval.seconds=1"
+    )
     assert started.returncode == 0, started.stderr
     pids = _mirror_pids(pair)
     assert len(pids) == 1
@@ -78,8 +89,12 @@ def test_mirror_start_mirrors_and_stop_and_down_leave_nothing(pair: Path) -> Non
     def mirrored() -> list[dict]:
         status = json.loads(run_cli("mirror", "status", "--dir", str(pair), "--topics", "mirrored", "--json").stdout)
         return status["mirrors"][0]["partitions"]
-    wait_until(lambda: sum(p["target_end"] or 0 for p in mirrored()) == 40 and all(p["lag"] == 0 for p in mirrored()), 60,
-               "MirrorMaker did not copy the 40 records to primary.mirrored")
+
+    wait_until(
+        lambda: sum(p["target_end"] or 0 for p in mirrored()) == 40 and all(p["lag"] == 0 for p in mirrored()),
+        60,
+        "MirrorMaker did not copy the 40 records to primary.mirrored",
+    )
     assert {p["mirrored_as"] for p in mirrored()} == {"primary.mirrored"}
     again = run_cli("mirror", "start", "--dir", str(pair), "--topics", "mirrored")
     assert again.returncode != 0 and "already running" in again.stderr
@@ -96,15 +111,30 @@ def test_mirror_outside_a_pair_is_one_line(tmp_path: Path) -> None:
 
 def _run(pair: Path, runs: Path, name: str) -> dict:
     # Shorter than the catalog's phases (CI time); MirrorMaker's 1 s intervals still sync the group before the loss.
-    result = run_cli("run", name, "--dir", str(pair), "--runs", str(runs), "--set", "phases.warmup_s=6", "--set", "phases.chaos_s=5",
-                     timeout_s=RUN_TIMEOUT_S)
+    result = run_cli(
+        "run",
+        name,
+        "--dir",
+        str(pair),
+        "--runs",
+        str(runs),
+        "--set",
+        "phases.warmup_s=6",
+        "--set",
+        "phases.chaos_s=5",
+        timeout_s=RUN_TIMEOUT_S,
+    )
     run_dir = only_run_dir(runs, name)
     results = json.loads((run_dir / "results.json").read_text())
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{json.dumps(results['checkers'], indent=1)[:3000]}"
+    assert result.returncode == 0, (
+        f"{result.stdout}\n{result.stderr}\n{json.dumps(results['checkers'], indent=1)[:3000]}"
+    )
     for line in (run_dir / "history.jsonl").read_text().splitlines():
         if '"mirror-start"' in line:
             pid = json.loads(line)["pid"]
-            assert not (psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE), "the run left MirrorMaker running"
+            assert not (psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE), (
+                "the run left MirrorMaker running"
+            )
     report = (run_dir / "report.html").read_text()
     assert "RPO" in report and "RTO, first read" in report
     return results

@@ -124,46 +124,82 @@ def test_consumer_failover_moves_the_killed_members_partitions(queue_run: Path, 
     assert results["checkers"]["rebalance"]["valid"] is True
 
 
-def test_a_kip848_group_survives_a_member_kill_moving_only_its_partitions(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+def test_a_kip848_group_survives_a_member_kill_moving_only_its_partitions(
+    queue_run: Path, shared_cluster, tmp_path: Path
+) -> None:
     result = shared_cluster.cli("run", "consumer-failover-kip848", "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
     rebalance = assert_valid_run(only_run_dir(tmp_path, "consumer-failover-kip848"))["checkers"]["rebalance"]
     [kill] = [e for e in rebalance["events"] if e["source"] == "fault"]
     assert kill["protocol"] == "consumer-uniform" and kill["survivors_kept_expected"] is True
-    assert kill["moved_partitions"] and all(m["reassigned"] and m["new_owner"] != "member-0" for m in kill["moved_partitions"])
+    assert kill["moved_partitions"] and all(
+        m["reassigned"] and m["new_owner"] != "member-0" for m in kill["moved_partitions"]
+    )
     assert kill["kept_partitions"] and not any(k["revoked"] for k in kill["kept_partitions"])
-    # Measured: the broker fences the dead member after the group's 10 s session, not at once and not after Kafka's 45 s.
+    # Measured: the broker fences the dead member after the group's 10 s session, not at once and not after Kafka's 45
+    # s.
     assert 5_000 < kill["pause_ms"] < 30_000, kill["pause_ms"]
 
 
 @pytest.mark.breaks_cluster
-def test_a_share_group_redelivers_a_killed_members_records_on_a_cold_cluster(own_cluster_dir: Path, tmp_path: Path) -> None:
-    """As a newcomer runs it: on a cluster the run starts itself, whose group coordinator is still loading when the share
-    kind sets its groups up (it exited 5 there in 2 of 2 tries before retriable errors were asked again: issue 49)."""
-    result = run_cli("run", "share-consumer-killed", "--dir", str(own_cluster_dir), "--heap", TEST_HEAP, "--base-port", cluster_ports()[1],
-                     "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S + 60)
+def test_a_share_group_redelivers_a_killed_members_records_on_a_cold_cluster(
+    own_cluster_dir: Path, tmp_path: Path
+) -> None:
+    """As a newcomer runs it: on a cluster the run starts itself, whose group coordinator is still loading when the
+    share kind sets its groups up (it exited 5 there in 2 of 2 tries before retriable errors were asked again: issue
+    49)."""
+    result = run_cli(
+        "run",
+        "share-consumer-killed",
+        "--dir",
+        str(own_cluster_dir),
+        "--heap",
+        TEST_HEAP,
+        "--base-port",
+        cluster_ports()[1],
+        "--runs",
+        str(tmp_path),
+        timeout_s=RUN_TIMEOUT_S + 60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert alive_pids(own_cluster_dir) == [], "the run left the cluster it started running"
     share = assert_valid_run(only_run_dir(tmp_path, "share-consumer-killed"))["checkers"]["share"]
-    assert share["settings"]["myqueue"] == {"lock_duration_ms": 15_000, "delivery_count_limit": 5, "auto_offset_reset": "earliest",
-                                            "recorded": True}
+    assert share["settings"]["myqueue"] == {
+        "lock_duration_ms": 15_000,
+        "delivery_count_limit": 5,
+        "auto_offset_reset": "earliest",
+        "recorded": True,
+    }
     assert share["members_with_deliveries"] == {"myqueue": 4}
     assert share["counts"]["lost"] == 0 and share["counts"]["accepted"] == share["counts"]["records-delivered"]
     assert share["counts"]["redeliveries-holder-stopped"] >= 1, share["counts"]
 
 
 @pytest.mark.long
-def test_a_frozen_share_members_records_come_back_after_their_lock(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
+def test_a_frozen_share_members_records_come_back_after_their_lock(
+    queue_run: Path, shared_cluster, tmp_path: Path
+) -> None:
     # Frozen 18 s, past the 15 s lock (the catalog's 25 s and 30 s chaos make the same point more slowly).
-    result = shared_cluster.cli("run", "share-consumer-paused", "--runs", str(tmp_path), "--set", "faults[0].duration_s=18",
-                                "--set", "phases.chaos_s=21", timeout_s=RUN_TIMEOUT_S)
+    result = shared_cluster.cli(
+        "run",
+        "share-consumer-paused",
+        "--runs",
+        str(tmp_path),
+        "--set",
+        "faults[0].duration_s=18",
+        "--set",
+        "phases.chaos_s=21",
+        timeout_s=RUN_TIMEOUT_S,
+    )
     results = json.loads((only_run_dir(tmp_path, "share-consumer-paused") / "results.json").read_text())
     share = results["checkers"]["share"]
     assert share["counts"]["lost"] == 0 and share["counts"]["unexplained-redelivery"] == 0
     assert share["counts"]["redeliveries-lock-expired"] >= 1
-    assert share["redelivery_delay_ms"]["lock-expired"]["median"] >= 15_000 - 2_000  # the group's lock, less the checker's slack
-    # Kafka 4.3.1 answered the woken member's acknowledgement of the records another member had accepted meanwhile with no
-    # error (docs/share-groups.md): the checker must say so, and nothing else.
+    assert (
+        share["redelivery_delay_ms"]["lock-expired"]["median"] >= 15_000 - 2_000
+    )  # the group's lock, less the checker's slack
+    # Kafka 4.3.1 answered the woken member's acknowledgement of the records another member had accepted meanwhile with
+    # no error (docs/share-groups.md): the checker must say so, and nothing else.
     assert set(share["violations"]) <= {"accepted-twice", "redelivered-after-ack"}
     assert result.returncode == (1 if share["violations"] else 0), result.stdout + result.stderr
 
@@ -171,8 +207,19 @@ def test_a_frozen_share_members_records_come_back_after_their_lock(queue_run: Pa
 @pytest.mark.breaks_cluster
 def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: Path, tmp_path: Path) -> None:
     ports = cluster_ports()
-    result = run_cli("run", "broker-failover", "--dir", str(own_cluster_dir), "--heap", TEST_HEAP,
-                     "--base-port", ports[1], "--runs", str(tmp_path), timeout_s=RUN_TIMEOUT_S + 60)
+    result = run_cli(
+        "run",
+        "broker-failover",
+        "--dir",
+        str(own_cluster_dir),
+        "--heap",
+        TEST_HEAP,
+        "--base-port",
+        ports[1],
+        "--runs",
+        str(tmp_path),
+        timeout_s=RUN_TIMEOUT_S + 60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     results = assert_valid_run(only_run_dir(tmp_path, "broker-failover"))
     availability = results["checkers"]["availability"]
@@ -186,8 +233,9 @@ def test_broker_failover_on_a_cluster_the_run_starts_and_stops(own_cluster_dir: 
 
 def assert_the_failover_time_is_broken_down(results: dict) -> None:
     """One real kill -9 under Kafka's defaults: the controller's log says when it fenced the broker (9 s of
-    broker.session.timeout.ms after its last heartbeat, sent every 2 s), the topology when a new leader came, the sends when
-    the producer's first write on it was acknowledged; the components add up to no more than what the client saw."""
+    broker.session.timeout.ms after its last heartbeat, sent every 2 s), the topology when a new leader came, the sends
+    when the producer's first write on it was acknowledged; the components add up to no more than what the client
+    saw."""
     breakdown = results["measurements"]["failover_breakdown"]
     rows = breakdown["partitions"]
     assert rows, breakdown
@@ -208,8 +256,8 @@ def assert_the_failover_time_is_broken_down(results: dict) -> None:
 
 
 def assert_metrics_follow_the_kill(run_dir: Path) -> None:
-    """Read from the nodes' JMX exporters through the run: under-replicated partitions rise on the brokers left after the
-    kill, fall back to 0 once the killed broker is back, and the killed broker's scrapes fail while it is down."""
+    """Read from the nodes' JMX exporters through the run: under-replicated partitions rise on the brokers left after
+    the kill, fall back to 0 once the killed broker is back, and the killed broker's scrapes fail while it is down."""
     import polars as pl
 
     from failsafe.history.load import load_history
@@ -218,7 +266,9 @@ def assert_metrics_follow_the_kill(run_dir: Path) -> None:
     kill = history.faults.row(0, named=True)
     killed = int(kill["nodes"][0])
     urp = history.metrics.filter(pl.col("metric") == "kafka_server_replicamanager_underreplicatedpartitions")
-    assert urp.filter(pl.col("time_ns") < kill["start_ns"])["value"].max() == 0, "partitions were under-replicated before the kill"
+    assert urp.filter(pl.col("time_ns") < kill["start_ns"])["value"].max() == 0, (
+        "partitions were under-replicated before the kill"
+    )
     during = urp.filter(pl.col("time_ns").is_between(kill["in_force_ns"], kill["stop_ns"]) & (pl.col("node") != killed))
     assert during["value"].max() > 0, "no surviving broker reported under-replicated partitions while one was killed"
     last = urp.sort("time_ns").group_by("node").agg(pl.col("value").last())
@@ -238,12 +288,19 @@ def test_an_interrupted_run_stops_every_worker_it_started(queue_run: Path, share
 
     from failsafe.waiting import wait_until
 
-    proc = subprocess.Popen([sys.executable, "-m", "failsafe.cli.main", "run", "queue", "--runs", str(tmp_path)],
-                            env={**os.environ, "FAILSAFE_DIR": str(shared_cluster.dir)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "failsafe.cli.main", "run", "queue", "--runs", str(tmp_path)],
+        env={**os.environ, "FAILSAFE_DIR": str(shared_cluster.dir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         history = tmp_path / "queue"
-        wait_until(lambda: any(b'"f":"poll"' in p.read_bytes() for p in history.glob("*/history.jsonl")), 120,
-                   "the run never recorded a poll")
+        wait_until(
+            lambda: any(b'"f":"poll"' in p.read_bytes() for p in history.glob("*/history.jsonl")),
+            120,
+            "the run never recorded a poll",
+        )
         workers = psutil.Process(proc.pid).children(recursive=True)
         assert len(workers) >= 4, workers  # three consumers and a producer
         proc.send_signal(signal.SIGTERM)
@@ -272,9 +329,22 @@ def test_kafkas_verifiable_clients_drive_the_same_checks(queue_run: Path, shared
 
 def test_repeat_with_overrides_aggregates_the_runs(queue_run: Path, shared_cluster, tmp_path: Path) -> None:
     """--repeat 2 --set: two runs of the changed scenario, their statistics, the change recorded in each run."""
-    overrides = ["phases.chaos_s=2", "phases.warmup_s=1", "producers[0].rate_per_s=50", 'producers[0].properties."linger.ms"="7"']
-    result = shared_cluster.cli("run", "queue", "--repeat", "2", "--runs", str(tmp_path),
-                                *[arg for o in overrides for arg in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
+    overrides = [
+        "phases.chaos_s=2",
+        "phases.warmup_s=1",
+        "producers[0].rate_per_s=50",
+        'producers[0].properties."linger.ms"="7"',
+    ]
+    result = shared_cluster.cli(
+        "run",
+        "queue",
+        "--repeat",
+        "2",
+        "--runs",
+        str(tmp_path),
+        *[arg for o in overrides for arg in ("--set", o)],
+        timeout_s=RUN_TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     run_dirs = sorted(p for p in (tmp_path / "queue").iterdir() if p.is_dir())
     assert len(run_dirs) == 2

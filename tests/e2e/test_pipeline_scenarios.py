@@ -20,7 +20,13 @@ from tests.conftest import RunningCluster
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
 RUN_TIMEOUT_S = 420
-DEMO_TOPICS = ("demo.products", "demo.purchases", "demo.inventories", "demo.sales-by-product", "demo.purchases-enriched")
+DEMO_TOPICS = (
+    "demo.products",
+    "demo.purchases",
+    "demo.inventories",
+    "demo.sales-by-product",
+    "demo.purchases-enriched",
+)
 
 
 def delete_demo_topics(cluster: RunningCluster) -> None:
@@ -35,9 +41,17 @@ def run_pipeline_scenario(cluster: RunningCluster, name: str, runs: Path, *extra
     run_dir = sorted((runs / name).iterdir())[-1]
     assert (run_dir / "results.json").is_file(), (result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     results = json.loads((run_dir / "results.json").read_text())
-    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:], (run_dir / "pipeline.log").read_text()[-3000:])
+    assert result.returncode == 0, (
+        result.stdout[-3000:],
+        result.stderr[-3000:],
+        (run_dir / "pipeline.log").read_text()[-3000:],
+    )
     report = (run_dir / "report.html").read_text()
-    assert 'class="verdict VALID"' in report and report.count("<figure") == 4 and "<td>event-time clock</td><td>wall</td>" in report
+    assert (
+        'class="verdict VALID"' in report
+        and report.count("<figure") == 4
+        and "<td>event-time clock</td><td>wall</td>" in report
+    )
     return run_dir, results
 
 
@@ -58,7 +72,9 @@ def assert_exact(results: dict) -> dict:
     return v
 
 
-def test_pipeline_broker_failover_keeps_the_sink_equal_to_the_ledger(demo_topics_cleaned: RunningCluster, tmp_path: Path) -> None:
+def test_pipeline_broker_failover_keeps_the_sink_equal_to_the_ledger(
+    demo_topics_cleaned: RunningCluster, tmp_path: Path
+) -> None:
     run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-broker-failover", tmp_path / "runs")
     assert_exact(results)
     facts = results["pipeline"]
@@ -80,7 +96,9 @@ def test_pipeline_broker_failover_keeps_the_sink_equal_to_the_ledger(demo_topics
     assert verification["counts"]["undercounted"] + verification["counts"]["missing_windows"] > 0
 
 
-def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(demo_topics_cleaned: RunningCluster, tmp_path: Path) -> None:
+def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(
+    demo_topics_cleaned: RunningCluster, tmp_path: Path
+) -> None:
     run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-restart", tmp_path / "runs")
     assert_exact(results)
     facts = results["pipeline"]
@@ -92,17 +110,23 @@ def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(demo_topics_c
     # The enriched stream, in the same session through Spark's Kafka sink: every acknowledged purchase is in its topic;
     # copies (at least once) are counted, each within the batch the restarted query ran first.
     sink = results["checkers"]["enriched"]
-    assert sink["valid"] is True and sink["counts"]["missing"] == 0 and sink["counts"]["records"] >= sink["counts"]["acknowledged"] > 1000
+    assert (
+        sink["valid"] is True
+        and sink["counts"]["missing"] == 0
+        and sink["counts"]["records"] >= sink["counts"]["acknowledged"] > 1000
+    )
     assert len(sink["replayed"]) == 1 and sink["counts"]["duplicate_in_replayed_batch"] == sink["counts"]["duplicate"]
 
 
-def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_the_ledger(demo_topics_cleaned: RunningCluster,
-                                                                                          tmp_path: Path) -> None:
+def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_the_ledger(
+    demo_topics_cleaned: RunningCluster, tmp_path: Path
+) -> None:
     from tests.helpers import spark_base_port
 
     port = spark_base_port(2)
-    run_dir, results = run_pipeline_scenario(demo_topics_cleaned, "pipeline-executor-loss", tmp_path / "runs",
-                                             "--set", f"pipeline.spark_port={port}")
+    run_dir, results = run_pipeline_scenario(
+        demo_topics_cleaned, "pipeline-executor-loss", tmp_path / "runs", "--set", f"pipeline.spark_port={port}"
+    )
     assert_exact(results)
     facts = results["pipeline"]
     assert results["query_never_stopped"] and facts["starts"] == 1 and facts["unexpected_exits"] == []
@@ -112,7 +136,11 @@ def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_
     (start,) = [op for op in history if op.get("f") == "pipeline-start"]
     assert start["master"] == up["master"]
     (killed,) = [op for op in history if op.get("f") == "fault-start"]
-    assert (killed["fault"], killed["target"], killed["nodes"]) == ("kill-spark-worker", "spark-worker", ["spark-worker-holding-state"])
+    assert (killed["fault"], killed["target"], killed["nodes"]) == (
+        "kill-spark-worker",
+        "spark-worker",
+        ["spark-worker-holding-state"],
+    )
     (restored,) = [op for op in history if op.get("f") == "fault-stop"]
     assert restored["ok"] is True
     # The worker's executor died with it: the driver saw an executor lost, and the tasks ran again elsewhere.
@@ -121,8 +149,11 @@ def test_pipeline_executor_loss_on_a_standalone_cluster_keeps_the_sink_equal_to_
     # The worker killed was the one holding state: its executor held state partitions before the loss, and another
     # executor loaded them from the checkpoint after it (none is placed on the lost one at the end).
     lost = {f"executor_127.0.0.1_{n}" for n in re.findall(r"Lost executor (\d+)", log)}
-    placed = [line["state_locations"] for line in read_progress(run_dir / "output")
-              if line["query"] == "sales-by-product" and line.get("state_locations")]
+    placed = [
+        line["state_locations"]
+        for line in read_progress(run_dir / "output")
+        if line["query"] == "sales-by-product" and line.get("state_locations")
+    ]
     assert lost and any(lost & set(p.values()) for p in placed) and not lost & set(placed[-1].values()), (lost, placed)
     # Nothing of the run's Spark cluster outlives it.
     from failsafe.supervisor import read_pidfile

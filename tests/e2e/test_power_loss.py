@@ -1,6 +1,6 @@
-"""Power loss on a real cluster whose data sits on disk layers (failsafe up --volatile-disks): with Kafka's default flush an
-acknowledged write dies with the page cache and the delivery checker names it; with flush.messages=1 nothing acknowledged is
-lost; a SIGKILL of failsafe mid-fault, ``down`` and ``clean`` leave no mount behind."""
+"""Power loss on a real cluster whose data sits on disk layers (failsafe up --volatile-disks): with Kafka's default
+flush an acknowledged write dies with the page cache and the delivery checker names it; with flush.messages=1 nothing
+acknowledged is lost; a SIGKILL of failsafe mid-fault, ``down`` and ``clean`` leave no mount behind."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ from tests.e2e.test_lab_scenarios import only_run_dir
 from tests.helpers import alive_pids
 
 UNAVAILABLE = unavailable_reason()
-pytestmark = [pytest.mark.cluster, pytest.mark.breaks_cluster, pytest.mark.fuse, pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.breaks_cluster,
+    pytest.mark.fuse,
+    pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or ""),
+]
 
 SCENARIO = "power-loss-single-broker"
 RUN_TIMEOUT_S = 240
@@ -41,7 +46,9 @@ def mounts_under(root: Path) -> list[str]:
 def disk_cluster(shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     if "cluster" in shared_cluster_holder:
         stop_cluster(shared_cluster_holder.pop("cluster"))
-    cluster = start_cluster(tmp_path_factory.mktemp("power") / "cluster", "--volatile-disks", "--brokers", "1", brokers=1)
+    cluster = start_cluster(
+        tmp_path_factory.mktemp("power") / "cluster", "--volatile-disks", "--brokers", "1", brokers=1
+    )
     yield cluster
     if ClusterDir(cluster.dir).has_state():  # the last test cleans it away
         stop_cluster(cluster)
@@ -68,10 +75,14 @@ def test_every_node_keeps_its_data_on_a_mounted_layer(disk_cluster: RunningClust
     status = disk_cluster.cli("status", "--json")
     assert status.returncode == 0, status.stderr
     disks = [n["disk"] for n in json.loads(status.stdout)["nodes"]]
-    assert len(disks) == len(nodes) and all(d is not None and d["unsynced_bytes"] >= 0 and d["injection"]["full"] is False for d in disks)
+    assert len(disks) == len(nodes) and all(
+        d is not None and d["unsynced_bytes"] >= 0 and d["injection"]["full"] is False for d in disks
+    )
 
 
-def test_default_flush_loses_acknowledged_writes_and_the_delivery_checker_names_them(disk_cluster: RunningCluster, tmp_path: Path) -> None:
+def test_default_flush_loses_acknowledged_writes_and_the_delivery_checker_names_them(
+    disk_cluster: RunningCluster, tmp_path: Path
+) -> None:
     code, results, history = _run(disk_cluster, tmp_path)
     delivery = results["checkers"]["delivery"]
     assert code == 1 and results["valid"] is False, delivery
@@ -80,7 +91,9 @@ def test_default_flush_loses_acknowledged_writes_and_the_delivery_checker_names_
     examples = delivery["examples"]["lost-after-read"]
     assert examples and all(e["topic"] == "unflushed" and e["offset"] is not None for e in examples)
     start = next(json.loads(line) for line in history.splitlines() if '"fault-start"' in line)
-    assert start["fault"] == "power-loss" and start["family"] == "disk" and start["details"]["lost"]["0"]["bytes_lost"] > 0
+    assert (
+        start["fault"] == "power-loss" and start["family"] == "disk" and start["details"]["lost"]["0"]["bytes_lost"] > 0
+    )
 
 
 def test_flush_messages_1_loses_nothing_acknowledged(disk_cluster: RunningCluster, tmp_path: Path) -> None:
@@ -90,16 +103,26 @@ def test_flush_messages_1_loses_nothing_acknowledged(disk_cluster: RunningCluste
     assert code == 0 and results["valid"] is True, results["checkers"]
 
 
-def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_injection(disk_cluster: RunningCluster, tmp_path: Path) -> None:
+def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_injection(
+    disk_cluster: RunningCluster, tmp_path: Path
+) -> None:
     cdir = ClusterDir(disk_cluster.dir)
     broker = cdir.load().spec.brokers_nodes()[0]
     err = tmp_path / "run.stderr"
     with open(err, "wb") as stderr:
-        run = subprocess.Popen([sys.executable, "-m", "failsafe", "run", SCENARIO, "--runs", str(tmp_path / "runs")],
-                               env={**os.environ, "FAILSAFE_DIR": str(disk_cluster.dir)}, stdout=subprocess.DEVNULL, stderr=stderr)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "failsafe", "run", SCENARIO, "--runs", str(tmp_path / "runs")],
+            env={**os.environ, "FAILSAFE_DIR": str(disk_cluster.dir)},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
         # The power cut unmounts the broker's layer; the heal mounts it again 3 s later.
-        wait_until(lambda: not is_mounted(cdir.data_dir(broker)) or run.poll() is not None, 120, "the run's power loss never came")
+        wait_until(
+            lambda: not is_mounted(cdir.data_dir(broker)) or run.poll() is not None,
+            120,
+            "the run's power loss never came",
+        )
         assert run.poll() is None, err.read_text()
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=30)
@@ -107,17 +130,26 @@ def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_
         if run.poll() is None:
             run.kill()
             run.wait()
-    # A disk-full or disk-error left in force by a dead failsafe lives in its layer's daemon: down takes it with the mount.
-    from failsafe.cluster.lifecycle import Cluster
+    # A disk-full or disk-error left in force by a dead failsafe lives in its layer's daemon: down takes it with the
+    # mount.
+    from failsafe.cluster.topology.lifecycle import Cluster
 
     cluster = Cluster.open(disk_cluster.dir)
     controller = cluster.spec.controller_nodes()[0]
-    assert cluster.disk_inject(controller, "error", ops="read", glob="*.snapshot")["injection"]["error"] == {"ops": "read", "glob": "*.snapshot"}
+    assert cluster.disk_inject(controller, "error", ops="read", glob="*.snapshot")["injection"]["error"] == {
+        "ops": "read",
+        "glob": "*.snapshot",
+    }
     # The nodes and their layers outlive failsafe, as they do after 'up'; down stops the one, unmounts the other.
     result = disk_cluster.cli("down")
     assert result.returncode == 0, result.stderr
-    assert alive_pids(disk_cluster.dir) == [] and mounts_under(disk_cluster.dir) == [] and find_layers(disk_cluster.dir) == []
-    # Up again: the layers are mounted again over what the broker had made durable; clean unmounts them before it deletes.
+    assert (
+        alive_pids(disk_cluster.dir) == []
+        and mounts_under(disk_cluster.dir) == []
+        and find_layers(disk_cluster.dir) == []
+    )
+    # Up again: the layers are mounted again over what the broker had made durable; clean unmounts them before it
+    # deletes.
     result = disk_cluster.cli("up")
     assert result.returncode == 0, result.stderr
     assert len(mounts_under(disk_cluster.dir)) == 2

@@ -129,7 +129,7 @@ def java_config_blocks(text: str, name: str) -> list[dict[str, str]]:
     for i, line in enumerate(lines):
         if f"{name} values:" in line:
             block = {}
-            for entry in lines[i + 1:]:
+            for entry in lines[i + 1 :]:
                 if not entry.startswith("\t"):
                     break
                 key, _, value = entry.strip().partition(" = ")
@@ -146,7 +146,11 @@ def described_configs(output: str) -> dict[str, str]:
 def client_configs(run_dir: Path) -> dict[str, tuple[str, dict[str, str]]]:
     """Each worker's client-config op: process -> (client library, settings)."""
     ops = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
-    return {op["process"]: (op["client"], {e["name"]: e["value"] for e in op["config"]}) for op in ops if op["f"] == "client-config"}
+    return {
+        op["process"]: (op["client"], {e["name"]: e["value"] for e in op["config"]})
+        for op in ops
+        if op["f"] == "client-config"
+    }
 
 
 def run_scenario(cluster, text: str, name: str, tmp_path: Path) -> Path:
@@ -177,19 +181,32 @@ def test_a_profiles_settings_are_in_force_on_brokers_and_clients(own_cluster_dir
         if "broker" not in node["role"]:
             # A controller logs no KafkaConfig; what it was started with is its properties file.
             props = (own_cluster_dir / f"server-{node['id']}.properties").read_text().splitlines()
-            assert_has(dict(line.split("=", 1) for line in props if "=" in line and not line.startswith("#")), profile.broker,
-                       f"controller {node['id']}'s properties")
+            assert_has(
+                dict(line.split("=", 1) for line in props if "=" in line and not line.startswith("#")),
+                profile.broker,
+                f"controller {node['id']}'s properties",
+            )
             continue
         logged = java_config_blocks((own_cluster_dir / "logs" / f"server-{node['id']}.log").read_text(), "KafkaConfig")
         assert logged, f"broker {node['id']} logged no KafkaConfig values"
         assert_has(logged[-1], profile.broker, f"broker {node['id']}'s logged KafkaConfig")
-        described = cluster.cli("kafka", "configs", "--describe", "--all", "--entity-type", "brokers", "--entity-name", str(node["id"]))
+        described = cluster.cli(
+            "kafka", "configs", "--describe", "--all", "--entity-type", "brokers", "--entity-name", str(node["id"])
+        )
         assert described.returncode == 0, described.stderr
-        assert_has(described_configs(described.stdout), profile.broker, f"broker {node['id']}'s kafka-configs --describe --all")
+        assert_has(
+            described_configs(described.stdout), profile.broker, f"broker {node['id']}'s kafka-configs --describe --all"
+        )
 
     # Every client setting, on every client of the lab: librdkafka's and the Java client's own sections.
     lab = client_configs(run_scenario(cluster, LAB, "profile-lab", tmp_path))
-    sides = {"producer": "producer", "vproducer": "producer", "classic-0": "consumer", "vclassic-0": "consumer", "kip848-0": "consumer"}
+    sides = {
+        "producer": "producer",
+        "vproducer": "producer",
+        "classic-0": "consumer",
+        "vclassic-0": "consumer",
+        "kip848-0": "consumer",
+    }
     assert set(lab) == set(sides), lab.keys()
     for process, side in sides.items():
         library, settings = lab[process]
@@ -200,7 +217,8 @@ def test_a_profiles_settings_are_in_force_on_brokers_and_clients(own_cluster_dir
         assert_has(settings, wanted, f"{process}'s client-config ({library})")
     assert lab["producer"][0] == "librdkafka" and lab["vproducer"][0] == "kafka-java"
 
-    # The Java client's own word for it: the configs Kafka logs when a producer or consumer is made (failsafe's TxnDriver).
+    # The Java client's own word for it: the configs Kafka logs when a producer or consumer is made (failsafe's
+    # TxnDriver).
     txn_dir = run_scenario(cluster, TXN, "profile-txn", tmp_path)
     txn = client_configs(txn_dir)
     java_producer, java_consumer = profile.client("producer", "kafka-java"), profile.client("consumer", "kafka-java")
@@ -213,7 +231,8 @@ def test_a_profiles_settings_are_in_force_on_brokers_and_clients(own_cluster_dir
             blocks = java_config_blocks(log, kind)
             assert blocks, f"{process}'s client log has no {kind} values"
             wanted = java_producer if kind == "ProducerConfig" else java_consumer
-            # A processor's session is its own (CtpSpec.session_timeout_ms): the profile's heartbeat and backoff reach it.
+            # A processor's session is its own (CtpSpec.session_timeout_ms): the profile's heartbeat and backoff reach
+            # it.
             if process == "jctp-0" and kind == "ConsumerConfig":
                 wanted = {k: v for k, v in wanted.items() if k != "session.timeout.ms"}
             assert_has(blocks[-1], wanted, f"{process}'s logged {kind}")

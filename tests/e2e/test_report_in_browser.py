@@ -27,54 +27,164 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is no
 
 
 def _history_ops() -> list[dict]:
-    ops: list[dict] = [{"time_ns": T0, "process": "runner", "type": "info", "f": "phase", "phase": "warm-up"},
-                       {"time_ns": T0 + 4 * S, "process": "runner", "type": "info", "f": "phase", "phase": "chaos"}]
+    ops: list[dict] = [
+        {"time_ns": T0, "process": "runner", "type": "info", "f": "phase", "phase": "warm-up"},
+        {"time_ns": T0 + 4 * S, "process": "runner", "type": "info", "f": "phase", "phase": "chaos"},
+    ]
     for i in range(400):
         t = T0 + i * 25 * MS
         down = 4 * S <= t - T0 < 6 * S
         value = f"v{i}"
-        ops.append({"time_ns": t, "process": "producer-0", "type": "invoke", "f": "send", "id": i, "topic": "orders", "key": None,
-                    "value": value})
+        ops.append(
+            {
+                "time_ns": t,
+                "process": "producer-0",
+                "type": "invoke",
+                "f": "send",
+                "id": i,
+                "topic": "orders",
+                "key": None,
+                "value": value,
+            }
+        )
         if down:
-            ops.append({"time_ns": t + 800 * MS, "process": "producer-0", "type": "info", "f": "send", "id": i, "topic": "orders",
-                        "key": None, "value": value, "partition": 0, "error": "REQUEST_TIMED_OUT"})
+            ops.append(
+                {
+                    "time_ns": t + 800 * MS,
+                    "process": "producer-0",
+                    "type": "info",
+                    "f": "send",
+                    "id": i,
+                    "topic": "orders",
+                    "key": None,
+                    "value": value,
+                    "partition": 0,
+                    "error": "REQUEST_TIMED_OUT",
+                }
+            )
             continue
-        ops.append({"time_ns": t + 4 * MS, "process": "producer-0", "type": "ok", "f": "send", "id": i, "topic": "orders", "key": None,
-                    "value": value, "partition": i % 2, "offset": i})
-        ops.append({"time_ns": t + 40 * MS, "process": "consumer-0", "type": "ok", "f": "poll", "group": "g",
-                    "records": [{"topic": "orders", "partition": i % 2, "offset": i, "key": None, "value": value}]})
+        ops.append(
+            {
+                "time_ns": t + 4 * MS,
+                "process": "producer-0",
+                "type": "ok",
+                "f": "send",
+                "id": i,
+                "topic": "orders",
+                "key": None,
+                "value": value,
+                "partition": i % 2,
+                "offset": i,
+            }
+        )
+        ops.append(
+            {
+                "time_ns": t + 40 * MS,
+                "process": "consumer-0",
+                "type": "ok",
+                "f": "poll",
+                "group": "g",
+                "records": [{"topic": "orders", "partition": i % 2, "offset": i, "key": None, "value": value}],
+            }
+        )
     ops += [
-        {"time_ns": T0 + 4 * S, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 1, "fault": "kill",
-         "target": "broker", "nodes": [0], "role": "leader of orders-0"},
-        {"time_ns": T0 + 7 * S, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 1, "fault": "kill",
-         "target": "broker", "nodes": [0], "ok": True},
+        {
+            "time_ns": T0 + 4 * S,
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-start",
+            "fault_id": 1,
+            "fault": "kill",
+            "target": "broker",
+            "nodes": [0],
+            "role": "leader of orders-0",
+        },
+        {
+            "time_ns": T0 + 7 * S,
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-stop",
+            "fault_id": 1,
+            "fault": "kill",
+            "target": "broker",
+            "nodes": [0],
+            "ok": True,
+        },
     ]
     for k in range(41):
         t_ms = k * 250
         leader, isr = (0, [0, 1, 2]) if t_ms < 4000 else ((-1, [1, 2]) if t_ms < 5500 else (1, [1, 2]))
-        ops.append({"time_ns": T0 + t_ms * MS, "process": "topology", "type": "info", "f": "topology", "brokers": [0, 1, 2],
-                    "controller": 1000, "partitions": [{"topic": "orders", "partition": 0, "leader": leader, "replicas": [0, 1, 2], "isr": isr},
-                                                       {"topic": "orders", "partition": 1, "leader": 2, "replicas": [2, 0, 1], "isr": [2, 0, 1]}]})
+        ops.append(
+            {
+                "time_ns": T0 + t_ms * MS,
+                "process": "topology",
+                "type": "info",
+                "f": "topology",
+                "brokers": [0, 1, 2],
+                "controller": 1000,
+                "partitions": [
+                    {"topic": "orders", "partition": 0, "leader": leader, "replicas": [0, 1, 2], "isr": isr},
+                    {"topic": "orders", "partition": 1, "leader": 2, "replicas": [2, 0, 1], "isr": [2, 0, 1]},
+                ],
+            }
+        )
     return ops
 
 
 RESULTS = {
-    "format": 1, "scenario": "broker-failover", "valid": True,
-    "checkers": {"delivery": {"valid": True, "counts": {"acknowledged": 320, "lost": 0},
-                              "by_process": {"producer-0": {"acknowledged": 320, "lost": 0, "failed": 0, "unknown": 80, "recovered": 0}}},
-                 "availability": {"valid": True, "counts": {}, "max_unavailable_ms": 2000.0, "median_new_leader_ms": 1500.0,
-                                  "faults": [{"fault_id": 1, "fault": "kill", "target": "broker", "nodes": ["0"], "rebalances_during": 0,
-                                              "affected_partitions": [{"topic": "orders", "partition": 0, "unavailable_ms": 2000.0,
-                                                                       "new_leader": 1, "new_leader_ms": 1500.0}]}]}},
+    "format": 1,
+    "scenario": "broker-failover",
+    "valid": True,
+    "checkers": {
+        "delivery": {
+            "valid": True,
+            "counts": {"acknowledged": 320, "lost": 0},
+            "by_process": {"producer-0": {"acknowledged": 320, "lost": 0, "failed": 0, "unknown": 80, "recovered": 0}},
+        },
+        "availability": {
+            "valid": True,
+            "counts": {},
+            "max_unavailable_ms": 2000.0,
+            "median_new_leader_ms": 1500.0,
+            "faults": [
+                {
+                    "fault_id": 1,
+                    "fault": "kill",
+                    "target": "broker",
+                    "nodes": ["0"],
+                    "rebalances_during": 0,
+                    "affected_partitions": [
+                        {
+                            "topic": "orders",
+                            "partition": 0,
+                            "unavailable_ms": 2000.0,
+                            "new_leader": 1,
+                            "new_leader_ms": 1500.0,
+                        }
+                    ],
+                }
+            ],
+        },
+    },
     "expectations": [{"name": "nothing-acknowledged-lost", "valid": True, "expected": "lost == 0", "observed": 0}],
 }
 
 
 def run_chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     """Run headless chromium in its own session; on a timeout kill its whole process group, and leave nothing behind."""
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", *args]
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
@@ -91,8 +201,13 @@ def run_chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    report = write_report(tmp_path, RESULTS, history_from_ops(_history_ops()),
-                          scenario={"name": "broker-failover"}, manifest={"kafka_version": "4.3.1"})
+    report = write_report(
+        tmp_path,
+        RESULTS,
+        history_from_ops(_history_ops()),
+        scenario={"name": "broker-failover"},
+        manifest={"kafka_version": "4.3.1"},
+    )
     url = report.resolve().as_uri()
     screenshot = tmp_path / "report.png"
 
@@ -103,7 +218,12 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
 
     html = dom.stdout
-    assert re.findall(r'<figure id="(plot-[a-z]+)"><img', html) == ["plot-sends", "plot-latency", "plot-leaders", "plot-isr"]
+    assert re.findall(r'<figure id="(plot-[a-z]+)"><img', html) == [
+        "plot-sends",
+        "plot-latency",
+        "plot-leaders",
+        "plot-isr",
+    ]
     for table in ("expectations", "checkers", "measured-times", "producers"):
         assert f'<table id="{table}">' in html, table
     assert "nothing-acknowledged-lost" in html and 'class="verdict VALID"' in html

@@ -20,7 +20,7 @@ import psutil
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from failsafe.clients.topics import Topics
+from failsafe.tools.topics import Topics
 from failsafe.waiting import wait_until
 from failsafe.workloads.sales.catalogue import PRODUCTS
 from failsafe.workloads.sales.generator import parse_time, purchase_values, records_for, share
@@ -37,7 +37,9 @@ def delete_demo_topics(bootstrap: str) -> None:
     present = [name for name in topics.list() if name.startswith("demo.")]
     for name in present:
         topics.delete(name, missing_ok=True)
-    wait_until(lambda: not {n for n in topics.list() if n.startswith("demo.")}, 60, f"topics {present} were not deleted")
+    wait_until(
+        lambda: not {n for n in topics.list() if n.startswith("demo.")}, 60, f"topics {present} were not deleted"
+    )
 
 
 @pytest.fixture
@@ -49,8 +51,14 @@ def cluster(shared_cluster) -> Iterator:
 
 def read_topic(bootstrap: str, topic: str) -> list[tuple[int, int, str, str]]:
     """Every record of every partition, from the log start to the high watermark: (partition, offset, key, value)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sales-e2e-{uuid.uuid4()}", "enable.auto.commit": False,
-                         "enable.partition.eof": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"sales-e2e-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
@@ -85,7 +93,11 @@ def test_count_run_ledger_equals_the_topic(cluster, tmp_path: Path) -> None:
     assert "5000 purchases acknowledged, 0 failed" in result.stdout
 
     ledger = read_ledger(ledger_dir)
-    assert ledger.manifest["complete"] is True and ledger.manifest["acknowledged"] == 5000 and ledger.manifest["instances"] == 2
+    assert (
+        ledger.manifest["complete"] is True
+        and ledger.manifest["acknowledged"] == 5000
+        and ledger.manifest["instances"] == 2
+    )
     assert ledger.purchases.height == 5000 and ledger.purchases["transaction_id"].n_unique() == 5000
 
     records = read_topic(cluster.bootstrap, TOPICS["purchases"])
@@ -104,8 +116,13 @@ def test_count_run_ledger_equals_the_topic(cluster, tmp_path: Path) -> None:
     products = read_topic(cluster.bootstrap, TOPICS["products"])
     assert sorted(key for _p, _o, key, _v in products) == sorted(p.product_id for p in PRODUCTS)
     restocks = read_topic(cluster.bootstrap, TOPICS["inventories"])
-    assert len(restocks) == ledger.manifest["restocks"] >= 2 * len(PRODUCTS)  # each instance's opening stock, then restocks
-    assert all(json.loads(v)["new_level"] == json.loads(v)["existing_level"] + json.loads(v)["stock_quantity"] for *_, v in restocks)
+    assert (
+        len(restocks) == ledger.manifest["restocks"] >= 2 * len(PRODUCTS)
+    )  # each instance's opening stock, then restocks
+    assert all(
+        json.loads(v)["new_level"] == json.loads(v)["existing_level"] + json.loads(v)["stock_quantity"]
+        for *_, v in restocks
+    )
 
 
 def test_malformed_records_are_in_the_topic_and_in_the_ledger_apart(cluster, tmp_path: Path) -> None:
@@ -135,7 +152,10 @@ def _children(pid: int) -> list[psutil.Process]:
 def _start(cluster, ledger: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "failsafe.cli.main", "simulate", "sales", "--ledger", str(ledger), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "FAILSAFE_DIR": str(cluster.dir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FAILSAFE_DIR": str(cluster.dir)},
     )
 
 
@@ -143,7 +163,9 @@ def test_ctrl_c_stops_every_instance_cleanly(cluster, tmp_path: Path) -> None:
     ledger_dir = tmp_path / "ledger"
     proc = _start(cluster, ledger_dir, "--rate", "400", "--instances", "3", "--seed", "8")
     try:
-        workers = wait_until(lambda: len(_children(proc.pid)) == 3 and _children(proc.pid), 60, "the 3 workers did not start")
+        workers = wait_until(
+            lambda: len(_children(proc.pid)) == 3 and _children(proc.pid), 60, "the 3 workers did not start"
+        )
         wait_until(lambda: len(read_topic(cluster.bootstrap, TOPICS["purchases"])) > 100, 60, "no purchases arrived")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -164,10 +186,15 @@ def test_workers_die_with_a_killed_simulator(cluster, tmp_path: Path) -> None:
     ledger_dir = tmp_path / "ledger"
     proc = _start(cluster, ledger_dir, "--rate", "200", "--instances", "2")
     try:
-        workers = wait_until(lambda: len(_children(proc.pid)) == 2 and _children(proc.pid), 60, "the 2 workers did not start")
+        workers = wait_until(
+            lambda: len(_children(proc.pid)) == 2 and _children(proc.pid), 60, "the 2 workers did not start"
+        )
     finally:
         proc.kill()
         proc.communicate(timeout=30)
-    wait_until(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers), 30,
-               "a worker outlived its killed simulator")
+    wait_until(
+        lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers),
+        30,
+        "a worker outlived its killed simulator",
+    )
     assert read_ledger(ledger_dir, require_complete=False).manifest["complete"] is False

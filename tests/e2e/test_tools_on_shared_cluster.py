@@ -23,14 +23,19 @@ def normalise(text: str) -> list[str]:
 
 def create_topic(cluster, name: str, partitions: int, rf: int, *configs: str) -> None:
     extra = [a for c in configs for a in ("--config", c)]
-    result = cluster.cli("topics", "create", name, "--partitions", str(partitions), "--replication-factor", str(rf), *extra)
+    result = cluster.cli(
+        "topics", "create", name, "--partitions", str(partitions), "--replication-factor", str(rf), *extra
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_status_lists_every_node_up_and_an_active_controller(shared_cluster) -> None:
     status = json.loads(shared_cluster.cli("status", "--json").stdout)
     assert [(n["id"], n["role"], n["state"]) for n in status["nodes"]] == [
-        (1000, "controller", "up"), (0, "broker", "up"), (1, "broker", "up"), (2, "broker", "up")
+        (1000, "controller", "up"),
+        (0, "broker", "up"),
+        (1, "broker", "up"),
+        (2, "broker", "up"),
     ]
     assert status["active_controller"] == 1000
     assert status["bootstrap_servers"] == shared_cluster.bootstrap
@@ -60,11 +65,18 @@ def test_describe_equals_kafka_topics_describe(shared_cluster) -> None:
 def test_round_trip_of_1000_keyed_messages_through_kcat_and_consume(shared_cluster) -> None:
     create_topic(shared_cluster, "round-trip", 6, 3)
     sent = [(f"key-{i % 17}", f"value-{i}") for i in range(1000)]
-    produced = shared_cluster.cli("produce", "round-trip", "--key-separator", ":", input="".join(f"{k}:{v}\n" for k, v in sent))
+    produced = shared_cluster.cli(
+        "produce", "round-trip", "--key-separator", ":", input="".join(f"{k}:{v}\n" for k, v in sent)
+    )
     assert produced.returncode == 0, produced.stderr
 
-    kcat = subprocess.run(["kcat", "-b", shared_cluster.bootstrap, "-C", "-t", "round-trip", "-e", "-q", "-f", "%k\t%s\n"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    kcat = subprocess.run(
+        ["kcat", "-b", shared_cluster.bootstrap, "-C", "-t", "round-trip", "-e", "-q", "-f", "%k\t%s\n"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     ours = shared_cluster.cli("consume", "round-trip", "--from-beginning", "--exit-at-end", "--format", "%k\\t%s\\n")
     assert ours.returncode == 0, ours.stderr
 
@@ -84,13 +96,20 @@ def test_round_trip_of_1000_keyed_messages_through_kcat_and_consume(shared_clust
 
 def test_kcat_metadata_sees_every_broker_leader_replica_and_isr(shared_cluster) -> None:
     create_topic(shared_cluster, "kcat-metadata", 4, 3)
-    listing = subprocess.run(["kcat", "-b", shared_cluster.bootstrap, "-L", "-t", "kcat-metadata"],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+    listing = subprocess.run(
+        ["kcat", "-b", shared_cluster.bootstrap, "-L", "-t", "kcat-metadata"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     brokers = {int(b) for b in re.findall(r"broker (\d+) at 127\.0\.0\.1:\d+", listing)}
     assert brokers == {0, 1, 2}
     kcat_partitions = {
         int(p): (int(leader), replicas, isrs)
-        for p, leader, replicas, isrs in re.findall(r"partition (\d+), leader (\d+), replicas: ([\d,]+), isrs: ([\d,]+)", listing)
+        for p, leader, replicas, isrs in re.findall(
+            r"partition (\d+), leader (\d+), replicas: ([\d,]+), isrs: ([\d,]+)", listing
+        )
     }
     ours = {}
     for line in shared_cluster.cli("topics", "describe", "kcat-metadata").stdout.splitlines()[1:]:
@@ -106,11 +125,21 @@ def test_group_describe_shows_committed_offsets_and_lag(shared_cluster) -> None:
     create_topic(shared_cluster, "grouped", 3, 3)
     # Keyed, so that every partition gets records and so a committed offset (librdkafka's sticky
     # partitioner could put 30 unkeyed records in one partition).
-    assert shared_cluster.cli("produce", "grouped", "--key-separator", ":", input="".join(f"k{i}:m{i}\n" for i in range(30))).returncode == 0
+    assert (
+        shared_cluster.cli(
+            "produce", "grouped", "--key-separator", ":", input="".join(f"k{i}:m{i}\n" for i in range(30))
+        ).returncode
+        == 0
+    )
     consumed = shared_cluster.cli("consume", "grouped", "--group", "mygroup", "--from-beginning", "--exit-at-end")
     assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 30
-    assert "% Group mygroup rebalanced" in consumed.stderr and "assigned: grouped [0], grouped [1], grouped [2]" in consumed.stderr
-    assert shared_cluster.cli("produce", "grouped", "--key-separator", ":", input="k1:late1\nk2:late2\n").returncode == 0
+    assert (
+        "% Group mygroup rebalanced" in consumed.stderr
+        and "assigned: grouped [0], grouped [1], grouped [2]" in consumed.stderr
+    )
+    assert (
+        shared_cluster.cli("produce", "grouped", "--key-separator", ":", input="k1:late1\nk2:late2\n").returncode == 0
+    )
     desc = json.loads(shared_cluster.cli("groups", "describe", "mygroup", "--json").stdout)
     assert desc["members"] == 0
     assert sum(r["lag"] for r in desc["partitions"]) == 2, desc
@@ -141,12 +170,18 @@ def test_pause_stops_the_process_and_resume_continues_it(shared_cluster) -> None
     finally:
         assert shared_cluster.cli("broker", "resume", "2").returncode == 0
     assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
-    wait_until(lambda: shared_cluster.cli("topics", "list", "--timeout-s", "5").returncode == 0, 30, "cluster did not answer after resume")
+    wait_until(
+        lambda: shared_cluster.cli("topics", "list", "--timeout-s", "5").returncode == 0,
+        30,
+        "cluster did not answer after resume",
+    )
 
 
 def test_kafka_tools_run_from_the_cached_jars(shared_cluster) -> None:
     version = shared_cluster.cli("kafka", "topics", "--version")
     assert version.returncode == 0 and re.search(r"\b4\.\d+\.\d+\b", version.stdout), version
-    quorum = shared_cluster.cli("kafka", "metadata-quorum", "--bootstrap-server", shared_cluster.bootstrap, "describe", "--status")
+    quorum = shared_cluster.cli(
+        "kafka", "metadata-quorum", "--bootstrap-server", shared_cluster.bootstrap, "describe", "--status"
+    )
     assert quorum.returncode == 0, quorum.stderr
     assert re.search(r"LeaderId:\s+1000", quorum.stdout)

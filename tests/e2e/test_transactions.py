@@ -1,8 +1,8 @@
-"""Transactions on the shared cluster: a kill of a writer's transaction coordinator, zombies fenced, writers killed, on both clients.
+"""Transactions on the shared cluster: a kill of a writer's transaction coordinator, zombies fenced, writers killed, on
+both clients.
 
-One run, read by every test: the catalog's txn-coordinator-kill scenario, with a writer and a processor on Kafka's Java client
-(failsafe's TxnDriver) beside the librdkafka ones, and the zombie scenario's client faults on one of each.
-"""
+One run, read by every test: the catalog's txn-coordinator-kill scenario, with a writer and a processor on Kafka's Java
+client (failsafe's TxnDriver) beside the librdkafka ones, and the zombie scenario's client faults on one of each."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from failsafe.cluster.coordinators import coordinator_partition
+from failsafe.cluster.observe.coordinators import coordinator_partition
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 RUN_TIMEOUT_S = 280
@@ -28,7 +28,9 @@ def _ops(run_dir: Path) -> list[dict]:
 
 
 def _run(cluster, scenario: str, runs: Path, *overrides: str) -> tuple[Path, dict]:
-    result = cluster.cli("run", scenario, "--runs", str(runs), *[a for o in overrides for a in ("--set", o)], timeout_s=RUN_TIMEOUT_S)
+    result = cluster.cli(
+        "run", scenario, "--runs", str(runs), *[a for o in overrides for a in ("--set", o)], timeout_s=RUN_TIMEOUT_S
+    )
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-2000:])
     [run_dir] = sorted(p for p in (runs / "txn-faults").iterdir() if p.is_dir())
     return run_dir, json.loads((run_dir / "results.json").read_text())
@@ -99,7 +101,7 @@ def txn_run(shared_cluster_holder, tmp_path_factory) -> Iterator[tuple[Path, dic
     cluster = shared_cluster_in(shared_cluster_holder, tmp_path_factory)
     catalog = Path(__file__).parents[2] / "src/failsafe/scenarios/catalog/txn-coordinator-kill.toml"
     text = catalog.read_text()
-    text = text[:text.index("[[faults]]")] + JAVA_CLIENTS + FAULTS + text[text.index("[phases]"):]
+    text = text[: text.index("[[faults]]")] + JAVA_CLIENTS + FAULTS + text[text.index("[phases]") :]
     scenario = tmp_path_factory.mktemp("scenario") / "txn-faults.toml"
     scenario.write_text(text.replace('name = "txn-coordinator-kill"', 'name = "txn-faults"'))
     runs = tmp_path_factory.mktemp("runs")
@@ -146,15 +148,18 @@ def test_transactions_through_a_kill_of_their_coordinator(txn_run) -> None:
     assert any(op["f"] == "txn" and op["type"] == "ok" and op["time_ns"] > start["time_ns"] for op in ops)
 
 
-@pytest.mark.parametrize(("processor", "writer"), [("ctp-0", "writer-1"), ("jctp-0", "jwriter-0")], ids=["librdkafka", "kafka-java"])
+@pytest.mark.parametrize(
+    ("processor", "writer"), [("ctp-0", "writer-1"), ("jctp-0", "jwriter-0")], ids=["librdkafka", "kafka-java"]
+)
 def test_a_zombie_processor_is_fenced_and_no_input_is_processed_twice(txn_run, processor: str, writer: str) -> None:
     run_dir, results, _ = txn_run
     checker = results["checkers"]["transactions"]
     assert checker["counts"]["duplicate-processed"] == 0
     ops = _ops(run_dir)
     [zombie_close] = [op for op in ops if op["f"] == "close" and op["process"] == processor]
-    # Turned away by Kafka for its stale epoch ("was fenced"), or stopped by another error once superseded, never to open a
-    # producer that would fence the newer instance ("was superseded": a commit that timed out while it was frozen).
+    # Turned away by Kafka for its stale epoch ("was fenced"), or stopped by another error once superseded, never to
+    # open a producer that would fence the newer instance ("was superseded": a commit that timed out while it was
+    # frozen).
     assert re.search(rf"^{re.escape(processor)} was (fenced|superseded): ", zombie_close["error"]), zombie_close
     # The instance that took over committed transactions with the input offsets in them.
     assert any(op["f"] == "txn" and op["process"] == f"{processor}.1" and op["type"] == "ok" for op in ops)

@@ -1,4 +1,5 @@
-"""ZooKeeper mode on a real Kafka 3.9 cluster: the seed 000 tour, seed 004's ZooKeeper outage, the live migration to KRaft.
+"""ZooKeeper mode on a real Kafka 3.9 cluster: the seed 000 tour, seed 004's ZooKeeper outage, the live migration to
+KRaft.
 
 One cluster for the module, in the order a user would go: up, tour, outage, migrate, down (the
 migration turns it into a KRaft cluster, so it comes last).
@@ -27,8 +28,18 @@ def zk_cluster(shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFac
     if "cluster" in shared_cluster_holder:
         stop_cluster(shared_cluster_holder.pop("cluster"))
     path = tmp_path_factory.mktemp("zookeeper") / "cluster"
-    result = run_cli("up", "--mode", "zookeeper", "--dir", str(path), "--heap", TEST_HEAP, *cluster_ports(3, 1),
-                     "--zookeeper-port", str(free_port_block(1)))
+    result = run_cli(
+        "up",
+        "--mode",
+        "zookeeper",
+        "--dir",
+        str(path),
+        "--heap",
+        TEST_HEAP,
+        *cluster_ports(3, 1),
+        "--zookeeper-port",
+        str(free_port_block(1)),
+    )
     assert result.returncode == 0, result.stderr
     cluster = RunningCluster(path, result.stdout.strip().splitlines()[-1])
     yield cluster
@@ -49,7 +60,9 @@ def test_status_shows_the_zookeeper_node_and_the_controller_broker(zk_cluster: R
     assert shell.returncode == 0 and "[0, 1, 2]" in shell.stdout, shell.stderr
 
 
-def test_the_console_shows_zookeeper_and_the_controller_broker_and_acts_on_zookeeper(zk_cluster: RunningCluster) -> None:
+def test_the_console_shows_zookeeper_and_the_controller_broker_and_acts_on_zookeeper(
+    zk_cluster: RunningCluster,
+) -> None:
     import httpx
 
     from tests.e2e.console_helpers import start_console, stop_console
@@ -60,7 +73,11 @@ def test_the_console_shows_zookeeper_and_the_controller_broker_and_acts_on_zooke
             shown = http.get("/api/cluster").json()
             status = json.loads(zk_cluster.cli("status", "--json").stdout)
             assert shown["mode"] == "zookeeper" and shown["active_controller"] == status["active_controller"]
-            assert [(n["role"], n["state"], n.get("zookeeper_mode")) for n in shown["nodes"]][0] == ("zookeeper", "up", "standalone")
+            assert [(n["role"], n["state"], n.get("zookeeper_mode")) for n in shown["nodes"]][0] == (
+                "zookeeper",
+                "up",
+                "standalone",
+            )
             refused = http.post("/api/nodes/controller/1000/kill")
             assert refused.status_code == 409 and "ZooKeeper mode" in refused.json()["error"]
             assert http.post(f"/api/nodes/zookeeper/{status['nodes'][0]['id']}/pause").json()["state"] == "paused"
@@ -68,13 +85,20 @@ def test_the_console_shows_zookeeper_and_the_controller_broker_and_acts_on_zooke
     finally:
         stop_console(console, zk_cluster.dir)
     actions = json.loads(zk_cluster.cli("status", "--json").stdout)["operator_actions"]
-    assert [(a["action"], a["role"], a["source"]) for a in actions[-2:]] == [("pause", "zookeeper", "console"), ("resume", "zookeeper", "console")]
+    assert [(a["action"], a["role"], a["source"]) for a in actions[-2:]] == [
+        ("pause", "zookeeper", "console"),
+        ("resume", "zookeeper", "console"),
+    ]
 
 
 def test_seed_000_tour_in_zookeeper_mode(zk_cluster: RunningCluster) -> None:
     created = zk_cluster.cli("topics", "create", TOPIC, "--partitions", "3", "--replication-factor", "3")
     assert created.returncode == 0, created.stderr
-    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(zk_cluster.bootstrap, TOPIC).values()), 30, "ISR never full")
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions(zk_cluster.bootstrap, TOPIC).values()),
+        30,
+        "ISR never full",
+    )
     ours = zk_cluster.cli("topics", "describe", TOPIC)
     theirs = zk_cluster.cli("kafka", "topics", "--describe", "--topic", TOPIC)
     assert ours.returncode == 0 and theirs.returncode == 0, (ours.stderr, theirs.stderr)
@@ -93,14 +117,19 @@ def test_seed_000_tour_in_zookeeper_mode(zk_cluster: RunningCluster) -> None:
     leader, _, _ = partitions(zk_cluster.bootstrap, TOPIC)[0]
     assert leader in isr_before
     assert zk_cluster.cli("broker", "start", str(victim)).returncode == 0
-    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(zk_cluster.bootstrap, TOPIC).values()), 90,
-               f"broker {victim} did not rejoin every ISR")
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions(zk_cluster.bootstrap, TOPIC).values()),
+        90,
+        f"broker {victim} did not rejoin every ISR",
+    )
 
 
 def test_a_topic_create_without_zookeeper_fails_with_one_line(zk_cluster: RunningCluster) -> None:
     assert zk_cluster.cli("zookeeper", "stop", "1").returncode == 0
     try:
-        created = zk_cluster.cli("topics", "create", "no-zookeeper", "--partitions", "1", "--replication-factor", "1", "--timeout-s", "5")
+        created = zk_cluster.cli(
+            "topics", "create", "no-zookeeper", "--partitions", "1", "--replication-factor", "1", "--timeout-s", "5"
+        )
         assert created.returncode != 0
         assert "Traceback" not in created.stderr and len(created.stderr.strip().splitlines()) == 1, created.stderr
         # Brokers keep serving what they have: metadata of the existing topic still answers.
@@ -123,7 +152,10 @@ def test_live_migration_to_kraft_under_load(zk_cluster: RunningCluster, tmp_path
     results = json.loads(next(tmp_path.glob("zk-to-kraft-migration/*/results.json")).read_text())
     if result.returncode == 4:
         assert results["verdict"] == "KNOWN" and "unexplained" not in results, results.get("unexplained")
-        assert {k["anomaly"] for k in results["known"]} <= {"delivery.duplicate-acknowledged", "delivery.duplicate-unacknowledged"}
+        assert {k["anomaly"] for k in results["known"]} <= {
+            "delivery.duplicate-acknowledged",
+            "delivery.duplicate-unacknowledged",
+        }
     assert results["measurements"]["migration"]["completed"] is True
     assert results["checkers"]["delivery"]["counts"]["lost"] == 0
     status = json.loads(zk_cluster.cli("status", "--json").stdout)
@@ -139,8 +171,22 @@ def test_down_leaves_nothing_running(zk_cluster: RunningCluster) -> None:
 
 
 def test_a_zookeeper_quorum_survives_its_leader(own_cluster_dir: Path) -> None:
-    result = run_cli("up", "--mode", "zookeeper", "--zookeepers", "3", "--brokers", "1", "--dir", str(own_cluster_dir),
-                     "--heap", TEST_HEAP, *cluster_ports(1, 1), "--zookeeper-port", str(free_port_block(3)))
+    result = run_cli(
+        "up",
+        "--mode",
+        "zookeeper",
+        "--zookeepers",
+        "3",
+        "--brokers",
+        "1",
+        "--dir",
+        str(own_cluster_dir),
+        "--heap",
+        TEST_HEAP,
+        *cluster_ports(1, 1),
+        "--zookeeper-port",
+        str(free_port_block(3)),
+    )
     assert result.returncode == 0, result.stderr
     cluster = RunningCluster(own_cluster_dir, result.stdout.strip().splitlines()[-1])
 
@@ -153,8 +199,11 @@ def test_a_zookeeper_quorum_survives_its_leader(own_cluster_dir: Path) -> None:
     leader = next(i for i, m in first.items() if m == "leader")
     assert cluster.cli("zookeeper", "kill", str(leader)).returncode == 0
     # Two of three still form a quorum: one of them becomes leader, and the broker stays registered.
-    wait_until(lambda: sorted(m for i, m in modes().items() if i != leader) == ["follower", "leader"], 60,
-               "the two remaining ZooKeeper nodes did not elect a leader")
+    wait_until(
+        lambda: sorted(m for i, m in modes().items() if i != leader) == ["follower", "leader"],
+        60,
+        "the two remaining ZooKeeper nodes did not elect a leader",
+    )
     shell = cluster.cli("kafka", "zookeeper-shell", "ls", "/brokers/ids")
     assert "[0]" in shell.stdout, shell.stderr
     assert cluster.cli("zookeeper", "start", str(leader)).returncode == 0

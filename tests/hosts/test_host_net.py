@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster import netfilter
-from failsafe.cluster.host_nodes import HostNodes, place, save_inventory
+from failsafe.cluster.net import netfilter
+from failsafe.cluster.nodes.hosts import HostNodes, place, save_inventory
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.hosts import testbed
@@ -61,10 +61,15 @@ def _connects(address: str, port: int) -> bool:
         return False
 
 
-def test_a_chain_goes_where_its_packets_leave_and_the_heal_takes_it_from_every_place(bed: testbed.Testbed, nodes: HostNodes) -> None:
+def test_a_chain_goes_where_its_packets_leave_and_the_heal_takes_it_from_every_place(
+    bed: testbed.Testbed, nodes: HostNodes
+) -> None:
     h1, h2 = bed.hosts
     # A listener on h2 (its sshd port stays reachable: the rules name the port they cut only).
-    rules = {h1.address: [f"ip daddr {h2.address} tcp dport 22 counter drop"], netfilter.LOCAL: [f"ip daddr {h1.address} tcp dport 2 counter drop"]}
+    rules = {
+        h1.address: [f"ip daddr {h2.address} tcp dport 22 counter drop"],
+        netfilter.LOCAL: [f"ip daddr {h1.address} tcp dport 2 counter drop"],
+    }
     nodes.net_add("fault_1", "test cut", rules)
     assert "fault_1" in _table_on(bed, 0, nodes.dir.root) and _table_on(bed, 1, nodes.dir.root) == ""
     ssh1 = SshHost(bed.inventory().hosts[0])
@@ -89,13 +94,15 @@ def test_a_refused_rule_leaves_no_chain_anywhere(bed: testbed.Testbed, nodes: Ho
     assert "fault_1" not in _table_on(bed, 0, nodes.dir.root)
 
 
-def test_the_leash_on_a_host_deletes_its_chains_when_failsafe_is_killed(bed: testbed.Testbed, nodes: HostNodes, tmp_path: Path) -> None:
+def test_the_leash_on_a_host_deletes_its_chains_when_failsafe_is_killed(
+    bed: testbed.Testbed, nodes: HostNodes, tmp_path: Path
+) -> None:
     h1 = bed.hosts[0]
     script = textwrap.dedent(f"""
         import sys, json
         from pathlib import Path
         from failsafe.cluster.state import ClusterDir
-        from failsafe.cluster.host_nodes import HostNodes, load_inventory
+        from failsafe.cluster.nodes.hosts import HostNodes, load_inventory
         from failsafe.cluster.spec import ClusterSpec
         cdir = ClusterDir(Path({str(nodes.dir.root)!r}))
         spec = ClusterSpec.from_json(json.loads({json.dumps(json.dumps(nodes.spec.to_json()))}))
@@ -106,7 +113,9 @@ def test_the_leash_on_a_host_deletes_its_chains_when_failsafe_is_killed(bed: tes
         print("in force", flush=True)
         sys.stdin.read()
     """)
-    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
         try:
             assert child.stdout is not None and child.stdout.readline().strip() == "in force"
             assert "fault_7" in _table_on(bed, 0, nodes.dir.root)

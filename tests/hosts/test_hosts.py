@@ -40,7 +40,10 @@ def bed() -> Iterator[testbed.Testbed]:
     shutil.rmtree(root)
     assert left == [], "a test left a process running on a test host"
     assert not set(netns) & set(_namespaces())
-    assert not any(Path(f"/sys/class/net/{h.veth}").exists() for h in made.hosts) and not Path(f"/sys/class/net/{made.bridge}").exists()
+    assert (
+        not any(Path(f"/sys/class/net/{h.veth}").exists() for h in made.hosts)
+        and not Path(f"/sys/class/net/{made.bridge}").exists()
+    )
 
 
 def _namespaces() -> list[str]:
@@ -93,12 +96,16 @@ def test_commands_run_in_one_open_shell_and_a_command_that_hangs_takes_only_its_
     # More commands at once than shells: the others run in sessions of their own, and all answer. Parents: each shell's
     # loop, and the connection's sshd for the sessions.
     with ThreadPoolExecutor(max_workers=SHELLS + 2) as pool:
-        outs = list(pool.map(lambda i: h1.check(f"sleep 0.5; echo {i} $PPID", what="at once").split(), range(SHELLS + 2)))
+        outs = list(
+            pool.map(lambda i: h1.check(f"sleep 0.5; echo {i} $PPID", what="at once").split(), range(SHELLS + 2))
+        )
     assert [o[0] for o in outs] == [str(i) for i in range(SHELLS + 2)] and len({o[1] for o in outs}) == SHELLS + 1
     assert h1.check("echo still", what="after").strip() == "still"
 
 
-def test_a_client_on_a_host_streams_its_output_takes_signals_and_dies_with_its_channel(h1: SshHost, tmp_path: Path) -> None:
+def test_a_client_on_a_host_streams_its_output_takes_signals_and_dies_with_its_channel(
+    h1: SshHost, tmp_path: Path
+) -> None:
     d = h1.host.dir
     script = "trap 'echo term; exit 3' TERM; echo started $$; echo to-log >&2; while :; do sleep 0.1; done"
     child = RemoteChild(h1, ["sh", "-c", script], cwd=d, name="client", log_path=tmp_path / "client.log")
@@ -106,13 +113,19 @@ def test_a_client_on_a_host_streams_its_output_takes_signals_and_dies_with_its_c
     assert first == b"started" and child.running()
     pid = pid.decode()
     child.signal(signal.SIGSTOP)
-    wait_until(lambda: h1.check(f"sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f1", what="state").strip() == "T", 10, "not stopped")
+    wait_until(
+        lambda: h1.check(f"sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f1", what="state").strip() == "T",
+        10,
+        "not stopped",
+    )
     child.signal(signal.SIGCONT)
     child.signal(signal.SIGTERM)
     assert child.wait(10) == 3 and child.stdout.read1(100) == b"term\n"
     assert "to-log" in child.tail() and "to-log" in (tmp_path / "client.log").read_text()
     # The channel's end (failsafe done, or dead) kills what still runs.
-    second = RemoteChild(h1, ["sh", "-c", "trap '' TERM; echo up $$; while :; do sleep 0.1; done"], cwd=d, name="second")
+    second = RemoteChild(
+        h1, ["sh", "-c", "trap '' TERM; echo up $$; while :; do sleep 0.1; done"], cwd=d, name="second"
+    )
     up, pid = second.stdout.read1(100).decode().split()
     assert up == "up"
     second.close()
@@ -135,11 +148,18 @@ def test_a_process_is_known_by_pid_start_and_boot_and_stopped_by_pid(h1: SshHost
     assert remote.read(h1, d / "pids/p.pid") == proc
     assert remote.state(h1, proc) == UP
     # Another start time under the same pid, or another boot: not this process, never signalled.
-    impostors = {"later": remote.RemoteProcess(proc.pid, proc.start_ticks + 1, proc.boot_id),
-                 "other-boot": remote.RemoteProcess(proc.pid, proc.start_ticks, "0" * 8)}
+    impostors = {
+        "later": remote.RemoteProcess(proc.pid, proc.start_ticks + 1, proc.boot_id),
+        "other-boot": remote.RemoteProcess(proc.pid, proc.start_ticks, "0" * 8),
+    }
     for impostor in impostors.values():
         assert remote.state(h1, impostor) == DOWN and not remote.signal_group(h1, impostor, signal.SIGKILL)
-    assert remote.states(h1, {"p": proc, **impostors, "none": None}) == {"p": UP, "later": DOWN, "other-boot": DOWN, "none": DOWN}
+    assert remote.states(h1, {"p": proc, **impostors, "none": None}) == {
+        "p": UP,
+        "later": DOWN,
+        "other-boot": DOWN,
+        "none": DOWN,
+    }
     assert remote.signal_group(h1, proc, signal.SIGSTOP) and remote.wait_state(h1, proc, PAUSED, 5)
     remote.stop(h1, proc, signal.SIGTERM, 10)  # continued first, so its trap runs
     assert remote.state(h1, proc) == DOWN
@@ -149,12 +169,20 @@ def test_a_process_is_known_by_pid_start_and_boot_and_stopped_by_pid(h1: SshHost
 
 def test_sigkill_ends_what_ignores_sigterm(h1: SshHost) -> None:
     d = h1.host.dir
-    proc = remote.start(h1, ["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"], cwd=d, log=d / "logs/q.log", pidfile=d / "pids/q.pid")
+    proc = remote.start(
+        h1,
+        ["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"],
+        cwd=d,
+        log=d / "logs/q.log",
+        pidfile=d / "pids/q.pid",
+    )
     remote.stop(h1, proc, signal.SIGTERM, 1)
     assert remote.state(h1, proc) == DOWN
 
 
-def test_the_start_leash_kills_what_failsafe_started_when_it_dies_and_nothing_once_released(bed: testbed.Testbed) -> None:
+def test_the_start_leash_kills_what_failsafe_started_when_it_dies_and_nothing_once_released(
+    bed: testbed.Testbed,
+) -> None:
     d = bed.inventory().host("h1").dir
     script = textwrap.dedent(f"""
         import sys
@@ -171,7 +199,9 @@ def test_the_start_leash_kills_what_failsafe_started_when_it_dies_and_nothing_on
         print("started", flush=True)
         sys.stdin.read()
     """)
-    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
         try:
             assert child.stdout is not None and child.stdout.readline().strip() == "started"
         finally:
@@ -199,20 +229,33 @@ def test_check_names_each_host_and_what_it_lacks(bed: testbed.Testbed) -> None:
     result = run_cli("hosts", "check", "--inventory", str(bed.inventory_file), "--network-faults", "--json")
     assert result.returncode == 2
     report = {h["name"]: h for h in json.loads(result.stdout)["hosts"]}
-    assert report["h1"]["problems"] == [] and report["h1"]["facts"]["java_major"] >= 17 and report["h1"]["facts"]["root"]
-    assert report["h2"]["problems"] == [f"host h2 ({bed.hosts[1].address}): network faults need root there, and user uid "
-                                        f"{report['h2']['facts']['uid']} is not: log in as root"]
-    assert [p.split(": ", 1)[1] for p in report["h3"]["problems"]] == ["no Java (no java on PATH and no JAVA_HOME): install Java 17 or later there"]
+    assert (
+        report["h1"]["problems"] == [] and report["h1"]["facts"]["java_major"] >= 17 and report["h1"]["facts"]["root"]
+    )
+    assert report["h2"]["problems"] == [
+        f"host h2 ({bed.hosts[1].address}): network faults need root there, and user uid "
+        f"{report['h2']['facts']['uid']} is not: log in as root"
+    ]
+    assert [p.split(": ", 1)[1] for p in report["h3"]["problems"]] == [
+        "no Java (no java on PATH and no JAVA_HOME): install Java 17 or later there"
+    ]
     table = run_cli("hosts", "check", "--inventory", str(bed.inventory_file), "--network-faults")
     assert table.returncode == 2
-    assert [line for line in table.stderr.splitlines() if line.startswith("failsafe: ")] == [f"failsafe: {p}" for h in ("h2", "h3")
-                                                                                           for p in report[h]["problems"]]
+    assert [line for line in table.stderr.splitlines() if line.startswith("failsafe: ")] == [
+        f"failsafe: {p}" for h in ("h2", "h3") for p in report[h]["problems"]
+    ]
     # What a disk layer needs: h1 has it all (root, /dev/fuse, libfuse 3, fusermount3, python3); h2's user is not root.
-    layers = {h["name"]: h["problems"] for h in json.loads(run_cli("hosts", "check", "--inventory", str(bed.inventory_file),
-                                                                   "--disk-layers", "--json").stdout)["hosts"]}
+    layers = {
+        h["name"]: h["problems"]
+        for h in json.loads(
+            run_cli("hosts", "check", "--inventory", str(bed.inventory_file), "--disk-layers", "--json").stdout
+        )["hosts"]
+    }
     assert layers["h1"] == []
-    assert layers["h2"] == [f"host h2 ({bed.hosts[1].address}): disk layers (--volatile-disks, power loss) need root there "
-                            "(Debian: apt-get install fuse3 python3; log in as root)"]
+    assert layers["h2"] == [
+        f"host h2 ({bed.hosts[1].address}): disk layers (--volatile-disks, power loss) need root there "
+        "(Debian: apt-get install fuse3 python3; log in as root)"
+    ]
     ok = run_cli("hosts", "check", "--hosts", bed.hosts[0].address, "--key", str(bed.client_key), "--json")
     assert ok.returncode == 2  # --hosts knows no known_hosts file of the testbed: the key is unknown, said in one line
     assert "its key is not in" in json.loads(ok.stdout)["hosts"][0]["problems"][0]
@@ -220,15 +263,24 @@ def test_check_names_each_host_and_what_it_lacks(bed: testbed.Testbed) -> None:
 
 def test_a_host_that_refuses_ssh_is_one_line_exit_2(bed: testbed.Testbed, tmp_path: Path) -> None:
     inv = tmp_path / "hosts.toml"
-    inv.write_text(bed.inventory_file.read_text().replace(f'address = "{bed.hosts[0].address}"',
-                                                          f'address = "{bed.hosts[0].address}"\nport = 2222'))
+    inv.write_text(
+        bed.inventory_file.read_text().replace(
+            f'address = "{bed.hosts[0].address}"', f'address = "{bed.hosts[0].address}"\nport = 2222'
+        )
+    )
     result = run_cli("hosts", "check", "--inventory", str(inv))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("failsafe: ")]
-    assert lines[0] == (f"failsafe: host h1 (root@{bed.hosts[0].address}:2222): connection refused: is sshd running there and "
-                        "listening on port 2222?")
+    assert lines[0] == (
+        f"failsafe: host h1 (root@{bed.hosts[0].address}:2222): connection refused: is sshd running there and "
+        "listening on port 2222?"
+    )
     with pytest.raises(HostUnreachable, match="cannot log in"):
-        SshHost(inventory.Host("h1", bed.hosts[0].address, user="nobody-here", key=bed.client_key, known_hosts=bed.known_hosts)).run("true")
+        SshHost(
+            inventory.Host(
+                "h1", bed.hosts[0].address, user="nobody-here", key=bed.client_key, known_hosts=bed.known_hosts
+            )
+        ).run("true")
 
 
 def test_a_changed_host_key_is_refused(bed: testbed.Testbed, tmp_path: Path) -> None:
@@ -240,7 +292,9 @@ def test_a_changed_host_key_is_refused(bed: testbed.Testbed, tmp_path: Path) -> 
     with pytest.raises(HostUnreachable, match="does not match"):
         SshHost(host).run("true")
     fresh = tmp_path / "fresh_known_hosts"
-    accepting = inventory.Host("h1", bed.hosts[0].address, key=bed.client_key, known_hosts=fresh, new_host_keys="accept")
+    accepting = inventory.Host(
+        "h1", bed.hosts[0].address, key=bed.client_key, known_hosts=fresh, new_host_keys="accept"
+    )
     ssh = SshHost(accepting)
     assert ssh.run("true").ok()
     ssh.close()
@@ -292,5 +346,15 @@ def test_a_tree_is_copied_once_then_only_what_changed(h1: SshHost, tmp_path: Pat
     (local / "libs" / "a4.jar").unlink()
     again = sync.sync_tree(h1, local, remote_dir, delete=True)
     assert (again.files, again.kept, again.deleted) == (1, 4, 1)
-    listing = h1.check(f"cd {remote_dir} && find . -type f | sort && stat -c %a run.sh && cat libs/a3.jar", what="listing")
-    assert listing.split() == ["./libs/a0.jar", "./libs/a1.jar", "./libs/a2.jar", "./libs/a3.jar", "./run.sh", "755", "changed"]
+    listing = h1.check(
+        f"cd {remote_dir} && find . -type f | sort && stat -c %a run.sh && cat libs/a3.jar", what="listing"
+    )
+    assert listing.split() == [
+        "./libs/a0.jar",
+        "./libs/a1.jar",
+        "./libs/a2.jar",
+        "./libs/a3.jar",
+        "./run.sh",
+        "755",
+        "changed",
+    ]

@@ -1,5 +1,6 @@
-"""A real Kafka cluster on three test hosts (network namespaces, each with its own sshd), brought up, broken and judged over
-SSH; a host that lacks Java or root refused in one line; nothing left running, no rule and no namespace left behind."""
+"""A real Kafka cluster on three test hosts (network namespaces, each with its own sshd), brought up, broken and judged
+over SSH; a host that lacks Java or root refused in one line; nothing left running, no rule and no namespace left
+behind."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster import netfilter
+from failsafe.cluster.net import netfilter
 from failsafe.hosts import testbed
 from failsafe.hosts.ssh import SshHost
 from tests.helpers import TEST_HEAP, open_dir, run_cli
 
 UNAVAILABLE = testbed.unavailable_reason()
-pytestmark = [pytest.mark.hosts, pytest.mark.cluster, pytest.mark.breaks_cluster,
-              pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")]
+pytestmark = [
+    pytest.mark.hosts,
+    pytest.mark.cluster,
+    pytest.mark.breaks_cluster,
+    pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or ""),
+]
 
 
 @pytest.fixture
@@ -27,7 +32,9 @@ def bed(own_cluster_dir: Path) -> Iterator[testbed.Testbed]:
     root = open_dir()  # h5's user must enter its directory
     made = testbed.create(root / "bed", 5, no_java=("h4",), users={"h5": "failsafe-hosts-e2e"})
     yield made
-    if (own_cluster_dir / "failsafe-state.json").exists():  # a test that failed half-way: its nodes stopped as down does
+    if (
+        own_cluster_dir / "failsafe-state.json"
+    ).exists():  # a test that failed half-way: its nodes stopped as down does
         run_cli("down", "--dir", str(own_cluster_dir), "--timeout-s", "20")
     namespaces = [h.netns for h in made.hosts]
     left = testbed.destroy(made)
@@ -57,17 +64,28 @@ def _chains(bed: testbed.Testbed, root: Path) -> list[str]:
     return found
 
 
-def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path) -> None:
+def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(
+    bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path
+) -> None:
     d = str(own_cluster_dir)
     # A host without Java: refused in one line, exit 2, before anything starts anywhere.
-    no_java = run_cli("up", "--dir", str(tmp_path / "nojava"), "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h4"))),
-                      "--heap", TEST_HEAP)
+    no_java = run_cli(
+        "up",
+        "--dir",
+        str(tmp_path / "nojava"),
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2", "h4"))),
+        "--heap",
+        TEST_HEAP,
+    )
     assert no_java.returncode == 2, no_java.stderr
     assert no_java.stderr.strip().splitlines()[-1].startswith("failsafe: host h4") and "no Java" in no_java.stderr
     assert [testbed.strays(h) for h in bed.hosts[:2]] == [[], []], "a refused start left something running"
 
     started = time.monotonic()
-    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP)
+    up = run_cli(
+        "up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP
+    )
     up_s = time.monotonic() - started
     assert up.returncode == 0, up.stderr
     addresses = [h.address for h in bed.hosts[:3]]
@@ -78,8 +96,18 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     # broker-failover with Kafka's Java clients placed on hosts (the producer on h3, the consumer on h2), judged on
     # failsafe's clock; leader-isolated below keeps its librdkafka clients here.
     runs = tmp_path / "runs"
-    java_on = ("--set", 'producers[*].driver="kafka-verifiable"', "--set", 'producers[*].host="h3"',
-               "--set", 'consumers[*].driver="kafka-verifiable"', "--set", 'consumers[*].host="h2"', "--set", "consumers[*].count=1")
+    java_on = (
+        "--set",
+        'producers[*].driver="kafka-verifiable"',
+        "--set",
+        'producers[*].host="h3"',
+        "--set",
+        'consumers[*].driver="kafka-verifiable"',
+        "--set",
+        'consumers[*].host="h2"',
+        "--set",
+        "consumers[*].count=1",
+    )
     failover = run_cli("run", "broker-failover", "--dir", d, "--runs", str(runs), *java_on, timeout_s=400)
     assert failover.returncode == 0, failover.stderr[-3000:]
     (run_dir,) = [p.parent for p in runs.glob("broker-failover/*/results.json")]
@@ -89,7 +117,9 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     for h in hosts.values():
         # One machine, one clock: the offset found lies within the bound stated.
         assert abs(h["clock_offset_s"]) <= h["clock_error_s"] < 0.25 and h["kernel"] and h["java"]
-    configs = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"client-config"' in line]
+    configs = [
+        json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"client-config"' in line
+    ]
     assert {c["process"]: c.get("host") for c in configs} == {"producer": "h3", "member-0": "h2"}
     assert all(abs(c["clock_offset_ns"]) <= c["clock_error_ns"] < 250_000_000 for c in configs)
     results = json.loads((run_dir / "results.json").read_text())
@@ -97,15 +127,34 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
     breakdown = results["measurements"]["failover_breakdown"]
     assert breakdown["partitions"], "the failover's time, read from the hosts' logs, was not broken down"
     # A fault that cuts the clients' links cannot cut a client on a host: refused in one line before anything runs.
-    cutting = run_cli("run", "leader-isolated", "--dir", d, "--runs", str(runs), *java_on, "--set", "faults[0].clients=true")
+    cutting = run_cli(
+        "run", "leader-isolated", "--dir", d, "--runs", str(runs), *java_on, "--set", "faults[0].clients=true"
+    )
     assert cutting.returncode == 2, cutting.stderr
     assert "cuts the clients' links" in cutting.stderr.strip().splitlines()[-1]
 
-    # Isolated 12 s, not the scenario's 20 (make test's budget): still past broker.session.timeout.ms, so a new leader comes.
-    isolated = run_cli("run", "leader-isolated", "--dir", d, "--runs", str(runs), "--set", "faults[0].duration_s=12",
-                       "--set", "phases.chaos_s=18", "--set", "phases.recover_s=6", timeout_s=400)
+    # Isolated 12 s, not the scenario's 20 (make test's budget): still past broker.session.timeout.ms, so a new leader
+    # comes.
+    isolated = run_cli(
+        "run",
+        "leader-isolated",
+        "--dir",
+        d,
+        "--runs",
+        str(runs),
+        "--set",
+        "faults[0].duration_s=12",
+        "--set",
+        "phases.chaos_s=18",
+        "--set",
+        "phases.recover_s=6",
+        timeout_s=400,
+    )
     assert isolated.returncode in (0, 4), isolated.stderr[-3000:]
-    assert json.loads((sorted(runs.glob("leader-isolated/*/results.json"))[0]).read_text())["verdict"] in ("VALID", "KNOWN")
+    assert json.loads((sorted(runs.glob("leader-isolated/*/results.json"))[0]).read_text())["verdict"] in (
+        "VALID",
+        "KNOWN",
+    )
     assert _chains(bed, own_cluster_dir) == [], "a network fault's rules outlived its heal on a host"
 
     down = run_cli("down", "--dir", d)
@@ -119,10 +168,15 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
         ssh.close()
     print(f"up on 3 namespace hosts over SSH: {up_s:.1f} s")
 
-    # A host whose user is not root cannot take a network fault: refused in one line naming it, nothing cut (a broker on h5).
+    # A host whose user is not root cannot take a network fault: refused in one line naming it, nothing cut (a broker on
+    # h5).
     roles = tmp_path / "hosts-h1-h5.toml"
-    roles.write_text(inventory(bed, tmp_path, ("h1", "h5")).read_text().replace('name = "h1"', 'name = "h1"\nroles = ["controller"]')
-                     .replace('name = "h5"', 'name = "h5"\nroles = ["broker"]'))
+    roles.write_text(
+        inventory(bed, tmp_path, ("h1", "h5"))
+        .read_text()
+        .replace('name = "h1"', 'name = "h1"\nroles = ["controller"]')
+        .replace('name = "h5"', 'name = "h5"\nroles = ["broker"]')
+    )
     up = run_cli("up", "--dir", d, "--inventory", str(roles), "--heap", TEST_HEAP, "--brokers", "1")
     assert up.returncode == 0, up.stderr
     refused = run_cli("net", "isolate", "0", "--dir", d)
@@ -136,9 +190,20 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(bed: testbed.Tes
 @pytest.mark.long  # a 6-node cluster and a run: the e2e above covers the same path; make test-long runs it
 def test_the_atlas_makes_its_cluster_on_hosts_and_deletes_it_after(bed: testbed.Testbed, tmp_path: Path) -> None:
     out = tmp_path / "atlas"
-    result = run_cli("atlas", "--cells", "fault=kill;profile=defaults;client=librdkafka;mode=kraft-4.3.1", "--repeat", "1",
-                     "--out", str(out), "--heap", TEST_HEAP, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
-                     timeout_s=600)
+    result = run_cli(
+        "atlas",
+        "--cells",
+        "fault=kill;profile=defaults;client=librdkafka;mode=kraft-4.3.1",
+        "--repeat",
+        "1",
+        "--out",
+        str(out),
+        "--heap",
+        TEST_HEAP,
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
+        timeout_s=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     cell = json.loads((out / "cells" / "kill--defaults--librdkafka--kraft-4.3.1.json").read_text())
     (run,) = cell["runs"]
@@ -146,26 +211,60 @@ def test_the_atlas_makes_its_cluster_on_hosts_and_deletes_it_after(bed: testbed.
     manifest = json.loads(next((out / "runs").rglob("manifest.json")).read_text())
     assert {h["name"] for h in manifest["hosts"]} == {"h1", "h2", "h3"}
     assert not (out / "cluster").exists() and [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []]
-    refused = run_cli("atlas", "--cells", "fault=kill;profile=defaults;client=librdkafka;mode=zookeeper-3.9.2", "--repeat", "1",
-                      "--out", str(out), "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))))
+    refused = run_cli(
+        "atlas",
+        "--cells",
+        "fault=kill;profile=defaults;client=librdkafka;mode=zookeeper-3.9.2",
+        "--repeat",
+        "1",
+        "--out",
+        str(out),
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
+    )
     assert refused.returncode == 2 and "KRaft mode" in refused.stderr.strip().splitlines()[-1]
 
 
 @pytest.mark.long  # a campaign and the console on a cluster on hosts: the same Cluster and run paths as the e2e above
-def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path) -> None:
+def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(
+    bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path
+) -> None:
     import httpx
 
     from tests.e2e.console_helpers import start_console, stop_console
 
     d = str(own_cluster_dir)
     # The acks-all workload's cluster: 3 brokers and 3 controllers, one of each on every host.
-    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP,
-                 "--controllers", "3")
+    up = run_cli(
+        "up",
+        "--dir",
+        d,
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
+        "--heap",
+        TEST_HEAP,
+        "--controllers",
+        "3",
+    )
     assert up.returncode == 0, up.stderr
     # Two drawn schedules of kills and isolations, each judged; the isolations' rules leashed on the hosts.
     out = tmp_path / "campaign"
-    campaign = run_cli("campaign", "--dir", d, "--runs", "2", "--seed", "7", "--duration-s", "12", "--faults", "kill,isolate",
-                       "--out", str(out), timeout_s=900)
+    campaign = run_cli(
+        "campaign",
+        "--dir",
+        d,
+        "--runs",
+        "2",
+        "--seed",
+        "7",
+        "--duration-s",
+        "12",
+        "--faults",
+        "kill,isolate",
+        "--out",
+        str(out),
+        timeout_s=900,
+    )
     assert campaign.returncode in (0, 4), campaign.stderr[-3000:]
     summary = json.loads(next(out.rglob("campaign.json")).read_text())
     assert [r["verdict"] for r in summary["runs"]] and all(r["verdict"] in ("VALID", "KNOWN") for r in summary["runs"])
@@ -177,7 +276,10 @@ def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Test
             nodes = http.get("/api/cluster").json()["nodes"]
             assert [n["state"] for n in nodes] == ["up"] * 6
             assert http.post("/api/nodes/broker/1/kill").status_code == 200
-            states = {(n["role"], n["id"]): n["state"] for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]}
+            states = {
+                (n["role"], n["id"]): n["state"]
+                for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]
+            }
             assert states[("broker", 1)] == "down"
             assert http.post("/api/nodes/broker/1/start").status_code == 200
             assert {n["state"] for n in json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]} == {"up"}
@@ -189,8 +291,9 @@ def test_a_campaign_and_the_console_work_on_a_cluster_on_hosts(bed: testbed.Test
 
 
 @pytest.mark.long  # disk layers on hosts: a power loss of a broker there, a full disk, and clean leaves no mount
-def test_a_power_loss_on_a_host_takes_what_was_not_synced_and_clean_leaves_no_mount(bed: testbed.Testbed, own_cluster_dir: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_a_power_loss_on_a_host_takes_what_was_not_synced_and_clean_leaves_no_mount(
+    bed: testbed.Testbed, own_cluster_dir: Path, tmp_path: Path
+) -> None:
     def layers() -> list[str]:
         """The disk layers mounted on h1-h3, as each host's own mount table lists them (a host has its own mounts)."""
         found = []
@@ -201,8 +304,18 @@ def test_a_power_loss_on_a_host_takes_what_was_not_synced_and_clean_leaves_no_mo
         return found
 
     d = str(own_cluster_dir)
-    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2"))), "--heap", TEST_HEAP, "--volatile-disks",
-                 "--brokers", "1")
+    up = run_cli(
+        "up",
+        "--dir",
+        d,
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2"))),
+        "--heap",
+        TEST_HEAP,
+        "--volatile-disks",
+        "--brokers",
+        "1",
+    )
     assert up.returncode == 0, up.stderr
     nodes = json.loads(run_cli("status", "--dir", d, "--json").stdout)["nodes"]
     assert all(n["disk"] is not None for n in nodes), nodes
@@ -214,18 +327,32 @@ def test_a_power_loss_on_a_host_takes_what_was_not_synced_and_clean_leaves_no_mo
     delivery = results["checkers"]["delivery"]
     # Kafka's default flush: the broker's acknowledged writes die with its host's page cache, as on this machine.
     assert result.returncode == 1 and delivery["counts"]["lost-after-read"] > 0, result.stderr[-2000:]
-    start = next(json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"fault-start"' in line)
+    start = next(
+        json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if '"fault-start"' in line
+    )
     assert start["fault"] == "power-loss" and start["details"]["lost"]["0"]["bytes_lost"] > 0
     assert run_cli("clean", "--dir", d).returncode == 0
     assert layers() == [] and [testbed.strays(h) for h in bed.hosts[:2]] == [[], []]
 
     # A disk fault on hosts: the leader's disk full, through the same layer on its host; nothing acknowledged lost.
-    up = run_cli("up", "--dir", d, "--inventory", str(inventory(bed, tmp_path, ("h1", "h2", "h3"))), "--heap", TEST_HEAP,
-                 "--volatile-disks")
+    up = run_cli(
+        "up",
+        "--dir",
+        d,
+        "--inventory",
+        str(inventory(bed, tmp_path, ("h1", "h2", "h3"))),
+        "--heap",
+        TEST_HEAP,
+        "--volatile-disks",
+    )
     assert up.returncode == 0, up.stderr
     full = run_cli("run", "disk-full", "--dir", d, "--runs", str(runs), timeout_s=400)
     assert full.returncode == 0, full.stderr[-3000:]
-    start = next(json.loads(line) for line in next(runs.glob("disk-full/*/history.jsonl")).read_text().splitlines() if '"fault-start"' in line)
+    start = next(
+        json.loads(line)
+        for line in next(runs.glob("disk-full/*/history.jsonl")).read_text().splitlines()
+        if '"fault-start"' in line
+    )
     assert start["fault"] == "disk-full"
     assert run_cli("clean", "--dir", d).returncode == 0
     assert layers() == [] and [testbed.strays(h) for h in bed.hosts[:3]] == [[], [], []]

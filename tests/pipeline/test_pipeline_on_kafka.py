@@ -24,15 +24,30 @@ def test_an_unreachable_cluster_is_one_line() -> None:
 
 
 @pytest.mark.cluster
-def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(clean_demo: RunningCluster, tmp_path: Path) -> None:
+def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(
+    clean_demo: RunningCluster, tmp_path: Path
+) -> None:
     out, ck, ledger = tmp_path / "out", tmp_path / "ck", tmp_path / "ledger"
     run = ("pipeline", "run", "--available-now", "--output", str(out), "--checkpoint", str(ck))
 
     missing = clean_demo.cli(*run, timeout_s=PIPELINE_TIMEOUT_S)
     assert missing.returncode == 2 and "topic demo.purchases does not exist" in missing.stderr, missing.stderr
 
-    sim = clean_demo.cli("simulate", "sales", "--rate", "0", "--count", "3000", "--malformed-every", "100", "--seed", "11",
-                         "--ledger", str(ledger), timeout_s=PIPELINE_TIMEOUT_S)
+    sim = clean_demo.cli(
+        "simulate",
+        "sales",
+        "--rate",
+        "0",
+        "--count",
+        "3000",
+        "--malformed-every",
+        "100",
+        "--seed",
+        "11",
+        "--ledger",
+        str(ledger),
+        timeout_s=PIPELINE_TIMEOUT_S,
+    )
     assert sim.returncode == 0, sim.stderr
 
     first = clean_demo.cli(*run, timeout_s=PIPELINE_TIMEOUT_S)
@@ -52,21 +67,43 @@ def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(clean
     assert sorted(p.name for p in (out / "sales_by_product").glob("batch_id=*")) == batches_before
     assert run_cli("pipeline", "verify", "--output", str(out), "--ledger", str(ledger)).returncode == 0
 
-    published = clean_demo.cli("consume", "demo.sales-by-product", "--from-beginning", "--max-messages", "5", "--timeout-s", "30")
+    published = clean_demo.cli(
+        "consume", "demo.sales-by-product", "--from-beginning", "--max-messages", "5", "--timeout-s", "30"
+    )
     assert published.returncode == 0, published.stderr
     assert len(published.stdout.splitlines()) == 5 and '"revenue"' in published.stdout
 
 
 @pytest.mark.long
 def test_the_ceiling_benchmark_runs_end_to_end_in_smoke_mode(clean_demo: RunningCluster, tmp_path: Path) -> None:
-    """benchmarks/bench_pipeline.py on a tiny backlog: the pipeline's and the ceiling query's rates are both measured."""
+    """benchmarks/bench_pipeline.py on a tiny backlog: the pipeline's and the ceiling query's rates are both
+    measured."""
     import subprocess
     import sys
 
     out = tmp_path / "pipeline.json"
-    proc = subprocess.run([sys.executable, "benchmarks/bench_pipeline.py", "--dir", str(clean_demo.dir), "--work", str(tmp_path / "work"),
-                           "--backlog", "2000", "--batch", "1000", "--live-s", "0", "--out", str(out)],
-                          capture_output=True, text=True, timeout=PIPELINE_TIMEOUT_S, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/bench_pipeline.py",
+            "--dir",
+            str(clean_demo.dir),
+            "--work",
+            str(tmp_path / "work"),
+            "--backlog",
+            "2000",
+            "--batch",
+            "1000",
+            "--live-s",
+            "0",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=PIPELINE_TIMEOUT_S,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     backlog = json.loads(out.read_text())["backlog"]
     assert backlog["steady_records_per_s"] > 0 and backlog["ceiling"]["steady_records_per_s"] > 0

@@ -20,19 +20,40 @@ from pyspark.testing import assertDataFrameEqual
 from failsafe.pipeline.job import SALES_QUERY, PipelineConfig, SalesBatchSink
 from failsafe.pipeline.schema import KAFKA_SOURCE_SCHEMA, SALES_BY_PRODUCT_COLUMNS
 from failsafe.pipeline.sink import read_dead_letters, read_sales_rows
-from failsafe.pipeline.transforms import parse_products, parse_purchases, sales_and_dead_letters, sales_by_product, valid_purchases, with_products
+from failsafe.pipeline.transforms import (
+    parse_products,
+    parse_purchases,
+    sales_and_dead_letters,
+    sales_by_product,
+    valid_purchases,
+    with_products,
+)
 
 # See test_transforms.py: pyspark's collect() leaves its socket to the garbage collector.
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")]
 
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-PRODUCT = {"product_id": "SF05", "category": "Superfoods Smoothies", "name": "Mango Magic", "size": "24 oz", "price": 5.99, "cogs": 1.5}
+PRODUCT = {
+    "product_id": "SF05",
+    "category": "Superfoods Smoothies",
+    "name": "Mango Magic",
+    "size": "24 oz",
+    "price": 5.99,
+    "cogs": 1.5,
+}
 
 
 def purchase(transaction_id: str, transaction_time: str) -> dict:
     return {
-        "transaction_time": transaction_time, "transaction_id": transaction_id, "product_id": "SF05", "price": 5.99,
-        "quantity": 1, "is_member": False, "member_discount": 0.0, "add_supplements": False, "supplement_price": 0.0,
+        "transaction_time": transaction_time,
+        "transaction_id": transaction_id,
+        "product_id": "SF05",
+        "price": 5.99,
+        "quantity": 1,
+        "is_member": False,
+        "member_discount": 0.0,
+        "add_supplements": False,
+        "supplement_price": 0.0,
         "total_purchase": 5.99,
     }
 
@@ -58,7 +79,9 @@ def three_batches(source: FileSource, query, late_batch: bool = False) -> list[d
     try:
         source.add(purchase("1", "2024-08-25 12:00:30.000000"))
         query.processAllAvailable()
-        source.add(purchase("2", "2024-08-25 12:05:10.000000"), {"not": "a purchase"})  # watermark: 12:05:10 - 1 minute = 12:04:10
+        source.add(
+            purchase("2", "2024-08-25 12:05:10.000000"), {"not": "a purchase"}
+        )  # watermark: 12:05:10 - 1 minute = 12:04:10
         query.processAllAvailable()
         source.add(
             purchase("3", "2024-08-25 12:00:45.000000"),  # older than the watermark, its window already closed
@@ -73,7 +96,9 @@ def three_batches(source: FileSource, query, late_batch: bool = False) -> list[d
         query.stop()
 
 
-def spark_stateful_rows(spark, kafka_frame, tmp_path, late_batch: bool = False) -> tuple[list[tuple[int, Row]], list[dict]]:
+def spark_stateful_rows(
+    spark, kafka_frame, tmp_path, late_batch: bool = False
+) -> tuple[list[tuple[int, Row]], list[dict]]:
     source = FileSource(tmp_path, kafka_frame)
     products = parse_products(kafka_frame([PRODUCT], topic="demo.products"))
     stream = spark.readStream.schema(KAFKA_SOURCE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source.dir))
@@ -102,30 +127,50 @@ def test_a_record_older_than_the_watermark_is_dropped_and_one_within_it_is_count
         key = (row.window_start, row.product_id)
         if key not in latest or batch_id > latest[key][0]:
             latest[key] = (batch_id, row)
-    totals = [Row(window_start=row.window_start, purchases=row.purchases, revenue=row.revenue) for _, row in latest.values()]
-    assertDataFrameEqual(totals, [
-        Row(window_start=utc("2024-08-25 12:00:00"), purchases=1, revenue=Decimal("5.99")),
-        Row(window_start=utc("2024-08-25 12:04:00"), purchases=1, revenue=Decimal("5.99")),
-        Row(window_start=utc("2024-08-25 12:05:00"), purchases=1, revenue=Decimal("5.99")),
-    ])
-    assert all(row.window_start != utc("2024-08-25 12:00:00") for batch_id, row in emitted if batch_id == progress["batchId"])
+    totals = [
+        Row(window_start=row.window_start, purchases=row.purchases, revenue=row.revenue) for _, row in latest.values()
+    ]
+    assertDataFrameEqual(
+        totals,
+        [
+            Row(window_start=utc("2024-08-25 12:00:00"), purchases=1, revenue=Decimal("5.99")),
+            Row(window_start=utc("2024-08-25 12:04:00"), purchases=1, revenue=Decimal("5.99")),
+            Row(window_start=utc("2024-08-25 12:05:00"), purchases=1, revenue=Decimal("5.99")),
+        ],
+    )
+    assert all(
+        row.window_start != utc("2024-08-25 12:00:00") for batch_id, row in emitted if batch_id == progress["batchId"]
+    )
 
 
 def pipeline_query(spark, kafka_frame, root: Path):
     """The pipeline's query and sink on a FileSource under ``root``: (source, query, config)."""
     source = FileSource(root, kafka_frame)
-    config = PipelineConfig(bootstrap_servers="unused:9", output_dir=root / "output", checkpoint_dir=root / "ck",
-                            watermark_delay="1 minute", results_topic=None)
+    config = PipelineConfig(
+        bootstrap_servers="unused:9",
+        output_dir=root / "output",
+        checkpoint_dir=root / "ck",
+        watermark_delay="1 minute",
+        results_topic=None,
+    )
     products = parse_products(kafka_frame([PRODUCT], topic="demo.products"))
     stream = spark.readStream.schema(KAFKA_SOURCE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source.dir))
     outputs = sales_and_dead_letters(parse_purchases(stream), products, config.window_duration, config.watermark_delay)
-    query = (outputs.writeStream.outputMode("update").foreachBatch(SalesBatchSink(config))
-             .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY)).start())
+    query = (
+        outputs.writeStream.outputMode("update")
+        .foreachBatch(SalesBatchSink(config))
+        .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY))
+        .start()
+    )
     return source, query, config
 
 
-@pytest.mark.parametrize(("no_data_batches", "rows", "dropped"), [(True, 3, 2), (False, 4, 1)], ids=["no-data-batches", "data-batches-only"])
-def test_the_pipeline_query_emits_what_sparks_windowed_aggregation_emits(spark, kafka_frame, utc, tmp_path, no_data_batches, rows, dropped):
+@pytest.mark.parametrize(
+    ("no_data_batches", "rows", "dropped"), [(True, 3, 2), (False, 4, 1)], ids=["no-data-batches", "data-batches-only"]
+)
+def test_the_pipeline_query_emits_what_sparks_windowed_aggregation_emits(
+    spark, kafka_frame, utc, tmp_path, no_data_batches, rows, dropped
+):
     """With no-data batches (Spark's default) a batch without data moves the watermark after batch 1, and purchase 3
     is late in batch 2; without them it is not, and only purchase 5 is. Either way both queries agree."""
     spark.conf.set(NO_DATA_BATCHES, str(no_data_batches).lower())
@@ -138,16 +183,34 @@ def test_the_pipeline_query_emits_what_sparks_windowed_aggregation_emits(spark, 
 
     ours = read_sales_rows(config.output_dir)
     assert sorted(ours.columns) == sorted([*SALES_BY_PRODUCT_COLUMNS, "batch_id"])
-    mine = sorted((r["batch_id"], utc(r["window_start"].strftime("%Y-%m-%d %H:%M:%S")), r["product_id"], r["purchases"], r["quantity"],
-                   r["revenue"]) for r in ours.iter_rows(named=True))
-    theirs = sorted((batch_id, row.window_start, row.product_id, row.purchases, row.quantity, row.revenue) for batch_id, row in spark_rows)
+    mine = sorted(
+        (
+            r["batch_id"],
+            utc(r["window_start"].strftime("%Y-%m-%d %H:%M:%S")),
+            r["product_id"],
+            r["purchases"],
+            r["quantity"],
+            r["revenue"],
+        )
+        for r in ours.iter_rows(named=True)
+    )
+    theirs = sorted(
+        (batch_id, row.window_start, row.product_id, row.purchases, row.quantity, row.revenue)
+        for batch_id, row in spark_rows
+    )
     assert mine == theirs and len(mine) == rows
-    assert [(r["batchId"], r["eventTime"].get("watermark")) for r in reports] == [(r["batchId"], r["eventTime"].get("watermark")) for r in spark_reports]
-    assert [_dropped(r) for r in reports] == [_dropped(r) for r in spark_reports] and sum(map(_dropped, reports)) == dropped
+    assert [(r["batchId"], r["eventTime"].get("watermark")) for r in reports] == [
+        (r["batchId"], r["eventTime"].get("watermark")) for r in spark_reports
+    ]
+    assert [_dropped(r) for r in reports] == [_dropped(r) for r in spark_reports] and sum(
+        map(_dropped, reports)
+    ) == dropped
     # One read: each batch's input is the rows of its file, not twice that (the dead letters share the sales' read).
     assert [r["numInputRows"] for r in reports if r["numInputRows"]] == [1, 2, 2, 1]
     assert read_dead_letters(config.output_dir)["reason"].to_list() == ["missing transaction_id"]
-    assert (config.checkpoint_dir / SALES_QUERY / "state" / "0").is_dir() and not (config.checkpoint_dir / "sales-state").exists()
+    assert (config.checkpoint_dir / SALES_QUERY / "state" / "0").is_dir() and not (
+        config.checkpoint_dir / "sales-state"
+    ).exists()
 
 
 def _dropped(report: dict) -> int:
@@ -160,7 +223,10 @@ def test_a_dead_letter_does_not_move_the_watermark_and_the_topic_is_read_once(sp
     try:
         source.add(purchase("1", "2024-08-25 12:00:30.000000"))
         query.processAllAvailable()
-        future = {**purchase("2", "2030-01-01 00:00:00.000000"), "quantity": "many"}  # its time parses, its quantity does not
+        future = {
+            **purchase("2", "2030-01-01 00:00:00.000000"),
+            "quantity": "many",
+        }  # its time parses, its quantity does not
         source.add(future, purchase("3", "2024-08-25 12:01:30.000000"))
         query.processAllAvailable()
         source.add(purchase("4", "2024-08-25 12:01:40.000000"))
@@ -173,5 +239,3 @@ def test_a_dead_letter_does_not_move_the_watermark_and_the_topic_is_read_once(sp
     assert watermarks[-1] == "2024-08-25T12:00:30.000Z"  # 12:01:30 - 1 minute; 2030 would have made it 2029-12-31T23:59
     scans, reused = plan.count("FileScan parquet"), plan.count("ReusedExchange")
     assert (scans, reused) == (1, 1), plan
-
-

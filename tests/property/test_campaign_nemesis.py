@@ -22,6 +22,7 @@ def nemesis(limits: Limits = SAFE, chaos_s: float = 30.0, faults: tuple[str, ...
 
 def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
     """The most brokers and controllers the schedule's faults take away at once, re-derived from their fields."""
+
     def footprint(f) -> tuple[int, int]:
         fields = f.fields
         if f.fault == "quorum-loss":
@@ -30,15 +31,20 @@ def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
             return 0, 0
         if "sides" in fields:
             side = fields["sides"]
-            return {"{leader,follower} | {others}": (2, 0), "{brokers} | {controllers}": (arena.brokers, 0),
-                    "{controller} | {others}": (0, 1)}.get(side, (1, 0))
+            return {
+                "{leader,follower} | {others}": (2, 0),
+                "{brokers} | {controllers}": (arena.brokers, 0),
+                "{controller} | {others}": (0, 1),
+            }.get(side, (1, 0))
         if fields.get("role") == "replicas":
             return arena.brokers, 0
         if fields.get("role") == "controller":
             return 0, 1
         return 1, 0
 
-    spans = [(f.at_s, f.at_s + (f.duration_s if f.duration_s is not None else 15.0), footprint(f)) for f in schedule.faults]
+    spans = [
+        (f.at_s, f.at_s + (f.duration_s if f.duration_s is not None else 15.0), footprint(f)) for f in schedule.faults
+    ]
     worst = (0, 0)
     for t, _, _ in spans:
         live = [fp for a, b, fp in spans if a <= t < b]
@@ -59,14 +65,18 @@ def test_different_runs_draw_different_schedules() -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(seed=st.integers(0, 2**63 - 1), run=st.integers(0, 10_000), chaos_s=st.floats(5, 120))
-def test_a_safe_schedule_never_takes_more_than_one_broker_or_one_controller_at_once(seed: int, run: int, chaos_s: float) -> None:
+def test_a_safe_schedule_never_takes_more_than_one_broker_or_one_controller_at_once(
+    seed: int, run: int, chaos_s: float
+) -> None:
     schedule = nemesis(chaos_s=chaos_s).schedule(seed, run)
     assert schedule.faults, "every run has at least one fault (a draw that fits always exists: pause node 0)"
     brokers, controllers = away_at_most(schedule, ARENA)
     assert brokers <= 1 and controllers <= 1
     for f in schedule.faults:
         assert 0 <= f.at_s <= chaos_s - MIN_DURATION_S + 0.05
-        assert f.duration_s is None or (MIN_DURATION_S - 0.05 <= f.duration_s and f.end_s <= max(chaos_s, f.at_s + MIN_DURATION_S) + 0.05)
+        assert f.duration_s is None or (
+            MIN_DURATION_S - 0.05 <= f.duration_s and f.end_s <= max(chaos_s, f.at_s + MIN_DURATION_S) + 0.05
+        )
 
 
 def test_anything_goes_draws_what_the_safe_envelope_never_does() -> None:
@@ -87,9 +97,23 @@ def test_every_drawn_schedule_is_a_scenario_the_lab_takes(run: int) -> None:
     plan = Plan.make("client-matrix", (), Envelope.ANYTHING, 30.0)
     schedule = plan.nemesis.schedule(11, run)
     scenario = parse(plan.base, schedule, f"check-{run}", plan.workload)
-    assert [(f.fault, f.at_s, f.duration_s, f.may_fail) for f in scenario.faults] == [(f.fault, f.at_s, f.duration_s, True) for f in schedule.faults]
+    assert [(f.fault, f.at_s, f.duration_s, f.may_fail) for f in scenario.faults] == [
+        (f.fault, f.at_s, f.duration_s, True) for f in schedule.faults
+    ]
 
 
 def test_every_fault_type_a_campaign_draws_declares_its_draw() -> None:
-    assert set(drawable()) >= {"kill", "pause", "terminate", "restart", "partition", "lossy-link", "isolate", "cut-clients", "quorum-loss"}
-    assert all(FAULT_TYPES[name].draw is None for name in ("kill-consumer", "close-consumer", "kill-driver", "cluster-loss"))
+    assert set(drawable()) >= {
+        "kill",
+        "pause",
+        "terminate",
+        "restart",
+        "partition",
+        "lossy-link",
+        "isolate",
+        "cut-clients",
+        "quorum-loss",
+    }
+    assert all(
+        FAULT_TYPES[name].draw is None for name in ("kill-consumer", "close-consumer", "kill-driver", "cluster-loss")
+    )

@@ -28,7 +28,9 @@ def schedules(draw: st.DrawFn) -> Schedule:
         instant = draw(st.booleans())
         longest = min(15 * TENTHS, int(chaos_s * TENTHS) - at_tenths)  # as the nemesis draws
         duration_s = None if instant else draw(st.integers(2 * TENTHS, longest)) / TENTHS
-        faults.append(Planned(draw(st.sampled_from(["kill", "pause", "restart", "partition"])), at_s, duration_s, {"n": n}))
+        faults.append(
+            Planned(draw(st.sampled_from(["kill", "pause", "restart", "partition"])), at_s, duration_s, {"n": n})
+        )
     return Schedule(chaos_s, tuple(sorted(faults, key=lambda f: f.at_s)))
 
 
@@ -41,7 +43,9 @@ def smaller_or_earlier(after: Schedule, before: Schedule) -> bool:
 
 
 def overlapping(schedule: Schedule) -> set[tuple[int, int]]:
-    spans = {f.fields["n"]: (f.at_s, f.at_s + (INSTANT_S if f.duration_s is None else f.duration_s)) for f in schedule.faults}
+    spans = {
+        f.fields["n"]: (f.at_s, f.at_s + (INSTANT_S if f.duration_s is None else f.duration_s)) for f in schedule.faults
+    }
     return {(a, b) for a, (a0, a1) in spans.items() for b, (b0, b1) in spans.items() if a < b and a0 < b1 and b0 < a1}
 
 
@@ -53,22 +57,31 @@ def test_every_candidate_is_no_larger_and_smaller_or_earlier(schedule: Schedule)
 
 
 @SETTINGS
-@given(schedules(), st.randoms(use_true_random=False), st.floats(0.0, 1.0), st.sets(st.integers(0, 6)), st.integers(1, 4), st.integers(0, 150),
-       st.integers(0, 3))
-def test_whatever_the_oracle_says(original: Schedule, rng: random.Random, p: float, needed: set[int], tries: int, max_runs: int,
-                                  confirm: int) -> None:
+@given(
+    schedules(),
+    st.randoms(use_true_random=False),
+    st.floats(0.0, 1.0),
+    st.sets(st.integers(0, 6)),
+    st.integers(1, 4),
+    st.integers(0, 150),
+    st.integers(0, 3),
+)
+def test_whatever_the_oracle_says(
+    original: Schedule, rng: random.Random, p: float, needed: set[int], tries: int, max_runs: int, confirm: int
+) -> None:
     seen: list[Schedule] = []
     lines: list[str] = []
 
     def oracle(schedule: Schedule) -> bool:
-        # Reproduces, with probability p, while the faults numbered in ``needed`` are all there, so the search gets past the drops.
+        # Reproduces, with probability p, while the faults numbered in ``needed`` are all there, so the search gets past
+        # the drops.
         seen.append(schedule)
         return needed <= {f.fields["n"] for f in schedule.faults} and rng.random() < p
 
     result = shrink(original, oracle, tries=tries, max_runs=max_runs, confirm=confirm, progress=lines.append)
 
     assert len(seen) == len(lines) == result.runs + result.confirm_runs <= max_runs + confirm
-    assert result.confirm_runs == confirm and seen[len(seen) - confirm:] == [result.smallest] * confirm
+    assert result.confirm_runs == confirm and seen[len(seen) - confirm :] == [result.smallest] * confirm
     assert result.runs == max_runs if result.budget_spent else result.runs <= max_runs
     chain = [original, *(s.schedule for s in result.steps)]
     assert chain[-1] == result.smallest
@@ -90,4 +103,6 @@ def test_whatever_the_oracle_says(original: Schedule, rng: random.Random, p: flo
             if was.duration_s is None:
                 assert f.duration_s is None
             else:
-                assert f.duration_s is not None and min(MIN_DURATION_S, was.duration_s) <= f.duration_s <= was.duration_s
+                assert (
+                    f.duration_s is not None and min(MIN_DURATION_S, was.duration_s) <= f.duration_s <= was.duration_s
+                )

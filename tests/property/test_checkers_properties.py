@@ -34,18 +34,42 @@ class Model:
         ops: list[dict] = []
         clock = iter(range(1, 1_000_000))
         for consumer, partitions in self.owners.items():
-            ops.append(_op(0, consumer, "info", "assign", group=GROUP, partitions=[{"topic": TOPIC, "partition": p} for p in partitions]))
+            ops.append(
+                _op(
+                    0,
+                    consumer,
+                    "info",
+                    "assign",
+                    group=GROUP,
+                    partitions=[{"topic": TOPIC, "partition": p} for p in partitions],
+                )
+            )
         send_id = 0
         for producer, sent in self.producers.items():
             for record in sent:
                 send_id += 1
                 body = {"id": send_id, "topic": TOPIC, "key": record["key"], "value": record["value"]}
                 ops.append(_op(next(clock), producer, "invoke", "send", **body))
-                ops.append(_op(next(clock), producer, "ok", "send", **body, partition=record["partition"], offset=record["offset"]))
+                ops.append(
+                    _op(
+                        next(clock),
+                        producer,
+                        "ok",
+                        "send",
+                        **body,
+                        partition=record["partition"],
+                        offset=record["offset"],
+                    )
+                )
         for consumer, polls in self.polls.items():
-            ops += [_op(next(clock), consumer, "ok", "poll", group=GROUP, records=records) for records in polls if records]
+            ops += [
+                _op(next(clock), consumer, "ok", "poll", group=GROUP, records=records) for records in polls if records
+            ]
         # The final read names each partition it read, an empty one included.
-        ops += [_op(next(clock), "log-reader", "ok", "log-read", topic=TOPIC, partition=p, records=records) for p, records in self.log.items()]
+        ops += [
+            _op(next(clock), "log-reader", "ok", "log-read", topic=TOPIC, partition=p, records=records)
+            for p, records in self.log.items()
+        ]
         return ops
 
     def history(self) -> History:
@@ -61,7 +85,10 @@ def models(draw: st.DrawFn, min_consumers: int = 1) -> Model:
     n_partitions = draw(st.integers(1, 3))
     keys = st.sampled_from(["k0", "k1", "k2"])
     log = {
-        p: [{"topic": TOPIC, "partition": p, "offset": o, "key": draw(keys), "value": f"v{p}-{o}"} for o in range(draw(st.integers(1, 6)))]
+        p: [
+            {"topic": TOPIC, "partition": p, "offset": o, "key": draw(keys), "value": f"v{p}-{o}"}
+            for o in range(draw(st.integers(1, 6)))
+        ]
         for p in range(n_partitions)
     }
     producers: dict[str, list[dict]] = {f"producer-{i}": [] for i in range(draw(st.integers(1, 2)))}
@@ -88,7 +115,9 @@ def models(draw: st.DrawFn, min_consumers: int = 1) -> Model:
 
 def _reads(model: Model) -> list[tuple[str, int, int]]:
     """(consumer, poll index, index in poll) of every record read."""
-    return [(c, i, j) for c, polls in model.polls.items() for i, records in enumerate(polls) for j in range(len(records))]
+    return [
+        (c, i, j) for c, polls in model.polls.items() for i, records in enumerate(polls) for j in range(len(records))
+    ]
 
 
 def _valid(results: dict, *names: str) -> None:
@@ -146,7 +175,10 @@ def test_swapping_two_offsets_in_a_consumers_polls_is_nonmonotonic(model: Model,
         (a, b)
         for a in reads
         for b in reads
-        if a[0] == b[0] and a < b and _at(model, a)["partition"] == _at(model, b)["partition"] and _at(model, a)["key"] != _at(model, b)["key"]
+        if a[0] == b[0]
+        and a < b
+        and _at(model, a)["partition"] == _at(model, b)["partition"]
+        and _at(model, a)["key"] != _at(model, b)["key"]
     ]
     assume(pairs)
     first, second = data.draw(st.sampled_from(pairs))
@@ -166,7 +198,10 @@ def test_reading_a_key_out_of_order_is_key_reordered(model: Model, data: st.Data
         (a, b)
         for a in reads
         for b in reads
-        if a[0] == b[0] and a < b and _at(model, a)["partition"] == _at(model, b)["partition"] and _at(model, a)["key"] == _at(model, b)["key"]
+        if a[0] == b[0]
+        and a < b
+        and _at(model, a)["partition"] == _at(model, b)["partition"]
+        and _at(model, a)["key"] == _at(model, b)["key"]
     ]
     assume(pairs)
     first, second = data.draw(st.sampled_from(pairs))

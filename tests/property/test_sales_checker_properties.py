@@ -18,7 +18,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from failsafe.checkers.sales import ANOMALIES, check_sales, current_totals
+from failsafe.checkers.pipeline.sales import ANOMALIES, check_sales, current_totals
 from failsafe.pipeline.sink import read_sales_rows
 from tests.unit.test_sales_checker import ledger, letters, malformed, sink, total
 
@@ -35,12 +35,17 @@ class Run:
     dead_letters: list[tuple[int, int]]
 
     def check(self) -> dict:
-        return check_sales(ledger(*self.purchases), malformed(*self.malformed), sink(*self.sink_rows), letters(*self.dead_letters))
+        return check_sales(
+            ledger(*self.purchases), malformed(*self.malformed), sink(*self.sink_rows), letters(*self.dead_letters)
+        )
 
     def current(self) -> dict[tuple[int, str], dict]:
         """The current total of each (minute, product), as rows one can change and give back to the checker."""
         rows = current_totals(sink(*self.sink_rows)).to_dicts()
-        return {((row["window_start"].replace(tzinfo=None) - T0) // timedelta(minutes=1), row["product_id"]): row for row in rows}
+        return {
+            ((row["window_start"].replace(tzinfo=None) - T0) // timedelta(minutes=1), row["product_id"]): row
+            for row in rows
+        }
 
 
 def _minute(purchase: dict) -> int:
@@ -60,11 +65,18 @@ def runs(draw: st.DrawFn) -> Run:
     for _ in range(draw(st.integers(0, 14))):
         partition, offset = position()
         micros = draw(st.integers(0, 3 * 60 * 1_000_000 - 1))
-        purchases.append({
-            "transaction_id": f"{partition}-{offset}", "transaction_time": T0 + timedelta(microseconds=micros),
-            "product_id": draw(st.sampled_from(PRODUCTS)), "quantity": draw(st.integers(1, 4)), "is_member": draw(st.booleans()),
-            "total_purchase_cents": draw(st.integers(1, 9_999)), "partition": partition, "offset": offset,
-        })
+        purchases.append(
+            {
+                "transaction_id": f"{partition}-{offset}",
+                "transaction_time": T0 + timedelta(microseconds=micros),
+                "product_id": draw(st.sampled_from(PRODUCTS)),
+                "quantity": draw(st.integers(1, 4)),
+                "is_member": draw(st.booleans()),
+                "total_purchase_cents": draw(st.integers(1, 9_999)),
+                "partition": partition,
+                "offset": offset,
+            }
+        )
     bad = [position() for _ in range(draw(st.integers(0, 3)))]
     arrival = draw(st.permutations(purchases))
     running: dict[tuple[int, str], list] = defaultdict(lambda: [0, 0, Decimal("0.00"), 0])

@@ -1,7 +1,6 @@
-"""Bad input is refused in one line, before anything starts (issue 49): a corpus of malformed scenarios, options and stored
-runs, several of each shape. Each must be refused with exit 2 (a ScenarioError when parsed in-process), one line naming
-the field, and nothing made: no cluster directory, no run directory.
-"""
+"""Bad input is refused in one line, before anything starts (issue 49): a corpus of malformed scenarios, options and
+stored runs, several of each shape. Each must be refused with exit 2 (a ScenarioError when parsed in-process), one line
+naming the field, and nothing made: no cluster directory, no run directory."""
 
 from __future__ import annotations
 
@@ -14,10 +13,19 @@ from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import parse_scenario, read_scenario
 from tests.helpers import assert_one_line_error, run_cli
 
-BASE = {"name": "bad", "topics": [{"name": "t", "partitions": 3, "replication_factor": 1}],
-        "producers": [{"name": "p", "topic": "t"}], "consumers": [{"name": "c", "topics": ["t"], "group": "g"}]}
-SHARE = {**BASE, "kind": "share", "consumers": [], "share_consumers": [{"name": "s", "topics": ["t"], "group": "q"}],
-         "phases": {"drain_timeout_s": 60}}
+BASE = {
+    "name": "bad",
+    "topics": [{"name": "t", "partitions": 3, "replication_factor": 1}],
+    "producers": [{"name": "p", "topic": "t"}],
+    "consumers": [{"name": "c", "topics": ["t"], "group": "g"}],
+}
+SHARE = {
+    **BASE,
+    "kind": "share",
+    "consumers": [],
+    "share_consumers": [{"name": "s", "topics": ["t"], "group": "q"}],
+    "phases": {"drain_timeout_s": 60},
+}
 
 
 def changed(base: dict, path: str, value: object) -> dict:
@@ -37,7 +45,11 @@ SCENARIOS = [
     ("nan chaos", changed(BASE, "phases.chaos_s", NAN), "phases.chaos_s"),
     ("inf chaos", changed(BASE, "phases.chaos_s", INF), "phases.chaos_s"),
     ("inf rate", changed(BASE, "producers.0.rate_per_s", INF), "producers[0].rate_per_s"),
-    ("nan fault time", {**BASE, "faults": [{"fault": "kill", "role": "leader", "partition": "t-0", "at_s": NAN}]}, "faults[0].at_s"),
+    (
+        "nan fault time",
+        {**BASE, "faults": [{"fault": "kill", "role": "leader", "partition": "t-0", "at_s": NAN}]},
+        "faults[0].at_s",
+    ),
     ("negative count", changed(BASE, "producers.0.count", -1), "producers[0].count"),
     ("negative drain", changed(BASE, "phases.drain_timeout_s", -5), "phases.drain_timeout_s"),
     ("negative partitions", changed(BASE, "topics.0.partitions", -3), "topics[0].partitions"),
@@ -64,9 +76,21 @@ SCENARIOS = [
     ("a million brokers", changed(BASE, "cluster.brokers", 10**6), "cluster.brokers"),
     ("more racks than brokers", changed(BASE, "cluster.racks", 5), "cluster.racks"),
     ("a million share consumers", changed(SHARE, "share_consumers.0.count", 10**6), "share_consumers[0].count"),
-    ("txn writer count", {**BASE, "kind": "txn", "writers": [{"name": "w", "topics": ["t"], "count": 10**6}]}, "writers[0].count"),
-    ("txn empty processor group", {**BASE, "kind": "txn", "topics": [*BASE["topics"], {"name": "o", "partitions": 1, "replication_factor": 1}],
-                                   "processors": [{"name": "x", "input": "t", "output": "o", "group": ""}]}, "processors[0].group"),
+    (
+        "txn writer count",
+        {**BASE, "kind": "txn", "writers": [{"name": "w", "topics": ["t"], "count": 10**6}]},
+        "writers[0].count",
+    ),
+    (
+        "txn empty processor group",
+        {
+            **BASE,
+            "kind": "txn",
+            "topics": [*BASE["topics"], {"name": "o", "partitions": 1, "replication_factor": 1}],
+            "processors": [{"name": "x", "input": "t", "output": "o", "group": ""}],
+        },
+        "processors[0].group",
+    ),
 ]
 
 
@@ -78,8 +102,14 @@ def test_a_malformed_scenario_is_refused_naming_its_field(data: dict, field: str
     assert field in message and "\n" not in message, message
 
 
-@pytest.mark.parametrize("text", ["a = " + "[" * 5000 + "]" * 5000, "name = 'x'\n" + "".join(f"[{'a.' * 3000}b]\n" for _ in range(1)),
-                                  "x = " + "{a = " * 3000 + "1" + "}" * 3000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a = " + "[" * 5000 + "]" * 5000,
+        "name = 'x'\n" + "".join(f"[{'a.' * 3000}b]\n" for _ in range(1)),
+        "x = " + "{a = " * 3000 + "1" + "}" * 3000,
+    ],
+)
 def test_toml_nested_too_deep_is_refused(tmp_path: Path, text: str) -> None:
     path = tmp_path / "deep.toml"
     path.write_text(text)
@@ -93,8 +123,10 @@ def test_a_set_nested_too_deep_is_refused(override: str) -> None:
         read_scenario("pubsub").parse((override,))
 
 
-@pytest.mark.parametrize(("case", "data", "field"), [
-    SCENARIOS[0], SCENARIOS[10], SCENARIOS[15], SCENARIOS[19], SCENARIOS[22], SCENARIOS[24], SCENARIOS[26]])
+@pytest.mark.parametrize(
+    ("case", "data", "field"),
+    [SCENARIOS[0], SCENARIOS[10], SCENARIOS[15], SCENARIOS[19], SCENARIOS[22], SCENARIOS[24], SCENARIOS[26]],
+)
 def test_failsafe_run_refuses_before_anything_is_made(tmp_path: Path, case: str, data: dict, field: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(_toml(data))
@@ -110,31 +142,62 @@ def test_a_runs_directory_failsafe_cannot_write_in_is_refused_before_the_cluster
 
 
 def test_failsafe_run_refuses_a_deep_set_and_up_a_version_that_is_none(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--set", "a" + ".a" * 3000 + "=1"), "--set")
-    assert_one_line_error(run_cli("up", "--kafka-version", "abc", "--dir", str(tmp_path / "c")), "--kafka-version", "'abc'")
+    assert_one_line_error(
+        run_cli("run", "pubsub", "--dir", str(tmp_path / "c"), "--set", "a" + ".a" * 3000 + "=1"), "--set"
+    )
+    assert_one_line_error(
+        run_cli("up", "--kafka-version", "abc", "--dir", str(tmp_path / "c")), "--kafka-version", "'abc'"
+    )
     assert not (tmp_path / "c").exists()
 
 
-RUN = {"run": 0, "seed": 1, "name": "acks-all-s1-r000", "dir": "/nowhere", "verdict": "VALID", "wall_s": 1.0, "phase_seconds": {}}
+RUN = {
+    "run": 0,
+    "seed": 1,
+    "name": "acks-all-s1-r000",
+    "dir": "/nowhere",
+    "verdict": "VALID",
+    "wall_s": 1.0,
+    "phase_seconds": {},
+}
 
 
-@pytest.mark.parametrize(("text", "fragment"), [("{not json", "is not a campaign.json"), ("", "is not a campaign.json"),
-                                                ("[]", "expected an object"), (json.dumps({"campaign": {}, "runs": "x"}), "expected an object"),
-                                                (json.dumps({"campaign": {}, "runs": [{k: v for k, v in RUN.items() if k != "dir"}]}),
-                                                 "runs[0] has no valid 'dir'"),
-                                                (json.dumps({"campaign": {}, "runs": [{**RUN, "run": "0"}]}), "runs[0] has no valid 'run'")])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("{not json", "is not a campaign.json"),
+        ("", "is not a campaign.json"),
+        ("[]", "expected an object"),
+        (json.dumps({"campaign": {}, "runs": "x"}), "expected an object"),
+        (
+            json.dumps({"campaign": {}, "runs": [{k: v for k, v in RUN.items() if k != "dir"}]}),
+            "runs[0] has no valid 'dir'",
+        ),
+        (json.dumps({"campaign": {}, "runs": [{**RUN, "run": "0"}]}), "runs[0] has no valid 'run'"),
+    ],
+)
 def test_check_of_a_damaged_campaign_is_one_line(tmp_path: Path, text: str, fragment: str) -> None:
     (tmp_path / "campaign.json").write_text(text)
     assert_one_line_error(run_cli("check", str(tmp_path)), "campaign.json", fragment)
 
 
-@pytest.mark.parametrize(("schedule", "results", "fragment"), [
-    ('name = "x"\n[[faults]]\nfault = "kill"\nat_s = 1\n', "[]", "not a results.json"),
-    ('name = "x"\n[[faults]]\nfault = "kill"\nat_s = 1\n', "{oops", "not a results.json"),
-    ('name = "x"\n[[faults]\n', json.dumps({"valid": False, "checkers": {"delivery": {"valid": False, "violations": ["lost"]}}}), "schedule.toml"),
-    ('name = "x"\n[[faults]]\nfault = "kill"\n', json.dumps({"valid": False, "checkers": {"delivery": {"valid": False, "violations": ["lost"]}}}),
-     "faults[0] has no valid 'at_s'"),
-])
+@pytest.mark.parametrize(
+    ("schedule", "results", "fragment"),
+    [
+        ('name = "x"\n[[faults]]\nfault = "kill"\nat_s = 1\n', "[]", "not a results.json"),
+        ('name = "x"\n[[faults]]\nfault = "kill"\nat_s = 1\n', "{oops", "not a results.json"),
+        (
+            'name = "x"\n[[faults]\n',
+            json.dumps({"valid": False, "checkers": {"delivery": {"valid": False, "violations": ["lost"]}}}),
+            "schedule.toml",
+        ),
+        (
+            'name = "x"\n[[faults]]\nfault = "kill"\n',
+            json.dumps({"valid": False, "checkers": {"delivery": {"valid": False, "violations": ["lost"]}}}),
+            "faults[0] has no valid 'at_s'",
+        ),
+    ],
+)
 def test_shrink_of_a_damaged_run_is_one_line(tmp_path: Path, schedule: str, results: str, fragment: str) -> None:
     (tmp_path / "schedule.toml").write_text(schedule)
     (tmp_path / "results.json").write_text(results)

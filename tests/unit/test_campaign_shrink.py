@@ -17,16 +17,19 @@ from failsafe.errors import UserError
 KILL_LEADER = Planned("kill", 20.0, 10.0, {"role": "leader", "partition": "t-0"})
 PAUSE_FOLLOWER = Planned("pause", 26.0, 8.0, {"role": "follower", "partition": "t-0"})
 # Decoys: the same fault types aimed at the other role, and faults of other types, some overlapping the two.
-ORIGINAL = Schedule(60.0, (
-    Planned("pause", 2.0, 5.0, {"role": "leader", "partition": "t-1"}),
-    Planned("partition", 8.0, 12.0, {"role": "controller"}),
-    Planned("restart", 14.0, None, {"node": 1}),
-    KILL_LEADER,
-    Planned("kill", 24.0, 6.0, {"role": "follower", "partition": "t-1"}),
-    PAUSE_FOLLOWER,
-    Planned("lossy-link", 35.0, 9.0, {"node": 2}),
-    Planned("kill", 40.0, 4.0, {"role": "controller"}),
-))
+ORIGINAL = Schedule(
+    60.0,
+    (
+        Planned("pause", 2.0, 5.0, {"role": "leader", "partition": "t-1"}),
+        Planned("partition", 8.0, 12.0, {"role": "controller"}),
+        Planned("restart", 14.0, None, {"node": 1}),
+        KILL_LEADER,
+        Planned("kill", 24.0, 6.0, {"role": "follower", "partition": "t-1"}),
+        PAUSE_FOLLOWER,
+        Planned("lossy-link", 35.0, 9.0, {"node": 2}),
+        Planned("kill", 40.0, 4.0, {"role": "controller"}),
+    ),
+)
 
 
 def overlap(a: Planned, b: Planned) -> bool:
@@ -42,7 +45,9 @@ def is_pause_follower(f: Planned) -> bool:
 
 
 def anomaly(schedule: Schedule) -> bool:
-    return any(is_kill_leader(k) and is_pause_follower(p) and overlap(k, p) for k in schedule.faults for p in schedule.faults)
+    return any(
+        is_kill_leader(k) and is_pause_follower(p) and overlap(k, p) for k in schedule.faults for p in schedule.faults
+    )
 
 
 @dataclass
@@ -59,7 +64,9 @@ class FakeEngine:
 
 
 def assert_found_the_pair(original: Schedule, smallest: Schedule) -> None:
-    assert [(f.fault, f.fields) for f in smallest.faults] == [(f.fault, f.fields) for f in (KILL_LEADER, PAUSE_FOLLOWER)]
+    assert [(f.fault, f.fields) for f in smallest.faults] == [
+        (f.fault, f.fields) for f in (KILL_LEADER, PAUSE_FOLLOWER)
+    ]
     kill, pause = smallest.faults
     assert overlap(kill, pause)
     assert smallest.chaos_s < original.chaos_s
@@ -71,11 +78,14 @@ def test_a_deterministic_anomaly_shrinks_to_the_two_overlapping_faults() -> None
     result = shrink(ORIGINAL, engine, tries=3, max_runs=500)
     assert_found_the_pair(ORIGINAL, result.smallest)
     # A local minimum: both at the minimum duration, together at 0, the chaos phase as long as they last.
-    assert result.smallest == Schedule(1.0, (replace_timing(KILL_LEADER, 0.0, MIN_DURATION_S), replace_timing(PAUSE_FOLLOWER, 0.0, MIN_DURATION_S)))
+    assert result.smallest == Schedule(
+        1.0, (replace_timing(KILL_LEADER, 0.0, MIN_DURATION_S), replace_timing(PAUSE_FOLLOWER, 0.0, MIN_DURATION_S))
+    )
     assert not any(anomaly(c) for _, _, c in candidates(result.smallest))
     assert not result.budget_spent and result.shrunk and not result.unconfirmed
     assert {s.move for s in result.steps} == set(Move)
-    # The chaos phase is cut first (every later run is cheaper), then the drops: each half holds one of the pair, a quarter goes.
+    # The chaos phase is cut first (every later run is cheaper), then the drops: each half holds one of the pair, a
+    # quarter goes.
     assert (result.steps[0].move, result.steps[0].after["faults"]) == (Move.CHAOS, 8)
     assert (result.steps[1].move, result.steps[1].after["faults"]) == (Move.DROP, 6)
     assert result.steps[0].after["chaos_s"] < ORIGINAL.chaos_s
@@ -98,7 +108,9 @@ def test_a_flaky_anomaly_still_shrinks_to_the_two_faults(seed: int) -> None:
     assert not result.budget_spent
     assert any(s.runs > 1 for s in result.steps) and all(s.runs <= 12 for s in result.steps)
     assert result.runs + result.confirm_runs == len(engine.runs)
-    assert result.reproductions == sum(1 for s in result.steps)  # each accepted candidate stopped at its first reproduction
+    assert result.reproductions == sum(
+        1 for s in result.steps
+    )  # each accepted candidate stopped at its first reproduction
     assert result.confirm_runs == 12 and 0 < result.confirm_reproduced < 12
 
 
@@ -181,7 +193,9 @@ def test_progress_has_a_line_per_attempt_and_steps_are_reported_as_accepted() ->
     assert tuple(accepted) == result.steps
 
 
-@pytest.mark.parametrize(("option", "value"), [("tries", 0), ("max_runs", -1), ("confirm", -1), ("min_duration_s", 0.0)])
+@pytest.mark.parametrize(
+    ("option", "value"), [("tries", 0), ("max_runs", -1), ("confirm", -1), ("min_duration_s", 0.0)]
+)
 def test_bad_options_are_refused_before_any_run(option: str, value: float) -> None:
     engine = FakeEngine()
     with pytest.raises(UserError):

@@ -23,7 +23,13 @@ def stored(tmp_path: Path, results: dict | None) -> Path:
     return tmp_path
 
 
-INVALID = {"verdict": "INVALID", "checkers": {"delivery": {"violations": ["duplicate-acknowledged", "lost"]}, "order": {"violations": ["poll-skip"]}}}
+INVALID = {
+    "verdict": "INVALID",
+    "checkers": {
+        "delivery": {"violations": ["duplicate-acknowledged", "lost"]},
+        "order": {"violations": ["poll-skip"]},
+    },
+}
 
 
 def test_a_loss_is_the_anomaly_kept_when_the_run_had_one(tmp_path: Path) -> None:
@@ -33,8 +39,17 @@ def test_a_loss_is_the_anomaly_kept_when_the_run_had_one(tmp_path: Path) -> None
 
 
 # A VALID run whose acks=1 writer lost writes it was allowed to: no violation, but the loss can be named and shrunk.
-ALLOWED_LOSS = {"verdict": "VALID", "checkers": {"delivery": {"valid": True, "violations": [], "counts": {"lost-write": 12},
-                                                              "examples": {"lost-write": [{"id": 1}]}}}}
+ALLOWED_LOSS = {
+    "verdict": "VALID",
+    "checkers": {
+        "delivery": {
+            "valid": True,
+            "violations": [],
+            "counts": {"lost-write": 12},
+            "examples": {"lost-write": [{"id": 1}]},
+        }
+    },
+}
 
 
 def test_an_anomaly_the_scenario_allows_can_be_named(tmp_path: Path) -> None:
@@ -44,15 +59,22 @@ def test_an_anomaly_the_scenario_allows_can_be_named(tmp_path: Path) -> None:
         Failed.open(tmp_path, None)
 
 
-@pytest.mark.parametrize(("results", "args", "message"), [
-    (None, [], "has no results.json"),
-    ({"verdict": "VALID", "checkers": {"delivery": {"violations": []}}}, [], "nothing to shrink"),
-    (INVALID, ["--anomaly", "delivery.inconsistent-offsets"], "the run did not show it; it showed delivery.duplicate-acknowledged, delivery.lost, "
-                                                           "order.poll-skip"),
-    (INVALID, ["--tries", "0"], "--tries"),
-])
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], results: dict | None, args: list[str],
-                                          message: str) -> None:
+@pytest.mark.parametrize(
+    ("results", "args", "message"),
+    [
+        (None, [], "has no results.json"),
+        ({"verdict": "VALID", "checkers": {"delivery": {"violations": []}}}, [], "nothing to shrink"),
+        (
+            INVALID,
+            ["--anomaly", "delivery.inconsistent-offsets"],
+            "the run did not show it; it showed delivery.duplicate-acknowledged, delivery.lost, order.poll-skip",
+        ),
+        (INVALID, ["--tries", "0"], "--tries"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], results: dict | None, args: list[str], message: str
+) -> None:
     assert main(["shrink", str(stored(tmp_path, results)), *args, "--dir", str(tmp_path / "no-cluster")]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -11,7 +11,12 @@ BEFORE = topology(0, [(0, 1, [1, 2, 3], [1, 2, 3]), (1, 2, [2, 3, 1], [2, 3, 1])
 STILL = topology(250, [(0, 1, [1, 2, 3], [1, 2, 3]), (1, 2, [2, 3, 1], [2, 3, 1])])
 MOVED = topology(500, [(0, 2, [1, 2, 3], [2, 3]), (1, 2, [2, 3, 1], [2, 3])])
 HEALED = topology(2000, [(0, 2, [1, 2, 3], [2, 3, 1]), (1, 2, [2, 3, 1], [2, 3, 1])])
-SENDS = [*send("p0", 1, "a", 0, ms=9), *send("p0", 2, "b", 0, ms=15, partition=1), *send("p0", 3, "c", 1, ms=599), *send("p0", 4, "d", 1, ms=30, partition=1)]
+SENDS = [
+    *send("p0", 1, "a", 0, ms=9),
+    *send("p0", 2, "b", 0, ms=15, partition=1),
+    *send("p0", 3, "c", 1, ms=599),
+    *send("p0", 4, "d", 1, ms=30, partition=1),
+]
 KILL = fault(1, start_ms=20, stop_ms=1000, nodes=[1])
 
 
@@ -35,7 +40,8 @@ def test_a_leader_kill_is_measured_per_affected_partition() -> None:
 
 
 def test_an_ack_of_a_send_made_before_the_fault_does_not_end_its_window() -> None:
-    """A frozen leader's answers already in its socket arrive after the SIGSTOP: the window runs to the first ack of a new send."""
+    """A frozen leader's answers already in its socket arrive after the SIGSTOP: the window runs to the first ack of a
+    new send."""
     late_ack = send("p0", 5, "e", 1, ms=15, latency_ms=10)  # sent before the fault at 20 ms, acknowledged at 25 ms
     result = check(_failover(*late_ack))
     [partition] = result["faults"][0]["affected_partitions"]
@@ -44,8 +50,11 @@ def test_an_ack_of_a_send_made_before_the_fault_does_not_end_its_window() -> Non
 
 
 def test_a_send_retried_to_the_new_leader_does_not_shorten_the_window() -> None:
-    """Sent before the kill, acknowledged by the new leader 14 ms before the first new send: the window is the gap before it."""
-    retried = send("p0", 5, "e", 1, ms=15, latency_ms=571)  # sent at 15 ms, before the fault at 20 ms; acknowledged at 586 ms
+    """Sent before the kill, acknowledged by the new leader 14 ms before the first new send: the window is the gap
+    before it."""
+    retried = send(
+        "p0", 5, "e", 1, ms=15, latency_ms=571
+    )  # sent at 15 ms, before the fault at 20 ms; acknowledged at 586 ms
     result = check(_failover(*retried))
     [partition] = result["faults"][0]["affected_partitions"]
     assert partition["last_ok_before_ns"] == at(10) and partition["first_ok_after_ns"] == at(586)
@@ -88,13 +97,17 @@ def test_a_rebalance_within_the_clock_bound_of_the_faults_start_is_undecided() -
     ops = [assign("c0", [0, 1], ms=0), revoke("c0", [0, 1], ms=21)]
     assert check(_failover(*ops), {"expect_no_rebalance": True})["valid"] is False
     within = check(_failover(on_host, *ops), {"expect_no_rebalance": True})
-    # Within the bound it may have been before the fault or after: undecided (never an excuse), and reported as measured.
+    # Within the bound it may have been before the fault or after: undecided (never an excuse), and reported as
+    # measured.
     assert within["valid"] == "unknown" and within["counts"]["rebalance-during-fault-undecided"] == 1
     assert within["faults"][0]["rebalances_during"] == 1
 
 
 def test_rebalances_of_a_faulted_consumer_do_not_count() -> None:
-    h = _failover(*fault(2, start_ms=290, stop_ms=295, nodes=["c0"], fault_name="kill-consumer", target="consumer"), revoke("c0", [0], ms=300))
+    h = _failover(
+        *fault(2, start_ms=290, stop_ms=295, nodes=["c0"], fault_name="kill-consumer", target="consumer"),
+        revoke("c0", [0], ms=300),
+    )
     assert check(h, {"expect_no_rebalance": True})["valid"] is True
 
 
@@ -104,7 +117,12 @@ def test_a_rebalance_long_after_the_fault_does_not_count() -> None:
 
 
 def test_a_quorum_fault_affects_every_partition() -> None:
-    h = history(BEFORE, MOVED, *SENDS, *fault(1, start_ms=20, stop_ms=1000, nodes=[1000], fault_name="quorum-loss", target="quorum"))
+    h = history(
+        BEFORE,
+        MOVED,
+        *SENDS,
+        *fault(1, start_ms=20, stop_ms=1000, nodes=[1000], fault_name="quorum-loss", target="quorum"),
+    )
     [measured] = check(h)["faults"]
     assert [p["partition"] for p in measured["affected_partitions"]] == [0, 1]
 
@@ -156,8 +174,12 @@ STALLED = _every_100ms(0, 1000) + _every_100ms(10_000, 12_500)
 
 def _stall_history(*extra: dict | list[dict], sample_ms: float = 0) -> History:
     return history(
-        topology(sample_ms, ROLES), topology(10_500, ROLES_AFTER),
-        *_acks(0, STALLED, 1_000), *_acks(1, STALLED, 2_000), *_acks(2, _every_100ms(0, 12_500), 3_000), *extra,
+        topology(sample_ms, ROLES),
+        topology(10_500, ROLES_AFTER),
+        *_acks(0, STALLED, 1_000),
+        *_acks(1, STALLED, 2_000),
+        *_acks(2, _every_100ms(0, 12_500), 3_000),
+        *extra,
     )
 
 
@@ -181,7 +203,9 @@ def test_stalls_are_grouped_by_the_killed_brokers_replica_role() -> None:
     groups = result["stall_by_group"]
     assert list(groups) == ["led", "follower", "unreplicated"]
     assert {g: (s["partitions"], s["max_stall_ms"]) for g, s in groups.items()} == {
-        "led": (1, pytest.approx(9000)), "follower": (1, pytest.approx(9000)), "unreplicated": (1, pytest.approx(100)),
+        "led": (1, pytest.approx(9000)),
+        "follower": (1, pytest.approx(9000)),
+        "unreplicated": (1, pytest.approx(100)),
     }
     assert result["baseline_gap_ms"] == pytest.approx(100)
     # The led partition's own measurement is unchanged.
@@ -198,7 +222,12 @@ def test_a_follower_out_of_the_isr_is_still_a_follower() -> None:
 
 
 def test_a_partition_never_acknowledged_after_the_fault_has_an_open_stall() -> None:
-    h = history(topology(0, ROLES), *_acks(0, _every_100ms(0, 1000), 1_000), *_acks(2, _every_100ms(0, 12_500), 3_000), *STALL_KILL)
+    h = history(
+        topology(0, ROLES),
+        *_acks(0, _every_100ms(0, 1000), 1_000),
+        *_acks(2, _every_100ms(0, 12_500), 3_000),
+        *STALL_KILL,
+    )
     result = check(h)
     led = result["faults"][0]["stalls"]["led"]
     assert led["partitions"] == 1 and led["open"] == 1 and led["max_stall_ms"] is None
@@ -216,7 +245,8 @@ def test_without_a_sample_before_the_fault_the_first_sample_stands_in() -> None:
 
 
 def test_a_gap_before_the_fault_does_not_count_and_one_ending_after_it_does() -> None:
-    # Partition 2: a 1 s gap that ends before the fault starts (ignored), then one from 11,900 ms to 13,000 ms across its stop.
+    # Partition 2: a 1 s gap that ends before the fault starts (ignored), then one from 11,900 ms to 13,000 ms across
+    # its stop.
     acks = [0.0, 1000.0, *_every_100ms(1100, 11_900), 13_000.0]
     h = history(topology(0, ROLES), *_acks(2, acks, 3_000), *STALL_KILL)
     [row] = check(h)["faults"][0]["stalls"]["unreplicated"]["examples"]
@@ -225,7 +255,11 @@ def test_a_gap_before_the_fault_does_not_count_and_one_ending_after_it_does() ->
 
 
 def test_a_quorum_fault_puts_every_partition_in_group_all() -> None:
-    result = check(_stall_history(*fault(1, start_ms=1050, stop_ms=12_000, nodes=[1000], fault_name="quorum-loss", target="quorum")))
+    result = check(
+        _stall_history(
+            *fault(1, start_ms=1050, stop_ms=12_000, nodes=[1000], fault_name="quorum-loss", target="quorum")
+        )
+    )
     assert list(result["stall_by_group"]) == ["all"]
     assert result["stall_by_group"]["all"]["partitions"] == 3
     assert result["stall_by_group"]["all"]["max_stall_ms"] == pytest.approx(9000)
@@ -264,18 +298,37 @@ def test_a_producer_acknowledged_by_a_cut_off_leader_does_not_hide_another_that_
 
 
 def test_a_send_made_while_the_fault_was_being_applied_does_not_end_its_window() -> None:
-    """leader-isolated: the nft rules took 12 ms to install; a send made in that time was acknowledged at once, then nothing for 20 s."""
+    """leader-isolated: the nft rules took 12 ms to install; a send made in that time was acknowledged at once, then
+    nothing for 20 s."""
     start = fault(1, start_ms=100, stop_ms=20_200, nodes=[1], target="network")
     start[0]["in_force_ns"] = at(112)
-    h = history(topology(0, [(0, 1, [1, 2], [1, 2])]), *send("p0", 1, "v1", 0, ms=90), *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
-                *start, *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000), *send("p0", 4, "v4", 3, ms=20_200),
-                topology(20_300, [(0, 2, [1, 2], [2])]))
+    h = history(
+        topology(0, [(0, 1, [1, 2], [1, 2])]),
+        *send("p0", 1, "v1", 0, ms=90),
+        *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
+        *start,
+        *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000),
+        *send("p0", 4, "v4", 3, ms=20_200),
+        topology(20_300, [(0, 2, [1, 2], [2])]),
+    )
     (partition,) = check(h)["faults"][0]["affected_partitions"]
-    assert partition["unavailable_ms"] == pytest.approx(20_010, abs=1), "from the ack at 110 ms to the first ack of a send made in force"
+    assert partition["unavailable_ms"] == pytest.approx(20_010, abs=1), (
+        "from the ack at 110 ms to the first ack of a send made in force"
+    )
     start[0].pop("in_force_ns")
-    older = check(history(topology(0, [(0, 1, [1, 2], [1, 2])]), *send("p0", 1, "v1", 0, ms=90), *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
-                          *start, *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000), *send("p0", 4, "v4", 3, ms=20_200)))
-    assert older["faults"][0]["affected_partitions"][0]["unavailable_ms"] == pytest.approx(19, abs=1), "without it: the old, short reading"
+    older = check(
+        history(
+            topology(0, [(0, 1, [1, 2], [1, 2])]),
+            *send("p0", 1, "v1", 0, ms=90),
+            *send("p0", 2, "v2", 1, ms=105, latency_ms=5),
+            *start,
+            *send("p0", 3, "v3", 2, ms=120, latency_ms=20_000),
+            *send("p0", 4, "v4", 3, ms=20_200),
+        )
+    )
+    assert older["faults"][0]["affected_partitions"][0]["unavailable_ms"] == pytest.approx(19, abs=1), (
+        "without it: the old, short reading"
+    )
 
 
 def test_a_slow_failover_must_exceed_the_limit_by_more_than_the_clients_clock_bound() -> None:
@@ -284,7 +337,11 @@ def test_a_slow_failover_must_exceed_the_limit_by_more_than_the_clients_clock_bo
     assert check(_failover(), {"max_unavailable_ms": 589})["counts"]["slow-failover"] == 1
     within = check(_failover(on_host), {"max_unavailable_ms": 589})
     # Over the limit, but not by more than the bound: undecided, never an excuse.
-    assert within["counts"]["slow-failover"] == 0 and within["counts"]["slow-failover-undecided"] == 1 and within["valid"] == "unknown"
+    assert (
+        within["counts"]["slow-failover"] == 0
+        and within["counts"]["slow-failover-undecided"] == 1
+        and within["valid"] == "unknown"
+    )
     assert check(_failover(on_host), {"max_unavailable_ms": 587})["counts"]["slow-failover"] == 1
 
 

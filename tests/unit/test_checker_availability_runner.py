@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from failsafe.checkers.availability import check
-from failsafe.checkers.measurements import measure
+from failsafe.checkers.measure.faults import measure
 from tests.unit.test_checker_builders import TOPIC, assign, at, fault, history, revoke, send, topology
 
 BEFORE = topology(0, [(0, 1, [1, 2, 3], [1, 2, 3])])
@@ -18,31 +18,58 @@ def phase(name: str, ms: float) -> dict:
 
 
 def test_members_leaving_in_the_drain_are_not_a_rebalance_caused_by_the_fault() -> None:
-    drained = history(BEFORE, MOVED, *send("p0", 1, "a", 0, ms=9), *send("p0", 2, "b", 1, ms=600), *KILL, phase("drain", 1200),
-                      revoke("c0", [0], ms=1300), assign("c1", [0], ms=1400))
+    drained = history(
+        BEFORE,
+        MOVED,
+        *send("p0", 1, "a", 0, ms=9),
+        *send("p0", 2, "b", 1, ms=600),
+        *KILL,
+        phase("drain", 1200),
+        revoke("c0", [0], ms=1300),
+        assign("c1", [0], ms=1400),
+    )
     result = check(drained, {"expect_no_rebalance": True})
     assert result["valid"] is True and result["faults"][0]["rebalances_during"] == 0
 
 
 def test_a_rebalance_before_the_drain_still_counts() -> None:
-    rebalanced = history(BEFORE, MOVED, *send("p0", 1, "a", 0, ms=9), *send("p0", 2, "b", 1, ms=600), *KILL,
-                         revoke("c0", [0], ms=700), assign("c1", [0], ms=800), phase("drain", 1200))
+    rebalanced = history(
+        BEFORE,
+        MOVED,
+        *send("p0", 1, "a", 0, ms=9),
+        *send("p0", 2, "b", 1, ms=600),
+        *KILL,
+        revoke("c0", [0], ms=700),
+        assign("c1", [0], ms=800),
+        phase("drain", 1200),
+    )
     result = check(rebalanced, {"expect_no_rebalance": True})
     assert result["valid"] is False and result["faults"][0]["rebalances_during"] == 2
 
 
 def test_an_acks0_ok_is_not_evidence_that_the_partition_was_available() -> None:
     # acks=0 sends "succeed" while the leader is dead; only the acks=1 send at 600 ms was acknowledged by a leader.
-    sends = [*send("p0", 1, "a", 0, ms=9), *send("z", 2, "z1", None, ms=100), *send("z", 3, "z2", None, ms=300), *send("p0", 4, "b", 1, ms=600)]
+    sends = [
+        *send("p0", 1, "a", 0, ms=9),
+        *send("z", 2, "z1", None, ms=100),
+        *send("z", 3, "z2", None, ms=300),
+        *send("p0", 4, "b", 1, ms=600),
+    ]
     result = check(history(BEFORE, MOVED, *sends, *KILL))
     assert result["max_unavailable_ms"] == pytest.approx(591)
 
 
 def test_measurements_count_what_happened_during_each_fault() -> None:
-    sends = [*send("p0", 1, "a", 0, ms=9), *send("p0", 2, "b", None, ms=100, outcome="fail"), *send("p0", 3, "c", None, ms=200, outcome="info"),
-             *send("p0", 4, "d", 1, ms=600)]
+    sends = [
+        *send("p0", 1, "a", 0, ms=9),
+        *send("p0", 2, "b", None, ms=100, outcome="fail"),
+        *send("p0", 3, "c", None, ms=200, outcome="info"),
+        *send("p0", 4, "d", 1, ms=600),
+    ]
     m = measure(history(BEFORE, MOVED, topology(700, [(0, -1, [1, 2, 3], [])]), *sends, *KILL))
-    assert m["faults"] == [{"fault_id": 1, "fault": "kill", "acknowledged_during": 1, "failed_during": 1, "unknown_during": 1}]
+    assert m["faults"] == [
+        {"fault_id": 1, "fault": "kill", "acknowledged_during": 1, "failed_during": 1, "unknown_during": 1}
+    ]
     assert m["send_errors"] == {"NOT_ENOUGH_REPLICAS": 1, "_MSG_TIMED_OUT": 1}
     assert m["unacknowledged"] == 2
     assert m["leaderless_partitions"] == [f"{TOPIC}-0"]

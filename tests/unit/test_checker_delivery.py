@@ -4,14 +4,29 @@ import pytest
 
 from failsafe.checkers.common import CheckerOptionError
 from failsafe.checkers.delivery import check
-from tests.unit.test_checker_builders import assign, client_config, declare, declared, history, log_read, poll, read, rec, send
+from tests.unit.test_checker_builders import (
+    assign,
+    client_config,
+    declare,
+    declared,
+    history,
+    log_read,
+    poll,
+    read,
+    rec,
+    send,
+)
 
 ASSIGN = assign("c0", [0])
 
 
 def test_every_acknowledged_write_read_once_is_valid() -> None:
     h = history(
-        *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), log_read([rec(0, "v1"), rec(1, "v2")])
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5),
+        log_read([rec(0, "v1"), rec(1, "v2")]),
     )
     result = check(h)
     assert result["valid"] is True
@@ -20,7 +35,13 @@ def test_every_acknowledged_write_read_once_is_valid() -> None:
 
 
 def test_a_write_missing_from_reads_and_log_is_lost_not_in_log_and_unseen() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+        log_read([rec(0, "v1")]),
+    )
     result = check(h)
     assert result["valid"] is False
     counts = result["counts"]
@@ -29,7 +50,13 @@ def test_a_write_missing_from_reads_and_log_is_lost_not_in_log_and_unseen() -> N
 
 
 def test_a_write_below_the_highest_read_offset_is_a_lost_write() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 2), ASSIGN, poll("c0", [rec(0, "v1"), rec(2, "v3")], ms=5))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        *send("p0", 3, "v3", 2),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(2, "v3")], ms=5),
+    )
     result = check(h)
     assert result["valid"] is False
     assert (result["counts"]["lost-write"], result["counts"]["unseen"]) == (1, 0)
@@ -37,7 +64,13 @@ def test_a_write_below_the_highest_read_offset_is_a_lost_write() -> None:
 
 
 def test_a_write_in_the_log_but_never_consumed() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1"), rec(1, "v2")]))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+        log_read([rec(0, "v1"), rec(1, "v2")]),
+    )
     result = check(h)
     assert result["valid"] is False
     assert result["counts"]["lost-in-log-not-consumed"] == 1 and result["counts"]["lost-not-in-log"] == 0
@@ -50,7 +83,13 @@ def test_without_a_log_read_a_loss_is_unverified() -> None:
 
 
 def test_a_lossy_writers_loss_counts_but_does_not_invalidate() -> None:
-    ops = [client_config("p0", acks="1"), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5)]
+    ops = [
+        client_config("p0", acks="1"),
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+    ]
     result = check(history(declare(declared("p0", may_lose=True)), *ops))
     assert result["valid"] is True and result["counts"]["lost"] == 1 and result["counts"]["lost-allowed"] == 1
     assert result["by_process"]["p0"]["may_lose"] is True and result["by_process"]["p0"]["durable"] is False
@@ -60,8 +99,14 @@ def test_a_lossy_writers_loss_counts_but_does_not_invalidate() -> None:
 
 @pytest.mark.parametrize("acks", ["all", "-1"])
 def test_an_acks_all_writers_loss_is_a_violation_whatever_the_declaration_says(acks: str) -> None:
-    h = history(declare(declared("p0", may_lose=True)), client_config("p0", acks=acks), *send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), ASSIGN,
-                poll("c0", [rec(0, "v1")], ms=5))
+    h = history(
+        declare(declared("p0", may_lose=True)),
+        client_config("p0", acks=acks),
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+    )
     result = check(h)
     assert result["valid"] is False and result["violations"] == ["lost"] and result["counts"]["lost-allowed"] == 0
     assert result["by_process"]["p0"]["durable"] is True and result["by_process"]["p0"]["may_lose"] is False
@@ -73,8 +118,15 @@ def test_a_writer_declared_may_lose_that_recorded_no_acks_is_durable() -> None:
 
 
 def test_one_writers_allowance_does_not_cover_anothers_loss() -> None:
-    h = history(declare(declared("acks1", may_lose=True), declared("acksall")), client_config("acks1", acks="1"),
-                client_config("acksall", acks="all"), *send("acks1", 1, "a1", 0), *send("acksall", 1, "b1", 1), ASSIGN, poll("c0", [], ms=5))
+    h = history(
+        declare(declared("acks1", may_lose=True), declared("acksall")),
+        client_config("acks1", acks="1"),
+        client_config("acksall", acks="all"),
+        *send("acks1", 1, "a1", 0),
+        *send("acksall", 1, "b1", 1),
+        ASSIGN,
+        poll("c0", [], ms=5),
+    )
     result = check(h)
     assert result["counts"]["lost"] == 2 and result["counts"]["lost-allowed"] == 1 and result["violations"] == ["lost"]
 
@@ -86,7 +138,12 @@ def test_an_acks0_write_without_offset_counts_as_acknowledged() -> None:
     assert result["valid"] is False and result["counts"]["lost"] == 1
     consumed = history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
     assert check(consumed)["valid"] == "unknown", "read, but its partition never read back at the end: unverified"
-    assert check(history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")])))["valid"] is True
+    assert (
+        check(history(*send("p0", 1, "v1", None), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")])))[
+            "valid"
+        ]
+        is True
+    )
 
 
 def test_one_value_at_two_offsets_is_a_duplicate() -> None:
@@ -94,10 +151,20 @@ def test_one_value_at_two_offsets_is_a_duplicate() -> None:
     result = check(h)
     assert result["valid"] is False
     assert result["counts"]["duplicate"] == 1
-    assert result["examples"]["duplicate"] == [{
-        "topic": "t", "value": "v1", "partition": [0, 0], "offset": [0, 1], "process": "p0", "id": 1, "outcome": "ok",
-        "acked_partition": 0, "acked_offset": 0, "other_copies": [{"partition": 0, "offset": 1}],
-    }]
+    assert result["examples"]["duplicate"] == [
+        {
+            "topic": "t",
+            "value": "v1",
+            "partition": [0, 0],
+            "offset": [0, 1],
+            "process": "p0",
+            "id": 1,
+            "outcome": "ok",
+            "acked_partition": 0,
+            "acked_offset": 0,
+            "other_copies": [{"partition": 0, "offset": 1}],
+        }
+    ]
     with pytest.raises(CheckerOptionError):
         check(h, {"allow_duplicates": True})
 
@@ -130,7 +197,9 @@ def test_a_duplicate_nobody_sent_is_unacknowledged() -> None:
 
 
 def test_a_duplicate_in_the_log_alone_counts() -> None:
-    h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1"), rec(1, "v1")]))
+    h = history(
+        *send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1"), rec(1, "v1")])
+    )
     result = check(h)
     assert result["valid"] is False and result["counts"]["duplicate"] == 1
 
@@ -158,7 +227,12 @@ def test_an_ack_at_another_offset_than_the_read_is_inconsistent() -> None:
 
 
 def test_a_failed_write_that_was_read_is_failed_but_present() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", None, outcome="fail"), ASSIGN, poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", None, outcome="fail"),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5),
+    )
     result = check(h)
     assert result["valid"] is False
     assert result["counts"]["failed-but-present"] == 1
@@ -180,7 +254,11 @@ def test_unknown_writes_are_recovered_or_not_and_neither_invalidates() -> None:
     )
     result = check(h)
     assert result["valid"] is True
-    assert (result["counts"]["unknown"], result["counts"]["recovered"], result["counts"]["unknown-not-recovered"]) == (3, 1, 2)
+    assert (result["counts"]["unknown"], result["counts"]["recovered"], result["counts"]["unknown-not-recovered"]) == (
+        3,
+        1,
+        2,
+    )
 
 
 def test_by_process_breaks_outcomes_down_per_producer() -> None:
@@ -192,10 +270,29 @@ def test_by_process_breaks_outcomes_down_per_producer() -> None:
         ASSIGN,
         poll("c0", [rec(0, "v1"), rec(2, "v4")], ms=5),
     ]
-    assert check(history(declare(declared("p0", may_lose=True)), client_config("p0", acks="0"), *ops))["by_process"] == {
-        "p0": {"acknowledged": 2, "lost": 1, "lost-after-read": 0, "failed": 0, "unknown": 0, "recovered": 0, "durable": False, "may_lose": True},
-        "p1": {"acknowledged": 0, "lost": 0, "lost-after-read": 0, "failed": 1, "unknown": 1, "recovered": 1, "durable": False,
-               "may_lose": False},
+    assert check(history(declare(declared("p0", may_lose=True)), client_config("p0", acks="0"), *ops))[
+        "by_process"
+    ] == {
+        "p0": {
+            "acknowledged": 2,
+            "lost": 1,
+            "lost-after-read": 0,
+            "failed": 0,
+            "unknown": 0,
+            "recovered": 0,
+            "durable": False,
+            "may_lose": True,
+        },
+        "p1": {
+            "acknowledged": 0,
+            "lost": 0,
+            "lost-after-read": 0,
+            "failed": 1,
+            "unknown": 1,
+            "recovered": 1,
+            "durable": False,
+            "may_lose": False,
+        },
     }
 
 
@@ -210,22 +307,48 @@ def test_an_empty_history_is_valid() -> None:
 
 
 def test_an_empty_partition_read_completely_holds_nothing() -> None:
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), read(0, [rec(0, "v1")]),
-                read(1))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 0, partition=1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+        read(0, [rec(0, "v1")]),
+        read(1),
+    )
     assert check(h)["counts"]["lost-not-in-log"] == 1
 
 
 def test_a_partition_the_final_read_never_named_is_not_read() -> None:
     """Hole 2's other half: that another partition of its topic is in the log says nothing of this one."""
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
-                read(0, [rec(0, "v1")]))
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 0, partition=1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(0, "v2", partition=1)], ms=5),
+        read(0, [rec(0, "v1")]),
+    )
     result = check(h)
     assert result["counts"]["lost-after-read-unverified"] == 1 and result["valid"] == "unknown"
 
 
 def test_a_partition_the_log_reader_could_not_read_is_unverified() -> None:
-    failed = {"time_ns": 1, "process": "log-reader", "type": "fail", "f": "log-read", "topic": "t", "partition": 1, "error": "LEADER_NOT_AVAILABLE"}
-    h = history(*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 0, partition=1), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "v1")]), failed)
+    failed = {
+        "time_ns": 1,
+        "process": "log-reader",
+        "type": "fail",
+        "f": "log-read",
+        "topic": "t",
+        "partition": 1,
+        "error": "LEADER_NOT_AVAILABLE",
+    }
+    h = history(
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 0, partition=1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1")], ms=5),
+        log_read([rec(0, "v1")]),
+        failed,
+    )
     assert check(h)["counts"]["lost-unverified"] == 1
 
 
@@ -236,8 +359,15 @@ def test_a_read_without_value_still_proves_its_offset_was_read() -> None:
 
 def test_a_write_read_and_then_gone_from_the_log_is_lost_after_read() -> None:
     """An unclean election: v2 was acknowledged and read at offset 1, then the new leader wrote v3 there."""
-    ops = [*send("p0", 1, "v1", 0), *send("p0", 2, "v2", 1), *send("p0", 3, "v3", 1), ASSIGN,
-           poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5), poll("c0", [rec(1, "v3")], ms=50), log_read([rec(0, "v1"), rec(1, "v3")])]
+    ops = [
+        *send("p0", 1, "v1", 0),
+        *send("p0", 2, "v2", 1),
+        *send("p0", 3, "v3", 1),
+        ASSIGN,
+        poll("c0", [rec(0, "v1"), rec(1, "v2")], ms=5),
+        poll("c0", [rec(1, "v3")], ms=50),
+        log_read([rec(0, "v1"), rec(1, "v3")]),
+    ]
     h = history(*ops)
     result = check(h)
     assert result["valid"] is False and "lost-after-read" in result["violations"]
@@ -253,5 +383,7 @@ def test_a_write_read_and_then_gone_from_the_log_is_lost_after_read() -> None:
 def test_a_read_write_is_not_lost_after_read_without_a_log_read_of_its_partition() -> None:
     h = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5))
     assert check(h)["counts"]["lost-after-read"] == 0
-    other_topic = history(*send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "x", topic="other")]))
+    other_topic = history(
+        *send("p0", 1, "v1", 0), ASSIGN, poll("c0", [rec(0, "v1")], ms=5), log_read([rec(0, "x", topic="other")])
+    )
     assert check(other_topic)["counts"]["lost-after-read"] == 0

@@ -62,7 +62,9 @@ def test_a_gap_no_one_saw_is_not_a_skip() -> None:
 
 def test_a_key_read_out_of_order_is_key_reordered() -> None:
     h = history(
-        assign("c0", [0]), poll("c0", [rec(0, "a", key="k"), rec(1, "b", key="j"), rec(2, "c", key="k")], ms=1), poll("c0", [rec(0, "a", key="k")], ms=2)
+        assign("c0", [0]),
+        poll("c0", [rec(0, "a", key="k"), rec(1, "b", key="j"), rec(2, "c", key="k")], ms=1),
+        poll("c0", [rec(0, "a", key="k")], ms=2),
     )
     result = check(h)
     assert result["valid"] is False
@@ -71,10 +73,18 @@ def test_a_key_read_out_of_order_is_key_reordered() -> None:
 
 
 def test_other_keys_going_back_do_not_reorder_a_key() -> None:
-    h = history(assign("c0", [0]), poll("c0", [rec(0, "a", key="k"), rec(1, "b", key="j")], ms=1), poll("c0", [rec(1, "b", key="j")], ms=2))
+    h = history(
+        assign("c0", [0]),
+        poll("c0", [rec(0, "a", key="k"), rec(1, "b", key="j")], ms=1),
+        poll("c0", [rec(1, "b", key="j")], ms=2),
+    )
     result = check(h)
     assert result["counts"]["key-reordered"] == 1  # j repeated
-    h = history(assign("c0", [0]), poll("c0", [rec(0, "a", key="k"), rec(2, "b", key="j")], ms=1), poll("c0", [rec(1, "c", key="i")], ms=2))
+    h = history(
+        assign("c0", [0]),
+        poll("c0", [rec(0, "a", key="k"), rec(2, "b", key="j")], ms=1),
+        poll("c0", [rec(1, "c", key="i")], ms=2),
+    )
     result = check(h)
     assert result["counts"]["nonmonotonic-poll"] == 1 and result["counts"]["key-reordered"] == 0
 
@@ -90,7 +100,9 @@ def test_acknowledged_offsets_going_back_is_a_nonmonotonic_send() -> None:
 def test_nonmonotonic_send_is_judged_of_every_producer_but_those_that_recorded_no_idempotence() -> None:
     ops = [*send("p0", 1, "v1", 5), *send("p0", 2, "v2", 3), *send("p1", 3, "v3", 7), *send("p1", 4, "v4", 6)]
     assert check(history(*ops))["counts"]["nonmonotonic-send"] == 2, "nothing recorded: judged"
-    result = check(history(client_config("p0", enable_idempotence="false"), client_config("p1", enable_idempotence="true"), *ops))
+    result = check(
+        history(client_config("p0", enable_idempotence="false"), client_config("p1", enable_idempotence="true"), *ops)
+    )
     assert result["counts"]["nonmonotonic-send"] == 1 and result["counts"]["nonmonotonic-send-non-idempotent"] == 1
     with pytest.raises(CheckerOptionError):
         check(history(*ops), {"idempotent_producers": []})  # an option never excuses

@@ -6,7 +6,19 @@ import pytest
 from failsafe.checkers import ALWAYS, CHECKERS, combine_validity, run_checkers, with_always
 from failsafe.scenarios.kinds import kind_named
 from failsafe.scenarios.kinds.lab import CHECKERS as LAB_CHECKERS
-from tests.unit.test_checker_builders import assign, client_event, declared, fault, finished, history, log_read, poll, rec, send, topology
+from tests.unit.test_checker_builders import (
+    assign,
+    client_event,
+    declared,
+    fault,
+    finished,
+    history,
+    log_read,
+    poll,
+    rec,
+    send,
+    topology,
+)
 
 
 def _busy_history():
@@ -55,9 +67,13 @@ def test_every_checker_runs_and_its_result_is_json() -> None:
 
 
 def test_a_checker_that_raises_is_unknown_and_the_others_still_run() -> None:
-    results = run_checkers(_busy_history(), {"delivery": {"allow_duplicates": "yes"}, "order": {"no_such_option": 1}}, LAB_CHECKERS)
+    results = run_checkers(
+        _busy_history(), {"delivery": {"allow_duplicates": "yes"}, "order": {"no_such_option": 1}}, LAB_CHECKERS
+    )
     assert results["delivery"]["valid"] == "unknown"
-    assert results["delivery"]["error"].startswith("CheckerOptionError: delivery: unknown option(s) ['allow_duplicates']")
+    assert results["delivery"]["error"].startswith(
+        "CheckerOptionError: delivery: unknown option(s) ['allow_duplicates']"
+    )
     assert results["order"]["valid"] == "unknown" and "no_such_option" in results["order"]["error"]
     assert results["semantics"]["valid"] is True
 
@@ -70,12 +86,23 @@ def test_only_the_named_checkers_run() -> None:
 
 def test_every_checker_works_on_an_empty_history_which_is_unknown() -> None:
     results = {name: result["valid"] for name, result in run_checkers(history(), None, LAB_CHECKERS).items()}
-    assert results == {**dict.fromkeys(LAB_CHECKERS, True), "completeness": "unknown", "durability": True, "clients": True}
+    assert results == {
+        **dict.fromkeys(LAB_CHECKERS, True),
+        "completeness": "unknown",
+        "durability": True,
+        "clients": True,
+    }
 
 
 @pytest.mark.parametrize(
     ("values", "combined"),
-    [([], True), ([True, True], True), ([True, "unknown"], "unknown"), ([True, "unknown", False], False), ([False], False)],
+    [
+        ([], True),
+        ([True, True], True),
+        ([True, "unknown"], "unknown"),
+        ([True, "unknown", False], False),
+        ([False], False),
+    ],
 )
 def test_combine_validity(values: list, combined: object) -> None:
     assert combine_validity(values) == combined

@@ -10,7 +10,7 @@ import confluent_kafka
 from failsafe.history.load import history_from_ops
 from failsafe.scenarios.registry import load_scenario
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
-from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
+from failsafe.workloads.verifiable.clients import VerifiableConsumerSpec, VerifiableProducerSpec
 from failsafe.workloads.worker import client_config_fields, client_logger
 
 
@@ -19,7 +19,13 @@ def _config(fields: dict) -> dict[str, str]:
 
 
 def test_a_producer_names_librdkafka_its_settings_and_its_log(tmp_path: Path) -> None:
-    spec = ProducerSpec("producer-0", "t", bootstrap_servers="127.0.0.1:9092", linger_ms=5, client_log=str(tmp_path / "logs" / "producer-0.client.log"))
+    spec = ProducerSpec(
+        "producer-0",
+        "t",
+        bootstrap_servers="127.0.0.1:9092",
+        linger_ms=5,
+        client_log=str(tmp_path / "logs" / "producer-0.client.log"),
+    )
     fields = client_config_fields(spec)
     assert fields["client"] == "librdkafka" and fields["client_version"] == confluent_kafka.libversion()[0]
     assert fields["log"] == "logs/producer-0.client.log"
@@ -41,17 +47,25 @@ def test_without_a_client_log_nothing_is_debugged() -> None:
 
 
 def test_a_consumer_debugs_its_group_only() -> None:
-    fields = client_config_fields(ConsumerSpec("consumer-0", ("t",), group="g", client_log="/r/logs/consumer-0.client.log"))
+    fields = client_config_fields(
+        ConsumerSpec("consumer-0", ("t",), group="g", client_log="/r/logs/consumer-0.client.log")
+    )
     config = _config(fields)
     assert config["debug"] == "cgrp" and config["group.id"] == "g" and fields["log"] == "logs/consumer-0.client.log"
 
 
 def test_kafkas_verifiable_clients_are_the_java_client() -> None:
-    producer = client_config_fields(VerifiableProducerSpec("vp", "t", kafka_version="4.1.0", client_log="/r/logs/vp.client.log"))
+    producer = client_config_fields(
+        VerifiableProducerSpec("vp", "t", kafka_version="4.1.0", client_log="/r/logs/vp.client.log")
+    )
     assert producer["client"] == "kafka-java" and producer["client_version"] == "4.1.0"
     assert _config(producer)["acks"] == "-1" and _config(producer)["enable.idempotence"] == "true"
     consumer = client_config_fields(VerifiableConsumerSpec("vc", ("t",), group="g", session_timeout_ms=6000))
-    assert _config(consumer)["group.id"] == "g" and _config(consumer)["session.timeout.ms"] == "6000" and consumer["log"] is None
+    assert (
+        _config(consumer)["group.id"] == "g"
+        and _config(consumer)["session.timeout.ms"] == "6000"
+        and consumer["log"] is None
+    )
 
 
 def test_the_op_loads_into_the_clients_frame() -> None:
@@ -120,9 +134,17 @@ def test_a_worker_writes_its_client_config_first(tmp_path: Path) -> None:
     log.parent.mkdir()
     # No record to send: the worker needs no broker to start, record its config and close.
     spec = ProducerSpec("producer-0", "t", bootstrap_servers="127.0.0.1:1", count=0, client_log=str(log))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     ops = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [op["f"] for op in ops] == ["client-config", "close"]

@@ -7,12 +7,12 @@ from concurrent.futures import Future
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from failsafe.clients.consume import compile_format
-from failsafe.clients.groups import GroupDescription, GroupPartitionRow, format_group
-from failsafe.clients.kafka_tools import main_class, needs_bootstrap
-from failsafe.clients.produce import key_separator, producer_config
-from failsafe.clients.topics import PartitionInfo, TopicInfo, Topics, format_describe, kafka_uuid, validate_topic_name
 from failsafe.errors import KafkaClientError, UserError
+from failsafe.tools.consume import compile_format
+from failsafe.tools.groups import GroupDescription, GroupPartitionRow, format_group
+from failsafe.tools.kafka_tools import main_class, needs_bootstrap
+from failsafe.tools.produce import key_separator, producer_config
+from failsafe.tools.topics import PartitionInfo, TopicInfo, Topics, format_describe, kafka_uuid, validate_topic_name
 
 
 class FakeMessage:
@@ -69,9 +69,12 @@ def test_legal_topic_names(name: str) -> None:
 
 
 def test_describe_prints_none_for_a_partition_without_leader() -> None:
-    info = TopicInfo("foo", "AAAAAAAAAAAAAAAAAAAAAA", (PartitionInfo(1, None, (2, 1), (1,)),), (("min.insync.replicas", "2"),))
+    info = TopicInfo(
+        "foo", "AAAAAAAAAAAAAAAAAAAAAA", (PartitionInfo(1, None, (2, 1), (1,)),), (("min.insync.replicas", "2"),)
+    )
     assert format_describe(info) == (
-        "Topic: foo\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: min.insync.replicas=2\n"
+        "Topic: foo\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: "
+        "min.insync.replicas=2\n"
         "\tTopic: foo\tPartition: 1\tLeader: none\tReplicas: 2,1\tIsr: 1\tElr: \tLastKnownElr: "
     )
 
@@ -86,7 +89,9 @@ def test_topic_id_is_printed_base64url_like_kafka() -> None:
 
 
 def test_group_table_uses_kafka_column_widths() -> None:
-    desc = GroupDescription("mygroup", "STABLE", 1, (GroupPartitionRow("mygroup", "foo", 0, 5, 7, 2, "rdkafka-1", "/127.0.0.1", "c1"),))
+    desc = GroupDescription(
+        "mygroup", "STABLE", 1, (GroupPartitionRow("mygroup", "foo", 0, 5, 7, 2, "rdkafka-1", "/127.0.0.1", "c1"),)
+    )
     header, row = format_group(desc).splitlines()
     assert header.startswith("GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG  ")
     assert row.split() == ["mygroup", "foo", "0", "5", "7", "2", "rdkafka-1", "/127.0.0.1", "c1"]

@@ -1,11 +1,11 @@
-"""The client's own log lines cited next to an explanation (scenarios/client_logs.py)."""
+"""The client's own log lines cited next to an explanation (scenarios/observers/client_logs.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
 
-from failsafe.scenarios.client_logs import cite, notable_lines
+from failsafe.scenarios.observers.client_logs import cite, notable_lines
 
 T0 = datetime(2026, 11, 23, 16, 54, 20)
 T0_NS = int(T0.timestamp()) * 1_000_000_000
@@ -21,8 +21,16 @@ not a log line at all
 
 
 def _explanation(time_ns: int, log: str | None = "logs/producer.client.log") -> dict:
-    return {"checker": "delivery", "anomaly": "duplicate", "topic": "foo", "partition": 0, "time_ns": time_ns, "time_s": 30.0,
-            "sentence": "value producer:1 was written twice", "client": {"client": "librdkafka", "log": log}}
+    return {
+        "checker": "delivery",
+        "anomaly": "duplicate",
+        "topic": "foo",
+        "partition": 0,
+        "time_ns": time_ns,
+        "time_s": 30.0,
+        "sentence": "value producer:1 was written twice",
+        "client": {"client": "librdkafka", "log": log},
+    }
 
 
 def _run(tmp_path: Path) -> Path:
@@ -61,8 +69,10 @@ def test_no_log_or_a_missing_file_leaves_the_explanation_alone(tmp_path: Path) -
 
 def test_metadata_retries_and_a_closing_handle_are_not_cited() -> None:
     noise = [
-        "2026-11-23 16:54:40,000 TERMINATE [producer#producer-1] [thrd:127.0.0.1:19092/bootstrap]: Handle is terminating in state DOWN: "
-        "4 refcnts, 0 toppar(s), 0 active toppar(s), 0 outbufs, 0 waitresps, 0 retrybufs: failed 0 request(s) in retry+outbuf",
-        "2026-11-23 16:54:41,000 REQERR [producer#producer-1] [thrd:main]: 127.0.0.1:19093/1: MetadataRequest failed: Local: Timed out: actions Retry",
+        "2026-11-23 16:54:40,000 TERMINATE [producer#producer-1] [thrd:127.0.0.1:19092/bootstrap]: Handle is "
+        "terminating in state DOWN: 4 refcnts, 0 toppar(s), 0 active toppar(s), 0 outbufs, 0 waitresps, 0 "
+        "retrybufs: failed 0 request(s) in retry+outbuf",
+        "2026-11-23 16:54:41,000 REQERR [producer#producer-1] [thrd:main]: 127.0.0.1:19093/1: MetadataRequest "
+        "failed: Local: Timed out: actions Retry",
     ]
     assert notable_lines(noise) == []

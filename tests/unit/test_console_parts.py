@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from failsafe.cluster import journal
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.observe import journal
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.console import views
 from failsafe.console.app import create_app
 from failsafe.console.runs import LiveRun, list_runs
@@ -31,9 +31,15 @@ class FakePoller:
 
     def __init__(self, cluster, runs_root, on_change=None) -> None:
         self.timeline = Timeline()
-        self.timeline.observe_partitions(1000, [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]}])
-        self.views = {"cluster": {"nodes": []}, "topics": [], "groups": {"groups": [{"group": "g", "state": "STABLE"}], "error": None},
-                      "runs": {"runs": [], "live": None}}
+        self.timeline.observe_partitions(
+            1000, [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]}]
+        )
+        self.views = {
+            "cluster": {"nodes": []},
+            "topics": [],
+            "groups": {"groups": [{"group": "g", "state": "STABLE"}], "error": None},
+            "runs": {"runs": [], "live": None},
+        }
         self.version, self.listeners, self.polls = 1, 0, 0
 
     def start(self) -> None:
@@ -57,7 +63,8 @@ class FakePoller:
 
 @pytest.fixture
 def stopped_cluster(tmp_path: Path) -> Cluster:
-    """A cluster directory with its state and no process running, on free ports (a cluster on 9092 must not answer for it)."""
+    """A cluster directory with its state and no process running, on free ports (a cluster on 9092 must not answer for
+    it)."""
     cdir = ClusterDir(tmp_path / "cluster")
     spec = ClusterSpec(brokers=3, controllers=1, base_port=free_port_block(3), controller_base_port=free_port_block(1))
     cdir.save(ClusterState(spec, "id", "2026-01-01T00:00:00Z"))
@@ -71,8 +78,21 @@ def client(stopped_cluster: Cluster):
         yield c
 
 
-@pytest.mark.parametrize("path", ["/", "/api", "/api/cluster", "/api/topics", "/api/groups", "/api/groups/g", "/api/timeline", "/api/runs",
-                                  "/api/events", "/runs/x/y/report.html"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/api",
+        "/api/cluster",
+        "/api/topics",
+        "/api/groups",
+        "/api/groups/g",
+        "/api/timeline",
+        "/api/runs",
+        "/api/events",
+        "/runs/x/y/report.html",
+    ],
+)
 def test_every_page_and_api_call_without_the_token_is_401(client: TestClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 401 and "token missing" in response.json()["error"]
@@ -83,7 +103,10 @@ def test_every_page_and_api_call_without_the_token_is_401(client: TestClient, pa
 def test_with_the_token_in_the_query_a_header_or_the_cookie_pages_answer(client: TestClient) -> None:
     page = client.get("/", params={"token": TOKEN})
     assert page.status_code == 200 and "failsafe console" in page.text and "EventSource" in page.text
-    assert "failsafe_console_token" in page.headers["set-cookie"] and "samesite=strict" in page.headers["set-cookie"].lower()
+    assert (
+        "failsafe_console_token" in page.headers["set-cookie"]
+        and "samesite=strict" in page.headers["set-cookie"].lower()
+    )
     assert client.get("/api/groups/g").json() == {"group": "g", "state": "STABLE"}  # the cookie the page set
     client.cookies.clear()
     assert client.get("/api/cluster", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
@@ -93,18 +116,29 @@ def test_with_the_token_in_the_query_a_header_or_the_cookie_pages_answer(client:
     assert [e["kind"] for e in events] == ["partition"]
 
 
-def test_a_fault_action_needs_the_token_in_a_header_never_the_query_or_a_cookie(client: TestClient, stopped_cluster: Cluster) -> None:
+def test_a_fault_action_needs_the_token_in_a_header_never_the_query_or_a_cookie(
+    client: TestClient, stopped_cluster: Cluster
+) -> None:
     client.get("/", params={"token": TOKEN})  # the cookie is set: a cross-site form post would carry it
-    for attempt in (client.post("/api/nodes/broker/0/kill"), client.post("/api/nodes/broker/0/kill", params={"token": TOKEN}),
-                    client.post("/api/elect-leaders")):
+    for attempt in (
+        client.post("/api/nodes/broker/0/kill"),
+        client.post("/api/nodes/broker/0/kill", params={"token": TOKEN}),
+        client.post("/api/elect-leaders"),
+    ):
         assert attempt.status_code == 401 and "X-Failsafe-Token header" in attempt.json()["error"]
     assert journal.last(stopped_cluster.dir.journal, 5) == []
 
 
-def test_an_action_on_an_unknown_node_or_a_stopped_one_is_an_http_error_with_a_message(client: TestClient, stopped_cluster: Cluster) -> None:
+def test_an_action_on_an_unknown_node_or_a_stopped_one_is_an_http_error_with_a_message(
+    client: TestClient, stopped_cluster: Cluster
+) -> None:
     headers = {"X-Failsafe-Token": TOKEN}
     unknown = client.post("/api/nodes/broker/7/kill", headers=headers)
-    assert unknown.status_code == 404 and "no broker with id 7" in unknown.json()["error"] and "0, 1, 2" in unknown.json()["error"]
+    assert (
+        unknown.status_code == 404
+        and "no broker with id 7" in unknown.json()["error"]
+        and "0, 1, 2" in unknown.json()["error"]
+    )
     assert client.post("/api/nodes/broker/0/explode", headers=headers).status_code == 404
     assert client.post("/api/nodes/kafka/0/kill", headers=headers).status_code == 404
     assert client.post("/api/nodes/broker/zero/kill", headers=headers).status_code == 404
@@ -114,7 +148,13 @@ def test_an_action_on_an_unknown_node_or_a_stopped_one_is_an_http_error_with_a_m
     assert zk.status_code == 409 and "KRaft mode" in zk.json()["error"]
     # Journaled: the action that reached a node and was refused by its state; not requests that named no node.
     (refused,) = journal.last(stopped_cluster.dir.journal, 5)
-    assert (refused.action, refused.role, refused.node, refused.source, refused.ok) == ("kill", "broker", 0, "console", False)
+    assert (refused.action, refused.role, refused.node, refused.source, refused.ok) == (
+        "kill",
+        "broker",
+        0,
+        "console",
+        False,
+    )
     assert "not running" in refused.error
 
 
@@ -138,7 +178,9 @@ def test_a_token_outside_ascii_is_refused_with_401_not_a_server_error(client: Te
     assert client.post("/api/elect-leaders", headers={"X-Failsafe-Token": b"\xe9"}).status_code == 401
 
 
-def test_the_page_reloaded_with_only_its_cookie_still_has_the_token_its_buttons_send(client: TestClient, stopped_cluster: Cluster) -> None:
+def test_the_page_reloaded_with_only_its_cookie_still_has_the_token_its_buttons_send(
+    client: TestClient, stopped_cluster: Cluster
+) -> None:
     client.get("/", params={"token": TOKEN})
     reloaded = client.get("/")  # the page took the token out of the address bar: a reload sends the cookie only
     assert reloaded.status_code == 200 and "no-store" in reloaded.headers["cache-control"]
@@ -148,8 +190,14 @@ def test_the_page_reloaded_with_only_its_cookie_still_has_the_token_its_buttons_
 
 
 def test_two_consoles_on_one_host_do_not_overwrite_each_others_cookie(stopped_cluster: Cluster) -> None:
-    apps = {port: create_app(stopped_cluster, f"token-{port}", {f"127.0.0.1:{port}"}, poller_factory=FakePoller) for port in (8080, 8081)}
-    with TestClient(apps[8080], base_url="http://127.0.0.1:8080") as first, TestClient(apps[8081], base_url="http://127.0.0.1:8081") as second:
+    apps = {
+        port: create_app(stopped_cluster, f"token-{port}", {f"127.0.0.1:{port}"}, poller_factory=FakePoller)
+        for port in (8080, 8081)
+    }
+    with (
+        TestClient(apps[8080], base_url="http://127.0.0.1:8080") as first,
+        TestClient(apps[8081], base_url="http://127.0.0.1:8081") as second,
+    ):
         first.get("/", params={"token": "token-8080"})
         second.get("/", params={"token": "token-8081"})
         # A browser keeps one cookie jar per host, whatever the port: what the second console set reaches the first.
@@ -158,24 +206,31 @@ def test_two_consoles_on_one_host_do_not_overwrite_each_others_cookie(stopped_cl
         assert first.get("/api/cluster").status_code == 200 and second.get("/api/cluster").status_code == 200
 
 
-def test_a_report_is_served_sandboxed_so_a_script_in_it_cannot_act_as_the_console(client: TestClient, stopped_cluster: Cluster) -> None:
+def test_a_report_is_served_sandboxed_so_a_script_in_it_cannot_act_as_the_console(
+    client: TestClient, stopped_cluster: Cluster
+) -> None:
     run = stopped_cluster.dir.root / "runs" / "s" / "20260101T000000.000Z"
     run.mkdir(parents=True)
-    (run / "report.html").write_text("<script>fetch('/api/nodes/broker/1/kill', {method: 'POST', headers: {'X-Failsafe-Token': "
-                                     "new URLSearchParams(location.search).get('token')}})</script>")
+    (run / "report.html").write_text(
+        "<script>fetch('/api/nodes/broker/1/kill', {method: 'POST', headers: {'X-Failsafe-Token': "
+        "new URLSearchParams(location.search).get('token')}})</script>"
+    )
     response = client.get("/runs/s/20260101T000000.000Z/report.html", params={"token": TOKEN})
     policy = response.headers["content-security-policy"]
     assert response.status_code == 200 and "sandbox" in policy and "default-src 'none'" in policy
     assert response.headers["referrer-policy"] == "no-referrer"
 
 
-def test_a_change_that_lands_while_the_stream_sends_is_pushed_at_once(stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_change_that_lands_while_the_stream_sends_is_pushed_at_once(
+    stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from failsafe.console import app as app_module
 
     monkeypatch.setattr(app_module, "KEEPALIVE_S", 60.0)
 
     class RacingPoller(FakePoller):
-        """The next change lands while the stream builds (and sends) its first message, as when a slow page holds up a send."""
+        """The next change lands while the stream builds (and sends) its first message, as when a slow page holds up a
+        send."""
 
         def __init__(self, cluster, runs_root, on_change) -> None:
             super().__init__(cluster, runs_root)
@@ -188,9 +243,20 @@ def test_a_change_that_lands_while_the_stream_sends_is_pushed_at_once(stopped_cl
             return super().snapshot()
 
     app = create_app(stopped_cluster, TOKEN, {"testserver"}, poller_factory=RacingPoller)
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http", "path": "/api/events",
-             "raw_path": b"/api/events", "root_path": "", "query_string": f"token={TOKEN}".encode(), "headers": [(b"host", b"testserver")],
-             "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/api/events",
+        "raw_path": b"/api/events",
+        "root_path": "",
+        "query_string": f"token={TOKEN}".encode(),
+        "headers": [(b"host", b"testserver")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
 
     async def versions_pushed() -> list[int]:
         pushed: list[int] = []
@@ -229,18 +295,24 @@ def test_a_partition_view_marks_missing_replicas_no_leader_and_a_non_preferred_l
 
 
 def test_topics_view_flags_partitions_below_min_insync_replicas() -> None:
-    parts = [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1]},
-             {"topic": "t", "partition": 1, "leader": 2, "replicas": [2, 3, 1], "isr": [2, 3]},
-             {"topic": "__consumer_offsets", "partition": 0, "leader": -1, "replicas": [1], "isr": []}]
-    (internal, t) = views.topics_view(parts, {"t": {"min.insync.replicas": {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}}})
+    parts = [
+        {"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1]},
+        {"topic": "t", "partition": 1, "leader": 2, "replicas": [2, 3, 1], "isr": [2, 3]},
+        {"topic": "__consumer_offsets", "partition": 0, "leader": -1, "replicas": [1], "isr": []},
+    ]
+    (internal, t) = views.topics_view(
+        parts, {"t": {"min.insync.replicas": {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}}}
+    )
     assert internal["internal"] and internal["offline"] == 1
     assert [p["under_min_isr"] for p in t["partitions"]] == [True, False] and t["under_replicated"] == 2
     assert t["configs"] == {"min.insync.replicas": {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}}
 
 
 def test_broker_counts_put_under_replicated_partitions_on_their_leader_and_offline_ones_on_every_replica() -> None:
-    parts = [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]},
-             {"topic": "t", "partition": 1, "leader": -1, "replicas": [2, 0], "isr": [0]}]
+    parts = [
+        {"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]},
+        {"topic": "t", "partition": 1, "leader": -1, "replicas": [2, 0], "isr": [0]},
+    ]
     counts = views.broker_counts(parts, [0, 1, 2])
     assert counts[1] == {"leaders": 1, "under_replicated": 1, "offline": 0, "replicas": 1}
     assert counts[2]["offline"] == 1 and counts[0]["offline"] == 1 and counts[2]["leaders"] == 0
@@ -259,7 +331,14 @@ def test_the_timeline_records_only_changes_and_answers_since_a_seq() -> None:
     tl.observe_fault(3000, "console", "kill", "broker", 1)
     tl.observe_partitions(4000, [])
     kinds = [(e["kind"], e["time_ms"]) for e in tl.since(0)]
-    assert kinds == [("partition", 1000), ("partition", 2000), ("node", 2000), ("node", 3000), ("fault", 3000), ("partition-gone", 4000)]
+    assert kinds == [
+        ("partition", 1000),
+        ("partition", 2000),
+        ("node", 2000),
+        ("node", 3000),
+        ("fault", 3000),
+        ("partition-gone", 4000),
+    ]
     assert [e["seq"] for e in tl.since(4)] == [5, 6] and tl.since(6) == [] and tl.started_ms == 1000
 
 
@@ -292,8 +371,11 @@ def test_runs_are_listed_newest_first_with_their_verdicts_and_the_running_one(tm
     cache: dict = {}
     runs = list_runs(tmp_path, verdicts=cache)
     assert [(r["id"], r["verdict"], r["running"], r["report"]) for r in runs] == [
-        ("a/20260103T000000.000Z", None, True, False), ("b/20260102T000000.000Z", "INVALID", False, True),
-        ("a/20260101T000000.000Z", "VALID", False, True), ("c/20260100T000000.000Z", None, False, False)]
+        ("a/20260103T000000.000Z", None, True, False),
+        ("b/20260102T000000.000Z", "INVALID", False, True),
+        ("a/20260101T000000.000Z", "VALID", False, True),
+        ("c/20260100T000000.000Z", None, False, False),
+    ]
     assert len(cache) == 2 and list_runs(tmp_path / "nothing") == []
 
 
@@ -304,10 +386,21 @@ def test_a_live_run_counts_sends_by_outcome_and_follows_phase_and_faults_increme
         {"time_ns": 2, "process": "p", "type": "invoke", "f": "send", "id": 1},
         {"time_ns": 3, "process": "p", "type": "ok", "f": "send", "id": 1},
         {"time_ns": 4, "process": "p", "type": "invoke", "f": "send", "id": 2},
-        {"time_ns": 5_000_000, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 1, "fault": "kill", "target": "broker",
-         "nodes": [1], "role": "leader of t-0"},
+        {
+            "time_ns": 5_000_000,
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-start",
+            "fault_id": 1,
+            "fault": "kill",
+            "target": "broker",
+            "nodes": [1],
+            "role": "leader of t-0",
+        },
     ]
-    (run / "history.jsonl").write_bytes(b"".join(json.dumps(op, separators=(",", ":")).encode() + b"\n" for op in lines) + b'{"time_ns":6,"pro')
+    (run / "history.jsonl").write_bytes(
+        b"".join(json.dumps(op, separators=(",", ":")).encode() + b"\n" for op in lines) + b'{"time_ns":6,"pro'
+    )
     live = LiveRun(run)
     live.update()
     assert live.phase == "chaos" and live.sends == {"invoked": 2, "ok": 1, "fail": 0, "info": 0}
@@ -320,8 +413,9 @@ def test_a_live_run_counts_sends_by_outcome_and_follows_phase_and_faults_increme
 
 
 # -- the poller, on a cluster directory with nothing running -------------------------------------------
-def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_that_raises(stopped_cluster: Cluster,
-                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_that_raises(
+    stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from failsafe.console import poller as poller_module
 
     monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)
@@ -329,7 +423,9 @@ def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_tha
     poller = poller_module.ClusterPoller(stopped_cluster, stopped_cluster.dir.root / "runs", on_change=changes.append)
     poller.poll_fast()
     cluster = poller.views["cluster"]
-    assert [n["state"] for n in cluster["nodes"]] == ["down"] * 4 and cluster["metadata_error"].startswith("no broker answered")
+    assert [n["state"] for n in cluster["nodes"]] == ["down"] * 4 and cluster["metadata_error"].startswith(
+        "no broker answered"
+    )
     assert changes == [1] and [e["kind"] for e in poller.timeline.since(0)] == ["node"] * 4
 
     def broken() -> list[dict]:
@@ -344,7 +440,9 @@ def test_the_poller_shows_nodes_down_and_why_no_metadata_and_survives_a_read_tha
     assert poller.views["cluster"]["poller_error"] is None
 
 
-def test_the_first_poll_that_raises_does_not_stop_the_console_from_starting(stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_first_poll_that_raises_does_not_stop_the_console_from_starting(
+    stopped_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from failsafe.console import poller as poller_module
 
     monkeypatch.setattr(poller_module, "METADATA_TIMEOUT_S", 0.2)

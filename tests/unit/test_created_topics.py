@@ -1,5 +1,5 @@
-"""A run deletes what an earlier run of its scenario made, its create-topic actions' topics too: the second of two runs of
-controller-outage on one cluster found created-after-outage there (TOPIC_ALREADY_EXISTS) and was judged INVALID."""
+"""A run deletes what an earlier run of its scenario made, its create-topic actions' topics too: the second of two runs
+of controller-outage on one cluster found created-after-outage there (TOPIC_ALREADY_EXISTS) and was judged INVALID."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from failsafe.scenarios import setup
-from failsafe.scenarios.actions import created_topics
 from failsafe.scenarios.base import TopicSpec
+from failsafe.scenarios.engine import setup
+from failsafe.scenarios.engine.actions import created_topics
 from failsafe.scenarios.registry import load_scenario
 
 
@@ -29,8 +29,12 @@ class FakeAdmin:
         self.deleted: list[str] = []
 
     def list_topics(self, timeout: float | None = None) -> SimpleNamespace:
-        return SimpleNamespace(topics={t: SimpleNamespace(error=None, partitions={0: SimpleNamespace(leader=1, isrs=[1], replicas=[1])})
-                                       for t in self.topics})
+        return SimpleNamespace(
+            topics={
+                t: SimpleNamespace(error=None, partitions={0: SimpleNamespace(leader=1, isrs=[1], replicas=[1])})
+                for t in self.topics
+            }
+        )
 
     def delete_topics(self, names: list[str], request_timeout: float | None = None) -> dict:
         self.deleted += names
@@ -46,6 +50,8 @@ def test_an_earlier_runs_created_topics_are_deleted_with_its_declared_ones(monke
     admin = FakeAdmin({"events", "created-after-outage", "someone-elses"})
     monkeypatch.setattr(setup, "new_admin", lambda servers: admin)
     monkeypatch.setattr(setup, "list_groups", lambda servers, timeout: [])
-    setup.fresh_topics("b:9092", (TopicSpec("events", 1, 1),), [], None, ("created-during-outage", "created-after-outage"))
+    setup.fresh_topics(
+        "b:9092", (TopicSpec("events", 1, 1),), [], None, ("created-during-outage", "created-after-outage")
+    )
     assert sorted(admin.deleted) == ["created-after-outage", "events"]
     assert admin.topics == {"events", "someone-elses"}

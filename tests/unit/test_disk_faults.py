@@ -1,4 +1,5 @@
-"""The power-loss fault without Kafka: which nodes it takes, in which order it kills and cuts, what it records, what it refuses."""
+"""The power-loss fault without Kafka: which nodes it takes, in which order it kills and cuts, what it records, what it
+refuses."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, FaultTargets
 from failsafe.faults.disk import POWER_LOSS
 from failsafe.history.ops import Family
-from failsafe.scenarios.placement import misfit, needs_of
+from failsafe.scenarios.engine.placement import misfit, needs_of
 from tests.unit.test_engine import TOPOLOGY, FakeCluster
 
 CTX = FaultContext(where="s.faults[0]", topics={"t": 3}, brokers=3, volatile_disks=True)
@@ -40,8 +41,13 @@ class LayeredCluster(FakeCluster):
 
 def _start(cluster: FakeCluster, **fields):
     params = FAULT_TYPES[POWER_LOSS].parse(fields, CTX)
-    targets = FaultTargets(cluster=cluster, clients=None, partition=lambda name: next(  # type: ignore[arg-type]
-        (p for p in TOPOLOGY if f"{p['topic']}-{p['partition']}" == name), None))
+    targets = FaultTargets(
+        cluster=cluster,
+        clients=None,
+        partition=lambda name: next(  # type: ignore[arg-type]
+            (p for p in TOPOLOGY if f"{p['topic']}-{p['partition']}" == name), None
+        ),
+    )
     return FAULT_TYPES[POWER_LOSS].start(FaultSpec(POWER_LOSS, 1.0, 5.0, params), targets)
 
 
@@ -53,7 +59,10 @@ def test_every_broker_dies_before_any_loses_power_and_the_undo_starts_them_again
     assert applied.kind == POWER_LOSS and applied.nodes == [0, 1, 2] and FAULT_TYPES[POWER_LOSS].family == Family.DISK
     # Each node's tear is drawn from its own seed: the same schedule and seed cut the same bytes.
     assert {k: (v["bytes_lost"], v["seed"], v["torn_asked"]) for k, v in applied.details["lost"].items()} == {
-        "0": (10, 7, True), "1": (20, 8, True), "2": (30, 9, True)}
+        "0": (10, 7, True),
+        "1": (20, 8, True),
+        "2": (30, 9, True),
+    }
     applied.undo()
     assert cluster.restarts == [[0, 1, 2]]
 
@@ -120,17 +129,29 @@ class OrderedCluster(LayeredCluster):
         return super().restart(nodes)
 
 
-@pytest.mark.parametrize("fault, fields, injected", [
-    ("disk-full", {}, "inject-full--"),
-    ("disk-error", {"ops": "write", "glob": "*.log"}, "inject-error-write-*.log"),
-])
+@pytest.mark.parametrize(
+    "fault, fields, injected",
+    [
+        ("disk-full", {}, "inject-full--"),
+        ("disk-error", {"ops": "write", "glob": "*.log"}, "inject-error-write-*.log"),
+    ],
+)
 def test_a_failing_disk_comes_back_before_its_node_is_started_again(fault: str, fields: dict, injected: str) -> None:
     cluster = OrderedCluster()
     spec_ = FaultSpec(fault, 1.0, 5.0, FAULT_TYPES[fault].parse({"role": "leader", "partition": "t-2", **fields}, CTX))
-    targets = FaultTargets(cluster=cluster, clients=None, partition=lambda name: next(  # type: ignore[arg-type]
-        (p for p in TOPOLOGY if f"{p['topic']}-{p['partition']}" == name), None))
+    targets = FaultTargets(
+        cluster=cluster,
+        clients=None,
+        partition=lambda name: next(  # type: ignore[arg-type]
+            (p for p in TOPOLOGY if f"{p['topic']}-{p['partition']}" == name), None
+        ),
+    )
     applied = FAULT_TYPES[fault].start(spec_, targets)
-    assert cluster.events == [(injected, 2)] and applied.nodes == [2] and applied.details == {"injection": {fault.removeprefix("disk-"): True}}
+    assert (
+        cluster.events == [(injected, 2)]
+        and applied.nodes == [2]
+        and applied.details == {"injection": {fault.removeprefix("disk-"): True}}
+    )
     applied.undo()
     assert cluster.events[1:] == [(f"clear-{fault.removeprefix('disk-')}", 2), ("restart", 2)]
 
@@ -142,7 +163,9 @@ def test_a_failing_disk_is_one_nodes_and_its_operations_are_named() -> None:
     with pytest.raises(FaultError, match="an empty pattern"):
         parse({"node": 0, "glob": " "}, CTX)
     cluster = OrderedCluster()
-    spec_ = FaultSpec("disk-full", 1.0, 5.0, FAULT_TYPES["disk-full"].parse({"role": "replicas", "partition": "t-0"}, CTX))
+    spec_ = FaultSpec(
+        "disk-full", 1.0, 5.0, FAULT_TYPES["disk-full"].parse({"role": "replicas", "partition": "t-0"}, CTX)
+    )
     targets = FaultTargets(cluster=cluster, clients=None, partition=lambda name: TOPOLOGY[0])  # type: ignore[arg-type]
     with pytest.raises(FaultError, match="acts on one node's disk, and replicas of t-0 names 2"):
         FAULT_TYPES["disk-full"].start(spec_, targets)

@@ -30,13 +30,16 @@ def sparse(tmp_path: Path):
     os.close(fd)
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [
-    ({"kind": "fill"}, "kind 'fill'"),
-    ({"kind": "error", "ops": "writes"}, "ops 'writes'"),
-    ({"kind": "error", "glob": ""}, "glob ''"),
-    ({"kind": "full", "glob": "*.log"}, "kind 'full' takes no ops or glob"),
-    ({"kind": "full", "ops": "read"}, "kind 'full' takes no ops or glob"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"kind": "fill"}, "kind 'fill'"),
+        ({"kind": "error", "ops": "writes"}, "ops 'writes'"),
+        ({"kind": "error", "glob": ""}, "glob ''"),
+        ({"kind": "full", "glob": "*.log"}, "kind 'full' takes no ops or glob"),
+        ({"kind": "full", "ops": "read"}, "kind 'full' takes no ops or glob"),
+    ],
+)
 def test_an_injection_it_cannot_carry_out_is_refused_naming_the_field(kwargs, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         Injection(**kwargs)
@@ -66,18 +69,24 @@ def test_an_error_injection_fails_the_chosen_side_with_eio_and_counts_it(ops: st
     for op in ("write", "truncate", "fallocate", "fsync", "fdatasync", "fsyncdir"):
         assert _errno(lambda op=op: injector.check_io(op, "/p-0/00.log")) == (errno.EIO if writes else None)
     failed = injector.status()["failed"]["error"]
-    assert failed == {"read": int(reads), **dict.fromkeys(("write", "truncate", "fallocate", "fsync", "fdatasync", "fsyncdir"), int(writes))}
+    assert failed == {
+        "read": int(reads),
+        **dict.fromkeys(("write", "truncate", "fallocate", "fsync", "fdatasync", "fsyncdir"), int(writes)),
+    }
 
 
-@pytest.mark.parametrize(("glob", "path", "fails"), [
-    ("*.log", "/p-0/00000000000000000000.log", True),  # "*" matches "/": any depth
-    ("*.log", "/p-0/00000000000000000000.index", False),
-    ("*.log", "/p-0", False),  # a directory (fsyncdir) by its own name
-    ("p-0/*", "/p-0/00.index", True),  # the path under the mountpoint, without its leading slash
-    ("p-0/*", "/p-1/00.index", False),
-    ("/p-0/*", "/p-0/00.index", False),
-    ("*.LOG", "/00.log", False),  # case counts, as on Linux
-])
+@pytest.mark.parametrize(
+    ("glob", "path", "fails"),
+    [
+        ("*.log", "/p-0/00000000000000000000.log", True),  # "*" matches "/": any depth
+        ("*.log", "/p-0/00000000000000000000.index", False),
+        ("*.log", "/p-0", False),  # a directory (fsyncdir) by its own name
+        ("p-0/*", "/p-0/00.index", True),  # the path under the mountpoint, without its leading slash
+        ("p-0/*", "/p-1/00.index", False),
+        ("/p-0/*", "/p-0/00.index", False),
+        ("*.LOG", "/00.log", False),  # case counts, as on Linux
+    ],
+)
 def test_a_glob_limits_an_error_injection_to_the_matching_paths(glob: str, path: str, fails: bool) -> None:
     injector = Injector()
     injector.inject(Injection("error", "both", glob))

@@ -88,7 +88,8 @@ def test_a_sync_makes_everything_so_far_durable_and_later_writes_still_count(fil
     assert path.read_bytes() == b"aaaabbbb"
 
 
-# -- directories ----------------------------------------------------------------------------------------------------------
+# -- directories
+# ----------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def backing(tmp_path: Path) -> Path:
     root = tmp_path / "backing"

@@ -54,16 +54,33 @@ def _set(path: Path, keys: list, value) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-@pytest.mark.parametrize(("raw", "keys", "value", "doc"), [
-    ("docs/benchmarks/cluster.json", ["create_to_ready_s", "median"], 99.9, "docs/benchmarks.md"),
-    ("docs/benchmarks/pipeline.json", ["backlog", "steady_records_per_s"], 1234, "docs/benchmarks.md"),
-    ("docs/benchmarks/failover.json", ["runs", 0, "max_unavailable_ms"], 99999.0, "docs/failover.md"),
-    ("docs/benchmarks/dr-tuned.json", ["times", "dr.rto_first_read_ms", "median"], 777.0, "docs/failover.md"),
-    ("docs/benchmarks/modes/kraft-4.3.1-broker-failover.json", ["times", "availability.median_new_leader_ms", "median"], 4321.0,
-     "docs/zookeeper.md"),
-    ("docs/findings/stall-rf3-acks-1-librdkafka.json", ["times", "availability.stall_by_group.follower", "median"], 999.0, "docs/findings.md"),
-    ("docs/findings/leader-pause-timeout-librdkafka.json", ["anomalies", "delivery.duplicate-acknowledged", "total"], 3103, "docs/findings.md"),
-])
+@pytest.mark.parametrize(
+    ("raw", "keys", "value", "doc"),
+    [
+        ("docs/benchmarks/cluster.json", ["create_to_ready_s", "median"], 99.9, "docs/benchmarks.md"),
+        ("docs/benchmarks/pipeline.json", ["backlog", "steady_records_per_s"], 1234, "docs/benchmarks.md"),
+        ("docs/benchmarks/failover.json", ["runs", 0, "max_unavailable_ms"], 99999.0, "docs/failover.md"),
+        ("docs/benchmarks/dr-tuned.json", ["times", "dr.rto_first_read_ms", "median"], 777.0, "docs/failover.md"),
+        (
+            "docs/benchmarks/modes/kraft-4.3.1-broker-failover.json",
+            ["times", "availability.median_new_leader_ms", "median"],
+            4321.0,
+            "docs/zookeeper.md",
+        ),
+        (
+            "docs/findings/stall-rf3-acks-1-librdkafka.json",
+            ["times", "availability.stall_by_group.follower", "median"],
+            999.0,
+            "docs/findings.md",
+        ),
+        (
+            "docs/findings/leader-pause-timeout-librdkafka.json",
+            ["anomalies", "delivery.duplicate-acknowledged", "total"],
+            3103,
+            "docs/findings.md",
+        ),
+    ],
+)
 def test_a_changed_number_in_a_raw_file_fails_the_check(repo: Path, raw: str, keys: list, value, doc: str) -> None:
     assert render_docs.check(repo) == []
     _set(repo / raw, keys, value)
@@ -81,7 +98,7 @@ def test_a_changed_number_in_any_rendered_block_fails_the_check(repo: Path) -> N
         digit = re.search(r"\d", match["body"])
         assert digit, f"{path.name}: table {match['name']} has no number"
         at = body_start + digit.start()
-        path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
+        path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1 :])
         problems = render_docs.check(repo)
         assert problems, f"{path.name}: a changed digit in table {match['name']} went unnoticed"
         path.write_text(text)
@@ -92,7 +109,9 @@ def test_the_command_line_check_fails_and_write_repairs(repo: Path) -> None:
     script = ROOT / "benchmarks" / "render_docs.py"
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), *args, "--root", str(repo)], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, str(script), *args, "--root", str(repo)], capture_output=True, text=True, timeout=60
+        )
 
     assert run("--check").returncode == 0
     _set(repo / "docs/benchmarks/producer.json", ["median_ratio"], 0.5)

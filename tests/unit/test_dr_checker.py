@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from failsafe.checkers.common import CheckerOptionError
-from failsafe.checkers.dr import check
+from failsafe.checkers.dr.failover import check
 from failsafe.history.model import FRAME_SCHEMAS, History, empty_frame
 
 T_BASE = 1_000_000_000_000
@@ -37,19 +37,49 @@ def history(sends=(), reads=(), log=(), faults=(), events=()) -> History:
     return History(**frames, op_count=0)
 
 
-def send(process: str, send_id: int, value: str, offset: int | None, ms: float, *, partition: int = 0, topic: str = "t",
-         outcome: str = "ok") -> dict:
-    return {"id": send_id, "process": process, "topic": topic, "value": value, "partition": partition, "offset": offset,
-            "outcome": outcome, "invoke_ns": at(ms), "complete_ns": at(ms + 1)}
+def send(
+    process: str,
+    send_id: int,
+    value: str,
+    offset: int | None,
+    ms: float,
+    *,
+    partition: int = 0,
+    topic: str = "t",
+    outcome: str = "ok",
+) -> dict:
+    return {
+        "id": send_id,
+        "process": process,
+        "topic": topic,
+        "value": value,
+        "partition": partition,
+        "offset": offset,
+        "outcome": outcome,
+        "invoke_ns": at(ms),
+        "complete_ns": at(ms + 1),
+    }
 
 
-def read(process: str, value: str, offset: int, ms: float, *, topic: str = "t", partition: int = 0, group: str | None = "g") -> dict:
-    return {"process": process, "group": group, "time_ns": at(ms), "topic": topic, "partition": partition, "offset": offset,
-            "value": value}
+def read(
+    process: str, value: str, offset: int, ms: float, *, topic: str = "t", partition: int = 0, group: str | None = "g"
+) -> dict:
+    return {
+        "process": process,
+        "group": group,
+        "time_ns": at(ms),
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "value": value,
+    }
 
 
 def logged(topic: str, values: list[str], partition: int = 0) -> list[dict]:
-    return [{"topic": topic, "partition": partition, "offset": offset, "value": value} for offset, value in enumerate(values)]
+    return [
+        {"topic": topic, "partition": partition, "offset": offset, "value": value}
+        for offset, value in enumerate(values)
+    ]
 
 
 def loss(ms: float, target: str = "cluster") -> dict:
@@ -63,11 +93,15 @@ def switch(ms: float) -> dict:
 SOURCE_SENDS = [send("producer@primary", i, f"v{i}", i, 10 * (i + 1)) for i in range(4)]
 TARGET_SENDS = [send("producer@backup", 1, "w0", 0, 150)]
 ON_PRIMARY = [read("member-0@primary", "v0", 0, 15), read("member-0@primary", "v1", 1, 25)]
-ON_BACKUP = [read("member-0@backup", f"v{i}", i, 200 + i, topic="primary.t") for i in (1, 2, 3)] + [read("member-0@backup", "w0", 0, 210)]
+ON_BACKUP = [read("member-0@backup", f"v{i}", i, 200 + i, topic="primary.t") for i in (1, 2, 3)] + [
+    read("member-0@backup", "w0", 0, 210)
+]
 LOG = logged("primary.t", ["v0", "v1", "v2", "v3"]) + logged("t", ["w0"])
 
 
-def failover(sends=SOURCE_SENDS + TARGET_SENDS, reads=ON_PRIMARY + ON_BACKUP, log=LOG, faults=None, events=()) -> History:
+def failover(
+    sends=SOURCE_SENDS + TARGET_SENDS, reads=ON_PRIMARY + ON_BACKUP, log=LOG, faults=None, events=()
+) -> History:
     return history(sends, reads, log, [loss(100)] if faults is None else faults, events)
 
 
@@ -76,14 +110,30 @@ def test_a_clean_failover_is_valid_and_measured() -> None:
     assert r["valid"] is True and r["violations"] == []
     assert (r["source"], r["target"], r["t0_ns"], r["t0_kind"]) == ("primary", "backup", at(100), "fault")
     assert r["counts"] == {
-        "acknowledged-on-source": 4, "rpo-records": 0, "mirrored": 4, "mirror-duplicates": 0, "mirror-reordered": 0,
-        "consumed-twice": 1, "consumed-twice-after-move": 1, "skipped": 0, "skipped-allowed": 0, "acknowledged-on-target": 1,
-        "target-unread": 0, "target-unread-allowed": 0, "groups-not-caught-up": 0, "never-recovered": 0,
+        "acknowledged-on-source": 4,
+        "rpo-records": 0,
+        "mirrored": 4,
+        "mirror-duplicates": 0,
+        "mirror-reordered": 0,
+        "consumed-twice": 1,
+        "consumed-twice-after-move": 1,
+        "skipped": 0,
+        "skipped-allowed": 0,
+        "acknowledged-on-target": 1,
+        "target-unread": 0,
+        "target-unread-allowed": 0,
+        "groups-not-caught-up": 0,
+        "never-recovered": 0,
     }
     assert r["rpo_records"] == 0 and r["rpo_seconds"] == 0.0 and r["rpo_by_partition"] == []
     assert r["rto_first_read_s"] == pytest.approx(0.101)
     assert r["rto_caught_up_s"] == pytest.approx(0.103)  # primary.t's last offset, 3, read at 203 ms
-    group = {"first_read_s": pytest.approx(0.101), "caught_up_s": pytest.approx(0.103), "consumed_twice": 1, "skipped": 0}
+    group = {
+        "first_read_s": pytest.approx(0.101),
+        "caught_up_s": pytest.approx(0.103),
+        "consumed_twice": 1,
+        "skipped": 0,
+    }
     assert r["groups"] == {"g": group}
     twice = r["examples"]["consumed-twice-after-move"][0]
     assert (twice["group"], twice["value"], twice["reads"]) == ("g", "v1", 2)
@@ -104,7 +154,15 @@ def test_rpo_and_reads_twice_leave_it_valid() -> None:
         {"topic": "t", "partition": 1, "records": 1, "seconds": pytest.approx(0.039)},
     ]
     assert [e["value"] for e in r["examples"]["rpo-records"]] == ["v4", "x0"]
-    assert set(r["examples"]["rpo-records"][0]) == {"id", "process", "topic", "partition", "offset", "value", "complete_ns"}
+    assert set(r["examples"]["rpo-records"][0]) == {
+        "id",
+        "process",
+        "topic",
+        "partition",
+        "offset",
+        "value",
+        "complete_ns",
+    }
     assert (r["counts"]["consumed-twice"], r["counts"]["consumed-twice-after-move"]) == (2, 2)
     assert r["groups"]["g"]["consumed_twice"] == 2
     assert r["rto_first_read_s"] == pytest.approx(0.099) and r["rto_caught_up_s"] == pytest.approx(0.103)
@@ -123,8 +181,13 @@ def test_a_mirror_out_of_the_source_order_is_mirror_reordered() -> None:
     assert r["valid"] is False and r["violations"] == ["mirror-reordered"]
     assert r["counts"]["mirror-reordered"] == 1
     example = r["examples"]["mirror-reordered"][0]
-    assert (example["topic"], example["offset"], example["value"], example["source_offset"], example["previous_source_offset"]) == (
-        "primary.t", 2, "v1", 1, 2)
+    assert (
+        example["topic"],
+        example["offset"],
+        example["value"],
+        example["source_offset"],
+        example["previous_source_offset"],
+    ) == ("primary.t", 2, "v1", 1, 2)
 
 
 def test_a_mirror_sending_again_is_duplicates_not_reordered() -> None:
@@ -134,13 +197,21 @@ def test_a_mirror_sending_again_is_duplicates_not_reordered() -> None:
     r = check(failover(log=log, reads=reads + [read("member-0@backup", "w0", 0, 210)]))
     assert r["valid"] is True
     assert (r["counts"]["mirror-duplicates"], r["counts"]["mirror-reordered"], r["counts"]["mirrored"]) == (2, 0, 4)
-    assert r["examples"]["mirror-duplicates"][0] == {"topic": "primary.t", "partition": 0, "value": "v1", "offset": [1, 3]}
+    assert r["examples"]["mirror-duplicates"][0] == {
+        "topic": "primary.t",
+        "partition": 0,
+        "value": "v1",
+        "offset": [1, 3],
+    }
     assert r["rto_caught_up_s"] == pytest.approx(0.105)
 
 
 def test_a_mirrored_write_the_group_never_read_is_skipped() -> None:
     # the group restarts on the backup past v2, which it had not read on the primary
-    reads = ON_PRIMARY + [read("member-0@backup", "v3", 3, 200, topic="primary.t"), read("member-0@backup", "w0", 0, 210)]
+    reads = ON_PRIMARY + [
+        read("member-0@backup", "v3", 3, 200, topic="primary.t"),
+        read("member-0@backup", "w0", 0, 210),
+    ]
     r = check(failover(reads=reads))
     assert r["valid"] is False and r["violations"] == ["skipped"]
     assert r["counts"]["skipped"] == 1 and r["groups"]["g"]["skipped"] == 1
@@ -148,13 +219,39 @@ def test_a_mirrored_write_the_group_never_read_is_skipped() -> None:
 
 
 def test_a_skipped_write_counts_against_its_writer_and_only_an_acks_all_one_is_never_allowed() -> None:
-    reads = ON_PRIMARY + [read("member-0@backup", "v3", 3, 200, topic="primary.t"), read("member-0@backup", "w0", 0, 210)]
-    declared = pl.DataFrame([{"time_ns": 0, "process": "producer@primary", "role": "producer", "topics": ["t"], "group": None, "may_lose": True,
-                              "matches": r"producer(-s\d+)?@[^@]+"}], schema=FRAME_SCHEMAS["declared"])
+    reads = ON_PRIMARY + [
+        read("member-0@backup", "v3", 3, 200, topic="primary.t"),
+        read("member-0@backup", "w0", 0, 210),
+    ]
+    declared = pl.DataFrame(
+        [
+            {
+                "time_ns": 0,
+                "process": "producer@primary",
+                "role": "producer",
+                "topics": ["t"],
+                "group": None,
+                "may_lose": True,
+                "matches": r"producer(-s\d+)?@[^@]+",
+            }
+        ],
+        schema=FRAME_SCHEMAS["declared"],
+    )
 
     def clients(acks: str) -> pl.DataFrame:
-        return pl.DataFrame([{"process": "producer@primary", "time_ns": 0, "client": "librdkafka", "client_version": "2.12.0",
-                              "config": [{"name": "acks", "value": acks}], "log": None}], schema=FRAME_SCHEMAS["clients"])
+        return pl.DataFrame(
+            [
+                {
+                    "process": "producer@primary",
+                    "time_ns": 0,
+                    "client": "librdkafka",
+                    "client_version": "2.12.0",
+                    "config": [{"name": "acks", "value": acks}],
+                    "log": None,
+                }
+            ],
+            schema=FRAME_SCHEMAS["clients"],
+        )
 
     lossy = check(replace(failover(reads=reads), declared=declared, clients=clients("1")))
     assert lossy["valid"] is True and lossy["counts"]["skipped"] == lossy["counts"]["skipped-allowed"] == 1
@@ -190,16 +287,24 @@ def test_a_group_that_never_reads_on_the_target_never_caught_up() -> None:
 def test_a_group_short_of_a_partitions_end_on_the_target_never_caught_up() -> None:
     # a second mirrored partition, primary.t 1: reached by reading its last value, y1, on either cluster
     log = LOG + logged("primary.t", ["y0", "y1"], partition=1)
-    sends = SOURCE_SENDS + TARGET_SENDS + [send("producer@primary", 20 + i, f"y{i}", i, 11 + i, partition=1) for i in (0, 1)]
+    sends = (
+        SOURCE_SENDS
+        + TARGET_SENDS
+        + [send("producer@primary", 20 + i, f"y{i}", i, 11 + i, partition=1) for i in (0, 1)]
+    )
     reads = ON_PRIMARY + ON_BACKUP + [read("member-0@primary", f"y{i}", i, 13 + i, partition=1) for i in (0, 1)]
-    assert check(failover(sends=sends, log=log, reads=reads))["valid"] is True  # y1, the end of partition 1, read on the primary
+    assert (
+        check(failover(sends=sends, log=log, reads=reads))["valid"] is True
+    )  # y1, the end of partition 1, read on the primary
     reads = reads[:-1] + [read("member-0@backup", "y1", 1, 205, topic="primary.t", partition=1)]
     assert check(failover(sends=sends, log=log, reads=reads))["rto_caught_up_s"] == pytest.approx(0.105)
     log = log + [{"topic": "primary.t", "partition": 1, "offset": 2, "value": "y2"}]
     sends = sends + [send("producer@primary", 22, "y2", 2, 13, partition=1)]
     r = check(failover(sends=sends, log=log, reads=reads))
     assert r["valid"] is False and set(r["violations"]) == {"skipped", "groups-not-caught-up"}
-    assert r["examples"]["groups-not-caught-up"] == [{"group": "g", "missing": [{"topic": "primary.t", "partition": 1, "end": 2}]}]
+    assert r["examples"]["groups-not-caught-up"] == [
+        {"group": "g", "missing": [{"topic": "primary.t", "partition": 1, "end": 2}]}
+    ]
 
 
 def test_a_planned_move_is_timed_by_its_dr_switch() -> None:
@@ -241,7 +346,12 @@ def test_a_failback_is_checked_from_the_backup_to_the_primary() -> None:
     assert r["valid"] is True
     assert (r["source"], r["target"], r["t0_ns"], r["t0_kind"]) == ("backup", "primary", at(300), "dr-switch")
     counts = r["counts"]
-    assert (counts["acknowledged-on-source"], counts["rpo-records"], counts["mirrored"], counts["acknowledged-on-target"]) == (3, 0, 3, 1)
+    assert (
+        counts["acknowledged-on-source"],
+        counts["rpo-records"],
+        counts["mirrored"],
+        counts["acknowledged-on-target"],
+    ) == (3, 0, 3, 1)
     assert (counts["consumed-twice"], counts["consumed-twice-after-move"], counts["skipped"]) == (1, 1, 0)
     assert r["rto_first_read_s"] == pytest.approx(0.111) and r["rto_caught_up_s"] == pytest.approx(0.112)
     # the same history judged as the failover: the primary's mirror is not in this log

@@ -26,12 +26,15 @@ from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TX
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import load_history
 from failsafe.history.ops import Family
-from failsafe.scenarios.engine import HEAL_ATTEMPTS, Engine, Phase, RunSettings, require_whole, run_scenario
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.engine.core import HEAL_ATTEMPTS, Engine, Phase, RunSettings, require_whole, run_scenario
+from failsafe.scenarios.store.rundir import RunDir
 from failsafe.supervisor import DOWN, PAUSED, UP
 
-TOPOLOGY = [{"topic": topic, "partition": p, "leader": p % 3, "replicas": [p % 3, (p + 1) % 3], "isr": [p % 3, (p + 1) % 3]}
-            for topic in ("t", "my-failsafe-topic") for p in range(3)]
+TOPOLOGY = [
+    {"topic": topic, "partition": p, "leader": p % 3, "replicas": [p % 3, (p + 1) % 3], "isr": [p % 3, (p + 1) % 3]}
+    for topic in ("t", "my-failsafe-topic")
+    for p in range(3)
+]
 
 
 class FakeCluster(NeutralSite):
@@ -81,7 +84,11 @@ class FakeCluster(NeutralSite):
         return nodes
 
     def not_whole(self) -> list[str]:
-        return [f"{n.role} {n.node_id} is {self.states[n.node_id]}" for n in self.spec.nodes() if self.states[n.node_id] != UP]
+        return [
+            f"{n.role} {n.node_id} is {self.states[n.node_id]}"
+            for n in self.spec.nodes()
+            if self.states[n.node_id] != UP
+        ]
 
     # Disk layers (faults/disk.py): every node has one; what was asked of them is kept in ``disk_calls``.
     def disk_status(self, node: NodeSpec) -> dict:
@@ -220,9 +227,18 @@ class FakeScenario:
 
 
 # What the fake scenario offers its faults: topic t of 3 partitions, a consumer, the Spark driver and a worker.
-CONTEXT = FaultContext(where="fake.faults[0]", topics={"t": 3, "my-failsafe-topic": 3}, brokers=3, volatile_disks=True,
-                       clients={Need.CONSUMERS: ("member-0", "member-1"), Need.SPARK_DRIVER: ("pipeline",), Need.SPARK_WORKERS: ("spark-worker-0",),
-                                TXN_CLIENTS: ("writer-0",)})
+CONTEXT = FaultContext(
+    where="fake.faults[0]",
+    topics={"t": 3, "my-failsafe-topic": 3},
+    brokers=3,
+    volatile_disks=True,
+    clients={
+        Need.CONSUMERS: ("member-0", "member-1"),
+        Need.SPARK_DRIVER: ("pipeline",),
+        Need.SPARK_WORKERS: ("spark-worker-0",),
+        TXN_CLIENTS: ("writer-0",),
+    },
+)
 
 
 def spec(fault: str, at_s: float = 0.0, duration_s: float | None = None, **fields) -> FaultSpec:
@@ -230,11 +246,23 @@ def spec(fault: str, at_s: float = 0.0, duration_s: float | None = None, **field
     return FaultSpec(fault, at_s, duration_s, FAULT_TYPES[fault].parse(fields, CONTEXT))
 
 
-def _engine(tmp_path: Path, faults: tuple[FaultSpec, ...], cluster: FakeCluster | None = None,
-            workload: FakeWorkload | None = None, events: list[str] | None = None) -> Engine:
+def _engine(
+    tmp_path: Path,
+    faults: tuple[FaultSpec, ...],
+    cluster: FakeCluster | None = None,
+    workload: FakeWorkload | None = None,
+    events: list[str] | None = None,
+) -> Engine:
     scenario = FakeScenario(faults)
-    return Engine(scenario, workload or FakeWorkload(), RunDir.create(tmp_path, scenario), cluster or FakeCluster(),
-                  RunSettings("4.3.1", {}, lambda _: None, events.append if events is not None else lambda _: None, sampler=FakeSampler()))
+    return Engine(
+        scenario,
+        workload or FakeWorkload(),
+        RunDir.create(tmp_path, scenario),
+        cluster or FakeCluster(),
+        RunSettings(
+            "4.3.1", {}, lambda _: None, events.append if events is not None else lambda _: None, sampler=FakeSampler()
+        ),
+    )
 
 
 def _ops(engine: Engine, f: str) -> list[dict]:
@@ -272,10 +300,15 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
     assert "failsafe broker start" in str(raised.value)
 
 
-# Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this engine.
+# Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this
+# engine.
 @pytest.mark.parametrize("kind", [name for name, t in FAULT_TYPES.items() if t.family != Family.NETWORK])
 def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: str) -> None:
-    fields = {"consumer": "member-0"} if kind in (KILL_CONSUMER, CLOSE_CONSUMER, PAUSE_CONSUMER, RESTART_CONSUMER) else {"role": "leader", "partition": "t-1"}
+    fields = (
+        {"consumer": "member-0"}
+        if kind in (KILL_CONSUMER, CLOSE_CONSUMER, PAUSE_CONSUMER, RESTART_CONSUMER)
+        else {"role": "leader", "partition": "t-1"}
+    )
     if kind in (KILL_TXN_CLIENT, ZOMBIE_TXN_CLIENT):
         fields = {"client": "writer-0"}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
@@ -283,13 +316,22 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
     run_scenario(engine)
     (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
-    assert start["fault"] == kind and start["nodes"] and "error" not in start and start["family"] == FAULT_TYPES[kind].family
+    assert (
+        start["fault"] == kind
+        and start["nodes"]
+        and "error" not in start
+        and start["family"] == FAULT_TYPES[kind].family
+    )
     assert [s["ok"] for s in stops] == [True] and stops[0]["fault_id"] == start["fault_id"]
     assert stops[0]["time_ns"] >= start["time_ns"]
     assert cluster.not_whole() == []
     if FAULT_TYPES[kind].family == Family.DISK:
         # The leader of t-1 is broker 1: cut (killed first), or its disk failed and then cleared, and started again.
-        assert cluster.disk_calls in ([("power-off", 1)], [("inject-full", 1), ("clear-full", 1)], [("inject-error", 1), ("clear-error", 1)])
+        assert cluster.disk_calls in (
+            [("power-off", 1)],
+            [("inject-full", 1), ("clear-full", 1)],
+            [("inject-error", 1), ("clear-error", 1)],
+        )
         assert cluster.restarts == [[1]]
     if kind == KILL_DRIVER:
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
@@ -305,7 +347,9 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         assert workload.killed == ["writer-0"] and workload.restarted == ["writer-0"]
     if kind == ZOMBIE_TXN_CLIENT:
         # Frozen, replaced at once by a new instance, and let go on at the undo.
-        assert workload.paused == ["writer-0"] and workload.restarted == ["writer-0"] and workload.resumed == ["writer-0"]
+        assert (
+            workload.paused == ["writer-0"] and workload.restarted == ["writer-0"] and workload.resumed == ["writer-0"]
+        )
     if kind == CLUSTER_LOSS:
         every_node = [n.node_id for n in cluster.spec.nodes()]
         assert cluster.stopped == [(every_node, signal.SIGKILL)] and cluster.restarts == [every_node]
@@ -386,12 +430,17 @@ def test_a_fault_that_waits_first_starts_when_it_acts_and_its_undo_is_due_durati
     # A rolling restart whose steps wait for the group to settle: member-0's restart is due at 0 with 0.01 s down, and
     # member-1's at 0.005; the group takes 0.1 s to settle each time.
     workload = FakeWorkload(settle_s=0.1)
-    faults = (spec(RESTART_CONSUMER, 0.0, 0.01, consumer="member-0", settled_within_s=5),
-              spec(RESTART_CONSUMER, 0.005, 0.01, consumer="member-1", settled_within_s=5))
+    faults = (
+        spec(RESTART_CONSUMER, 0.0, 0.01, consumer="member-0", settled_within_s=5),
+        spec(RESTART_CONSUMER, 0.005, 0.01, consumer="member-1", settled_within_s=5),
+    )
     engine = _engine(tmp_path, faults, workload=workload)
     run_scenario(engine)
     starts, stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
-    assert [s["nodes"] for s in starts] == [["member-0"], ["member-1"]] and workload.restarted == ["member-0", "member-1"]
+    assert [s["nodes"] for s in starts] == [["member-0"], ["member-1"]] and workload.restarted == [
+        "member-0",
+        "member-1",
+    ]
     # Each fault starts when it acted, after the group settled, not when it was due.
     assert [s["time_ns"] >= settled for s, settled in zip(starts, workload.settled_ns, strict=True)] == [True, True]
     # Each undo came duration_s (10 ms) after its fault acted, though the second was due 5 ms after the first.
@@ -407,7 +456,9 @@ def test_a_client_fault_is_undone_on_the_thread_that_drives_the_workload(tmp_pat
 
 
 def test_a_bug_in_an_undo_on_its_own_thread_reaches_the_caller(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, (spec("kill", 0.0, 0.01, role="any", node=0),), BlockedRestartCluster(error=ValueError("a bug")))
+    engine = _engine(
+        tmp_path, (spec("kill", 0.0, 0.01, role="any", node=0),), BlockedRestartCluster(error=ValueError("a bug"))
+    )
     with pytest.raises(ValueError, match="a bug"):
         run_scenario(engine)
 
@@ -431,7 +482,9 @@ def test_the_heal_runs_on_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_a_fault_that_cannot_start_is_recorded_and_stops_the_run_with_one_line(tmp_path: Path) -> None:
-    engine = _engine(tmp_path, (FaultSpec("kill", 0.0, None, FAULT_TYPES["kill"].params(role="leader", partition="t-9")),))
+    engine = _engine(
+        tmp_path, (FaultSpec("kill", 0.0, None, FAULT_TYPES["kill"].params(role="leader", partition="t-9")),)
+    )
     with pytest.raises(ScenarioFailed, match="kill fault at 0s could not start: role 'leader' needs a partition"):
         run_scenario(engine)
     (start,) = _ops(engine, "fault-start")
@@ -451,10 +504,15 @@ def test_a_fault_that_may_fail_and_cannot_start_is_an_event_and_the_run_goes_on(
 
 
 @pytest.mark.parametrize("second", ["restart", "terminate", "kill", "pause"])
-def test_a_node_fault_on_a_broker_another_fault_has_down_may_fail_and_the_run_goes_on(tmp_path: Path, second: str) -> None:
-    """A campaign drew kill of every replica, then a restart of broker 2 by id: a fault not started, not a failed run."""
+def test_a_node_fault_on_a_broker_another_fault_has_down_may_fail_and_the_run_goes_on(
+    tmp_path: Path, second: str
+) -> None:
+    """A campaign drew kill of every replica, then a restart of broker 2 by id: a fault not started, not a failed
+    run."""
     down = FaultSpec("kill", 0.0, 0.05, FAULT_TYPES["kill"].params(node=2))
-    then = FaultSpec(second, 0.01, None if second == "restart" else 0.01, FAULT_TYPES[second].params(node=2), may_fail=True)
+    then = FaultSpec(
+        second, 0.01, None if second == "restart" else 0.01, FAULT_TYPES[second].params(node=2), may_fail=True
+    )
     engine = _engine(tmp_path, (down, then))
     run_scenario(engine)
     (skipped,) = _ops(engine, "fault-not-started")
@@ -491,6 +549,7 @@ chaos_s = 0.05
 recover_s = 0
 """
 
+
 @dataclass
 class Placed:
     """What placement yields the CLI (a topology), over a fake cluster."""
@@ -504,13 +563,18 @@ class Placed:
         return {}
 
 
-def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 5 (not carried out), the heal done."""
+def test_no_traceback_reaches_the_cli_when_a_workload_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """`failsafe run` on a fake cluster whose workload dies: one line on stderr, exit 5 (not carried out), the heal
+    done."""
     from contextlib import contextmanager
 
     from failsafe.cli.main import main
-    from failsafe.cluster import status
-    from failsafe.scenarios import engine, kinds, placement
+    from failsafe.cluster.observe import status
+    from failsafe.scenarios import kinds
+    from failsafe.scenarios.engine import core as engine
+    from failsafe.scenarios.engine import placement
 
     cluster = FakeCluster()
     monkeypatch.setattr(placement, "placed", contextmanager(lambda *a, **k: (yield Placed(cluster))))
@@ -529,13 +593,18 @@ def test_no_traceback_reaches_the_cli_when_a_workload_fails(tmp_path: Path, monk
     assert cluster.not_whole() == [], "the broker the scenario killed was restarted by the heal"
 
 
-def test_a_run_that_breaks_after_an_invalid_one_still_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    """Two scenarios: the first judged INVALID, the second crashes (a bug of ours): exit 1, the finding is not masked by 5."""
+def test_a_run_that_breaks_after_an_invalid_one_still_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Two scenarios: the first judged INVALID, the second crashes (a bug of ours): exit 1, the finding is not masked by
+    5."""
     from contextlib import contextmanager
 
     from failsafe.cli.main import main
-    from failsafe.cluster import status
-    from failsafe.scenarios import engine, kinds, placement
+    from failsafe.cluster.observe import status
+    from failsafe.scenarios import kinds
+    from failsafe.scenarios.engine import core as engine
+    from failsafe.scenarios.engine import placement
 
     cluster = FakeCluster()
 
@@ -549,8 +618,17 @@ def test_a_run_that_breaks_after_an_invalid_one_still_exits_1(tmp_path: Path, mo
     monkeypatch.setattr(engine, "TopologySampler", lambda *a, **k: FakeSampler())
     lab = kinds.KINDS["lab"]
     invalid = {"valid": False, "verdict": "INVALID", "checkers": {}, "expectations": []}
-    monkeypatch.setitem(kinds.KINDS, "lab", replace(lab, workload=lambda s: next(made), judge=lambda run_dir, s: (invalid, None),
-                                                    show=lambda *a: None, report=lambda run_dir, r, h: run_dir.report_path))
+    monkeypatch.setitem(
+        kinds.KINDS,
+        "lab",
+        replace(
+            lab,
+            workload=lambda s: next(made),
+            judge=lambda run_dir, s: (invalid, None),
+            show=lambda *a: None,
+            report=lambda run_dir, r, h: run_dir.report_path,
+        ),
+    )
     first, second = tmp_path / "first.toml", tmp_path / "second.toml"
     first.write_text(QUICK_SCENARIO)
     second.write_text(QUICK_SCENARIO.replace('name = "quick"', 'name = "quick-2"'))

@@ -1,9 +1,10 @@
-"""Explanations of the transactions checker's examples: each names its transaction and its moment, none goes unexplained."""
+"""Explanations of the transactions checker's examples: each names its transaction and its moment, none goes
+unexplained."""
 
 from __future__ import annotations
 
-from failsafe.checkers.explain import explain
-from failsafe.checkers.transactions import check
+from failsafe.checkers.explain.sentences import explain
+from failsafe.checkers.txn.transactions import check
 from tests.unit.test_checker_transactions import _crossed, _worker, log_read, rec, story
 
 
@@ -23,7 +24,9 @@ def test_a_lost_committed_write_is_explained_by_its_transaction() -> None:
 def test_an_input_processed_twice_is_explained_not_left_unexplained() -> None:
     [duplicate] = _sentences(_worker("ok"))
     assert "error" not in duplicate, duplicate
-    assert duplicate["sentence"].startswith("transactions duplicate, kind processed") and " s, " in duplicate["sentence"]
+    assert (
+        duplicate["sentence"].startswith("transactions duplicate, kind processed") and " s, " in duplicate["sentence"]
+    )
 
 
 def test_a_cycle_is_explained_by_its_transactions() -> None:

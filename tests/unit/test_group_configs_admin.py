@@ -7,8 +7,8 @@ from concurrent.futures import Future
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from failsafe.clients import admin
 from failsafe.errors import KafkaClientError
+from failsafe.tools import admin
 
 
 class _RefusingAdmin:

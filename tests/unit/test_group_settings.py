@@ -8,7 +8,7 @@ import pytest
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.registry import parse_scenario
-from failsafe.workloads.verifiable import VerifiableConsumerSpec
+from failsafe.workloads.verifiable.clients import VerifiableConsumerSpec
 from tests.unit.test_scenarios import MINIMAL
 
 
@@ -16,15 +16,30 @@ def _consumer(**fields: object) -> dict:
     return {**MINIMAL, "consumers": [{"name": "c", "topics": ["t"], "group": "g", **fields}]}
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"group_protocol": "modern"}, "consumers[0].group_protocol: 'modern' is not one of classic, consumer"),
-    ({"assignment_strategy": "sticky-ish"}, "assignment_strategy: 'sticky-ish' is not one of range, roundrobin, cooperative-sticky"),
-    ({"group_protocol": "consumer", "assignment_strategy": "range"}, "use remote_assignor"),
-    ({"group_protocol": "consumer", "properties": {"heartbeat.interval.ms": "1000"}}, "heartbeat.interval.ms is refused with group_protocol"),
-    ({"remote_assignor": "uniform"}, "remote_assignor: only with group_protocol = \"consumer\""),
-    ({"group_protocol": "consumer", "properties": {"group.remote.assignor": "range"}}, "group.remote.assignor is set by group_protocol"),
-    ({"properties": {"partition.assignment.strategy": "cooperative-sticky"}}, "partition.assignment.strategy is set by group_protocol"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"group_protocol": "modern"}, "consumers[0].group_protocol: 'modern' is not one of classic, consumer"),
+        (
+            {"assignment_strategy": "sticky-ish"},
+            "assignment_strategy: 'sticky-ish' is not one of range, roundrobin, cooperative-sticky",
+        ),
+        ({"group_protocol": "consumer", "assignment_strategy": "range"}, "use remote_assignor"),
+        (
+            {"group_protocol": "consumer", "properties": {"heartbeat.interval.ms": "1000"}},
+            "heartbeat.interval.ms is refused with group_protocol",
+        ),
+        ({"remote_assignor": "uniform"}, 'remote_assignor: only with group_protocol = "consumer"'),
+        (
+            {"group_protocol": "consumer", "properties": {"group.remote.assignor": "range"}},
+            "group.remote.assignor is set by group_protocol",
+        ),
+        (
+            {"properties": {"partition.assignment.strategy": "cooperative-sticky"}},
+            "partition.assignment.strategy is set by group_protocol",
+        ),
+    ],
+)
 def test_settings_the_clients_would_refuse_are_refused_naming_the_field(fields: dict, message: str) -> None:
     with pytest.raises(ScenarioError) as e:
         parse_scenario(_consumer(**fields))
@@ -57,7 +72,10 @@ def test_librdkafka_gets_the_protocol_and_assignors_as_its_properties() -> None:
 def test_the_java_consumer_gets_them_in_its_words() -> None:
     spec = _spec(driver="kafka-verifiable", assignment_strategy="cooperative-sticky")
     assert isinstance(spec, VerifiableConsumerSpec)
-    assert spec.effective_properties()["partition.assignment.strategy"] == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    assert (
+        spec.effective_properties()["partition.assignment.strategy"]
+        == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    )
     spec = _spec(driver="kafka-verifiable", group_protocol="consumer", remote_assignor="uniform")
     assert spec.effective_properties()["group.remote.assignor"] == "uniform"
     assert "partition.assignment.strategy" not in spec.java_properties()

@@ -20,11 +20,26 @@ OPS = [
     *fault(1, start_ms=20, stop_ms=30, nodes=[2]),
     topology(15, [(0, 2, [2, 1, 3], [2, 1, 3])]),
     log_read([rec(0, "v1", key="k"), rec(1, "v9", key="k9")]),
-    {"time_ns": at(40), "process": "consumer-0", "type": "ok", "f": "commit", "group": "g", "offsets": [{"topic": "t", "partition": 0, "offset": 2}]},
+    {
+        "time_ns": at(40),
+        "process": "consumer-0",
+        "type": "ok",
+        "f": "commit",
+        "group": "g",
+        "offsets": [{"topic": "t", "partition": 0, "offset": 2}],
+    },
     {"time_ns": at(41), "process": "consumer-0", "type": "info", "f": "close"},
     {"time_ns": at(42), "process": "runner", "type": "info", "f": "phase", "phase": "chaos"},
     {"time_ns": at(43), "process": "runner", "type": "invoke", "f": "create-topic", "id": 1, "topic": "new"},
-    {"time_ns": at(44), "process": "runner", "type": "info", "f": "create-topic", "id": 1, "topic": "new", "error": "REQUEST_TIMED_OUT"},
+    {
+        "time_ns": at(44),
+        "process": "runner",
+        "type": "info",
+        "f": "create-topic",
+        "id": 1,
+        "topic": "new",
+        "error": "REQUEST_TIMED_OUT",
+    },
     {"time_ns": at(45), "process": "topology", "type": "info", "f": "topology", "error": "timed out"},
     {"time_ns": at(46), "process": "runner", "type": "info", "f": "something-new", "whatever": [1, {"a": 2}]},
 ]
@@ -134,7 +149,10 @@ def test_history_format_error_is_a_value_error() -> None:
 
 def test_duplicate_ids_across_producers_pair_within_a_process() -> None:
     h = history_from_ops([*send("producer-0", 1, "a", 0), *send("producer-1", 1, "b", 1, outcome="fail")])
-    assert h.sends.sort("process").select("process", "value", "outcome").rows() == [("producer-0", "a", "ok"), ("producer-1", "b", "fail")]
+    assert h.sends.sort("process").select("process", "value", "outcome").rows() == [
+        ("producer-0", "a", "ok"),
+        ("producer-1", "b", "fail"),
+    ]
 
 
 def test_a_completion_without_invoke_is_kept() -> None:
@@ -152,7 +170,14 @@ def test_frames_are_polars() -> None:
 
 
 def test_an_unknown_op_is_ignored_whatever_its_fields() -> None:
-    future = {"time_ns": 1, "process": "runner", "type": "info", "f": "from-the-future", "records": "not a list", "nodes": {"a": 1}}
+    future = {
+        "time_ns": 1,
+        "process": "runner",
+        "type": "info",
+        "f": "from-the-future",
+        "records": "not a list",
+        "nodes": {"a": 1},
+    }
     h = history_from_ops([OPS[0], future])
     assert h.op_count == 2 and h.sends.height == 1
 
@@ -163,8 +188,14 @@ def test_an_unknown_op_still_needs_the_common_fields() -> None:
 
 
 CLIENT_CONFIG = {
-    "time_ns": at(0), "process": "producer-0", "type": "info", "f": "client-config", "client": "librdkafka", "client_version": "2.12.0",
-    "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}], "log": "logs/producer-0.client.log",
+    "time_ns": at(0),
+    "process": "producer-0",
+    "type": "info",
+    "f": "client-config",
+    "client": "librdkafka",
+    "client_version": "2.12.0",
+    "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}],
+    "log": "logs/producer-0.client.log",
 }
 
 
@@ -172,13 +203,24 @@ def test_client_config_lands_in_the_clients_frame(tmp_path: Path) -> None:
     import json
 
     ops = [CLIENT_CONFIG, *OPS]
-    for h in (history_from_ops(ops), load_history(_write(tmp_path, [orjson.dumps(op) for op in ops])),
-              load_history(_write(tmp_path, [json.dumps(op).encode() for op in ops]))):
-        assert h.clients.rows(named=True) == [{
-            "process": "producer-0", "time_ns": at(0), "client": "librdkafka", "client_version": "2.12.0",
-            "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}],
-            "log": "logs/producer-0.client.log", "host": None, "clock_offset_ns": None, "clock_error_ns": None,
-        }]
+    for h in (
+        history_from_ops(ops),
+        load_history(_write(tmp_path, [orjson.dumps(op) for op in ops])),
+        load_history(_write(tmp_path, [json.dumps(op).encode() for op in ops])),
+    ):
+        assert h.clients.rows(named=True) == [
+            {
+                "process": "producer-0",
+                "time_ns": at(0),
+                "client": "librdkafka",
+                "client_version": "2.12.0",
+                "config": [{"name": "acks", "value": "all"}, {"name": "enable.idempotence", "value": "true"}],
+                "log": "logs/producer-0.client.log",
+                "host": None,
+                "clock_offset_ns": None,
+                "clock_error_ns": None,
+            }
+        ]
         assert h.sends.height == 3
 
 
@@ -193,10 +235,17 @@ def test_a_history_without_client_config_has_an_empty_clients_frame(tmp_path: Pa
 def test_sends_written_with_spaces_keep_their_place_in_the_file(tmp_path: Path) -> None:
     import json
 
-    # producer-0 writes id 1 twice (compact, then with spaces, then compact again): the first in the file is the one kept,
-    # whether the line has spaces or not, as history_from_ops (and a file decoded in chunks) keeps it.
-    ops = [*send("producer-0", 1, "spaced", 0, ms=1), *send("producer-0", 1, "compact", 1, ms=2), *send("producer-1", 1, "other", 2, ms=3)]
+    # producer-0 writes id 1 twice (compact, then with spaces, then compact again): the first in the file is the one
+    # kept, whether the line has spaces or not, as history_from_ops (and a file decoded in chunks) keeps it.
+    ops = [
+        *send("producer-0", 1, "spaced", 0, ms=1),
+        *send("producer-0", 1, "compact", 1, ms=2),
+        *send("producer-1", 1, "other", 2, ms=3),
+    ]
     lines = [json.dumps(op).encode() for op in ops[:2]] + [orjson.dumps(op) for op in ops[2:]]
     h = load_history(_write(tmp_path, lines))
-    assert h.sends.sort("process").select("process", "value").rows() == [("producer-0", "spaced"), ("producer-1", "other")]
+    assert h.sends.sort("process").select("process", "value").rows() == [
+        ("producer-0", "spaced"),
+        ("producer-1", "other"),
+    ]
     assert h.sends.equals(history_from_ops(ops).sends)

@@ -1,5 +1,6 @@
-"""The lab's faults on its consumers: a restart (a new process NAME.N with the same settings, and the faults that follow act
-on it), and a freeze (SIGSTOP of failsafe's worker, or of the JVM a worker of Kafka's verifiable clients started)."""
+"""The lab's faults on its consumers: a restart (a new process NAME.N with the same settings, and the faults that follow
+act on it), and a freeze (SIGSTOP of failsafe's worker, or of the JVM a worker of Kafka's verifiable clients
+started)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from failsafe.scenarios.kinds.lab.workload import LabWorkload
 from failsafe.scenarios.registry import load_scenario
 from failsafe.workloads.pool import WorkerPool
 from failsafe.workloads.specs import ConsumerSpec
-from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, Crash, VerifiableConsumerSpec
+from failsafe.workloads.verifiable.clients import FREEZE_SIGNAL, THAW_SIGNAL, Crash, VerifiableConsumerSpec
 
 
 @dataclass
@@ -72,7 +73,9 @@ def _lab(*specs: ConsumerSpec) -> tuple[LabWorkload, _Pool]:
     return lab, pool
 
 
-MEMBER = ConsumerSpec(process="member-0", topics=["t"], bootstrap_servers="b", group="g", client_log="/x/member-0.client.log")
+MEMBER = ConsumerSpec(
+    process="member-0", topics=["t"], bootstrap_servers="b", group="g", client_log="/x/member-0.client.log"
+)
 
 
 def test_a_closed_member_starts_again_as_its_next_incarnation_with_its_settings() -> None:
@@ -102,7 +105,10 @@ def test_a_running_member_or_one_in_no_group_is_not_restarted() -> None:
 
 def test_a_group_is_settled_when_it_owns_every_partition_and_each_member_some() -> None:
     # rebalance-member-joining: three members of mygroup on my-failsafe-topic's 12 partitions.
-    specs = [ConsumerSpec(process=f"member-{i}", topics=["my-failsafe-topic"], bootstrap_servers="b", group="mygroup") for i in range(3)]
+    specs = [
+        ConsumerSpec(process=f"member-{i}", topics=["my-failsafe-topic"], bootstrap_servers="b", group="mygroup")
+        for i in range(3)
+    ]
     lab, pool = _lab(*specs)
     pool.workers["member-0"].assigned = {("my-failsafe-topic", p) for p in range(8)}
     pool.workers["member-1"].assigned = {("my-failsafe-topic", p) for p in range(8, 11)}
@@ -133,11 +139,16 @@ def test_a_restart_waits_for_the_group_to_settle_first_and_names_what_did_not() 
             calls.append(("close", name))
 
     start = FAULT_TYPES[RESTART_CONSUMER].start
-    applied = start(FaultSpec(RESTART_CONSUMER, 14.0, 4.0, RestartChoice("member-1", settled_within_s=30)), FaultTargets(None, Clients(), lambda _: None))
+    applied = start(
+        FaultSpec(RESTART_CONSUMER, 14.0, 4.0, RestartChoice("member-1", settled_within_s=30)),
+        FaultTargets(None, Clients(), lambda _: None),
+    )
     assert calls == [("wait", 30.0), ("close", "member-1")]
     assert applied.details == {"unsettled": "mygroup: member-0.1 owns nothing"}
     calls.clear()
-    start(FaultSpec(RESTART_CONSUMER, 2.0, 4.0, RestartChoice("member-0")), FaultTargets(None, Clients(), lambda _: None))
+    start(
+        FaultSpec(RESTART_CONSUMER, 2.0, 4.0, RestartChoice("member-0")), FaultTargets(None, Clients(), lambda _: None)
+    )
     assert calls == [("close", "member-0")]  # 0: no wait
 
 
@@ -172,5 +183,8 @@ def test_a_group_that_never_settles_at_start_is_named_in_the_error() -> None:
             raise WaitTimeout(message)
 
     lab, _ = _lab()
-    with pytest.raises(WaitTimeout, match=r"did not settle within 60s .*: mygroup: 12 partition\(s\) unowned; mygroup: member-0 owns nothing"):
+    with pytest.raises(
+        WaitTimeout,
+        match=r"did not settle within 60s .*: mygroup: 12 partition\(s\) unowned; mygroup: member-0 owns nothing",
+    ):
         lab.start(Ctx())  # type: ignore[arg-type]

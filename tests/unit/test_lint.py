@@ -18,9 +18,18 @@ def _ruff(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ruff_checks_every_python_module_of_the_tree() -> None:
-    listed = {Path(line.strip()).resolve() for line in _ruff("check", "--show-files").stdout.splitlines() if line.strip().endswith(".py")}
+    listed = {
+        Path(line.strip()).resolve()
+        for line in _ruff("check", "--show-files").stdout.splitlines()
+        if line.strip().endswith(".py")
+    }
     modules = {p.resolve() for tree in TREES for p in (ROOT / tree).rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - listed == set(), "modules ruff does not check"
+
+
+def test_the_tree_is_formatted() -> None:
+    done = _ruff("format", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_tree_passes_ruff() -> None:

@@ -1,4 +1,5 @@
-"""Nodes' metrics: the ports they are served on, what a scrape keeps, and the watch that records them into the history."""
+"""Nodes' metrics: the ports they are served on, what a scrape keeps, and the watch that records them into the
+history."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from failsafe.cluster.metrics import ScrapeError, endpoints, parse, scrape
+from failsafe.cluster.observe.metrics import ScrapeError, endpoints, parse, scrape
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
 from failsafe.history.load import load_history
 from failsafe.history.recorder import Recorder
-from failsafe.scenarios.metrics_watch import MetricsWatch
+from failsafe.scenarios.observers.metrics_watch import MetricsWatch
 from tests.helpers import free_port_block
 
 EXPOSITION = """# HELP kafka_server_replicamanager_underreplicatedpartitions UnderReplicatedPartitions
@@ -47,14 +48,22 @@ def test_a_scrape_keeps_kafkas_metrics_and_gc_with_labels_in_one_order_and_nan_a
 def test_metrics_ports_go_by_role_so_a_node_keeps_its_port() -> None:
     spec = ClusterSpec(brokers=3, controllers=2, base_port=9092)
     assert {n.name: url for n, url in endpoints(spec).items()} == {
-        "server-1000": "http://127.0.0.1:9442/metrics", "server-1001": "http://127.0.0.1:9443/metrics",
-        "server-0": "http://127.0.0.1:9392/metrics", "server-1": "http://127.0.0.1:9393/metrics", "server-2": "http://127.0.0.1:9394/metrics"}
+        "server-1000": "http://127.0.0.1:9442/metrics",
+        "server-1001": "http://127.0.0.1:9443/metrics",
+        "server-0": "http://127.0.0.1:9392/metrics",
+        "server-1": "http://127.0.0.1:9393/metrics",
+        "server-2": "http://127.0.0.1:9394/metrics",
+    }
     # ZooKeeper nodes are numbered from 1 like brokers 1, 2: every node keeps an endpoint of its own.
     zk = ClusterSpec.zookeeper_mode(zookeepers=3, brokers=3, metrics_base_port=20000)
     assert {n.name: url for n, url in endpoints(zk).items()} == {
-        "zookeeper-1": "http://127.0.0.1:20090/metrics", "zookeeper-2": "http://127.0.0.1:20091/metrics",
-        "zookeeper-3": "http://127.0.0.1:20092/metrics", "server-0": "http://127.0.0.1:20000/metrics",
-        "server-1": "http://127.0.0.1:20001/metrics", "server-2": "http://127.0.0.1:20002/metrics"}
+        "zookeeper-1": "http://127.0.0.1:20090/metrics",
+        "zookeeper-2": "http://127.0.0.1:20091/metrics",
+        "zookeeper-3": "http://127.0.0.1:20092/metrics",
+        "server-0": "http://127.0.0.1:20000/metrics",
+        "server-1": "http://127.0.0.1:20001/metrics",
+        "server-2": "http://127.0.0.1:20002/metrics",
+    }
     assert endpoints(ClusterSpec(metrics=False)) == {}
 
 
@@ -104,9 +113,15 @@ def test_the_watch_records_each_nodes_samples_and_each_failed_scrape(exporter: i
     dead = free_port_block(1)
     path = tmp_path / "history.jsonl"
     with Recorder(path, flush_interval_s=0.01) as recorder:
-        watch = MetricsWatch({(0, "server-0"): f"http://127.0.0.1:{exporter}/metrics", (1, "zookeeper-1"): f"http://127.0.0.1:{dead}/metrics"},
-                             recorder,
-                             interval_s=0.05, timeout_s=1.0).start()
+        watch = MetricsWatch(
+            {
+                (0, "server-0"): f"http://127.0.0.1:{exporter}/metrics",
+                (1, "zookeeper-1"): f"http://127.0.0.1:{dead}/metrics",
+            },
+            recorder,
+            interval_s=0.05,
+            timeout_s=1.0,
+        ).start()
         pause = threading.Event()
         while watch.scrapes < 8 and not pause.wait(0.05):
             pass
@@ -131,8 +146,10 @@ def test_the_console_shows_a_brokers_numbers_the_active_controllers_counts_and_w
 
     broker = metrics_view("u0", parse(EXPOSITION), None)
     assert broker == {"url": "u0", "under_replicated": 3.0, "produce_p99_ms": 12.5}
-    controller = [{"metric": f"kafka_controller_kafkacontroller_{m}", "labels": "", "value": v}
-                  for m, v in (("activecontrollercount", 1.0), ("fencedbrokercount", 1.0), ("offlinepartitionscount", 0.0))]
+    controller = [
+        {"metric": f"kafka_controller_kafkacontroller_{m}", "labels": "", "value": v}
+        for m, v in (("activecontrollercount", 1.0), ("fencedbrokercount", 1.0), ("offlinepartitionscount", 0.0))
+    ]
     assert metrics_view("u1", controller, None) == {"url": "u1", "fenced_brokers": 1.0, "offline_partitions": 0.0}
     standby = [{**s, "value": 0.0} if "activecontroller" in s["metric"] else s for s in controller]
     assert metrics_view("u2", standby, None) == {"url": "u2"}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster.mirror import (
+from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.topology.mirror import (
     MirrorFlow,
     PartitionLag,
     fitted_replication,
@@ -16,8 +17,7 @@ from failsafe.cluster.mirror import (
     settings_not_applied,
     translation_delay_s,
 )
-from failsafe.cluster.pair import BACKUP_PORT_OFFSET, backup_spec
-from failsafe.cluster.spec import ClusterSpec
+from failsafe.cluster.topology.pair import BACKUP_PORT_OFFSET, backup_spec
 from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.kinds.dr.schema import DrScenario
@@ -38,16 +38,27 @@ def test_one_flow_with_replication_factors_fitted_to_each_cluster() -> None:
     assert props["primary->backup.topics"] == "orders"
     assert props["sync.group.offsets.enabled"] == "true" and props["emit.checkpoints.enabled"] == "true"
     # Everything on the 1-broker backup at RF 1; the offset syncs live on the 3-broker source at RF 3.
-    for key in ("replication.factor", "checkpoints.topic.replication.factor", "heartbeats.topic.replication.factor",
-                "config.storage.replication.factor", "offset.storage.replication.factor", "status.storage.replication.factor"):
+    for key in (
+        "replication.factor",
+        "checkpoints.topic.replication.factor",
+        "heartbeats.topic.replication.factor",
+        "config.storage.replication.factor",
+        "offset.storage.replication.factor",
+        "status.storage.replication.factor",
+    ):
         assert props[key] == "1", key
     assert props["offset-syncs.topic.replication.factor"] == "3"
     assert props["refresh.groups.interval.seconds"] == "5"
 
 
 def test_settings_come_last_and_win() -> None:
-    text = mirror_properties(MirrorFlow("backup", "primary"), BOOTSTRAPS, {"primary": 5, "backup": 5}, "orders",
-                             {"refresh.groups.interval.seconds": "1", "offset.lag.max": "0", "offset.flush.interval.ms": "1000"})
+    text = mirror_properties(
+        MirrorFlow("backup", "primary"),
+        BOOTSTRAPS,
+        {"primary": 5, "backup": 5},
+        "orders",
+        {"refresh.groups.interval.seconds": "1", "offset.lag.max": "0", "offset.flush.interval.ms": "1000"},
+    )
     props = _properties(text)
     assert props["backup->primary.enabled"] == "true" and props["primary->backup.enabled"] == "false"
     assert props["replication.factor"] == "3" and props["offset.lag.max"] == "0"
@@ -74,10 +85,17 @@ def test_mirroring_needs_every_partition_with_an_observable_lag() -> None:
 
 def test_a_setting_mirrormaker_did_not_log_with_its_value_is_not_applied(tmp_path: Path) -> None:
     log = tmp_path / "mirrormaker.log"
-    log.write_text("[x] INFO MirrorCheckpointConfig values:\n\temit.checkpoints.interval.seconds = 1\n\toffset.lag.max = 10\n"
-                   "[x] INFO DistributedConfig values:\n\toffset.flush.interval.ms = 60000\n")
-    settings = {"emit.checkpoints.interval.seconds": "1", "emit.checkpoints.interval.ms": "1000",
-                "primary->backup.offset.lag.max": "10", "offset.lag.max": "10", "offset.flush.interval.ms": "1000"}
+    log.write_text(
+        "[x] INFO MirrorCheckpointConfig values:\n\temit.checkpoints.interval.seconds = 1\n\toffset.lag.max = 10\n"
+        "[x] INFO DistributedConfig values:\n\toffset.flush.interval.ms = 60000\n"
+    )
+    settings = {
+        "emit.checkpoints.interval.seconds": "1",
+        "emit.checkpoints.interval.ms": "1000",
+        "primary->backup.offset.lag.max": "10",
+        "offset.lag.max": "10",
+        "offset.flush.interval.ms": "1000",
+    }
     assert settings_not_applied(log, settings) == ["emit.checkpoints.interval.ms=1000", "offset.flush.interval.ms=1000"]
     assert settings_not_applied(log, {"offset.flush.interval.ms": "60000", "backup.offset.lag.max": "10"}) == []
 
@@ -95,7 +113,9 @@ def test_dr_scenarios_parse_with_their_mirror_settings() -> None:
     assert isinstance(failover, DrScenario) and failover.kind == "dr"
     assert failover.mirror["emit.checkpoints.interval.seconds"] == "1"
     assert failover.raw["kind"] == "dr" and "mirror" in failover.raw
-    assert [f.fault for f in failover.faults] == ["cluster-loss"] and [a.action for a in failover.actions] == ["failover"]
+    assert [f.fault for f in failover.faults] == ["cluster-loss"] and [a.action for a in failover.actions] == [
+        "failover"
+    ]
     changed = load_scenario("dr-failover", ('mirror.settings."offset.lag.max"=100',))
     assert changed.mirror["offset.lag.max"] == "100"
     failback = load_scenario("dr-failback")
@@ -111,5 +131,9 @@ def test_a_dr_action_outside_a_dr_scenario_is_refused() -> None:
 
 def test_translation_delay_adds_the_offset_flush_the_checkpoint_and_the_sync_intervals() -> None:
     assert translation_delay_s({}) == 180.0, "MirrorMaker's defaults: 60 s flush, 60 s checkpoints, 60 s syncs"
-    tuned = {"offset.flush.interval.ms": "1000", "emit.checkpoints.interval.seconds": "1", "sync.group.offsets.interval.seconds": "2"}
+    tuned = {
+        "offset.flush.interval.ms": "1000",
+        "emit.checkpoints.interval.seconds": "1",
+        "sync.group.offsets.interval.seconds": "2",
+    }
     assert translation_delay_s(tuned) == 4.0

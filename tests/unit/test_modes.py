@@ -1,4 +1,4 @@
-"""The mode objects (cluster/modes.py) without processes: what each mode makes, reads, waits for and says."""
+"""The mode objects (cluster/modes/mode.py) without processes: what each mode makes, reads, waits for and says."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster import modes
 from failsafe.cluster.config import node_properties
-from failsafe.cluster.lifecycle import NodeStatus
-from failsafe.cluster.migration import MIGRATION_CONTROLLER_ID, target_spec
-from failsafe.cluster.modes import KRAFT, MIGRATING, ZOOKEEPER, mode_named, mode_of
-from failsafe.cluster.nodes import LocalNodes
+from failsafe.cluster.modes import mode as modes
+from failsafe.cluster.modes.migration import MIGRATION_CONTROLLER_ID, target_spec
+from failsafe.cluster.modes.mode import KRAFT, MIGRATING, ZOOKEEPER, mode_named, mode_of
+from failsafe.cluster.nodes.control import LocalNodes
 from failsafe.cluster.spec import KRAFT_MODE, MIGRATING_MODE, MODE_NAMES, ZOOKEEPER_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir
+from failsafe.cluster.topology.lifecycle import NodeStatus
 from failsafe.errors import UserError
 from failsafe.supervisor import DOWN, UP
 
 ZK_SPEC = ClusterSpec.zookeeper_mode(zookeepers=1)
-# A migration half-way, as cluster/migration.py saves it: ZooKeeper, one KRaft controller, the brokers.
+# A migration half-way, as cluster/modes/migration.py saves it: ZooKeeper, one KRaft controller, the brokers.
 MIGRATING_SPEC = replace(target_spec(ZK_SPEC), mode=MIGRATING_MODE, zookeepers=1)
 
 
@@ -46,19 +46,35 @@ def test_zookeeper_mode_leaves_the_id_to_the_first_broker_and_formats_nothing() 
 
 
 def test_only_a_migration_makes_a_migrating_cluster() -> None:
-    for make in (MIGRATING.new_cluster_id, lambda: MIGRATING.formatted_nodes(MIGRATING_SPEC),
-                 lambda: MIGRATING.spec_from_options(controllers=None, combined=False, zookeepers=None, zookeeper_port=None,
-                                                     kafka_version=None, brokers=3)):
+    for make in (
+        MIGRATING.new_cluster_id,
+        lambda: MIGRATING.formatted_nodes(MIGRATING_SPEC),
+        lambda: MIGRATING.spec_from_options(
+            controllers=None, combined=False, zookeepers=None, zookeeper_port=None, kafka_version=None, brokers=3
+        ),
+    ):
         with pytest.raises(UserError, match="failsafe migrate"):
             make()
 
 
 def test_spec_from_options_refuses_the_other_modes_options() -> None:
-    options = {"controllers": None, "combined": False, "zookeepers": None, "zookeeper_port": None, "kafka_version": None, "brokers": 3}
+    options = {
+        "controllers": None,
+        "combined": False,
+        "zookeepers": None,
+        "zookeeper_port": None,
+        "kafka_version": None,
+        "brokers": 3,
+    }
     kraft = KRAFT.spec_from_options(**{**options, "combined": True})
     assert kraft.mode == KRAFT_MODE and kraft.controllers == 3 and kraft.combined
     zk = ZOOKEEPER.spec_from_options(**{**options, "zookeeper_port": 3181})
-    assert zk.mode == ZOOKEEPER_MODE and zk.zookeepers == 1 and zk.zookeeper_base_port == 3181 and zk.kafka_version.startswith("3.9.")
+    assert (
+        zk.mode == ZOOKEEPER_MODE
+        and zk.zookeepers == 1
+        and zk.zookeeper_base_port == 3181
+        and zk.kafka_version.startswith("3.9.")
+    )
     with pytest.raises(UserError, match="need --mode zookeeper"):
         KRAFT.spec_from_options(**{**options, "zookeepers": 3})
     with pytest.raises(UserError, match="KRaft options"):
@@ -80,7 +96,10 @@ def test_each_mode_writes_its_brokers_properties(tmp_path: Path) -> None:
 
 def test_each_mode_describes_its_quorum_and_the_wait_for_brokers() -> None:
     assert KRAFT.quorum(ClusterSpec(brokers=3, controllers=3, combined=True)) == "3 controllers (combined)"
-    assert ZOOKEEPER.quorum(ClusterSpec.zookeeper_mode(zookeepers=3)) == "3 ZooKeeper nodes (127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183)"
+    assert (
+        ZOOKEEPER.quorum(ClusterSpec.zookeeper_mode(zookeepers=3))
+        == "3 ZooKeeper nodes (127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183)"
+    )
     assert ZOOKEEPER.quorum(ZK_SPEC) == "1 ZooKeeper node (127.0.0.1:2181)"
     assert MIGRATING.quorum(MIGRATING_SPEC) == "1 controller in migration mode and 1 ZooKeeper node (127.0.0.1:2181)"
     assert (KRAFT.registered, KRAFT.registry) == ("registered and unfenced", "the controller quorum")
@@ -119,7 +138,9 @@ def test_kraft_reads_the_active_controller_from_the_quorum_state_of_running_cont
     assert MIGRATING.active_controller(FakeCluster(tmp_path, MIGRATING_SPEC, up=set())) is None  # type: ignore[arg-type]
 
 
-def test_zookeeper_mode_reads_the_controller_broker_from_zookeeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zookeeper_mode_reads_the_controller_broker_from_zookeeper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: dict[str, tuple[set[int], int | None] | None] = {}
     monkeypatch.setattr(modes.zookeeper, "view", lambda hosts: seen.get(hosts))
     cluster = FakeCluster(tmp_path, ZK_SPEC, up={0, 1, 2})
@@ -160,8 +181,12 @@ def test_status_says_why_no_controller_is_shown_only_when_one_could_be() -> None
     assert "quorum is electing" in KRAFT.no_controller_note(_rows(kraft, {"server-1000"}))
     assert KRAFT.no_controller_note(_rows(kraft, {"server-0"})) is None
     assert "no broker holds /controller" in ZOOKEEPER.no_controller_note(_rows(ZK_SPEC, {"server-0"}))
-    assert ZOOKEEPER.no_controller_note(_rows(ZK_SPEC, {"zookeeper-1"})) is None  # no broker runs that could be controller
-    assert "quorum is electing" in MIGRATING.no_controller_note(_rows(MIGRATING_SPEC, {f"server-{MIGRATION_CONTROLLER_ID}"}))
+    assert (
+        ZOOKEEPER.no_controller_note(_rows(ZK_SPEC, {"zookeeper-1"})) is None
+    )  # no broker runs that could be controller
+    assert "quorum is electing" in MIGRATING.no_controller_note(
+        _rows(MIGRATING_SPEC, {f"server-{MIGRATION_CONTROLLER_ID}"})
+    )
 
 
 def test_which_modes_can_migrate_and_which_can_make_a_dr_pair(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Network faults without a cluster: the sides' syntax, who is on which side, the nft rules, nft's listing, the scenario fields."""
+"""Network faults without a cluster: the sides' syntax, who is on which side, the nft rules, nft's listing, the scenario
+fields."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from failsafe.cluster import netfilter
 from failsafe.cluster.config import node_properties
-from failsafe.cluster.net_leash import NetworkLeash
-from failsafe.cluster.nodes import LocalNodes
+from failsafe.cluster.net import netfilter
+from failsafe.cluster.net.leash import NetworkLeash
+from failsafe.cluster.nodes.control import LocalNodes
 from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
@@ -21,7 +22,9 @@ from failsafe.faults.sides import Side, parse_sides, resolve_sides
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import parse_scenario
 
-SPEC = ClusterSpec()  # controller 1000 on 127.0.0.100:9192; brokers 0-2 on 9092-9094, replication 127.0.0.10-12:9292-9294
+SPEC = (
+    ClusterSpec()
+)  # controller 1000 on 127.0.0.100:9192; brokers 0-2 on 9092-9094, replication 127.0.0.10-12:9292-9294
 SAMPLE = {"topic": "events", "partition": 0, "leader": 1, "replicas": [1, 2, 0], "isr": [1, 2, 0]}
 
 
@@ -44,12 +47,15 @@ def test_sides_are_read_with_or_without_braces_and_one_way_with_an_arrow() -> No
     assert one_way.one_way and str(one_way) == "{leader} -> {followers}"
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("{0} | {}", "a side is empty"),
-    ("{0} | {bob}", "'bob' is not a node id"),
-    ("{0} -> {1} -> {2}", "exactly two sides"),
-    ("{0} -> {1} | {2}", "not both"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("{0} | {}", "a side is empty"),
+        ("{0} | {bob}", "'bob' is not a node id"),
+        ("{0} -> {1} -> {2}", "exactly two sides"),
+        ("{0} -> {1} | {2}", "not both"),
+    ],
+)
 def test_bad_sides_are_refused_with_what_is_wrong(text: str, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment):
         parse_sides(text)
@@ -68,14 +74,17 @@ def test_role_words_resolve_against_the_partition_and_the_active_controller() ->
     assert clients[0].clients and clients[0].nodes == () and _ids(clients)[1] == [1, 2, 0]
 
 
-@pytest.mark.parametrize(("text", "sample", "fragment"), [
-    ("{0} | {0,1}", None, "node 0 is on two sides"),
-    ("{leader} | {others}", None, "give the fault a partition"),
-    ("{controller} | {brokers}", None, "there is none now"),
-    ("{7} | {0}", None, "no broker or controller with id 7"),
-    ("{leader} | {others}", {**SAMPLE, "leader": -1}, "has no leader"),
-    ("{brokers, controllers} | {others}", None, "a side has no node"),
-])
+@pytest.mark.parametrize(
+    ("text", "sample", "fragment"),
+    [
+        ("{0} | {0,1}", None, "node 0 is on two sides"),
+        ("{leader} | {others}", None, "give the fault a partition"),
+        ("{controller} | {brokers}", None, "there is none now"),
+        ("{7} | {0}", None, "no broker or controller with id 7"),
+        ("{leader} | {others}", {**SAMPLE, "leader": -1}, "has no leader"),
+        ("{brokers, controllers} | {others}", None, "a side has no node"),
+    ],
+)
 def test_sides_that_cannot_be_resolved_say_why(text: str, sample: dict | None, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment):
         resolve_sides(parse_sides(text), SPEC, sample)
@@ -95,7 +104,9 @@ def test_a_partition_drops_each_sides_packets_to_the_other_sides_replication_and
 
 def test_one_way_drops_only_the_first_sides_packets_and_loss_drops_a_share() -> None:
     sides = resolve_sides(parse_sides("{0} -> {1}"), SPEC)
-    assert partition_rules(sides, True, gid, ALL_GIDS) == ["meta skgid 500 ip daddr . tcp dport { 127.0.0.11 . 9293 } counter drop"]
+    assert partition_rules(sides, True, gid, ALL_GIDS) == [
+        "meta skgid 500 ip daddr . tcp dport { 127.0.0.11 . 9293 } counter drop"
+    ]
     lossy = partition_rules(sides, False, gid, ALL_GIDS, loss=0.25)
     assert len(lossy) == 2 and all("numgen random mod 10000 < 2500 counter drop" in r for r in lossy)
 
@@ -103,7 +114,8 @@ def test_one_way_drops_only_the_first_sides_packets_and_loss_drops_a_share() -> 
 def test_clients_are_cut_by_what_is_not_a_node_of_the_cluster() -> None:
     sides = resolve_sides(parse_sides("{0} | {clients}"), SPEC)
     assert partition_rules(sides, False, gid, ALL_GIDS) == [
-        "meta skgid != { 1500, 500, 501, 502 } ip daddr . tcp dport { 127.0.0.1 . 9092 } counter drop"]
+        "meta skgid != { 1500, 500, 501, 502 } ip daddr . tcp dport { 127.0.0.1 . 9092 } counter drop"
+    ]
 
 
 def test_sides_with_no_link_between_them_are_refused() -> None:
@@ -115,8 +127,10 @@ def test_a_zookeeper_mode_broker_is_reached_on_its_one_listener() -> None:
     spec = ClusterSpec.zookeeper_mode()
     sides = resolve_sides(parse_sides("{0} | {zookeeper}"), spec)
     rules = partition_rules(sides, False, lambda n: 600 + n.node_id, [600])
-    assert rules == ["meta skgid 600 ip daddr . tcp dport { 127.0.0.1 . 2181 } counter drop",
-                     "meta skgid 601 ip daddr . tcp dport { 127.0.0.1 . 9092 } counter drop"]
+    assert rules == [
+        "meta skgid 600 ip daddr . tcp dport { 127.0.0.1 . 2181 } counter drop",
+        "meta skgid 601 ip daddr . tcp dport { 127.0.0.1 . 9092 } counter drop",
+    ]
 
 
 def test_nfts_listing_gives_each_chain_its_comment_rules_and_dropped_packets() -> None:
@@ -136,7 +150,9 @@ def test_nfts_listing_gives_each_chain_its_comment_rules_and_dropped_packets() -
 """
     chains = netfilter.parse_listing(text)
     assert [(c.name, c.comment, c.dropped_packets, len(c.rules)) for c in chains] == [
-        ("fault_1", "partition {0} | {1,2,1000}", 15, 2), ("fault_2", "lossy link {0} | {1}", 0, 0)]
+        ("fault_1", "partition {0} | {1,2,1000}", 15, 2),
+        ("fault_2", "lossy link {0} | {1}", 0, 0),
+    ]
 
 
 def test_each_cluster_directory_has_its_own_table_and_group_ids(tmp_path: Path) -> None:
@@ -174,13 +190,23 @@ class FakeCluster(NeutralSite):
 def test_isolate_installs_one_chain_and_its_undo_deletes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     chains: dict[str, tuple[str, list[str]]] = {}
     monkeypatch.setattr(netfilter, "require_available", lambda: None)
-    monkeypatch.setattr(netfilter, "list_chains", lambda root: [netfilter.FaultChain(n, c, r, 0) for n, (c, r) in chains.items()])
-    monkeypatch.setattr(netfilter, "add_chain", lambda root, name, comment, rules: chains.__setitem__(name, (comment, rules)))
+    monkeypatch.setattr(
+        netfilter, "list_chains", lambda root: [netfilter.FaultChain(n, c, r, 0) for n, (c, r) in chains.items()]
+    )
+    monkeypatch.setattr(
+        netfilter, "add_chain", lambda root, name, comment, rules: chains.__setitem__(name, (comment, rules))
+    )
     monkeypatch.setattr(netfilter, "delete_chain", lambda root, name: chains.pop(name, None) is not None)
     targets = FaultTargets(FakeCluster(tmp_path), clients=None, partition=lambda name: SAMPLE)  # type: ignore[arg-type]
-    applied = network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
+    applied = network.isolate(
+        FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets
+    )
     assert applied.nodes == [1] and applied.role == "leader of events-0: partition {1} | {1000,0,2}"
-    assert applied.sides == [["1"], ["1000", "0", "2"]] and applied.label == "{1} | {1000,0,2}" and applied.one_way is False
+    assert (
+        applied.sides == [["1"], ["1000", "0", "2"]]
+        and applied.label == "{1} | {1000,0,2}"
+        and applied.one_way is False
+    )
     ((comment, rules),) = chains.values()
     assert len(rules) == 2 and all("127.0.0.1 ." not in r for r in rules)
     applied.undo()
@@ -198,7 +224,8 @@ class RecordingLeash(NetworkLeash):
 
 
 def test_the_leash_holds_a_chain_before_its_rules_are_in_force_and_lets_go_of_one_nft_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A SIGKILL of failsafe just after nft installed the chain must find the chain held (CI once saw a
     # kill land between the two, and the rules outlived the run).
     leash = RecordingLeash()
@@ -208,22 +235,35 @@ def test_the_leash_holds_a_chain_before_its_rules_are_in_force_and_lets_go_of_on
         seen_when_added.append(list(leash.lines))
         if len(seen_when_added) == 2:
             raise netfilter.NftError("Error: Could not process rule")
+
     monkeypatch.setattr(netfilter, "require_available", lambda: None)
     monkeypatch.setattr(netfilter, "list_chains", lambda root: [])
     monkeypatch.setattr(netfilter, "add_chain", add_chain)
-    targets = FaultTargets(FakeCluster(tmp_path), clients=None, partition=lambda name: SAMPLE,  # type: ignore[arg-type]
-                           network_leash=lambda: leash)
-    network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
+    targets = FaultTargets(
+        FakeCluster(tmp_path),
+        clients=None,
+        partition=lambda name: SAMPLE,  # type: ignore[arg-type]
+        network_leash=lambda: leash,
+    )
+    network.isolate(
+        FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets
+    )
     assert seen_when_added == [["hold fault_1"]]
     with pytest.raises(FaultError, match="nft refused"):
-        network.isolate(FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets)
+        network.isolate(
+            FaultSpec(network.ISOLATE, 0.0, params=network.IsolateChoice(role="leader", partition="events-0")), targets
+        )
     assert leash.lines == ["hold fault_1", "hold fault_1", "release fault_1"]
 
 
-def test_without_root_or_nft_a_network_fault_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_root_or_nft_a_network_fault_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(netfilter.os, "geteuid", lambda: 1000)
     with pytest.raises(netfilter.NetworkFaultsUnavailable, match="need root"):
-        network.apply(FakeCluster(tmp_path), [Side(tuple(SPEC.brokers_nodes()[:1])), Side(tuple(SPEC.brokers_nodes()[1:]))])
+        network.apply(
+            FakeCluster(tmp_path), [Side(tuple(SPEC.brokers_nodes()[:1])), Side(tuple(SPEC.brokers_nodes()[1:]))]
+        )
     monkeypatch.setattr(netfilter.os, "geteuid", lambda: 0)
     monkeypatch.setattr(netfilter.shutil, "which", lambda name: None)
     assert "apt-get install nftables" in (netfilter.unavailable_reason() or "")
@@ -231,27 +271,39 @@ def test_without_root_or_nft_a_network_fault_says_what_is_missing(tmp_path: Path
 
 # -- scenario fields ------------------------------------------------------------------------------------
 def _scenario(fault: dict) -> dict:
-    return {"name": "n", "topics": [{"name": "events", "partitions": 1, "replication_factor": 3}],
-            "producers": [{"name": "p", "topic": "events", "rate_per_s": 10}],
-            "faults": [{"at_s": 1, "duration_s": 2, **fault}], "phases": {"warmup_s": 1, "chaos_s": 5, "recover_s": 1}}
+    return {
+        "name": "n",
+        "topics": [{"name": "events", "partitions": 1, "replication_factor": 3}],
+        "producers": [{"name": "p", "topic": "events", "rate_per_s": 10}],
+        "faults": [{"at_s": 1, "duration_s": 2, **fault}],
+        "phases": {"warmup_s": 1, "chaos_s": 5, "recover_s": 1},
+    }
 
 
 def test_a_scenario_names_network_faults_with_sides_and_roles() -> None:
-    s = parse_scenario(_scenario({"fault": "partition", "sides": "{leader} | {followers,controllers}", "partition": "events-0"}))
+    s = parse_scenario(
+        _scenario({"fault": "partition", "sides": "{leader} | {followers,controllers}", "partition": "events-0"})
+    )
     assert s.faults[0].params.sides == "{leader} | {followers,controllers}"
     s = parse_scenario(_scenario({"fault": "lossy-link", "sides": "{brokers}", "loss": 0.3}))
     assert s.faults[0].params.loss == 0.3
 
 
-@pytest.mark.parametrize(("fault", "fragment"), [
-    ({"fault": "partition"}, "sides: missing"),
-    ({"fault": "partition", "sides": "{leader} | {others}"}, r"faults\[0\]\.partition: None must name a partition"),
-    ({"fault": "partition", "sides": "{0} | {x}"}, "'x' is not a node id"),
-    ({"fault": "lossy-link", "sides": "{0}"}, "needs a drop probability"),
-    ({"fault": "lossy-link", "sides": "{0}", "loss": 1.5}, "drop probability in"),
-    ({"fault": "kill", "sides": "{0}"}, r"faults\[0\]\.sides: is not a field of this fault"),
-    ({"fault": "isolate", "role": "leader", "partition": "events-0", "sides": "{0}"}, r"faults\[0\]\.sides: is not a field of this fault"),
-])
+@pytest.mark.parametrize(
+    ("fault", "fragment"),
+    [
+        ({"fault": "partition"}, "sides: missing"),
+        ({"fault": "partition", "sides": "{leader} | {others}"}, r"faults\[0\]\.partition: None must name a partition"),
+        ({"fault": "partition", "sides": "{0} | {x}"}, "'x' is not a node id"),
+        ({"fault": "lossy-link", "sides": "{0}"}, "needs a drop probability"),
+        ({"fault": "lossy-link", "sides": "{0}", "loss": 1.5}, "drop probability in"),
+        ({"fault": "kill", "sides": "{0}"}, r"faults\[0\]\.sides: is not a field of this fault"),
+        (
+            {"fault": "isolate", "role": "leader", "partition": "events-0", "sides": "{0}"},
+            r"faults\[0\]\.sides: is not a field of this fault",
+        ),
+    ],
+)
 def test_network_fault_fields_are_checked_before_anything_runs(fault: dict, fragment: str) -> None:
     with pytest.raises(ScenarioError, match=fragment):
         parse_scenario(_scenario(fault))
@@ -260,7 +312,14 @@ def test_network_fault_fields_are_checked_before_anything_runs(fault: dict, frag
 # -- racks ----------------------------------------------------------------------------------------------
 def test_racks_split_the_brokers_into_consecutive_groups_named_in_broker_rack(tmp_path: Path) -> None:
     spec = ClusterSpec(brokers=6, racks=3)
-    assert [spec.rack_of(n) for n in spec.brokers_nodes()] == ["rack-0", "rack-0", "rack-1", "rack-1", "rack-2", "rack-2"]
+    assert [spec.rack_of(n) for n in spec.brokers_nodes()] == [
+        "rack-0",
+        "rack-0",
+        "rack-1",
+        "rack-1",
+        "rack-2",
+        "rack-2",
+    ]
     assert node_properties(spec, spec.brokers_nodes()[3], tmp_path)["broker.rack"] == "rack-1"
     assert "broker.rack" not in node_properties(ClusterSpec(), ClusterSpec().brokers_nodes()[0], tmp_path)
     assert _ids(resolve_sides(parse_sides("{rack-0} | {others, clients}"), spec)) == [[0, 1], [1000, 2, 3, 4, 5]]
@@ -281,15 +340,24 @@ def test_a_topic_placed_by_hand_needs_one_list_of_distinct_brokers_per_partition
 
 
 @pytest.mark.skipif(netfilter.unavailable_reason() is not None, reason=netfilter.unavailable_reason() or "")
-@pytest.mark.parametrize(("text", "loss"), [("{0} | {1, controllers}", None), ("{0} -> {clients}", None), ("{clients} | {brokers}", 0.3),
-                                            ("{rack-0} | {others, clients}", None)])
+@pytest.mark.parametrize(
+    ("text", "loss"),
+    [
+        ("{0} | {1, controllers}", None),
+        ("{0} -> {clients}", None),
+        ("{clients} | {brokers}", 0.3),
+        ("{rack-0} | {others, clients}", None),
+    ],
+)
 def test_the_rules_are_ones_nft_accepts(text: str, loss: float | None, tmp_path: Path) -> None:
     """nft's own parser, in check mode (nothing is applied): the syntax is nft's, not ours to guess."""
     spec = ClusterSpec(brokers=4, racks=2)
     sides = resolve_sides(parse_sides(text), spec)
     rules = partition_rules(sides, parse_sides(text).one_way, gid, [gid(n) for n in spec.nodes()], loss)
     script = tmp_path / "check.nft"
-    script.write_text("add table inet failsafe_check\nadd chain inet failsafe_check c { type filter hook output priority filter; }\n"
-                      + "".join(f"add rule inet failsafe_check c {r}\n" for r in rules))
+    script.write_text(
+        "add table inet failsafe_check\nadd chain inet failsafe_check c { type filter hook output priority filter; }\n"
+        + "".join(f"add rule inet failsafe_check c {r}\n" for r in rules)
+    )
     checked = subprocess.run(["nft", "--check", "-f", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr

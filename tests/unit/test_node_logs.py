@@ -1,4 +1,4 @@
-"""Node events read from Kafka's and ZooKeeper's own logs (cluster/node_logs.py).
+"""Node events read from Kafka's and ZooKeeper's own logs (cluster/observe/node_logs.py).
 
 The files under tests/unit/node_logs/ are excerpts of real logs: Kafka 4.3.1 in KRaft mode (controller 1000, broker 1
 killed while leading t-0) and Kafka 3.9.2 in ZooKeeper mode (broker 1, the controller and t-2's leader, killed).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster.node_logs import read_node_events
+from failsafe.cluster.observe.node_logs import read_node_events
 from failsafe.history.load import history_from_ops
 
 LOGS = Path(__file__).parent / "node_logs"
@@ -65,7 +65,9 @@ def test_only_lines_in_the_window_are_read_each_by_its_millisecond() -> None:
 
 
 def test_zookeeper_3_9_2_the_controller_broker_killed() -> None:
-    ops = brief(read_node_events(ZK, ns("2026-11-27 17:30:53,000"), ns("2026-11-27 17:31:30,000"), zookeeper_logs=ZOOKEEPER))
+    ops = brief(
+        read_node_events(ZK, ns("2026-11-27 17:30:53,000"), ns("2026-11-27 17:31:30,000"), zookeeper_logs=ZOOKEEPER)
+    )
     assert ops == [
         ("zookeeper-1", "zk-disconnected", 1, None, None),  # ZooKeeper saw the killed broker's socket close
         ("zookeeper-1", "zk-session-expired", 1, None, None),  # 18 s later (zookeeper.session.timeout.ms)
@@ -101,7 +103,13 @@ def test_other_reasons_and_the_3_9_2_kraft_and_zookeeper_messages() -> None:
         ("node-5", "controlled-shutdown", 2, None, None),
         ("node-5", "fenced", 2, None, None),  # its shutdown granted once its leaders moved
         ("node-5", "fenced", 0, None, None),  # fencing requested
-        ("node-5", "fenced", 0, None, None),  # an immediate shutdown of an unfenced broker fences it; of a fenced one says nothing
+        (
+            "node-5",
+            "fenced",
+            0,
+            None,
+            None,
+        ),  # an immediate shutdown of an unfenced broker fences it; of a fenced one says nothing
         ("node-5", "broker-gone", 1, None, None),
         ("node-5", "broker-gone", 3, None, None),
         ("node-5", "broker-bounced", 4, None, None),
@@ -155,11 +163,17 @@ def test_times_are_this_machines_local_time(timezone) -> None:
 
 def test_a_kraft_log_is_read_from_the_offset_the_run_began_at(tmp_path) -> None:
     """Lines before the offset (an earlier run's fence) are not read again; the run's own are."""
-    from failsafe.cluster.node_logs import read_node_events
+    from failsafe.cluster.observe.node_logs import read_node_events
 
     log = tmp_path / "server-1000.log"
-    earlier = "[2026-11-27 17:00:00,000] INFO [QuorumController id=1000] Fencing broker 2 at epoch 3 because its session has timed out. (x)\n"
-    later = "[2026-11-27 17:30:21,623] INFO [QuorumController id=1000] Fencing broker 1 at epoch 12 because its session has timed out. (x)\n"
+    earlier = (
+        "[2026-11-27 17:00:00,000] INFO [QuorumController id=1000] Fencing broker 2 at epoch 3 because its "
+        "session has timed out. (x)\n"
+    )
+    later = (
+        "[2026-11-27 17:30:21,623] INFO [QuorumController id=1000] Fencing broker 1 at epoch 12 because its "
+        "session has timed out. (x)\n"
+    )
     log.write_text(earlier + later)
     everything = read_node_events({1000: log}, 0, 2**62)
     assert [op["broker"] for op in everything] == [2, 1]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from failsafe.workloads.on_host import OnHost, tool_time_error_ns
-from failsafe.workloads.verifiable_events import event_time_ns
+from failsafe.workloads.verifiable.events import event_time_ns
+from failsafe.workloads.verifiable.on_host import OnHost, tool_time_error_ns
 
 
 def _on(offset_ns: int) -> OnHost:
     host = type("Host", (), {"name": "h2"})()
-    return OnHost(ssh=type("Ssh", (), {"host": host})(), command=[], dir=None, offset_ns=offset_ns, error_ns=tool_time_error_ns(0.0005))  # type: ignore[arg-type]
+    return OnHost(
+        ssh=type("Ssh", (), {"host": host})(),
+        command=[],
+        dir=None,
+        offset_ns=offset_ns,
+        error_ns=tool_time_error_ns(0.0005),
+    )  # type: ignore[arg-type]
 
 
 def test_a_host_clock_ahead_of_failsafes_moves_the_tools_times_back() -> None:

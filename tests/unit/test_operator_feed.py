@@ -1,4 +1,5 @@
-"""Node actions done by hand (CLI, console) while a scenario runs are faults in its history, healed like scheduled ones."""
+"""Node actions done by hand (CLI, console) while a scenario runs are faults in its history, healed like scheduled
+ones."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from failsafe.cluster import journal, netfilter
-from failsafe.cluster.journal import OperatorAction
-from failsafe.cluster.nodes import LocalNodes
+from failsafe.cluster.net import netfilter
+from failsafe.cluster.nodes.control import LocalNodes
+from failsafe.cluster.observe import journal
+from failsafe.cluster.observe.journal import OperatorAction
 from failsafe.history.load import load_history
-from failsafe.scenarios.engine import Engine, RunSettings, run_scenario
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.engine.core import Engine, RunSettings, run_scenario
+from failsafe.scenarios.store.rundir import RunDir
 from failsafe.supervisor import DOWN
 from tests.unit.test_engine import FakeCluster, FakeSampler, FakeScenario, FakeWorkload, _ops
 
@@ -22,8 +24,13 @@ T = 1_700_000_000_000_000_000
 def _engine(tmp_path: Path, cluster: FakeCluster, journal_path: Path) -> Engine:
     scenario = FakeScenario(())
     cluster.journal_path = journal_path
-    return Engine(scenario, FakeWorkload(), RunDir.create(tmp_path / "runs", scenario), cluster,
-                  RunSettings("4.3.1", {}, lambda _: None, lambda _: None, sampler=FakeSampler()))
+    return Engine(
+        scenario,
+        FakeWorkload(),
+        RunDir.create(tmp_path / "runs", scenario),
+        cluster,
+        RunSettings("4.3.1", {}, lambda _: None, lambda _: None, sampler=FakeSampler()),
+    )
 
 
 def _act(path: Path, action: str, node: int | None, at_s: float, ok: bool = True, role: str = "broker", **kw) -> None:
@@ -39,7 +46,12 @@ def test_a_kill_and_start_by_hand_are_one_fault_window_and_the_heal_leaves_the_n
     _act(path, "start", 1, at_s=4)
     run_scenario(engine)
     (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
-    assert (start["fault"], start["nodes"], start["role"], start["time_ns"]) == ("kill", [1], "operator (console)", T + 1_000_000_000)
+    assert (start["fault"], start["nodes"], start["role"], start["time_ns"]) == (
+        "kill",
+        [1],
+        "operator (console)",
+        T + 1_000_000_000,
+    )
     assert stop["fault_id"] == start["fault_id"] and stop["ok"] and stop["time_ns"] == T + 4_100_000_000
     assert cluster.restarts == []
     (fault,) = load_history(engine.run_dir.history_path).faults.to_dicts()
@@ -93,7 +105,9 @@ def test_the_journal_keeps_a_half_written_line_for_the_next_read(tmp_path: Path)
 
 def _net(path: Path, action: str, at_s: float, **detail) -> None:
     start_ns = T + round(at_s * 1e9)
-    journal.append(path, OperatorAction(start_ns, start_ns + 100_000_000, action, "network", None, "cli", True, detail=detail))
+    journal.append(
+        path, OperatorAction(start_ns, start_ns + 100_000_000, action, "network", None, "cli", True, detail=detail)
+    )
 
 
 def _deleted_chains(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster, tmp_path: Path) -> list[str]:
@@ -104,11 +118,20 @@ def _deleted_chains(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster, tmp_p
     return deleted
 
 
-NET_FAULT = {"chain": "fault_1", "fault": "partition {0} | {1000,1,2}", "kind": "isolate", "nodes": [0],
-             "sides": [["0"], ["1000", "1", "2"]], "one_way": False, "loss": None}
+NET_FAULT = {
+    "chain": "fault_1",
+    "fault": "partition {0} | {1000,1,2}",
+    "kind": "isolate",
+    "nodes": [0],
+    "sides": [["0"], ["1000", "1", "2"]],
+    "one_way": False,
+    "loss": None,
+}
 
 
-def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
     deleted = _deleted_chains(monkeypatch, cluster, tmp_path)
     engine = _engine(tmp_path, cluster, path)
@@ -117,13 +140,22 @@ def test_a_network_fault_and_its_heal_by_hand_are_one_window_naming_the_sides(tm
     run_scenario(engine)
     (start,), (stop,) = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
     assert (start["fault"], start["target"], start["nodes"]) == ("isolate", "network", [0])
-    assert start["role"] == "operator (cli): partition {0} | {1000,1,2}" and start["sides"] == [["0"], ["1000", "1", "2"]]
-    assert start["label"] == "{0} | {1000,1,2}" and start["family"] == "network" and start["details"] == {"chain": "fault_1"}
+    assert start["role"] == "operator (cli): partition {0} | {1000,1,2}" and start["sides"] == [
+        ["0"],
+        ["1000", "1", "2"],
+    ]
+    assert (
+        start["label"] == "{0} | {1000,1,2}"
+        and start["family"] == "network"
+        and start["details"] == {"chain": "fault_1"}
+    )
     assert stop["fault_id"] == start["fault_id"] and stop["time_ns"] == T + 3_100_000_000
     assert deleted == [], "healed by hand: the run's heal has nothing to delete"
 
 
-def test_a_network_fault_left_in_force_by_hand_is_deleted_by_the_heal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_network_fault_left_in_force_by_hand_is_deleted_by_the_heal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, cluster = tmp_path / journal.JOURNAL_FILE, FakeCluster()
     deleted = _deleted_chains(monkeypatch, cluster, tmp_path)
     engine = _engine(tmp_path, cluster, path)

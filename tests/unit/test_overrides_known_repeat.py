@@ -14,7 +14,7 @@ from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.known import classify as classify_with_history
 from failsafe.scenarios.overrides import OverrideError, apply_overrides, parse_path
 from failsafe.scenarios.registry import load_scenario, parse_scenario
-from failsafe.scenarios.repeat import aggregate, spread, write_aggregate
+from failsafe.scenarios.store.repeat import aggregate, spread, write_aggregate
 
 KNOWN_DUPLICATE = {
     "anomaly": "delivery.duplicate-acknowledged",
@@ -46,19 +46,44 @@ def _results(**delivery_counts: int) -> dict:
 
 def ran(scenario: Scenario) -> History:
     """The history of a run of ``scenario``'s producers as far as known anomalies look: each worker's client-config op
-    (the library and settings it ran with, built as the worker builds it) and a send, which puts it on the producers' side."""
+    (the library and settings it ran with, built as the worker builds it) and a send, which puts it on the producers'
+    side."""
     from failsafe.workloads.specs import ProducerSpec
-    from failsafe.workloads.verifiable import VerifiableProducerSpec
+    from failsafe.workloads.verifiable.clients import VerifiableProducerSpec
     from failsafe.workloads.worker import client_config_fields
 
     ops = []
     for p in scenario.producers:
         for name in p.processes():
-            fields = {"process": name, "topic": p.topic, "acks": p.acks, "idempotence": p.idempotence, "retries": p.retries,
-                      "linger_ms": p.linger_ms, "delivery_timeout_ms": p.delivery_timeout_ms, "properties": p.properties}
-            spec = VerifiableProducerSpec(**fields, kafka_version="4.3.1") if p.driver == "kafka-verifiable" else ProducerSpec(**fields)
-            ops.append({"time_ns": 1, "process": name, "type": "info", "f": "client-config", **client_config_fields(spec)})
-            ops.append({"time_ns": 2, "process": name, "type": "invoke", "f": "send", "id": 1, "topic": p.topic, "value": f"{name}:1"})
+            fields = {
+                "process": name,
+                "topic": p.topic,
+                "acks": p.acks,
+                "idempotence": p.idempotence,
+                "retries": p.retries,
+                "linger_ms": p.linger_ms,
+                "delivery_timeout_ms": p.delivery_timeout_ms,
+                "properties": p.properties,
+            }
+            spec = (
+                VerifiableProducerSpec(**fields, kafka_version="4.3.1")
+                if p.driver == "kafka-verifiable"
+                else ProducerSpec(**fields)
+            )
+            ops.append(
+                {"time_ns": 1, "process": name, "type": "info", "f": "client-config", **client_config_fields(spec)}
+            )
+            ops.append(
+                {
+                    "time_ns": 2,
+                    "process": name,
+                    "type": "invoke",
+                    "f": "send",
+                    "id": 1,
+                    "topic": p.topic,
+                    "value": f"{name}:1",
+                }
+            )
     return history_from_ops(ops)
 
 
@@ -75,8 +100,15 @@ def test_paths_read_indexes_stars_and_quoted_names() -> None:
 
 def test_overrides_change_a_copy_and_read_values_as_toml() -> None:
     data = copy.deepcopy(SCENARIO)
-    changed = apply_overrides(data, ["producers[*].acks=1", 'producers[0].properties."max.in.flight"=1', "phases.chaos_s=7.5",
-                                     "producers[0].driver=kafka-verifiable"])
+    changed = apply_overrides(
+        data,
+        [
+            "producers[*].acks=1",
+            'producers[0].properties."max.in.flight"=1',
+            "phases.chaos_s=7.5",
+            "producers[0].driver=kafka-verifiable",
+        ],
+    )
     assert data == SCENARIO, "the original is not touched"
     assert changed["producers"][0]["acks"] == 1  # TOML: an integer, which the schema reads as acks "1"
     assert changed["producers"][0]["properties"] == {"max.in.flight": 1}
@@ -84,13 +116,16 @@ def test_overrides_change_a_copy_and_read_values_as_toml() -> None:
     assert changed["producers"][0]["driver"] == "kafka-verifiable"  # not TOML: taken as a string
 
 
-@pytest.mark.parametrize("assignment, message", [
-    ("producers[0].acks", "expected PATH=VALUE"),
-    ("producers[3].acks=1", "index 3 is out of range (the list has 1 entries)"),
-    ("name.first=1", "inside something that is not a table"),
-    ('producers[0]."unclosed=1', "an opening quote without its closing one"),
-    ("=1", "an empty path"),
-])
+@pytest.mark.parametrize(
+    "assignment, message",
+    [
+        ("producers[0].acks", "expected PATH=VALUE"),
+        ("producers[3].acks=1", "index 3 is out of range (the list has 1 entries)"),
+        ("name.first=1", "inside something that is not a table"),
+        ('producers[0]."unclosed=1', "an opening quote without its closing one"),
+        ("=1", "an empty path"),
+    ],
+)
 def test_bad_overrides_say_what_is_wrong(assignment: str, message: str) -> None:
     with pytest.raises(OverrideError, match=message.replace("(", r"\(").replace(")", r"\)")):
         apply_overrides(SCENARIO, [assignment])
@@ -118,17 +153,25 @@ def test_a_lost_acknowledged_write_is_never_known() -> None:
     assert results["verdict"] == "INVALID"
     assert results["unexplained"] == ["delivery.lost"]
     for loss in ("delivery.lost", "delivery.lost-after-read", "semantics.missing", "availability.never-recovered"):
-        with pytest.raises(ScenarioError, match=r"a lost acknowledged write \(or a partition that never came back\) is never a known"):
+        with pytest.raises(
+            ScenarioError, match=r"a lost acknowledged write \(or a partition that never came back\) is never a known"
+        ):
             parse_scenario({**copy.deepcopy(SCENARIO), "known": [{**KNOWN_DUPLICATE, "anomaly": loss}]})
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ({"when": {}}, r"known\[0\]\.when: a known anomaly needs its condition"),
-    ({"anomaly": "delivery.duplicate-acknowleged"}, r"the delivery checker reports no violation 'duplicate-acknowleged': it reports lost,"),
-    ({"anomaly": "dr.mirror-reordered"}, r"'dr' is not a checker of lab scenarios"),
-    ({"anomaly": "deliverylost"}, "must be CHECKER.VIOLATION"),
-    ({"client": "kafka-go"}, "is not one of librdkafka, kafka-java"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"when": {}}, r"known\[0\]\.when: a known anomaly needs its condition"),
+        (
+            {"anomaly": "delivery.duplicate-acknowleged"},
+            r"the delivery checker reports no violation 'duplicate-acknowleged': it reports lost,",
+        ),
+        ({"anomaly": "dr.mirror-reordered"}, r"'dr' is not a checker of lab scenarios"),
+        ({"anomaly": "deliverylost"}, "must be CHECKER.VIOLATION"),
+        ({"client": "kafka-go"}, "is not one of librdkafka, kafka-java"),
+    ],
+)
 def test_a_known_entry_is_checked_against_what_the_checkers_report_at_parse_time(entry: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse_scenario({**copy.deepcopy(SCENARIO), "known": [{**KNOWN_DUPLICATE, **entry}]})
@@ -141,22 +184,52 @@ def test_a_known_entry_without_when_is_refused() -> None:
 
 
 def test_a_known_entry_never_covers_a_client_that_recorded_no_settings() -> None:
-    """broker-restart's librdkafka duplicates are known; a second writer whose client-config is missing is outside it."""
+    """broker-restart's librdkafka duplicates are known; a second writer whose client-config is missing is outside
+    it."""
     scenario = load_scenario("broker-restart")
     results = _results(**{"duplicate-acknowledged": 1})
     history = ran(scenario)
     assert classify_with_history(copy.deepcopy(results), scenario, history)["verdict"] == "KNOWN"
-    stranger = {"time_ns": 3, "process": "other", "type": "invoke", "f": "send", "id": 1, "topic": "my-failsafe-topic", "value": "other:1"}
+    stranger = {
+        "time_ns": 3,
+        "process": "other",
+        "type": "invoke",
+        "f": "send",
+        "id": 1,
+        "topic": "my-failsafe-topic",
+        "value": "other:1",
+    }
     mixed = history_from_ops([*(r for r in _ops_of(history)), stranger])
     assert classify_with_history(copy.deepcopy(results), scenario, mixed)["verdict"] == "INVALID"
 
 
 def _ops_of(history: History) -> list[dict]:
     """The client-config and send ops a History from ``ran`` was built of."""
-    configs = [{"time_ns": r["time_ns"], "process": r["process"], "type": "info", "f": "client-config", "client": r["client"],
-                "client_version": r["client_version"], "config": r["config"], "log": r["log"]} for r in history.clients.to_dicts()]
-    sends = [{"time_ns": r["invoke_ns"], "process": r["process"], "type": "invoke", "f": "send", "id": r["id"], "topic": r["topic"],
-              "value": r["value"]} for r in history.sends.to_dicts()]
+    configs = [
+        {
+            "time_ns": r["time_ns"],
+            "process": r["process"],
+            "type": "info",
+            "f": "client-config",
+            "client": r["client"],
+            "client_version": r["client_version"],
+            "config": r["config"],
+            "log": r["log"],
+        }
+        for r in history.clients.to_dicts()
+    ]
+    sends = [
+        {
+            "time_ns": r["invoke_ns"],
+            "process": r["process"],
+            "type": "invoke",
+            "f": "send",
+            "id": r["id"],
+            "topic": r["topic"],
+            "value": r["value"],
+        }
+        for r in history.sends.to_dicts()
+    ]
     return configs + sends
 
 
@@ -164,21 +237,41 @@ def test_a_consumer_side_anomaly_is_matched_against_the_consumers_not_the_produc
     from failsafe.workloads.specs import ConsumerSpec
     from failsafe.workloads.worker import client_config_fields
 
-    entry = {"anomaly": "order.nonmonotonic-poll", "client": "librdkafka", "reference": "https://example.org/issue",
-             "when": {"group.protocol": "consumer"}}
+    entry = {
+        "anomaly": "order.nonmonotonic-poll",
+        "client": "librdkafka",
+        "reference": "https://example.org/issue",
+        "when": {"group.protocol": "consumer"},
+    }
     scenario = parse_scenario({**copy.deepcopy(SCENARIO), "known": [entry]})
-    results = {"checkers": {"order": {"valid": False, "counts": {"nonmonotonic-poll": 1}, "violations": ["nonmonotonic-poll"]}},
-               "expectations": [], "valid": False}
+    results = {
+        "checkers": {
+            "order": {"valid": False, "counts": {"nonmonotonic-poll": 1}, "violations": ["nonmonotonic-poll"]}
+        },
+        "expectations": [],
+        "valid": False,
+    }
 
     def history_with_consumer(protocol: str) -> History:
         spec = ConsumerSpec(process="c-0", topics=("t",), group="g", properties={"group.protocol": protocol})
         consumer = {"time_ns": 1, "process": "c-0", "type": "info", "f": "client-config", **client_config_fields(spec)}
         poll = {"time_ns": 2, "process": "c-0", "type": "ok", "f": "poll", "group": "g", "records": []}
-        assign = {"time_ns": 2, "process": "c-0", "type": "info", "f": "assign", "group": "g", "partitions": [{"topic": "t", "partition": 0}]}
+        assign = {
+            "time_ns": 2,
+            "process": "c-0",
+            "type": "info",
+            "f": "assign",
+            "group": "g",
+            "partitions": [{"topic": "t", "partition": 0}],
+        }
         return history_from_ops([consumer, poll, assign])
 
     known = classify_with_history(copy.deepcopy(results), scenario, history_with_consumer("consumer"))
-    assert known["verdict"] == "KNOWN" and known["known"][0]["side"] == "consumers" and known["known"][0]["clients"] == ["c-0"]
+    assert (
+        known["verdict"] == "KNOWN"
+        and known["known"][0]["side"] == "consumers"
+        and known["known"][0]["clients"] == ["c-0"]
+    )
     classic = classify_with_history(copy.deepcopy(results), scenario, history_with_consumer("classic"))
     assert classic["verdict"] == "INVALID" and classic["unexplained"] == ["order.nonmonotonic-poll"]
 
@@ -215,12 +308,19 @@ def test_repeat_counts_runs_per_anomaly_and_spreads_the_times(tmp_path) -> None:
     runs = []
     for i, duplicates in enumerate((0, 4, 0, 1)):
         results = classify(_results(**{"duplicate-acknowledged": duplicates}), scenario)
-        results["checkers"]["availability"] = {"valid": True, "max_unavailable_ms": 9000.0 + 100 * i,
-                                               "stall_by_group": {"follower": {"max_stall_ms": 8000.0 + i}}}
+        results["checkers"]["availability"] = {
+            "valid": True,
+            "max_unavailable_ms": 9000.0 + 100 * i,
+            "stall_by_group": {"follower": {"max_stall_ms": 8000.0 + i}},
+        }
         runs.append((f"run-{i}", results))
     stats = aggregate("mini", runs, ["producers[0].acks=all"])
     assert stats["runs"] == 4 and stats["verdicts"] == {"VALID": 2, "KNOWN": 2} and stats["verdict"] == "KNOWN"
-    assert stats["anomalies"]["delivery.duplicate-acknowledged"] == {"runs": 2, "total": 5, "run_dirs": ["run-1", "run-3"]}
+    assert stats["anomalies"]["delivery.duplicate-acknowledged"] == {
+        "runs": 2,
+        "total": 5,
+        "run_dirs": ["run-1", "run-3"],
+    }
     assert stats["times"]["availability.max_unavailable_ms"]["median"] == 9150.0
     assert stats["times"]["availability.stall_by_group.follower"]["max"] == 8003.0
     path = write_aggregate(tmp_path / "mini", stats)
@@ -230,8 +330,14 @@ def test_repeat_counts_runs_per_anomaly_and_spreads_the_times(tmp_path) -> None:
 def test_repeat_spreads_a_dr_runs_rpo_and_rto() -> None:
     runs = []
     for i, (rpo, twice) in enumerate(((0, 180), (12, 200), (3, 150))):
-        dr = {"valid": True, "counts": {"rpo-records": rpo, "consumed-twice": twice}, "rpo_seconds": rpo / 200,
-              "rto_first_read_s": 0.3 + i / 10, "rto_caught_up_s": 1.0 + i, "violations": []}
+        dr = {
+            "valid": True,
+            "counts": {"rpo-records": rpo, "consumed-twice": twice},
+            "rpo_seconds": rpo / 200,
+            "rto_first_read_s": 0.3 + i / 10,
+            "rto_caught_up_s": 1.0 + i,
+            "violations": [],
+        }
         runs.append((f"run-{i}", {"valid": True, "checkers": {"dr": dr}}))
     times = aggregate("dr-failover", runs)["times"]
     assert times["dr.rpo-records (records)"]["median"] == 3.0 and times["dr.consumed-twice (records)"]["max"] == 200.0

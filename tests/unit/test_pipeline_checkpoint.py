@@ -26,11 +26,16 @@ def test_a_missing_or_empty_checkpoint_is_fresh_and_gets_the_marker(tmp_path: Pa
     check_layout(checkpoint)
 
 
-@pytest.mark.parametrize(("made", "says"), [
-    ("sales-state", "kept its running totals on the driver"),
-    ("dead-letters", "two-query pipeline"),
-])
-def test_a_checkpoint_of_an_earlier_pipeline_is_one_line_saying_to_start_fresh(tmp_path: Path, made: str, says: str) -> None:
+@pytest.mark.parametrize(
+    ("made", "says"),
+    [
+        ("sales-state", "kept its running totals on the driver"),
+        ("dead-letters", "two-query pipeline"),
+    ],
+)
+def test_a_checkpoint_of_an_earlier_pipeline_is_one_line_saying_to_start_fresh(
+    tmp_path: Path, made: str, says: str
+) -> None:
     checkpoint = tmp_path / "checkpoint"
     (checkpoint / "sales-by-product").mkdir(parents=True)
     (checkpoint / made).mkdir()
@@ -50,8 +55,17 @@ def test_a_marker_of_another_layout_or_unreadable_is_refused(tmp_path: Path) -> 
         check_layout(checkpoint)
 
 
-@pytest.mark.parametrize(("text", "expected"), [("2 minutes", 2 * MINUTE), ("1 minute", MINUTE), ("1 hour 30 minutes", 90 * MINUTE),
-                                                ("10 seconds", 10_000_000), ("1 day", 24 * 60 * MINUTE), ("1.5 seconds", 1_500_000)])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2 minutes", 2 * MINUTE),
+        ("1 minute", MINUTE),
+        ("1 hour 30 minutes", 90 * MINUTE),
+        ("10 seconds", 10_000_000),
+        ("1 day", 24 * 60 * MINUTE),
+        ("1.5 seconds", 1_500_000),
+    ],
+)
 def test_watermark_delays_as_spark_writes_them(text: str, expected: int) -> None:
     assert interval_us(text) == expected
 
@@ -68,7 +82,18 @@ def test_the_command_refuses_a_driver_state_checkpoint_in_one_line_before_it_sta
     checkpoint = tmp_path / "checkpoint"
     (checkpoint / "sales-state").mkdir(parents=True)
     (checkpoint / "sales-state" / "7.json").write_text("{}")
-    result = run_cli("pipeline", "run", "--bootstrap-server", "127.0.0.1:1", "--checkpoint", str(checkpoint), "--output", str(tmp_path / "out"))
+    result = run_cli(
+        "pipeline",
+        "run",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--checkpoint",
+        str(checkpoint),
+        "--output",
+        str(tmp_path / "out"),
+    )
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
     assert "start fresh" in result.stderr and "Traceback" not in result.stderr
-    assert (checkpoint / "sales-state" / "7.json").read_text() == "{}" and not (checkpoint / LAYOUT_FILE).exists()  # nothing touched
+    assert (checkpoint / "sales-state" / "7.json").read_text() == "{}" and not (
+        checkpoint / LAYOUT_FILE
+    ).exists()  # nothing touched

@@ -1,4 +1,5 @@
-"""The pipeline's plumbing without Spark: connector jars, session settings, progress lines, scenarios, child processes."""
+"""The pipeline's plumbing without Spark: connector jars, session settings, progress lines, scenarios, child
+processes."""
 
 from __future__ import annotations
 
@@ -15,26 +16,42 @@ from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import load_scenario, parse_scenario
 
 
-@pytest.mark.parametrize("jar, artifact", [
-    ("kafka-clients-3.9.0.jar", "kafka-clients"),
-    ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "spark-sql-kafka-0-10_2.13"),
-    ("snappy-java-1.1.10.5.jar", "snappy-java"),
-    ("scala-library-2.13.15.jar", "scala-library"),
-    ("hadoop-client-runtime-3.4.1.jar", "hadoop-client-runtime"),
-    ("jsr305-3.0.0.jar", "jsr305"),
-    ("zstd-jni-1.5.6-9.jar", "zstd-jni"),
-    ("no-version.jar", "no-version"),
-])
+@pytest.mark.parametrize(
+    "jar, artifact",
+    [
+        ("kafka-clients-3.9.0.jar", "kafka-clients"),
+        ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "spark-sql-kafka-0-10_2.13"),
+        ("snappy-java-1.1.10.5.jar", "snappy-java"),
+        ("scala-library-2.13.15.jar", "scala-library"),
+        ("hadoop-client-runtime-3.4.1.jar", "hadoop-client-runtime"),
+        ("jsr305-3.0.0.jar", "jsr305"),
+        ("zstd-jni-1.5.6-9.jar", "zstd-jni"),
+        ("no-version.jar", "no-version"),
+    ],
+)
 def test_artifact_of_a_jar_name(jar: str, artifact: str) -> None:
     assert artifact_of(jar) == artifact
 
 
 def test_jars_pyspark_already_ships_are_dropped_whatever_their_version() -> None:
-    resolved = [Path(n) for n in ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "kafka-clients-3.9.0.jar", "lz4-java-1.8.0.jar",
-                                  "snappy-java-1.1.10.5.jar", "slf4j-api-1.7.36.jar", "commons-pool2-2.12.0.jar")]
+    resolved = [
+        Path(n)
+        for n in (
+            "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+            "kafka-clients-3.9.0.jar",
+            "lz4-java-1.8.0.jar",
+            "snappy-java-1.1.10.5.jar",
+            "slf4j-api-1.7.36.jar",
+            "commons-pool2-2.12.0.jar",
+        )
+    ]
     shipped = ["lz4-java-1.8.0.jar", "snappy-java-1.1.10.7.jar", "slf4j-api-2.0.16.jar", "commons-pool-1.5.4.jar"]
     kept, dropped = drop_shipped(resolved, shipped)
-    assert [j.name for j in kept] == ["spark-sql-kafka-0-10_2.13-4.0.0.jar", "kafka-clients-3.9.0.jar", "commons-pool2-2.12.0.jar"]
+    assert [j.name for j in kept] == [
+        "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+        "kafka-clients-3.9.0.jar",
+        "commons-pool2-2.12.0.jar",
+    ]
     assert {j.name for j in dropped} == {"lz4-java-1.8.0.jar", "snappy-java-1.1.10.5.jar", "slf4j-api-1.7.36.jar"}
 
 
@@ -53,16 +70,26 @@ def test_the_state_store_is_rocksdb_with_changelog_checkpointing_unless_a_sessio
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith(".RocksDBStateStoreProvider")
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
     hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-    assert session_conf(SessionSpec(extra={"spark.sql.streaming.stateStore.providerClass": hdfs}))[
-        "spark.sql.streaming.stateStore.providerClass"] == hdfs
+    assert (
+        session_conf(SessionSpec(extra={"spark.sql.streaming.stateStore.providerClass": hdfs}))[
+            "spark.sql.streaming.stateStore.providerClass"
+        ]
+        == hdfs
+    )
 
 
 SPARK_PROGRESS = {
-    "batchId": 7, "timestamp": "2026-11-22T06:41:12.526Z", "numInputRows": 120, "inputRowsPerSecond": 40.0,
-    "processedRowsPerSecond": 60.0, "durationMs": {"triggerExecution": 2000},
+    "batchId": 7,
+    "timestamp": "2026-11-22T06:41:12.526Z",
+    "numInputRows": 120,
+    "inputRowsPerSecond": 40.0,
+    "processedRowsPerSecond": 60.0,
+    "durationMs": {"triggerExecution": 2000},
     "eventTime": {"watermark": "2024-08-25T13:20:16.794Z"},
-    "stateOperators": [{"numRowsDroppedByWatermark": 3, "numRowsTotal": 40, "numShufflePartitions": 4},
-                       {"numRowsDroppedByWatermark": 1, "numRowsTotal": 2, "numShufflePartitions": 4}],
+    "stateOperators": [
+        {"numRowsDroppedByWatermark": 3, "numRowsTotal": 40, "numShufflePartitions": 4},
+        {"numRowsDroppedByWatermark": 1, "numRowsTotal": 2, "numShufflePartitions": 4},
+    ],
     "sources": [{"endOffset": '{"demo.purchases":{"0":10,"1":12}}'}],
 }
 
@@ -78,10 +105,17 @@ def test_progress_line_keeps_the_contract_fields() -> None:
 
 def test_progress_log_annotates_batches_that_read_something_once(tmp_path: Path) -> None:
     asked = []
-    log = ProgressLog(tmp_path, lambda query, line: asked.append((query, line["batch_id"])) or {"state_locations": {"0": "executor_h_1"}})
+    log = ProgressLog(
+        tmp_path,
+        lambda query, line: asked.append((query, line["batch_id"])) or {"state_locations": {"0": "executor_h_1"}},
+    )
     idle = {**SPARK_PROGRESS, "batchId": 8, "numInputRows": 0}
     lines = log.record_new("q", [SPARK_PROGRESS, SPARK_PROGRESS, idle])
-    assert asked == [("q", 7)] and lines[0]["state_locations"] == {"0": "executor_h_1"} and "state_locations" not in lines[1]
+    assert (
+        asked == [("q", 7)]
+        and lines[0]["state_locations"] == {"0": "executor_h_1"}
+        and "state_locations" not in lines[1]
+    )
     assert lines[0]["state_partitions"] == 8
 
 
@@ -98,22 +132,37 @@ def test_both_pipeline_scenarios_parse() -> None:
     assert load_scenario("pipeline-restart").faults[0].fault == "kill-driver"
 
 
-PIPELINE = {"name": "p", "kind": "pipeline", "faults": [{"fault": "kill", "role": "leader", "partition": "demo.purchases-0",
-                                                          "at_s": 1, "duration_s": 5}]}
+PIPELINE = {
+    "name": "p",
+    "kind": "pipeline",
+    "faults": [{"fault": "kill", "role": "leader", "partition": "demo.purchases-0", "at_s": 1, "duration_s": 5}],
+}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"simulator": {"rate_per_s": 0}}, "p.simulator.rate_per_s: a pipeline scenario needs a fixed rate above 0"),
-    ({"simulator": {"rate": 5}}, "unknown field 'rate'"),
-    ({"cluster": {"brokers": 1}}, "p.cluster.brokers: 1: the demo topics have replication factor 3"),
-    ({"faults": [{"fault": "pause", "role": "leader", "partition": "demo.purchases-9", "at_s": 1, "duration_s": 1}]},
-     "'demo.purchases-9' must name a partition of the scenario's topics as TOPIC-N, e.g. demo.purchases-0"),
-    ({"faults": [{"fault": "isolate", "at_s": 1, "duration_s": 1}]}, "'isolate' is not one of"),
-    ({"faults": [{"fault": "kill-consumer", "consumer": "c-0", "at_s": 1, "duration_s": 1}]}, "'kill-consumer' is not one of"),
-    ({"faults": [{"fault": "kill-driver", "at_s": 1}]}, "give duration_s"),
-    ({"faults": [{"fault": "kill-driver", "at_s": 99, "duration_s": 1}]}, "after the chaos phase ends"),
-    ({"colour": "red"}, "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"simulator": {"rate_per_s": 0}}, "p.simulator.rate_per_s: a pipeline scenario needs a fixed rate above 0"),
+        ({"simulator": {"rate": 5}}, "unknown field 'rate'"),
+        ({"cluster": {"brokers": 1}}, "p.cluster.brokers: 1: the demo topics have replication factor 3"),
+        (
+            {
+                "faults": [
+                    {"fault": "pause", "role": "leader", "partition": "demo.purchases-9", "at_s": 1, "duration_s": 1}
+                ]
+            },
+            "'demo.purchases-9' must name a partition of the scenario's topics as TOPIC-N, e.g. demo.purchases-0",
+        ),
+        ({"faults": [{"fault": "isolate", "at_s": 1, "duration_s": 1}]}, "'isolate' is not one of"),
+        (
+            {"faults": [{"fault": "kill-consumer", "consumer": "c-0", "at_s": 1, "duration_s": 1}]},
+            "'kill-consumer' is not one of",
+        ),
+        ({"faults": [{"fault": "kill-driver", "at_s": 1}]}, "give duration_s"),
+        ({"faults": [{"fault": "kill-driver", "at_s": 99, "duration_s": 1}]}, "after the chaos phase ends"),
+        ({"colour": "red"}, "unknown field 'colour'"),
+    ],
+)
 def test_bad_pipeline_scenarios_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         parse_scenario({**PIPELINE, **change})
@@ -132,18 +181,35 @@ def test_the_executor_loss_scenario_runs_on_a_standalone_cluster_of_its_own() ->
     assert (fault.fault, fault.params.node, fault.duration_s) == ("kill-spark-worker", "holding-state", 15)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"faults": [{"fault": "kill-spark-worker", "at_s": 1, "duration_s": 1}]},
-     'kill-spark-worker needs a Spark cluster of the run\'s own: set pipeline.master = "standalone"'),
-    ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": 2, "at_s": 1, "duration_s": 1}]},
-     "p.faults[0].node: 2 is not a worker of the run's Spark cluster (0-1)"),
-    ({"pipeline": {"master": "standalone", "spark_workers": 2}, "faults": [{"fault": "kill-spark-worker", "node": "busiest", "at_s": 1,
-                                                                           "duration_s": 1}]},
-     'must be a worker\'s index (0, 1, ...) or "holding-state"'),
-    ({"pipeline": {"master": "yarn"}}, "p.pipeline.master: 'yarn': use local[N], spark://HOST:PORT or \"standalone\""),
-    ({"pipeline": {"master": "standalone", "spark_workers": 0}}, "spark_workers must be 1-8"),
-    ({"simulator": {"clock": "fast"}}, "p.simulator.clock: 'fast' is not one of wall, accelerated"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"faults": [{"fault": "kill-spark-worker", "at_s": 1, "duration_s": 1}]},
+            'kill-spark-worker needs a Spark cluster of the run\'s own: set pipeline.master = "standalone"',
+        ),
+        (
+            {
+                "pipeline": {"master": "standalone", "spark_workers": 2},
+                "faults": [{"fault": "kill-spark-worker", "node": 2, "at_s": 1, "duration_s": 1}],
+            },
+            "p.faults[0].node: 2 is not a worker of the run's Spark cluster (0-1)",
+        ),
+        (
+            {
+                "pipeline": {"master": "standalone", "spark_workers": 2},
+                "faults": [{"fault": "kill-spark-worker", "node": "busiest", "at_s": 1, "duration_s": 1}],
+            },
+            'must be a worker\'s index (0, 1, ...) or "holding-state"',
+        ),
+        (
+            {"pipeline": {"master": "yarn"}},
+            "p.pipeline.master: 'yarn': use local[N], spark://HOST:PORT or \"standalone\"",
+        ),
+        ({"pipeline": {"master": "standalone", "spark_workers": 0}}, "spark_workers must be 1-8"),
+        ({"simulator": {"clock": "fast"}}, "p.simulator.clock: 'fast' is not one of wall, accelerated"),
+    ],
+)
 def test_bad_spark_settings_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
         parse_scenario({**PIPELINE, **change})
@@ -175,7 +241,11 @@ def test_kill_spark_worker_kills_the_named_worker_and_its_undo_starts_it() -> No
     clients = Clients()
     spec = FaultSpec(KILL_SPARK_WORKER, 1.0, 5.0, WorkerChoice(node=1))
     applied = FAULT_TYPES[KILL_SPARK_WORKER].start(spec, FaultTargets(None, clients, lambda _: None))
-    assert (applied.target, applied.nodes, clients.calls) == ("spark-worker", ["spark-worker-1"], [("kill", "spark-worker-1")])
+    assert (applied.target, applied.nodes, clients.calls) == (
+        "spark-worker",
+        ["spark-worker-1"],
+        [("kill", "spark-worker-1")],
+    )
     applied.undo()
     assert clients.calls[-1] == ("restart", "spark-worker-1") and applied.undone
 
@@ -187,9 +257,17 @@ def test_standalone_ports_and_the_workers_the_master_counts(tmp_path: Path) -> N
     assert spec.master_url == "spark://127.0.0.1:17077" and spec.ui_port == 18077
     assert spec.ports() == [17077, 18077, 17078, 18078, 17079, 18079, 17080, 18080]
     cluster = StandaloneCluster(tmp_path, spec)
-    # Hand-written: the master's /json/ view, with one worker lost (DEAD stays listed), one of another cluster, one ALIVE.
-    view = {"status": "ALIVE", "workers": [{"port": 17078, "state": "DEAD"}, {"port": 17080, "state": "ALIVE"},
-                                           {"port": 9999, "state": "ALIVE"}, {"port": 17078, "state": "ALIVE"}]}
+    # Hand-written: the master's /json/ view, with one worker lost (DEAD stays listed), one of another cluster, one
+    # ALIVE.
+    view = {
+        "status": "ALIVE",
+        "workers": [
+            {"port": 17078, "state": "DEAD"},
+            {"port": 17080, "state": "ALIVE"},
+            {"port": 9999, "state": "ALIVE"},
+            {"port": 17078, "state": "ALIVE"},
+        ],
+    }
     assert cluster.registered_workers(view) == {0, 2}
     assert cluster.registered_workers({**view, "status": "STANDBY"}) == set()
     status = cluster.status()  # nothing runs there: every process down, the master unanswering
@@ -213,10 +291,18 @@ def test_master_is_refused_for_a_lab_scenario(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--master is for pipeline scenarios: pubsub (lab) do not take it" in result.stderr
 
 
-@pytest.mark.parametrize("master, slots", [
-    ("local", 1), ("local[4]", 4), ("local[4,2]", 4), ("local[*]", os.cpu_count()), ("local[x]", None),
-    ("spark://127.0.0.1:7077", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "master, slots",
+    [
+        ("local", 1),
+        ("local[4]", 4),
+        ("local[4,2]", 4),
+        ("local[*]", os.cpu_count()),
+        ("local[x]", None),
+        ("spark://127.0.0.1:7077", None),
+        (None, None),
+    ],
+)
 def test_task_slots_of_a_master(master: str | None, slots: int | None) -> None:
     from failsafe.pipeline.run import task_slots
 

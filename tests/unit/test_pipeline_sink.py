@@ -12,7 +12,13 @@ import pytest
 from rich.console import Console
 
 from failsafe.errors import LedgerError, UserError
-from failsafe.pipeline.sink import committed_files, read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
+from failsafe.pipeline.sink import (
+    committed_files,
+    read_dead_letters,
+    read_progress,
+    read_sales_rows,
+    rows_dropped_by_watermark,
+)
 from failsafe.pipeline.verify import money, render_verification, verify_output
 from tests.unit.test_sales_checker import LEDGER, MALFORMED, letters, sink, total
 
@@ -27,7 +33,8 @@ def write_batch(output: Path, batch_id: int, rows: list[dict], name: str | None 
     directory = output / "sales_by_product" / (name or f"batch_id={batch_id:012d}")
     directory.mkdir(parents=True)
     frame = sink(*rows).with_columns(
-        (pl.col("window_start") + pl.duration(minutes=1)).alias("window_end"), pl.lit(batch_id, dtype=pl.Int64).alias("batch_id")
+        (pl.col("window_start") + pl.duration(minutes=1)).alias("window_end"),
+        pl.lit(batch_id, dtype=pl.Int64).alias("batch_id"),
     )
     frame.write_parquet(directory / "part-00000-c000.snappy.parquet")
     (directory / "_SUCCESS").write_text("")
@@ -48,8 +55,15 @@ def write_letters(directory: Path, name: str, *positions: tuple[int, int]) -> Pa
 
 
 def log_entry(path: Path, action: str = "add", uri: str | None = None) -> dict:
-    return {"path": uri or f"file://{quote(str(path))}", "size": 100, "isDir": False, "modificationTime": 1, "blockReplication": 1,
-            "blockSize": 33554432, "action": action}
+    return {
+        "path": uri or f"file://{quote(str(path))}",
+        "size": 100,
+        "isDir": False,
+        "modificationTime": 1,
+        "blockReplication": 1,
+        "blockSize": 33554432,
+        "action": action,
+    }
 
 
 def write_log(directory: Path, name: str, *entries: dict, version: str = "v1") -> None:
@@ -58,12 +72,23 @@ def write_log(directory: Path, name: str, *entries: dict, version: str = "v1") -
     (log / name).write_text("\n".join([version, *(json.dumps(entry) for entry in entries)]) + "\n")
 
 
-def write_ledger(directory: Path, complete: bool = True, purchases: pl.DataFrame = LEDGER, malformed: pl.DataFrame = MALFORMED,
-                 acknowledged: int | None = None) -> Path:
+def write_ledger(
+    directory: Path,
+    complete: bool = True,
+    purchases: pl.DataFrame = LEDGER,
+    malformed: pl.DataFrame = MALFORMED,
+    acknowledged: int | None = None,
+) -> Path:
     """A ledger as the simulator writes it: ``acknowledged`` counts the purchase rows (malformed records apart)."""
     directory.mkdir(parents=True, exist_ok=True)
-    manifest = {"format": 1, "seed": 7, "instances": 1, "complete": complete,
-                "acknowledged": purchases.height if acknowledged is None else acknowledged, "malformed": malformed.height}
+    manifest = {
+        "format": 1,
+        "seed": 7,
+        "instances": 1,
+        "complete": complete,
+        "acknowledged": purchases.height if acknowledged is None else acknowledged,
+        "malformed": malformed.height,
+    }
     (directory / "manifest.json").write_text(json.dumps(manifest))
     purchases.write_parquet(directory / "purchases-00-00000.parquet")
     malformed.write_parquet(directory / "malformed-00-00000.parquet")
@@ -192,7 +217,9 @@ def test_progress_lines_and_rows_dropped_by_watermark(tmp_path: Path) -> None:
         {"query": "sales-by-product", "batch_id": 1, "rows_dropped_by_watermark": 3},  # reported again after a restart
         {"query": "dead-letters", "batch_id": 1, "rows_dropped_by_watermark": None},
     ]
-    (tmp_path / "progress.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"query": "sales-by-pr')
+    (tmp_path / "progress.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines) + '{"query": "sales-by-pr'
+    )
     progress = read_progress(tmp_path)
     assert len(progress) == 4 and rows_dropped_by_watermark(progress) == 5
     (tmp_path / "progress.jsonl").write_text("{oops\n" + json.dumps(lines[0]) + "\n")
@@ -205,7 +232,9 @@ def test_progress_lines_and_rows_dropped_by_watermark(tmp_path: Path) -> None:
 
 def test_a_clean_output_verifies_valid_and_renders(tmp_path: Path) -> None:
     output = full_output(tmp_path / "out")
-    (output / "progress.jsonl").write_text(json.dumps({"query": "sales-by-product", "batch_id": 1, "rows_dropped_by_watermark": 0}) + "\n")
+    (output / "progress.jsonl").write_text(
+        json.dumps({"query": "sales-by-product", "batch_id": 1, "rows_dropped_by_watermark": 0}) + "\n"
+    )
     result = verify_output(output, write_ledger(tmp_path / "ledger"))
     assert result["valid"] is True, result
     assert result["window_s"] == 60 and result["rows_dropped_by_watermark"] == 0
@@ -220,15 +249,24 @@ def test_a_clean_output_verifies_valid_and_renders(tmp_path: Path) -> None:
 def test_lost_purchases_and_dead_letters_verify_invalid_and_render_examples(tmp_path: Path) -> None:
     output = tmp_path / "out"
     write_sales(output, SALES_ROWS[:1])
-    (output / "progress.jsonl").write_text(json.dumps({"query": "sales-by-product", "batch_id": 0, "rows_dropped_by_watermark": 1}) + "\n")
+    (output / "progress.jsonl").write_text(
+        json.dumps({"query": "sales-by-product", "batch_id": 0, "rows_dropped_by_watermark": 1}) + "\n"
+    )
     result = verify_output(output, write_ledger(tmp_path / "ledger"))
     assert result["valid"] is False
     counts = result["counts"]
-    assert (counts["undercounted"], counts["missing_windows"], counts["dead_letters_missing"], counts["lost_purchases"]) == (1, 1, 1, 2)
+    assert (
+        counts["undercounted"],
+        counts["missing_windows"],
+        counts["dead_letters_missing"],
+        counts["lost_purchases"],
+    ) == (1, 1, 1, 2)
     console = Console(record=True, width=160)
     render_verification(result, console)
     text = console.export_text()
-    assert "INVALID" in text and "undercounted" in text and "purchases_lost=1" in text and "dead_letters_missing" in text
+    assert (
+        "INVALID" in text and "undercounted" in text and "purchases_lost=1" in text and "dead_letters_missing" in text
+    )
     assert "-14.92" in text and "watermark dropped 1" in text
 
 
@@ -242,7 +280,9 @@ def test_the_window_length_comes_from_the_sink(tmp_path: Path) -> None:
     output = tmp_path / "out"
     rows = [total(-2, "SF05", 2, 4, "28.88", members=1, batch_id=0), total(-2, "CS01", 1, 2, "9.98", batch_id=0)]
     directory = write_batch(output, 0, rows)
-    sink(*rows).with_columns((pl.col("window_start") + timedelta(minutes=5)).alias("window_end")).write_parquet(directory / "part-00000-c000.snappy.parquet")
+    sink(*rows).with_columns((pl.col("window_start") + timedelta(minutes=5)).alias("window_end")).write_parquet(
+        directory / "part-00000-c000.snappy.parquet"
+    )
     result = verify_output(output, write_ledger(tmp_path / "ledger", malformed=MALFORMED.head(0)))
     assert result["window_s"] == 300 and result["valid"] is True, result
 
@@ -289,9 +329,18 @@ def test_a_ledger_chunk_other_than_the_contract_is_refused(tmp_path: Path) -> No
     output = full_output(tmp_path / "out")
     assert "has columns" in _refused(output, write_ledger(tmp_path / "missing", purchases=LEDGER.drop("is_member")))
     # verify's own reader used to cast these to the contract's types, or drop the extra column, and go on.
-    assert "has columns" in _refused(output, write_ledger(tmp_path / "wider", purchases=LEDGER.with_columns(pl.col("quantity").cast(pl.Int64))))
-    assert "has columns" in _refused(output, write_ledger(tmp_path / "extra", purchases=LEDGER.with_columns(pl.lit("x").alias("note"))))
+    assert "has columns" in _refused(
+        output, write_ledger(tmp_path / "wider", purchases=LEDGER.with_columns(pl.col("quantity").cast(pl.Int64)))
+    )
+    assert "has columns" in _refused(
+        output, write_ledger(tmp_path / "extra", purchases=LEDGER.with_columns(pl.lit("x").alias("note")))
+    )
 
 
 def test_money_is_exact() -> None:
-    assert (money(3886), money(-5), money(123456789), money(10, signed=True)) == ("38.86", "-0.05", "1,234,567.89", "+0.10")
+    assert (money(3886), money(-5), money(123456789), money(10, signed=True)) == (
+        "38.86",
+        "-0.05",
+        "1,234,567.89",
+        "+0.10",
+    )

@@ -1,4 +1,5 @@
-"""Where scenarios run (scenarios/placement.py), on directories with nothing running: one way for a cluster and a DR pair."""
+"""Where scenarios run (scenarios/engine/placement.py), on directories with nothing running: one way for a cluster and a
+DR pair."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
-from failsafe.scenarios.placement import misfit, needs_of, placed
+from failsafe.scenarios.engine.placement import misfit, needs_of, placed
 from failsafe.scenarios.registry import load_scenario
 from tests.unit.test_topology import lone, pair  # noqa: F401 - fixtures
 
@@ -17,7 +18,10 @@ QUORUM_LOSS = load_scenario("controller-outage")
 
 def test_a_fault_type_says_what_cluster_cannot_take_it() -> None:
     combined = ClusterSpec(brokers=3, controllers=3, combined=True)
-    assert misfit(combined, needs_of([QUORUM_LOSS]), [QUORUM_LOSS]) == "it runs in combined mode and the scenario stops the controller quorum"
+    assert (
+        misfit(combined, needs_of([QUORUM_LOSS]), [QUORUM_LOSS])
+        == "it runs in combined mode and the scenario stops the controller quorum"
+    )
     broker_failover = load_scenario("broker-failover")
     assert misfit(combined, needs_of([broker_failover]), [broker_failover]) is None
 
@@ -42,7 +46,7 @@ def test_each_cluster_of_a_topology_must_fit(pair: Path) -> None:  # noqa: F811
 
 
 def test_feature_levels_a_scenario_needs_are_formatted_into_a_cluster_it_starts_and_checked_on_one_it_finds() -> None:
-    from failsafe.scenarios.placement import spec_for
+    from failsafe.scenarios.engine.placement import spec_for
 
     standing = load_scenario("last-replica-standing", ('cluster.features."eligible.leader.replicas.version"="0"',))
     needs = needs_of([standing])
@@ -51,9 +55,16 @@ def test_feature_levels_a_scenario_needs_are_formatted_into_a_cluster_it_starts_
     assert started.features == {"eligible.leader.replicas.version": "0"} and started.volatile_disks
     assert misfit(started, needs, [standing]) is None
     plain = ClusterSpec(brokers=3, volatile_disks=True)
-    assert misfit(plain, needs, [standing]) == ("it was made without the feature level eligible.leader.replicas.version=0 "
-                                                "(failsafe up --feature eligible.leader.replicas.version=0)")
+    assert misfit(plain, needs, [standing]) == (
+        "it was made without the feature level eligible.leader.replicas.version=0 "
+        "(failsafe up --feature eligible.leader.replicas.version=0)"
+    )
     with pytest.raises(UserError, match="these scenarios need eligible.leader.replicas.version set to both 0 and 1"):
-        needs_of([standing, load_scenario("last-replica-standing", ('cluster.features."eligible.leader.replicas.version"="1"',))])
+        needs_of(
+            [
+                standing,
+                load_scenario("last-replica-standing", ('cluster.features."eligible.leader.replicas.version"="1"',)),
+            ]
+        )
     with pytest.raises(UserError, match="--feature sets the level a KRaft cluster's storage is formatted with"):
         ClusterSpec.zookeeper_mode(features={"eligible.leader.replicas.version": "0"}).validate()

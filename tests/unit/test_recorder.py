@@ -18,15 +18,28 @@ from failsafe.history.model import FRAME_SCHEMAS, HistoryFormatError
 from failsafe.history.recorder import OpWriter, Recorder
 from failsafe.workloads.outcomes import send_outcome
 from failsafe.workloads.producer import value_for
-from tests.unit.test_checker_builders import assign, at, client_config, fault, log_read, poll, rec, revoke, send, topology
+from tests.unit.test_checker_builders import (
+    assign,
+    at,
+    client_config,
+    fault,
+    log_read,
+    poll,
+    rec,
+    revoke,
+    send,
+    topology,
+)
 
 
 def test_ops_from_many_threads_land_once_each(tmp_path) -> None:
     path = tmp_path / "history.jsonl"
     with Recorder(path, flush_interval_s=0.01) as recorder:
+
         def write(n: int) -> None:
             for i in range(2000):
                 recorder.record({"process": f"p{n}", "type": "info", "f": "phase", "i": i})
+
         threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
         for t in threads:
             t.start()
@@ -84,21 +97,47 @@ def odd_lines() -> list[bytes]:
         poll("consumer-0", [rec(2, "e", key="k")], ms=11),
         revoke("consumer-0", [1], ms=12),
         *fault(1, start_ms=20, stop_ms=30, nodes=[2]),
-        {"time_ns": at(31), "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 2, "ok": False, "attempt": 1, "error": "x"},
+        {
+            "time_ns": at(31),
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-stop",
+            "fault_id": 2,
+            "ok": False,
+            "attempt": 1,
+            "error": "x",
+        },
         topology(15, [(0, 2, [2, 1, 3], [2, 1, 3])]),
         {"time_ns": at(16), "process": "topology", "type": "info", "f": "topology", "error": "timed out"},
-        {"time_ns": at(40), "process": "consumer-0", "type": "ok", "f": "commit", "group": "g", "offsets": [{"topic": "t", "partition": 0, "offset": 2}]},
+        {
+            "time_ns": at(40),
+            "process": "consumer-0",
+            "type": "ok",
+            "f": "commit",
+            "group": "g",
+            "offsets": [{"topic": "t", "partition": 0, "offset": 2}],
+        },
         {"time_ns": at(41), "process": "consumer-0", "type": "info", "f": "close"},
         {"time_ns": at(42), "process": "runner", "type": "info", "f": "drained", "ok": True, "drain_s": 1.5},
         {"time_ns": at(43), "process": "runner", "type": "info", "f": "controller", "controller": 1000},
-        {"time_ns": at(44), "process": "runner", "type": "info", "f": "something-new", "records": "not a list", "nodes": {"a": 1}},
+        {
+            "time_ns": at(44),
+            "process": "runner",
+            "type": "info",
+            "f": "something-new",
+            "records": "not a list",
+            "nodes": {"a": 1},
+        },
         log_read([rec(0, "a"), rec(1, "v1", key="k1"), rec(2, "e", key="k")]),
     ]
     lines = [orjson.dumps(op) for op in ops]
     # Out of order: a completion appended before its invoke, and an ok before the earlier send's.
     lines += [orjson.dumps(op) for op in reversed(send("producer-2", 7, "f", 3, ms=50))]
     # Written with spaces (json.dumps), as a hand-written history has them: one repeats producer-0's id 1.
-    lines += [json.dumps(op).encode() for op in [*send("producer-0", 1, "again", 4, ms=60), *send("producer-3", 4, "g", 6, ms=61)]]
+    lines += [
+        json.dumps(op).encode()
+        for op in [*send("producer-0", 1, "again", 4, ms=60), *send("producer-3", 4, "g", 6, ms=61)]
+    ]
     return [*lines[:5], b"", *lines[5:]]  # and an empty line
 
 
@@ -185,7 +224,9 @@ def test_a_line_appended_after_the_close_is_read_from_the_json(tmp_path) -> None
             recorder.write_line(line)
     before = load_history(path, columnar_copy=True).op_count
     with path.open("ab") as f:
-        f.write(orjson.dumps({"time_ns": 2, "process": "runner", "type": "info", "f": "phase", "phase": "late"}) + b"\n")
+        f.write(
+            orjson.dumps({"time_ns": 2, "process": "runner", "type": "info", "f": "phase", "phase": "late"}) + b"\n"
+        )
     after = load_history(path, columnar_copy=True)
     assert after.op_count == before + 1 and after.phases["phase"].to_list()[-1] == "late"
 

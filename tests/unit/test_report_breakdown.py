@@ -7,18 +7,25 @@ from pathlib import Path
 
 from rich.console import Console
 
-from failsafe.checkers.measurements import measure
+from failsafe.checkers.measure.faults import measure
 from failsafe.history.load import history_from_ops
 from failsafe.history.ops import NodeEvent, node_event
 from failsafe.reports import render_summary, write_report
 from failsafe.reports.summary import breakdown_notes, breakdown_rows
 from tests.unit.test_reports import MS, T0, ops
 
-FENCED = node_event(1000, NodeEvent.FENCED, T0 + 1400 * MS, broker=1, line="Fencing broker 1 at epoch 12 because its session has timed out.")
+FENCED = node_event(
+    1000,
+    NodeEvent.FENCED,
+    T0 + 1400 * MS,
+    broker=1,
+    line="Fencing broker 1 at epoch 12 because its session has timed out.",
+)
 
 
 def _results(*extra: dict) -> tuple[dict, object]:
-    """The reports' hand-written run (broker 1 killed at 1 s, leader 2 sampled at 1.5 s, a write acknowledged at 2.45 s)."""
+    """The reports' hand-written run (broker 1 killed at 1 s, leader 2 sampled at 1.5 s, a write acknowledged at 2.45
+    s)."""
     history = history_from_ops([*ops(), *extra])
     return {"valid": True, "checkers": {}, "measurements": measure(history)}, history
 
@@ -57,7 +64,8 @@ def test_no_breakdown_no_table_and_junk_is_tolerated() -> None:
     assert breakdown_rows({"measurements": {}}) == [] and breakdown_notes({"measurements": {}}) == []
     assert breakdown_rows({"measurements": {"failover_breakdown": {"partitions": "?"}}}) == []
     assert breakdown_notes({"measurements": {"failover_breakdown": {"error": "ValueError: boom"}}}) == [
-        "the breakdown could not be measured: ValueError: boom"]
+        "the breakdown could not be measured: ValueError: boom"
+    ]
     assert "Where the time goes" not in _text({"valid": True, "checkers": {}}, None)
 
 
@@ -65,5 +73,8 @@ def test_a_breakdown_that_could_not_be_measured_is_said_in_both_reports() -> Non
     from failsafe.reports.summary import breakdown_failed, breakdown_rows
 
     results = {"measurements": {"failover_breakdown": {"error": "ValueError: boom"}}}
-    assert breakdown_rows(results) == [] and breakdown_failed(results) == "the breakdown could not be measured: ValueError: boom"
+    assert (
+        breakdown_rows(results) == []
+        and breakdown_failed(results) == "the breakdown could not be measured: ValueError: boom"
+    )
     assert breakdown_failed({"measurements": {"failover_breakdown": {"partitions": []}}}) is None

@@ -21,22 +21,57 @@ T0 = 1_700_000_000 * S
 
 def send(i: int, t_ms: int, outcome: str, done_ms: int, **extra: object) -> list[dict]:
     value = f"v{i}"
-    invoke = {"time_ns": T0 + t_ms * MS, "process": "producer-0", "type": "invoke", "f": "send", "id": i,
-              "topic": "orders", "key": None, "value": value}
-    complete = {"time_ns": T0 + done_ms * MS, "process": "producer-0", "type": outcome, "f": "send", "id": i,
-                "topic": "orders", "key": None, "value": value, "partition": 0, **extra}
+    invoke = {
+        "time_ns": T0 + t_ms * MS,
+        "process": "producer-0",
+        "type": "invoke",
+        "f": "send",
+        "id": i,
+        "topic": "orders",
+        "key": None,
+        "value": value,
+    }
+    complete = {
+        "time_ns": T0 + done_ms * MS,
+        "process": "producer-0",
+        "type": outcome,
+        "f": "send",
+        "id": i,
+        "topic": "orders",
+        "key": None,
+        "value": value,
+        "partition": 0,
+        **extra,
+    }
     return [invoke, complete]
 
 
 def poll(t_ms: int, *values_offsets: tuple[str, int]) -> dict:
-    return {"time_ns": T0 + t_ms * MS, "process": "consumer-0", "type": "ok", "f": "poll", "group": "g",
-            "records": [{"topic": "orders", "partition": 0, "offset": o, "key": None, "value": v} for v, o in values_offsets]}
+    return {
+        "time_ns": T0 + t_ms * MS,
+        "process": "consumer-0",
+        "type": "ok",
+        "f": "poll",
+        "group": "g",
+        "records": [
+            {"topic": "orders", "partition": 0, "offset": o, "key": None, "value": v} for v, o in values_offsets
+        ],
+    }
 
 
 def topology(t_ms: int, leader: int, isr: list[int]) -> dict:
-    return {"time_ns": T0 + t_ms * MS, "process": "topology", "type": "info", "f": "topology", "brokers": [0, 1, 2],
-            "controller": 1000, "partitions": [{"topic": "orders", "partition": 0, "leader": leader, "replicas": [1, 2, 0], "isr": isr},
-                                               {"topic": "orders", "partition": 1, "leader": 2, "replicas": [2, 0, 1], "isr": [2, 0, 1]}]}
+    return {
+        "time_ns": T0 + t_ms * MS,
+        "process": "topology",
+        "type": "info",
+        "f": "topology",
+        "brokers": [0, 1, 2],
+        "controller": 1000,
+        "partitions": [
+            {"topic": "orders", "partition": 0, "leader": leader, "replicas": [1, 2, 0], "isr": isr},
+            {"topic": "orders", "partition": 1, "leader": 2, "replicas": [2, 0, 1], "isr": [2, 0, 1]},
+        ],
+    }
 
 
 def ops() -> list[dict]:
@@ -46,14 +81,32 @@ def ops() -> list[dict]:
         *send(2, 100, "ok", 130, offset=1),
         poll(150, ("v1", 0), ("v2", 1)),
         {"time_ns": T0 + 1000 * MS, "process": "runner", "type": "info", "f": "phase", "phase": "chaos"},
-        {"time_ns": T0 + 1000 * MS, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 7, "fault": "kill",
-         "target": "broker", "nodes": [1], "role": "leader of orders-0"},
+        {
+            "time_ns": T0 + 1000 * MS,
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-start",
+            "fault_id": 7,
+            "fault": "kill",
+            "target": "broker",
+            "nodes": [1],
+            "role": "leader of orders-0",
+        },
         *send(3, 1100, "fail", 1200, error="NOT_ENOUGH_REPLICAS"),
         *send(4, 1200, "info", 2300, error="REQUEST_TIMED_OUT"),
         *send(5, 2400, "ok", 2450, offset=2),
         poll(2600, ("v5", 2), ("v4", 3)),
-        {"time_ns": T0 + 3000 * MS, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 7, "fault": "kill",
-         "target": "broker", "nodes": [1], "ok": True},
+        {
+            "time_ns": T0 + 3000 * MS,
+            "process": "nemesis",
+            "type": "info",
+            "f": "fault-stop",
+            "fault_id": 7,
+            "fault": "kill",
+            "target": "broker",
+            "nodes": [1],
+            "ok": True,
+        },
         topology(0, 1, [1, 2, 0]),
         topology(1250, -1, [2, 0]),
         topology(1500, 2, [2, 0]),
@@ -63,21 +116,58 @@ def ops() -> list[dict]:
 
 def results(valid: object = True) -> dict:
     return {
-        "format": 1, "scenario": 'failover <kill> & "leader"', "valid": valid,
+        "format": 1,
+        "scenario": 'failover <kill> & "leader"',
+        "valid": valid,
         "checkers": {
-            "delivery": {"valid": valid, "counts": {"acknowledged": 3, "lost": 0 if valid is True else 1},
-                         "by_process": {"producer-0": {"acknowledged": 3, "lost": 0, "failed": 1, "unknown": 1, "recovered": 1}}},
-            "availability": {"valid": True, "counts": {}, "max_unavailable_ms": 1234.0, "median_new_leader_ms": 517.0,
-                             "faults": [{"fault_id": 7, "fault": "kill", "target": "broker", "nodes": ["1"], "rebalances_during": 0,
-                                         "max_unavailable_ms": 1234.0, "affected_partitions": [
-                                             {"topic": "orders", "partition": 0, "leader_before": 1, "unavailable_ms": 1234.0,
-                                              "new_leader": 2, "new_leader_ms": 517.0}]}]},
-            "rebalance": {"valid": True, "counts": {}, "max_pause_ms": 4321.0, "events": [
-                {"source": "fault", "fault_id": 7, "processes": ["consumer-1"], "group": "g", "pause_ms": 4321.0},
-                {"source": "crash", "fault_id": None, "processes": ["consumer-2"], "group": "g", "pause_ms": None}]},
+            "delivery": {
+                "valid": valid,
+                "counts": {"acknowledged": 3, "lost": 0 if valid is True else 1},
+                "by_process": {"producer-0": {"acknowledged": 3, "lost": 0, "failed": 1, "unknown": 1, "recovered": 1}},
+            },
+            "availability": {
+                "valid": True,
+                "counts": {},
+                "max_unavailable_ms": 1234.0,
+                "median_new_leader_ms": 517.0,
+                "faults": [
+                    {
+                        "fault_id": 7,
+                        "fault": "kill",
+                        "target": "broker",
+                        "nodes": ["1"],
+                        "rebalances_during": 0,
+                        "max_unavailable_ms": 1234.0,
+                        "affected_partitions": [
+                            {
+                                "topic": "orders",
+                                "partition": 0,
+                                "leader_before": 1,
+                                "unavailable_ms": 1234.0,
+                                "new_leader": 2,
+                                "new_leader_ms": 517.0,
+                            }
+                        ],
+                    }
+                ],
+            },
+            "rebalance": {
+                "valid": True,
+                "counts": {},
+                "max_pause_ms": 4321.0,
+                "events": [
+                    {"source": "fault", "fault_id": 7, "processes": ["consumer-1"], "group": "g", "pause_ms": 4321.0},
+                    {"source": "crash", "fault_id": None, "processes": ["consumer-2"], "group": "g", "pause_ms": None},
+                ],
+            },
         },
         "expectations": [
-            {"name": "nothing-acknowledged-lost", "valid": valid, "expected": "lost == 0", "observed": 0 if valid is True else 1},
+            {
+                "name": "nothing-acknowledged-lost",
+                "valid": valid,
+                "expected": "lost == 0",
+                "observed": 0 if valid is True else 1,
+            },
             {"name": "new-leader-within-5s", "valid": True, "expected": "new_leader_ms <= 5000", "observed": 517},
         ],
     }
@@ -97,8 +187,22 @@ def history():
 def test_terminal_summary_shows_verdict_expectations_and_measured_times(history) -> None:
     text = summary_text(results(), history)
     assert text.splitlines()[0].startswith("VALID")
-    for needle in ("nothing-acknowledged-lost", "new-leader-within-5s", "lost == 0", "delivery", "availability", "rebalance",
-                   "kill broker", "orders-0", "1,234", "517", "4,321", "producer-0", "consumer crash", "never"):
+    for needle in (
+        "nothing-acknowledged-lost",
+        "new-leader-within-5s",
+        "lost == 0",
+        "delivery",
+        "availability",
+        "rebalance",
+        "kill broker",
+        "orders-0",
+        "1,234",
+        "517",
+        "4,321",
+        "producer-0",
+        "consumer crash",
+        "never",
+    ):
         assert needle in text, needle
     assert "orders-1" not in text  # the fault did not touch it
     assert max(len(line) for line in text.splitlines()) <= 100
@@ -130,8 +234,11 @@ def test_measured_times_row_per_fault(history) -> None:
 
 
 def test_missing_checker_fields_show_a_dash_not_a_crash(history) -> None:
-    bare = {"valid": True, "checkers": {"availability": {"valid": True, "faults": "?"}, "rebalance": "nonsense", "delivery": None},
-            "expectations": [{"name": "x"}, "junk"]}
+    bare = {
+        "valid": True,
+        "checkers": {"availability": {"valid": True, "faults": "?"}, "rebalance": "nonsense", "delivery": None},
+        "expectations": [{"name": "x"}, "junk"],
+    }
     rows = fault_rows(bare, history)
     assert [r.cells() for r in rows] == [("7", "kill broker", "1", "—", "—", "—", "—", "—")]
     assert "VALID" in summary_text(bare, history)
@@ -177,8 +284,18 @@ def test_html_report_is_self_contained_with_tables_and_plots(tmp_path: Path, his
     path = write_report(tmp_path, results(), history, scenario, manifest)
     assert path == tmp_path / "report.html"
     page = path.read_text(encoding="utf-8")
-    for section in ("section-expectations", "section-checkers", "section-times", "section-producers", "section-plots",
-                    'id="manifest"', "Kafka 4.3.1", "nothing-acknowledged-lost", "1,234", "4,321"):
+    for section in (
+        "section-expectations",
+        "section-checkers",
+        "section-times",
+        "section-producers",
+        "section-plots",
+        'id="manifest"',
+        "Kafka 4.3.1",
+        "nothing-acknowledged-lost",
+        "1,234",
+        "4,321",
+    ):
         assert section in page, section
     assert "failover &lt;kill&gt; &amp; &quot;leader&quot;" in page
     assert "<kill>" not in page and "<script" not in page and "&lt;script&gt;" in page
@@ -212,11 +329,20 @@ def _with_stalls() -> dict:
     availability = res["checkers"]["availability"]
     availability["faults"][0]["stalls"] = {
         "led": {"partitions": 1, "max_stall_ms": 9200.0, "median_stall_ms": 9200.0, "open": 0, "examples": []},
-        "follower": {"partitions": 4, "max_stall_ms": 9150.0, "median_stall_ms": 8800.0, "open": 0, "in_isr": 4, "examples": []},
+        "follower": {
+            "partitions": 4,
+            "max_stall_ms": 9150.0,
+            "median_stall_ms": 8800.0,
+            "open": 0,
+            "in_isr": 4,
+            "examples": [],
+        },
         "unreplicated": {"partitions": 2, "max_stall_ms": 310.0, "median_stall_ms": 250.0, "open": 1, "examples": []},
     }
-    availability["stall_by_group"] = {group: {k: v for k, v in stall.items() if k != "examples"}
-                                      for group, stall in availability["faults"][0]["stalls"].items()}
+    availability["stall_by_group"] = {
+        group: {k: v for k, v in stall.items() if k != "examples"}
+        for group, stall in availability["faults"][0]["stalls"].items()
+    }
     availability["baseline_gap_ms"] = 120.0
     return res
 
@@ -241,8 +367,14 @@ def test_write_stalls_by_replica_role_in_terminal_and_html(tmp_path: Path, histo
 
 
 def test_stall_rows_fall_back_to_stall_by_group_and_tolerate_junk() -> None:
-    res = {"checkers": {"availability": {"faults": [{"fault_id": 1, "stalls": "?"}],
-                                         "stall_by_group": {"all": {"partitions": 3, "max_stall_ms": 12000.0}, "x": 5}}}}
+    res = {
+        "checkers": {
+            "availability": {
+                "faults": [{"fault_id": 1, "stalls": "?"}],
+                "stall_by_group": {"all": {"partitions": 3, "max_stall_ms": 12000.0}, "x": 5},
+            }
+        }
+    }
     assert stall_rows(res) == [("—", "all", "3", "12,000", "—")]
     assert stall_rows({"checkers": {"availability": None}}) == []
 
@@ -251,8 +383,18 @@ def test_a_network_faults_window_is_named_by_its_sides() -> None:
     from failsafe.history.ops import Family, fault_start, fault_stop
 
     # The sides are data in the history: nothing is parsed back from the role's words (which say something else here).
-    start = fault_start(3, "isolate", target="network", nodes=[1], role="leader of orders-0", family=Family.NETWORK,
-                        label="{1} | {1000,0,2}", sides=[["1"], ["1000", "0", "2"]], one_way=False, time_ns=T0 + 1000 * MS)
+    start = fault_start(
+        3,
+        "isolate",
+        target="network",
+        nodes=[1],
+        role="leader of orders-0",
+        family=Family.NETWORK,
+        label="{1} | {1000,0,2}",
+        sides=[["1"], ["1000", "0", "2"]],
+        one_way=False,
+        time_ns=T0 + 1000 * MS,
+    )
     stop = fault_stop(3, "isolate", True, 1, time_ns=T0 + 3000 * MS)
     history = history_from_ops([op for op in ops() if op.get("f") not in ("fault-start", "fault-stop")] + [start, stop])
     windows = series.fault_windows(history, series.timeline(history))
@@ -261,9 +403,25 @@ def test_a_network_faults_window_is_named_by_its_sides() -> None:
 
 
 def test_a_network_fault_recorded_before_labels_is_still_named_by_its_sides() -> None:
-    start = {"time_ns": T0 + 1000 * MS, "process": "nemesis", "type": "info", "f": "fault-start", "fault_id": 3, "fault": "isolate",
-             "target": "network", "nodes": [1], "role": "leader of orders-0: partition {1} | {1000,0,2}"}
-    stop = {"time_ns": T0 + 3000 * MS, "process": "nemesis", "type": "info", "f": "fault-stop", "fault_id": 3, "ok": True}
+    start = {
+        "time_ns": T0 + 1000 * MS,
+        "process": "nemesis",
+        "type": "info",
+        "f": "fault-start",
+        "fault_id": 3,
+        "fault": "isolate",
+        "target": "network",
+        "nodes": [1],
+        "role": "leader of orders-0: partition {1} | {1000,0,2}",
+    }
+    stop = {
+        "time_ns": T0 + 3000 * MS,
+        "process": "nemesis",
+        "type": "info",
+        "f": "fault-stop",
+        "fault_id": 3,
+        "ok": True,
+    }
     history = history_from_ops([op for op in ops() if op.get("f") not in ("fault-start", "fault-stop")] + [start, stop])
     assert [w.label for w in series.fault_windows(history, series.timeline(history))] == ["#3 isolate {1} | {1000,0,2}"]
     assert history.faults["family"].to_list() == ["network"]

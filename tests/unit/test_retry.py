@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from failsafe.clients import admin
-from failsafe.clients.errors import retriable
-from failsafe.clients.retry import retrying
 from failsafe.errors import KafkaClientError
+from failsafe.tools import admin
+from failsafe.tools.errors import retriable
+from failsafe.tools.retry import retrying
 
 
 class Answers:
@@ -41,12 +41,23 @@ def kafka(code: int, text: str = "") -> KafkaException:
 
 
 def test_unknown_leader_epoch_twice_then_an_answer() -> None:
-    call = Answers(kafka(KafkaError.UNKNOWN_LEADER_EPOCH, "Leader epoch is newer than broker epoch"), kafka(KafkaError.UNKNOWN_LEADER_EPOCH))
+    call = Answers(
+        kafka(KafkaError.UNKNOWN_LEADER_EPOCH, "Leader epoch is newer than broker epoch"),
+        kafka(KafkaError.UNKNOWN_LEADER_EPOCH),
+    )
     assert retrying(call, "the log end offsets", timeout_s=5, interval_s=0.01) == "ok" and call.calls == 3
 
 
-@pytest.mark.parametrize("code", [KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_LEADER_FOR_PARTITION,
-                                  KafkaError.REQUEST_TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE])
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.LEADER_NOT_AVAILABLE,
+    ],
+)
 def test_every_retriable_error_is_asked_again(code: int) -> None:
     assert retriable(kafka(code))
     assert retrying(Answers(kafka(code), TimeoutError()), "a call", timeout_s=5, interval_s=0.01) == "ok"
@@ -61,12 +72,15 @@ def test_a_non_retriable_error_propagates_at_once() -> None:
 
 def test_giving_up_names_the_call_and_the_last_error() -> None:
     always = Answers(*[kafka(KafkaError.NOT_COORDINATOR, "Broker: Not coordinator")] * 1000)
-    with pytest.raises(KafkaClientError, match=r"deleting group g: gave up after 0.2s of retriable errors, the last: NOT_COORDINATOR"):
+    with pytest.raises(
+        KafkaClientError, match=r"deleting group g: gave up after 0.2s of retriable errors, the last: NOT_COORDINATOR"
+    ):
         retrying(always, "deleting group g", timeout_s=0.2, interval_s=0.01)
 
 
 def test_log_end_offsets_asks_again_after_unknown_leader_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The drain's call that ended a pipeline run in CI (issue 49): answered UNKNOWN_LEADER_EPOCH twice, then the offsets."""
+    """The drain's call that ended a pipeline run in CI (issue 49): answered UNKNOWN_LEADER_EPOCH twice, then the
+    offsets."""
 
     class Offset:
         offset = 42
@@ -90,7 +104,16 @@ def test_a_timeout_behind_failsafes_own_error_is_retriable_and_a_refusal_is_not(
             raise KafkaClientError("no answer") from cause
         except KafkaClientError as e:
             return e
-    assert retrying(Answers(wrapped(TimeoutError()), wrapped(kafka(KafkaError.NOT_COORDINATOR))), "a call", timeout_s=5, interval_s=0.01) == "ok"
+
+    assert (
+        retrying(
+            Answers(wrapped(TimeoutError()), wrapped(kafka(KafkaError.NOT_COORDINATOR))),
+            "a call",
+            timeout_s=5,
+            interval_s=0.01,
+        )
+        == "ok"
+    )
     refused = Answers(wrapped(kafka(KafkaError.INVALID_CONFIG)))
     with pytest.raises(KafkaClientError, match="no answer"):
         retrying(refused, "a call", timeout_s=5, interval_s=0.01)
@@ -116,10 +139,12 @@ def test_setting_group_configs_asks_a_coordinator_not_ready_again(monkeypatch: p
     assert (FakeAdmin.describes, FakeAdmin.alters) == (3, 1)
 
 
-def test_creating_topics_asks_again_after_a_timeout_and_takes_its_own_earlier_creation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first create timed out (it took effect all the same); the second answers TOPIC_ALREADY_EXISTS: created. A topic
-    that exists without an earlier try of ours is refused."""
-    from failsafe.scenarios import setup
+def test_creating_topics_asks_again_after_a_timeout_and_takes_its_own_earlier_creation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first create timed out (it took effect all the same); the second answers TOPIC_ALREADY_EXISTS: created. A
+    topic that exists without an earlier try of ours is refused."""
+    from failsafe.scenarios.engine import setup
 
     class FakeAdmin:
         def __init__(self, first: BaseException) -> None:
@@ -132,4 +157,6 @@ def test_creating_topics_asks_again_after_a_timeout_and_takes_its_own_earlier_cr
     setup._create_when_deleted(fake, [setup.NewTopic("t", 1, 1)])
     assert fake.answers == []
     with pytest.raises(KafkaClientError, match="cannot create topic t: TOPIC_ALREADY_EXISTS"):
-        setup._create_when_deleted(FakeAdmin(kafka(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")), [setup.NewTopic("t", 1, 1)])
+        setup._create_when_deleted(
+            FakeAdmin(kafka(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")), [setup.NewTopic("t", 1, 1)]
+        )

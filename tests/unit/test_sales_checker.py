@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import polars as pl
 
-from failsafe.checkers.sales import ANOMALIES, CATEGORY_BY_PREFIX, check_sales, current_totals
+from failsafe.checkers.pipeline.sales import ANOMALIES, CATEGORY_BY_PREFIX, check_sales, current_totals
 
 T0 = datetime(2024, 8, 25, 13, 22)
 PURCHASE_SCHEMA = {
@@ -30,14 +30,35 @@ SINK_SCHEMA = {
     "member_purchases": pl.Int64,
     "batch_id": pl.Int64,
 }
-DEAD_LETTER_SCHEMA = {"topic": pl.String, "partition": pl.Int32, "offset": pl.Int64, "value": pl.String, "reason": pl.String}
+DEAD_LETTER_SCHEMA = {
+    "topic": pl.String,
+    "partition": pl.Int32,
+    "offset": pl.Int64,
+    "value": pl.String,
+    "reason": pl.String,
+}
 MALFORMED_SCHEMA = {"partition": pl.Int32, "offset": pl.Int64, "value": pl.String}
 
 
-def purchase(offset: int, second: float, product: str = "SF05", quantity: int = 1, cents: int = 599, member: bool = False,
-             partition: int = 0) -> dict:
-    return {"transaction_id": f"{partition}-{offset}", "transaction_time": T0 + timedelta(seconds=second), "product_id": product,
-            "quantity": quantity, "is_member": member, "total_purchase_cents": cents, "partition": partition, "offset": offset}
+def purchase(
+    offset: int,
+    second: float,
+    product: str = "SF05",
+    quantity: int = 1,
+    cents: int = 599,
+    member: bool = False,
+    partition: int = 0,
+) -> dict:
+    return {
+        "transaction_id": f"{partition}-{offset}",
+        "transaction_time": T0 + timedelta(seconds=second),
+        "product_id": product,
+        "quantity": quantity,
+        "is_member": member,
+        "total_purchase_cents": cents,
+        "partition": partition,
+        "offset": offset,
+    }
 
 
 def ledger(*rows: dict) -> pl.DataFrame:
@@ -45,15 +66,32 @@ def ledger(*rows: dict) -> pl.DataFrame:
 
 
 def malformed(*positions: tuple[int, int]) -> pl.DataFrame:
-    return pl.DataFrame([{"partition": p, "offset": o, "value": "{not json"} for p, o in positions], schema=MALFORMED_SCHEMA)
+    return pl.DataFrame(
+        [{"partition": p, "offset": o, "value": "{not json"} for p, o in positions], schema=MALFORMED_SCHEMA
+    )
 
 
-def total(minute: int, product: str, purchases: int, quantity: int, revenue: str, members: int = 0, batch_id: int = 0,
-          category: str | None = "") -> dict:
+def total(
+    minute: int,
+    product: str,
+    purchases: int,
+    quantity: int,
+    revenue: str,
+    members: int = 0,
+    batch_id: int = 0,
+    category: str | None = "",
+) -> dict:
     """One sink row: the cumulative total of (T0 + minute, product) as of batch_id."""
-    return {"window_start": (T0 + timedelta(minutes=minute)).replace(tzinfo=UTC), "product_id": product,
-            "category": CATEGORY_BY_PREFIX.get(product[:2]) if category == "" else category, "purchases": purchases,
-            "quantity": quantity, "revenue": Decimal(revenue), "member_purchases": members, "batch_id": batch_id}
+    return {
+        "window_start": (T0 + timedelta(minutes=minute)).replace(tzinfo=UTC),
+        "product_id": product,
+        "category": CATEGORY_BY_PREFIX.get(product[:2]) if category == "" else category,
+        "purchases": purchases,
+        "quantity": quantity,
+        "revenue": Decimal(revenue),
+        "member_purchases": members,
+        "batch_id": batch_id,
+    }
 
 
 def sink(*rows: dict) -> pl.DataFrame:
@@ -61,7 +99,10 @@ def sink(*rows: dict) -> pl.DataFrame:
 
 
 def letters(*positions: tuple[int, int]) -> pl.DataFrame:
-    rows = [{"topic": "demo.purchases", "partition": p, "offset": o, "value": "{not json", "reason": "unparseable"} for p, o in positions]
+    rows = [
+        {"topic": "demo.purchases", "partition": p, "offset": o, "value": "{not json", "reason": "unparseable"}
+        for p, o in positions
+    ]
     return pl.DataFrame(rows, schema=DEAD_LETTER_SCHEMA)
 
 
@@ -84,11 +125,25 @@ def test_a_sink_matching_the_ledger_is_valid() -> None:
     result = check_sales(LEDGER, MALFORMED, SINK, LETTERS)
     assert result["valid"] is True, result
     assert anomalies(result) == {} and result["examples"] == {}
-    assert result["totals"]["ledger"] == result["totals"]["sink"] == {"purchases": 3, "quantity": 6, "revenue_cents": 3886, "member_purchases": 1}
+    assert (
+        result["totals"]["ledger"]
+        == result["totals"]["sink"]
+        == {"purchases": 3, "quantity": 6, "revenue_cents": 3886, "member_purchases": 1}
+    )
     assert result["counts"]["windows_expected"] == result["counts"]["windows_in_sink"] == 2
     assert result["by_category"] == [
-        {"window_start": "2024-08-25 13:22:00.000000", "category": "Superfoods Smoothies", "ledger_revenue_cents": 2888, "sink_revenue_cents": 2888},
-        {"window_start": "2024-08-25 13:23:00.000000", "category": "Classic Smoothies", "ledger_revenue_cents": 998, "sink_revenue_cents": 998},
+        {
+            "window_start": "2024-08-25 13:22:00.000000",
+            "category": "Superfoods Smoothies",
+            "ledger_revenue_cents": 2888,
+            "sink_revenue_cents": 2888,
+        },
+        {
+            "window_start": "2024-08-25 13:23:00.000000",
+            "category": "Classic Smoothies",
+            "ledger_revenue_cents": 998,
+            "sink_revenue_cents": 998,
+        },
     ]
 
 
@@ -97,8 +152,14 @@ def test_a_window_absent_from_the_sink_is_missing() -> None:
     assert result["valid"] is False and anomalies(result) == {"missing_windows": 1}
     assert result["counts"]["lost_purchases"] == 1
     assert result["examples"]["missing_windows"] == [
-        {"window_start": "2024-08-25 13:23:00.000000", "product_id": "CS01", "ledger_purchases": 1, "ledger_quantity": 2,
-         "ledger_revenue_cents": 998, "ledger_member_purchases": 0}
+        {
+            "window_start": "2024-08-25 13:23:00.000000",
+            "product_id": "CS01",
+            "ledger_purchases": 1,
+            "ledger_quantity": 2,
+            "ledger_revenue_cents": 998,
+            "ledger_member_purchases": 0,
+        }
     ]
 
 
@@ -107,7 +168,12 @@ def test_a_window_holding_fewer_purchases_is_undercounted() -> None:
     result = check_sales(LEDGER, MALFORMED, lost_one, LETTERS)
     assert result["valid"] is False and anomalies(result) == {"undercounted": 1}
     example = result["examples"]["undercounted"][0]
-    assert (example["product_id"], example["purchases_lost"], example["ledger_revenue_cents"], example["sink_revenue_cents"]) == ("SF05", 1, 2888, 2394)
+    assert (
+        example["product_id"],
+        example["purchases_lost"],
+        example["ledger_revenue_cents"],
+        example["sink_revenue_cents"],
+    ) == ("SF05", 1, 2888, 2394)
     assert result["counts"]["lost_purchases"] == 1 and result["counts"]["extra_purchases"] == 0
     assert result["totals"]["sink"]["purchases"] == 2
 
@@ -124,7 +190,11 @@ def test_a_purchase_counted_twice_is_overcounted() -> None:
     result = check_sales(LEDGER, MALFORMED, twice, LETTERS)
     assert result["valid"] is False and anomalies(result) == {"overcounted": 1}
     example = result["examples"]["overcounted"][0]
-    assert (example["purchases_extra"], example["ledger_member_purchases"], example["sink_member_purchases"]) == (1, 1, 2)
+    assert (example["purchases_extra"], example["ledger_member_purchases"], example["sink_member_purchases"]) == (
+        1,
+        1,
+        2,
+    )
     assert result["counts"]["extra_purchases"] == 1
 
 
@@ -133,14 +203,20 @@ def test_a_window_the_ledger_never_had_is_unexpected() -> None:
     result = check_sales(LEDGER, MALFORMED, extra, LETTERS)
     assert result["valid"] is False and anomalies(result) == {"unexpected_windows": 1}
     assert result["examples"]["unexpected_windows"][0] == {
-        "window_start": "2024-08-25 13:27:00.000000", "product_id": "IS02", "sink_purchases": 1, "sink_quantity": 1,
-        "sink_revenue_cents": 599, "sink_member_purchases": 0,
+        "window_start": "2024-08-25 13:27:00.000000",
+        "product_id": "IS02",
+        "sink_purchases": 1,
+        "sink_quantity": 1,
+        "sink_revenue_cents": 599,
+        "sink_member_purchases": 0,
     }
     assert result["counts"]["extra_purchases"] == 1
 
 
 def test_a_row_with_another_category_than_its_product_is_miscategorised() -> None:
-    wrong = sink(total(0, "SF05", 2, 4, "28.88", members=1, category="Classic Smoothies"), total(1, "CS01", 1, 2, "9.98"))
+    wrong = sink(
+        total(0, "SF05", 2, 4, "28.88", members=1, category="Classic Smoothies"), total(1, "CS01", 1, 2, "9.98")
+    )
     result = check_sales(LEDGER, MALFORMED, wrong, LETTERS)
     assert result["valid"] is False and anomalies(result) == {"miscategorised": 1}
     assert result["examples"]["miscategorised"][0]["expected_category"] == "Superfoods Smoothies"
@@ -157,8 +233,11 @@ def test_a_products_frame_decides_the_category() -> None:
 
 
 def test_two_different_rows_of_one_key_in_its_latest_batch_conflict() -> None:
-    two = sink(total(0, "SF05", 2, 4, "28.88", members=1, batch_id=3), total(0, "SF05", 1, 3, "23.94", batch_id=3),
-               total(1, "CS01", 1, 2, "9.98"))
+    two = sink(
+        total(0, "SF05", 2, 4, "28.88", members=1, batch_id=3),
+        total(0, "SF05", 1, 3, "23.94", batch_id=3),
+        total(1, "CS01", 1, 2, "9.98"),
+    )
     result = check_sales(LEDGER, MALFORMED, two, LETTERS)
     assert result["valid"] is False and anomalies(result) == {"conflicting_rows": 2}
     assert sorted(row["purchases"] for row in result["examples"]["conflicting_rows"]) == [1, 2]
@@ -180,7 +259,12 @@ def test_a_dead_letter_of_a_good_purchase_is_unexpected_and_says_so() -> None:
     result = check_sales(LEDGER, MALFORMED, SINK, letters((1, 0), (0, 2)))
     assert result["valid"] is False and anomalies(result) == {"dead_letters_unexpected": 1}
     example = result["examples"]["dead_letters_unexpected"][0]
-    assert (example["partition"], example["offset"], example["is_purchase"], example["reason"]) == (0, 2, True, "unparseable")
+    assert (example["partition"], example["offset"], example["is_purchase"], example["reason"]) == (
+        0,
+        2,
+        True,
+        "unparseable",
+    )
 
 
 def test_empty_ledger_and_empty_sink_are_valid_but_one_side_alone_is_not() -> None:
@@ -221,8 +305,11 @@ def test_the_current_total_of_a_key_is_its_row_of_the_largest_batch_id() -> None
 
 
 def test_a_later_batch_with_a_lower_total_is_what_counts() -> None:
-    regressed = sink(total(0, "SF05", 2, 4, "28.88", members=1, batch_id=1), total(0, "SF05", 1, 3, "23.94", batch_id=2),
-                     total(1, "CS01", 1, 2, "9.98", batch_id=1))
+    regressed = sink(
+        total(0, "SF05", 2, 4, "28.88", members=1, batch_id=1),
+        total(0, "SF05", 1, 3, "23.94", batch_id=2),
+        total(1, "CS01", 1, 2, "9.98", batch_id=1),
+    )
     assert anomalies(check_sales(LEDGER, MALFORMED, regressed, LETTERS)) == {"undercounted": 1}
 
 
@@ -230,8 +317,13 @@ def test_cents_sum_exactly_where_floats_would_not() -> None:
     dimes = ledger(*[purchase(i, i, "SC01", cents=10) for i in range(3)], purchase(3, 4, "SC01", cents=20))
     # 0.1 + 0.1 + 0.1 + 0.2 in binary floating point is 0.5000000000000001.
     assert check_sales(dimes, malformed(), sink(total(0, "SC01", 4, 4, "0.50")), letters())["valid"] is True
-    assert anomalies(check_sales(dimes, malformed(), sink(total(0, "SC01", 4, 4, "0.49")), letters())) == {"undercounted": 1}
-    big = ledger(purchase(0, 1, "SC01", cents=999_999_999_999_999_99 // 2), purchase(1, 2, "SC01", cents=999_999_999_999_999_99 - 999_999_999_999_999_99 // 2))
+    assert anomalies(check_sales(dimes, malformed(), sink(total(0, "SC01", 4, 4, "0.49")), letters())) == {
+        "undercounted": 1
+    }
+    big = ledger(
+        purchase(0, 1, "SC01", cents=999_999_999_999_999_99 // 2),
+        purchase(1, 2, "SC01", cents=999_999_999_999_999_99 - 999_999_999_999_999_99 // 2),
+    )
     assert check_sales(big, malformed(), sink(total(0, "SC01", 2, 2, "999999999999999.99")), letters())["valid"] is True
 
 
@@ -244,14 +336,21 @@ def test_a_float_revenue_is_refused_not_rounded() -> None:
 def test_a_finer_decimal_is_accepted_when_whole_cents_and_refused_otherwise() -> None:
     fine = SINK.with_columns(pl.col("revenue").cast(pl.Decimal(20, 4)))
     assert check_sales(LEDGER, MALFORMED, fine, LETTERS)["valid"] is True
-    fraction = fine.with_columns(pl.when(pl.col("product_id") == "CS01").then(pl.lit(Decimal("9.9801"))).otherwise(pl.col("revenue")).alias("revenue")
-                                 .cast(pl.Decimal(20, 4)))
+    fraction = fine.with_columns(
+        pl.when(pl.col("product_id") == "CS01")
+        .then(pl.lit(Decimal("9.9801")))
+        .otherwise(pl.col("revenue"))
+        .alias("revenue")
+        .cast(pl.Decimal(20, 4))
+    )
     result = check_sales(LEDGER, MALFORMED, fraction, LETTERS)
     assert result["valid"] == "unknown" and "finer than a cent" in result["error"]
 
 
 def test_revenue_in_integer_cents_is_accepted() -> None:
-    cents = SINK.with_columns((pl.col("revenue").cast(pl.Decimal(38, 2)).to_physical().cast(pl.Int64)).alias("revenue_cents")).drop("revenue")
+    cents = SINK.with_columns(
+        (pl.col("revenue").cast(pl.Decimal(38, 2)).to_physical().cast(pl.Int64)).alias("revenue_cents")
+    ).drop("revenue")
     assert check_sales(LEDGER, MALFORMED, cents, LETTERS)["valid"] is True
 
 

@@ -43,19 +43,26 @@ MIDNIGHT = parse_time("2024-08-26 00:00:00")
 
 # Three purchases exactly as seed 003's consumers printed them.
 SEED_RECORDS = [
-    '{"transaction_time": "2024-08-25 13:22:16.794118", "transaction_id": "1987412758660499919", "product_id": "SF05", "price": 5.99, '
-    '"quantity": 3, "is_member": false, "member_discount": 0.0, "add_supplements": true, "supplement_price": 1.99, "total_purchase": 23.94}',
-    '{"transaction_time": "2024-08-25 13:22:19.816755", "transaction_id": "8854751676730657335", "product_id": "IS02", "price": 5.49, '
-    '"quantity": 1, "is_member": true, "member_discount": 0.1, "add_supplements": false, "supplement_price": 0.0, "total_purchase": 4.94}',
-    '{"transaction_time": "2024-08-25 13:26:26.139792", "transaction_id": "5274818506363337719", "product_id": "SC02", "price": 5.99, '
-    '"quantity": 1, "is_member": true, "member_discount": 0.1, "add_supplements": true, "supplement_price": 1.99, "total_purchase": 7.18}',
+    '{"transaction_time": "2024-08-25 13:22:16.794118", "transaction_id": "1987412758660499919", "product_id": '
+    '"SF05", "price": 5.99, "quantity": 3, "is_member": false, "member_discount": 0.0, "add_supplements": true, '
+    '"supplement_price": 1.99, "total_purchase": 23.94}',
+    '{"transaction_time": "2024-08-25 13:22:19.816755", "transaction_id": "8854751676730657335", "product_id": '
+    '"IS02", "price": 5.49, "quantity": 1, "is_member": true, "member_discount": 0.1, "add_supplements": false, '
+    '"supplement_price": 0.0, "total_purchase": 4.94}',
+    '{"transaction_time": "2024-08-25 13:26:26.139792", "transaction_id": "5274818506363337719", "product_id": '
+    '"SC02", "price": 5.99, "quantity": 1, "is_member": true, "member_discount": 0.1, "add_supplements": true, '
+    '"supplement_price": 1.99, "total_purchase": 7.18}',
 ]
 FIELDS = list(json.loads(SEED_RECORDS[0]))
 
 
 def expected_total(record: dict) -> Decimal:
-    return total_purchase(Decimal(str(record["price"])), Decimal(str(record["supplement_price"])), record["quantity"],
-                          Decimal(str(record["member_discount"])))
+    return total_purchase(
+        Decimal(str(record["price"])),
+        Decimal(str(record["supplement_price"])),
+        record["quantity"],
+        Decimal(str(record["member_discount"])),
+    )
 
 
 @pytest.mark.parametrize("text", SEED_RECORDS)
@@ -64,17 +71,33 @@ def test_total_purchase_reproduces_the_seed(text: str) -> None:
     assert expected_total(record) == Decimal(str(record["total_purchase"]))
 
 
-@pytest.mark.parametrize(("price", "supplement", "quantity", "discount", "total"), [
-    ("5.99", "1.99", 3, "0.0", "23.94"), ("5.49", "0.0", 1, "0.10", "4.94"), ("5.99", "1.99", 1, "0.10", "7.18"),
-    ("4.99", "0.0", 2, "0.0", "9.98"), ("5.99", "0.0", 3, "0.10", "16.17"), ("4.99", "0.0", 2, "0.10", "8.98"),
-    ("5.99", "0.0", 1, "0.10", "5.39"),
-])
-def test_total_purchase_rounds_half_up_in_decimal(price: str, supplement: str, quantity: int, discount: str, total: str) -> None:
+@pytest.mark.parametrize(
+    ("price", "supplement", "quantity", "discount", "total"),
+    [
+        ("5.99", "1.99", 3, "0.0", "23.94"),
+        ("5.49", "0.0", 1, "0.10", "4.94"),
+        ("5.99", "1.99", 1, "0.10", "7.18"),
+        ("4.99", "0.0", 2, "0.0", "9.98"),
+        ("5.99", "0.0", 3, "0.10", "16.17"),
+        ("4.99", "0.0", 2, "0.10", "8.98"),
+        ("5.99", "0.0", 1, "0.10", "5.39"),
+    ],
+)
+def test_total_purchase_rounds_half_up_in_decimal(
+    price: str, supplement: str, quantity: int, discount: str, total: str
+) -> None:
     assert total_purchase(Decimal(price), Decimal(supplement), quantity, Decimal(discount)) == Decimal(total)
 
 
 def test_seed_products_are_in_the_catalogue_at_the_seed_prices() -> None:
-    for pid, price in (("SF05", "5.99"), ("IS02", "5.49"), ("CS09", "4.99"), ("SC01", "5.99"), ("SC04", "5.99"), ("CS02", "4.99")):
+    for pid, price in (
+        ("SF05", "5.99"),
+        ("IS02", "5.49"),
+        ("CS09", "4.99"),
+        ("SC01", "5.99"),
+        ("SC04", "5.99"),
+        ("CS02", "4.99"),
+    ):
         assert product(pid).price == Decimal(price)
     assert {p.category for p in PRODUCTS} == set(CATEGORIES.values())
     assert len({p.product_id for p in PRODUCTS}) == len(PRODUCTS) >= 25
@@ -94,8 +117,14 @@ def test_records_have_the_seed_fields_in_order_and_formatting() -> None:
         assert record["supplement_price"] == (1.99 if record["add_supplements"] else 0.0)
         assert record["quantity"] in (1, 2, 3)
         assert Decimal(str(record["total_purchase"])) == expected_total(record)
-        assert len(record["transaction_time"]) == 26 and format_us(parse_time(record["transaction_time"])) == record["transaction_time"]
-        assert 0 <= int(record["transaction_id"]) < 2**63 and str(int(record["transaction_id"])) == record["transaction_id"]
+        assert (
+            len(record["transaction_time"]) == 26
+            and format_us(parse_time(record["transaction_time"])) == record["transaction_time"]
+        )
+        assert (
+            0 <= int(record["transaction_id"]) < 2**63
+            and str(int(record["transaction_id"])) == record["transaction_id"]
+        )
 
 
 def test_batch_columns_agree_with_the_json() -> None:
@@ -120,10 +149,18 @@ def test_same_seed_start_and_instances_give_the_same_bytes() -> None:
 
 
 def _digest_in_a_fresh_interpreter(hash_seed: str) -> str:
-    code = ("import hashlib; from failsafe.workloads.sales.generator import purchase_values, parse_time; "
-            "print(hashlib.sha256(''.join(purchase_values(9, 2, parse_time('2024-08-25 13:22:16'), 10000)).encode()).hexdigest())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": hash_seed})
+    code = (
+        "import hashlib; from failsafe.workloads.sales.generator import purchase_values, parse_time; "
+        "print(hashlib.sha256(''.join(purchase_values(9, 2, parse_time('2024-08-25 13:22:16'), "
+        "10000)).encode()).hexdigest())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+    )
     return out.stdout.strip()
 
 
@@ -135,11 +172,15 @@ def test_streams_do_not_depend_on_the_interpreter_run() -> None:
 @SETTINGS
 @given(seed=st.integers(0, 2**40), instance=st.integers(0, 98), short=st.integers(1, 300), extra=st.integers(1, 6000))
 def test_a_shorter_run_is_a_prefix_of_a_longer_one(seed: int, instance: int, short: int, extra: int) -> None:
-    assert purchase_values(seed, instance, START, short + extra)[:short] == purchase_values(seed, instance, START, short)
+    assert purchase_values(seed, instance, START, short + extra)[:short] == purchase_values(
+        seed, instance, START, short
+    )
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**63 - 1), instance=st.integers(0, 98), seqs=st.lists(st.integers(0, 2**47 - 1), max_size=50))
+@given(
+    seed=st.integers(0, 2**63 - 1), instance=st.integers(0, 98), seqs=st.lists(st.integers(0, 2**47 - 1), max_size=50)
+)
 def test_sequences_of_inverts_transaction_ids(seed: int, instance: int, seqs: list[int]) -> None:
     ids = transaction_ids(seed, instance, np.array(seqs, dtype=np.int64))
     assert sequences_of(seed, instance, ids).tolist() == seqs
@@ -150,7 +191,7 @@ def test_sequences_of_inverts_transaction_ids(seed: int, instance: int, seqs: li
 
 def test_the_transaction_id_is_where_the_delivery_callback_reads_it() -> None:
     for value in purchase_values(12, 3, START, 500):
-        assert value[ID_AT:value.index('"', ID_AT)] == json.loads(value)["transaction_id"]
+        assert value[ID_AT : value.index('"', ID_AT)] == json.loads(value)["transaction_id"]
 
 
 def test_transaction_ids_are_unique_across_instances() -> None:
@@ -159,7 +200,10 @@ def test_transaction_ids_are_unique_across_instances() -> None:
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**63 - 1), pairs=st.sets(st.tuples(st.integers(0, 98), st.integers(0, 2**47 - 1)), min_size=2, max_size=200))
+@given(
+    seed=st.integers(0, 2**63 - 1),
+    pairs=st.sets(st.tuples(st.integers(0, 98), st.integers(0, 2**47 - 1)), min_size=2, max_size=200),
+)
 def test_transaction_ids_are_a_bijection_of_instance_and_sequence(seed: int, pairs: set[tuple[int, int]]) -> None:
     ids = [int(transaction_ids(seed, instance, np.array([seq], dtype=np.int64))[0]) for instance, seq in pairs]
     assert len(set(ids)) == len(pairs)
@@ -174,9 +218,14 @@ def test_popularity_is_skewed_and_seeded() -> None:
     assert ranked[0] > 15 * ranked[-1]
     favourite = PRODUCTS[int(np.argmax(popularity(3)))].product_id
     assert counts.most_common(1)[0][0] == favourite
-    assert {int(np.argmax(popularity(s))) for s in range(12)} != {int(np.argmax(popularity(3)))}  # the seed picks the favourite
+    assert {int(np.argmax(popularity(s))) for s in range(12)} != {
+        int(np.argmax(popularity(3)))
+    }  # the seed picks the favourite
     # All instances of a run agree on what sells best.
-    assert Counter(json.loads(v)["product_id"] for v in purchase_values(3, 5, START, 20_000)).most_common(1)[0][0] == favourite
+    assert (
+        Counter(json.loads(v)["product_id"] for v in purchase_values(3, 5, START, 20_000)).most_common(1)[0][0]
+        == favourite
+    )
 
 
 def test_members_supplements_and_quantities() -> None:
@@ -187,7 +236,9 @@ def test_members_supplements_and_quantities() -> None:
     quantities = Counter(r["quantity"] for r in records)
     assert quantities[1] > 2.5 * quantities[2] > quantities[3] > 0
     member = next(r for r in records if r["is_member"] and not r["add_supplements"])
-    assert member["total_purchase"] == float(total_purchase(Decimal(str(member["price"])), Decimal(0), member["quantity"], Decimal("0.1")))
+    assert member["total_purchase"] == float(
+        total_purchase(Decimal(str(member["price"])), Decimal(0), member["quantity"], Decimal("0.1"))
+    )
 
 
 def test_daily_curve_is_quiet_at_night_and_peaks_at_lunch_and_early_evening() -> None:
@@ -271,7 +322,10 @@ def _sequential_restocks(product_ids: list[str], sales: list[tuple[int, int]]) -
 
 
 @SETTINGS
-@given(sales=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=600), cuts=st.lists(st.integers(0, 600), max_size=4))
+@given(
+    sales=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=600),
+    cuts=st.lists(st.integers(0, 600), max_size=4),
+)
 def test_batched_restocks_equal_the_sequential_model(sales: list[tuple[int, int]], cuts: list[int]) -> None:
     ids = ["CS01", "CS02", "SF01", "SC01"]
     inv = Inventory(ids)
@@ -291,8 +345,13 @@ def test_batched_restocks_equal_the_sequential_model(sales: list[tuple[int, int]
 def test_restock_json_has_the_contract_fields() -> None:
     inv = Inventory(["SF05"])
     opening = inv.opening(START)
-    assert json.loads(opening[0].to_json()) == {"event_time": "2024-08-25 13:22:16.000000", "product_id": "SF05",
-                                                "existing_level": 0, "stock_quantity": 60, "new_level": 60}
+    assert json.loads(opening[0].to_json()) == {
+        "event_time": "2024-08-25 13:22:16.000000",
+        "product_id": "SF05",
+        "existing_level": 0,
+        "stock_quantity": 60,
+        "new_level": 60,
+    }
 
 
 def test_the_wall_clock_stamps_each_record_with_its_send_time_and_keeps_the_purchases() -> None:

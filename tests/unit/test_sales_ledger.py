@@ -15,52 +15,116 @@ from hypothesis import strategies as st
 from failsafe.errors import LedgerError
 from failsafe.workloads.sales import ledger
 from failsafe.workloads.sales.generator import BATCH_SIZE, PurchaseStream, parse_time
-from failsafe.workloads.sales.ledger import LedgerWriter, malformed_frame, prepare, purchases_frame, read_ledger, write_manifest
+from failsafe.workloads.sales.ledger import (
+    LedgerWriter,
+    malformed_frame,
+    prepare,
+    purchases_frame,
+    read_ledger,
+    write_manifest,
+)
 from failsafe.workloads.sales.simulator import AckTracker, Counters
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 START = parse_time("2024-08-25 13:22:16")
 IDS = ["CS01", "SF05", "IS02"]
 
 
 def manifest(**overrides: object) -> dict:
-    return {"seed": 1, "start_time": "2024-08-25 13:22:16.000000", "instances": 1, "rate": 0.0, "count": None, "duration_s": None,
-            "bootstrap_servers": "127.0.0.1:9092", "topics": {}, "complete": True, "acknowledged": 0, "failed": 0, "malformed": 0,
-            "started_at": "x", "finished_at": "y", **overrides}
+    return {
+        "seed": 1,
+        "start_time": "2024-08-25 13:22:16.000000",
+        "instances": 1,
+        "rate": 0.0,
+        "count": None,
+        "duration_s": None,
+        "bootstrap_servers": "127.0.0.1:9092",
+        "topics": {},
+        "complete": True,
+        "acknowledged": 0,
+        "failed": 0,
+        "malformed": 0,
+        "started_at": "x",
+        "finished_at": "y",
+        **overrides,
+    }
 
 
 def rows_frame(rows: list[tuple[int, int, int, int, bool, int, int, int]]) -> pl.DataFrame:
     cols = list(zip(*rows, strict=True)) if rows else [[]] * 8
-    return purchases_frame(np.array(cols[0], dtype=np.uint64), np.array(cols[1], dtype=np.int64), IDS, np.array(cols[2], dtype=np.int16),
-                           np.array(cols[3], dtype=np.int8), np.array(cols[4], dtype=bool), np.array(cols[5], dtype=np.int64),
-                           np.array(cols[6], dtype=np.int32), np.array(cols[7], dtype=np.int64))
+    return purchases_frame(
+        np.array(cols[0], dtype=np.uint64),
+        np.array(cols[1], dtype=np.int64),
+        IDS,
+        np.array(cols[2], dtype=np.int16),
+        np.array(cols[3], dtype=np.int8),
+        np.array(cols[4], dtype=bool),
+        np.array(cols[5], dtype=np.int64),
+        np.array(cols[6], dtype=np.int32),
+        np.array(cols[7], dtype=np.int64),
+    )
 
 
-def write(directory: Path, rows: list, malformed: list[tuple[int, int, str]] = (), chunk_rows: int = 3, instance: int = 0,
-          **overrides: object) -> None:
+def write(
+    directory: Path,
+    rows: list,
+    malformed: list[tuple[int, int, str]] = (),
+    chunk_rows: int = 3,
+    instance: int = 0,
+    **overrides: object,
+) -> None:
     writer = LedgerWriter(directory, instance, chunk_rows=chunk_rows)
     for i in range(0, len(rows), 2):  # in small pieces, as delivery reports arrive
-        writer.add_purchases(rows_frame(rows[i:i + 2]))
+        writer.add_purchases(rows_frame(rows[i : i + 2]))
     if malformed:
         writer.add_malformed(malformed_frame(*[list(c) for c in zip(*malformed, strict=True)]))
     writer.close()
     write_manifest(directory, manifest(acknowledged=len(rows), malformed=len(malformed), **overrides))
 
 
-ROWS = [(2**63 - 1, START, 1, 3, False, 2394, 2, 0), (0, START + 1, 2, 1, True, 494, 5, 7), (17, START + 2, 0, 2, True, 898, 5, 8),
-        (5274818506363337719, START + 3, 1, 1, True, 718, 0, 3), (9, START + 4, 0, 1, False, 499, 1, 1)]
+ROWS = [
+    (2**63 - 1, START, 1, 3, False, 2394, 2, 0),
+    (0, START + 1, 2, 1, True, 494, 5, 7),
+    (17, START + 2, 0, 2, True, 898, 5, 8),
+    (5274818506363337719, START + 3, 1, 1, True, 718, 0, 3),
+    (9, START + 4, 0, 1, False, 499, 1, 1),
+]
 
 
 def test_round_trip_in_chunks_with_the_contract_schema(tmp_path: Path) -> None:
     write(tmp_path, ROWS, malformed=[(3, 11, '{"transaction_time": "2024-')])
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["malformed-00-00000.parquet", "manifest.json", "purchases-00-00000.parquet", "purchases-00-00001.parquet"]
+    assert names == [
+        "malformed-00-00000.parquet",
+        "manifest.json",
+        "purchases-00-00000.parquet",
+        "purchases-00-00001.parquet",
+    ]
     got = read_ledger(tmp_path)
-    assert got.purchases.schema == pl.Schema({
-        "transaction_id": pl.String, "transaction_time": pl.Datetime("us"), "product_id": pl.String, "quantity": pl.Int32,
-        "is_member": pl.Boolean, "total_purchase_cents": pl.Int64, "partition": pl.Int32, "offset": pl.Int64,
-    })
-    assert got.purchases.row(0) == ("9223372036854775807", dt.datetime(2024, 8, 25, 13, 22, 16), "SF05", 3, False, 2394, 2, 0)
+    assert got.purchases.schema == pl.Schema(
+        {
+            "transaction_id": pl.String,
+            "transaction_time": pl.Datetime("us"),
+            "product_id": pl.String,
+            "quantity": pl.Int32,
+            "is_member": pl.Boolean,
+            "total_purchase_cents": pl.Int64,
+            "partition": pl.Int32,
+            "offset": pl.Int64,
+        }
+    )
+    assert got.purchases.row(0) == (
+        "9223372036854775807",
+        dt.datetime(2024, 8, 25, 13, 22, 16),
+        "SF05",
+        3,
+        False,
+        2394,
+        2,
+        0,
+    )
     assert got.purchases["transaction_id"].to_list() == [str(r[0]) for r in ROWS]
     assert got.purchases["product_id"].to_list() == [IDS[r[2]] for r in ROWS]
     assert got.malformed.rows() == [(3, 11, '{"transaction_time": "2024-')]
@@ -75,13 +139,23 @@ def test_an_empty_ledger_reads_as_empty_frames(tmp_path: Path) -> None:
     assert got.malformed.height == 0 and got.malformed.schema == ledger.MALFORMED_SCHEMA
 
 
-row_strategy = st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 4 * 10**15), st.integers(0, 2), st.integers(1, 3), st.booleans(),
-                         st.integers(0, 10**6), st.integers(0, 5), st.integers(-1, 2**40))
+row_strategy = st.tuples(
+    st.integers(0, 2**63 - 1),
+    st.integers(0, 4 * 10**15),
+    st.integers(0, 2),
+    st.integers(1, 3),
+    st.booleans(),
+    st.integers(0, 10**6),
+    st.integers(0, 5),
+    st.integers(-1, 2**40),
+)
 
 
 @SETTINGS
 @given(rows=st.lists(row_strategy, max_size=40), chunk_rows=st.integers(1, 50), instances=st.integers(1, 3))
-def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, rows: list, chunk_rows: int, instances: int) -> None:
+def test_round_trip_property(
+    tmp_path_factory: pytest.TempPathFactory, rows: list, chunk_rows: int, instances: int
+) -> None:
     directory = tmp_path_factory.mktemp("ledger")
     for i in range(instances):
         writer = LedgerWriter(directory, i, chunk_rows=chunk_rows)
@@ -90,8 +164,13 @@ def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, rows: lis
     write_manifest(directory, manifest(acknowledged=len(rows)))
     got = read_ledger(directory).purchases
     expected = sorted((str(r[0]), r[1], IDS[r[2]], r[3], r[4], r[5], r[6], r[7]) for r in rows)
-    assert sorted((t, int((ts - dt.datetime(1970, 1, 1)) / dt.timedelta(microseconds=1)), *rest)
-                  for t, ts, *rest in got.rows()) == expected
+    assert (
+        sorted(
+            (t, int((ts - dt.datetime(1970, 1, 1)) / dt.timedelta(microseconds=1)), *rest)
+            for t, ts, *rest in got.rows()
+        )
+        == expected
+    )
 
 
 def _error(directory: Path) -> str:
@@ -114,7 +193,9 @@ def test_not_a_ledger(tmp_path: Path) -> None:
 def test_unreadable_or_foreign_manifest(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{not json")
     assert "not a readable ledger manifest" in _error(tmp_path)
-    (tmp_path / "manifest.json").write_bytes(b'{"format": 1, "seed": "\xff"}')  # verify's own reader let this UnicodeDecodeError out
+    (tmp_path / "manifest.json").write_bytes(
+        b'{"format": 1, "seed": "\xff"}'
+    )  # verify's own reader let this UnicodeDecodeError out
     assert "not a readable ledger manifest" in _error(tmp_path)
     (tmp_path / "manifest.json").write_text(json.dumps({"format": 99}))
     assert "format 99" in _error(tmp_path)
@@ -163,7 +244,8 @@ def test_a_file_with_castable_types_or_an_extra_column_is_refused_not_converted(
     variants = {
         "quantity is Int64, not Int32": good.with_columns(pl.col("quantity").cast(pl.Int64)),
         "transaction_time is Datetime(time_unit='us', time_zone='UTC'), not Datetime": good.with_columns(
-            pl.col("transaction_time").dt.replace_time_zone("UTC")),
+            pl.col("transaction_time").dt.replace_time_zone("UTC")
+        ),
         "note is extra": good.with_columns(pl.lit("x").alias("note")),
     }
     for n, (difference, frame) in enumerate(variants.items()):

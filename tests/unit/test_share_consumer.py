@@ -9,10 +9,10 @@ import threading
 import orjson
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, TopicPartition
 
-from failsafe.checkers.share import check as check_share
+from failsafe.checkers.share.deliveries import check as check_share
 from failsafe.history.load import history_from_ops
 from failsafe.history.recorder import OpWriter
-from failsafe.workloads.share_consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
+from failsafe.workloads.share.consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
 from failsafe.workloads.specs import spec_to_json
 from failsafe.workloads.worker import decode_spec
 
@@ -70,7 +70,9 @@ class FakeShareConsumer:
         self.closed = True
 
 
-def _run(spec: ShareConsumerSpec, batches: list[list[FakeMessage]], answers: dict[int, object]) -> tuple[list[dict], FakeShareConsumer]:
+def _run(
+    spec: ShareConsumerSpec, batches: list[list[FakeMessage]], answers: dict[int, object]
+) -> tuple[list[dict], FakeShareConsumer]:
     stream, stop = io.BytesIO(), threading.Event()
     fake = FakeShareConsumer(batches, answers, stop)
     run_share_consumer(spec, OpWriter(stream, spec.process), stop, make=lambda config: fake)
@@ -83,8 +85,13 @@ SPEC = ShareConsumerSpec("s-0", ("t",), group="sg")
 def test_each_poll_is_recorded_before_its_acknowledgements_and_each_partitions_answer_after() -> None:
     refused = KafkaException(KafkaError(KafkaError.INVALID_RECORD_STATE))
     ops, fake = _run(SPEC, [[FakeMessage(0, 5), FakeMessage(1, 7, count=2)]], {0: None, 1: refused})
-    assert [(o["f"], o["type"]) for o in ops] == [("share-poll", "ok"), ("share-ack", "invoke"), ("share-ack", "ok"), ("share-ack", "fail"),
-                                                  ("close", "info")]
+    assert [(o["f"], o["type"]) for o in ops] == [
+        ("share-poll", "ok"),
+        ("share-ack", "invoke"),
+        ("share-ack", "ok"),
+        ("share-ack", "fail"),
+        ("close", "info"),
+    ]
     assert [(r["offset"], r["delivery_count"], r["value"]) for r in ops[0]["records"]] == [(5, 1, "v5"), (7, 2, "v7")]
     assert [(a["partition"], a["offset"]) for a in ops[1]["acks"]] == [(0, 5), (1, 7)]
     assert (ops[2]["type"], ops[2]["acks"]) == ("ok", [{"topic": "t", "partition": 0, "offset": 5, "ack": "accept"}])
@@ -105,10 +112,33 @@ def test_a_partition_without_an_answer_or_with_a_timeout_is_unknown() -> None:
 
 def test_an_acknowledgement_sent_by_a_worker_killed_before_its_answer_is_unknown_not_lost() -> None:
     ops, _ = _run(SPEC, [[FakeMessage(0, 5)]], {0: None})
-    write = [{"time_ns": 1, "process": "p", "type": "invoke", "f": "send", "id": 1, "topic": "t", "key": None, "value": "v5"},
-             {"time_ns": 2, "process": "p", "type": "ok", "f": "send", "id": 1, "topic": "t", "partition": 0, "offset": 5, "key": None,
-              "value": "v5"}]
-    killed = [o for o in ops if not (o["f"] == "share-ack" and o["type"] == "ok") and o["f"] != "close"]  # SIGKILL during commit_sync
+    write = [
+        {
+            "time_ns": 1,
+            "process": "p",
+            "type": "invoke",
+            "f": "send",
+            "id": 1,
+            "topic": "t",
+            "key": None,
+            "value": "v5",
+        },
+        {
+            "time_ns": 2,
+            "process": "p",
+            "type": "ok",
+            "f": "send",
+            "id": 1,
+            "topic": "t",
+            "partition": 0,
+            "offset": 5,
+            "key": None,
+            "value": "v5",
+        },
+    ]
+    killed = [
+        o for o in ops if not (o["f"] == "share-ack" and o["type"] == "ok") and o["f"] != "close"
+    ]  # SIGKILL during commit_sync
     h = history_from_ops(write + killed)
     assert h.share_acks.select("offset", "type", "error").rows() == [(5, "info", "NO_ANSWER_RECORDED")]
     result = check_share(h)
@@ -127,7 +157,11 @@ def test_records_chosen_for_release_are_released_at_their_first_delivery_only() 
 
 
 def test_the_spec_goes_to_the_worker_and_back() -> None:
-    spec = ShareConsumerSpec("s-0", ("t", "u"), group="sg", properties={"fetch.max.bytes": "1048576"}, release_per_mille=10)
-    assert decode_spec(orjson.loads(orjson.dumps(spec_to_json(spec)))) == spec == share_spec_from_json(spec_to_json(spec))
+    spec = ShareConsumerSpec(
+        "s-0", ("t", "u"), group="sg", properties={"fetch.max.bytes": "1048576"}, release_per_mille=10
+    )
+    assert (
+        decode_spec(orjson.loads(orjson.dumps(spec_to_json(spec)))) == spec == share_spec_from_json(spec_to_json(spec))
+    )
     config = spec.consumer_config()
     assert config["share.acknowledgement.mode"] == "explicit" and "auto.offset.reset" not in config

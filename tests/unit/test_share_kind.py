@@ -7,13 +7,19 @@ from importlib.resources import files
 
 import pytest
 
-from failsafe.clients.admin import kafka_uuid
-from failsafe.cluster.coordinators import coordinator_partition, share_state_key
+from failsafe.cluster.observe.coordinators import coordinator_partition, share_state_key
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.kinds import parse_table
+from failsafe.tools.admin import kafka_uuid
 
 CATALOG = files("failsafe.scenarios") / "catalog"
-SHARE_SCENARIOS = ("share-queue", "share-consumer-killed", "share-consumer-paused", "share-leader-killed", "share-coordinator-killed")
+SHARE_SCENARIOS = (
+    "share-queue",
+    "share-consumer-killed",
+    "share-consumer-paused",
+    "share-leader-killed",
+    "share-coordinator-killed",
+)
 
 
 def table(name: str) -> dict:
@@ -35,24 +41,53 @@ def test_the_checker_takes_no_setting_from_the_scenario_only_what_the_cluster_de
     data["checkers"] = {"share": {"lock_duration_ms": 25_000}}
     with pytest.raises(ScenarioError, match="no checker option can excuse a violation"):
         parse_table(data, "t")
-    assert [c["role"] for c in killed.declared_clients()].count("share-consumer") == sum(c.count for c in killed.share_consumers)
+    assert [c["role"] for c in killed.declared_clients()].count("share-consumer") == sum(
+        c.count for c in killed.share_consumers
+    )
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d.update(share_groups={"other": {"share.record.lock.duration.ms": "15000"}}), "no [[share_consumers]] is in group 'other'"),
-    (lambda d: d.update(share_groups={"myqueue": {"session.timeout.ms": "15000"}}), "is not a share group's config"),
-    (lambda d: d["phases"].update(drain_timeout_s=20), "too short to see a killed member's records"),
-    (lambda d: d["share_consumers"][0].update(release_per_mille=600, reject_per_mille=500), "add up to more than 1000"),
-    (lambda d: d["share_consumers"][0].update(processing_ms=-1), "must not be negative"),
-    (lambda d: d.update(consumers=[{"name": "c", "topics": ["my-failsafe-topic"], "group": "myqueue"}]), "a group is one or the other"),
-    (lambda d: d.pop("share_consumers"), "needs [[share_consumers]]"),
-    (lambda d: d.update(share_groups={"myqueue": {"share.record.lock.duration.ms": "1500"}}), "leaves the checker nothing to judge"),
-    (lambda d: d.update(share_groups={"myqueue": {"share.auto.offset.reset": "oldest"}}), "must be earliest, latest or by_duration"),
-    (lambda d: d["share_consumers"][0].update(topics="my-failsafe-topic"), "expected a list of topic names"),
-    (lambda d: d["cluster"].update(overrides={"group.share.record.lock.duration.ms": "soon"}), "must be a whole number"),
-    (lambda d: d["share_consumers"][0].update(driver="kafka-java"), "is not one of failsafe, kafka-verifiable"),
-    (lambda d: d["share_consumers"][0].update(driver="kafka-verifiable", processing_ms=100), "accepts every record at once"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d.update(share_groups={"other": {"share.record.lock.duration.ms": "15000"}}),
+            "no [[share_consumers]] is in group 'other'",
+        ),
+        (
+            lambda d: d.update(share_groups={"myqueue": {"session.timeout.ms": "15000"}}),
+            "is not a share group's config",
+        ),
+        (lambda d: d["phases"].update(drain_timeout_s=20), "too short to see a killed member's records"),
+        (
+            lambda d: d["share_consumers"][0].update(release_per_mille=600, reject_per_mille=500),
+            "add up to more than 1000",
+        ),
+        (lambda d: d["share_consumers"][0].update(processing_ms=-1), "must not be negative"),
+        (
+            lambda d: d.update(consumers=[{"name": "c", "topics": ["my-failsafe-topic"], "group": "myqueue"}]),
+            "a group is one or the other",
+        ),
+        (lambda d: d.pop("share_consumers"), "needs [[share_consumers]]"),
+        (
+            lambda d: d.update(share_groups={"myqueue": {"share.record.lock.duration.ms": "1500"}}),
+            "leaves the checker nothing to judge",
+        ),
+        (
+            lambda d: d.update(share_groups={"myqueue": {"share.auto.offset.reset": "oldest"}}),
+            "must be earliest, latest or by_duration",
+        ),
+        (lambda d: d["share_consumers"][0].update(topics="my-failsafe-topic"), "expected a list of topic names"),
+        (
+            lambda d: d["cluster"].update(overrides={"group.share.record.lock.duration.ms": "soon"}),
+            "must be a whole number",
+        ),
+        (lambda d: d["share_consumers"][0].update(driver="kafka-java"), "is not one of failsafe, kafka-verifiable"),
+        (
+            lambda d: d["share_consumers"][0].update(driver="kafka-verifiable", processing_ms=100),
+            "accepts every record at once",
+        ),
+    ],
+)
 def test_a_wrong_share_scenario_is_one_line(change, message: str) -> None:
     data = table("share-queue")
     change(data)
@@ -82,7 +117,8 @@ def test_the_share_coordinators_key_uses_kafkas_url_safe_topic_id() -> None:
 
 @pytest.mark.parametrize("name", ["share-consumer-killed", "txn-coordinator-kill"])
 def test_what_a_run_stores_parses_again_to_the_same_scenario(name: str) -> None:
-    # scenario.json is the scenario's raw table: failsafe check parses it again, so it must hold every table of the kind.
+    # scenario.json is the scenario's raw table: failsafe check parses it again, so it must hold every table of the
+    # kind.
     scenario = parse_table(table(name), name)
     again = parse_table(dict(scenario.raw), name)
     assert again == scenario
@@ -99,7 +135,9 @@ def test_kafkas_java_consumers_may_be_frozen_like_failsafes() -> None:
 
 
 def test_the_lab_tells_the_rebalance_checker_each_groups_session() -> None:
-    assert parse_table(table("rebalance-member-paused"), "t").checker_options()["rebalance"] == {"session_timeout_ms_by_group": {"mygroup": 10_000}}
+    assert parse_table(table("rebalance-member-paused"), "t").checker_options()["rebalance"] == {
+        "session_timeout_ms_by_group": {"mygroup": 10_000}
+    }
     data = table("consumer-failover-kip848")
     data["consumers"][0].pop("session_timeout_ms")
     # A KIP-848 group without its own session has the cluster's group.consumer.session.timeout.ms.

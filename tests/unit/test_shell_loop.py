@@ -12,7 +12,9 @@ from failsafe.hosts.shell import ANSWER, LOOP
 
 @pytest.fixture
 def loop() -> Iterator[subprocess.Popen]:
-    with subprocess.Popen(["sh", "-c", LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        ["sh", "-c", LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
         yield proc
         proc.kill()
 

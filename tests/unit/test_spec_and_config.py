@@ -18,7 +18,11 @@ def test_default_spec_is_the_seeds_layout() -> None:
     assert spec.bootstrap_servers() == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
     assert spec.quorum_voters() == "1000@127.0.0.100:9192"
     # Replication on each broker's own address and port, clients where the seeds put them.
-    assert [(n.address, n.replication_port) for n in brokers] == [("127.0.0.10", 9292), ("127.0.0.11", 9293), ("127.0.0.12", 9294)]
+    assert [(n.address, n.replication_port) for n in brokers] == [
+        ("127.0.0.10", 9292),
+        ("127.0.0.11", 9293),
+        ("127.0.0.12", 9294),
+    ]
 
 
 def test_controllers_come_first_so_brokers_find_a_quorum() -> None:
@@ -80,7 +84,9 @@ def test_combined_node_has_both_listeners(tmp_path: Path) -> None:
 
 
 def test_a_cluster_made_before_node_addresses_keeps_its_one_listener(tmp_path: Path) -> None:
-    old = ClusterSpec.from_json({k: v for k, v in ClusterSpec().to_json().items() if k not in ("node_addresses", "replication_base_port")})
+    old = ClusterSpec.from_json(
+        {k: v for k, v in ClusterSpec().to_json().items() if k not in ("node_addresses", "replication_base_port")}
+    )
     props = node_properties(old, old.brokers_nodes()[0], tmp_path)
     assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092" and props["inter.broker.listener.name"] == "PLAINTEXT"
     assert old.quorum_voters() == "1000@127.0.0.1:9192"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from failsafe.waiting import wait_until
 from failsafe.workloads.specs import ConsumerSpec
 from failsafe.workloads.stacks import crash_reason, runs_python, stuck_at
-from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec
+from failsafe.workloads.txn.specs import CtpSpec, TxnProducerSpec
 
 DUMP = """\
 Thread 0x00007f6b9d7fa640 (most recent call first):
@@ -45,13 +45,17 @@ def test_a_thread_importing_a_module_is_not_taken_for_the_main_thread() -> None:
 
 def test_a_crash_faulthandler_caught_is_quoted_by_what_came_before_it_and_where() -> None:
     log = "%4|1795|FAIL|rdkafka#producer-2| broker down\nFatal Python error: Segmentation fault\n\n" + DUMP
-    assert crash_reason(log) == ("%4|1795|FAIL|rdkafka#producer-2| broker down | Fatal Python error: Segmentation fault, "
-                                 "main thread in txn_session.py:174 commit")
+    assert crash_reason(log) == (
+        "%4|1795|FAIL|rdkafka#producer-2| broker down | Fatal Python error: Segmentation fault, "
+        "main thread in txn_session.py:174 commit"
+    )
     assert crash_reason("worker-0: init_transactions of w: _TIMED_OUT") is None
 
 
 def test_only_workers_that_stay_python_are_asked_for_stacks() -> None:
-    assert runs_python(ConsumerSpec("c-0", ("t",))) and runs_python(TxnProducerSpec("w", ("a",), "w"))
+    assert runs_python(ConsumerSpec("c-0", ("t",))) and runs_python(
+        TxnProducerSpec(process="w", topics=("a",), transactional_id="w")
+    )
     assert not runs_python(CtpSpec("p", "in", "out", "g", "p", driver="kafka-java"))
 
 

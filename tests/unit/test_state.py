@@ -59,28 +59,40 @@ def _with_spec(**fields: object) -> dict:
     return {**data, "spec": {**data["spec"], **fields}}
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    ([1, 2], "it holds no JSON object"),
-    (_without(_valid_state(), "spec"), "'spec' is missing"),
-    (_without(_valid_state(), "cluster_id"), "'cluster_id' is missing"),
-    ({**_valid_state(), "created_at": 17}, "'created_at' is 17, not a string"),
-    ({**_valid_state(), "spec": "kraft"}, "its spec is a string, not an object"),
-    (_with_spec(brokers="three"), "spec.brokers is 'three', not a whole number"),
-    (_with_spec(brokers=True), "spec.brokers is True, not a whole number"),
-    (_with_spec(controller_base_port="9192"), "spec.controller_base_port is '9192', not a whole number or null"),
-    (_with_spec(combined="yes"), "spec.combined is 'yes', not true or false"),
-    (_with_spec(overrides={"min.insync.replicas": 2}), "spec.overrides is {'min.insync.replicas': 2}, not an object of strings"),
-    (_with_spec(jvm_options="-Xss1m"), "spec.jvm_options is '-Xss1m', not a list of strings"),
-    (_with_spec(mode="raft"), "spec.mode is 'raft', not one of kraft, zookeeper, migrating"),
-    (_with_spec(brokerz=3), "spec.brokerz is not a field of a cluster spec"),
-])
-def test_a_state_file_with_keys_missing_or_of_the_wrong_type_is_one_user_error(tmp_path: Path, data: object, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ([1, 2], "it holds no JSON object"),
+        (_without(_valid_state(), "spec"), "'spec' is missing"),
+        (_without(_valid_state(), "cluster_id"), "'cluster_id' is missing"),
+        ({**_valid_state(), "created_at": 17}, "'created_at' is 17, not a string"),
+        ({**_valid_state(), "spec": "kraft"}, "its spec is a string, not an object"),
+        (_with_spec(brokers="three"), "spec.brokers is 'three', not a whole number"),
+        (_with_spec(brokers=True), "spec.brokers is True, not a whole number"),
+        (_with_spec(controller_base_port="9192"), "spec.controller_base_port is '9192', not a whole number or null"),
+        (_with_spec(combined="yes"), "spec.combined is 'yes', not true or false"),
+        (
+            _with_spec(overrides={"min.insync.replicas": 2}),
+            "spec.overrides is {'min.insync.replicas': 2}, not an object of strings",
+        ),
+        (_with_spec(jvm_options="-Xss1m"), "spec.jvm_options is '-Xss1m', not a list of strings"),
+        (_with_spec(mode="raft"), "spec.mode is 'raft', not one of kraft, zookeeper, migrating"),
+        (_with_spec(brokerz=3), "spec.brokerz is not a field of a cluster spec"),
+    ],
+)
+def test_a_state_file_with_keys_missing_or_of_the_wrong_type_is_one_user_error(
+    tmp_path: Path, data: object, reason: str
+) -> None:
     (tmp_path / "failsafe-state.json").write_text(json.dumps(data))
     with pytest.raises(UnreadableState) as caught:
         ClusterDir(tmp_path).load()
     message = str(caught.value)
     assert isinstance(caught.value, UserError) and "\n" not in message
-    assert message == f"{tmp_path / 'failsafe-state.json'} is unreadable ({reason}): run 'failsafe clean --dir {tmp_path}' and start again"
+    assert (
+        message
+        == f"{tmp_path / 'failsafe-state.json'} is unreadable ({reason}): run 'failsafe clean --dir {tmp_path}' "
+        f"and start again"
+    )
 
 
 def test_another_state_format_says_to_clean(tmp_path: Path) -> None:
@@ -90,9 +102,21 @@ def test_another_state_format_says_to_clean(tmp_path: Path) -> None:
 
 
 def test_an_older_state_file_without_the_newer_fields_still_loads(tmp_path: Path) -> None:
-    old_spec = {"brokers": 3, "controllers": 1, "combined": False, "base_port": 9092, "controller_base_port": None, "first_broker_id": 0,
-                "first_controller_id": 1000, "kafka_version": "4.3.1", "heap": "1G", "overrides": {}}
-    (tmp_path / "failsafe-state.json").write_text(json.dumps({"format": 1, "cluster_id": "x", "created_at": "t", "spec": old_spec}))
+    old_spec = {
+        "brokers": 3,
+        "controllers": 1,
+        "combined": False,
+        "base_port": 9092,
+        "controller_base_port": None,
+        "first_broker_id": 0,
+        "first_controller_id": 1000,
+        "kafka_version": "4.3.1",
+        "heap": "1G",
+        "overrides": {},
+    }
+    (tmp_path / "failsafe-state.json").write_text(
+        json.dumps({"format": 1, "cluster_id": "x", "created_at": "t", "spec": old_spec})
+    )
     spec = ClusterDir(tmp_path).load().spec
     assert spec.mode == "kraft" and spec.jvm_options == () and spec.racks == 0
     assert spec.node_addresses is False  # made before nodes had their own addresses: its configs have none
@@ -111,7 +135,7 @@ def test_every_spec_field_has_a_json_type() -> None:
 def test_clean_deletes_a_cluster_whose_state_is_unreadable_and_stops_what_its_pidfiles_track(tmp_path: Path) -> None:
     import sys
 
-    from failsafe.cluster.lifecycle import clean
+    from failsafe.cluster.topology.lifecycle import clean
     from failsafe.supervisor import read_pidfile, spawn
 
     root = tmp_path / "cluster"
@@ -119,8 +143,12 @@ def test_clean_deletes_a_cluster_whose_state_is_unreadable_and_stops_what_its_pi
     cdir.save(ClusterState(ClusterSpec(), "AAAAAAAAAAAAAAAAAAAAAA", "now"))
     cdir.pids_dir.mkdir()
     # Stands in for a node: a process of its own session with a pidfile, as every node is started.
-    spawn([sys.executable, "-c", "import time; time.sleep(300)"], name="server-0", pidfile=cdir.pids_dir / "server-0.pid",
-          dies_with_parent=False)
+    spawn(
+        [sys.executable, "-c", "import time; time.sleep(300)"],
+        name="server-0",
+        pidfile=cdir.pids_dir / "server-0.pid",
+        dies_with_parent=False,
+    )
     tracked = read_pidfile(cdir.pids_dir / "server-0.pid")
     assert tracked is not None and tracked.alive()
     cdir.state_file.write_text('{"format": 1, "spec": {}}')

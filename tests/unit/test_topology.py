@@ -1,4 +1,5 @@
-"""One topology interface for a lone cluster and a DR pair (cluster/topology.py), on directories with nothing running."""
+"""One topology interface for a lone cluster and a DR pair (cluster/topology/directory.py), on directories with nothing
+running."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.cluster import topology
-from failsafe.cluster.lifecycle import Cluster
-from failsafe.cluster.pair import BACKUP, PAIR_FILE, PRIMARY, Pair, backup_spec, write_pair_file
+from failsafe.cluster.observe.status import Stopped
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState, UnreadableState
-from failsafe.cluster.status import Stopped
-from failsafe.cluster.topology import SingleCluster, find_topology, open_topology, topology_kind
+from failsafe.cluster.topology import directory as topology
+from failsafe.cluster.topology.directory import SingleCluster, find_topology, open_topology, topology_kind
+from failsafe.cluster.topology.lifecycle import Cluster
+from failsafe.cluster.topology.pair import BACKUP, PAIR_FILE, PRIMARY, Pair, backup_spec, write_pair_file
 from failsafe.errors import ClusterNotRunning
 from tests.helpers import free_port_block, run_cli
 
@@ -36,7 +37,12 @@ def lone(tmp_path: Path) -> Path:
 def pair(tmp_path: Path) -> Path:
     """A stopped DR pair of 1-broker clusters, laid out as 'failsafe up --dr' leaves it."""
     root = tmp_path / "pair"
-    spec = ClusterSpec(brokers=1, base_port=free_port_block(1), controller_base_port=free_port_block(1), replication_base_port=free_port_block(1))
+    spec = ClusterSpec(
+        brokers=1,
+        base_port=free_port_block(1),
+        controller_base_port=free_port_block(1),
+        replication_base_port=free_port_block(1),
+    )
     _save(root / PRIMARY, spec)
     _save(root / BACKUP, backup_spec(spec))
     write_pair_file(root)
@@ -44,7 +50,9 @@ def pair(tmp_path: Path) -> Path:
 
 
 def test_where_there_is_nothing_open_says_how_to_start_and_find_says_none(tmp_path: Path) -> None:
-    with pytest.raises(ClusterNotRunning, match=f"no failsafe cluster at {tmp_path}: start one with 'failsafe up --dir"):
+    with pytest.raises(
+        ClusterNotRunning, match=f"no failsafe cluster at {tmp_path}: start one with 'failsafe up --dir"
+    ):
         open_topology(tmp_path)
     assert find_topology(tmp_path) is None
     with pytest.raises(ClusterNotRunning, match="nothing to clean"):
@@ -77,20 +85,45 @@ def test_a_lone_clusters_status_is_what_status_json_printed(lone: Path) -> None:
     status = open_topology(lone).status()
     assert list(status.clusters) == ["cluster"] and status.mirrors == [] and status.note is None
     data = status.to_json()
-    assert list(data) == ["dir", "mode", "kafka_version", "profile", "cluster_id", "bootstrap_servers", "active_controller", "nodes",
-                          "operator_actions"]
+    assert list(data) == [
+        "dir",
+        "mode",
+        "kafka_version",
+        "profile",
+        "cluster_id",
+        "bootstrap_servers",
+        "active_controller",
+        "nodes",
+        "operator_actions",
+    ]
     assert data["profile"] == {"name": "defaults", "version": 1}
-    assert (data["dir"], data["mode"], data["cluster_id"], data["active_controller"]) == (str(lone), "kraft", CLUSTER_ID, None)
-    assert data["nodes"][1] == {"id": 0, "role": "broker", "pid": None, "port": Cluster.open(lone).spec.base_port, "rack": "rack-0",
-                                "controller_port": None, "state": "down", "active_controller": False,
-                                "metrics": f"http://127.0.0.1:{Cluster.open(lone).spec.base_port + 300}/metrics"}
+    assert (data["dir"], data["mode"], data["cluster_id"], data["active_controller"]) == (
+        str(lone),
+        "kraft",
+        CLUSTER_ID,
+        None,
+    )
+    assert data["nodes"][1] == {
+        "id": 0,
+        "role": "broker",
+        "pid": None,
+        "port": Cluster.open(lone).spec.base_port,
+        "rack": "rack-0",
+        "controller_port": None,
+        "state": "down",
+        "active_controller": False,
+        "metrics": f"http://127.0.0.1:{Cluster.open(lone).spec.base_port + 300}/metrics",
+    }
     assert json.loads(run_cli("status", "--json", "--dir", str(lone)).stdout) == data
 
 
 def test_the_facts_are_those_a_run_records(lone: Path, pair: Path) -> None:
     facts = open_topology(lone).facts()
     assert list(facts) == ["kafka_version", "java", "cluster_dir", "bootstrap_servers", "cluster", "nodes"]
-    assert facts["cluster_dir"] == str(lone.resolve()) and facts["bootstrap_servers"] == Cluster.open(lone).bootstrap_servers
+    assert (
+        facts["cluster_dir"] == str(lone.resolve())
+        and facts["bootstrap_servers"] == Cluster.open(lone).bootstrap_servers
+    )
     assert [n["id"] for n in facts["nodes"]] == [n.node_id for n in Cluster.open(lone).spec.nodes()]
     pair_facts = open_topology(pair).facts()
     assert list(pair_facts) == ["dr_pair"] and list(pair_facts["dr_pair"]) == [PRIMARY, BACKUP]
@@ -104,10 +137,16 @@ def test_a_dr_pair_as_a_topology(pair: Path) -> None:
     assert top.bootstraps() == {PRIMARY: primary.bootstrap_servers, BACKUP: backup.bootstrap_servers}
     assert top.nodes() == {PRIMARY: primary.spec.nodes(), BACKUP: backup.spec.nodes()}
     assert not top.running()
-    assert top.not_up() == ["the primary's controller 1000 is down", "the primary's broker 0 is down",
-                            "the backup's controller 1000 is down", "the backup's broker 0 is down"]
-    assert top.describe() == (f"primary {primary.bootstrap_servers}, backup {backup.bootstrap_servers} (1 brokers each, Kafka 4.3.1, profile defaults); "
-                              f"mirror with 'failsafe mirror start --dir {pair}'")
+    assert top.not_up() == [
+        "the primary's controller 1000 is down",
+        "the primary's broker 0 is down",
+        "the backup's controller 1000 is down",
+        "the backup's broker 0 is down",
+    ]
+    assert top.describe() == (
+        f"primary {primary.bootstrap_servers}, backup {backup.bootstrap_servers} (1 brokers each, Kafka 4.3.1, "
+        f"profile defaults); mirror with 'failsafe mirror start --dir {pair}'"
+    )
     assert top.bootstrap_lines() == [f"primary={primary.bootstrap_servers}", f"backup={backup.bootstrap_servers}"]
     stopped = top.down()
     assert stopped.mirrors == [] and stopped.summary() == "backup: nothing was running; primary: nothing was running"
@@ -121,8 +160,14 @@ def test_a_pairs_status_holds_both_clusters_and_the_mirrors(pair: Path) -> None:
     data = status.to_json()
     assert list(data) == ["dir", "clusters", "mirrors"] and data["dir"] == str(pair)
     assert data["clusters"][BACKUP] == open_topology(pair / BACKUP).status().to_json()
-    assert data["mirrors"] == [{"flow": "primary->backup", "pid": None, "state": "down",
-                                "properties": str(pair / "mirror" / "primary-backup" / "mm2.properties")}]
+    assert data["mirrors"] == [
+        {
+            "flow": "primary->backup",
+            "pid": None,
+            "state": "down",
+            "properties": str(pair / "mirror" / "primary-backup" / "mm2.properties"),
+        }
+    ]
     assert json.loads(run_cli("status", "--json", "--dir", str(pair)).stdout) == data
     text = run_cli("status", "--dir", str(pair)).stdout
     squashed = "".join(text.split())  # a table's title wraps at the table's width
@@ -132,17 +177,23 @@ def test_a_pairs_status_holds_both_clusters_and_the_mirrors(pair: Path) -> None:
 
 def test_down_and_clean_of_a_pair_from_the_command_line(pair: Path) -> None:
     down = run_cli("down", "--dir", str(pair))
-    assert down.returncode == 0 and down.stderr.strip() == "backup: nothing was running; primary: nothing was running", down.stderr
+    assert (
+        down.returncode == 0 and down.stderr.strip() == "backup: nothing was running; primary: nothing was running"
+    ), down.stderr
     clean = run_cli("clean", "--dir", str(pair))
     assert clean.returncode == 0 and clean.stderr.strip() == f"deleted {pair}", clean.stderr
     assert not pair.exists()
 
 
-@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 2, "clusters": {}}',
-                                     '{"format": 1, "clusters": {"primary": {"dir": "primary"}}}'])
+@pytest.mark.parametrize(
+    "content",
+    ["{not json", "[]", '{"format": 2, "clusters": {}}', '{"format": 1, "clusters": {"primary": {"dir": "primary"}}}'],
+)
 def test_an_unreadable_dr_json_says_to_clean_and_clean_deletes_the_pair(pair: Path, content: str) -> None:
     (pair / PAIR_FILE).write_text(content)
-    with pytest.raises(UnreadableState, match=f"{pair / PAIR_FILE} is unreadable .*: run 'failsafe clean --dir {pair}' and start again"):
+    with pytest.raises(
+        UnreadableState, match=f"{pair / PAIR_FILE} is unreadable .*: run 'failsafe clean --dir {pair}' and start again"
+    ):
         open_topology(pair)
     topology.clean(pair)
     assert not pair.exists()

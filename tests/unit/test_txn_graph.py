@@ -4,31 +4,46 @@ from __future__ import annotations
 
 import polars as pl
 
-from failsafe.checkers.txn_graph import EDGE_SCHEMA, G0, G1C, WR, WW, dependency_graph, find_cycles, wr_edges, ww_edges
+from failsafe.checkers.txn.graph import EDGE_SCHEMA, G0, G1C, WR, WW, dependency_graph, find_cycles, wr_edges, ww_edges
 
 
 def writes(*rows: tuple[str, int, str]) -> pl.DataFrame:
     """(process, txn, value) of writes to topic t."""
-    return pl.DataFrame([{"process": p, "txn": n, "topic": "t", "value": v} for p, n, v in rows],
-                        schema={"process": pl.String, "txn": pl.Int64, "topic": pl.String, "value": pl.String})
+    return pl.DataFrame(
+        [{"process": p, "txn": n, "topic": "t", "value": v} for p, n, v in rows],
+        schema={"process": pl.String, "txn": pl.Int64, "topic": pl.String, "value": pl.String},
+    )
 
 
 def reads(*rows: tuple[str, int | None, str]) -> pl.DataFrame:
     """(reader process, its txn, value) of reads of topic t."""
-    return pl.DataFrame([{"process": p, "txn": n, "topic": "t", "value": v} for p, n, v in rows],
-                        schema={"process": pl.String, "txn": pl.Int64, "topic": pl.String, "value": pl.String})
+    return pl.DataFrame(
+        [{"process": p, "txn": n, "topic": "t", "value": v} for p, n, v in rows],
+        schema={"process": pl.String, "txn": pl.Int64, "topic": pl.String, "value": pl.String},
+    )
 
 
 def log(*partitions: list[str]) -> pl.DataFrame:
     """Each partition's values in offset order (offsets 0, 2, 4, ...: markers leave gaps)."""
-    return pl.DataFrame([{"topic": "t", "partition": p, "offset": 2 * o, "value": v} for p, values in enumerate(partitions) for o, v in enumerate(values)],
-                        schema={"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "value": pl.String})
+    return pl.DataFrame(
+        [
+            {"topic": "t", "partition": p, "offset": 2 * o, "value": v}
+            for p, values in enumerate(partitions)
+            for o, v in enumerate(values)
+        ],
+        schema={"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "value": pl.String},
+    )
 
 
 def edges(*rows: tuple[str, str, str]) -> pl.DataFrame:
     """(from, to, type) between transactions named by process (txn 1 each); the witness value is from + to."""
-    return pl.DataFrame([{"from_process": u, "from_txn": 1, "to_process": v, "to_txn": 1, "type": kind, "topic": "t", "value": u + v}
-                         for u, v, kind in rows], schema=EDGE_SCHEMA)
+    return pl.DataFrame(
+        [
+            {"from_process": u, "from_txn": 1, "to_process": v, "to_txn": 1, "type": kind, "topic": "t", "value": u + v}
+            for u, v, kind in rows
+        ],
+        schema=EDGE_SCHEMA,
+    )
 
 
 def as_tuples(frame: pl.DataFrame) -> list[tuple]:
@@ -64,11 +79,27 @@ def test_an_acyclic_graph_has_no_cycles() -> None:
 def test_a_cycle_of_ww_edges_is_g0_only() -> None:
     cycles = find_cycles(dependency_graph([edges(("a", "b", WW), ("b", "a", WW))]))
     assert cycles.counts == {G0: 1, G1C: 0}
-    assert cycles.examples[G0] == [{
-        "txns": [{"process": "a", "txn": 1}, {"process": "b", "txn": 1}],
-        "edges": [{"from": {"process": "a", "txn": 1}, "to": {"process": "b", "txn": 1}, "type": WW, "topic": "t", "value": "ab"},
-                  {"from": {"process": "b", "txn": 1}, "to": {"process": "a", "txn": 1}, "type": WW, "topic": "t", "value": "ba"}],
-    }]
+    assert cycles.examples[G0] == [
+        {
+            "txns": [{"process": "a", "txn": 1}, {"process": "b", "txn": 1}],
+            "edges": [
+                {
+                    "from": {"process": "a", "txn": 1},
+                    "to": {"process": "b", "txn": 1},
+                    "type": WW,
+                    "topic": "t",
+                    "value": "ab",
+                },
+                {
+                    "from": {"process": "b", "txn": 1},
+                    "to": {"process": "a", "txn": 1},
+                    "type": WW,
+                    "topic": "t",
+                    "value": "ba",
+                },
+            ],
+        }
+    ]
     assert cycles.members[G0] == {("a", 1), ("b", 1)}
 
 
@@ -90,7 +121,9 @@ def test_a_component_with_both_a_ww_cycle_and_a_wr_edge_is_counted_as_each() -> 
 
 def test_a_g0_example_is_a_shortest_cycle() -> None:
     # The component holds a -> b -> c -> d -> a and the shorter a -> b -> a.
-    cycles = find_cycles(dependency_graph([edges(("a", "b", WW), ("b", "c", WW), ("c", "d", WW), ("d", "a", WW), ("b", "a", WW))]))
+    cycles = find_cycles(
+        dependency_graph([edges(("a", "b", WW), ("b", "c", WW), ("c", "d", WW), ("d", "a", WW), ("b", "a", WW))])
+    )
     assert cycles.counts[G0] == 1
     assert [t["process"] for t in cycles.examples[G0][0]["txns"]] == ["a", "b"]
 

@@ -1,5 +1,5 @@
-"""failsafe's transactional driver on Kafka's Java client: compiled at first use, refused arguments in one line, its settings
-reported in the client-config op, and ``driver`` carried from the scenario into the specs."""
+"""failsafe's transactional driver on Kafka's Java client: compiled at first use, refused arguments in one line, its
+settings reported in the client-config op, and ``driver`` carried from the scenario into the specs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import failsafe.workloads.txn_java as txn_java
+import failsafe.workloads.txn.java as txn_java
 from failsafe.errors import ProvisionError
 from failsafe.jvm.java import Java, find_java
 from failsafe.jvm.kafka import KafkaDist, kafka_dist
@@ -21,21 +21,41 @@ from failsafe.scenarios.kinds.txn.workload import TxnWorkload
 from failsafe.scenarios.kit.workload import ClientsWorkload
 from failsafe.scenarios.registry import load_scenario, parse_scenario
 from failsafe.workloads.outcomes import error_name, send_outcome
-from failsafe.workloads.txn_java import MAIN_CLASS, compiled_driver, driver_dir, driver_sources, txn_driver_command
-from failsafe.workloads.txn_specs import CtpSpec, TxnProducerSpec, txn_spec_from_json, txn_spec_to_json
+from failsafe.workloads.txn.java import MAIN_CLASS, compiled_driver, driver_dir, driver_sources, txn_driver_command
+from failsafe.workloads.txn.specs import CtpSpec, TxnProducerSpec, txn_spec_from_json, txn_spec_to_json
 from failsafe.workloads.worker import client_config_fields
 
-WRITER = TxnProducerSpec(process="writer-0", topics=("a", "b"), transactional_id="writer-0", bootstrap_servers="h:1", driver="kafka-java",
-                         kafka_version="4.3.1", count=5, properties={"linger.ms": "5"})
-PROCESSOR = CtpSpec(process="ctp-0", input_topic="in", output_topic="out", group="g", transactional_id="ctp-0", bootstrap_servers="h:1",
-                    driver="kafka-java", kafka_version="4.3.1", batch=7)
+WRITER = TxnProducerSpec(
+    process="writer-0",
+    topics=("a", "b"),
+    transactional_id="writer-0",
+    bootstrap_servers="h:1",
+    driver="kafka-java",
+    kafka_version="4.3.1",
+    count=5,
+    properties={"linger.ms": "5"},
+)
+PROCESSOR = CtpSpec(
+    process="ctp-0",
+    input_topic="in",
+    output_topic="out",
+    group="g",
+    transactional_id="ctp-0",
+    bootstrap_servers="h:1",
+    driver="kafka-java",
+    kafka_version="4.3.1",
+    batch=7,
+)
 
 
 MINIMAL = {
     "kind": "txn",
     "name": "tx",
-    "topics": [{"name": "a", "partitions": 1, "replication_factor": 1}, {"name": "in", "partitions": 1, "replication_factor": 1},
-               {"name": "out", "partitions": 1, "replication_factor": 1}],
+    "topics": [
+        {"name": "a", "partitions": 1, "replication_factor": 1},
+        {"name": "in", "partitions": 1, "replication_factor": 1},
+        {"name": "out", "partitions": 1, "replication_factor": 1},
+    ],
     "writers": [{"name": "writer", "topics": ["a"], "count": 2}],
     "processors": [{"name": "ctp", "input": "in", "output": "out", "group": "g"}],
 }
@@ -45,7 +65,8 @@ def _config(fields: dict) -> dict[str, str]:
     return {entry["name"]: entry["value"] for entry in fields["config"]}
 
 
-# -- compiling and running the driver (needs a JDK and Kafka's jars) -----------------------------------------------------
+# -- compiling and running the driver (needs a JDK and Kafka's jars)
+# -----------------------------------------------------
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Java, KafkaDist, Path]]:
     """The driver compiled into a cache of the test's own, against the resolved Kafka."""
@@ -66,12 +87,20 @@ def _driver(compiled: tuple[Java, KafkaDist, Path], *args: str) -> subprocess.Co
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
-def test_the_driver_is_compiled_once_into_the_cache_keyed_by_its_sources_and_kafka_version(compiled, monkeypatch) -> None:
+def test_the_driver_is_compiled_once_into_the_cache_keyed_by_its_sources_and_kafka_version(
+    compiled, monkeypatch
+) -> None:
     java, dist, classes = compiled
     assert (classes / "failsafe" / "txn" / "TxnDriver.class").is_file()
-    assert {f"{name.removesuffix('.java')}.class" for name in driver_sources()} <= {p.name for p in (classes / "failsafe" / "txn").iterdir()}
+    assert {f"{name.removesuffix('.java')}.class" for name in driver_sources()} <= {
+        p.name for p in (classes / "failsafe" / "txn").iterdir()
+    }
     assert classes.parent.name.startswith(f"kafka-{dist.version}-")
-    assert driver_dir(dist, {"TxnDriver.java": b"other source"}) != driver_dir(dist) != driver_dir(replace(dist, version="3.9.2"))
+    assert (
+        driver_dir(dist, {"TxnDriver.java": b"other source"})
+        != driver_dir(dist)
+        != driver_dir(replace(dist, version="3.9.2"))
+    )
     monkeypatch.setattr(txn_java, "cache_root", lambda: classes.parent.parent.parent)
 
     def no_javac(*args, **kwargs):
@@ -102,21 +131,48 @@ def test_the_cache_key_hashes_every_source_file_in_a_stable_order() -> None:
 
 def test_help_is_one_line(compiled) -> None:
     done = _driver(compiled, "--help")
-    assert done.returncode == 0 and done.stdout.count("\n") == 1 and done.stdout.startswith("usage: TxnDriver writer|processor")
+    assert (
+        done.returncode == 0
+        and done.stdout.count("\n") == 1
+        and done.stdout.startswith("usage: TxnDriver writer|processor")
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    ((), "no mode given"),
-    (("bogus",), "unknown mode bogus"),
-    (("writer", "--process"), "--process needs a value"),
-    (("writer", "--process", "w", "--colour", "red"), "unknown option --colour"),
-    (("writer", "--process", "w"), "--producer-property bootstrap.servers=... is required"),
-    (("writer", "--process", "w", "--producer-property", "bootstrap.servers=h:1", "--producer-property", "transactional.id=w"),
-     "writer: --topic is required"),
-    (("processor", "--process", "p", "--producer-property", "bootstrap.servers=h:1", "--producer-property", "transactional.id=p"),
-     "processor: --input, --output and --group are required"),
-    (("writer", "--process", "w", "--rate-per-s", "fast"), "--rate-per-s fast: not a number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "no mode given"),
+        (("bogus",), "unknown mode bogus"),
+        (("writer", "--process"), "--process needs a value"),
+        (("writer", "--process", "w", "--colour", "red"), "unknown option --colour"),
+        (("writer", "--process", "w"), "--producer-property bootstrap.servers=... is required"),
+        (
+            (
+                "writer",
+                "--process",
+                "w",
+                "--producer-property",
+                "bootstrap.servers=h:1",
+                "--producer-property",
+                "transactional.id=w",
+            ),
+            "writer: --topic is required",
+        ),
+        (
+            (
+                "processor",
+                "--process",
+                "p",
+                "--producer-property",
+                "bootstrap.servers=h:1",
+                "--producer-property",
+                "transactional.id=p",
+            ),
+            "processor: --input, --output and --group are required",
+        ),
+        (("writer", "--process", "w", "--rate-per-s", "fast"), "--rate-per-s fast: not a number"),
+    ],
+)
 def test_bad_arguments_are_one_line_on_stderr(compiled, args: tuple[str, ...], message: str) -> None:
     done = _driver(compiled, *args)
     assert done.returncode == 2 and done.stdout == ""
@@ -131,7 +187,12 @@ def test_a_source_javac_refuses_is_one_line_naming_its_first_error(compiled, mon
     with pytest.raises(ProvisionError) as e:
         compiled_driver(java, dist)
     message = str(e.value)
-    assert "\n" not in message and "javac could not compile failsafe's txn driver" in message and "Session.java" in message and "error" in message
+    assert (
+        "\n" not in message
+        and "javac could not compile failsafe's txn driver" in message
+        and "Session.java" in message
+        and "error" in message
+    )
     assert list((tmp_path / txn_java.CACHE_DIR).iterdir()) == []  # nothing half-made left in the cache
 
 
@@ -147,30 +208,50 @@ def test_without_javac_the_error_is_one_line(monkeypatch, tmp_path: Path) -> Non
 def test_the_drivers_send_errors_are_the_verifiable_tools_names_and_outcomes() -> None:
     from confluent_kafka import KafkaError
 
-    from failsafe.workloads.verifiable_events import JAVA_EXCEPTION_ERRORS
+    from failsafe.workloads.verifiable.events import JAVA_EXCEPTION_ERRORS
 
     source = driver_sources()["Errors.java"].decode()
-    pairs = re.findall(r'"(\w+Exception)", "([A-Z_]+)"', source[source.index("String[] names"):])
-    definite = set(re.findall(r'"(\w+Exception)"', source[source.index("DEFINITE_SEND_FAILURES ="):source.index("static {")]))
+    pairs = re.findall(r'"(\w+Exception)", "([A-Z_]+)"', source[source.index("String[] names") :])
+    definite = set(
+        re.findall(r'"(\w+Exception)"', source[source.index("DEFINITE_SEND_FAILURES =") : source.index("static {")])
+    )
     expected = {name: error_name(KafkaError(code)) for name, code in JAVA_EXCEPTION_ERRORS.items()}
     assert dict(pairs) == expected
-    assert definite == {name for name, code in JAVA_EXCEPTION_ERRORS.items() if send_outcome(KafkaError(code)) == "fail"}
+    assert definite == {
+        name for name, code in JAVA_EXCEPTION_ERRORS.items() if send_outcome(KafkaError(code)) == "fail"
+    }
 
 
 # -- what the worker reports and runs ---------------------------------------------------------------------------------
 def test_a_java_writer_reports_the_java_client_its_kafka_version_and_settings() -> None:
     fields = client_config_fields(replace(WRITER, client_log="/r/logs/writer-0.client.log"))
-    assert fields["client"] == "kafka-java" and fields["client_version"] == "4.3.1" and fields["log"] == "logs/writer-0.client.log"
+    assert (
+        fields["client"] == "kafka-java"
+        and fields["client_version"] == "4.3.1"
+        and fields["log"] == "logs/writer-0.client.log"
+    )
     config = _config(fields)
     assert "bootstrap.servers" not in config and "debug" not in config  # librdkafka's debug contexts are not Java's
-    assert config["transactional.id"] == "writer-0" and config["acks"] == "all" and config["enable.idempotence"] == "true"
-    assert config["transaction.timeout.ms"] == "10000" and config["linger.ms"] == "5" and config["max.block.ms"] == "10000"
+    assert (
+        config["transactional.id"] == "writer-0" and config["acks"] == "all" and config["enable.idempotence"] == "true"
+    )
+    assert (
+        config["transaction.timeout.ms"] == "10000" and config["linger.ms"] == "5" and config["max.block.ms"] == "10000"
+    )
 
 
 def test_a_java_processor_reports_its_consumer_read_committed_with_its_producer() -> None:
     config = _config(client_config_fields(PROCESSOR))
-    assert config["isolation.level"] == "read_committed" and config["group.id"] == "g" and config["max.poll.records"] == "7"
-    assert config["enable.auto.commit"] == "false" and config["client.id"] == "ctp-0" and config["transactional.id"] == "ctp-0"
+    assert (
+        config["isolation.level"] == "read_committed"
+        and config["group.id"] == "g"
+        and config["max.poll.records"] == "7"
+    )
+    assert (
+        config["enable.auto.commit"] == "false"
+        and config["client.id"] == "ctp-0"
+        and config["transactional.id"] == "ctp-0"
+    )
 
 
 def test_a_librdkafka_spec_is_still_librdkafka() -> None:
@@ -180,37 +261,67 @@ def test_a_librdkafka_spec_is_still_librdkafka() -> None:
 def test_specs_keep_driver_and_kafka_version_through_json() -> None:
     assert txn_spec_from_json(txn_spec_to_json(WRITER)) == WRITER
     assert txn_spec_from_json(txn_spec_to_json(PROCESSOR)) == PROCESSOR
-    assert TxnProducerSpec("w", ("a",), "w").driver == "librdkafka"
+    assert TxnProducerSpec(process="w", topics=("a",), transactional_id="w").driver == "librdkafka"
 
 
 def test_the_writers_command_line(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(txn_java, "cache_root", lambda: tmp_path)
-    cmd = txn_driver_command(replace(WRITER, client_log="/r/logs/writer-0.client.log"), Java(Path("/j/bin/java"), 17),
-                             KafkaDist("4.3.1", Path("/k/libs")), Path("/c/classes"))
-    assert cmd[0] == "/j/bin/java" and cmd[cmd.index("-cp") + 1] == "/c/classes:/k/libs/*" and cmd[cmd.index(MAIN_CLASS) + 1] == "writer"
-    args = cmd[cmd.index(MAIN_CLASS) + 2:]
+    cmd = txn_driver_command(
+        replace(WRITER, client_log="/r/logs/writer-0.client.log"),
+        Java(Path("/j/bin/java"), 17),
+        KafkaDist("4.3.1", Path("/k/libs")),
+        Path("/c/classes"),
+    )
+    assert (
+        cmd[0] == "/j/bin/java"
+        and cmd[cmd.index("-cp") + 1] == "/c/classes:/k/libs/*"
+        and cmd[cmd.index(MAIN_CLASS) + 1] == "writer"
+    )
+    args = cmd[cmd.index(MAIN_CLASS) + 2 :]
     pairs = list(zip(args[::2], args[1::2], strict=True))
-    assert ("--topic", "a") in pairs and ("--topic", "b") in pairs and ("--count", "5") in pairs and ("--process", "writer-0") in pairs
-    assert ("--producer-property", "transactional.id=writer-0") in pairs and ("--producer-property", "linger.ms=5") in pairs
+    assert (
+        ("--topic", "a") in pairs
+        and ("--topic", "b") in pairs
+        and ("--count", "5") in pairs
+        and ("--process", "writer-0") in pairs
+    )
+    assert ("--producer-property", "transactional.id=writer-0") in pairs and (
+        "--producer-property",
+        "linger.ms=5",
+    ) in pairs
     # The Java client's log goes to the worker's client log, through a log4j2 file of failsafe's.
     assert "-Dfailsafe.client.log=/r/logs/writer-0.client.log" in cmd
     [config] = [a.split("=", 1)[1] for a in cmd if a.startswith("-Dlog4j2.configurationFile=")]
     assert "${sys:failsafe.client.log}" in Path(config).read_text()
     assert "--superseded-file" not in cmd
-    marked = txn_driver_command(replace(WRITER, superseded_file="/r/superseded/writer-0"), Java(Path("/j/bin/java"), 17),
-                                KafkaDist("4.3.1", Path("/k/libs")), Path("/c/classes"))
+    marked = txn_driver_command(
+        replace(WRITER, superseded_file="/r/superseded/writer-0"),
+        Java(Path("/j/bin/java"), 17),
+        KafkaDist("4.3.1", Path("/k/libs")),
+        Path("/c/classes"),
+    )
     assert marked[marked.index("--superseded-file") + 1] == "/r/superseded/writer-0"
 
 
 def test_the_processors_command_line_and_kafka_39s_logging(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(txn_java, "cache_root", lambda: tmp_path)
     spec = replace(PROCESSOR, kafka_version="3.9.2", client_log="/r/logs/ctp-0.client.log")
-    cmd = txn_driver_command(spec, Java(Path("/j/bin/java"), 17), KafkaDist("3.9.2", Path("/k/libs")), Path("/c/classes"))
-    args = cmd[cmd.index(MAIN_CLASS) + 1:]
+    cmd = txn_driver_command(
+        spec, Java(Path("/j/bin/java"), 17), KafkaDist("3.9.2", Path("/k/libs")), Path("/c/classes")
+    )
+    args = cmd[cmd.index(MAIN_CLASS) + 1 :]
     assert args[0] == "processor"
     pairs = list(zip(args[1::2], args[2::2], strict=True))
-    assert ("--input", "in") in pairs and ("--output", "out") in pairs and ("--group", "g") in pairs and ("--batch", "7") in pairs
-    assert ("--consumer-property", "isolation.level=read_committed") in pairs and ("--consumer-property", "client.id=ctp-0-in") in pairs
+    assert (
+        ("--input", "in") in pairs
+        and ("--output", "out") in pairs
+        and ("--group", "g") in pairs
+        and ("--batch", "7") in pairs
+    )
+    assert ("--consumer-property", "isolation.level=read_committed") in pairs and (
+        "--consumer-property",
+        "client.id=ctp-0-in",
+    ) in pairs
     [config] = [a.split("file:", 1)[1] for a in cmd if a.startswith("-Dlog4j.configuration=")]
     assert "${failsafe.client.log}" in Path(config).read_text()
 
@@ -238,4 +349,7 @@ def test_the_workload_gives_each_spec_its_driver_and_the_clusters_kafka_version(
     monkeypatch.setattr(ClientsWorkload, "start", lambda self, ctx: None)
     workload.start(SimpleNamespace(bootstrap_servers="h:1", kafka_version="4.2.0", wait=lambda *args: None))
     assert {(s.process, s.driver, s.kafka_version) for s in started} == {
-        ("writer-0", "kafka-java", "4.2.0"), ("writer-1", "kafka-java", "4.2.0"), ("ctp-0", "librdkafka", "4.2.0")}
+        ("writer-0", "kafka-java", "4.2.0"),
+        ("writer-1", "kafka-java", "4.2.0"),
+        ("ctp-0", "librdkafka", "4.2.0"),
+    }

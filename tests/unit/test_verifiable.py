@@ -25,7 +25,7 @@ from failsafe.history.recorder import OpWriter
 from failsafe.jvm.java import Java
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.waiting import wait_until
-from failsafe.workloads.verifiable import (
+from failsafe.workloads.verifiable.clients import (
     VerifiableConsumerSpec,
     VerifiableProducerSpec,
     properties_text,
@@ -34,7 +34,7 @@ from failsafe.workloads.verifiable import (
     verifiable_producer_command,
     verifiable_spec_from_json,
 )
-from failsafe.workloads.verifiable_events import (
+from failsafe.workloads.verifiable.events import (
     ProducerState,
     consumer_event_to_ops,
     java_send_outcome,
@@ -61,7 +61,8 @@ ASSIGNED = (
     '{"topic":"verifiable-probe","partition":1},{"topic":"verifiable-probe","partition":2}]}'
 )
 CONSUMED = [
-    "Option --consumer.config has been deprecated and will be removed in a future version. Use --command-config instead.",
+    "Option --consumer.config has been deprecated and will be removed in a future version. Use "
+    "--command-config instead.",
     '{"timestamp":1795321546682,"name":"startup_complete"}',
     ASSIGNED,
     '{"timestamp":1795321555589,"name":"record_data","key":"0","value":"7.0","topic":"verifiable-probe","partition":2,"offset":0}',
@@ -95,22 +96,51 @@ def produced_ops(lines: list[str] = PRODUCED, process: str = "vp-0") -> list[dic
 
 
 def consumed_ops(lines: list[str] = CONSUMED, process: str = "vc-0", verbose: bool = True) -> list[dict]:
-    return [op for line in lines if (event := parse_event(line)) for op in consumer_event_to_ops(event, process, "g", verbose=verbose)]
+    return [
+        op
+        for line in lines
+        if (event := parse_event(line))
+        for op in consumer_event_to_ops(event, process, "g", verbose=verbose)
+    ]
 
 
 # -- producer events ------------------------------------------------------------------------------
 def test_a_successful_send_is_an_invoke_then_ok_at_the_event_time() -> None:
     invoke, ok = produced_ops(PRODUCED[1:2])
-    assert invoke == {"time_ns": 1795321503258_000_000, "process": "vp-0", "type": "invoke", "f": "send", "id": 0, "topic": TOPIC, "key": "0", "value": "7.0"}
+    assert invoke == {
+        "time_ns": 1795321503258_000_000,
+        "process": "vp-0",
+        "type": "invoke",
+        "f": "send",
+        "id": 0,
+        "topic": TOPIC,
+        "key": "0",
+        "value": "7.0",
+    }
     assert ok == {
-        "time_ns": 1795321503258_000_000, "process": "vp-0", "type": "ok", "f": "send",
-        "id": 0, "topic": TOPIC, "partition": 2, "offset": 0, "key": "0", "value": "7.0",
+        "time_ns": 1795321503258_000_000,
+        "process": "vp-0",
+        "type": "ok",
+        "f": "send",
+        "id": 0,
+        "topic": TOPIC,
+        "partition": 2,
+        "offset": 0,
+        "key": "0",
+        "value": "7.0",
     }
 
 
 def test_send_ids_are_the_sequence_numbers_of_the_values() -> None:
     sends = [op for op in produced_ops() if op["f"] == "send" and op["type"] == "ok"]
-    assert [(op["id"], op["value"]) for op in sends] == [(0, "7.0"), (2, "7.2"), (3, "7.3"), (5, "7.5"), (1, "7.1"), (4, "7.4")]
+    assert [(op["id"], op["value"]) for op in sends] == [
+        (0, "7.0"),
+        (2, "7.2"),
+        (3, "7.3"),
+        (5, "7.5"),
+        (1, "7.1"),
+        (4, "7.4"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -129,12 +159,22 @@ def test_send_ids_are_the_sequence_numbers_of_the_values() -> None:
         ("SomethingNewException", "info", "SomethingNewException"),
     ],
 )
-def test_a_send_error_is_fail_only_when_it_proves_the_write_was_not_appended(exception: str, outcome: str, error: str) -> None:
+def test_a_send_error_is_fail_only_when_it_proves_the_write_was_not_appended(
+    exception: str, outcome: str, error: str
+) -> None:
     invoke, done = producer_event_to_ops(send_error(exception, "boom"), "vp-0", ProducerState(TOPIC, 9))
     assert invoke["type"] == "invoke" and invoke["time_ns"] == done["time_ns"] == 1795321591425_000_000
     assert done == {
-        "time_ns": 1795321591425_000_000, "process": "vp-0", "type": outcome, "f": "send",
-        "id": 0, "topic": TOPIC, "key": "0", "value": "9.0", "partition": None, "error": error,
+        "time_ns": 1795321591425_000_000,
+        "process": "vp-0",
+        "type": outcome,
+        "f": "send",
+        "id": 0,
+        "topic": TOPIC,
+        "key": "0",
+        "value": "9.0",
+        "partition": None,
+        "error": error,
     }
 
 
@@ -161,8 +201,10 @@ def test_sends_never_reported_become_unknown_when_the_tool_is_killed() -> None:
     ops = producer_stopped_ops(state, "vp-0", time_ns=5)
     infos = [op for op in ops if op["type"] == "info"]
     assert [(op["id"], op["key"], op["value"], op["error"]) for op in infos] == [
-        (1, "1", "7.1", "PRODUCER_STOPPED_IN_FLIGHT"), (2, "2", "7.2", "PRODUCER_STOPPED_IN_FLIGHT"),
-        (3, "0", "7.3", "PRODUCER_STOPPED_IN_FLIGHT"), (4, "1", "7.4", "PRODUCER_STOPPED_IN_FLIGHT"),
+        (1, "1", "7.1", "PRODUCER_STOPPED_IN_FLIGHT"),
+        (2, "2", "7.2", "PRODUCER_STOPPED_IN_FLIGHT"),
+        (3, "0", "7.3", "PRODUCER_STOPPED_IN_FLIGHT"),
+        (4, "1", "7.4", "PRODUCER_STOPPED_IN_FLIGHT"),
     ]
     assert [op["type"] for op in ops] == ["invoke", "info"] * 4
     assert producer_stopped_ops(state, "vp-0") == []
@@ -180,7 +222,11 @@ def test_each_record_is_a_poll_with_its_key_and_value_and_the_summary_is_dropped
     polls = [op for op in consumed_ops() if op["f"] == "poll"]
     assert len(polls) == 6
     assert polls[0] == {
-        "time_ns": 1795321555589_000_000, "process": "vc-0", "type": "ok", "f": "poll", "group": "g",
+        "time_ns": 1795321555589_000_000,
+        "process": "vc-0",
+        "type": "ok",
+        "f": "poll",
+        "group": "g",
         "records": [{"topic": TOPIC, "partition": 2, "offset": 0, "key": "0", "value": "7.0"}],
     }
 
@@ -192,14 +238,22 @@ def test_without_verbose_records_are_known_by_offset_only() -> None:
     polls = [op for op in consumed_ops(TERSE, verbose=False) if op["f"] == "poll"]
     assert len(polls) == 1
     assert [(r["partition"], r["offset"], r["key"], r["value"]) for r in polls[0]["records"]] == [
-        (2, 0, None, None), (2, 1, None, None), (2, 2, None, None), (2, 3, None, None), (0, 0, None, None), (0, 1, None, None),
+        (2, 0, None, None),
+        (2, 1, None, None),
+        (2, 2, None, None),
+        (2, 3, None, None),
+        (0, 0, None, None),
+        (0, 1, None, None),
     ]
 
 
 def test_assignment_and_revocation() -> None:
     ops = [op for op in consumed_ops() if op["f"] in ("assign", "revoke")]
     every = [{"topic": TOPIC, "partition": p} for p in (0, 1, 2)]
-    assert [(op["type"], op["f"], op["group"], op["partitions"]) for op in ops] == [("info", "assign", "g", every), ("info", "revoke", "g", every)]
+    assert [(op["type"], op["f"], op["group"], op["partitions"]) for op in ops] == [
+        ("info", "assign", "g", every),
+        ("info", "revoke", "g", every),
+    ]
     assert ops[0]["time_ns"] == 1795321554326_000_000
 
 
@@ -209,12 +263,25 @@ def test_commits_ok_and_fail_and_empty_commits_are_not_written() -> None:
         ("ok", "commit", [{"topic": TOPIC, "partition": 2, "offset": 4}, {"topic": TOPIC, "partition": 0, "offset": 2}])
     ]
     failed = consumer_event_to_ops(
-        {"timestamp": 1, "name": "offsets_committed", "offsets": [{"topic": TOPIC, "partition": 0, "offset": 9}], "success": False,
-         "error": "Commit cannot be completed since the group has already rebalanced"}, "vc-0", "g")
+        {
+            "timestamp": 1,
+            "name": "offsets_committed",
+            "offsets": [{"topic": TOPIC, "partition": 0, "offset": 9}],
+            "success": False,
+            "error": "Commit cannot be completed since the group has already rebalanced",
+        },
+        "vc-0",
+        "g",
+    )
     assert [(op["type"], op["offsets"][0]["offset"], op["error"]) for op in failed] == [
         ("fail", 9, "Commit cannot be completed since the group has already rebalanced")
     ]
-    assert consumer_event_to_ops({"timestamp": 1, "name": "offsets_committed", "offsets": [], "success": True}, "vc-0", "g") == []
+    assert (
+        consumer_event_to_ops(
+            {"timestamp": 1, "name": "offsets_committed", "offsets": [], "success": True}, "vc-0", "g"
+        )
+        == []
+    )
 
 
 def test_shutdown_complete_is_a_close_of_the_group_member() -> None:
@@ -237,9 +304,20 @@ def test_an_event_without_timestamp_gets_the_time_it_was_read() -> None:
 
 # -- the translated history and the checkers ------------------------------------------------------
 def _final_read() -> list[dict]:
-    return [{"time_ns": 2, "process": "log-reader", "type": "ok", "f": "log-read", "topic": TOPIC, "partition": p,
-             "records": [{"topic": TOPIC, "partition": p, "offset": o, "key": None, "value": v} for o, v in enumerate(values)]}
-            for p, values in ((2, ["7.0", "7.2", "7.3", "7.5"]), (0, ["7.1", "7.4"]))]
+    return [
+        {
+            "time_ns": 2,
+            "process": "log-reader",
+            "type": "ok",
+            "f": "log-read",
+            "topic": TOPIC,
+            "partition": p,
+            "records": [
+                {"topic": TOPIC, "partition": p, "offset": o, "key": None, "value": v} for o, v in enumerate(values)
+            ],
+        }
+        for p, values in ((2, ["7.0", "7.2", "7.3", "7.5"]), (0, ["7.1", "7.4"]))
+    ]
 
 
 def test_a_clean_translated_history_is_valid_and_a_removed_read_is_lost() -> None:
@@ -251,10 +329,14 @@ def test_a_clean_translated_history_is_valid_and_a_removed_read_is_lost() -> Non
     assert result["delivery"]["counts"]["acknowledged"] == 6 and result["delivery"]["counts"]["read"] == 6
 
     without_73 = [line for line in CONSUMED if '"value":"7.3"' not in line]
-    broken = run_checkers(history_from_ops(produced_ops() + consumed_ops(without_73) + _final_read()), None, ["delivery"])["delivery"]
+    broken = run_checkers(
+        history_from_ops(produced_ops() + consumed_ops(without_73) + _final_read()), None, ["delivery"]
+    )["delivery"]
     assert broken["valid"] is False
     assert broken["counts"]["lost"] == 1
-    assert any(example.get("value") == "7.3" for examples in broken["examples"].values() for example in examples), broken["examples"]
+    assert any(example.get("value") == "7.3" for examples in broken["examples"].values() for example in examples), (
+        broken["examples"]
+    )
 
 
 def test_offset_only_reads_take_their_values_from_the_log_read() -> None:
@@ -274,7 +356,13 @@ def test_retries_default_to_the_java_clients_so_acks_all_is_idempotent() -> None
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"acks": "2"}, {"record_size": 100}, {"idempotence": True, "retries": 0}, {"idempotence": True, "acks": "1"}, {"value_prefix": 2**31}],
+    [
+        {"acks": "2"},
+        {"record_size": 100},
+        {"idempotence": True, "retries": 0},
+        {"idempotence": True, "acks": "1"},
+        {"value_prefix": 2**31},
+    ],
 )
 def test_producer_specs_the_tool_cannot_run_are_refused(kwargs: dict) -> None:
     with pytest.raises(UserError, match="vp-0"):
@@ -310,42 +398,92 @@ def fake_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KafkaDist:
     monkeypatch.setenv("FAILSAFE_CACHE", str(tmp_path / "cache"))
     home = tmp_path / "kafka-4.3.1"
     (home / "libs").mkdir(parents=True)
-    (home / "classes.json").write_text(json.dumps(["org.apache.kafka.tools.VerifiableConsumer", "org.apache.kafka.tools.VerifiableProducer"]))
+    (home / "classes.json").write_text(
+        json.dumps(["org.apache.kafka.tools.VerifiableConsumer", "org.apache.kafka.tools.VerifiableProducer"])
+    )
     return KafkaDist("4.3.1", home / "libs")
 
 
 def _tool_args(cmd: list[str], main_class: str) -> list[str]:
     assert cmd[cmd.index("-cp") + 2] == main_class
-    return cmd[cmd.index("-cp") + 3:]
+    return cmd[cmd.index("-cp") + 3 :]
 
 
 def test_producer_command_line(fake_dist: KafkaDist) -> None:
-    spec = VerifiableProducerSpec("vp-0", TOPIC, bootstrap_servers="h:1,h:2", rate_per_s=50.4, count=200, keys=4, value_prefix=7)
+    spec = VerifiableProducerSpec(
+        "vp-0", TOPIC, bootstrap_servers="h:1,h:2", rate_per_s=50.4, count=200, keys=4, value_prefix=7
+    )
     cmd = verifiable_producer_command(spec, Java(Path("/j/bin/java"), 17), fake_dist, Path("/tmp/p.properties"))
     assert cmd[0] == "/j/bin/java"
     assert _tool_args(cmd, "org.apache.kafka.tools.VerifiableProducer") == [
-        "--bootstrap-server", "h:1,h:2", "--topic", TOPIC, "--acks", "-1", "--value-prefix", "7", "--throughput", "50",
-        "--max-messages", "200", "--repeating-keys", "4", "--producer.config", "/tmp/p.properties",
+        "--bootstrap-server",
+        "h:1,h:2",
+        "--topic",
+        TOPIC,
+        "--acks",
+        "-1",
+        "--value-prefix",
+        "7",
+        "--throughput",
+        "50",
+        "--max-messages",
+        "200",
+        "--repeating-keys",
+        "4",
+        "--producer.config",
+        "/tmp/p.properties",
     ]
     unkeyed = VerifiableProducerSpec("vp-0", TOPIC, rate_per_s=0, keys=0, acks="0", value_prefix=1)
-    args = _tool_args(verifiable_producer_command(unkeyed, Java(Path("java"), 17), fake_dist), "org.apache.kafka.tools.VerifiableProducer")
+    args = _tool_args(
+        verifiable_producer_command(unkeyed, Java(Path("java"), 17), fake_dist),
+        "org.apache.kafka.tools.VerifiableProducer",
+    )
     assert "--repeating-keys" not in args and "--producer.config" not in args
-    assert args[args.index("--throughput") + 1] == "-1" and args[args.index("--acks") + 1] == "0" and args[args.index("--max-messages") + 1] == "-1"
+    assert (
+        args[args.index("--throughput") + 1] == "-1"
+        and args[args.index("--acks") + 1] == "0"
+        and args[args.index("--max-messages") + 1] == "-1"
+    )
 
 
 def test_consumer_command_line(fake_dist: KafkaDist) -> None:
-    spec = VerifiableConsumerSpec("vc-0", (TOPIC,), bootstrap_servers="h:1", group="g", session_timeout_ms=10000, group_protocol="consumer")
+    spec = VerifiableConsumerSpec(
+        "vc-0", (TOPIC,), bootstrap_servers="h:1", group="g", session_timeout_ms=10000, group_protocol="consumer"
+    )
     cmd = verifiable_consumer_command(spec, Java(Path("java"), 17), fake_dist, Path("/tmp/c.properties"))
     assert _tool_args(cmd, "org.apache.kafka.tools.VerifiableConsumer") == [
-        "--bootstrap-server", "h:1", "--topic", TOPIC, "--group-id", "g", "--reset-policy", "earliest", "--max-messages", "-1",
-        "--verbose", "--session-timeout", "10000", "--group-protocol", "consumer", "--consumer.config", "/tmp/c.properties",
+        "--bootstrap-server",
+        "h:1",
+        "--topic",
+        TOPIC,
+        "--group-id",
+        "g",
+        "--reset-policy",
+        "earliest",
+        "--max-messages",
+        "-1",
+        "--verbose",
+        "--session-timeout",
+        "10000",
+        "--group-protocol",
+        "consumer",
+        "--consumer.config",
+        "/tmp/c.properties",
     ]
-    auto = VerifiableConsumerSpec("vc-0", (TOPIC,), group="g", auto_commit=True, verbose=False, auto_commit_interval_ms=250)
-    args = _tool_args(verifiable_consumer_command(auto, Java(Path("java"), 17), fake_dist), "org.apache.kafka.tools.VerifiableConsumer")
+    auto = VerifiableConsumerSpec(
+        "vc-0", (TOPIC,), group="g", auto_commit=True, verbose=False, auto_commit_interval_ms=250
+    )
+    args = _tool_args(
+        verifiable_consumer_command(auto, Java(Path("java"), 17), fake_dist),
+        "org.apache.kafka.tools.VerifiableConsumer",
+    )
     assert "--enable-autocommit" in args and "--verbose" not in args
     assert auto.java_properties() == {"client.id": "vc-0", "auto.commit.interval.ms": "250"}
     remote = VerifiableConsumerSpec("vc-0", (TOPIC,), group="g", group_protocol="consumer", remote_assignor="range")
-    args = _tool_args(verifiable_consumer_command(remote, Java(Path("java"), 17), fake_dist), "org.apache.kafka.tools.VerifiableConsumer")
+    args = _tool_args(
+        verifiable_consumer_command(remote, Java(Path("java"), 17), fake_dist),
+        "org.apache.kafka.tools.VerifiableConsumer",
+    )
     assert args[args.index("--group-remote-assignor") + 1] == "range"
 
 
@@ -362,7 +500,8 @@ with open(os.environ["FAKE_ARGS"] + ".pid", "w") as f:
     f.write(str(os.getpid()))
 with open(os.environ["FAKE_ARGS"], "w") as f:
     f.write("\\n".join(args))
-config = args[args.index("--producer.config") + 1] if "--producer.config" in args else args[args.index("--consumer.config") + 1]
+flag = "--producer.config" if "--producer.config" in args else "--consumer.config"
+config = args[args.index(flag) + 1]
 with open(os.environ["FAKE_ARGS"] + ".properties", "w") as f:
     f.write(open(config).read())
 def on_term(*_):
@@ -390,7 +529,9 @@ def fake_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Java:
 
 
 @pytest.fixture
-def run_tool(fake_java: Java, fake_dist: KafkaDist, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable]:
+def run_tool(
+    fake_java: Java, fake_dist: KafkaDist, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable]:
     """Starts run_verifiable on the fake JVM in a thread; every run is stopped when the test ends."""
     started: list[tuple[threading.Event, threading.Thread]] = []
 
@@ -401,7 +542,9 @@ def run_tool(fake_java: Java, fake_dist: KafkaDist, tmp_path: Path, monkeypatch:
 
         def run() -> None:
             try:
-                outcome["rc"] = run_verifiable(spec, OpWriter(buffer, spec.process), stop, java=fake_java, dist=fake_dist)
+                outcome["rc"] = run_verifiable(
+                    spec, OpWriter(buffer, spec.process), stop, java=fake_java, dist=fake_dist
+                )
             except WorkloadFailed as e:
                 outcome["error"] = e
 
@@ -451,7 +594,13 @@ def test_a_tool_deaf_to_sigterm_is_killed_and_its_unreported_sends_are_unknown(r
     assert not thread.is_alive() and outcome == {"rc": -9}
     ops = _ops(buffer)
     assert [(op["type"], op.get("value")) for op in ops if op["type"] in ("ok", "info")] == [
-        ("ok", "7.0"), ("ok", "7.5"), ("info", "7.1"), ("info", "7.2"), ("info", "7.3"), ("info", "7.4"), ("info", None)
+        ("ok", "7.0"),
+        ("ok", "7.5"),
+        ("info", "7.1"),
+        ("info", "7.2"),
+        ("info", "7.3"),
+        ("info", "7.4"),
+        ("info", None),
     ]
     assert ops[-1]["f"] == "crash" and "did not stop" in ops[-1]["error"]
     assert "enable.idempotence=true" in (tmp_path / "args.properties").read_text()

@@ -1,4 +1,5 @@
-"""ZooKeeper mode without processes: the spec, the configs, the measurements of seed 004 and of a migration, bad input."""
+"""ZooKeeper mode without processes: the spec, the configs, the measurements of seed 004 and of a migration, bad
+input."""
 
 from __future__ import annotations
 
@@ -6,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from failsafe.checkers.measurements import measure
-from failsafe.clients.kafka_tools import main_class, zookeeper_shell_args
+from failsafe.checkers.measure.faults import measure
 from failsafe.cluster.config import node_properties
-from failsafe.cluster.migration import Migration, target_spec
+from failsafe.cluster.modes.migration import Migration, target_spec
 from failsafe.cluster.spec import KRAFT_MODE, ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
 from failsafe.errors import UserError
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.scenarios.base import ScenarioError
-from failsafe.scenarios.placement import misfit, needs_of
+from failsafe.scenarios.engine.placement import misfit, needs_of
 from failsafe.scenarios.registry import load_scenario
+from failsafe.tools.kafka_tools import main_class, zookeeper_shell_args
 from tests.helpers import assert_one_line_error, free_port_block, run_cli
 from tests.unit.test_checker_builders import at, fault, history, topology
 
@@ -29,8 +30,13 @@ def controller(ms: float, node: int | None) -> dict:
 def test_a_zookeeper_mode_cluster_is_an_ensemble_and_brokers_without_controllers() -> None:
     spec = ClusterSpec.zookeeper_mode(zookeepers=3).validate()
     assert [(n.name, n.role, n.port) for n in spec.nodes()] == [
-        ("zookeeper-1", "zookeeper", 2181), ("zookeeper-2", "zookeeper", 2182), ("zookeeper-3", "zookeeper", 2183),
-        ("server-0", "broker", 9092), ("server-1", "broker", 9093), ("server-2", "broker", 9094)]
+        ("zookeeper-1", "zookeeper", 2181),
+        ("zookeeper-2", "zookeeper", 2182),
+        ("zookeeper-3", "zookeeper", 2183),
+        ("server-0", "broker", 9092),
+        ("server-1", "broker", 9093),
+        ("server-2", "broker", 9094),
+    ]
     assert spec.controller_nodes() == []
     assert spec.zookeeper_connect() == "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183"
     assert spec.kafka_version.startswith("3.9.")
@@ -50,12 +56,15 @@ def test_seed_style_broker_and_zookeeper_properties(tmp_path: Path) -> None:
     assert not any(k.startswith("server.") for k in single)  # standalone, as Kafka's config/zookeeper.properties
 
 
-@pytest.mark.parametrize(("spec", "fragment"), [
-    (ClusterSpec.zookeeper_mode(kafka_version="4.3.1"), "needs Kafka 3.9.x"),
-    (ClusterSpec.zookeeper_mode(zookeepers=0), "--zookeepers 0"),
-    (ClusterSpec(mode="zookeeper", zookeepers=1, controllers=1, kafka_version="3.9.2"), "KRaft options"),
-    (ClusterSpec.zookeeper_mode(base_port=2181), "overlap"),
-])
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        (ClusterSpec.zookeeper_mode(kafka_version="4.3.1"), "needs Kafka 3.9.x"),
+        (ClusterSpec.zookeeper_mode(zookeepers=0), "--zookeepers 0"),
+        (ClusterSpec(mode="zookeeper", zookeepers=1, controllers=1, kafka_version="3.9.2"), "KRaft options"),
+        (ClusterSpec.zookeeper_mode(base_port=2181), "overlap"),
+    ],
+)
 def test_invalid_zookeeper_specs(spec: ClusterSpec, fragment: str) -> None:
     with pytest.raises(UserError, match=fragment):
         spec.validate()
@@ -79,9 +88,17 @@ def test_the_migration_ends_with_the_same_brokers_and_one_controller_apart_from_
     assert "zookeeper.connect" not in migration._controller_props(migrating=False)
     broker = migration._migrating_broker_props(spec.brokers_nodes()[0])
     assert broker["broker.id"] == "0" and broker["controller.quorum.voters"] == "3000@127.0.0.1:9192"
-    assert "CONTROLLER:PLAINTEXT" in broker["listener.security.protocol.map"] and broker["inter.broker.protocol.version"] == "3.9"
-    assert [s.name for s, _ in migration.steps()] == (["provision"] + ["brokers-to-migration"] * 3 + ["migration-done"]
-                                                      + ["brokers-to-kraft"] * 3 + ["finalize", "retire-zookeeper"])
+    assert (
+        "CONTROLLER:PLAINTEXT" in broker["listener.security.protocol.map"]
+        and broker["inter.broker.protocol.version"] == "3.9"
+    )
+    assert [s.name for s, _ in migration.steps()] == (
+        ["provision"]
+        + ["brokers-to-migration"] * 3
+        + ["migration-done"]
+        + ["brokers-to-kraft"] * 3
+        + ["finalize", "retire-zookeeper"]
+    )
 
 
 # -- measurements ---------------------------------------------------------------------------------
@@ -96,7 +113,9 @@ def test_partitions_of_a_broker_killed_without_zookeeper_keep_their_dead_leader_
     entry = measure(history(LED_BY_1, stale, moved, *OUTAGE, *KILL_IN_OUTAGE))["faults"][1]
     assert entry["led_partitions"] == 1
     assert entry["new_leader_during_quorum_loss"] == 0
-    assert entry["new_leader_after_quorum_back"] == 1 and entry["max_new_leader_after_quorum_back_ms"] == pytest.approx(2000)
+    assert entry["new_leader_after_quorum_back"] == 1 and entry["max_new_leader_after_quorum_back_ms"] == pytest.approx(
+        2000
+    )
 
 
 def test_a_new_leader_while_the_quorum_is_down_is_reported() -> None:
@@ -123,13 +142,28 @@ def _step(fault_id: int, role: str, *, start_ms: float, stop_ms: float | None, f
 
 
 def test_a_completed_migration_and_a_failed_one() -> None:
-    done = measure(history(*_step(1, "provision: start", start_ms=0, stop_ms=1000, fault_name="migration"),
-                           *_step(2, "brokers-to-migration: roll 0", start_ms=1000, stop_ms=4000),
-                           *_step(3, "retire-zookeeper: stop ZooKeeper", start_ms=4000, stop_ms=4500, fault_name="migration")))
-    assert done["migration"] == {"completed": True, "steps": 3, "broker_rolls": 1, "broker_rolls_without_acks": 1, "wall_ms": 4500.0,
-                                 "failed_step": None, "failed_error": None}
-    failed = measure(history(*_step(1, "provision: start", start_ms=0, stop_ms=1000, fault_name="migration"),
-                             *_step(2, "brokers-to-migration: roll 0", start_ms=1000, stop_ms=None)))
+    done = measure(
+        history(
+            *_step(1, "provision: start", start_ms=0, stop_ms=1000, fault_name="migration"),
+            *_step(2, "brokers-to-migration: roll 0", start_ms=1000, stop_ms=4000),
+            *_step(3, "retire-zookeeper: stop ZooKeeper", start_ms=4000, stop_ms=4500, fault_name="migration"),
+        )
+    )
+    assert done["migration"] == {
+        "completed": True,
+        "steps": 3,
+        "broker_rolls": 1,
+        "broker_rolls_without_acks": 1,
+        "wall_ms": 4500.0,
+        "failed_step": None,
+        "failed_error": None,
+    }
+    failed = measure(
+        history(
+            *_step(1, "provision: start", start_ms=0, stop_ms=1000, fault_name="migration"),
+            *_step(2, "brokers-to-migration: roll 0", start_ms=1000, stop_ms=None),
+        )
+    )
     assert failed["migration"]["completed"] is False
     assert failed["migration"]["failed_step"] == "brokers-to-migration: roll 0"
     assert "migration" not in measure(history(*fault(1, start_ms=0, stop_ms=10, nodes=[0])))
@@ -171,8 +205,18 @@ def test_migrate_is_refused_in_a_kraft_scenario(tmp_path: Path) -> None:
 
 # -- Kafka's tools --------------------------------------------------------------------------------
 def test_zookeeper_shell_is_pointed_at_the_clusters_ensemble() -> None:
-    assert zookeeper_shell_args(["ls", "/brokers/ids"], "127.0.0.1:2181") == ["-server", "127.0.0.1:2181", "ls", "/brokers/ids"]
-    assert zookeeper_shell_args(["10.0.0.1:2181", "ls", "/"], "127.0.0.1:2181") == ["-server", "10.0.0.1:2181", "ls", "/"]
+    assert zookeeper_shell_args(["ls", "/brokers/ids"], "127.0.0.1:2181") == [
+        "-server",
+        "127.0.0.1:2181",
+        "ls",
+        "/brokers/ids",
+    ]
+    assert zookeeper_shell_args(["10.0.0.1:2181", "ls", "/"], "127.0.0.1:2181") == [
+        "-server",
+        "10.0.0.1:2181",
+        "ls",
+        "/",
+    ]
     with pytest.raises(UserError, match="has none"):
         zookeeper_shell_args(["ls", "/"], None)
 
@@ -191,41 +235,53 @@ def stopped_zookeeper_cluster(tmp_path: Path) -> Path:
 
 
 def test_zookeeper_mode_with_kafka_4_is_one_line(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("up", "--mode", "zookeeper", "--kafka-version", "4.3.1", "--dir", str(tmp_path / "c")),
-                          "needs Kafka 3.9.x")
+    assert_one_line_error(
+        run_cli("up", "--mode", "zookeeper", "--kafka-version", "4.3.1", "--dir", str(tmp_path / "c")),
+        "needs Kafka 3.9.x",
+    )
     assert not (tmp_path / "c").exists()
 
 
 def test_mixing_the_modes_options_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("up", "--zookeepers", "3", "--dir", str(tmp_path / "c")), "need --mode zookeeper")
-    assert_one_line_error(run_cli("up", "--mode", "zookeeper", "--controllers", "3", "--dir", str(tmp_path / "c")), "KRaft options")
+    assert_one_line_error(
+        run_cli("up", "--mode", "zookeeper", "--controllers", "3", "--dir", str(tmp_path / "c")), "KRaft options"
+    )
 
 
 def test_zookeeper_commands_on_a_kraft_cluster(tmp_path: Path) -> None:
     ClusterDir(tmp_path).save(ClusterState(ClusterSpec(base_port=free_port_block(3)), "AAAAAAAAAAAAAAAAAAAAAA", "now"))
-    assert_one_line_error(run_cli("zookeeper", "kill", "1", "--dir", str(tmp_path)), "runs in KRaft mode", "no ZooKeeper")
+    assert_one_line_error(
+        run_cli("zookeeper", "kill", "1", "--dir", str(tmp_path)), "runs in KRaft mode", "no ZooKeeper"
+    )
     assert_one_line_error(run_cli("migrate", "--dir", str(tmp_path)), "already runs in KRaft mode")
 
 
 def test_controller_commands_on_a_zookeeper_cluster(stopped_zookeeper_cluster: Path) -> None:
-    assert_one_line_error(run_cli("controller", "kill", "1000", "--dir", str(stopped_zookeeper_cluster)),
-                          "runs in ZooKeeper mode", "failsafe broker")
+    assert_one_line_error(
+        run_cli("controller", "kill", "1000", "--dir", str(stopped_zookeeper_cluster)),
+        "runs in ZooKeeper mode",
+        "failsafe broker",
+    )
 
 
 def test_migrate_with_nodes_down_changes_nothing(stopped_zookeeper_cluster: Path) -> None:
     before = (stopped_zookeeper_cluster / "failsafe-state.json").read_text()
-    assert_one_line_error(run_cli("migrate", "--dir", str(stopped_zookeeper_cluster)), "every node must be up", "broker 0 is down")
+    assert_one_line_error(
+        run_cli("migrate", "--dir", str(stopped_zookeeper_cluster)), "every node must be up", "broker 0 is down"
+    )
     assert (stopped_zookeeper_cluster / "failsafe-state.json").read_text() == before
     assert not list(stopped_zookeeper_cluster.glob("server-3000*"))
 
 
 def test_a_failed_provision_step_leaves_the_zookeeper_cluster_as_it_was(tmp_path: Path) -> None:
-    from failsafe.cluster.migration import MigrationFailed
+    from failsafe.cluster.modes.migration import MigrationFailed
     from failsafe.errors import ClusterStartError
     from failsafe.supervisor import UP
 
-    spec = ClusterSpec.zookeeper_mode(base_port=free_port_block(3), controller_base_port=free_port_block(1),
-                                      zookeeper_base_port=free_port_block(1))
+    spec = ClusterSpec.zookeeper_mode(
+        base_port=free_port_block(3), controller_base_port=free_port_block(1), zookeeper_base_port=free_port_block(1)
+    )
 
     class FormatFails:
         """A running ZooKeeper-mode cluster whose controller storage cannot be formatted."""
@@ -252,7 +308,9 @@ def test_a_failed_provision_step_leaves_the_zookeeper_cluster_as_it_was(tmp_path
             self.stopped += [n.node_id for n in nodes]
 
     cluster = FormatFails()
-    with pytest.raises(MigrationFailed, match="migration step provision .* failed: kafka-storage format failed.*nothing to do"):
+    with pytest.raises(
+        MigrationFailed, match="migration step provision .* failed: kafka-storage format failed.*nothing to do"
+    ):
         Migration(cluster).run()  # type: ignore[arg-type]
     assert cluster.stopped == [3000]
     assert ClusterDir(tmp_path).load().spec == spec  # mode zookeeper again, no controller

@@ -1,6 +1,8 @@
-"""The atlas's grid: four axes, a cell per combination, the --cells syntax that picks a part of it, and what a part costs.
+"""The atlas's grid: four axes, a cell per combination, the --cells syntax that picks a part of it, and what a part
+costs.
 
-    fault     kill, sigterm, pause, leader-isolated, follower-cut-off, controller-kill, quorum-loss: each a catalog scenario
+    fault     kill, sigterm, pause, leader-isolated, follower-cut-off, controller-kill, quorum-loss: each a catalog
+    scenario
     profile   defaults, fast-failover, durable: the cluster's profile ([cluster] profile, set as --set does)
     client    librdkafka (failsafe's workers), kafka-java (Kafka's VerifiableProducer and VerifiableConsumer)
     mode      kraft-4.3.1, kraft-3.9.2, zookeeper-3.9.2: the cluster's metadata mode and Kafka release
@@ -56,16 +58,36 @@ FAULTS: tuple[Fault, ...] = (
     Fault("kill", "kill -9 of a leader", "broker-failover"),
     Fault("sigterm", "SIGTERM of a leader (controlled shutdown)", "broker-failover-sigterm"),
     Fault("pause", "SIGSTOP of a leader for 6 s", "leader-pause-timeout"),
-    Fault("leader-isolated", "a leader cut off from every other node for 20 s", "leader-isolated", zookeeper_sets=ZOOKEEPER_MODE_SET),
-    Fault("follower-cut-off", "a follower that cannot fetch from its leader for 45 s", "follower-cut-off", zookeeper_sets=ZOOKEEPER_MODE_SET),
-    Fault("controller-kill", "kill -9 of the active controller", "controller-failover", zookeeper_scenario="controller-broker-failover"),
-    Fault("quorum-loss", "every controller stopped for 12 s (ZooKeeper mode: the ZooKeeper ensemble)", "controller-outage"),
+    Fault(
+        "leader-isolated",
+        "a leader cut off from every other node for 20 s",
+        "leader-isolated",
+        zookeeper_sets=ZOOKEEPER_MODE_SET,
+    ),
+    Fault(
+        "follower-cut-off",
+        "a follower that cannot fetch from its leader for 45 s",
+        "follower-cut-off",
+        zookeeper_sets=ZOOKEEPER_MODE_SET,
+    ),
+    Fault(
+        "controller-kill",
+        "kill -9 of the active controller",
+        "controller-failover",
+        zookeeper_scenario="controller-broker-failover",
+    ),
+    Fault(
+        "quorum-loss", "every controller stopped for 12 s (ZooKeeper mode: the ZooKeeper ensemble)", "controller-outage"
+    ),
 )
 PROFILES: tuple[str, ...] = ("defaults", "fast-failover", "durable")
 CLIENTS: tuple[Client, ...] = (
     Client("librdkafka", "librdkafka (failsafe's workers)", ()),
-    Client("kafka-java", "Kafka's Java clients (VerifiableProducer, VerifiableConsumer)",
-           ('producers[*].driver="kafka-verifiable"', 'consumers[*].driver="kafka-verifiable"')),
+    Client(
+        "kafka-java",
+        "Kafka's Java clients (VerifiableProducer, VerifiableConsumer)",
+        ('producers[*].driver="kafka-verifiable"', 'consumers[*].driver="kafka-verifiable"'),
+    ),
 )
 MODES: tuple[Mode, ...] = (
     Mode("kraft-4.3.1", "KRaft, Kafka 4.3.1", "kraft", "4.3.1"),
@@ -99,10 +121,11 @@ BUDGET_S = 3 * 3600
 # the heal (a killed broker started again), the drain, checking and the report. Fitted to the stored atlas
 # (docs/benchmarks/atlas-fit.json, benchmarks/fit_atlas.py): the mean over its 115 librdkafka runs (first guessed 35 s).
 RUN_OVERHEAD_S = 9.2
-# Kafka's verifiable clients are a JVM each (a producer and every consumer), started and stopped with every run: the mean
-# of the stored atlas's 15 Java runs' overhead, less the above (first guessed 15 s).
+# Kafka's verifiable clients are a JVM each (a producer and every consumer), started and stopped with every run: the
+# mean of the stored atlas's 15 Java runs' overhead, less the above (first guessed 15 s).
 JAVA_CLIENT_EXTRA_S = 16.3
-# A group's cluster, made, ready, stopped and deleted: the stored atlas's second invocation (3 groups; first guessed 25 s).
+# A group's cluster, made, ready, stopped and deleted: the stored atlas's second invocation (3 groups; first guessed 25
+# s).
 CLUSTER_START_STOP_S = 20.2
 
 
@@ -151,7 +174,8 @@ FULL_GRID: tuple[Cell, ...] = tuple(Cell(*values) for values in itertools.produc
 
 
 def parse_selection(text: str) -> dict[str, tuple[str, ...]]:
-    """``AXIS=V[,V...]`` joined by ';' -> the values of each axis (in the grid's order); an axis left out or ``*``: all."""
+    """``AXIS=V[,V...]`` joined by ';' -> the values of each axis (in the grid's order); an axis left out or ``*``:
+    all."""
     where = f"--cells {text!r}"
     parts = [p.strip() for p in text.split(";") if p.strip()]
     if not parts:

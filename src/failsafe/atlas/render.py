@@ -40,7 +40,9 @@ def colour_ms(value: float | None) -> str:
     """Green at 0.1 s or less, red at 60 s or more, on a log scale; grey without a value."""
     if value is None:
         return NONE_COLOUR
-    t = (math.log10(max(value, SCALE_LOW_MS)) - math.log10(SCALE_LOW_MS)) / (math.log10(SCALE_HIGH_MS) - math.log10(SCALE_LOW_MS))
+    t = (math.log10(max(value, SCALE_LOW_MS)) - math.log10(SCALE_LOW_MS)) / (
+        math.log10(SCALE_HIGH_MS) - math.log10(SCALE_LOW_MS)
+    )
     return f"hsl({120 * (1 - min(t, 1.0)):.0f}, 65%, 78%)"
 
 
@@ -76,8 +78,11 @@ def _columns(cells: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 
 
 def _runs_links(cell: dict[str, Any]) -> str:
-    links = [f'<a class="{escape(r["verdict"])}" href="{href(r["run_dir"])}" title="{escape(r["verdict"])}: {escape(r["run_dir"])}">{i}</a>'
-             for i, r in enumerate(cell["runs"], 1)]
+    links = [
+        f'<a class="{escape(r["verdict"])}" href="{href(r["run_dir"])}" title="{escape(r["verdict"])}: '
+        f'{escape(r["run_dir"])}">{i}</a>'
+        for i, r in enumerate(cell["runs"], 1)
+    ]
     return f'<div class="runs">{"".join(links)}</div>'
 
 
@@ -99,46 +104,80 @@ def heat_map(cells: list[dict[str, Any]], measure: str, title: str) -> str:
             spread = summary.get(measure)
             p50 = spread["p50"] if spread else None
             # Loss in any run colours the cell, whatever the median: one lost acknowledged write is one too many.
-            colour = colour_count(spread["max"] if spread else None) if measure == "lost_acknowledged" else colour_ms(p50)
-            p95 = f'<span class="p95">p95 {escape(show(measure, spread["p95"]))} · n={spread["n"]}</span>' if spread else ""
-            tds.append(f'<td class="cell" data-cell="{escape(cell["id"])}" style="background:{colour}">'
-                       f'<a class="p50" href="#cell-{escape(cell["id"])}">{escape(show(measure, p50))}</a>{p95}{_runs_links(cell)}</td>')
+            colour = (
+                colour_count(spread["max"] if spread else None) if measure == "lost_acknowledged" else colour_ms(p50)
+            )
+            p95 = (
+                f'<span class="p95">p95 {escape(show(measure, spread["p95"]))} · n={spread["n"]}</span>'
+                if spread
+                else ""
+            )
+            tds.append(
+                f'<td class="cell" data-cell="{escape(cell["id"])}" style="background:{colour}"><a class="p50" '
+                f'href="#cell-{escape(cell["id"])}">{escape(show(measure, p50))}</a>{p95}{_runs_links(cell)}</td>'
+            )
         title_of = FAULT_BY_NAME[fault].title if fault in FAULT_BY_NAME else fault
         rows.append(f'<tr><th title="{escape(title_of)}">{escape(fault)}</th>{"".join(tds)}</tr>')
-    return (f'<section id="map-{escape(measure)}"><h2>{escape(title)}</h2><p class="meta">p50 (bold) and p95 over each cell\'s runs; '
-            f'the numbers under it link to each run\'s report.</p><table class="heat" data-measure="{escape(measure)}"><thead><tr>{head}'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+    return (
+        f'<section id="map-{escape(measure)}"><h2>{escape(title)}</h2><p class="meta">p50 (bold) and p95 over '
+        f"each cell's runs; "
+        f'the numbers under it link to each run\'s report.</p><table class="heat" '
+        f'data-measure="{escape(measure)}"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
 
 
 def _cell_details(cell: dict[str, Any]) -> str:
     key = cell["key"]
     measures = [*MEASURES, *OTHER_MEASURES]
-    head = "<th>run</th><th>verdict</th>" + "".join(f"<th>{escape(name)}</th>" for name, _ in measures) + "<th>report</th>"
+    head = (
+        "<th>run</th><th>verdict</th>" + "".join(f"<th>{escape(name)}</th>" for name, _ in measures) + "<th>report</th>"
+    )
     rows = []
     for i, r in enumerate(cell["runs"], 1):
         values = "".join(f'<td class="num">{escape(show(name, r.get(name)))}</td>' for name, _ in measures)
-        rows.append(f'<tr><td>{i}</td><td><span class="verdict {escape(r["verdict"])}">{escape(r["verdict"])}</span></td>{values}'
-                    f'<td><a href="{href(r["run_dir"])}">{escape(r["run_dir"])}</a></td></tr>')
+        rows.append(
+            f'<tr><td>{i}</td><td><span class="verdict '
+            f'{escape(r["verdict"])}">{escape(r["verdict"])}</span></td>{values}'
+            f'<td><a href="{href(r["run_dir"])}">{escape(r["run_dir"])}</a></td></tr>'
+        )
     summary = cell.get("summary") or {}
     spreads = "".join(f'<td class="num">{escape(_spread_text(name, summary.get(name)))}</td>' for name, _ in measures)
-    rows.append(f"<tr><th>p50 / p95</th><th>{escape(', '.join(f'{v} {n}' for v, n in (summary.get('verdicts') or {}).items()))}</th>"
-                f"{spreads}<td></td></tr>")
-    parts = [f'<section id="cell-{escape(cell["id"])}"><h3>{escape(" · ".join(str(key.get(a)) for a in ("fault", "profile", "client", "mode")))}</h3>',
-             f'<p class="meta">{escape(str(cell.get("scenario")))} {escape(" ".join(cell.get("overrides") or []))} · '
-             f'{escape(_mode_title(key.get("mode")))} · {len(cell["runs"])} of {cell.get("runs_wanted")} runs</p>',
-             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+    rows.append(
+        "<tr><th>p50 / "
+        f"p95</th><th>{escape(', '.join(f'{v} {n}' for v, n in (summary.get('verdicts') or {}).items()))}</th>{spreads}<td></td></tr>"
+    )
+    parts = [
+        f"<section "
+        f'id="cell-{escape(cell["id"])}"><h3>{escape(" · ".join(str(key.get(a)) for a in ("fault", "profile", "client", "mode")))}</h3>',  # noqa: E501
+        f'<p class="meta">{escape(str(cell.get("scenario")))} {escape(" ".join(cell.get("overrides") or []))} · '
+        f"{escape(_mode_title(key.get('mode')))} · {len(cell['runs'])} of {cell.get('runs_wanted')} runs</p>",
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
+    ]
     anomalies = summary.get("anomalies") or {}
     if anomalies:
-        parts.append('<p class="meta">anomalies (runs that showed each): '
-                     + escape(", ".join(f"{name} {n}/{len(cell['runs'])}" for name, n in anomalies.items())) + "</p>")
+        parts.append(
+            '<p class="meta">anomalies (runs that showed each): '
+            + escape(", ".join(f"{name} {n}/{len(cell['runs'])}" for name, n in anomalies.items()))
+            + "</p>"
+        )
     breakdown = summary.get(BREAKDOWN) or {}
     if breakdown:
-        lines = "".join(f"<tr><td>{escape(path)}</td><td class='num'>{escape(_spread_text(path, s))}</td></tr>" for path, s in breakdown.items())
-        parts.append(f"<details><summary>failover breakdown (every partition of every run, in seconds)</summary><table><thead><tr><th>component</th>"
-                     f"<th>p50 / p95 over the runs</th></tr></thead><tbody>{lines}</tbody></table></details>")
+        lines = "".join(
+            f"<tr><td>{escape(path)}</td><td class='num'>{escape(_spread_text(path, s))}</td></tr>"
+            for path, s in breakdown.items()
+        )
+        parts.append(
+            f"<details><summary>failover breakdown (every partition of every run, in "
+            f"seconds)</summary><table><thead><tr><th>component</th>"
+            f"<th>p50 / p95 over the runs</th></tr></thead><tbody>{lines}</tbody></table></details>"
+        )
     if cell.get("errors"):
-        parts.append('<ul class="errors">' + "".join(f"<li>{escape(str(e.get('at')))}: {escape(str(e.get('error')))}</li>" for e in cell["errors"])
-                     + "</ul>")
+        parts.append(
+            '<ul class="errors">'
+            + "".join(f"<li>{escape(str(e.get('at')))}: {escape(str(e.get('error')))}</li>" for e in cell["errors"])
+            + "</ul>"
+        )
     return "".join(parts) + "</section>"
 
 
@@ -152,10 +191,16 @@ def _spread_text(name: str, spread: dict | None) -> str:
 
 def render_page(cells: list[dict[str, Any]]) -> str:
     runs = sum(len(c["runs"]) for c in cells)
-    scale = "".join(f'<span style="background:{colour_ms(ms)}">{escape(show("x_ms", ms))}</span>' for ms in (100, 300, 1000, 3000, 10000, 30000, 60000))
-    parts = ["<h1>failover atlas</h1>",
-             f'<p class="meta">{len(cells)} cells, {runs} runs. Colours: times on a log scale <span class="scale">{scale}</span>; '
-             "acknowledged writes lost: green at 0, red above. docs/atlas.md says what each number is.</p>"]
+    scale = "".join(
+        f'<span style="background:{colour_ms(ms)}">{escape(show("x_ms", ms))}</span>'
+        for ms in (100, 300, 1000, 3000, 10000, 30000, 60000)
+    )
+    parts = [
+        "<h1>failover atlas</h1>",
+        f'<p class="meta">{len(cells)} cells, {runs} runs. Colours: times on a log scale <span '
+        f'class="scale">{scale}</span>; '
+        "acknowledged writes lost: green at 0, red above. docs/atlas.md says what each number is.</p>",
+    ]
     if not cells:
         parts.append('<p class="empty">No cell has a run yet.</p>')
     for name, title in MEASURES:
@@ -163,8 +208,10 @@ def render_page(cells: list[dict[str, Any]]) -> str:
             parts.append(heat_map(cells, name, title))
     if cells:
         parts.append("<h2>The cells and their runs</h2>" + "".join(_cell_details(c) for c in cells))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>failover atlas</title>"
-            f"<style>{CSS}{EXTRA_CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>failover atlas</title>'
+        f"<style>{CSS}{EXTRA_CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
 
 
 def write_html(out: Path, cells: list[dict[str, Any]]) -> Path:

@@ -8,10 +8,9 @@ starts no cluster. Runs that could not be carried out are kept in the cell's ``e
 next invocation tries them again. A run that leaves the cluster not whole, or a cluster that cannot start, ends
 its group (recorded in each cell that still lacks runs); the next group gets a new cluster.
 
-The launcher (launch.py for real clusters, a fake in the tests) does the work; this module decides what to run,
-records it, and says so (lines in rich's markup): a line per run, and a status line with what runs now and an ETA, which is the estimate
-of what is left scaled by how the runs so far compared with their estimates.
-"""
+The launcher (launch.py for real clusters, a fake in the tests) does the work; this module decides what to run, records
+it, and says so (lines in rich's markup): a line per run, and a status line with what runs now and an ETA, which is the
+estimate of what is left scaled by how the runs so far compared with their estimates."""
 
 from __future__ import annotations
 
@@ -45,7 +44,8 @@ class Group:
 
 
 def group_cells(cells: list[Cell]) -> list[Group]:
-    """One group per mode and profile that has cells, modes in the grid's order, then profiles; cells keep their order."""
+    """One group per mode and profile that has cells, modes in the grid's order, then profiles; cells keep their
+    order."""
     groups = []
     for mode in MODES:
         for profile in PROFILES:
@@ -101,7 +101,8 @@ class Plan:
         return [g for g in self.groups if any(self.missing(c) for c in g.cells)]
 
     def estimate_s(self, cells: list[Cell] | None = None) -> float:
-        """What the missing runs of ``cells`` (default: all) should take, with a cluster start and stop per group that has any."""
+        """What the missing runs of ``cells`` (default: all) should take, with a cluster start and stop per group that
+        has any."""
         chosen = set(self.cells if cells is None else cells)
         runs = sum(self.missing(c) * run_estimate_s(c) for c in self.cells if c in chosen)
         groups = sum(1 for g in self.pending_groups() if any(c in chosen and self.missing(c) for c in g.cells))
@@ -112,19 +113,29 @@ class Plan:
         todo = self.runs_to_do()
         complete = [c for c in self.cells if not self.missing(c)]
         partial = [c for c in self.cells if self.missing(c) and self.stored(c)]
-        lines = [f"{plural(len(self.cells), 'cell')} in {plural(len(self.groups), 'group')} (one cluster per mode and profile), "
-                 f"{plural(self.runs, 'run')} a cell"]
+        lines = [
+            f"{plural(len(self.cells), 'cell')} in {plural(len(self.groups), 'group')} (one cluster per mode and "
+            f"profile), {plural(self.runs, 'run')} a cell"
+        ]
         if complete or partial:
-            lines.append(f"resuming {self.store.out}: {plural(len(complete), 'cell')} complete (skipped), {len(partial)} partial, "
-                         f"{len(self.cells) - len(complete) - len(partial)} not started")
-            lines += [f"  {c.label}: {self.stored(c)} of {self.runs} runs stored, {self.missing(c)} to run" for c in partial]
+            lines.append(
+                f"resuming {self.store.out}: {plural(len(complete), 'cell')} complete (skipped), {len(partial)} "
+                f"partial, {len(self.cells) - len(complete) - len(partial)} not started"
+            )
+            lines += [
+                f"  {c.label}: {self.stored(c)} of {self.runs} runs stored, {self.missing(c)} to run" for c in partial
+            ]
         pending = self.pending_groups()
-        lines.append(f"{plural(todo, 'run')} to do on {plural(len(pending), 'cluster')}: estimate {duration(self.estimate_s())} "
-                     "(the scenarios' phases, plus overheads per run and per cluster fitted to the stored atlas: docs/atlas.md)")
+        lines.append(
+            f"{plural(todo, 'run')} to do on {plural(len(pending), 'cluster')}: estimate {duration(self.estimate_s())} "
+            "(the scenarios' phases, plus overheads per run and per cluster fitted to the stored atlas: docs/atlas.md)"
+        )
         for g in pending:
             cells = [c for c in g.cells if self.missing(c)]
-            lines.append(f"  {g.label}: {plural(len(cells), 'cell')}, {plural(sum(self.missing(c) for c in cells), 'run')}, "
-                         f"about {duration(self.estimate_s(cells))}")
+            lines.append(
+                f"  {g.label}: {plural(len(cells), 'cell')}, {plural(sum(self.missing(c) for c in cells), 'run')}, "
+                f"about {duration(self.estimate_s(cells))}"
+            )
         return lines
 
 
@@ -154,23 +165,31 @@ class _GroupEnded(Exception):
     """The group's cluster cannot take another run."""
 
 
-def run_atlas(plan: Plan, launcher: Launcher, say: Say, status: Say, clock: Callable[[], float] = time.monotonic) -> int:
+def run_atlas(
+    plan: Plan, launcher: Launcher, say: Say, status: Say, clock: Callable[[], float] = time.monotonic
+) -> int:
     """Run every missing run of the plan; returns the exit code over every selected cell's stored runs."""
     progress = Progress(plan.runs_to_do(), plan.estimate_s())
     pending = plan.pending_groups()
     for i, group in enumerate(pending):
         progress.left_s = max(0.0, progress.left_s - CLUSTER_START_STOP_S)
         _run_group(plan, group, launcher, progress, say, status, clock)
-        # What is left is the later groups' missing runs (a group that ended early leaves its own to the next invocation).
-        progress.left_s = plan.estimate_s([c for g in pending[i + 1:] for c in g.cells])
+        # What is left is the later groups' missing runs (a group that ended early leaves its own to the next
+        # invocation).
+        progress.left_s = plan.estimate_s([c for g in pending[i + 1 :] for c in g.cells])
     if plan.runs_to_do():
         say(f"{plural(plan.runs_to_do(), 'run')} could not be carried out: run the same command again to try them")
     return atlas_exit_code(plan)
 
 
-def _run_group(plan: Plan, group: Group, launcher: Launcher, progress: Progress, say: Say, status: Say, clock: Callable[[], float]) -> None:
+def _run_group(
+    plan: Plan, group: Group, launcher: Launcher, progress: Progress, say: Say, status: Say, clock: Callable[[], float]
+) -> None:
     mode = MODE_BY_NAME[group.mode]
-    say(f"[bold]{group.label}[/]: a {mode.title} cluster with profile {group.profile} for {plural(sum(1 for c in group.cells if plan.missing(c)), 'cell')}")
+    say(
+        f"[bold]{group.label}[/]: a {mode.title} cluster with profile {group.profile} for "
+        f"{plural(sum(1 for c in group.cells if plan.missing(c)), 'cell')}"
+    )
     status(f"{group.label} · starting the cluster · {progress.eta()}")
     try:
         with launcher.cluster(group) as session:
@@ -186,15 +205,26 @@ def _run_group(plan: Plan, group: Group, launcher: Launcher, progress: Progress,
         _write_views(plan.store)
 
 
-def _run_cell(plan: Plan, cell: Cell, session: Session, progress: Progress, say: Say, status: Say, clock: Callable[[], float]) -> None:
+def _run_cell(
+    plan: Plan, cell: Cell, session: Session, progress: Progress, say: Say, status: Say, clock: Callable[[], float]
+) -> None:
     missing = plan.missing(cell)
     if not missing:
         return
     stored = plan.stored(cell)
-    say(f"{cell.label} ({cell.scenario}): " + (f"resuming, {stored} of {plural(plan.runs, 'run')} stored, {missing} to run" if stored
-                                                else plural(missing, "run")))
+    say(
+        f"{cell.label} ({cell.scenario}): "
+        + (
+            f"resuming, {stored} of {plural(plan.runs, 'run')} stored, {missing} to run"
+            if stored
+            else plural(missing, "run")
+        )
+    )
     for i in range(missing):
-        status(f"{cell.label} · run {stored + i + 1}/{plan.runs} · {progress.done}/{progress.total} runs done · {progress.eta()}")
+        status(
+            f"{cell.label} · run {stored + i + 1}/{plan.runs} · {progress.done}/{progress.total} runs done · "
+            f"{progress.eta()}"
+        )
         begun = clock()
         outcome = session.run(cell, plan.store.runs_root(cell))
         wall_s = outcome.wall_s or clock() - begun
@@ -204,8 +234,10 @@ def _run_cell(plan: Plan, cell: Cell, session: Session, progress: Progress, say:
             say(_run_line(cell, stored + i + 1, plan.runs, data["runs"][-1], progress))
         else:
             plan.store.add_error(cell, plan.runs, outcome.error or "no results", outcome.run_dir)
-            say(f"{cell.label} run {stored + i + 1}/{plan.runs} [bold]{ERROR}[/]: {escape(str(outcome.error))} (kept in the cell's errors; "
-                "the next invocation runs it again)")
+            say(
+                f"{cell.label} run {stored + i + 1}/{plan.runs} [bold]{ERROR}[/]: {escape(str(outcome.error))} (kept "
+                "in the cell's errors; the next invocation runs it again)"
+            )
         _write_views(plan.store)
         if outcome.broken:
             raise _GroupEnded(outcome.broken)
@@ -215,16 +247,22 @@ def _record_group_error(plan: Plan, group: Group, error: str, say: Say) -> None:
     left = [c for c in group.cells if plan.missing(c)]
     for cell in left:
         plan.store.add_error(cell, plan.runs, f"{group.label}: {error}")
-    say(f"[bold]{group.label}[/]: {escape(error)}; {plural(len(left), 'cell')} of it still lack runs (the next invocation runs them)")
+    say(
+        f"[bold]{group.label}[/]: {escape(error)}; {plural(len(left), 'cell')} of it still lack runs (the next "
+        f"invocation runs them)"
+    )
 
 
 def _run_line(cell: Cell, n: int, runs: int, record: dict[str, Any], progress: Progress) -> str:
     def ms(value: object) -> str:
         return "—" if value is None else f"{float(value) / 1000:.1f} s"  # type: ignore[arg-type]
 
-    return (f"{cell.label} run {n}/{runs} [bold]{record['verdict']}[/] · unavailable {ms(record['unavailable_ms'])} · "
-            f"followed stall {ms(record['followed_stall_ms'])} · new leader {ms(record['new_leader_ms'])} · "
-            f"lost {record['lost_acknowledged']} · {record['wall_s']:.0f}s · {progress.done}/{progress.total} · {progress.eta()}")
+    return (
+        f"{cell.label} run {n}/{runs} [bold]{record['verdict']}[/] · unavailable {ms(record['unavailable_ms'])} · "
+        f"followed stall {ms(record['followed_stall_ms'])} · new leader {ms(record['new_leader_ms'])} · "
+        f"lost {record['lost_acknowledged']} · {record['wall_s']:.0f}s · {progress.done}/{progress.total} · "
+        f"{progress.eta()}"
+    )
 
 
 def plural(count: int, word: str) -> str:

@@ -25,13 +25,16 @@ from failsafe.atlas.grid import MODE_BY_NAME, Cell
 from failsafe.campaigns.record import lost_acknowledged
 from failsafe.checkers.common import Verdict
 from failsafe.errors import UserError
-from failsafe.scenarios.repeat import anomalies, spread
+from failsafe.scenarios.store.repeat import anomalies, spread
 
 FORMAT = 1
 ERROR = "ERROR"
 # The heat maps' measures, in their order: (field of a run record, what it is).
 MEASURES: tuple[tuple[str, str], ...] = (
-    ("unavailable_ms", "client-visible unavailability: the longest time a partition the faulted node led took no write"),
+    (
+        "unavailable_ms",
+        "client-visible unavailability: the longest time a partition the faulted node led took no write",
+    ),
     ("followed_stall_ms", "write stall on the partitions the faulted broker followed: the longest"),
     ("new_leader_ms", "time to a new leader of the partitions it led (median over them)"),
     ("lost_acknowledged", "acknowledged writes lost by producers that promised durability (acks=all)"),
@@ -53,13 +56,15 @@ def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-# The breakdown's components (checkers/breakdown.py), pooled over a cell's partitions: every partition of every run counts once.
+# The breakdown's components (checkers/measure/breakdown.py), pooled over a cell's partitions: every partition of every
+# run counts once.
 BREAKDOWN_COMPONENTS = ("detection_s", "election_s", "propagation_s", "client_backoff_s", "client_visible_s")
 
 
 def breakdown_of(results: dict) -> dict[str, list[float]] | None:
-    """The run's failover breakdown (measurements.failover_breakdown) as each component's values, one per partition a fault
-    took the leader of; None when the run has none (a breakdown that could not be measured has an ``error`` instead)."""
+    """The run's failover breakdown (measurements.failover_breakdown) as each component's values, one per partition a
+    fault took the leader of; None when the run has none (a breakdown that could not be measured has an ``error``
+    instead)."""
     found = (results.get("measurements") or {}).get(BREAKDOWN)
     if not isinstance(found, dict) or not isinstance(found.get("partitions"), list):
         return None
@@ -78,7 +83,8 @@ def run_record(run_dir: str, results: dict, wall_s: float) -> dict[str, Any]:
         "verdict": str(Verdict.of_run(results)),
         "unavailable_ms": _number(availability.get("max_unavailable_ms")),
         "followed_stall_ms": _number(follower.get("max_stall_ms")),
-        # Followed partitions no write was acknowledged on after the fault began: a stall with no end, not in the number above.
+        # Followed partitions no write was acknowledged on after the fault began: a stall with no end, not in the number
+        # above.
         "followed_stall_open": int(follower.get("open") or 0),
         "new_leader_ms": _number(availability.get("median_new_leader_ms")),
         # Partitions the fault took the leader of that took no write again before the run ended: not in unavailable_ms.
@@ -132,9 +138,20 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def new_cell(cell: Cell, runs_wanted: int) -> dict[str, Any]:
     mode = MODE_BY_NAME[cell.mode]
-    return {"format": FORMAT, "id": cell.id, "key": cell.key(), "scenario": cell.scenario, "overrides": list(cell.overrides()),
-            "kafka_version": mode.kafka_version, "cluster_mode": mode.cluster_mode, "runs_wanted": runs_wanted, "runs": [],
-            "errors": [], "summary": summarise([]), "updated_at": _utc()}
+    return {
+        "format": FORMAT,
+        "id": cell.id,
+        "key": cell.key(),
+        "scenario": cell.scenario,
+        "overrides": list(cell.overrides()),
+        "kafka_version": mode.kafka_version,
+        "cluster_mode": mode.cluster_mode,
+        "runs_wanted": runs_wanted,
+        "runs": [],
+        "errors": [],
+        "summary": summarise([]),
+        "updated_at": _utc(),
+    }
 
 
 class Store:
@@ -168,9 +185,12 @@ class Store:
             if data is None:
                 continue
             if data.get("scenario") != cell.scenario or list(data.get("overrides") or []) != list(cell.overrides()):
-                raise UserError(f"{self.path(cell)} was run as {data.get('scenario')} with {' '.join(data.get('overrides') or []) or 'no --set'}, "
-                                f"and this failsafe runs the cell as {cell.scenario} with {' '.join(cell.overrides()) or 'no --set'}: "
-                                "its runs would not be of one cell; pass another --out")
+                raise UserError(
+                    f"{self.path(cell)} was run as {data.get('scenario')} with "
+                    f"{' '.join(data.get('overrides') or []) or 'no --set'}, and this failsafe runs the cell as "
+                    f"{cell.scenario} with {' '.join(cell.overrides()) or 'no --set'}: its runs would not be of one "
+                    "cell; pass another --out"
+                )
 
     def add_run(self, cell: Cell, runs_wanted: int, run_dir: Path, results: dict, wall_s: float) -> dict[str, Any]:
         data = self.load(cell) or new_cell(cell, runs_wanted)
@@ -179,7 +199,9 @@ class Store:
 
     def add_error(self, cell: Cell, runs_wanted: int, error: str, run_dir: Path | None = None) -> dict[str, Any]:
         data = self.load(cell) or new_cell(cell, runs_wanted)
-        data["errors"].append({"error": error, "run_dir": self.relative(run_dir) if run_dir is not None else None, "at": _utc()})
+        data["errors"].append(
+            {"error": error, "run_dir": self.relative(run_dir) if run_dir is not None else None, "at": _utc()}
+        )
         return self._save(cell, data, runs_wanted)
 
     def relative(self, path: Path) -> str:
@@ -212,8 +234,15 @@ class Store:
     def write_bundle(self) -> Path:
         """atlas.json: every stored cell and every invocation."""
         path = self.out / "atlas.json"
-        _write(path, {"format": FORMAT, "what": "failsafe atlas: N runs per cell of faults x profiles x clients x modes (docs/atlas.md)",
-                      "invocations": _read_list(self.out / "invocations.json"), "cells": self.all_cells()})
+        _write(
+            path,
+            {
+                "format": FORMAT,
+                "what": "failsafe atlas: N runs per cell of faults x profiles x clients x modes (docs/atlas.md)",
+                "invocations": _read_list(self.out / "invocations.json"),
+                "cells": self.all_cells(),
+            },
+        )
         return path
 
 
@@ -225,7 +254,10 @@ def _read(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"{path} is unreadable ({e}): delete it to run that cell again, or pass another --out") from e
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or not isinstance(data.get("errors"), list):
-        raise UserError(f"{path} is not an atlas cell (no runs and errors lists): delete it to run that cell again, or pass another --out")
+        raise UserError(
+            f"{path} is not an atlas cell (no runs and errors lists): delete it to run that cell again, or "
+            f"pass another --out"
+        )
     return data
 
 

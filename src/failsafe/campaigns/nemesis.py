@@ -75,9 +75,14 @@ class Nemesis:
             if name not in FAULT_TYPES:
                 raise UserError(f"--faults: no fault type {name!r}; campaigns draw {', '.join(drawable())}")
             if FAULT_TYPES[name].draw is None:
-                raise UserError(f"--faults: {name} is not drawn by campaigns (no draw); they draw {', '.join(drawable())}")
+                raise UserError(
+                    f"--faults: {name} is not drawn by campaigns (no draw); they draw {', '.join(drawable())}"
+                )
         if self.chaos_s < MIN_DURATION_S + 1:
-            raise UserError(f"--duration-s {self.chaos_s:g} is too short: a campaign's chaos phase lasts at least {MIN_DURATION_S + 1:g}s")
+            raise UserError(
+                f"--duration-s {self.chaos_s:g} is too short: a campaign's chaos phase lasts at least "
+                f"{MIN_DURATION_S + 1:g}s"
+            )
 
     def schedule(self, seed: int, run: int) -> Schedule:
         rng = random.Random(f"failsafe-campaign:{seed}:{run}")

@@ -64,32 +64,48 @@ class Plan:
         name, base = load_workload(workload)
         scenario = parse(base, Schedule(chaos_s, ()), f"{name}-workload", name)
         if not isinstance(scenario, ClientsScenario):
-            raise UserError(f"--workload {workload}: a campaign runs scenarios of the kit's clients (lab, txn), not {kind_of(scenario).name} ones")
+            raise UserError(
+                f"--workload {workload}: a campaign runs scenarios of the kit's clients (lab, txn), not "
+                f"{kind_of(scenario).name} ones"
+            )
         topics = scenario.topics
         if not topics:
             raise UserError(f"--workload {workload} has no topics for the faults to aim at")
         cluster = scenario.cluster
         txn_clients = tuple(scenario.txn_clients()) if isinstance(scenario, TxnScenario) else ()
-        arena = Arena(tuple(f"{t.name}-{i}" for t in topics for i in range(t.partitions)), cluster.brokers,
-                      0 if cluster.combined else cluster.controllers, cluster.combined, txn_clients)
+        arena = Arena(
+            tuple(f"{t.name}-{i}" for t in topics for i in range(t.partitions)),
+            cluster.brokers,
+            0 if cluster.combined else cluster.controllers,
+            cluster.combined,
+            txn_clients,
+        )
         replication = min(t.replication_factor for t in topics)
         min_insync = max(int(t.configs.get(MIN_INSYNC, "1")) for t in topics)
-        # Every type a campaign can draw that this kind of scenario takes (a lab workload has no transactional client to kill).
+        # Every type a campaign can draw that this kind of scenario takes (a lab workload has no transactional client to
+        # kill).
         takes = set(allowed(kind_of(scenario).offers))
-        nemesis = Nemesis(faults or tuple(f for f in drawable() if f in takes), chaos_s, arena, Limits.of(envelope, arena, replication, min_insync))
+        nemesis = Nemesis(
+            faults or tuple(f for f in drawable() if f in takes),
+            chaos_s,
+            arena,
+            Limits.of(envelope, arena, replication, min_insync),
+        )
         plan = cls(name, base, scenario, nemesis, envelope)
         plan.check_faults()
         plan.check_client_hosts()
         return plan
 
     def check_client_hosts(self) -> None:
-        """A client on a host is not cut by a network fault (failsafe cuts the clients' links where it runs), and a drawn
-        one may name the clients: a campaign with such a client draws no network fault."""
+        """A client on a host is not cut by a network fault (failsafe cuts the clients' links where it runs), and a
+        drawn one may name the clients: a campaign with such a client draws no network fault."""
         placed = list(self.scenario.client_hosts())
         network = [f for f in self.nemesis.faults if FAULT_TYPES[f].family == Family.NETWORK]
         if placed and network:
-            raise UserError(f"--workload {self.workload}: {placed[0]} runs on a host, and network faults ({', '.join(network)}) may cut "
-                            "the clients' links, which failsafe cuts where it runs: choose --faults without them")
+            raise UserError(
+                f"--workload {self.workload}: {placed[0]} runs on a host, and network faults ({', '.join(network)}) "
+                "may cut the clients' links, which failsafe cuts where it runs: choose --faults without them"
+            )
 
     def check_faults(self) -> None:
         """Each fault type, as drawn, is one this workload's scenario takes (refused here, not in run 37)."""

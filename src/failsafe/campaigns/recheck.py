@@ -20,15 +20,17 @@ from failsafe.campaigns.schedule import SCHEDULE_FILE, read_schedule
 from failsafe.campaigns.stats import CAMPAIGN_FILE, ERROR, campaign_data, read_campaign, write_campaign
 from failsafe.errors import UserError
 from failsafe.scenarios.kinds import kind_of_run
-from failsafe.scenarios.rundir import RunDir
-from failsafe.scenarios.stored import stored_scenario
+from failsafe.scenarios.store.rundir import RunDir
+from failsafe.scenarios.store.stored import stored_scenario
 
 
 def is_campaign(directory: Path) -> bool:
     return (Path(directory) / CAMPAIGN_FILE).is_file()
 
 
-def recheck_campaign(directory: Path, progress: Callable[[dict[str, Any], dict[str, Any]], None] = lambda _old, _new: None) -> list[dict[str, Any]]:
+def recheck_campaign(
+    directory: Path, progress: Callable[[dict[str, Any], dict[str, Any]], None] = lambda _old, _new: None
+) -> list[dict[str, Any]]:
     """Every run of the campaign at ``directory`` judged again; ``progress(old record, new record)`` after each."""
     directory = Path(directory)
     data = read_campaign(directory)
@@ -48,8 +50,17 @@ def _rejudged(directory: Path, old: dict[str, Any]) -> dict[str, Any]:
     rd = RunDir.open(run_dir)
     results, history = kind_of_run(rd).judge(rd, stored_scenario(rd))
     _, schedule = read_schedule(run_dir / SCHEDULE_FILE)
-    return run_record(old["run"], old["seed"], old["name"], schedule, run_dir=old["dir"], results=results, history=history,
-                      wall_s=old["wall_s"], phase_seconds=old["phase_seconds"])
+    return run_record(
+        old["run"],
+        old["seed"],
+        old["name"],
+        schedule,
+        run_dir=old["dir"],
+        results=results,
+        history=history,
+        wall_s=old["wall_s"],
+        phase_seconds=old["phase_seconds"],
+    )
 
 
 def _run_dir(directory: Path, record: dict[str, Any]) -> Path:
@@ -58,4 +69,6 @@ def _run_dir(directory: Path, record: dict[str, Any]) -> Path:
     for candidate in (recorded, directory / Path(*recorded.parts[-2:])):
         if (candidate / SCHEDULE_FILE).is_file():
             return candidate
-    raise UserError(f"run {record['run']} of {directory}: no run directory at {recorded} nor under the campaign directory")
+    raise UserError(
+        f"run {record['run']} of {directory}: no run directory at {recorded} nor under the campaign directory"
+    )

@@ -25,10 +25,10 @@ from failsafe.campaigns.schedule import SCHEDULE_FILE, Schedule, scenario_data, 
 from failsafe.campaigns.stats import CAMPAIGN_FILE, ERROR, campaign_data, write_campaign
 from failsafe.cluster.site import RunSite
 from failsafe.errors import FailsafeError
-from failsafe.scenarios.engine import require_whole
+from failsafe.scenarios.engine.core import require_whole
+from failsafe.scenarios.engine.runs import run_and_judge
 from failsafe.scenarios.registry import parse_scenario
-from failsafe.scenarios.rundir import RunDir
-from failsafe.scenarios.runs import run_and_judge
+from failsafe.scenarios.store.rundir import RunDir
 from failsafe.waiting import WaitTimeout
 
 # What a run may fail with and the campaign go on (the run is recorded as ERROR): anything else stops it.
@@ -55,7 +55,9 @@ class Campaign:
     settings: dict[str, Any]
     stop_on_invalid: bool = False
     max_time_s: float | None = None
-    first_run: int = 0  # the index of the first run: a campaign cut short goes on with the same seed from where it stopped
+    first_run: int = (
+        0  # the index of the first run: a campaign cut short goes on with the same seed from where it stopped
+    )
     records: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
 
@@ -69,7 +71,11 @@ class Campaign:
         try:
             for run in range(self.first_run, self.first_run + self.runs):
                 walls = [r["wall_s"] for r in self.records]
-                if self.max_time_s is not None and walls and time.monotonic() - started + statistics.median(walls) > self.max_time_s:
+                if (
+                    self.max_time_s is not None
+                    and walls
+                    and time.monotonic() - started + statistics.median(walls) > self.max_time_s
+                ):
                     self.stopped = f"max-time: {self.max_time_s:g}s would be exceeded by another run"
                     break
                 record = self.run_one(run, ready)
@@ -92,28 +98,62 @@ class Campaign:
     def run_one(self, run: int, ready: Ready) -> dict[str, Any]:
         name = self.plan.run_name(self.seed, run)
         schedule = self.schedule(run)
-        description = (f"Run {run} of a campaign (seed {self.seed}, envelope {self.plan.envelope}) on the {self.plan.workload} workload: "
-                       + "; ".join(f.describe() for f in schedule.faults))
+        description = (
+            f"Run {run} of a campaign (seed {self.seed}, envelope {self.plan.envelope}) on the "
+            f"{self.plan.workload} workload: " + "; ".join(f.describe() for f in schedule.faults)
+        )
         data = scenario_data(self.plan.base, schedule, name, description)
         scenario = parse_scenario(data, name)
         run_dir = RunDir.create(self.directory, scenario)
         write_schedule(run_dir.path / SCHEDULE_FILE, data, self.replay_comment(run))
-        ready.event(f"[bold]{name}[/]: {len(schedule.faults)} faults: " + "; ".join(f.describe() for f in schedule.faults))
+        ready.event(
+            f"[bold]{name}[/]: {len(schedule.faults)} faults: " + "; ".join(f.describe() for f in schedule.faults)
+        )
         begun = time.monotonic()
         try:
-            outcome = run_and_judge(scenario, ready.cluster, run_dir, kafka_version=ready.cluster.spec.kafka_version, facts=ready.facts,
-                                    clusters=ready.clusters, status=ready.status, event=ready.event)
+            outcome = run_and_judge(
+                scenario,
+                ready.cluster,
+                run_dir,
+                kafka_version=ready.cluster.spec.kafka_version,
+                facts=ready.facts,
+                clusters=ready.clusters,
+                status=ready.status,
+                event=ready.event,
+            )
         except RUN_ERRORS as e:
             ready.event(f"{name} could not be carried out: {e}")
-            return run_record(run, self.seed, name, schedule, run_dir=str(run_dir.path), results=None, history=None,
-                              wall_s=time.monotonic() - begun, phase_seconds=_timings(run_dir), error=f"{type(e).__name__}: {e}")
-        return run_record(run, self.seed, name, schedule, run_dir=str(run_dir.path), results=outcome.results, history=outcome.history,
-                          wall_s=outcome.wall_s, phase_seconds=outcome.phase_seconds)
+            return run_record(
+                run,
+                self.seed,
+                name,
+                schedule,
+                run_dir=str(run_dir.path),
+                results=None,
+                history=None,
+                wall_s=time.monotonic() - begun,
+                phase_seconds=_timings(run_dir),
+                error=f"{type(e).__name__}: {e}",
+            )
+        return run_record(
+            run,
+            self.seed,
+            name,
+            schedule,
+            run_dir=str(run_dir.path),
+            results=outcome.results,
+            history=outcome.history,
+            wall_s=outcome.wall_s,
+            phase_seconds=outcome.phase_seconds,
+        )
 
     def replay_comment(self, run: int) -> str:
-        return (f"Run {run} of a failsafe campaign: {self.settings.get('command', '')}\n"
-                f"The same schedule again: failsafe campaign ... --seed {self.seed} (run {run}); this file alone: failsafe run THIS_FILE.\n"
-                "Each fault has may_fail = true: one that cannot start at its time (no leader, no in-sync follower) is recorded and skipped.")
+        return (
+            f"Run {run} of a failsafe campaign: {self.settings.get('command', '')}\nThe same schedule again: "
+            f"failsafe campaign ... --seed {self.seed} (run {run}); this file alone: failsafe run THIS_FILE.\nEach "
+            "fault has may_fail = true: one that cannot start at its time (no leader, no in-sync follower) is "
+            "recorded and skipped."
+        )
 
     def eta(self, elapsed_s: float) -> str:
         done = len(self.records)
@@ -125,7 +165,11 @@ class Campaign:
         return f"{done}/{self.runs} runs · {verdicts} · ETA {_duration(left)}"
 
     def write(self) -> Path:
-        settings = {**self.settings, "stopped": self.stopped, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        settings = {
+            **self.settings,
+            "stopped": self.stopped,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         path = write_campaign(self.directory / CAMPAIGN_FILE, settings, self.records)
         write_index(self.directory, campaign_data(settings, self.records))
         return path

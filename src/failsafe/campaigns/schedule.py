@@ -64,10 +64,10 @@ class Schedule:
         return {"faults": len(self.faults), "fault_seconds": self.fault_seconds, "chaos_s": self.chaos_s}
 
     def without(self, index: int) -> Schedule:
-        return replace(self, faults=self.faults[:index] + self.faults[index + 1:])
+        return replace(self, faults=self.faults[:index] + self.faults[index + 1 :])
 
     def with_fault(self, index: int, fault: Planned) -> Schedule:
-        return replace(self, faults=self.faults[:index] + (fault,) + self.faults[index + 1:])
+        return replace(self, faults=self.faults[:index] + (fault,) + self.faults[index + 1 :])
 
     def fitted(self, margin_s: float) -> Schedule:
         """The chaos phase cut to ``margin_s`` after the last fault ends (never longer than it was)."""
@@ -75,15 +75,24 @@ class Schedule:
         return replace(self, chaos_s=min(self.chaos_s, round(math.ceil(last + margin_s), 3)))
 
     def as_json(self) -> dict[str, Any]:
-        return {"chaos_s": self.chaos_s, "faults": [{"fault": f.fault, "at_s": f.at_s, "duration_s": f.duration_s, **f.fields}
-                                                    for f in self.faults]}
+        return {
+            "chaos_s": self.chaos_s,
+            "faults": [{"fault": f.fault, "at_s": f.at_s, "duration_s": f.duration_s, **f.fields} for f in self.faults],
+        }
 
 
 def scenario_data(base: dict[str, Any], schedule: Schedule, name: str, description: str) -> dict[str, Any]:
-    """The lab scenario that runs ``base`` (a workload: topics, producers, consumers, phases, checkers) under ``schedule``."""
+    """The lab scenario that runs ``base`` (a workload: topics, producers, consumers, phases, checkers) under
+    ``schedule``."""
     phases = {**base.get("phases", {}), "chaos_s": schedule.chaos_s}
     body = {k: v for k, v in base.items() if k not in ("name", "description", "faults", "phases")}
-    return {"name": name, "description": description, **body, "phases": phases, "faults": [f.table() for f in schedule.faults]}
+    return {
+        "name": name,
+        "description": description,
+        **body,
+        "phases": phases,
+        "faults": [f.table() for f in schedule.faults],
+    }
 
 
 def read_schedule(path: Path) -> tuple[dict[str, Any], Schedule]:
@@ -101,14 +110,22 @@ def read_schedule(path: Path) -> tuple[dict[str, Any], Schedule]:
         for name, kind in (("fault", str), ("at_s", int | float)):
             if not isinstance(t, dict) or not isinstance(t.get(name), kind) or isinstance(t.get(name), bool):
                 raise UserError(f"{path}: faults[{i}] has no valid {name!r}: the schedule is damaged")
-        if t.get("duration_s") is not None and (not isinstance(t["duration_s"], int | float) or isinstance(t["duration_s"], bool)):
+        if t.get("duration_s") is not None and (
+            not isinstance(t["duration_s"], int | float) or isinstance(t["duration_s"], bool)
+        ):
             raise UserError(f"{path}: faults[{i}].duration_s is not a number: the schedule is damaged")
     chaos_s = phases.get("chaos_s", 20.0)
     if not isinstance(chaos_s, int | float) or isinstance(chaos_s, bool):
         raise UserError(f"{path}: phases.chaos_s is not a number: the schedule is damaged")
-    planned = tuple(Planned(t["fault"], float(t["at_s"]), None if t.get("duration_s") is None else float(t["duration_s"]),
-                            {k: v for k, v in t.items() if k not in ("fault", "at_s", "duration_s", MAY_FAIL)})
-                    for t in faults)
+    planned = tuple(
+        Planned(
+            t["fault"],
+            float(t["at_s"]),
+            None if t.get("duration_s") is None else float(t["duration_s"]),
+            {k: v for k, v in t.items() if k not in ("fault", "at_s", "duration_s", MAY_FAIL)},
+        )
+        for t in faults
+    )
     return {k: v for k, v in data.items() if k != "faults"}, Schedule(float(chaos_s), planned)
 
 

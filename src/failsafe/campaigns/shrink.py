@@ -79,7 +79,8 @@ class Move(StrEnum):
 
 @dataclass(frozen=True)
 class Step:
-    """An accepted candidate: the move, what it changed, the sizes before and after it (Schedule.size), the runs it took."""
+    """An accepted candidate: the move, what it changed, the sizes before and after it (Schedule.size), the runs it
+    took."""
 
     move: Move
     detail: str
@@ -89,12 +90,19 @@ class Step:
     schedule: Schedule
 
     def as_json(self) -> dict[str, Any]:
-        return {"move": str(self.move), "detail": self.detail, "before": self.before, "after": self.after, "runs": self.runs}
+        return {
+            "move": str(self.move),
+            "detail": self.detail,
+            "before": self.before,
+            "after": self.after,
+            "runs": self.runs,
+        }
 
 
 @dataclass(frozen=True)
 class ShrinkResult:
-    """What a search found. ``runs`` and ``reproductions`` count the search's attempts, ``confirm_*`` the confirmation's."""
+    """What a search found. ``runs`` and ``reproductions`` count the search's attempts, ``confirm_*`` the
+    confirmation's."""
 
     original: Schedule
     smallest: Schedule
@@ -122,27 +130,55 @@ class ShrinkResult:
         if self.shrunk:
             lines = [f"shrunk {size_text(self.original)} to {size_text(self.smallest)} in {len(self.steps)} steps"]
         else:
-            lines = [f"no smaller schedule reproduced the anomaly: the original comes back ({size_text(self.original)})"]
-        lines.append(f"{self.runs} runs of candidates ({self.tries} tries each at most), {self.reproductions} reproduced")
+            lines = [
+                f"no smaller schedule reproduced the anomaly: the original comes back ({size_text(self.original)})"
+            ]
+        lines.append(
+            f"{self.runs} runs of candidates ({self.tries} tries each at most), {self.reproductions} reproduced"
+        )
         if self.budget_spent:
             lines.append(f"the budget of {self.max_runs} runs ran out: a smaller schedule, perhaps not a local minimum")
         if self.unconfirmed:
-            why = ("the step that accepted it may have been luck" if self.shrunk
-                   else "the anomaly is rare, or came from what a schedule does not hold (timing, the cluster's state)")
+            why = (
+                "the step that accepted it may have been luck"
+                if self.shrunk
+                else "the anomaly is rare, or came from what a schedule does not hold (timing, the cluster's state)"
+            )
             lines.append(f"the {which} schedule reproduced in none of {self.confirm_runs} confirmation runs: {why}")
         elif self.confirm_runs:
-            lines.append(f"the {which} schedule reproduced {self.confirm_reproduced} of {self.confirm_runs} confirmation runs")
+            lines.append(
+                f"the {which} schedule reproduced {self.confirm_reproduced} of {self.confirm_runs} confirmation runs"
+            )
         return lines
 
     def as_json(self) -> dict[str, Any]:
-        return {"original": self.original.as_json(), "smallest": self.smallest.as_json(), "steps": [s.as_json() for s in self.steps],
-                "tries": self.tries, "max_runs": self.max_runs, "runs": self.runs, "reproductions": self.reproductions,
-                "budget_spent": self.budget_spent, "confirm": {"runs": self.confirm_runs, "reproduced": self.confirm_reproduced}}
+        return {
+            "original": self.original.as_json(),
+            "smallest": self.smallest.as_json(),
+            "steps": [s.as_json() for s in self.steps],
+            "tries": self.tries,
+            "max_runs": self.max_runs,
+            "runs": self.runs,
+            "reproductions": self.reproductions,
+            "budget_spent": self.budget_spent,
+            "confirm": {"runs": self.confirm_runs, "reproduced": self.confirm_reproduced},
+        }
 
 
-def shrink(original: Schedule, attempt: Attempt, *, tries: int = DEFAULT_TRIES, max_runs: int = DEFAULT_MAX_RUNS, confirm: int | None = None,
-           min_duration_s: float = MIN_DURATION_S, margins_s: tuple[float, ...] = MARGINS_S, new_overlaps: bool = False,
-           instant_s: float = INSTANT_S, progress: Progress | None = None, on_step: Callable[[Step], None] | None = None) -> ShrinkResult:
+def shrink(
+    original: Schedule,
+    attempt: Attempt,
+    *,
+    tries: int = DEFAULT_TRIES,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    confirm: int | None = None,
+    min_duration_s: float = MIN_DURATION_S,
+    margins_s: tuple[float, ...] = MARGINS_S,
+    new_overlaps: bool = False,
+    instant_s: float = INSTANT_S,
+    progress: Progress | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> ShrinkResult:
     """The smallest schedule the greedy search finds that still reproduces, and how it got there.
 
     ``attempt`` is called at most ``max_runs + confirm`` times (``confirm`` defaults to ``tries``).
@@ -158,8 +194,9 @@ def shrink(original: Schedule, attempt: Attempt, *, tries: int = DEFAULT_TRIES, 
     runs = reproductions = 0
     budget_spent = False
     while not budget_spent:
-        for move, detail, candidate in candidates(current, min_duration_s=min_duration_s, margins_s=margins_s,
-                                                  new_overlaps=new_overlaps, instant_s=instant_s):
+        for move, detail, candidate in candidates(
+            current, min_duration_s=min_duration_s, margins_s=margins_s, new_overlaps=new_overlaps, instant_s=instant_s
+        ):
             key = _key(candidate)
             if key in rejected:
                 continue
@@ -173,7 +210,10 @@ def shrink(original: Schedule, attempt: Attempt, *, tries: int = DEFAULT_TRIES, 
                 runs += 1
                 hit = bool(attempt(candidate))
                 reproductions += hit
-                say(f"run {runs}/{max_runs}: {move} {detail} (try {used}/{tries}): {'reproduced' if hit else 'not reproduced'}")
+                say(
+                    f"run {runs}/{max_runs}: {move} {detail} (try {used}/{tries}): "
+                    f"{'reproduced' if hit else 'not reproduced'}"
+                )
             if hit:
                 step = Step(move, detail, current.size(), candidate.size(), used, candidate)
                 steps.append(step)
@@ -191,12 +231,21 @@ def shrink(original: Schedule, attempt: Attempt, *, tries: int = DEFAULT_TRIES, 
         hit = bool(attempt(current))
         confirmed += hit
         say(f"confirm {n}/{confirm}: {'reproduced' if hit else 'not reproduced'}")
-    return ShrinkResult(original, current, tuple(steps), tries, max_runs, runs, reproductions, budget_spent, confirm, confirmed)
+    return ShrinkResult(
+        original, current, tuple(steps), tries, max_runs, runs, reproductions, budget_spent, confirm, confirmed
+    )
 
 
-def candidates(schedule: Schedule, *, min_duration_s: float = MIN_DURATION_S, margins_s: tuple[float, ...] = MARGINS_S,
-               new_overlaps: bool = False, instant_s: float = INSTANT_S) -> Iterator[tuple[Move, str, Schedule]]:
-    """Every one-move change of ``schedule`` that makes it smaller, in order of preference: (move, what it does, the candidate).
+def candidates(
+    schedule: Schedule,
+    *,
+    min_duration_s: float = MIN_DURATION_S,
+    margins_s: tuple[float, ...] = MARGINS_S,
+    new_overlaps: bool = False,
+    instant_s: float = INSTANT_S,
+) -> Iterator[tuple[Move, str, Schedule]]:
+    """Every one-move change of ``schedule`` that makes it smaller, in order of preference: (move, what it does, the
+    candidate).
 
     The same candidate may come twice (a half that is one fault); the search runs it once.
     """
@@ -232,7 +281,11 @@ def _shortened(schedule: Schedule, min_duration_s: float) -> Iterator[tuple[Move
             continue
         duration = max(min_duration_s, round(fault.duration_s / 2, 1))
         if duration < fault.duration_s:
-            yield Move.SHORTEN, f"{fault.describe()} to {duration:g}s", schedule.with_fault(i, replace(fault, duration_s=duration))
+            yield (
+                Move.SHORTEN,
+                f"{fault.describe()} to {duration:g}s",
+                schedule.with_fault(i, replace(fault, duration_s=duration)),
+            )
 
 
 def _earlier(schedule: Schedule, new_overlaps: bool, instant_s: float) -> Iterator[tuple[Move, str, Schedule]]:
@@ -246,9 +299,10 @@ def _earlier(schedule: Schedule, new_overlaps: bool, instant_s: float) -> Iterat
         if gap <= 0:
             continue
         half = fault.at_s - round(previous + gap / 2, 1)
-        # All the way first (for the first fault with the rest, that keeps every relation); half way only when it moves enough to matter.
+        # All the way first (for the first fault with the rest, that keeps every relation); half way only when it moves
+        # enough to matter.
         distances = [gap, *([half] if MIN_SHIFT_S <= half < gap else [])]
-        later = order[rank + 1:]
+        later = order[rank + 1 :]
         groups = [(f"{fault.describe()} and the {len(later)} after it", [i, *later])] if later else []
         for what, moved in [*groups, (fault.describe(), [i])]:
             for by in distances:
@@ -261,7 +315,11 @@ def _chaos_cut(schedule: Schedule, margins_s: tuple[float, ...]) -> Iterator[tup
     for margin in sorted(margins_s):
         chaos_s = float(schedule.fitted(margin).chaos_s)
         if chaos_s < schedule.chaos_s:
-            yield Move.CHAOS, f"{schedule.chaos_s:g}s to {chaos_s:g}s ({margin:g}s after the last fault ends)", replace(schedule, chaos_s=chaos_s)
+            yield (
+                Move.CHAOS,
+                f"{schedule.chaos_s:g}s to {chaos_s:g}s ({margin:g}s after the last fault ends)",
+                replace(schedule, chaos_s=chaos_s),
+            )
 
 
 def _shifted(schedule: Schedule, indices: list[int], by_s: float) -> Schedule:
@@ -273,9 +331,12 @@ def _shifted(schedule: Schedule, indices: list[int], by_s: float) -> Schedule:
 
 
 def _overlapping(schedule: Schedule, instant_s: float) -> set[tuple[int, int]]:
-    """Pairs of faults (by index) in force at once, each from its start until it ends (half-open, as the envelope counts)."""
+    """Pairs of faults (by index) in force at once, each from its start until it ends (half-open, as the envelope
+    counts)."""
     spans = [(f.at_s, f.at_s + (instant_s if f.duration_s is None else f.duration_s)) for f in schedule.faults]
-    return {(i, j) for i, (a0, a1) in enumerate(spans) for j, (b0, b1) in enumerate(spans) if i < j and a0 < b1 and b0 < a1}
+    return {
+        (i, j) for i, (a0, a1) in enumerate(spans) for j, (b0, b1) in enumerate(spans) if i < j and a0 < b1 and b0 < a1
+    }
 
 
 def _key(schedule: Schedule) -> str:

@@ -1,4 +1,5 @@
-"""A campaign's runs summed up, and campaign.json: ``{"campaign": settings, "summary": summarise(...), "runs": records}``.
+"""A campaign's runs summed up, and campaign.json: ``{"campaign": settings, "summary": summarise(...), "runs":
+records}``.
 
 Built from the runs' records alone (campaigns/record.py), so it is rebuilt after every run and
 again from a stored campaign.json. The summary's keys:
@@ -6,15 +7,18 @@ again from a stored campaign.json. The summary's keys:
     format                  1
     runs_asked, runs_done   what the campaign asked for, how many runs it has records of
     verdicts                VALID / KNOWN / INVALID / UNKNOWN / ERROR -> runs (every key, zeros too)
-    verdict                 the campaign as one word: INVALID over ERROR over UNKNOWN over KNOWN over VALID (None without runs)
+    verdict                 the campaign as one word: INVALID over ERROR over UNKNOWN over KNOWN over VALID (None
+    without runs)
     runs_by_verdict         verdict -> run indices
-    lost_acknowledged       acknowledged writes durable writers lost, summed; lost_acknowledged_runs: the runs that lost any
+    lost_acknowledged       acknowledged writes durable writers lost, summed; lost_acknowledged_runs: the runs that lost
+    any
     combinations            fault combination -> judged runs under it (see below)
     anomalies               CHECKER.ANOMALY -> runs (that showed it), total (its count summed), run_indices,
                             decided_runs (runs where it decided the verdict), and combinations:
                             every combination -> {"runs": k, "of": n}: k of the n judged runs under it showed it
     unavailability          fault type -> started (faults of it that started), and the spread of the availability
-                            checker's max_unavailable_ms and of its new_leader_ms per fault (None when none was measured)
+                            checker's max_unavailable_ms and of its new_leader_ms per fault (None when none was
+                            measured)
     not_started             fault type -> count (faults that could not start), of (faults of it the runs recorded),
                             run_indices, example (the first one's error)
     wall_s, overhead_s      spreads over the runs
@@ -23,7 +27,7 @@ again from a stored campaign.json. The summary's keys:
 A fault combination is the sorted set of fault types that actually started in a run, joined by "+"
 ("kill+pause"), or "none". Judged runs are those that are not ERROR: a run failsafe could not carry out
 has no checkers' word, so it is counted neither for nor against an anomaly. A spread is
-scenarios/repeat.py's: n, median, p95, min, max.
+scenarios/store/repeat.py's: n, median, p95, min, max.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 
 from failsafe.checkers.common import Verdict
 from failsafe.errors import UserError
-from failsafe.scenarios.repeat import spread
+from failsafe.scenarios.store.repeat import spread
 
 FORMAT = 1
 CAMPAIGN_FILE = "campaign.json"
@@ -81,11 +85,15 @@ def unavailability_values(records: Iterable[dict[str, Any]]) -> dict[str, dict[s
     return dict(sorted(values.items()))
 
 
-def _anomalies(records: list[dict[str, Any]], combos: dict[int, str], runs_under: dict[str, int]) -> dict[str, dict[str, Any]]:
+def _anomalies(
+    records: list[dict[str, Any]], combos: dict[int, str], runs_under: dict[str, int]
+) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for record in records:
         for name, count in (record.get("anomalies") or {}).items():
-            entry = found.setdefault(name, {"runs": 0, "total": 0, "run_indices": [], "decided_runs": 0, "combinations": Counter()})
+            entry = found.setdefault(
+                name, {"runs": 0, "total": 0, "run_indices": [], "decided_runs": 0, "combinations": Counter()}
+            )
             entry["runs"] += 1
             entry["total"] += int(count or 0)
             entry["run_indices"].append(record["run"])
@@ -99,8 +107,13 @@ def _anomalies(records: list[dict[str, Any]], combos: dict[int, str], runs_under
 def _unavailability(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     started = Counter(str(f.get("fault")) for r in records for f in r.get("faults") or [] if f.get("started"))
     values = unavailability_values(records)
-    return {fault: {"started": started[fault], **{f: spread((values.get(fault) or {}).get(f) or []) for f in UNAVAILABILITY_FIELDS}}
-            for fault in sorted(set(started) | set(values))}
+    return {
+        fault: {
+            "started": started[fault],
+            **{f: spread((values.get(fault) or {}).get(f) or []) for f in UNAVAILABILITY_FIELDS},
+        }
+        for fault in sorted(set(started) | set(values))
+    }
 
 
 def _not_started(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -153,7 +166,8 @@ def campaign_data(campaign: dict[str, Any], records: list[dict[str, Any]]) -> di
 
 
 def write_campaign(path: Path, campaign: dict[str, Any], records: list[dict[str, Any]]) -> Path:
-    """campaign.json at ``path``, replaced whole (a temporary file beside it, then a rename), so a reader never sees half of it."""
+    """campaign.json at ``path``, replaced whole (a temporary file beside it, then a rename), so a reader never sees
+    half of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(campaign_data(campaign, records), indent=2, default=str) + "\n"
@@ -172,7 +186,15 @@ def write_campaign(path: Path, campaign: dict[str, Any], records: list[dict[str,
 
 
 # What every run record of a campaign.json holds, and of what type, for a campaign to be read again (check, recheck).
-_RECORD_FIELDS = {"run": int, "seed": int, "name": str, "dir": str, "verdict": str, "wall_s": (int, float), "phase_seconds": dict}
+_RECORD_FIELDS = {
+    "run": int,
+    "seed": int,
+    "name": str,
+    "dir": str,
+    "verdict": str,
+    "wall_s": (int, float),
+    "phase_seconds": dict,
+}
 
 
 def read_campaign(path: Path) -> dict[str, Any]:
@@ -184,11 +206,25 @@ def read_campaign(path: Path) -> dict[str, Any]:
         data = json.loads(file.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise UserError(f"{file} is not a campaign.json failsafe wrote: {e}") from e
-    if not isinstance(data, dict) or not isinstance(data.get("campaign"), dict) or not isinstance(data.get("runs"), list):
-        raise UserError(f"{file} is not a campaign.json failsafe wrote: expected an object with 'campaign' and a list of 'runs'")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("campaign"), dict)
+        or not isinstance(data.get("runs"), list)
+    ):
+        raise UserError(
+            f"{file} is not a campaign.json failsafe wrote: expected an object with 'campaign' and a list of 'runs'"
+        )
     for i, record in enumerate(data["runs"]):
-        bad = [name for name, kind in _RECORD_FIELDS.items() if not isinstance(record, dict) or not isinstance(record.get(name), kind)
-               or isinstance(record.get(name), bool)]
+        bad = [
+            name
+            for name, kind in _RECORD_FIELDS.items()
+            if not isinstance(record, dict)
+            or not isinstance(record.get(name), kind)
+            or isinstance(record.get(name), bool)
+        ]
         if bad:
-            raise UserError(f"{file}: runs[{i}] has no valid {bad[0]!r}: the file is damaged; a campaign's runs are in its directory")
+            raise UserError(
+                f"{file}: runs[{i}] has no valid {bad[0]!r}: the file is damaged; a campaign's runs are in its "
+                f"directory"
+            )
     return data

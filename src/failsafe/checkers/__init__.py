@@ -6,6 +6,24 @@ Each ``check(history, options) -> {"valid": True | False | "unknown", "counts", 
 
 from __future__ import annotations
 
-from failsafe.checkers.run import ALWAYS, CHECKERS, LOSS_VIOLATIONS, check_options, combine_validity, run_checkers, violation_side, with_always
+from failsafe.checkers.run import (
+    ALWAYS,
+    CHECKERS,
+    LOSS_VIOLATIONS,
+    check_options,
+    combine_validity,
+    run_checkers,
+    violation_side,
+    with_always,
+)
 
-__all__ = ["ALWAYS", "CHECKERS", "LOSS_VIOLATIONS", "check_options", "combine_validity", "run_checkers", "violation_side", "with_always"]
+__all__ = [
+    "ALWAYS",
+    "CHECKERS",
+    "LOSS_VIOLATIONS",
+    "check_options",
+    "combine_validity",
+    "run_checkers",
+    "violation_side",
+    "with_always",
+]

@@ -7,7 +7,7 @@ fault, the first after it) and leadership from the topology samples.
 Beyond the led partitions, every partition's write stall during each fault is measured and
 grouped by the faulted node's replica role (led, follower, unreplicated; ``all`` for controller
 and quorum faults): ``stall_by_group``, per fault ``stalls``, and ``baseline_gap_ms`` (the normal
-pace of acknowledgements before the first fault). The rules are in checkers/stalls.py.
+pace of acknowledgements before the first fault). The rules are in checkers/measure/stalls.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-import failsafe.checkers.stalls as write_stalls
+import failsafe.checkers.measure.stalls as write_stalls
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, end_ns, examples, ns_to_ms, read_options, result
 from failsafe.checkers.evidence import bound_ns, clock_bounds
 from failsafe.checkers.liveness import never_caught_up, never_recovered
@@ -26,8 +26,12 @@ from failsafe.history.ops import NODE_TARGETS, OpType, PhaseName, Target
 
 # expect_unrecovered: partitions ("topic-N") the scenario expects to stay unavailable after the heal.
 DEFAULTS: dict[str, Any] = {"expect_no_rebalance": False, "max_unavailable_ms": None, "expect_unrecovered": None}
-VIOLATIONS = {"slow-failover": Side.PRODUCERS, "rebalance-during-fault": Side.CONSUMERS, "never-recovered": Side.CLUSTER,
-              "never-caught-up": Side.CONSUMERS}
+VIOLATIONS = {
+    "slow-failover": Side.PRODUCERS,
+    "rebalance-during-fault": Side.CONSUMERS,
+    "never-recovered": Side.CLUSTER,
+    "never-caught-up": Side.CONSUMERS,
+}
 # A network fault acts on the nodes of its first side: the partitions they lead are its affected ones.
 BROKER_TARGETS = list(NODE_TARGETS)
 # Kafka's system tests give the group this long after a broker comes back before a rebalance
@@ -45,30 +49,42 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     topology = history.topology
     acked = acknowledged(history.sends)
     partitions = failover_windows(history)
-    # Times of clients on hosts are compared with failsafe's (the fault's) by more than their clock's bound (evidence.clock_bounds):
-    # what is within the bound is undecided, never an excuse.
+    # Times of clients on hosts are compared with failsafe's (the fault's) by more than their clock's bound
+    # (evidence.clock_bounds): what is within the bound is undecided, never an excuse.
     bounds = clock_bounds(history)
-    rebalances = _rebalances_during(faults, history)  # reported as measured; judged by more than each consumer's clock bound
+    rebalances = _rebalances_during(
+        faults, history
+    )  # reported as measured; judged by more than each consumer's clock bound
     judged_rebalances = _rebalances_during(faults, history, bounds, certain=True)
     possible_rebalances = _rebalances_during(faults, history, bounds, certain=False)
 
     limit_ms = opts["max_unavailable_ms"]
-    writers_bound_ms = max((bounds.get(p, 0) for p in history.sends["process"].drop_nulls().unique().to_list()), default=0) / 1e6
+    writers_bound_ms = (
+        max((bounds.get(p, 0) for p in history.sends["process"].drop_nulls().unique().to_list()), default=0) / 1e6
+    )
     measured = partitions.filter(pl.col("last_ok_before_ns").is_not_null() | pl.col("first_ok_after_ns").is_not_null())
     never_again = measured.filter(pl.col("first_ok_after_ns").is_null())
     limit = limit_ms if limit_ms is not None else float("inf")
-    too_slow = measured.filter(pl.col("first_ok_after_ns").is_null() | (pl.col("unavailable_ms") - writers_bound_ms > limit))
+    too_slow = measured.filter(
+        pl.col("first_ok_after_ns").is_null() | (pl.col("unavailable_ms") - writers_bound_ms > limit)
+    )
     maybe_slow = measured.filter(pl.col("unavailable_ms") > limit).join(too_slow, on=_FP, how="anti")
     if limit_ms is None:
         too_slow, maybe_slow = too_slow.head(0), maybe_slow.head(0)
     rebalancing_faults = judged_rebalances.filter(pl.col("rebalances_during") > 0)
     again, maybe_again = (_written_to_again(never_again, history.sends, bounds, certain) for certain in (True, False))
     unrecovered = _unrecovered(history, again, opts["expect_unrecovered"])
-    undecided = {"slow-failover": maybe_slow.height,
-                 "rebalance-during-fault": int(opts["expect_no_rebalance"] and not rebalancing_faults.height
-                                               and possible_rebalances["rebalances_during"].sum() > 0),
-                 "never-recovered": maybe_again.join(again, on=_FP, how="anti").filter(
-                     ~pl.format("{}-{}", "topic", "partition").is_in(list(opts["expect_unrecovered"] or []))).height}
+    undecided = {
+        "slow-failover": maybe_slow.height,
+        "rebalance-during-fault": int(
+            opts["expect_no_rebalance"]
+            and not rebalancing_faults.height
+            and possible_rebalances["rebalances_during"].sum() > 0
+        ),
+        "never-recovered": maybe_again.join(again, on=_FP, how="anti")
+        .filter(~pl.format("{}-{}", "topic", "partition").is_in(list(opts["expect_unrecovered"] or [])))
+        .height,
+    }
     stuck = never_caught_up(history)
 
     end_state = _end_state(topology)
@@ -88,12 +104,29 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "slow-failover": examples(too_slow, "fault_id", "topic", "partition", "unavailable_ms"),
         "rebalance-during-fault": examples(rebalancing_faults, "fault_id", "rebalances_during"),
         "never-recovered": examples(unrecovered),
-        "never-caught-up": examples(stuck.with_columns(pl.col("processes").list.first().alias("process")),
-                                    "reader", "process", "topic", "partition", "read_upto", "last_offset", "unread", "time_ns"),
+        "never-caught-up": examples(
+            stuck.with_columns(pl.col("processes").list.first().alias("process")),
+            "reader",
+            "process",
+            "topic",
+            "partition",
+            "read_upto",
+            "last_offset",
+            "unread",
+            "time_ns",
+        ),
     }
     rebalanced = opts["expect_no_rebalance"] and rebalancing_faults.height
-    violations = [name for name, bad in (("slow-failover", too_slow.height), ("rebalance-during-fault", rebalanced),
-                                         ("never-recovered", unrecovered.height), ("never-caught-up", stuck.height)) if bad]
+    violations = [
+        name
+        for name, bad in (
+            ("slow-failover", too_slow.height),
+            ("rebalance-during-fault", rebalanced),
+            ("never-recovered", unrecovered.height),
+            ("never-caught-up", stuck.height),
+        )
+        if bad
+    ]
     if faults.height and (topology.height == 0 or acked.height == 0) and not (unrecovered.height or stuck.height):
         valid: bool | str = UNKNOWN
         violations = []
@@ -115,7 +148,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         stall_by_group=stalls.by_group,
         baseline_gap_ms=stalls.baseline_gap_ms,
         # Whose behaviour each client-side violation is: a known anomaly is matched against these clients only.
-        processes={"never-caught-up": sorted({p for ps in stuck["processes"].to_list() for p in ps})} if stuck.height else {},
+        processes={"never-caught-up": sorted({p for ps in stuck["processes"].to_list() for p in ps})}
+        if stuck.height
+        else {},
         **end_state,
     )
 
@@ -127,12 +162,16 @@ def acknowledged(sends: pl.DataFrame) -> pl.DataFrame:
     about when the partition was available.
     """
     return sends.select("process", "topic", "partition", "offset", "outcome", "invoke_ns", "complete_ns").filter(
-        (pl.col("outcome") == OpType.OK) & pl.col("complete_ns").is_not_null() & pl.col("partition").is_not_null() & pl.col("offset").is_not_null()
+        (pl.col("outcome") == OpType.OK)
+        & pl.col("complete_ns").is_not_null()
+        & pl.col("partition").is_not_null()
+        & pl.col("offset").is_not_null()
     )
 
 
 def failover_windows(history: History) -> pl.DataFrame:
-    """One row per (node fault, partition a faulted node led at its start): what ``faults[].affected_partitions`` reports.
+    """One row per (node fault, partition a faulted node led at its start): what ``faults[].affected_partitions``
+    reports.
 
     Columns: fault_id, topic, partition, start_ns, in_force_ns, node_ids, leader_before, isr_before (the affected
     partition), last_ok_before_ns, first_ok_after_ns, unavailable_ms (its window, see _windows), new_leader,
@@ -143,14 +182,22 @@ def failover_windows(history: History) -> pl.DataFrame:
     return _leadership(partitions, history.topology)
 
 
-def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame, bounds: dict[str, int] | None = None, certain: bool = True) -> pl.DataFrame:
-    """The partitions never available again to which some producer did send once the fault was in force (certainly: by more
-    than the producer's clock bound, for one on a host; or, not ``certain``, possibly: within it): a partition no send
-    tried again (a sparse or stopped writer) says nothing about whether it would have taken one."""
+def _written_to_again(
+    never_again: pl.DataFrame, sends: pl.DataFrame, bounds: dict[str, int] | None = None, certain: bool = True
+) -> pl.DataFrame:
+    """The partitions never available again to which some producer did send once the fault was in force (certainly: by
+    more than the producer's clock bound, for one on a host; or, not ``certain``, possibly: within it): a partition no
+    send tried again (a sparse or stopped writer) says nothing about whether it would have taken one."""
     tried = sends.select("process", "topic", "partition", "invoke_ns").drop_nulls()
-    pairs = never_again.select("fault_id", "topic", "partition", "in_force_ns").join(tried, on=["topic", "partition"], how="inner")
+    pairs = never_again.select("fault_id", "topic", "partition", "in_force_ns").join(
+        tried, on=["topic", "partition"], how="inner"
+    )
     bound = bound_ns("process", bounds or {})
-    after = (pl.col("invoke_ns") - bound >= pl.col("in_force_ns")) if certain else (pl.col("invoke_ns") + bound >= pl.col("in_force_ns"))
+    after = (
+        (pl.col("invoke_ns") - bound >= pl.col("in_force_ns"))
+        if certain
+        else (pl.col("invoke_ns") + bound >= pl.col("in_force_ns"))
+    )
     again = pairs.filter(after).select("fault_id", "topic", "partition").unique()
     return never_again.join(again, on=["fault_id", "topic", "partition"], how="semi")
 
@@ -158,8 +205,11 @@ def _written_to_again(never_again: pl.DataFrame, sends: pl.DataFrame, bounds: di
 def _unrecovered(history: History, never_again: pl.DataFrame, expected: list[str] | None) -> pl.DataFrame:
     """Partitions that never recovered (checkers/liveness.py), and those no producer could write to again after a fault
     although it wrote there before: never available again."""
-    stuck = never_again.select(pl.format("{}-{}", "topic", "partition").alias("partition"),
-                               pl.lit("no write acknowledged after the fault").alias("seen"), pl.col("last_ok_before_ns").alias("time_ns"))
+    stuck = never_again.select(
+        pl.format("{}-{}", "topic", "partition").alias("partition"),
+        pl.lit("no write acknowledged after the fault").alias("seen"),
+        pl.col("last_ok_before_ns").alias("time_ns"),
+    )
     stuck = stuck.filter(~pl.col("partition").is_in(list(expected or [])))
     seen = never_recovered(history, expected)
     found = pl.concat([seen, stuck.cast(seen.schema)])
@@ -174,9 +224,16 @@ def _affected_partitions(faults: pl.DataFrame, topology: pl.DataFrame) -> pl.Dat
     sample_times = topology.select(pl.col("time_ns").unique().sort().alias("sample_ns"))
     if faults.height == 0 or sample_times.height == 0:
         return _empty_partitions()
-    starts = faults.select("fault_id", "target", "start_ns", pl.coalesce("in_force_ns", "start_ns").alias("in_force_ns"),
-                           pl.col("nodes").list.eval(pl.element().cast(pl.Int64, strict=False)).alias("node_ids"))
-    starts = starts.sort("start_ns").join_asof(sample_times, left_on="start_ns", right_on="sample_ns", strategy="backward")
+    starts = faults.select(
+        "fault_id",
+        "target",
+        "start_ns",
+        pl.coalesce("in_force_ns", "start_ns").alias("in_force_ns"),
+        pl.col("nodes").list.eval(pl.element().cast(pl.Int64, strict=False)).alias("node_ids"),
+    )
+    starts = starts.sort("start_ns").join_asof(
+        sample_times, left_on="start_ns", right_on="sample_ns", strategy="backward"
+    )
     starts = starts.with_columns(pl.col("sample_ns").fill_null(sample_times["sample_ns"].min()))
     before = topology.rename({"time_ns": "sample_ns", "leader": "leader_before", "isr": "isr_before"}).drop("replicas")
     pairs = starts.join(before, on="sample_ns", how="inner")
@@ -199,8 +256,8 @@ def _empty_partitions() -> pl.DataFrame:
 
 
 def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
-    """Each affected partition's window: the longest stretch without an acknowledgement between the last one at or before
-    the fault's start and the first one of a send made after the fault was in force (``last_ok_before_ns`` /
+    """Each affected partition's window: the longest stretch without an acknowledgement between the last one at or
+    before the fault's start and the first one of a send made after the fault was in force (``last_ok_before_ns`` /
     ``first_ok_after_ns`` are its edges).
 
     Acknowledgements of sends made before the fault mean nothing about whether the partition took
@@ -214,36 +271,68 @@ def _windows(partitions: pl.DataFrame, acked: pl.DataFrame) -> pl.DataFrame:
     """
     acks = acked.join(partitions.select("topic", "partition").unique(), on=["topic", "partition"], how="semi")
     pairs = partitions.select(*_FP, "start_ns", "in_force_ns").join(
-        acks.select("process", "topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")), on=["topic", "partition"], how="inner")
-    # A send made before the fault was in force (its nftables rules installed, its signal delivered) can still go through.
-    new_send = pairs.filter(pl.col("invoke_ns") >= pl.col("in_force_ns")).group_by(_FPP).agg(pl.col("ack_ns").min().alias("end_ns"))
-    before = pairs.filter(pl.col("ack_ns") <= pl.col("start_ns")).group_by(_FPP).agg(pl.col("ack_ns").max().alias("begin_ns"))
+        acks.select("process", "topic", "partition", "invoke_ns", pl.col("complete_ns").alias("ack_ns")),
+        on=["topic", "partition"],
+        how="inner",
+    )
+    # A send made before the fault was in force (its nftables rules installed, its signal delivered) can still go
+    # through.
+    new_send = (
+        pairs.filter(pl.col("invoke_ns") >= pl.col("in_force_ns"))
+        .group_by(_FPP)
+        .agg(pl.col("ack_ns").min().alias("end_ns"))
+    )
+    before = (
+        pairs.filter(pl.col("ack_ns") <= pl.col("start_ns"))
+        .group_by(_FPP)
+        .agg(pl.col("ack_ns").max().alias("begin_ns"))
+    )
     pairs = pairs.join(new_send, on=_FPP, how="left").join(before, on=_FPP, how="left")
-    # Acks from the last one before the fault (or the fault's start) up to the first of a new send; with no new send, all after.
+    # Acks from the last one before the fault (or the fault's start) up to the first of a new send; with no new send,
+    # all after.
     begin = pl.coalesce("begin_ns", "start_ns")
-    inside = pairs.filter((pl.col("ack_ns") >= begin) & (pl.col("end_ns").is_null() | (pl.col("ack_ns") <= pl.col("end_ns"))))
+    inside = pairs.filter(
+        (pl.col("ack_ns") >= begin) & (pl.col("end_ns").is_null() | (pl.col("ack_ns") <= pl.col("end_ns")))
+    )
     stretches = inside.sort("ack_ns").with_columns(pl.col("ack_ns").shift(1).over(_FPP).alias("gap_start_ns"))
-    opened = stretches.filter(pl.col("gap_start_ns").is_null() & pl.col("begin_ns").is_null()).with_columns(pl.col("start_ns").alias("gap_start_ns"))
+    opened = stretches.filter(pl.col("gap_start_ns").is_null() & pl.col("begin_ns").is_null()).with_columns(
+        pl.col("start_ns").alias("gap_start_ns")
+    )
     gaps = pl.concat([stretches.filter(pl.col("gap_start_ns").is_not_null()), opened])
-    longest = (gaps.sort("ack_ns").group_by(_FPP)
-               .agg(pl.all().sort_by(pl.col("ack_ns") - pl.col("gap_start_ns")).last())
-               .select(*_FPP, pl.col("gap_start_ns").alias("gap_from"), pl.col("ack_ns").alias("gap_to")))
+    longest = (
+        gaps.sort("ack_ns")
+        .group_by(_FPP)
+        .agg(pl.all().sort_by(pl.col("ack_ns") - pl.col("gap_start_ns")).last())
+        .select(*_FPP, pl.col("gap_start_ns").alias("gap_from"), pl.col("ack_ns").alias("gap_to"))
+    )
     last_ack = pairs.group_by(_FPP).agg(pl.col("ack_ns").max().alias("last_ack_ns"))
-    per_process = last_ack.join(longest, on=_FPP, how="left").join(new_send.rename({"end_ns": "first_new_ns"}), on=_FPP, how="left")
+    per_process = last_ack.join(longest, on=_FPP, how="left").join(
+        new_send.rename({"end_ns": "first_new_ns"}), on=_FPP, how="left"
+    )
     ended = pl.col("first_new_ns").is_not_null()
     per_process = per_process.with_columns(
         pl.when(ended).then(pl.col("gap_from")).otherwise(pl.col("last_ack_ns")).alias("last_ok_before_ns"),
         pl.when(ended).then(pl.col("gap_to")).otherwise(None).alias("first_ok_after_ns"),
     ).with_columns(ns_to_ms(pl.col("first_ok_after_ns") - pl.col("last_ok_before_ns")).alias("unavailable_ms"))
     # The partition's window: the longest any producer saw; it never ended only if no producer wrote there again.
-    worst = (per_process.group_by(_FP).agg(pl.all().sort_by(pl.col("first_ok_after_ns").is_not_null(), pl.col("unavailable_ms"),
-                                                 pl.col("last_ok_before_ns"), nulls_last=False).last()))
+    worst = per_process.group_by(_FP).agg(
+        pl.all()
+        .sort_by(
+            pl.col("first_ok_after_ns").is_not_null(),
+            pl.col("unavailable_ms"),
+            pl.col("last_ok_before_ns"),
+            nulls_last=False,
+        )
+        .last()
+    )
     worst = worst.select(*_FP, "last_ok_before_ns", "first_ok_after_ns", "unavailable_ms")
     return partitions.join(worst, on=_FP, how="left").sort(_FP)
 
 
 def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
-    samples = partitions.select(*_FP, "start_ns", "node_ids", "isr_before").join(topology, on=["topic", "partition"], how="inner")
+    samples = partitions.select(*_FP, "start_ns", "node_ids", "isr_before").join(
+        topology, on=["topic", "partition"], how="inner"
+    )
     samples = samples.filter(pl.col("time_ns") > pl.col("start_ns"))
     new_leaders = (
         samples.filter((pl.col("leader") >= 0) & ~pl.col("node_ids").list.contains(pl.col("leader")))
@@ -253,37 +342,61 @@ def _leadership(partitions: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFram
     )
     # The faulted nodes that were in the ISR: the ISR shrank once one of them left it.
     faulted_in_isr = pl.col("node_ids").list.set_intersection(pl.col("isr_before"))
-    shrinks = samples.filter(faulted_in_isr.list.set_difference(pl.col("isr")).list.len() > 0).group_by(_FP).agg(pl.col("time_ns").min().alias("isr_shrank_ns"))
+    shrinks = (
+        samples.filter(faulted_in_isr.list.set_difference(pl.col("isr")).list.len() > 0)
+        .group_by(_FP)
+        .agg(pl.col("time_ns").min().alias("isr_shrank_ns"))
+    )
     joined = partitions.join(new_leaders, on=_FP, how="left").join(shrinks, on=_FP, how="left")
     return joined.with_columns(
         ns_to_ms(pl.col("new_leader_ns") - pl.col("start_ns")).alias("new_leader_ms"),
-        pl.when(pl.col("new_leader").is_null()).then(None).otherwise(pl.col("isr_before").list.contains(pl.col("new_leader"))).alias("new_leader_in_isr"),
+        pl.when(pl.col("new_leader").is_null())
+        .then(None)
+        .otherwise(pl.col("isr_before").list.contains(pl.col("new_leader")))
+        .alias("new_leader_in_isr"),
         pl.col("isr_shrank_ns").is_not_null().alias("isr_shrank"),
         ns_to_ms(pl.col("isr_shrank_ns") - pl.col("start_ns")).alias("isr_shrank_ms"),
     ).sort(_FP)
 
 
-def _rebalances_during(faults: pl.DataFrame, history: History, bounds: dict[str, int] | None = None, certain: bool = True) -> pl.DataFrame:
-    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase): as
-    measured, or, given the clients' clock ``bounds``, certainly inside that window (by more than the consumer's bound) or,
-    not ``certain``, possibly inside it (within the bound)."""
-    targeted = history.faults.filter(pl.col("target") == Target.CONSUMER).select(pl.col("nodes").explode().alias("process")).drop_nulls()
+def _rebalances_during(
+    faults: pl.DataFrame, history: History, bounds: dict[str, int] | None = None, certain: bool = True
+) -> pl.DataFrame:
+    """Assign and revoke events of untouched consumers from a fault's start to 10 s after its end (or the drain phase):
+    as measured, or, given the clients' clock ``bounds``, certainly inside that window (by more than the consumer's
+    bound) or, not ``certain``, possibly inside it (within the bound)."""
+    targeted = (
+        history.faults.filter(pl.col("target") == Target.CONSUMER)
+        .select(pl.col("nodes").explode().alias("process"))
+        .drop_nulls()
+    )
     events = history.membership.select("process", "time_ns", "f").unique().join(targeted, on="process", how="anti")
     last_ns = end_ns(history) or 0
     # The drain phase stops every consumer, and a member leaving rebalances its group: that is the
     # runner's doing, not the fault's, so the window ends where the drain begins.
     drain_ns = history.phases.filter(pl.col("phase") == PhaseName.DRAIN)["time_ns"].min()
-    window_end = pl.when(pl.col("stop_ns").is_null()).then(pl.lit(last_ns)).otherwise(pl.col("stop_ns") + REBALANCE_GRACE_NS)
+    window_end = (
+        pl.when(pl.col("stop_ns").is_null()).then(pl.lit(last_ns)).otherwise(pl.col("stop_ns") + REBALANCE_GRACE_NS)
+    )
     if drain_ns is not None:
-        window_end = pl.when(pl.col("start_ns") < drain_ns).then(pl.min_horizontal(window_end, pl.lit(drain_ns))).otherwise(window_end)
+        window_end = (
+            pl.when(pl.col("start_ns") < drain_ns)
+            .then(pl.min_horizontal(window_end, pl.lit(drain_ns)))
+            .otherwise(window_end)
+        )
     windows = faults.select("fault_id", "start_ns", window_end.alias("until_ns"))
     if windows.height == 0:
         return windows.select("fault_id", pl.lit(0, dtype=pl.Int64).alias("rebalances_during"))
     bound = bound_ns("process", bounds or {}) * (1 if certain else -1)
-    during = windows.join(events, how="cross").filter((pl.col("time_ns") >= pl.col("start_ns") + bound)
-                                                      & (pl.col("time_ns") <= pl.col("until_ns") - bound))
+    during = windows.join(events, how="cross").filter(
+        (pl.col("time_ns") >= pl.col("start_ns") + bound) & (pl.col("time_ns") <= pl.col("until_ns") - bound)
+    )
     per_fault = during.group_by("fault_id").agg(pl.len().cast(pl.Int64).alias("rebalances_during"))
-    return windows.select("fault_id").join(per_fault, on="fault_id", how="left").with_columns(pl.col("rebalances_during").fill_null(0))
+    return (
+        windows.select("fault_id")
+        .join(per_fault, on="fault_id", how="left")
+        .with_columns(pl.col("rebalances_during").fill_null(0))
+    )
 
 
 def _end_state(topology: pl.DataFrame) -> dict[str, Any]:
@@ -298,8 +411,12 @@ def _end_state(topology: pl.DataFrame) -> dict[str, Any]:
     return {name: (bool(value) if name != "leaderless_at_end" else int(value)) for name, value in state.items()}
 
 
-def _per_fault(faults: pl.DataFrame, partitions: pl.DataFrame, rebalances: pl.DataFrame,
-               stalls: Mapping[int, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _per_fault(
+    faults: pl.DataFrame,
+    partitions: pl.DataFrame,
+    rebalances: pl.DataFrame,
+    stalls: Mapping[int, dict[str, dict[str, Any]]],
+) -> list[dict[str, Any]]:
     columns = [
         "topic",
         "partition",

@@ -1,5 +1,6 @@
-"""Clients: every client the scenario declared is accounted for. Silence of a declared client is an answer, never an absence
-to skip (kafkatest's streams_eos verifier does its bookkeeping from what was declared, not from what was seen). Pure.
+"""Clients: every client the scenario declared is accounted for. Silence of a declared client is an answer, never an
+absence to skip (kafkatest's streams_eos verifier does its bookkeeping from what was declared, not from what was seen).
+Pure.
 
 The ``declare`` op (history.declared) lists the scenario's clients: producers, consumers (in a group or on their own),
 share consumers, transactional writers and processors, each with its first process and the pattern its later processes
@@ -28,7 +29,12 @@ from failsafe.history.model import History
 from failsafe.history.ops import Op, OpType, Role
 
 DEFAULTS: dict[str, Any] = {}
-VIOLATIONS = {"absent": Side.CONSUMERS, "never-wrote": Side.PRODUCERS, "never-assigned": Side.CONSUMERS, "never-read": Side.CONSUMERS}
+VIOLATIONS = {
+    "absent": Side.CONSUMERS,
+    "never-wrote": Side.PRODUCERS,
+    "never-assigned": Side.CONSUMERS,
+    "never-read": Side.CONSUMERS,
+}
 _WRITERS = (Role.PRODUCER, Role.TXN_WRITER)
 _EXAMPLES = 5
 
@@ -57,14 +63,33 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         topics = sorted({t for m in members for t in m["topics"] or ()})
         group = members[0]["group"]
         if role in (Role.CONSUMER, Role.PROCESSOR) and group and not _assigned(history, group, processes):
-            found["never-assigned"].append({"reader": reader, "role": role, "processes": sorted(processes), "topics": topics})
+            found["never-assigned"].append(
+                {"reader": reader, "role": role, "processes": sorted(processes), "topics": topics}
+            )
         if set(topics) & set(written) and not _read(history, role, group, processes, topics):
-            found["never-read"].append({"reader": reader, "role": role, "processes": sorted(processes), "topics": topics,
-                                        "acknowledged_writes": sum(written.get(t, 0) for t in topics)})
+            found["never-read"].append(
+                {
+                    "reader": reader,
+                    "role": role,
+                    "processes": sorted(processes),
+                    "topics": topics,
+                    "acknowledged_writes": sum(written.get(t, 0) for t in topics),
+                }
+            )
     counts = {"declared": len(declared), "readers": len(readers), **{name: len(rows) for name, rows in found.items()}}
     violations = [name for name, rows in found.items() if rows]
-    processes = {name: sorted({p for row in rows for p in row.get("processes", [row.get("process")]) if p}) for name, rows in found.items() if rows}
-    return result(not violations, counts, {name: rows[:_EXAMPLES] for name, rows in found.items()}, violations, processes=processes)
+    processes = {
+        name: sorted({p for row in rows for p in row.get("processes", [row.get("process")]) if p})
+        for name, rows in found.items()
+        if rows
+    }
+    return result(
+        not violations,
+        counts,
+        {name: rows[:_EXAMPLES] for name, rows in found.items()},
+        violations,
+        processes=processes,
+    )
 
 
 def _row(client: dict) -> dict:
@@ -72,15 +97,27 @@ def _row(client: dict) -> dict:
 
 
 def _processes_seen(history: History) -> set[str]:
-    frames = [history.sends, history.reads, history.membership, history.commits, history.client_events, history.clients, history.txns,
-              history.share_deliveries, history.share_acks]
+    frames = [
+        history.sends,
+        history.reads,
+        history.membership,
+        history.commits,
+        history.client_events,
+        history.clients,
+        history.txns,
+        history.share_deliveries,
+        history.share_acks,
+    ]
     return {p for frame in frames for p in frame["process"].drop_nulls().unique().to_list()}
 
 
 def _incarnations(client: dict, seen: set[str], named: set[str]) -> set[str]:
-    """The processes seen that are ``client``: its own name, and each that matches its pattern and is not another declared client's name."""
+    """The processes seen that are ``client``: its own name, and each that matches its pattern and is not another
+    declared client's name."""
     pattern = re.compile(client["matches"]) if client["matches"] else None
-    return {p for p in seen if p == client["process"] or (p not in named and pattern is not None and pattern.fullmatch(p))}
+    return {
+        p for p in seen if p == client["process"] or (p not in named and pattern is not None and pattern.fullmatch(p))
+    }
 
 
 def _written_topics(history: History) -> dict[str, int]:
@@ -89,7 +126,9 @@ def _written_topics(history: History) -> dict[str, int]:
 
 
 def _assigned(history: History, group: str, processes: set[str]) -> bool:
-    assigns = history.membership.filter((pl.col("f") == Op.ASSIGN) & (pl.col("group") == group) & pl.col("process").is_in(sorted(processes)))
+    assigns = history.membership.filter(
+        (pl.col("f") == Op.ASSIGN) & (pl.col("group") == group) & pl.col("process").is_in(sorted(processes))
+    )
     return assigns.height > 0
 
 

@@ -19,7 +19,8 @@ Validity = bool | Literal["unknown"]  # as results.json has it: true, false or "
 
 
 class Verdict(StrEnum):
-    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it (failsafe.errors).
+    """A run's or a checker's verdict in words, and the exit code ``failsafe run`` / ``check`` gives it
+    (failsafe.errors).
 
     KNOWN is a run's verdict only: it violated something, and every violation matched an anomaly its
     scenario declares known under a stated condition (docs/checkers.md). It is never VALID.
@@ -92,8 +93,10 @@ def read_options(options: Mapping | None, defaults: Mapping[str, Any], checker: 
             ok = isinstance(value, bool)
         elif isinstance(default, dict):
             # A number per name (e.g. a session per group).
-            ok = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-                                                    for k, v in value.items())
+            ok = isinstance(value, Mapping) and all(
+                isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                for k, v in value.items()
+            )
         elif isinstance(default, int) and not name.endswith("_ms"):
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         elif name.endswith("_ms"):
@@ -114,8 +117,13 @@ def examples(frame: pl.DataFrame, *columns: str) -> list[dict[str, Any]]:
     return picked.head(EXAMPLES_PER_ANOMALY).to_dicts()
 
 
-def result(valid: Validity, counts: Mapping[str, int], example_rows: Mapping[str, list], violations: Iterable[str] = (),
-           **fields: Any) -> CheckerResult:
+def result(
+    valid: Validity,
+    counts: Mapping[str, int],
+    example_rows: Mapping[str, list],
+    violations: Iterable[str] = (),
+    **fields: Any,
+) -> CheckerResult:
     """A checker's result; ``violations`` names the counts that made it invalid (what a known anomaly may match)."""
     violations = list(dict.fromkeys(violations))
     if violations and valid is True:
@@ -153,13 +161,15 @@ def ns_to_ms(column: str | pl.Expr) -> pl.Expr:
 
 
 def client_stops(history: History) -> pl.DataFrame:
-    """(process, stop_ns): each crash or close of a client, and each consumer fault on it that stops it (a pause-consumer
-    freezes it instead: it goes on where it was when let go)."""
+    """(process, stop_ns): each crash or close of a client, and each consumer fault on it that stops it (a
+    pause-consumer freezes it instead: it goes on where it was when let go)."""
     faults = history.faults.filter((pl.col("target") == Target.CONSUMER) & (pl.col("fault") != PAUSE_CONSUMER))
-    return pl.concat([
-        history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
-        faults.select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns")).explode("process"),
-    ])
+    return pl.concat(
+        [
+            history.client_events.select("process", pl.col("time_ns").alias("stop_ns")),
+            faults.select(pl.col("nodes").alias("process"), pl.col("start_ns").alias("stop_ns")).explode("process"),
+        ]
+    )
 
 
 def with_share_reads(history: History) -> History:
@@ -168,7 +178,10 @@ def with_share_reads(history: History) -> History:
     shared = history.share_deliveries
     if shared.height == 0:
         return history
-    columns = [pl.col(c).cast(t) if c in shared.columns else pl.lit(None, dtype=t).alias(c) for c, t in history.reads.schema.items()]
+    columns = [
+        pl.col(c).cast(t) if c in shared.columns else pl.lit(None, dtype=t).alias(c)
+        for c, t in history.reads.schema.items()
+    ]
     return replace(history, reads=pl.concat([history.reads, shared.select(columns)]))
 
 

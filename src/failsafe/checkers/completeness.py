@@ -1,11 +1,11 @@
 """Completeness: a run is judged only when it ran to its end. Pure.
 
-The engine records each phase it finished (``phase-end``): setup, warm-up, chaos, heal, recover, drain and the final read.
-A history without one of them (failsafe was killed, a crash, a history cut short, or recorded before phases ended in the
-history) says nothing about what the run would have shown after it: its verdict is UNKNOWN, never VALID, and never
-INVALID for what only the end could show. So is a history without the ``declare`` op (the clients its scenario declared,
-checkers/clients.py) and an empty history. scenarios/check.py makes the whole run UNKNOWN when this checker is not true.
-"""
+The engine records each phase it finished (``phase-end``): setup, warm-up, chaos, heal, recover, drain and the final
+read. A history without one of them (failsafe was killed, a crash, a history cut short, or recorded before phases ended
+in the history) says nothing about what the run would have shown after it: its verdict is UNKNOWN, never VALID, and
+never INVALID for what only the end could show. So is a history without the ``declare`` op (the clients its scenario
+declared, checkers/clients.py) and an empty history. scenarios/store/check.py makes the whole run UNKNOWN when this
+checker is not true."""
 
 from __future__ import annotations
 
@@ -34,7 +34,11 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     if history.op_count == 0:
         reason = "the history is empty: the run recorded nothing"
     elif missing:
-        reason = f"the run did not finish: its {missing[0]} phase never ended" + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
+        reason = f"the run did not finish: its {missing[0]} phase never ended" + (
+            f" (nor {', '.join(missing[1:])})" if missing[1:] else ""
+        )
     elif not declared:
         reason = "the history records no declare op: which clients the scenario declared is unknown"
-    return result(True if reason is None else UNKNOWN, counts, {}, [], missing=missing, **({"reason": reason} if reason else {}))
+    return result(
+        True if reason is None else UNKNOWN, counts, {}, [], missing=missing, **({"reason": reason} if reason else {})
+    )

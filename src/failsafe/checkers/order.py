@@ -24,8 +24,12 @@ from failsafe.history.model import History
 from failsafe.history.ops import Op, OpType
 
 DEFAULTS: dict[str, Any] = {}
-VIOLATIONS = {"nonmonotonic-poll": Side.CONSUMERS, "poll-skip": Side.CONSUMERS, "key-reordered": Side.CONSUMERS,
-              "nonmonotonic-send": Side.PRODUCERS}
+VIOLATIONS = {
+    "nonmonotonic-poll": Side.CONSUMERS,
+    "poll-skip": Side.CONSUMERS,
+    "key-reordered": Side.CONSUMERS,
+    "nonmonotonic-send": Side.PRODUCERS,
+}
 _PARTITION_EPOCH = ["process", "topic", "partition", "epoch_ns"]
 _POLL_EXAMPLE = ("process", "group", "topic", "partition", "poll_seq", "previous_offset", "offset")
 
@@ -34,7 +38,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     read_options(options, DEFAULTS, "order")
     # value is never needed here and is the widest column: leave it behind.
     reads = with_epochs(history.reads.drop("value").with_row_index("seq"), history.membership)
-    steps = reads.with_columns(pl.col("offset").shift(1).over(_PARTITION_EPOCH, order_by="seq").alias("previous_offset"))
+    steps = reads.with_columns(
+        pl.col("offset").shift(1).over(_PARTITION_EPOCH, order_by="seq").alias("previous_offset")
+    )
 
     backwards = steps.filter(pl.col("offset") <= pl.col("previous_offset"))
     skips = _skips_over_known(steps.filter(pl.col("offset") > pl.col("previous_offset") + 1), history)
@@ -55,15 +61,21 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "nonmonotonic-poll": examples(backwards.sort("seq"), *_POLL_EXAMPLE),
         "poll-skip": examples(skips.sort("seq"), *_POLL_EXAMPLE, "skipped_offset"),
         "key-reordered": examples(reordered.sort("seq"), *_POLL_EXAMPLE, "key"),
-        "nonmonotonic-send": examples(send_regressions, "process", "topic", "partition", "previous_id", "previous_offset", "id", "offset"),
+        "nonmonotonic-send": examples(
+            send_regressions, "process", "topic", "partition", "previous_id", "previous_offset", "id", "offset"
+        ),
     }
-    violations = [name for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send") if counts[name]]
+    violations = [
+        name for name in ("nonmonotonic-poll", "poll-skip", "key-reordered", "nonmonotonic-send") if counts[name]
+    ]
     return result(not violations, counts, example_rows, violations)
 
 
 def with_epochs(reads: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
     """reads with epoch_ns: the time of the assign the record was read under (null: no assign)."""
-    assigns = membership.filter(pl.col("f") == Op.ASSIGN).select("process", "topic", "partition", pl.col("time_ns").alias("epoch_ns"))
+    assigns = membership.filter(pl.col("f") == Op.ASSIGN).select(
+        "process", "topic", "partition", pl.col("time_ns").alias("epoch_ns")
+    )
     if assigns.height == 0:
         return reads.with_columns(pl.lit(None, dtype=pl.Int64).alias("epoch_ns"))
     # One process writes its polls and assigns in time order, so each by-group is sorted.
@@ -85,7 +97,9 @@ def _skips_over_known(jumps: pl.DataFrame, history: History) -> pl.DataFrame:
     if jumps.height == 0:
         return jumps.with_columns(pl.lit(None, dtype=pl.Int64).alias("skipped_offset"))
     partitions = jumps.select("topic", "partition").unique()
-    known = pl.concat([history.reads.select("topic", "partition", "offset"), history.log.select("topic", "partition", "offset")])
+    known = pl.concat(
+        [history.reads.select("topic", "partition", "offset"), history.log.select("topic", "partition", "offset")]
+    )
     known = known.join(partitions, on=["topic", "partition"], how="semi").unique().sort("offset")
     located = jumps.with_columns((pl.col("previous_offset") + 1).alias("after")).sort("after")
     located = located.join_asof(
@@ -109,7 +123,9 @@ def _keys_reordered(reads: pl.DataFrame, backwards: pl.DataFrame) -> pl.DataFram
     if epochs.height == 0:
         return backwards.with_columns(pl.lit(None, dtype=pl.String).alias("key")).head(0)
     suspects = reads.filter(pl.col("key").is_not_null()).join(epochs, on=_PARTITION_EPOCH, how="semi", nulls_equal=True)
-    suspects = suspects.with_columns(pl.col("offset").shift(1).over([*_PARTITION_EPOCH, "key"], order_by="seq").alias("previous_offset"))
+    suspects = suspects.with_columns(
+        pl.col("offset").shift(1).over([*_PARTITION_EPOCH, "key"], order_by="seq").alias("previous_offset")
+    )
     return suspects.filter(pl.col("offset") <= pl.col("previous_offset"))
 
 
@@ -120,7 +136,9 @@ def non_idempotent(history: History) -> set[str]:
 
 def _nonmonotonic_sends(sends: pl.DataFrame) -> pl.DataFrame:
     """Acknowledged offsets that do not grow with the invoke id, per producer and partition."""
-    acked = sends.select("process", "topic", "partition", "id", "offset", "outcome").filter((pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null())
+    acked = sends.select("process", "topic", "partition", "id", "offset", "outcome").filter(
+        (pl.col("outcome") == OpType.OK) & pl.col("offset").is_not_null()
+    )
     keys = ["process", "topic", "partition"]
     steps = acked.select(*keys, "id", "offset").with_columns(
         pl.col("offset").shift(1).over(keys, order_by="id").alias("previous_offset"),

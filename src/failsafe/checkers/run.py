@@ -1,4 +1,5 @@
-"""The checkers, what each can report, and running them over one history (a checker that raises is reported, never propagated).
+"""The checkers, what each can report, and running them over one history (a checker that raises is reported, never
+propagated).
 
 Each checker module declares its options (``DEFAULTS``) and the violations it can report with
 whose behaviour each is about (``VIOLATIONS``: name -> Side). Scenarios are validated against
@@ -16,16 +17,16 @@ import failsafe.checkers.availability as availability
 import failsafe.checkers.clients as clients
 import failsafe.checkers.completeness as completeness
 import failsafe.checkers.delivery as delivery
-import failsafe.checkers.dr as dr
+import failsafe.checkers.dr.failover as dr
 import failsafe.checkers.durability as durability
-import failsafe.checkers.enriched as enriched
 import failsafe.checkers.order as order
-import failsafe.checkers.pipeline_run as pipeline_run
+import failsafe.checkers.pipeline.enriched as enriched
+import failsafe.checkers.pipeline.judgeable as pipeline_run
+import failsafe.checkers.pipeline.sales as sales
 import failsafe.checkers.rebalance as rebalance
-import failsafe.checkers.sales as sales
 import failsafe.checkers.semantics as semantics
-import failsafe.checkers.share as share
-import failsafe.checkers.transactions as transactions
+import failsafe.checkers.share.deliveries as share
+import failsafe.checkers.txn.transactions as transactions
 from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
 from failsafe.history.model import History
 
@@ -42,26 +43,29 @@ class CheckerInfo:
     check_options: Callable[[Mapping], None] | None = None
 
 
-CHECKERS: dict[str, CheckerInfo] = {info.name: info for info in (
-    CheckerInfo("completeness", completeness.check, completeness.DEFAULTS, completeness.VIOLATIONS),
-    CheckerInfo("durability", durability.check, durability.DEFAULTS, durability.VIOLATIONS),
-    CheckerInfo("clients", clients.check, clients.DEFAULTS, clients.VIOLATIONS),
-    CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
-    CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
-    CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
-    CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
-    CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
-    CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
-    CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
-    CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
-    CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
-    CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS),
-    CheckerInfo("share", share.check, share.DEFAULTS, share.VIOLATIONS),
-)}
+CHECKERS: dict[str, CheckerInfo] = {
+    info.name: info
+    for info in (
+        CheckerInfo("completeness", completeness.check, completeness.DEFAULTS, completeness.VIOLATIONS),
+        CheckerInfo("durability", durability.check, durability.DEFAULTS, durability.VIOLATIONS),
+        CheckerInfo("clients", clients.check, clients.DEFAULTS, clients.VIOLATIONS),
+        CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
+        CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
+        CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
+        CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
+        CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
+        CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
+        CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
+        CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
+        CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
+        CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS),
+        CheckerInfo("share", share.check, share.DEFAULTS, share.VIOLATIONS),
+    )
+}
 
-# The checkers every run of every kind is judged by, before its kind's own: a kind adds checkers, it never removes these.
-# completeness: the run ran to its end (else the run is UNKNOWN); durability: every acknowledged write is in the final read;
-# clients: every client the scenario declared showed up, wrote or read.
+# The checkers every run of every kind is judged by, before its kind's own: a kind adds checkers, it never removes
+# these. completeness: the run ran to its end (else the run is UNKNOWN); durability: every acknowledged write is in the
+# final read; clients: every client the scenario declared showed up, wrote or read.
 ALWAYS: tuple[str, ...] = ("completeness", "durability", "clients")
 
 # Every kind of loss of an acknowledged write, as CHECKER.VIOLATION, and a partition that never came back: the one
@@ -82,7 +86,8 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "pipeline.never-recovered",
     "dr.never-recovered",
     "transactions.lost-write",
-    "transactions.torn-transaction",  # a transaction half in the log: of a committed one, a write its commit covered is gone
+    # a transaction half in the log: of a committed one, a write its commit covered is gone
+    "transactions.torn-transaction",
     "enriched.missing",
     "share.lost",
 )
@@ -110,13 +115,17 @@ def with_always(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*ALWAYS, *names]))
 
 
-def run_checkers(history: History, options_by_checker: Mapping[str, Mapping] | None, names: Sequence[str]) -> dict[str, CheckerResult]:
+def run_checkers(
+    history: History, options_by_checker: Mapping[str, Mapping] | None, names: Sequence[str]
+) -> dict[str, CheckerResult]:
     """Each checker's result: those ALWAYS run first, then the named ones in the order given."""
     names = with_always(names)
     options_by_checker = options_by_checker or {}
     unknown = [n for n in names if n not in CHECKERS or CHECKERS[n].check is None]
     if unknown:
-        raise ValueError(f"no checker of the history named {unknown}; known: {[n for n, c in CHECKERS.items() if c.check]}")
+        raise ValueError(
+            f"no checker of the history named {unknown}; known: {[n for n, c in CHECKERS.items() if c.check]}"
+        )
     results: dict[str, CheckerResult] = {}
     for name in names:
         try:

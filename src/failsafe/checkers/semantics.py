@@ -27,7 +27,16 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, Validity, examples, read_options, result, unread_writes
+from failsafe.checkers.common import (
+    UNKNOWN,
+    CheckerResult,
+    Side,
+    Validity,
+    examples,
+    read_options,
+    result,
+    unread_writes,
+)
 from failsafe.checkers.evidence import allowed_loss, bound_ns, clock_bounds, lossy_writers
 from failsafe.checkers.group_protocol import DEFAULT_SESSION_MS, group_sessions_ms
 from failsafe.checkers.keys import IDENTITY, distinct, having_keys, key
@@ -53,14 +62,25 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     tolerated = handovers.filter(pl.col("rebalance_between").eq_missing(True))
     undecided = handovers.filter(pl.col("rebalance_between").is_null())
     double_positions = double.select(_POSITION).unique()
-    tolerated_positions = tolerated.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
-    undecided_positions = undecided.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True) \
+    tolerated_positions = (
+        tolerated.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
+    )
+    undecided_positions = (
+        undecided.select(_POSITION)
+        .unique()
+        .join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
         .join(tolerated_positions, on=_POSITION, how="anti", nulls_equal=True)
-    stale_positions = stale.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
+    )
+    stale_positions = (
+        stale.select(_POSITION).unique().join(double_positions, on=_POSITION, how="anti", nulls_equal=True)
+    )
 
     lossy = lossy_writers(history)
-    declared_topics = {row["group"]: row["topics"] or [] for row in history.declared.filter(pl.col("role") == Role.CONSUMER).to_dicts()
-                       if row["group"]}
+    declared_topics = {
+        row["group"]: row["topics"] or []
+        for row in history.declared.filter(pl.col("role") == Role.CONSUMER).to_dicts()
+        if row["group"]
+    }
     missing_allowed = 0
     missing_by_group: dict[str, int] = {}
     missing_examples: list[dict[str, Any]] = []
@@ -68,14 +88,32 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     acked = acked.filter((pl.col("outcome") == OpType.OK) & pl.col("value").is_not_null()).with_columns(key(IDENTITY))
     for group in groups:
         reads = group_reads.filter(pl.col("group") == group)
-        topics = pl.concat([reads["topic"].unique(), history.membership.filter(pl.col("group") == group)["topic"],
-                            pl.Series("topic", declared_topics.get(group, []), dtype=pl.String)]).unique().to_frame()
+        topics = (
+            pl.concat(
+                [
+                    reads["topic"].unique(),
+                    history.membership.filter(pl.col("group") == group)["topic"],
+                    pl.Series("topic", declared_topics.get(group, []), dtype=pl.String),
+                ]
+            )
+            .unique()
+            .to_frame()
+        )
         expected = acked.filter(pl.col("topic").is_in(topics["topic"].implode())) if topics.height else acked
         missing = unread_writes(expected, reads)
         missing_by_group[group] = missing.height
         missing_allowed += missing.filter(allowed_loss(lossy)).height
         if len(missing_examples) < 5:
-            missing_examples += examples(missing.with_columns(pl.lit(group).alias("group")), "group", "id", "process", "topic", "partition", "offset", "value")
+            missing_examples += examples(
+                missing.with_columns(pl.lit(group).alias("group")),
+                "group",
+                "id",
+                "process",
+                "topic",
+                "partition",
+                "offset",
+                "value",
+            )
 
     n_missing = sum(missing_by_group.values())
     counts = {
@@ -96,22 +134,35 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "double-delivery-undecided": examples(undecided.sort("time_ns", *_POSITION, "process"), *example_columns),
         "missing": missing_examples[:5],
     }
-    violations = [name for name, bad in (("double-delivery", double_positions.height), ("stale-delivery", stale_positions.height),
-                                         ("missing", n_missing > missing_allowed)) if bad]
+    violations = [
+        name
+        for name, bad in (
+            ("double-delivery", double_positions.height),
+            ("stale-delivery", stale_positions.height),
+            ("missing", n_missing > missing_allowed),
+        )
+        if bad
+    ]
     valid: Validity = False if violations else UNKNOWN if undecided_positions.height else True
     # The members that showed a stale delivery: a known entry's condition is checked against them (scenarios/known.py).
     processes = {"stale-delivery": sorted(set(stale["process"].to_list()))} if stale.height else {}
-    return result(valid, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group, processes=processes)
+    return result(
+        valid, counts, example_rows, violations, groups=groups, missing_by_group=missing_by_group, processes=processes
+    )
 
 
 def _groups(history: History) -> list[str]:
     """Every consumer group the scenario declared, and every group seen reading or rebalancing."""
     declared = history.declared.filter(pl.col("role").is_in([Role.CONSUMER])).select("group")
-    seen = pl.concat([history.reads.select("group"), history.membership.select("group"), declared]).drop_nulls().unique()
+    seen = (
+        pl.concat([history.reads.select("group"), history.membership.select("group"), declared]).drop_nulls().unique()
+    )
     return sorted(seen["group"].to_list())
 
 
-def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict[str, int] | None = None) -> pl.DataFrame:
+def _handovers(
+    group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict[str, int] | None = None
+) -> pl.DataFrame:
     """Each time a record reached another member of its group than the last one that had it.
 
     rebalance_between: true when a member of the group was assigned or revoked that record's partition certainly between
@@ -126,8 +177,9 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict
         return _empty_handovers()
     suspects = keyed.unique(subset="gpp").filter(pl.col("gp").is_duplicated())["gp"].unique()
     reread = having_keys(group_reads, _POSITION, suspects)
-    # Every read of the record in time order (two at the same nanosecond in name order, the same at every check): each change
-    # of member is a handover, from the previous member's last read before it (A, B, then A again is two handovers).
+    # Every read of the record in time order (two at the same nanosecond in name order, the same at every check): each
+    # change of member is a handover, from the previous member's last read before it (A, B, then A again is two
+    # handovers).
     reads = reread.select(*_POSITION, "process", "time_ns").unique().sort("time_ns", "process")
     reads = reads.filter(pl.col("process").n_unique().over(_POSITION) > 1)
     pairs = reads.with_columns(
@@ -136,40 +188,75 @@ def _handovers(group_reads: pl.DataFrame, membership: pl.DataFrame, bounds: dict
     ).filter(pl.col("previous_process").is_not_null() & (pl.col("previous_process") != pl.col("process")))
     if pairs.height == 0:
         return _empty_handovers()
-    events = membership.filter(pl.col("group").is_not_null()).select("group", "topic", "partition", pl.col("process").alias("event_process"),
-                                                                     pl.col("time_ns").alias("event_ns")).unique()
+    events = (
+        membership.filter(pl.col("group").is_not_null())
+        .select(
+            "group", "topic", "partition", pl.col("process").alias("event_process"), pl.col("time_ns").alias("event_ns")
+        )
+        .unique()
+    )
     pairs = pairs.with_row_index("_pair")
     joined = pairs.join(events, on=["group", "topic", "partition"], how="left").with_columns(
         (bound_ns("previous_process", bounds) + bound_ns("event_process", bounds)).alias("_before_ns"),
-        (bound_ns("process", bounds) + bound_ns("event_process", bounds)).alias("_after_ns"))
+        (bound_ns("process", bounds) + bound_ns("event_process", bounds)).alias("_after_ns"),
+    )
     event = pl.col("event_ns")
-    certain = (event - pl.col("_before_ns") >= pl.col("previous_ns")) & (event + pl.col("_after_ns") <= pl.col("time_ns"))
-    possible = (event + pl.col("_before_ns") >= pl.col("previous_ns")) & (event - pl.col("_after_ns") <= pl.col("time_ns"))
-    decided = joined.group_by("_pair").agg(certain.fill_null(False).any().alias("_certain"), possible.fill_null(False).any().alias("_possible"))
+    certain = (event - pl.col("_before_ns") >= pl.col("previous_ns")) & (
+        event + pl.col("_after_ns") <= pl.col("time_ns")
+    )
+    possible = (event + pl.col("_before_ns") >= pl.col("previous_ns")) & (
+        event - pl.col("_after_ns") <= pl.col("time_ns")
+    )
+    decided = joined.group_by("_pair").agg(
+        certain.fill_null(False).any().alias("_certain"), possible.fill_null(False).any().alias("_possible")
+    )
     pairs = pairs.join(decided, on="_pair", how="left").sort("_pair")
     between = pl.when(pl.col("_certain")).then(True).when(pl.col("_possible")).then(None).otherwise(False)
-    return pairs.with_columns(between.cast(pl.Boolean).alias("rebalance_between")).drop("_pair", "_certain", "_possible")
+    return pairs.with_columns(between.cast(pl.Boolean).alias("rebalance_between")).drop(
+        "_pair", "_certain", "_possible"
+    )
 
 
 def _stale(handovers: pl.DataFrame, history: History) -> pl.DataFrame:
-    """``stale`` (and ``lost_ns``) on each handover not certainly across a rebalance: true when the reading member's next
-    assign or revoke of that partition after the read is its own revoke with ``lost``, within one session of the read."""
+    """``stale`` (and ``lost_ns``) on each handover not certainly across a rebalance: true when the reading member's
+    next assign or revoke of that partition after the read is its own revoke with ``lost``, within one session of the
+    read."""
     suspect = handovers.filter(~pl.col("rebalance_between").eq_missing(True)).with_row_index("_h")
     events = history.membership.filter(pl.col("group").is_not_null()).select(
-        "group", "topic", "partition", "process", pl.col("time_ns").alias("event_ns"), pl.col("f").alias("event_f"),
-        pl.col("lost").fill_null(False).alias("event_lost"))
+        "group",
+        "topic",
+        "partition",
+        "process",
+        pl.col("time_ns").alias("event_ns"),
+        pl.col("f").alias("event_f"),
+        pl.col("lost").fill_null(False).alias("event_lost"),
+    )
     sessions = group_sessions_ms(history)
     session_ns = pl.col("group").replace_strict(sessions, default=DEFAULT_SESSION_MS, return_dtype=pl.Float64) * _MS
     # Ties at one nanosecond: the read came first (the woken member's poll, then its callback, in one thread).
-    following = suspect.join(events, on=["group", "topic", "partition", "process"], how="inner") \
-        .filter(pl.col("event_ns") >= pl.col("time_ns")).sort("event_ns").group_by("_h").first()
-    stale_rows = following.filter((pl.col("event_f") == Op.REVOKE) & pl.col("event_lost")
-                                  & (pl.col("event_ns") - pl.col("time_ns") <= session_ns)).select("_h", pl.col("event_ns").alias("lost_ns"))
-    marked = suspect.join(stale_rows, on="_h", how="left").with_columns(pl.col("lost_ns").is_not_null().alias("stale")).drop("_h")
-    settled = handovers.filter(pl.col("rebalance_between").eq_missing(True)).with_columns(pl.lit(None, pl.Int64).alias("lost_ns"),
-                                                                                            pl.lit(False).alias("stale"))
-    return pl.concat([settled, marked.select(settled.columns)]) if handovers.height else \
-        handovers.with_columns(pl.lit(None, pl.Int64).alias("lost_ns"), pl.lit(False).alias("stale"))
+    following = (
+        suspect.join(events, on=["group", "topic", "partition", "process"], how="inner")
+        .filter(pl.col("event_ns") >= pl.col("time_ns"))
+        .sort("event_ns")
+        .group_by("_h")
+        .first()
+    )
+    stale_rows = following.filter(
+        (pl.col("event_f") == Op.REVOKE) & pl.col("event_lost") & (pl.col("event_ns") - pl.col("time_ns") <= session_ns)
+    ).select("_h", pl.col("event_ns").alias("lost_ns"))
+    marked = (
+        suspect.join(stale_rows, on="_h", how="left")
+        .with_columns(pl.col("lost_ns").is_not_null().alias("stale"))
+        .drop("_h")
+    )
+    settled = handovers.filter(pl.col("rebalance_between").eq_missing(True)).with_columns(
+        pl.lit(None, pl.Int64).alias("lost_ns"), pl.lit(False).alias("stale")
+    )
+    return (
+        pl.concat([settled, marked.select(settled.columns)])
+        if handovers.height
+        else handovers.with_columns(pl.lit(None, pl.Int64).alias("lost_ns"), pl.lit(False).alias("stale"))
+    )
 
 
 def _empty_handovers() -> pl.DataFrame:

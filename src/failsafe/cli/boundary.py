@@ -50,7 +50,11 @@ def describe(e: BaseException) -> tuple[str, int, bool]:
         return str(e), EXIT_NOT_CARRIED_OUT, True
     if isinstance(e, TimeoutError):
         # A client library's bare timeout that no layer below named.
-        return f"a request timed out{': ' + str(e) if str(e) else ''} (is the cluster up? see 'failsafe status')", EXIT_NOT_CARRIED_OUT, True
+        return (
+            f"a request timed out{': ' + str(e) if str(e) else ''} (is the cluster up? see 'failsafe status')",
+            EXIT_NOT_CARRIED_OUT,
+            True,
+        )
     if isinstance(e, OSError):
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         code = EXIT_USAGE if e.errno in _USER_PATH_ERRNOS and e.filename else EXIT_NOT_CARRIED_OUT
@@ -59,7 +63,8 @@ def describe(e: BaseException) -> tuple[str, int, bool]:
 
 
 def report(e: BaseException) -> int:
-    """Print ``e`` as one line (with the path of its traceback's log when it is not a user error); return its exit code."""
+    """Print ``e`` as one line (with the path of its traceback's log when it is not a user error); return its exit
+    code."""
     line, code, logged = describe(e)
     if logged:
         path = write_traceback(e)

@@ -1,4 +1,5 @@
-"""campaign and shrink: randomized fault schedules over many runs on one cluster, and the smallest one that still fails."""
+"""campaign and shrink: randomized fault schedules over many runs on one cluster, and the smallest one that still
+fails."""
 
 from __future__ import annotations
 
@@ -36,27 +37,76 @@ def _seconds(value: str | None) -> float | None:
 
 
 @click.command("campaign")
-@click.option("--faults", default=None, metavar="F1,F2,...",
-              help="Fault types to draw from [default: every type campaigns draw; see docs/campaigns.md].")
+@click.option(
+    "--faults",
+    default=None,
+    metavar="F1,F2,...",
+    help="Fault types to draw from [default: every type campaigns draw; see docs/campaigns.md].",
+)
 @click.option("--runs", type=click.IntRange(1, 100000), default=10, show_default=True, help="How many runs.")
-@click.option("--first-run", type=click.IntRange(0, 100000), default=0, show_default=True,
-              help="The index of the first run: go on with a seed's schedules where an earlier campaign of it stopped.")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
-              help="The seed every schedule is drawn from; the same seed draws the same schedules [default: from the clock, printed].")
-@click.option("--duration-s", type=click.FloatRange(3, 3600), default=20.0, show_default=True, help="Each run's chaos phase, in seconds.")
-@click.option("--workload", default="acks-all", show_default=True,
-              help="A campaign workload (acks-all, client-matrix, transactions) or a lab or txn scenario file without [[faults]].")
-@click.option("--envelope", type=click.Choice(ENVELOPES), default="safe", show_default=True,
-              help="safe: never more brokers away than replication.factor - min.insync.replicas, nor a controller majority; "
-                   "anything-goes: no bound (safety checks only).")
+@click.option(
+    "--first-run",
+    type=click.IntRange(0, 100000),
+    default=0,
+    show_default=True,
+    help="The index of the first run: go on with a seed's schedules where an earlier campaign of it stopped.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=None,
+    help="The seed every schedule is drawn from; the same seed draws the same schedules [default: from the clock, "
+    "printed].",
+)
+@click.option(
+    "--duration-s",
+    type=click.FloatRange(3, 3600),
+    default=20.0,
+    show_default=True,
+    help="Each run's chaos phase, in seconds.",
+)
+@click.option(
+    "--workload",
+    default="acks-all",
+    show_default=True,
+    help="A campaign workload (acks-all, client-matrix, transactions) or a lab or txn scenario file without "
+    "[[faults]].",
+)
+@click.option(
+    "--envelope",
+    type=click.Choice(ENVELOPES),
+    default="safe",
+    show_default=True,
+    help="safe: never more brokers away than replication.factor - min.insync.replicas, nor a controller majority; "
+    "anything-goes: no bound (safety checks only).",
+)
 @click.option("--stop-on-invalid", is_flag=True, help="Stop after the first INVALID run.")
-@click.option("--max-time", default=None, metavar="SECONDS|45m|2h", help="Start no run that would end past this budget.")
+@click.option(
+    "--max-time", default=None, metavar="SECONDS|45m|2h", help="Start no run that would end past this budget."
+)
 @dir_option
 @site_options("the campaign")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the campaign's directory goes [default: DIR/campaigns].")
-def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | None, duration_s: float, workload: str, envelope: str, stop_on_invalid: bool,
-                     max_time: str | None, cluster_dir: Path | None, site: SiteOptions, out_dir: Path | None) -> int:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the campaign's directory goes [default: DIR/campaigns].",
+)
+def campaign_command(
+    faults: str | None,
+    runs: int,
+    first_run: int,
+    seed: int | None,
+    duration_s: float,
+    workload: str,
+    envelope: str,
+    stop_on_invalid: bool,
+    max_time: str | None,
+    cluster_dir: Path | None,
+    site: SiteOptions,
+    out_dir: Path | None,
+) -> int:
     """Run randomized fault schedules on one cluster and judge every run.
 
     Each run draws its faults (type, aim by role, start, duration) from --seed, within the envelope,
@@ -67,20 +117,49 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
     from failsafe.campaigns.nemesis import Envelope
     from failsafe.campaigns.plan import Plan
     from failsafe.campaigns.runner import Campaign, Ready, exit_code
-    from failsafe.scenarios.sites import open_site
+    from failsafe.scenarios.engine.sites import open_site
 
     budget = _seconds(max_time)
     plan = Plan.make(workload, _faults(faults), Envelope(envelope), duration_s)
     seed = seed if seed is not None else time.time_ns() % 1_000_000
     root = writable(resolve_dir(cluster_dir), "--dir")
-    directory = writable(out_dir or root / "campaigns", "--out") / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    command = shlex.join(["failsafe", "campaign", "--workload", workload, "--faults", ",".join(plan.nemesis.faults), "--runs", str(runs),
-                          *(("--first-run", str(first_run)) if first_run else ()), "--seed", str(seed), "--duration-s", f"{duration_s:g}",
-                          "--envelope", envelope])
-    settings = {"seed": seed, "workload": plan.workload, "faults": list(plan.nemesis.faults), "envelope": envelope,
-                "limits": {"brokers": plan.nemesis.limits.brokers, "controllers": plan.nemesis.limits.controllers},
-                "duration_s": duration_s, "runs": runs, "first_run": first_run, "stop_on_invalid": stop_on_invalid, "max_time_s": budget, "command": command,
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    directory = (
+        writable(out_dir or root / "campaigns", "--out")
+        / f"{plan.workload}-s{seed}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    )
+    command = shlex.join(
+        [
+            "failsafe",
+            "campaign",
+            "--workload",
+            workload,
+            "--faults",
+            ",".join(plan.nemesis.faults),
+            "--runs",
+            str(runs),
+            *(("--first-run", str(first_run)) if first_run else ()),
+            "--seed",
+            str(seed),
+            "--duration-s",
+            f"{duration_s:g}",
+            "--envelope",
+            envelope,
+        ]
+    )
+    settings = {
+        "seed": seed,
+        "workload": plan.workload,
+        "faults": list(plan.nemesis.faults),
+        "envelope": envelope,
+        "limits": {"brokers": plan.nemesis.limits.brokers, "controllers": plan.nemesis.limits.controllers},
+        "duration_s": duration_s,
+        "runs": runs,
+        "first_run": first_run,
+        "stop_on_invalid": stop_on_invalid,
+        "max_time_s": budget,
+        "command": command,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     started = time.monotonic()
 
     def event(message: str) -> None:
@@ -88,13 +167,18 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
 
     stdout.print(f"campaign: {directory}\nseed {seed}: {command}")
     campaign = Campaign(plan, directory, seed, runs, settings, stop_on_invalid, budget, first_run)
-    with stderr.status("preparing") as status, open_site([plan.scenario], root, event, site) as (cluster, clusters, facts):
+    with (
+        stderr.status("preparing") as status,
+        open_site([plan.scenario], root, event, site) as (cluster, clusters, facts),
+    ):
         settings["cluster"] = facts
 
         def progress(record: dict, eta: str) -> None:
             anomalies = ", ".join(f"{k} {v}" for k, v in record["anomalies"].items()) or "no anomaly"
-            stdout.print(f"run {record['run']:>3} [bold]{record['verdict']:<7}[/] {record['wall_s']:5.1f}s "
-                         f"(overhead {record['overhead_s']:.1f}s) {len(record['schedule']['faults'])} faults · {anomalies}")
+            stdout.print(
+                f"run {record['run']:>3} [bold]{record['verdict']:<7}[/] {record['wall_s']:5.1f}s "
+                f"(overhead {record['overhead_s']:.1f}s) {len(record['schedule']['faults'])} faults · {anomalies}"
+            )
             status.update(f"campaign · {eta}")
 
         def update(message: str) -> None:
@@ -108,14 +192,43 @@ def campaign_command(faults: str | None, runs: int, first_run: int, seed: int | 
 
 @click.command("shrink")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--anomaly", default=None, metavar="CHECKER.ANOMALY", help="The anomaly kind to keep [default: a loss if the run had one, else its first].")
-@click.option("--tries", type=click.IntRange(1, 100), default=3, show_default=True, help="Runs of each candidate before it counts as not reproducing.")
-@click.option("--max-runs", type=click.IntRange(0, 10000), default=60, show_default=True, help="At most this many runs of candidates.")
-@click.option("--confirm", type=click.IntRange(0, 100), default=None, help="Runs of the smallest schedule at the end [default: --tries].")
+@click.option(
+    "--anomaly",
+    default=None,
+    metavar="CHECKER.ANOMALY",
+    help="The anomaly kind to keep [default: a loss if the run had one, else its first].",
+)
+@click.option(
+    "--tries",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Runs of each candidate before it counts as not reproducing.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(0, 10000),
+    default=60,
+    show_default=True,
+    help="At most this many runs of candidates.",
+)
+@click.option(
+    "--confirm",
+    type=click.IntRange(0, 100),
+    default=None,
+    help="Runs of the smallest schedule at the end [default: --tries].",
+)
 @dir_option
 @site_options("shrink")
-def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int, confirm: int | None, cluster_dir: Path | None,
-                   site: SiteOptions) -> int:
+def shrink_command(
+    run_dir: Path,
+    anomaly: str | None,
+    tries: int,
+    max_runs: int,
+    confirm: int | None,
+    cluster_dir: Path | None,
+    site: SiteOptions,
+) -> int:
     """Find a smaller schedule that still shows a campaign run's anomaly (docs/campaigns.md, "Shrinking").
 
     Drops faults, shortens them, moves them earlier and cuts the chaos phase, running each candidate up
@@ -127,7 +240,7 @@ def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int
     from failsafe.campaigns.reproduce import Failed
     from failsafe.campaigns.runner import Ready
     from failsafe.campaigns.shrink import shrink
-    from failsafe.scenarios.sites import open_site
+    from failsafe.scenarios.engine.sites import open_site
 
     failed = Failed.open(run_dir, anomaly)
     root = resolve_dir(cluster_dir)
@@ -137,11 +250,21 @@ def shrink_command(run_dir: Path, anomaly: str | None, tries: int, max_runs: int
     def event(message: str) -> None:
         stderr.print(f"[dim]{time.monotonic() - started:7.1f}s[/] {message}")
 
-    stdout.print(f"shrinking {run_dir} ({failed.anomaly}): {len(failed.schedule.faults)} faults, chaos {failed.schedule.chaos_s:g}s")
+    stdout.print(
+        f"shrinking {run_dir} ({failed.anomaly}): {len(failed.schedule.faults)} faults, chaos "
+        f"{failed.schedule.chaos_s:g}s"
+    )
     with stderr.status("preparing") as status, open_site([scenario], root, event, site) as (cluster, clusters, facts):
         ready = Ready(cluster, facts, clusters, status.update, event)
-        result = shrink(failed.schedule, failed.attempt(ready), tries=tries, max_runs=max_runs, confirm=confirm, progress=stdout.print,
-                        on_step=lambda step: stdout.print(f"[bold]accepted[/]: {step.move} {step.detail} -> {failed.keep(step)}"))
+        result = shrink(
+            failed.schedule,
+            failed.attempt(ready),
+            tries=tries,
+            max_runs=max_runs,
+            confirm=confirm,
+            progress=stdout.print,
+            on_step=lambda step: stdout.print(f"[bold]accepted[/]: {step.move} {step.detail} -> {failed.keep(step)}"),
+        )
     path = failed.write_result(result)
     for line in result.summary():
         stdout.print(line)

@@ -7,13 +7,18 @@ from pathlib import Path
 import click
 
 from failsafe.cli.options import dir_option, resolve_dir, stderr
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.topology.lifecycle import Cluster
 
 
 @click.command("console")
 @dir_option
-@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
-              help="Port on 127.0.0.1 (0: any free port). The console never listens on another interface.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port). The console never listens on another interface.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the URL in the default browser.")
 def console_command(cluster_dir: Path | None, port: int, open_browser: bool) -> None:
     """Serve a live web console of the cluster on 127.0.0.1, until Ctrl-C.
@@ -28,7 +33,11 @@ def console_command(cluster_dir: Path | None, port: int, open_browser: bool) -> 
     cluster = Cluster.open(root)
 
     def announce(url: str) -> None:
-        stderr.print(f"failsafe console for the cluster at {root} ({cluster.spec.mode}, Kafka {cluster.spec.kafka_version}); Ctrl-C stops it", soft_wrap=True)
+        stderr.print(
+            f"failsafe console for the cluster at {root} ({cluster.spec.mode}, Kafka "
+            f"{cluster.spec.kafka_version}); Ctrl-C stops it",
+            soft_wrap=True,
+        )
         click.echo(url)
 
     try:

@@ -21,15 +21,18 @@ def explain_command(run_dir: Path, value: str | None, as_json: bool) -> int:
     results.json is missing.
     """
     # Checkers load polars: imported here so other commands start fast.
-    from failsafe.checkers.explain import explain
-    from failsafe.scenarios.client_logs import cite
-    from failsafe.scenarios.stored import checked_run
+    from failsafe.checkers.explain.sentences import explain
+    from failsafe.scenarios.observers.client_logs import cite
+    from failsafe.scenarios.store.stored import checked_run
 
     rd, results, history, _ = checked_run(run_dir)
     explanations = cite(explain(history, results), rd.path)
     if value is not None:
         if not (history.sends["value"] == value).any():
-            raise UserError(f"no write of value {value!r} in {run_dir}: pass a value a producer of this run sent (e.g. producer-0:12)")
+            raise UserError(
+                f"no write of value {value!r} in {run_dir}: pass a value a producer of this run sent (e.g. "
+                f"producer-0:12)"
+            )
         explanations = [e for e in explanations if e.get("value") == value or value in (e.get("values") or [])]
     if as_json:
         click.echo(json.dumps(explanations, indent=2, default=str))

@@ -26,17 +26,33 @@ def hosts() -> None:
 
 
 def inventory_options(f):
-    f = click.option("--hosts", "hosts_list", default=None, metavar="[USER@]ADDR[:PORT],...",
-                     help="The hosts, instead of an inventory file (each a broker and controller).")(f)
-    f = click.option("--inventory", "inventory_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="hosts.toml: addresses, SSH user and key, roles, racks (docs/hosts.md).")(f)
+    f = click.option(
+        "--hosts",
+        "hosts_list",
+        default=None,
+        metavar="[USER@]ADDR[:PORT],...",
+        help="The hosts, instead of an inventory file (each a broker and controller).",
+    )(f)
+    f = click.option(
+        "--inventory",
+        "inventory_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="hosts.toml: addresses, SSH user and key, roles, racks (docs/hosts.md).",
+    )(f)
     f = click.option("--user", default=None, help="SSH user for --hosts [default: root].")(f)
-    f = click.option("--key", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="SSH private key for --hosts [default: the SSH agent's and ~/.ssh's].")(f)
+    f = click.option(
+        "--key",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="SSH private key for --hosts [default: the SSH agent's and ~/.ssh's].",
+    )(f)
     return f
 
 
-def load_inventory(inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None) -> inventory.Inventory:
+def load_inventory(
+    inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None
+) -> inventory.Inventory:
     if (inventory_file is None) == (hosts_list is None):
         raise UserError("say which hosts: --inventory hosts.toml or --hosts a,b,c (one of them)")
     if inventory_file is not None:
@@ -49,11 +65,22 @@ def load_inventory(inventory_file: Path | None, hosts_list: str | None, user: st
 @hosts.command("check")
 @inventory_options
 @click.option("--network-faults", is_flag=True, help="Also require what network faults need there (root, nftables).")
-@click.option("--disk-layers", is_flag=True, help="Also require what disk layers need there (--volatile-disks, power loss: root, "
-                                                  "/dev/fuse, libfuse 3, fusermount3, python3).")
+@click.option(
+    "--disk-layers",
+    is_flag=True,
+    help="Also require what disk layers need there (--volatile-disks, power loss: root, "
+    "/dev/fuse, libfuse 3, fusermount3, python3).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def check_command(inventory_file: Path | None, hosts_list: str | None, user: str | None, key: Path | None, network_faults: bool,
-                  disk_layers: bool, as_json: bool) -> None:
+def check_command(
+    inventory_file: Path | None,
+    hosts_list: str | None,
+    user: str | None,
+    key: Path | None,
+    network_faults: bool,
+    disk_layers: bool,
+    as_json: bool,
+) -> None:
     """Connect to every host and say what it has: kernel, Java, root, nftables, disk, clock offset. Exits 2 when a host
     cannot be reached or lacks what failsafe needs there, naming the host and what is missing."""
     from failsafe.hosts import probe  # SSH's library: loaded by the commands that connect only
@@ -75,8 +102,18 @@ def check_command(inventory_file: Path | None, hosts_list: str | None, user: str
         results = list(pool.map(one, inv.hosts))
     found = [line for _, _, lines in results for line in lines]
     if as_json:
-        click.echo(json.dumps({"inventory": inv.source, "hosts": [
-            {"name": h.name, "facts": f.to_json() if f else None, "problems": lines} for h, f, lines in results]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "inventory": inv.source,
+                    "hosts": [
+                        {"name": h.name, "facts": f.to_json() if f else None, "problems": lines}
+                        for h, f, lines in results
+                    ],
+                },
+                indent=2,
+            )
+        )
     else:
         stdout.print(_facts_table(results))
         for line in found:
@@ -108,15 +145,23 @@ def testbed_group() -> None:
 
 
 def testbed_dir_option(f):
-    return click.option("--dir", "bed_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_TESTBED_DIR,
-                        show_default=True, help="The testbed's directory: keys, sshd configs, hosts.toml.")(f)
+    return click.option(
+        "--dir",
+        "bed_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_TESTBED_DIR,
+        show_default=True,
+        help="The testbed's directory: keys, sshd configs, hosts.toml.",
+    )(f)
 
 
 @testbed_group.command("up")
 @testbed_dir_option
 @click.option("--count", type=click.IntRange(1, 200), default=3, show_default=True, help="How many hosts (h1..hN).")
 @click.option("--no-java", "no_java", multiple=True, metavar="HOST", help="A host without Java (repeatable).")
-@click.option("--login", "logins", multiple=True, metavar="HOST=USER", help="A host that logs in USER, not root (repeatable).")
+@click.option(
+    "--login", "logins", multiple=True, metavar="HOST=USER", help="A host that logs in USER, not root (repeatable)."
+)
 def testbed_up(bed_dir: Path, count: int, no_java: tuple[str, ...], logins: tuple[str, ...]) -> None:
     """Make COUNT test hosts and write their hosts.toml."""
     users = {}

@@ -5,19 +5,26 @@ from __future__ import annotations
 import click
 
 from failsafe.cli.options import check_kafka_version, resolve_dir
-from failsafe.clients.kafka_tools import run_tool, tool_names
-from failsafe.cluster.lifecycle import Cluster
 from failsafe.cluster.state import ClusterDir
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, kafka_dist
 from failsafe.supervisor import UP
+from failsafe.tools.kafka_tools import run_tool, tool_names
 
 
-@click.command("kafka", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-               epilog="Tools: " + ", ".join(tool_names()))
+@click.command(
+    "kafka",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog="Tools: " + ", ".join(tool_names()),
+)
 @click.argument("tool")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--kafka-version", default=None, callback=check_kafka_version,
-              help="Kafka release whose tools to run [default: the cluster's, else the default].")
+@click.option(
+    "--kafka-version",
+    default=None,
+    callback=check_kafka_version,
+    help="Kafka release whose tools to run [default: the cluster's, else the default].",
+)
 def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -> None:
     """Run Kafka's TOOL (e.g. topics, console-producer, consumer-groups) with ARGS, verbatim.
 
@@ -33,5 +40,7 @@ def kafka_command(tool: str, args: tuple[str, ...], kafka_version: str | None) -
         # picks first and fails with ConnectionLoss if that one is down.
         up = [n for n in cluster.spec.zookeeper_nodes() if cluster.node_state(n) == UP]
         zookeeper_connect = ",".join(f"127.0.0.1:{n.port}" for n in up) or cluster.spec.zookeeper_connect()
-    code = run_tool(kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None, zookeeper_connect)
+    code = run_tool(
+        kafka_dist(version), tool, list(args), cluster.bootstrap_servers if cluster else None, zookeeper_connect
+    )
     raise click.exceptions.Exit(code)

@@ -18,39 +18,77 @@ from failsafe.cluster.site import SiteOptions
 from failsafe.errors import UserError
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import SEED_LAB, catalog_names, load_scenario, read_scenario
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.store.rundir import RunDir
 
 if TYPE_CHECKING:
-    from failsafe.scenarios.runs import Outcome
+    from failsafe.scenarios.engine.runs import Outcome
 
 # Checkers, reports and the engine load polars and matplotlib: imported by the commands that use
 # them, so 'failsafe up' and friends start fast.
 
-VERDICT_STYLE = {Verdict.VALID: "[bold green]VALID[/]", Verdict.KNOWN: "[bold magenta]KNOWN[/]", Verdict.INVALID: "[bold red]INVALID[/]",
-                 Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]"}
+VERDICT_STYLE = {
+    Verdict.VALID: "[bold green]VALID[/]",
+    Verdict.KNOWN: "[bold magenta]KNOWN[/]",
+    Verdict.INVALID: "[bold red]INVALID[/]",
+    Verdict.UNKNOWN: "[bold yellow]UNKNOWN[/]",
+}
 
 
 @click.command("run")
 @click.argument("names", nargs=-1, required=True, metavar="SCENARIO...")
 @dir_option
 @site_options("the run", modes=True)
-@click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where run directories go [default: DIR/runs].")
-@click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
-              help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.")
-@click.option("--set", "overrides", multiple=True, metavar="PATH=VALUE",
-              help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
-                   "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).")
-@click.option("--master", default=None, metavar="URL",
-              help="Pipeline scenarios: the Spark master (local[N], spark://HOST:PORT from 'failsafe spark up', or 'standalone' "
-                   "for a cluster of the run's own) [default: the scenario's].")
-@click.option("--attach", default=None, metavar="HOST:PORT[,...]",
-              help="Run on a cluster failsafe did not start: only the scenario's topics change; node faults only through "
-                   "the inventory's [host.commands] (docs/hosts.md).")
+@click.option(
+    "--runs",
+    "runs_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where run directories go [default: DIR/runs].",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Run each scenario N times and print how many runs showed each anomaly, with medians and p95 of the times.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Change a scenario field before it runs, e.g. --set 'producers[*].properties.\"max.in.flight\"=1' "
+    "or --set phases.chaos_s=20 (repeatable; see docs/lab.md).",
+)
+@click.option(
+    "--master",
+    default=None,
+    metavar="URL",
+    help="Pipeline scenarios: the Spark master (local[N], spark://HOST:PORT from 'failsafe spark up', or 'standalone' "
+    "for a cluster of the run's own) [default: the scenario's].",
+)
+@click.option(
+    "--attach",
+    default=None,
+    metavar="HOST:PORT[,...]",
+    help="Run on a cluster failsafe did not start: only the scenario's topics change; node faults only through "
+    "the inventory's [host.commands] (docs/hosts.md).",
+)
 @inventory_options
-def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOptions, runs_dir: Path | None, repeat: int,
-                overrides: tuple[str, ...], master: str | None, attach: str | None, inventory_file: Path | None, hosts_list: str | None,
-                user: str | None, key: Path | None) -> int:
+def run_command(
+    names: tuple[str, ...],
+    cluster_dir: Path | None,
+    site: SiteOptions,
+    runs_dir: Path | None,
+    repeat: int,
+    overrides: tuple[str, ...],
+    master: str | None,
+    attach: str | None,
+    inventory_file: Path | None,
+    hosts_list: str | None,
+    user: str | None,
+    key: Path | None,
+) -> int:
     """Run scenarios (a catalog name, a .toml file, or seed-lab for all of the seeds' experiments).
 
     Uses the cluster running at --dir when it fits, otherwise starts one there and stops it after.
@@ -60,10 +98,10 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOpti
     """
     from failsafe.cli.boundary import report
     from failsafe.errors import ClusterNotWhole
-    from failsafe.scenarios.engine import require_whole
+    from failsafe.scenarios.engine.core import require_whole
+    from failsafe.scenarios.engine.runs import run_and_judge
+    from failsafe.scenarios.engine.sites import open_site
     from failsafe.scenarios.kinds import kind_of
-    from failsafe.scenarios.runs import run_and_judge
-    from failsafe.scenarios.sites import open_site
 
     expanded = [n for name in names for n in (SEED_LAB if name == "seed-lab" else (name,))]
     files = [read_scenario(n) for n in expanded]
@@ -80,14 +118,23 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOpti
     outcomes: list[Outcome] = []
     try:
         if (inventory_file or hosts_list or user or key) and not attach:
-            raise UserError("--inventory and --hosts go with --attach; a cluster on hosts is made with 'failsafe up --inventory' "
-                            "and a run uses it through --dir")
-        inventory = load_inventory(inventory_file, hosts_list, user, key) if inventory_file or hosts_list or user or key else None
+            raise UserError(
+                "--inventory and --hosts go with --attach; a cluster on hosts is made with 'failsafe up --inventory' "
+                "and a run uses it through --dir"
+            )
+        inventory = (
+            load_inventory(inventory_file, hosts_list, user, key)
+            if inventory_file or hosts_list or user or key
+            else None
+        )
         where = open_site(scenarios, root, event, site, attach=attach, inventory=inventory)
         with stderr.status("preparing") as status, where as (cluster, clusters, facts):
             # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
             mode_of_cluster = cluster.spec.mode
-            scenarios = [_parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s for f, s in zip(files, scenarios, strict=True)]
+            scenarios = [
+                _parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s
+                for f, s in zip(files, scenarios, strict=True)
+            ]
             facts = {**facts, "overrides": list(overrides)}
             event(f"cluster ready ({time.monotonic() - started:.1f}s)")
             for scenario in scenarios:
@@ -96,11 +143,20 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOpti
                 for attempt in range(1, repeat + 1):
                     counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
                     event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
-                    outcome = run_and_judge(scenario, cluster, RunDir.create(runs_root, scenario), kafka_version=cluster.spec.kafka_version,
-                                            facts=facts, clusters=clusters, status=status.update, event=event)
+                    outcome = run_and_judge(
+                        scenario,
+                        cluster,
+                        RunDir.create(runs_root, scenario),
+                        kafka_version=cluster.spec.kafka_version,
+                        facts=facts,
+                        clusters=clusters,
+                        status=status.update,
+                        event=event,
+                    )
                     kind.show(stdout, outcome.run_dir, outcome.results, outcome.history)
                     stdout.print(f"report: {outcome.run_dir.report_path}")
-                    # The history is shown; the table after needs only the results (a --repeat of many runs holds no history).
+                    # The history is shown; the table after needs only the results (a --repeat of many runs holds no
+                    # history).
                     mine.append(dataclasses.replace(outcome, history=None))
                     try:
                         require_whole(cluster, after=scenario.name)
@@ -116,7 +172,8 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOpti
         if len(outcomes) > 1:
             _print_lab_table(outcomes, time.monotonic() - started)
         code = report(e)
-        # A run already judged INVALID is the finding a CI job must not miss: it outranks the runs that could not be carried out.
+        # A run already judged INVALID is the finding a CI job must not miss: it outranks the runs that could not be
+        # carried out.
         return Verdict.INVALID.exit_code if any(o.verdict is Verdict.INVALID for o in outcomes) else code
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
@@ -124,17 +181,22 @@ def run_command(names: tuple[str, ...], cluster_dir: Path | None, site: SiteOpti
 
 
 def _run_options(files: list, given: dict[str, str | None]) -> list[str]:
-    """The --set assignments run options stand for (--master URL: pipeline.master); an option a scenario's kind does not take is refused."""
+    """The --set assignments run options stand for (--master URL: pipeline.master); an option a scenario's kind does not
+    take is refused."""
     from failsafe.scenarios.kinds import KINDS
 
     out: list[str] = []
     for option, value in given.items():
         if value is None:
             continue
-        refusing = [f"{f.data.get('name', f.origin)} ({f.kind.name})" for f in files if option not in f.kind.run_options]
+        refusing = [
+            f"{f.data.get('name', f.origin)} ({f.kind.name})" for f in files if option not in f.kind.run_options
+        ]
         if refusing:
             taking = [k.name for k in KINDS.values() if option in k.run_options]
-            raise UserError(f"--{option} is for {' and '.join(taking) or 'no'} scenarios: {', '.join(refusing)} do not take it")
+            raise UserError(
+                f"--{option} is for {' and '.join(taking) or 'no'} scenarios: {', '.join(refusing)} do not take it"
+            )
         out += [f"{path}={json.dumps(value)}" for path in sorted({f.kind.run_options[option] for f in files})]
     return out
 
@@ -150,12 +212,14 @@ def _parse(file, overrides: tuple[str, ...], mode: str | None = None):
 
 
 def _print_repeat(name: str, outcomes: list[Outcome], overrides: tuple[str, ...], runs_root: Path) -> None:
-    from failsafe.scenarios.repeat import aggregate, write_aggregate
+    from failsafe.scenarios.store.repeat import aggregate, write_aggregate
 
     stats = aggregate(name, [(str(o.run_dir.path), o.results) for o in outcomes], overrides)
     path = write_aggregate(runs_root / name, stats)
     verdicts = ", ".join(f"{v} {n}" for v, n in sorted(stats["verdicts"].items()))
-    table = Table(title=f"{name}: {stats['runs']} runs ({verdicts}){' with ' + ' '.join(overrides) if overrides else ''}")
+    table = Table(
+        title=f"{name}: {stats['runs']} runs ({verdicts}){' with ' + ' '.join(overrides) if overrides else ''}"
+    )
     for col in ("anomaly or time", "runs", "total / median", "p95", "min-max"):
         table.add_column(col, no_wrap=col != "anomaly or time")
     for anomaly, entry in stats["anomalies"].items():
@@ -163,8 +227,13 @@ def _print_repeat(name: str, outcomes: list[Outcome], overrides: tuple[str, ...]
     for what, spread in stats["times"].items():
         if spread:
             unit = " ms" if what.endswith("_ms") else ""
-            table.add_row(what, f"{spread['n']}/{stats['runs']}", f"{spread['median']:.0f}{unit}", f"{spread['p95']:.0f}{unit}",
-                          f"{spread['min']:.0f}-{spread['max']:.0f}{unit}")
+            table.add_row(
+                what,
+                f"{spread['n']}/{stats['runs']}",
+                f"{spread['median']:.0f}{unit}",
+                f"{spread['p95']:.0f}{unit}",
+                f"{spread['min']:.0f}-{spread['max']:.0f}{unit}",
+            )
     stdout.print(table)
     stdout.print(f"statistics: {path}")
 
@@ -195,8 +264,14 @@ def _print_lab_table(outcomes: list[Outcome], elapsed_s: float) -> None:
         passed = sum(1 for e in exps if e["valid"] is True)
         report = o.run_dir.report_path if o.run_dir.report_path.is_file() else o.run_dir.path
         slowest = sorted(o.phase_seconds.items(), key=lambda kv: -kv[1])[:3]
-        table.add_row(o.name, VERDICT_STYLE[o.verdict], f"{passed}/{len(exps)}", f"{o.wall_s:.1f}",
-                      " ".join(f"{phase} {seconds:.1f}" for phase, seconds in slowest), str(report))
+        table.add_row(
+            o.name,
+            VERDICT_STYLE[o.verdict],
+            f"{passed}/{len(exps)}",
+            f"{o.wall_s:.1f}",
+            " ".join(f"{phase} {seconds:.1f}" for phase, seconds in slowest),
+            str(report),
+        )
     stdout.print(table)
 
 
@@ -207,11 +282,11 @@ def check_command(run_dir: Path, as_json: bool) -> int:
     """Re-run the checkers on a stored run and rewrite its results.json; on a campaign's directory, on every run of it
     (campaign.json and index.html rewritten too).
 
-    Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help'); a campaign by its worst run.
-    """
+    Exits as 'failsafe run' does: 0 VALID, 1 INVALID, 3 UNKNOWN, 4 KNOWN (see 'failsafe --help'); a campaign by its
+    worst run."""
     from failsafe.campaigns.recheck import is_campaign
     from failsafe.scenarios.kinds import kind_of_run
-    from failsafe.scenarios.stored import stored_scenario
+    from failsafe.scenarios.store.stored import stored_scenario
 
     if is_campaign(run_dir):
         return _check_campaign(run_dir, as_json)
@@ -248,7 +323,7 @@ def _check_campaign(directory: Path, as_json: bool) -> int:
 def report_command(run_dir: Path) -> int:
     """Re-render report.html of a stored run (checking it first when results.json is missing)."""
     from failsafe.scenarios.kinds import kind_of_run
-    from failsafe.scenarios.stored import checked_run
+    from failsafe.scenarios.store.stored import checked_run
 
     rd, results, history, _ = checked_run(run_dir)
     click.echo(str(kind_of_run(rd).report(rd, results, history)))

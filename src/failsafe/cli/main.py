@@ -55,10 +55,39 @@ def cli() -> None:
     """A real Apache Kafka cluster on one machine: bring it up, break it, see what happened."""
 
 
-for command in (setup_command, up_command, profiles, status_command, down_command, clean_command, broker, controller, zookeeper, migrate_command, topics,
-                produce_command, consume_command, groups, leader_election_command, kafka_command,
-                run_command, check_command, report_command, explain_command, scenarios_command, campaign_command, shrink_command, atlas_command,
-                pipeline, spark, simulate, console_command, net, mirror, hosts):
+for command in (
+    setup_command,
+    up_command,
+    profiles,
+    status_command,
+    down_command,
+    clean_command,
+    broker,
+    controller,
+    zookeeper,
+    migrate_command,
+    topics,
+    produce_command,
+    consume_command,
+    groups,
+    leader_election_command,
+    kafka_command,
+    run_command,
+    check_command,
+    report_command,
+    explain_command,
+    scenarios_command,
+    campaign_command,
+    shrink_command,
+    atlas_command,
+    pipeline,
+    spark,
+    simulate,
+    console_command,
+    net,
+    mirror,
+    hosts,
+):
     cli.add_command(command)
 
 

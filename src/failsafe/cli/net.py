@@ -15,13 +15,14 @@ import click
 from rich.table import Table
 
 from failsafe.cli.options import dir_option, resolve_dir, stderr, stdout
-from failsafe.clients.admin import fetch_metadata, new_admin
-from failsafe.cluster import journal, netfilter
-from failsafe.cluster.journal import NET_FAULT, NET_HEAL
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.net import netfilter
+from failsafe.cluster.observe import journal
+from failsafe.cluster.observe.journal import NET_FAULT, NET_HEAL
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.errors import UserError
 from failsafe.faults import network
 from failsafe.faults.sides import Side, parse_sides, resolve_sides
+from failsafe.tools.admin import fetch_metadata, new_admin
 
 METADATA_TIMEOUT_S = 10.0
 
@@ -32,8 +33,12 @@ def net() -> None:
 
 
 def _journal(cluster: Cluster, action: str, started_ns: int, detail: dict, error: str | None = None) -> None:
-    journal.append(cluster.dir.journal, journal.OperatorAction(started_ns, time.time_ns(), action, "network", None, "cli",
-                                                               error is None, error, detail))
+    journal.append(
+        cluster.dir.journal,
+        journal.OperatorAction(
+            started_ns, time.time_ns(), action, "network", None, "cli", error is None, error, detail
+        ),
+    )
 
 
 def _apply(cluster_dir: Path | None, kind: str, make: object) -> None:
@@ -46,7 +51,12 @@ def _apply(cluster_dir: Path | None, kind: str, make: object) -> None:
         _journal(cluster, NET_FAULT, started, {"kind": kind}, str(e))
         raise
     first = [n.node_id for n in fault.sides[0].nodes]
-    _journal(cluster, NET_FAULT, started, {"chain": fault.chain, "fault": fault.comment, "kind": kind, "nodes": first, **fault.details})
+    _journal(
+        cluster,
+        NET_FAULT,
+        started,
+        {"chain": fault.chain, "fault": fault.comment, "kind": kind, "nodes": first, **fault.details},
+    )
     stderr.print(f"{fault.chain}: {fault.comment} (undo: failsafe net heal {fault.chain})")
 
 
@@ -56,20 +66,37 @@ def _partition_sample(cluster: Cluster, name: str | None) -> dict | None:
     topic, _, number = name.rpartition("-")
     if not topic or not number.isdigit():
         raise UserError(f"--partition {name!r}: write TOPIC-N, e.g. events-0")
-    metadata = fetch_metadata(new_admin(cluster.bootstrap_servers), cluster.bootstrap_servers, METADATA_TIMEOUT_S, topic)
+    metadata = fetch_metadata(
+        new_admin(cluster.bootstrap_servers), cluster.bootstrap_servers, METADATA_TIMEOUT_S, topic
+    )
     found = metadata.topics.get(topic)
     if found is None or found.error is not None or int(number) not in found.partitions:
         raise UserError(f"--partition {name}: no such partition on the cluster ('failsafe topics list' shows them)")
     p = found.partitions[int(number)]
-    return {"topic": topic, "partition": int(number), "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
+    return {
+        "topic": topic,
+        "partition": int(number),
+        "leader": p.leader,
+        "replicas": list(p.replicas),
+        "isr": list(p.isrs),
+    }
 
 
 @net.command("partition")
 @click.argument("sides")
-@click.option("--loss", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Drop this share of the packets between the sides (a lossy link) instead of all of them.")
-@click.option("--partition", "topic_partition", metavar="TOPIC-N", default=None,
-              help="The partition whose leader, followers or replicas the sides name.")
+@click.option(
+    "--loss",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Drop this share of the packets between the sides (a lossy link) instead of all of them.",
+)
+@click.option(
+    "--partition",
+    "topic_partition",
+    metavar="TOPIC-N",
+    default=None,
+    help="The partition whose leader, followers or replicas the sides name.",
+)
 @dir_option
 def partition_command(sides: str, loss: float | None, topic_partition: str | None, cluster_dir: Path | None) -> None:
     """Split the cluster: SIDES like '{0} | {1,2,controllers}' (both ways) or '{0} -> {1}' (0's packets to 1 dropped).
@@ -80,8 +107,11 @@ def partition_command(sides: str, loss: float | None, topic_partition: str | Non
     parsed = parse_sides(sides)
 
     def make(cluster: Cluster) -> network.NetworkFault:
-        resolved = resolve_sides(parsed, cluster.spec, _partition_sample(cluster, topic_partition), cluster.active_controller_node())
+        resolved = resolve_sides(
+            parsed, cluster.spec, _partition_sample(cluster, topic_partition), cluster.active_controller_node()
+        )
         return network.apply(cluster, resolved, parsed.one_way, loss)
+
     _apply(cluster_dir, "lossy-link" if loss is not None and loss < 1 else "partition", make)
 
 
@@ -91,10 +121,12 @@ def partition_command(sides: str, loss: float | None, topic_partition: str | Non
 @dir_option
 def isolate_command(node_id: int, clients: bool, cluster_dir: Path | None) -> None:
     """Cut broker or controller ID off from every other node; its clients keep reaching it unless --clients."""
+
     def make(cluster: Cluster) -> network.NetworkFault:
         node = cluster.node(node_id)
         others = tuple(n for n in cluster.spec.nodes() if n != node)
         return network.apply(cluster, [Side((node,)), Side(others, clients)])
+
     _apply(cluster_dir, "isolate", make)
 
 
@@ -103,9 +135,11 @@ def isolate_command(node_id: int, clients: bool, cluster_dir: Path | None) -> No
 @dir_option
 def cut_clients_command(node_id: int, cluster_dir: Path | None) -> None:
     """Cut broker ID off from the clients only; it keeps replicating and talking to the controller."""
+
     def make(cluster: Cluster) -> network.NetworkFault:
         node = cluster.node(node_id, "broker")
         return network.apply(cluster, [Side((node,)), Side((), True)])
+
     _apply(cluster_dir, "cut-clients", make)
 
 
@@ -130,9 +164,19 @@ def status_command(as_json: bool, cluster_dir: Path | None) -> None:
     cluster = Cluster.open(resolve_dir(cluster_dir))
     chains = cluster.nodes.net_chains()
     if as_json:
-        click.echo(json.dumps({"table": f"inet {netfilter.table_name(cluster.dir.root)}", "unavailable": netfilter.unavailable_reason(),
-                               "faults": [{"chain": c.name, "fault": c.comment, "dropped_packets": c.dropped_packets, "rules": c.rules}
-                                          for c in chains]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "table": f"inet {netfilter.table_name(cluster.dir.root)}",
+                    "unavailable": netfilter.unavailable_reason(),
+                    "faults": [
+                        {"chain": c.name, "fault": c.comment, "dropped_packets": c.dropped_packets, "rules": c.rules}
+                        for c in chains
+                    ],
+                },
+                indent=2,
+            )
+        )
         return
     reason = netfilter.unavailable_reason()
     if reason:
@@ -140,7 +184,9 @@ def status_command(as_json: bool, cluster_dir: Path | None) -> None:
     if not chains:
         stdout.print(f"no network fault in force (nftables table inet {netfilter.table_name(cluster.dir.root)})")
         return
-    table = Table(title=f"network faults of {cluster.dir.root} (nftables table inet {netfilter.table_name(cluster.dir.root)})")
+    table = Table(
+        title=f"network faults of {cluster.dir.root} (nftables table inet {netfilter.table_name(cluster.dir.root)})"
+    )
     for col in ("chain", "fault", "dropped packets", "rules"):
         table.add_column(col)
     for c in chains:

@@ -1,4 +1,5 @@
-"""failsafe profiles [list] | show NAME: the profiles a cluster can be made with (failsafe up --profile, cluster/profiles.py)."""
+"""failsafe profiles [list] | show NAME: the profiles a cluster can be made with (failsafe up --profile,
+cluster/profiles.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ def list_command(as_json: bool = False) -> None:
     """Each profile: its name, version and what it is for."""
     shipped = [load_profile(name) for name in profile_names()]
     if as_json:
-        click.echo(json.dumps([{"name": p.name, "version": p.version, "description": p.description} for p in shipped], indent=2))
+        click.echo(
+            json.dumps(
+                [{"name": p.name, "version": p.version, "description": p.description} for p in shipped], indent=2
+            )
+        )
         return
     table = Table()
     for col in ("profile", "version", "what it is for"):
@@ -51,7 +56,11 @@ def show_command(name: str, as_json: bool) -> None:
     p = load_profile(name)
     settings = {where: values for where, values in p.settings().items() if values}
     if as_json:
-        click.echo(json.dumps({"name": p.name, "version": p.version, "description": p.description, "settings": settings}, indent=2))
+        click.echo(
+            json.dumps(
+                {"name": p.name, "version": p.version, "description": p.description, "settings": settings}, indent=2
+            )
+        )
         return
     stdout.print(f"[bold]{p.label}[/]: {p.description}")
     if not settings:

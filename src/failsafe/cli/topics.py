@@ -6,11 +6,19 @@ from pathlib import Path
 
 import click
 
-from failsafe.cli.options import bootstrap_option, dir_option, parse_pairs, resolve_bootstrap, resolve_dir, stderr, timeout_option
-from failsafe.clients.admin import DEFAULT_TIMEOUT_S
-from failsafe.clients.kafka_tools import eligible_leader_replicas
-from failsafe.clients.topics import Topics, format_describe
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cli.options import (
+    bootstrap_option,
+    dir_option,
+    parse_pairs,
+    resolve_bootstrap,
+    resolve_dir,
+    stderr,
+    timeout_option,
+)
+from failsafe.cluster.topology.lifecycle import Cluster
+from failsafe.tools.admin import DEFAULT_TIMEOUT_S
+from failsafe.tools.kafka_tools import eligible_leader_replicas
+from failsafe.tools.topics import Topics, format_describe
 
 
 def _topics(bootstrap_server: str | None, cluster_dir: Path | None, timeout_s: float) -> Topics:
@@ -32,9 +40,19 @@ def topics() -> None:
 @click.option("--replication-factor", type=int, required=True)
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
 @_client_options
-def create(name: str, partitions: int, replication_factor: int, configs: tuple[str, ...], cluster_dir, bootstrap_server, timeout_s) -> None:
+def create(
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    configs: tuple[str, ...],
+    cluster_dir,
+    bootstrap_server,
+    timeout_s,
+) -> None:
     """Create topic NAME."""
-    _topics(bootstrap_server, cluster_dir, timeout_s).create(name, partitions, replication_factor, parse_pairs(configs, "--config"))
+    _topics(bootstrap_server, cluster_dir, timeout_s).create(
+        name, partitions, replication_factor, parse_pairs(configs, "--config")
+    )
     click.echo(f"Created topic {name}.")
 
 
@@ -58,7 +76,8 @@ def describe(name: str | None, cluster_dir, bootstrap_server, timeout_s) -> None
     infos = _topics(bootstrap_server, cluster_dir, timeout_s).describe([name] if name else None)
     elr_known, elr = True, None
     if not bootstrap_server:
-        # A ZooKeeper-mode broker cannot describe eligible leader replicas; with --bootstrap-server the mode is not known.
+        # A ZooKeeper-mode broker cannot describe eligible leader replicas; with --bootstrap-server the mode is not
+        # known.
         cluster = Cluster.open(resolve_dir(cluster_dir))
         elr_known = cluster.mode.describes_elr
         shrunk = [i.name for i in infos if i.may_have_elr]
@@ -70,7 +89,9 @@ def describe(name: str | None, cluster_dir, bootstrap_server, timeout_s) -> None
 
 @topics.command("alter")
 @click.argument("name")
-@click.option("--config", "configs", multiple=True, required=True, metavar="KEY=VALUE", help="A topic config to set (repeatable).")
+@click.option(
+    "--config", "configs", multiple=True, required=True, metavar="KEY=VALUE", help="A topic config to set (repeatable)."
+)
 @_client_options
 def alter(name: str, configs: tuple[str, ...], cluster_dir, bootstrap_server, timeout_s) -> None:
     """Set configs of topic NAME (e.g. min.insync.replicas=2)."""

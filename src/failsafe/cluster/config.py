@@ -1,16 +1,28 @@
-"""Rendering each node's server-N.properties: its kind's properties (cluster/properties.py), as the cluster's mode chooses them."""
+"""Rendering each node's server-N.properties: its kind's properties (cluster/properties.py), as the cluster's mode
+chooses them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from failsafe.cluster.modes import mode_of
-from failsafe.cluster.properties import kraft_properties, render_properties, zookeeper_broker_properties, zookeeper_properties
+from failsafe.cluster.modes.mode import mode_of
+from failsafe.cluster.properties import (
+    kraft_properties,
+    render_properties,
+    zookeeper_broker_properties,
+    zookeeper_properties,
+)
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 
 # The builders of each kind of node, importable from here as before they moved to properties.py.
-__all__ = ["kraft_properties", "node_properties", "render_properties", "render_server_properties", "zookeeper_broker_properties",
-           "zookeeper_properties"]
+__all__ = [
+    "kraft_properties",
+    "node_properties",
+    "render_properties",
+    "render_server_properties",
+    "zookeeper_broker_properties",
+    "zookeeper_properties",
+]
 
 
 def node_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:

@@ -9,10 +9,10 @@
                  takes under another name
 
 Values are strings, whole numbers or booleans (written as Kafka's words: true, false). What failsafe itself sets to run
-and verify a cluster or a client (listeners, log.dirs, bootstrap.servers, group.id, ...) is no profile's to set.
-How each part reaches Kafka: the broker settings in cluster/properties.py, the topic and client settings in the
-scenario engine (scenarios/engine.py, scenarios/setup.py, workloads/client_defaults.py). docs/failover.md, "Profiles".
-"""
+and verify a cluster or a client (listeners, log.dirs, bootstrap.servers, group.id, ...) is no profile's to set. How
+each part reaches Kafka: the broker settings in cluster/properties.py, the topic and client settings in the scenario
+engine (scenarios/engine/core.py, scenarios/engine/setup.py, workloads/client_defaults.py). docs/failover.md,
+"Profiles"."""
 
 from __future__ import annotations
 
@@ -28,23 +28,58 @@ from failsafe.errors import UserError
 DEFAULT_PROFILE = "defaults"
 SECTIONS = ("broker", "topic", "producer", "consumer")
 CLIENT_SECTIONS = ("producer", "consumer")
-# The client libraries a client section may name (scenarios/base.py CLIENT_LIBRARIES: failsafe's workers, Kafka's Java clients).
+# The client libraries a client section may name (scenarios/base.py CLIENT_LIBRARIES: failsafe's workers, Kafka's Java
+# clients).
 LIBRARIES = ("librdkafka", "kafka-java")
 # What failsafe sets itself, on every node or client, so that the cluster runs and the history can be checked.
 RESERVED = {
-    "broker": frozenset({"process.roles", "node.id", "broker.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-                         "controller.listener.names", "listeners", "advertised.listeners", "listener.security.protocol.map",
-                         "inter.broker.listener.name", "log.dirs", "log.dir", "zookeeper.connect", "broker.rack"}),
+    "broker": frozenset(
+        {
+            "process.roles",
+            "node.id",
+            "broker.id",
+            "controller.quorum.voters",
+            "controller.quorum.bootstrap.servers",
+            "controller.listener.names",
+            "listeners",
+            "advertised.listeners",
+            "listener.security.protocol.map",
+            "inter.broker.listener.name",
+            "log.dirs",
+            "log.dir",
+            "zookeeper.connect",
+            "broker.rack",
+        }
+    ),
     "topic": frozenset(),
-    "producer": frozenset({"bootstrap.servers", "client.id", "transactional.id", "debug", "key.serializer", "value.serializer"}),
-    "consumer": frozenset({"bootstrap.servers", "client.id", "group.id", "group.instance.id", "group.protocol", "group.remote.assignor",
-                           "partition.assignment.strategy", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-                           "isolation.level", "debug", "key.deserializer", "value.deserializer", "share.acknowledgement.mode"}),
+    "producer": frozenset(
+        {"bootstrap.servers", "client.id", "transactional.id", "debug", "key.serializer", "value.serializer"}
+    ),
+    "consumer": frozenset(
+        {
+            "bootstrap.servers",
+            "client.id",
+            "group.id",
+            "group.instance.id",
+            "group.protocol",
+            "group.remote.assignor",
+            "partition.assignment.strategy",
+            "enable.auto.commit",
+            "enable.auto.offset.store",
+            "auto.offset.reset",
+            "isolation.level",
+            "debug",
+            "key.deserializer",
+            "value.deserializer",
+            "share.acknowledgement.mode",
+        }
+    ),
 }
 
 
 class ProfiledSpec(Protocol):
-    """What this module reads of a cluster spec (cluster/spec.py's ClusterSpec; not imported here: it imports nothing of ours)."""
+    """What this module reads of a cluster spec (cluster/spec.py's ClusterSpec; not imported here: it imports nothing of
+    ours)."""
 
     profile: str
     profile_version: int
@@ -69,7 +104,8 @@ class Profile:
         return {**section.get("", {}), **section.get(library, {})}
 
     def settings(self) -> dict[str, dict[str, str]]:
-        """Every setting by where it goes ("broker", "topic", "producer", "producer.librdkafka", ...): what 'show' prints."""
+        """Every setting by where it goes ("broker", "topic", "producer", "producer.librdkafka", ...): what 'show'
+        prints."""
         out = {"broker": dict(self.broker), "topic": dict(self.topic)}
         for side in CLIENT_SECTIONS:
             section = self.producer if side == "producer" else self.consumer
@@ -131,7 +167,10 @@ def parse_profile(text: str, name: str, origin: str) -> Profile:
             strange = sorted(set(libraries) - set(LIBRARIES))
             if strange:
                 raise bad(f"[{section}.{strange[0]}] names no client library (known: {', '.join(LIBRARIES)})")
-            sections[section] = {"": common, **{lib: _settings(libraries[lib], f"{section}.{lib}", bad) for lib in LIBRARIES if lib in libraries}}
+            sections[section] = {
+                "": common,
+                **{lib: _settings(libraries[lib], f"{section}.{lib}", bad) for lib in LIBRARIES if lib in libraries},
+            }
         else:
             sections[section] = _settings(table, section, bad)
     return Profile(name, version, " ".join(description.split()), **sections)
@@ -144,7 +183,10 @@ def _settings(table: dict, where: str, bad: Callable[[str], UserError]) -> dict[
         if isinstance(value, dict | list) or value is None:
             raise bad(f"[{where}] {key} is {value!r}: a setting's value is a string, a whole number or true/false")
         if key in reserved:
-            raise bad(f"[{where}] {key} is set by failsafe itself (it runs and checks the cluster and its clients with it): no profile's to set")
+            raise bad(
+                f"[{where}] {key} is set by failsafe itself (it runs and checks the cluster and its clients "
+                f"with it): no profile's to set"
+            )
         out[key] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
 
@@ -155,7 +197,8 @@ def _directory():
 
 # -- a cluster's profile ---------------------------------------------------------------------------------------------
 def spec_fields(name: str) -> dict[str, str | int]:
-    """The fields of a cluster spec made with profile ``name`` (its name and the version failsafe ships); UserError if unknown."""
+    """The fields of a cluster spec made with profile ``name`` (its name and the version failsafe ships); UserError if
+    unknown."""
     profile = load_profile(name)
     return {"profile": profile.name, "profile_version": profile.version}
 
@@ -165,22 +208,29 @@ def profile_of(spec: ProfiledSpec) -> Profile:
     (the cluster's brokers run the settings of the version they were made with)."""
     profile = load_profile(spec.profile)
     if profile.version != spec.profile_version:
-        raise UserError(f"the cluster was made with version {spec.profile_version} of profile {spec.profile} and failsafe now ships "
-                        f"version {profile.version}: make it again ('failsafe clean', then 'failsafe up --profile {spec.profile}')")
+        raise UserError(
+            f"the cluster was made with version {spec.profile_version} of profile {spec.profile} and failsafe "
+            f"now ships "
+            f"version {profile.version}: make it again ('failsafe clean', then 'failsafe up --profile {spec.profile}')"
+        )
     return profile
 
 
 def broker_settings(spec: ProfiledSpec) -> dict[str, str]:
-    """What every Kafka node of the cluster is given besides failsafe's own properties: the profile's broker settings, then
-    the user's --override (which wins)."""
+    """What every Kafka node of the cluster is given besides failsafe's own properties: the profile's broker settings,
+    then the user's --override (which wins)."""
     return {**profile_of(spec).broker, **spec.overrides}
 
 
 def check_cluster(spec: ProfiledSpec) -> None:
-    """UserError when the cluster could not do what its profile is for (a min.insync.replicas above its broker count)."""
+    """UserError when the cluster could not do what its profile is for (a min.insync.replicas above its broker
+    count)."""
     settings = broker_settings(spec)
     wanted = settings.get("min.insync.replicas", "1")
     if wanted.isdigit() and int(wanted) > spec.brokers:
         source = "--override" if "min.insync.replicas" in spec.overrides else f"profile {spec.profile}"
-        raise UserError(f"{source} sets min.insync.replicas={wanted}: a cluster of {spec.brokers} broker{'s' if spec.brokers > 1 else ''} "
-                        f"could acknowledge no acks=all write (nor commit a consumer's offsets); use --brokers {wanted} or more")
+        raise UserError(
+            f"{source} sets min.insync.replicas={wanted}: a cluster of {spec.brokers} "
+            f"broker{'s' if spec.brokers > 1 else ''} "
+            f"could acknowledge no acks=all write (nor commit a consumer's offsets); use --brokers {wanted} or more"
+        )

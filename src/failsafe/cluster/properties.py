@@ -3,7 +3,7 @@
 Seed style: one properties file per node with its own id, port and ``log.dirs``, started as
 ``kafka.Kafka server-N.properties``. Everything listens on loopback addresses only: clients on
 127.0.0.1, replication and controllers (KRaft) on each node's own 127.0.0.x. Which kind a node
-is follows from its role and the cluster's mode (cluster/modes.py); cluster/config.py renders it.
+is follows from its role and the cluster's mode (cluster/modes/mode.py); cluster/config.py renders it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
         "controller.quorum.voters": spec.quorum_voters(),
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
-                                          + (",REPLICATION:PLAINTEXT" if node.replication_port else ""),
+        + (",REPLICATION:PLAINTEXT" if node.replication_port else ""),
     }
     # Clients on 127.0.0.1 (the seeds' ports); replication and the controller on the node's own
     # address, so a network fault can cut one without the other (docs/cluster.md).
@@ -63,7 +63,8 @@ def zookeeper_broker_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: 
 
 
 def zookeeper_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> dict[str, str]:
-    """Kafka's own config/zookeeper.properties, on 127.0.0.1, plus the ensemble's server.N lines when there are several."""
+    """Kafka's own config/zookeeper.properties, on 127.0.0.1, plus the ensemble's server.N lines when there are
+    several."""
     props = {
         "dataDir": str(cluster_dir / node.name),
         "clientPort": str(node.port),

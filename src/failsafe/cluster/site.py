@@ -5,12 +5,11 @@
                 on its rules, clock offsets, where a client may run, the nodes' logs, the operator's journal
                 and the profile
 
-A local cluster (lifecycle.Cluster, on this machine or on hosts: its NodeControl says which), a DR pair's fault
-target (the same class) and a cluster failsafe did not start (attached.AttachedCluster) implement it. What differs
-between this machine and hosts is answered by the NodeControl (nodes.LocalNodes, host_nodes.HostNodes), so nothing
-above cluster/ asks where the nodes run. ``NeutralSite`` holds the answers of a site with nothing of its own to say
-(no logs of failsafe's, one clock, clients only here): the attached cluster and tests' small fakes take them.
-"""
+A local cluster (lifecycle.Cluster, on this machine or on hosts: its NodeControl says which), a DR pair's fault target
+(the same class) and a cluster failsafe did not start (attached.AttachedCluster) implement it. What differs between this
+machine and hosts is answered by the NodeControl (nodes/control.py LocalNodes, nodes/hosts.py HostNodes), so nothing
+above cluster/ asks where the nodes run. ``NeutralSite`` holds the answers of a site with nothing of its own to say (no
+logs of failsafe's, one clock, clients only here): the attached cluster and tests' small fakes take them."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from failsafe.cluster.net_leash import NetworkLeash
-from failsafe.cluster.nodes import NodeControl
+from failsafe.cluster.net.leash import NetworkLeash
+from failsafe.cluster.nodes.control import NodeControl
 from failsafe.cluster.profiles import Profile, profile_of
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
@@ -30,23 +29,26 @@ from failsafe.supervisor import ProcessState, TrackedProcess
 
 # The Kafka nodes' and the ZooKeeper nodes' log files, by node id.
 NodeLogs = tuple[dict[int, Path], dict[int, Path]]
-# What a client needs to run on a host (cluster/host_nodes.py client_host), from (host name, Kafka version).
+# What a client needs to run on a host (cluster/nodes/hosts.py client_host), from (host name, Kafka version).
 ClientHost = Callable[[str, str], dict]
 
 
 @dataclass(frozen=True)
 class SiteOptions:
     """How a run, a campaign or a shrink starts its own cluster when --dir holds none that fits (cli/options.py
-    site_options: --base-port, --heap, and for a run --mode and --zookeeper-port); None: the default."""
+    site_options: --base-port, --heap, and for a run --mode and --zookeeper-port); None: the default. The atlas gives
+    the ``spec`` of each group's cluster, started in an empty directory, and has it deleted after (``clean``)."""
 
     base_port: int | None = None
     heap: str | None = None
     mode: str | None = None
     zookeeper_port: int | None = None
+    spec: ClusterSpec | None = None
+    clean: bool = False
 
 
 class Leash(Protocol):
-    """Holds a network fault's chain from before its rules are in force until its heal (cluster/net_leash.py)."""
+    """Holds a network fault's chain from before its rules are in force until its heal (cluster/net/leash.py)."""
 
     def hold(self, chain: str) -> None: ...
 
@@ -67,7 +69,7 @@ class RunSite(Protocol):
 
     @property
     def mode(self) -> Any:
-        """What the engine asks of the cluster's mode (cluster/modes.py): its name, its controllers' role."""
+        """What the engine asks of the cluster's mode (cluster/modes/mode.py): its name, its controllers' role."""
 
     # -- fault targets ------------------------------------------------------------------------
     def node(self, node_id: int, role: str | None = None) -> NodeSpec: ...
@@ -112,7 +114,7 @@ class RunSite(Protocol):
 
     @property
     def journal(self) -> Path | None:
-        """Where kills and pauses done by hand during a run are written (cluster/journal.py); None: nobody's."""
+        """Where kills and pauses done by hand during a run are written (cluster/observe/journal.py); None: nobody's."""
 
     @property
     def profile(self) -> Profile | None:
@@ -136,8 +138,10 @@ class NeutralSite:
         return NetworkLeash(self.dir.root, log_file)
 
     def check_client_host(self, host: str) -> None:
-        raise UserError(f"a client runs on host {host!r}, and the cluster at {self.dir.root} is not on hosts: start it with "
-                        "'failsafe up --inventory' (or --hosts)")
+        raise UserError(
+            f"a client runs on host {host!r}, and the cluster at {self.dir.root} is not on hosts: start it with "
+            "'failsafe up --inventory' (or --hosts)"
+        )
 
     @property
     def client_host(self) -> ClientHost | None:

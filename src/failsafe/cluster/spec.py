@@ -2,7 +2,7 @@
 
 Two modes. KRaft (Kafka 4.x, or 3.9): brokers and a controller quorum of Kafka nodes.
 ZooKeeper (Kafka 3.9.x only, the last line with it): a ZooKeeper ensemble and brokers, one of
-which ZooKeeper elects controller. During a live migration (cluster/migration.py) a cluster has
+which ZooKeeper elects controller. During a live migration (cluster/modes/migration.py) a cluster has
 both: the ensemble, KRaft controllers in migration mode, and brokers being rolled.
 """
 
@@ -22,8 +22,8 @@ DEFAULT_BASE_PORT = 9092
 DEFAULT_CONTROLLER_PORT_OFFSET = 100
 # Brokers replicate over a listener of their own, 9292-9294 by default (docs/cluster.md, "Listeners and links").
 DEFAULT_REPLICATION_PORT_OFFSET = 200
-# Every node serves its metrics (Prometheus's JMX exporter, cluster/metrics.py) on 127.0.0.1: brokers from 9392 by default,
-# controllers from 9442, ZooKeeper nodes from 9482 (ClusterSpec.metrics_port).
+# Every node serves its metrics (Prometheus's JMX exporter, cluster/observe/metrics.py) on 127.0.0.1: brokers from 9392
+# by default, controllers from 9442, ZooKeeper nodes from 9482 (ClusterSpec.metrics_port).
 DEFAULT_METRICS_PORT_OFFSET = 300
 METRICS_CONTROLLER_OFFSET = 50
 METRICS_ZOOKEEPER_OFFSET = 90
@@ -52,9 +52,9 @@ ZOOKEEPER = "zookeeper"
 
 KRAFT_MODE = "kraft"
 ZOOKEEPER_MODE = "zookeeper"
-# Brokers are being moved from ZooKeeper to the KRaft controllers (cluster/migration.py).
+# Brokers are being moved from ZooKeeper to the KRaft controllers (cluster/modes/migration.py).
 MIGRATING_MODE = "migrating"
-# The modes 'failsafe up' makes; a state file may also hold MIGRATING_MODE. What each means: cluster/modes.py.
+# The modes 'failsafe up' makes; a state file may also hold MIGRATING_MODE. What each means: cluster/modes/mode.py.
 MODES = (KRAFT_MODE, ZOOKEEPER_MODE)
 MODE_NAMES = (*MODES, MIGRATING_MODE)
 
@@ -72,8 +72,8 @@ class NodeSpec:
     # The address of the node's replication and controller listeners (KRaft); clients use 127.0.0.1.
     address: str = LOOPBACK
     replication_port: int | None = None  # a broker's REPLICATION listener (inter.broker.listener.name)
-    # Where clients reach a broker's PLAINTEXT listener (and a node's metrics): 127.0.0.1 on this machine, where the seeds put
-    # them; on hosts (ClusterSpec.placement) the host's address, as for every other listener.
+    # Where clients reach a broker's PLAINTEXT listener (and a node's metrics): 127.0.0.1 on this machine, where the
+    # seeds put them; on hosts (ClusterSpec.placement) the host's address, as for every other listener.
     client_address: str = LOOPBACK
 
     @property
@@ -120,32 +120,43 @@ class ClusterSpec:
     # before it existed (their cluster.json has no such field).
     node_addresses: bool = True
     replication_base_port: int | None = None
-    # Every node runs Prometheus's JMX exporter as a Java agent on a port of its own (cluster/metrics.py, docs/metrics.md).
-    # Off for clusters made before it existed (their cluster.json has no such field) and with 'failsafe up --no-metrics'.
+    # Every node runs Prometheus's JMX exporter as a Java agent on a port of its own (cluster/observe/metrics.py,
+    # docs/metrics.md). Off for clusters made before it existed (their cluster.json has no such field) and with
+    # 'failsafe up --no-metrics'.
     metrics: bool = True
     metrics_base_port: int | None = None
     # Racks (availability zones): broker.rack of each broker, brokers split into this many
     # consecutive groups (6 brokers, 3 racks: 0-1 rack-0, 2-3 rack-1, 4-5 rack-2). 0: no broker.rack.
     racks: int = 0
-    # Every node's data directory on a disk layer that forgets, on a power cut, what was not synced (cluster/disks.py,
-    # docs/disk-faults.md): what power-loss faults need. Needs /dev/fuse and libfuse 3.
+    # Every node's data directory on a disk layer that forgets, on a power cut, what was not synced
+    # (cluster/nodes/disks.py, docs/disk-faults.md): what power-loss faults need. Needs /dev/fuse and libfuse 3.
     volatile_disks: bool = False
     # Feature levels the storage is formatted with (kafka-storage format --feature K=V; KRaft only), e.g.
     # eligible.leader.replicas.version=0 for a cluster without KIP-966's eligible leader replicas. Empty: the release's.
     features: dict[str, str] = field(default_factory=dict)
-    # The profile the cluster was made with (cluster/profiles.py, failsafe up --profile) and its version: its broker settings
-    # are in every Kafka node's properties, under ``overrides``; its topic and client settings go to what scenarios make and
-    # start on it. A state file written before profiles holds neither: Kafka's defaults, the defaults profile's version 1.
+    # The profile the cluster was made with (cluster/profiles.py, failsafe up --profile) and its version: its broker
+    # settings are in every Kafka node's properties, under ``overrides``; its topic and client settings go to what
+    # scenarios make and start on it. A state file written before profiles holds neither: Kafka's defaults, the defaults
+    # profile's version 1.
     profile: str = DEFAULT_PROFILE
     profile_version: int = 1
-    # On hosts reached over SSH (docs/hosts.md): each node's name (server-N) to the address of the host it runs on, where
-    # all its listeners are. Empty: every node on this machine. The hosts' SSH details are in DIR/hosts.json.
+    # On hosts reached over SSH (docs/hosts.md): each node's name (server-N) to the address of the host it runs on,
+    # where all its listeners are. Empty: every node on this machine. The hosts' SSH details are in DIR/hosts.json.
     placement: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def zookeeper_mode(cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields) -> ClusterSpec:
+    def zookeeper_mode(
+        cls, zookeepers: int = 1, kafka_version: str = DEFAULT_ZOOKEEPER_KAFKA_VERSION, **fields
+    ) -> ClusterSpec:
         """A ZooKeeper-mode cluster: an ensemble of ``zookeepers`` nodes, brokers, no KRaft controller."""
-        return cls(mode=ZOOKEEPER_MODE, zookeepers=zookeepers, controllers=0, kafka_version=kafka_version, node_addresses=False, **fields)
+        return cls(
+            mode=ZOOKEEPER_MODE,
+            zookeepers=zookeepers,
+            controllers=0,
+            kafka_version=kafka_version,
+            node_addresses=False,
+            **fields,
+        )
 
     @property
     def effective_controller_base_port(self) -> int:
@@ -167,7 +178,8 @@ class ClusterSpec:
 
     def metrics_port(self, node: NodeSpec) -> int:
         """Where node ``node`` serves its metrics: by role, so a node keeps its port when the cluster's shape changes (a
-        migration adds controllers): brokers from the metrics base port, controllers 50 above, ZooKeeper nodes 90 above."""
+        migration adds controllers): brokers from the metrics base port, controllers 50 above, ZooKeeper nodes 90
+        above."""
         base = self.effective_metrics_base_port
         if node.is_broker:
             return base + node.port - self.base_port
@@ -186,9 +198,14 @@ class ClusterSpec:
         base = self.zookeeper_base_port
         ensemble = self.zookeepers > 1
         return [
-            NodeSpec(DEFAULT_FIRST_ZOOKEEPER_ID + i, (ZOOKEEPER,), base + i, None,
-                     base + ZOOKEEPER_PEER_PORT_OFFSET + i if ensemble else None,
-                     base + ZOOKEEPER_ELECTION_PORT_OFFSET + i if ensemble else None)
+            NodeSpec(
+                DEFAULT_FIRST_ZOOKEEPER_ID + i,
+                (ZOOKEEPER,),
+                base + i,
+                None,
+                base + ZOOKEEPER_PEER_PORT_OFFSET + i if ensemble else None,
+                base + ZOOKEEPER_ELECTION_PORT_OFFSET + i if ensemble else None,
+            )
             for i in range(self.zookeepers)
         ]
 
@@ -210,15 +227,29 @@ class ClusterSpec:
             return replace(node, address=host, client_address=host) if host else node
 
         def broker(i: int, controller_port: int | None) -> NodeSpec:
-            return placed(NodeSpec(self.first_broker_id + i, (BROKER, CONTROLLER) if controller_port else (BROKER,), self.base_port + i,
-                                   controller_port, address=f"127.0.0.{FIRST_BROKER_ADDRESS + i}" if addressed else LOOPBACK,
-                                   replication_port=rport + i if addressed else None))
+            return placed(
+                NodeSpec(
+                    self.first_broker_id + i,
+                    (BROKER, CONTROLLER) if controller_port else (BROKER,),
+                    self.base_port + i,
+                    controller_port,
+                    address=f"127.0.0.{FIRST_BROKER_ADDRESS + i}" if addressed else LOOPBACK,
+                    replication_port=rport + i if addressed else None,
+                )
+            )
 
         if self.combined:
             return [broker(i, cport + i if i < self.controllers else None) for i in range(self.brokers)]
         controllers = [
-            placed(NodeSpec(self.first_controller_id + i, (CONTROLLER,), None, cport + i,
-                            address=f"127.0.0.{FIRST_CONTROLLER_ADDRESS + i}" if addressed else LOOPBACK))
+            placed(
+                NodeSpec(
+                    self.first_controller_id + i,
+                    (CONTROLLER,),
+                    None,
+                    cport + i,
+                    address=f"127.0.0.{FIRST_CONTROLLER_ADDRESS + i}" if addressed else LOOPBACK,
+                )
+            )
             for i in range(self.controllers)
         ]
         return controllers + [broker(i, None) for i in range(self.brokers)]
@@ -240,8 +271,12 @@ class ClusterSpec:
         return [n for n in self.nodes() if n.is_controller]
 
     def ports(self) -> list[int]:
-        return [p for n in self.nodes() for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port) if p is not None] + \
-            self.metrics_ports()
+        return [
+            p
+            for n in self.nodes()
+            for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port)
+            if p is not None
+        ] + self.metrics_ports()
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.client_address}:{n.port}" for n in self.brokers_nodes())
@@ -261,25 +296,38 @@ class ClusterSpec:
                 f"--combined with --controllers {self.controllers} > --brokers {self.brokers}: "
                 "in combined mode controllers run inside brokers, so ask for at most as many"
             )
-        if self.node_addresses and (self.brokers > MAX_ADDRESSED_BROKERS or self.controllers > MAX_ADDRESSED_CONTROLLERS):
-            raise UserError(f"--brokers {self.brokers} --controllers {self.controllers}: each node gets its own loopback address, "
-                            f"for at most {MAX_ADDRESSED_BROKERS} brokers and {MAX_ADDRESSED_CONTROLLERS} controllers")
+        if self.node_addresses and (
+            self.brokers > MAX_ADDRESSED_BROKERS or self.controllers > MAX_ADDRESSED_CONTROLLERS
+        ):
+            raise UserError(
+                f"--brokers {self.brokers} --controllers {self.controllers}: each node gets its own loopback address, "
+                f"for at most {MAX_ADDRESSED_BROKERS} brokers and {MAX_ADDRESSED_CONTROLLERS} controllers"
+            )
         if self.racks < 0 or self.racks > self.brokers:
-            raise UserError(f"--racks {self.racks}: between 1 and the number of brokers ({self.brokers}), or 0 for none")
+            raise UserError(
+                f"--racks {self.racks}: between 1 and the number of brokers ({self.brokers}), or 0 for none"
+            )
         ports = self.ports()
         bad = [p for p in ports if not 1 <= p <= 65535]
         if bad:
             raise UserError(f"port {bad[0]} is out of range 1-65535: choose another --base-port")
         if len(set(ports)) != len(ports):
-            others = (f"ZooKeeper ports from {self.zookeeper_base_port}" if self.zookeepers
-                      else f"controller ports from {self.effective_controller_base_port} or replication ports from "
-                           f"{self.effective_replication_base_port}")
-            listeners = ports[:len(ports) - len(self.metrics_ports())]
+            others = (
+                f"ZooKeeper ports from {self.zookeeper_base_port}"
+                if self.zookeepers
+                else f"controller ports from {self.effective_controller_base_port} or replication ports from "
+                f"{self.effective_replication_base_port}"
+            )
+            listeners = ports[: len(ports) - len(self.metrics_ports())]
             if len(set(listeners)) == len(listeners):
-                raise UserError(f"metrics ports from {self.effective_metrics_base_port} overlap the nodes' other ports: "
-                                "set --metrics-base-port apart")
-            raise UserError(f"broker ports from {self.base_port} and {others} overlap: "
-                            f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart")
+                raise UserError(
+                    f"metrics ports from {self.effective_metrics_base_port} overlap the nodes' other ports: "
+                    "set --metrics-base-port apart"
+                )
+            raise UserError(
+                f"broker ports from {self.base_port} and {others} overlap: "
+                f"set --{'zookeeper-port' if self.zookeepers else 'controller-base-port'} apart"
+            )
         if self.placement:
             self._validate_placement()
         ids = [n.node_id for n in self._kafka_nodes()]
@@ -291,14 +339,21 @@ class ClusterSpec:
 
     def _validate_zookeeper_mode(self) -> None:
         if not self.kafka_version.startswith("3.9."):
-            raise UserError(f"ZooKeeper mode needs Kafka 3.9.x (the last line with ZooKeeper), not {self.kafka_version}: "
-                            f"drop --kafka-version or use --kafka-version {DEFAULT_ZOOKEEPER_KAFKA_VERSION}")
+            raise UserError(
+                f"ZooKeeper mode needs Kafka 3.9.x (the last line with ZooKeeper), not {self.kafka_version}: "
+                f"drop --kafka-version or use --kafka-version {DEFAULT_ZOOKEEPER_KAFKA_VERSION}"
+            )
         if self.zookeepers < 1:
             raise UserError(f"--zookeepers {self.zookeepers}: ZooKeeper mode needs at least 1 ZooKeeper node")
         if self.controllers or self.combined:
-            raise UserError("--controllers and --combined are KRaft options: in ZooKeeper mode a broker is the controller")
+            raise UserError(
+                "--controllers and --combined are KRaft options: in ZooKeeper mode a broker is the controller"
+            )
         if self.features:
-            raise UserError("--feature sets the level a KRaft cluster's storage is formatted with: ZooKeeper mode has no such format")
+            raise UserError(
+                "--feature sets the level a KRaft cluster's storage is formatted with: ZooKeeper mode has no "
+                "such format"
+            )
 
     def _validate_placement(self) -> None:
         if self.mode != KRAFT_MODE:
@@ -316,7 +371,8 @@ class ClusterSpec:
 
     @classmethod
     def from_json(cls, data: object) -> ClusterSpec:
-        """The spec a state file holds; ValueError names the first field that is unknown, of the wrong type, or of no mode.
+        """The spec a state file holds; ValueError names the first field that is unknown, of the wrong type, or of no
+        mode.
 
         A field left out takes its default: older state files lack the fields added since.
         """
@@ -333,7 +389,9 @@ class ClusterSpec:
             raise ValueError(f"spec.mode is {data['mode']!r}, not one of {', '.join(MODE_NAMES)}")
         # A cluster.json written before nodes had their own addresses: its configs have none.
         # One written before nodes served metrics: they run without the agent.
-        return cls(**{"node_addresses": False, "metrics": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))})
+        return cls(
+            **{"node_addresses": False, "metrics": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))}
+        )
 
 
 def _is_int(value: object) -> bool:
@@ -346,8 +404,14 @@ JSON_TYPES = {
     "int | None": (lambda v: v is None or _is_int(v), "a whole number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
-    "dict[str, str]": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for kv in v.items() for x in kv), "an object of strings"),
-    "tuple[str, ...]": (lambda v: isinstance(v, list | tuple) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "dict[str, str]": (
+        lambda v: isinstance(v, dict) and all(isinstance(x, str) for kv in v.items() for x in kv),
+        "an object of strings",
+    ),
+    "tuple[str, ...]": (
+        lambda v: isinstance(v, list | tuple) and all(isinstance(x, str) for x in v),
+        "a list of strings",
+    ),
 }
 
 

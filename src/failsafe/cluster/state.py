@@ -1,12 +1,12 @@
 """A cluster is a directory: configs, data, logs, pidfiles and a state file.
 
-    DIR/failsafe-state.json     the spec, the cluster id, the Kafka version
-    DIR/server-N.properties     one per Kafka node, seed style
-    DIR/kafka-N/                each Kafka node's log.dirs
-    DIR/zookeeper-N.properties  one per ZooKeeper node (ZooKeeper mode), with its dataDir zookeeper-N/
-    DIR/logs/server-N.log       each node's own log
-    DIR/pids/server-N.pid       "pid create_time" of each running node
-    DIR/operator-actions.jsonl  the node actions done by hand (cluster/journal.py)
+DIR/failsafe-state.json     the spec, the cluster id, the Kafka version
+DIR/server-N.properties     one per Kafka node, seed style
+DIR/kafka-N/                each Kafka node's log.dirs
+DIR/zookeeper-N.properties  one per ZooKeeper node (ZooKeeper mode), with its dataDir zookeeper-N/
+DIR/logs/server-N.log       each node's own log
+DIR/pids/server-N.pid       "pid create_time" of each running node
+DIR/operator-actions.jsonl  the node actions done by hand (cluster/observe/journal.py)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from failsafe.cluster.journal import JOURNAL_FILE
+from failsafe.cluster.observe.journal import JOURNAL_FILE
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotRunning, UserError
 
@@ -71,11 +71,14 @@ class ClusterState:
         for key in ("cluster_id", "created_at"):
             if not isinstance(data[key], str):
                 raise ValueError(f"{key!r} is {data[key]!r}, not a string")
-        return cls(spec=ClusterSpec.from_json(data["spec"]), cluster_id=data["cluster_id"], created_at=data["created_at"])
+        return cls(
+            spec=ClusterSpec.from_json(data["spec"]), cluster_id=data["cluster_id"], created_at=data["created_at"]
+        )
 
 
 class UnreadableState(UserError):
-    """A state file failsafe cannot read: not JSON, another format, keys missing or of the wrong type. Only 'clean' can help."""
+    """A state file failsafe cannot read: not JSON, another format, keys missing or of the wrong type. Only 'clean' can
+    help."""
 
 
 def unreadable(path: Path, root: Path, reason: str) -> UnreadableState:
@@ -123,7 +126,8 @@ class ClusterDir:
             data = json.loads(self.state_file.read_text())
         except FileNotFoundError as e:
             raise ClusterNotRunning(
-                f"no failsafe cluster at {self.root}: start one with 'failsafe up --dir {self.root}' or set FAILSAFE_DIR"
+                f"no failsafe cluster at {self.root}: start one with 'failsafe up --dir {self.root}' or set "
+                f"FAILSAFE_DIR"
             ) from e
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
             raise unreadable(self.state_file, self.root, str(e)) from e

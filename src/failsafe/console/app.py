@@ -27,9 +27,9 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from failsafe.cluster.actions import NODE_ACTIONS, act_on_node, default_timeout_s, record_leader_election
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.nodes.actions import NODE_ACTIONS, act_on_node, default_timeout_s, record_leader_election
 from failsafe.cluster.spec import BROKER, CONTROLLER, ZOOKEEPER
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.console.poller import ClusterPoller
 from failsafe.console.rebalances import rebalance_view
 from failsafe.console.runs import RunHistories, run_dir, stored_checker
@@ -71,23 +71,31 @@ class Guard:
         request = Request(scope)
         host = request.headers.get("host", "")
         if host not in self.hosts:
-            await _error(403, f"the console answers only to {' or '.join(sorted(self.hosts))}, not to Host {host!r}")(scope, receive, send)
+            await _error(403, f"the console answers only to {' or '.join(sorted(self.hosts))}, not to Host {host!r}")(
+                scope, receive, send
+            )
             return
         header = request.headers.get(TOKEN_HEADER) or _bearer(request.headers.get("authorization", ""))
         if request.method not in ("GET", "HEAD"):
             given, where = header, "the X-Failsafe-Token header"
         else:
-            given, where = header or request.query_params.get("token") or request.cookies.get(_cookie(request)), "?token="
+            given, where = (
+                header or request.query_params.get("token") or request.cookies.get(_cookie(request)),
+                "?token=",
+            )
         # As bytes: compare_digest refuses str with non-ASCII characters (a TypeError, a 500, instead of a 401).
         if not given or not secrets.compare_digest(given.encode(), self.token.encode()):
             what = "missing" if not given else "wrong"
-            await _error(401, f"token {what}: open the URL 'failsafe console' printed (the token goes in {where})")(scope, receive, send)
+            await _error(401, f"token {what}: open the URL 'failsafe console' printed (the token goes in {where})")(
+                scope, receive, send
+            )
             return
         await self.app(scope, receive, send)
 
 
 def _cookie(request: Request) -> str:
-    """The token cookie's name, with the port: a browser sends it to every port of the host, so two consoles need two names."""
+    """The token cookie's name, with the port: a browser sends it to every port of the host, so two consoles need two
+    names."""
     port = request.url.port
     return f"{TOKEN_COOKIE}_{port}" if port else TOKEN_COOKIE
 
@@ -128,11 +136,18 @@ class Changes:
 def _page() -> str:
     static = resources.files("failsafe.console") / "static"
     html = (static / "index.html").read_text()
-    return html.replace("/*CONSOLE_CSS*/", (static / "console.css").read_text()).replace("/*CONSOLE_JS*/", (static / "console.js").read_text())
+    return html.replace("/*CONSOLE_CSS*/", (static / "console.css").read_text()).replace(
+        "/*CONSOLE_JS*/", (static / "console.js").read_text()
+    )
 
 
-def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | None = None,
-               poller_factory: Callable[..., ClusterPoller] = ClusterPoller) -> Starlette:
+def create_app(
+    cluster: Cluster,
+    token: str,
+    hosts: set[str],
+    runs_root: Path | None = None,
+    poller_factory: Callable[..., ClusterPoller] = ClusterPoller,
+) -> Starlette:
     runs_root = runs_root if runs_root is not None else cluster.dir.root / "runs"
     changes = Changes()
     poller = poller_factory(cluster, runs_root, on_change=changes.notify_threadsafe)
@@ -149,7 +164,8 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             await run_in_threadpool(poller.stop)
 
     async def index(request: Request) -> Response:
-        # The page carries the token (for its buttons' header, also after a reload that sent only the cookie): never cached.
+        # The page carries the token (for its buttons' header, also after a reload that sent only the cookie): never
+        # cached.
         response = HTMLResponse(page, headers={"Cache-Control": "no-store"})
         if request.query_params.get("token"):
             response.set_cookie(_cookie(request), token, httponly=True, samesite="strict")
@@ -164,6 +180,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         async def handler(request: Request) -> JSONResponse:
             await fresh(name)
             return JSONResponse(poller.views[name])
+
         return handler
 
     async def snapshot(request: Request) -> JSONResponse:
@@ -175,7 +192,11 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         name = request.path_params["group"]
         found = next((g for g in poller.views["groups"]["groups"] if g.get("group") == name), None)
         if found is None:
-            return _error(404, f"no consumer group {name!r} (the console lists {len(poller.views['groups']['groups'])} groups at /api/groups)")
+            return _error(
+                404,
+                f"no consumer group {name!r} (the console lists {len(poller.views['groups']['groups'])} groups "
+                f"at /api/groups)",
+            )
         return JSONResponse(found)
 
     async def timeline(request: Request) -> JSONResponse:
@@ -197,7 +218,10 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
                         sent_version = poller.version
                         new = poller.timeline.since(seq)
                         seq = new[-1]["seq"] if new else seq
-                        body = {**poller.snapshot(), "timeline": {"started_ms": poller.timeline.started_ms, "events": new}}
+                        body = {
+                            **poller.snapshot(),
+                            "timeline": {"started_ms": poller.timeline.started_ms, "events": new},
+                        }
                         yield b"data: " + orjson.dumps(body) + b"\n\n"
                     else:
                         yield b": keep-alive\n\n"
@@ -217,7 +241,9 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         if node_id is None:
             return _error(404, f"{request.path_params['node']!r} is not a node id")
         try:
-            node = await run_in_threadpool(act_on_node, cluster, role, node_id, action, default_timeout_s(action), source="console")
+            node = await run_in_threadpool(
+                act_on_node, cluster, role, node_id, action, default_timeout_s(action), source="console"
+            )
         except UnknownNode as e:
             return _error(404, str(e))
         except UserError as e:
@@ -228,7 +254,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
         return JSONResponse({"role": role, "node": node_id, "action": action, "state": str(cluster.node_state(node))})
 
     async def elect_leaders(request: Request) -> JSONResponse:
-        from failsafe.clients.groups import elect_preferred_leaders
+        from failsafe.tools.groups import elect_preferred_leaders
 
         start_ns = time.time_ns()
         try:
@@ -237,17 +263,25 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             return _error(500, str(e))
         record_leader_election(cluster, start_ns, "console", elected, failed)
         poller.poll_soon()
-        return JSONResponse({"elected": elected, "already_preferred": len(already), "failed": failed}, status_code=200 if not failed else 500)
+        return JSONResponse(
+            {"elected": elected, "already_preferred": len(already), "failed": failed},
+            status_code=200 if not failed else 500,
+        )
 
     async def report(request: Request) -> Response:
         scenario, stamp = request.path_params["scenario"], request.path_params["stamp"]
         path = (runs_root / scenario / stamp / "report.html").resolve()
         if runs_root.resolve() not in path.parents or not path.is_file():
             return _error(404, f"no report for run {scenario}/{stamp}: 'failsafe report RUN_DIR' draws one")
-        return FileResponse(path, media_type="text/html", headers={"Content-Security-Policy": REPORT_POLICY, "Referrer-Policy": "no-referrer"})
+        return FileResponse(
+            path,
+            media_type="text/html",
+            headers={"Content-Security-Policy": REPORT_POLICY, "Referrer-Policy": "no-referrer"},
+        )
 
     def run_view(build: Callable[[Path, History], dict]) -> Callable[[Request], JSONResponse]:
         """A view of one run's history (read off the event loop: a long history takes seconds)."""
+
         async def handler(request: Request) -> JSONResponse:
             scenario, stamp = request.path_params["scenario"], request.path_params["stamp"]
             run = run_dir(runs_root, scenario, stamp)
@@ -258,6 +292,7 @@ def create_app(cluster: Cluster, token: str, hosts: set[str], runs_root: Path | 
             except HistoryFormatError as e:
                 return _error(422, f"the history of run {scenario}/{stamp} is damaged: {e}")
             return JSONResponse({"id": f"{scenario}/{stamp}", **body})
+
         return handler
 
     def rebalances(run: Path, history: History) -> dict:

@@ -26,16 +26,16 @@ import orjson
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
-from failsafe.clients.admin import describe_error, new_admin
-from failsafe.clients.groups import describe_group, list_groups
-from failsafe.cluster import journal
-from failsafe.cluster.lifecycle import Cluster
-from failsafe.cluster.metrics import ScrapeError, endpoints, scrape
+from failsafe.cluster.observe import journal
+from failsafe.cluster.observe.metrics import ScrapeError, endpoints, scrape
 from failsafe.cluster.spec import NodeSpec
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.console import views
 from failsafe.console.runs import LiveRun, list_runs
 from failsafe.console.timeline import Timeline
 from failsafe.errors import FailsafeError
+from failsafe.tools.admin import describe_error, new_admin
+from failsafe.tools.groups import describe_group, list_groups
 
 POLL_INTERVAL_S = 0.5
 METADATA_TIMEOUT_S = 2.0
@@ -54,8 +54,13 @@ def _ms(time_ns: int) -> int:
 
 
 class ClusterPoller:
-    def __init__(self, cluster: Cluster, runs_root: Path, interval_s: float = POLL_INTERVAL_S,
-                 on_change: Callable[[int], None] = lambda _: None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        runs_root: Path,
+        interval_s: float = POLL_INTERVAL_S,
+        on_change: Callable[[int], None] = lambda _: None,
+    ) -> None:
         self.cluster = cluster
         self.runs_root = runs_root
         self.interval_s = interval_s
@@ -68,7 +73,12 @@ class ClusterPoller:
         self._api_access = -WATCH_AFTER_API_S
         self.read_at: dict[str, float] = {}
         self.version = 0
-        self.views: dict[str, object] = {"cluster": None, "topics": [], "groups": {"groups": [], "error": None}, "runs": {"runs": [], "live": None}}
+        self.views: dict[str, object] = {
+            "cluster": None,
+            "topics": [],
+            "groups": {"groups": [], "error": None},
+            "runs": {"runs": [], "live": None},
+        }
         self.polls = 0
         self.error: str | None = None
         self.last_poll_ms: int | None = None
@@ -86,16 +96,21 @@ class ClusterPoller:
         self._metrics: dict[str, dict] = {}
         self._metrics_urls = endpoints(cluster.spec)
         # One scrape per node at once: a paused node costs its own scrape the timeout, not the others'.
-        self._scrapers = ThreadPoolExecutor(max_workers=max(1, len(self._metrics_urls)), thread_name_prefix="console-metrics") \
-            if self._metrics_urls else None
+        self._scrapers = (
+            ThreadPoolExecutor(max_workers=max(1, len(self._metrics_urls)), thread_name_prefix="console-metrics")
+            if self._metrics_urls
+            else None
+        )
         self._publish_lock = threading.Lock()
         self._fast_lock = threading.Lock()
         self._slow_lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._next_at = 0.0
-        self._threads = [threading.Thread(target=self._fast_loop, name="console-poller", daemon=True),
-                         threading.Thread(target=self._slow_loop, name="console-poller-groups", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._fast_loop, name="console-poller", daemon=True),
+            threading.Thread(target=self._slow_loop, name="console-poller-groups", daemon=True),
+        ]
 
     # -- the threads ------------------------------------------------------------------------------
     def start(self) -> ClusterPoller:
@@ -131,7 +146,8 @@ class ClusterPoller:
                 self._guarded(self.poll_slow)
 
     def _guarded(self, read: Callable[..., None], *args: object) -> None:
-        """A read that fails in a way nobody foresaw is shown on the page and tried again next time: the console goes on."""
+        """A read that fails in a way nobody foresaw is shown on the page and tried again next time: the console goes
+        on."""
         try:
             read(*args)
         except Exception as e:  # noqa: BLE001 - the console must outlive any one failed read; the error is shown, not hidden
@@ -177,7 +193,11 @@ class ClusterPoller:
     def poll_slow(self, force_configs: bool = False) -> None:
         with self._slow_lock:
             topics = frozenset(p["topic"] for p in self._partitions)
-            if force_configs or topics != self._config_topics or time.monotonic() - self._configs_at >= CONFIGS_INTERVAL_S:
+            if (
+                force_configs
+                or topics != self._config_topics
+                or time.monotonic() - self._configs_at >= CONFIGS_INTERVAL_S
+            ):
                 self._read_configs(sorted(topics))
             groups = self._read_groups()
             self._read_metrics()
@@ -186,11 +206,19 @@ class ClusterPoller:
     def _publish(self, runs: dict | None = None, groups: dict | None = None) -> None:
         with self._publish_lock:
             spec = self.cluster.spec
-            facts = {"dir": str(self.cluster.dir.root), "mode": spec.mode, "kafka_version": spec.kafka_version,
-                     "cluster_id": self.cluster.state.cluster_id, "bootstrap_servers": self.cluster.bootstrap_servers}
-            cluster = {**views.cluster_view(facts, self._nodes_seen, self._partitions, self._registered, self._metadata_error,
-                                            self._metrics),
-                       "poller_error": self.error}
+            facts = {
+                "dir": str(self.cluster.dir.root),
+                "mode": spec.mode,
+                "kafka_version": spec.kafka_version,
+                "cluster_id": self.cluster.state.cluster_id,
+                "bootstrap_servers": self.cluster.bootstrap_servers,
+            }
+            cluster = {
+                **views.cluster_view(
+                    facts, self._nodes_seen, self._partitions, self._registered, self._metadata_error, self._metrics
+                ),
+                "poller_error": self.error,
+            }
             changed = self._set("cluster", cluster)
             changed |= self._set("topics", views.topics_view(self._partitions, self._configs))
             if groups is not None:
@@ -216,9 +244,19 @@ class ClusterPoller:
         out = []
         for r in self.cluster.status():
             n = r.node
-            out.append({"id": n.node_id, "role": n.role, "name": n.name, "pid": r.pid, "port": n.port, "controller_port": n.controller_port,
-                        "state": str(r.state), "active_controller": r.active_controller,
-                        **({"zookeeper_mode": r.zookeeper_mode} if n.is_zookeeper else {})})
+            out.append(
+                {
+                    "id": n.node_id,
+                    "role": n.role,
+                    "name": n.name,
+                    "pid": r.pid,
+                    "port": n.port,
+                    "controller_port": n.controller_port,
+                    "state": str(r.state),
+                    "active_controller": r.active_controller,
+                    **({"zookeeper_mode": r.zookeeper_mode} if n.is_zookeeper else {}),
+                }
+            )
         return out
 
     def _read_metadata(self, now_ns: int) -> None:
@@ -226,20 +264,31 @@ class ClusterPoller:
             md = self.admin.list_topics(timeout=METADATA_TIMEOUT_S)
         except KafkaException as e:
             self._registered = None
-            self._metadata_error = f"no broker answered a metadata request within {METADATA_TIMEOUT_S:g}s ({describe_error(e)})"
+            self._metadata_error = (
+                f"no broker answered a metadata request within {METADATA_TIMEOUT_S:g}s ({describe_error(e)})"
+            )
             return
         partitions = []
         for topic, tm in md.topics.items():
             if tm.error is not None:
                 continue
             for pid, p in tm.partitions.items():
-                partitions.append({"topic": topic, "partition": pid, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)})
+                partitions.append(
+                    {
+                        "topic": topic,
+                        "partition": pid,
+                        "leader": p.leader,
+                        "replicas": list(p.replicas),
+                        "isr": list(p.isrs),
+                    }
+                )
         partitions.sort(key=lambda p: (p["topic"], p["partition"]))
         self._partitions, self._registered, self._metadata_error = partitions, sorted(md.brokers), None
         self.timeline.observe_partitions(_ms(now_ns), partitions)
 
     def _read_metrics(self) -> None:
-        """Every node's JMX exporter, all at once (cluster/metrics.py); nothing for a cluster made without metrics."""
+        """Every node's JMX exporter, all at once (cluster/observe/metrics.py); nothing for a cluster made without
+        metrics."""
         if self._scrapers is None:
             return
 
@@ -248,6 +297,7 @@ class ClusterPoller:
                 return node.name, views.metrics_view(url, scrape(url, METRICS_TIMEOUT_S), None)
             except ScrapeError as e:
                 return node.name, views.metrics_view(url, None, str(e))
+
         self._metrics = dict(self._scrapers.map(lambda item: one(*item), self._metrics_urls.items()))
 
     def _read_configs(self, topics: list[str]) -> None:
@@ -255,7 +305,9 @@ class ClusterPoller:
         if not topics:
             self._configs = {}
             return
-        futures = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=ADMIN_TIMEOUT_S)
+        futures = self.admin.describe_configs(
+            [ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=ADMIN_TIMEOUT_S
+        )
         configs = {}
         for resource, future in futures.items():
             try:
@@ -263,14 +315,17 @@ class ClusterPoller:
             except (KafkaException, TimeoutError):
                 configs[resource.name] = self._configs.get(resource.name, {})
                 continue
-            configs[resource.name] = {name: {"value": e.value, "source": _SOURCES.get(e.source, str(e.source))}
-                                      for name, e in entries.items() if name in views.SHOWN_TOPIC_CONFIGS}
+            configs[resource.name] = {
+                name: {"value": e.value, "source": _SOURCES.get(e.source, str(e.source))}
+                for name, e in entries.items()
+                if name in views.SHOWN_TOPIC_CONFIGS
+            }
         self._configs = configs
 
     def _read_groups(self) -> dict:
         """Groups through their own admin client, replaced after any failure: librdkafka 2.16 can abort the whole
-        process (assertion ``eonce->refcnt > 0``) when a group request that timed out is answered late on a
-        long-lived client (confluentinc/librdkafka#4605; seen here while a broker restarted under a running scenario)."""
+        process (assertion ``eonce->refcnt > 0``) when a group request that timed out is answered late on a long-lived
+        client (confluentinc/librdkafka#4605; seen here while a broker restarted under a running scenario)."""
         bootstrap = self.cluster.bootstrap_servers
         if self._groups_admin is None:
             self._groups_admin = new_admin(bootstrap, **{"socket.connection.setup.timeout.ms": 2000})
@@ -310,8 +365,15 @@ class ClusterPoller:
                 if str(f["role"] or "").startswith("operator ("):
                     continue  # the operator's own action: already on the timeline from the journal
                 for node in f["nodes"] or [None]:
-                    self.timeline.observe_fault(f["start_ms"], running["scenario"], f["fault"], f["target"] or "", node,
-                                                f["error"] is None, f["error"])
+                    self.timeline.observe_fault(
+                        f["start_ms"],
+                        running["scenario"],
+                        f["fault"],
+                        f["target"] or "",
+                        node,
+                        f["error"] is None,
+                        f["error"],
+                    )
         return {"runs": runs, "live": None if self._live is None else {"id": running["id"], **self._live.to_json()}}
 
     # -- what the app serves ------------------------------------------------------------------------

@@ -59,23 +59,34 @@ def rebalance_view(history: History, checked: Mapping[str, Any] | None = None) -
     for join in joins(history):
         if (join["group"], join["process"]) not in measured_joiners:
             rows.setdefault(join["group"], []).append(_joined(join, protocols.get(join["group"]), start_ns))
-    members = history.membership.filter(pl.col("group").is_not_null()).group_by("group").agg(pl.col("process").unique().sort())
+    members = (
+        history.membership.filter(pl.col("group").is_not_null())
+        .group_by("group")
+        .agg(pl.col("process").unique().sort())
+    )
     members_of = {row["group"]: row["process"] for row in members.iter_rows(named=True)}
     groups = []
     for group in sorted(rows):
         ordered = sorted(rows[group], key=lambda row: (row["time_ms"], row["kind"] != LEFT))
         left = [row for row in ordered if row["kind"] == LEFT]
         pauses = [row["pause_ms"] for row in ordered if row["measured"] and row["pause_ms"] is not None]
-        groups.append({
-            "group": group,
-            "protocol": protocols.get(group),
-            "members": members_of.get(group, []),
-            "departures": len(left),
-            "joins": len(ordered) - len(left),
-            "max_pause_ms": max(pauses, default=None),
-            "survivors_interrupted": sum(p["violation"] == "survivors-interrupted" for row in ordered if row["measured"] for p in row["partitions"]),
-            "rebalances": ordered,
-        })
+        groups.append(
+            {
+                "group": group,
+                "protocol": protocols.get(group),
+                "members": members_of.get(group, []),
+                "departures": len(left),
+                "joins": len(ordered) - len(left),
+                "max_pause_ms": max(pauses, default=None),
+                "survivors_interrupted": sum(
+                    p["violation"] == "survivors-interrupted"
+                    for row in ordered
+                    if row["measured"]
+                    for p in row["partitions"]
+                ),
+                "rebalances": ordered,
+            }
+        )
     return {
         "source": source,
         "valid": result.get("valid"),
@@ -89,8 +100,12 @@ def rebalance_view(history: History, checked: Mapping[str, Any] | None = None) -
 def _shaped(checked: object) -> TypeGuard[Mapping[str, Any]]:
     if not isinstance(checked, Mapping) or not isinstance(checked.get("events"), list):
         return False
-    return all(isinstance(e, Mapping) and all(f in e for f in _EVENT_FIELDS)
-               and all(all(f in k for f in _KEPT_FIELDS) for k in e["kept_partitions"]) for e in checked["events"])
+    return all(
+        isinstance(e, Mapping)
+        and all(f in e for f in _EVENT_FIELDS)
+        and all(all(f in k for f in _KEPT_FIELDS) for k in e["kept_partitions"])
+        for e in checked["events"]
+    )
 
 
 def run_start_ns(history: History) -> int | None:
@@ -106,14 +121,40 @@ def _when(time_ns: int, start_ns: int | None) -> dict[str, Any]:
 
 
 def _measured(event: Mapping[str, Any], start_ns: int | None) -> dict[str, Any]:
-    moved = [{"topic": p["topic"], "partition": p["partition"], "change": "moved", "owner": p["previous_owner"], "new_owner": p["new_owner"],
-              "reassigned": p["reassigned"], "reassigned_ms": p["reassigned_ms"], "revoked": None, "revoked_ms": None, "lost": None,
-              "gap_ms": p.get("gap_ms"), "violation": "never-reassigned" if never_reassigned(event, p) else None}
-             for p in event["moved_partitions"]]
-    kept = [{"topic": p["topic"], "partition": p["partition"], "change": "kept", "owner": p["owner"], "new_owner": None,
-             "reassigned": None, "reassigned_ms": None, "revoked": p["revoked"], "revoked_ms": p.get("revoked_ms"), "lost": p["lost"],
-             "gap_ms": p.get("gap_ms"), "violation": "survivors-interrupted" if needlessly_interrupted(event, p) else None}
-            for p in event["kept_partitions"]]
+    moved = [
+        {
+            "topic": p["topic"],
+            "partition": p["partition"],
+            "change": "moved",
+            "owner": p["previous_owner"],
+            "new_owner": p["new_owner"],
+            "reassigned": p["reassigned"],
+            "reassigned_ms": p["reassigned_ms"],
+            "revoked": None,
+            "revoked_ms": None,
+            "lost": None,
+            "gap_ms": p.get("gap_ms"),
+            "violation": "never-reassigned" if never_reassigned(event, p) else None,
+        }
+        for p in event["moved_partitions"]
+    ]
+    kept = [
+        {
+            "topic": p["topic"],
+            "partition": p["partition"],
+            "change": "kept",
+            "owner": p["owner"],
+            "new_owner": None,
+            "reassigned": None,
+            "reassigned_ms": None,
+            "revoked": p["revoked"],
+            "revoked_ms": p.get("revoked_ms"),
+            "lost": p["lost"],
+            "gap_ms": p.get("gap_ms"),
+            "violation": "survivors-interrupted" if needlessly_interrupted(event, p) else None,
+        }
+        for p in event["kept_partitions"]
+    ]
     partitions = sorted(moved + kept, key=lambda p: (p["topic"], p["partition"]))
     interrupted = [f"{p['topic']}-{p['partition']}" for p in event["kept_partitions"] if interrupted_survivor(p)]
     violations = sorted({p["violation"] for p in partitions if p["violation"]})
@@ -173,6 +214,13 @@ def joins(history: History) -> list[dict[str, Any]]:
             waiting[member] = True
         last[member] = row["time_ns"]
         if row["f"] == Op.ASSIGN and member in waiting:
-            out.append({"group": row["group"], "process": row["process"], "time_ns": row["time_ns"], "rejoined": waiting.pop(member),
-                        "partitions": sorted((p["topic"], p["partition"]) for p in row["partitions"])})
+            out.append(
+                {
+                    "group": row["group"],
+                    "process": row["process"],
+                    "time_ns": row["time_ns"],
+                    "rejoined": waiting.pop(member),
+                    "partitions": sorted((p["topic"], p["partition"]) for p in row["partitions"]),
+                }
+            )
     return out

@@ -33,10 +33,13 @@ _OTHERS = tuple(f'"f":"{f}"'.encode() for f in (Op.PHASE, Op.FAULT_START, Op.FAU
 MAX_LISTED = 200
 
 
-def list_runs(runs_root: Path, now_s: float | None = None, verdicts: dict[Path, tuple[float, str]] | None = None) -> list[dict]:
+def list_runs(
+    runs_root: Path, now_s: float | None = None, verdicts: dict[Path, tuple[float, str]] | None = None
+) -> list[dict]:
     """Newest first: scenario, id (``scenario/stamp``), verdict (None until checked), running, report present.
 
-    ``verdicts``: a cache (results.json path -> (mtime, verdict)) kept between calls, so a poll reads only new results."""
+    ``verdicts``: a cache (results.json path -> (mtime, verdict)) kept between calls, so a poll reads only new
+    results."""
     now_s = time.time() if now_s is None else now_s
     verdicts = {} if verdicts is None else verdicts
     found = []
@@ -59,8 +62,16 @@ def list_runs(runs_root: Path, now_s: float | None = None, verdicts: dict[Path, 
             idle_s = now_s - (run / HISTORY).stat().st_mtime
         except FileNotFoundError:
             continue
-        out.append({"id": f"{scenario}/{stamp}", "scenario": scenario, "stamp": stamp, "verdict": verdict,
-                    "running": verdict is None and idle_s < RUNNING_IDLE_S, "report": (run / REPORT).is_file()})
+        out.append(
+            {
+                "id": f"{scenario}/{stamp}",
+                "scenario": scenario,
+                "stamp": stamp,
+                "verdict": verdict,
+                "running": verdict is None and idle_s < RUNNING_IDLE_S,
+                "report": (run / REPORT).is_file(),
+            }
+        )
     return out
 
 
@@ -102,8 +113,16 @@ class LiveRun:
         if op.get("f") == Op.PHASE:
             self.phase = op.get("phase")
         elif op.get("f") == Op.FAULT_START:
-            fault = {"fault_id": op.get("fault_id"), "fault": op.get("fault"), "target": op.get("target"), "nodes": op.get("nodes", []),
-                     "role": op.get("role"), "start_ms": op["time_ns"] // 1_000_000, "stop_ms": None, "error": op.get("error")}
+            fault = {
+                "fault_id": op.get("fault_id"),
+                "fault": op.get("fault"),
+                "target": op.get("target"),
+                "nodes": op.get("nodes", []),
+                "role": op.get("role"),
+                "start_ms": op["time_ns"] // 1_000_000,
+                "stop_ms": None,
+                "error": op.get("error"),
+            }
             self.faults.append(fault)
             self.new_faults.append(fault)
         elif op.get("f") == Op.FAULT_STOP and op.get("ok", True):
@@ -174,7 +193,8 @@ class RunHistories:
 
 
 def stored_checker(run: Path, name: str) -> dict | None:
-    """Checker ``name``'s result in the run's results.json; None when the run was not checked or that checker did not run."""
+    """Checker ``name``'s result in the run's results.json; None when the run was not checked or that checker did not
+    run."""
     found = _json_object(run / RESULTS).get("checkers")
     result = found.get(name) if isinstance(found, dict) else None
     return result if isinstance(result, dict) else None

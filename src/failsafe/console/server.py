@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import uvicorn
 
-from failsafe.cluster.lifecycle import Cluster
+from failsafe.cluster.topology.lifecycle import Cluster
 from failsafe.console.app import create_app, new_token
 from failsafe.errors import PortInUse, UserError
 
@@ -30,7 +30,9 @@ def bind(port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            raise PortInUse(f"port {port} on {HOST} is in use: stop what listens there or pass another --port (0 picks a free one)") from e
+            raise PortInUse(
+                f"port {port} on {HOST} is in use: stop what listens there or pass another --port (0 picks a free one)"
+            ) from e
         raise UserError(f"cannot listen on {HOST}:{port}: {e.strerror}") from e
     sock.set_inheritable(True)
     return sock
@@ -44,7 +46,9 @@ def serve(cluster: Cluster, port: int, open_browser: bool, announce: Callable[[s
     actual = sock.getsockname()[1]
     token = new_token()
     app = create_app(cluster, token, {f"{HOST}:{actual}", f"localhost:{actual}"})
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
+    )
     server = uvicorn.Server(config)
     url = f"http://{HOST}:{actual}/?token={token}"
     announce(url)

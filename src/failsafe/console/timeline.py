@@ -30,10 +30,11 @@ class Timeline:
     def _add(self, event: dict) -> None:
         self._events.append({"seq": next(self._seq), **event})
         if len(self._events) > self._max_events:
-            self._events = self._events[-(self._max_events // 2):]
+            self._events = self._events[-(self._max_events // 2) :]
 
     def observe_partitions(self, time_ms: int, partitions: list[dict]) -> None:
-        """One metadata read: a partition whose leader, replicas or ISR differ from the last read is an event (and its first sight)."""
+        """One metadata read: a partition whose leader, replicas or ISR differ from the last read is an event (and its
+        first sight)."""
         if self.started_ms is None:
             self.started_ms = time_ms
         seen = set()
@@ -43,8 +44,17 @@ class Timeline:
             now = (p["leader"], tuple(p["replicas"]), tuple(p["isr"]))
             if self._partitions.get(key) != now:
                 self._partitions[key] = now
-                self._add({"time_ms": time_ms, "kind": "partition", "topic": p["topic"], "partition": p["partition"],
-                           "leader": p["leader"], "replicas": list(p["replicas"]), "isr": list(p["isr"])})
+                self._add(
+                    {
+                        "time_ms": time_ms,
+                        "kind": "partition",
+                        "topic": p["topic"],
+                        "partition": p["partition"],
+                        "leader": p["leader"],
+                        "replicas": list(p["replicas"]),
+                        "isr": list(p["isr"]),
+                    }
+                )
         for key in [k for k in self._partitions if k not in seen]:
             del self._partitions[key]
             self._add({"time_ms": time_ms, "kind": "partition-gone", "topic": key[0], "partition": key[1]})
@@ -58,13 +68,32 @@ class Timeline:
                 self._nodes[key] = n["state"]
                 self._add({"time_ms": time_ms, "kind": "node", "role": n["role"], "node": n["id"], "state": n["state"]})
 
-    def observe_fault(self, time_ms: int, source: str, action: str, role: str, node: int | None, ok: bool = True,
-                      error: str | None = None) -> None:
-        """An operator action from the journal (source cli/console), or a running scenario's fault (source: its name)."""
-        self._add({"time_ms": time_ms, "kind": "fault", "source": source, "action": action, "role": role, "node": node, "ok": ok,
-                   **({"error": error} if error else {})})
+    def observe_fault(
+        self,
+        time_ms: int,
+        source: str,
+        action: str,
+        role: str,
+        node: int | None,
+        ok: bool = True,
+        error: str | None = None,
+    ) -> None:
+        """An operator action from the journal (source cli/console), or a running scenario's fault (source: its
+        name)."""
+        self._add(
+            {
+                "time_ms": time_ms,
+                "kind": "fault",
+                "source": source,
+                "action": action,
+                "role": role,
+                "node": node,
+                "ok": ok,
+                **({"error": error} if error else {}),
+            }
+        )
 
     def since(self, seq: int) -> list[dict]:
         """Events after ``seq`` (all kept ones when ``seq`` is older than the oldest kept)."""
         events = self._events
-        return events[bisect_right(events, seq, key=lambda e: e["seq"]):]
+        return events[bisect_right(events, seq, key=lambda e: e["seq"]) :]

@@ -6,14 +6,24 @@ Pure: no Kafka, no files. The field names are the API's (docs/console.md).
 from __future__ import annotations
 
 # The topic configs the topics view shows, as Kafka names them.
-SHOWN_TOPIC_CONFIGS = ("min.insync.replicas", "retention.ms", "retention.bytes", "cleanup.policy", "unclean.leader.election.enable")
+SHOWN_TOPIC_CONFIGS = (
+    "min.insync.replicas",
+    "retention.ms",
+    "retention.bytes",
+    "cleanup.policy",
+    "unclean.leader.election.enable",
+)
 
 
 def partition_view(p: dict) -> dict:
-    """One partition with what the page colours: replicas missing from the ISR, no leader, a leader that is not the preferred one."""
+    """One partition with what the page colours: replicas missing from the ISR, no leader, a leader that is not the
+    preferred one."""
     leader, replicas, isr = p["leader"], list(p["replicas"]), list(p["isr"])
     return {
-        "partition": p["partition"], "leader": leader, "replicas": replicas, "isr": isr,
+        "partition": p["partition"],
+        "leader": leader,
+        "replicas": replicas,
+        "isr": isr,
         "missing_from_isr": [r for r in replicas if r not in isr],
         "offline": leader < 0,
         "preferred_leader": replicas[0] if replicas else None,
@@ -24,7 +34,8 @@ def partition_view(p: dict) -> dict:
 
 
 def topics_view(partitions: list[dict], configs: dict[str, dict[str, dict]]) -> list[dict]:
-    """Topics sorted by name, internal ones flagged; ``configs``: topic -> name -> {"value", "source"} (what describe-configs read)."""
+    """Topics sorted by name, internal ones flagged; ``configs``: topic -> name -> {"value", "source"} (what
+    describe-configs read)."""
     by_topic: dict[str, list[dict]] = {}
     for p in partitions:
         by_topic.setdefault(p["topic"], []).append(p)
@@ -36,15 +47,17 @@ def topics_view(partitions: list[dict], configs: dict[str, dict[str, dict]]) -> 
         if min_isr is not None:
             for part in parts:
                 part["under_min_isr"] = len(part["isr"]) < min_isr
-        out.append({
-            "name": name,
-            "internal": name.startswith("__"),
-            "partitions": parts,
-            "replication_factor": len(parts[0]["replicas"]) if parts else 0,
-            "under_replicated": sum(1 for p in parts if p["under_replicated"]),
-            "offline": sum(1 for p in parts if p["offline"]),
-            "configs": {k: topic_configs[k] for k in SHOWN_TOPIC_CONFIGS if k in topic_configs},
-        })
+        out.append(
+            {
+                "name": name,
+                "internal": name.startswith("__"),
+                "partitions": parts,
+                "replication_factor": len(parts[0]["replicas"]) if parts else 0,
+                "under_replicated": sum(1 for p in parts if p["under_replicated"]),
+                "offline": sum(1 for p in parts if p["offline"]),
+                "configs": {k: topic_configs[k] for k in SHOWN_TOPIC_CONFIGS if k in topic_configs},
+            }
+        )
     return out
 
 
@@ -65,7 +78,7 @@ def broker_counts(partitions: list[dict], broker_ids: list[int]) -> dict[int, di
     return counts
 
 
-# What the nodes table shows of a node's metrics (cluster/metrics.py names): key -> (metric, labels).
+# What the nodes table shows of a node's metrics (cluster/observe/metrics.py names): key -> (metric, labels).
 NODE_METRICS = {
     "under_replicated": ("kafka_server_replicamanager_underreplicatedpartitions", ""),
     "produce_p99_ms": ("kafka_network_requestmetrics_totaltimems", 'quantile="0.99",request="Produce"'),
@@ -90,11 +103,17 @@ def metrics_view(url: str, samples: list[dict] | None, error: str | None) -> dic
     return {"url": url, **shown}
 
 
-def cluster_view(facts: dict, nodes: list[dict], partitions: list[dict], registered: list[int] | None, metadata_error: str | None,
-                 metrics: dict[str, dict] | None = None) -> dict:
-    """``facts``: mode, versions, ids and addresses; ``nodes``: one dict per node (id, role, pid, ports, state, active_controller);
-    ``registered``: the brokers the metadata lists (None when no broker answered); ``metrics``: each node's metrics_view, by
-    node name (server-N, zookeeper-N)."""
+def cluster_view(
+    facts: dict,
+    nodes: list[dict],
+    partitions: list[dict],
+    registered: list[int] | None,
+    metadata_error: str | None,
+    metrics: dict[str, dict] | None = None,
+) -> dict:
+    """``facts``: mode, versions, ids and addresses; ``nodes``: one dict per node (id, role, pid, ports, state,
+    active_controller); ``registered``: the brokers the metadata lists (None when no broker answered); ``metrics``: each
+    node's metrics_view, by node name (server-N, zookeeper-N)."""
     broker_ids = [n["id"] for n in nodes if n["role"] in ("broker", "broker,controller")]
     counts = broker_counts(partitions, broker_ids)
     shown = []

@@ -7,7 +7,8 @@
     fusefs.py     the FUSE operations (mfusepy, libfuse 3) that apply all three and log them
     daemon.py     the process that serves one layer (``python -m failsafe.disk.daemon``)
     control.py    the owner's requests to that process (status, lose, inject, clear)
-    layer.py      mount, lose_unsynced, inject, clear_injection, unmount; find_layers and unmount_all after a crash of the owner
+    layer.py      mount, lose_unsynced, inject, clear_injection, unmount; find_layers and unmount_all after a crash of
+    the owner
 
 Only layer.py, control.py and injection.py are imported by an owner: fusefs.py needs libfuse and runs in the daemon.
 """
@@ -15,6 +16,27 @@ Only layer.py, control.py and injection.py are imported by an owner: fusefs.py n
 from __future__ import annotations
 
 from failsafe.disk.injection import Injection
-from failsafe.disk.layer import DiskLayer, LayerState, check_fuse, find_layers, is_mounted, mount, unavailable_reason, unmount_all, unmount_named
+from failsafe.disk.layer import (
+    DiskLayer,
+    LayerState,
+    check_fuse,
+    find_layers,
+    is_mounted,
+    mount,
+    unavailable_reason,
+    unmount_all,
+    unmount_named,
+)
 
-__all__ = ["DiskLayer", "Injection", "LayerState", "check_fuse", "find_layers", "is_mounted", "mount", "unavailable_reason", "unmount_all", "unmount_named"]
+__all__ = [
+    "DiskLayer",
+    "Injection",
+    "LayerState",
+    "check_fuse",
+    "find_layers",
+    "is_mounted",
+    "mount",
+    "unavailable_reason",
+    "unmount_all",
+    "unmount_named",
+]

@@ -21,13 +21,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("backing", type=Path)
     parser.add_argument("mountpoint", type=Path)
     parser.add_argument("control")
-    parser.add_argument("--metadata", default="journal", help="when directory changes become durable: journal (any fsync) or posix")
+    parser.add_argument(
+        "--metadata", default="journal", help="when directory changes become durable: journal (any fsync) or posix"
+    )
     args = parser.parse_args(argv)
     try:
         from failsafe.disk.fusefs import Fuse, Volatile
     except (OSError, ImportError) as e:  # mfusepy raises OSError at import when libfuse is missing
-        print(f"failsafe.disk.daemon: mfusepy over libfuse 3 is not usable ({e}): install libfuse 3 (Debian: apt-get install fuse3) "
-              "and failsafe's dependencies (make setup)", file=sys.stderr)
+        print(
+            f"failsafe.disk.daemon: mfusepy over libfuse 3 is not usable ({e}): install libfuse 3 (Debian: apt-get "
+            "install fuse3) and failsafe's dependencies (make setup)",
+            file=sys.stderr,
+        )
         return 2
     if not args.backing.is_dir() or not args.mountpoint.is_dir():
         print(f"failsafe.disk.daemon: {args.backing} and {args.mountpoint} must both be directories", file=sys.stderr)
@@ -57,8 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         # foreground: the owner tracks this very process; threads: a slow fsync must not stop reads of other files;
         # allow_other: a node runs under a group id of its own (network faults match its packets by it), and FUSE
         # refuses every process whose ids differ from the mounter's unless told otherwise.
-        Fuse(ops, str(args.mountpoint), foreground=True, nothreads=False, fsname=FSNAME, subtype=FSNAME, hard_remove=True,
-             allow_other=True)
+        Fuse(
+            ops,
+            str(args.mountpoint),
+            foreground=True,
+            nothreads=False,
+            fsname=FSNAME,
+            subtype=FSNAME,
+            hard_remove=True,
+            allow_other=True,
+        )
     finally:
         server.close()
         ops.close()

@@ -21,7 +21,9 @@ class _FileUndo:
     path: str  # what the file was called when its first unsynced change came (for reports)
     saved: list[tuple[int, bytes]] = field(default_factory=list)  # durable bytes later overwritten; disjoint ranges
     covered: list[tuple[int, int]] = field(default_factory=list)  # the [start, end) ranges in ``saved``, merged, sorted
-    last_write: tuple[int, int] | None = None  # (offset, length) of the newest write, None when a truncation came after it
+    last_write: tuple[int, int] | None = (
+        None  # (offset, length) of the newest write, None when a truncation came after it
+    )
     unsynced_bytes: int = 0
 
 
@@ -101,7 +103,8 @@ class DataJournal:
         undo.covered = _merge(undo.covered, gaps)
 
     def write(self, fd: int, ino: int, data: bytes, offset: int, path: str = "") -> int:
-        """Write ``data`` at ``offset`` through ``fd`` (open read-write), keeping what it overwrites of the durable file."""
+        """Write ``data`` at ``offset`` through ``fd`` (open read-write), keeping what it overwrites of the durable
+        file."""
         undo = self._undo(fd, ino, path)
         self._save(undo, offset, offset + len(data))
         n = os.pwrite(fd, data, offset)

@@ -26,9 +26,20 @@ from failsafe.disk.names import STASH, NameJournal
 
 _TIME_KEYS = ("st_atime", "st_ctime", "st_mtime")  # with use_ns, mfusepy takes these names in nanoseconds
 _STAT_KEYS = ("st_gid", "st_mode", "st_nlink", "st_size", "st_uid", "st_ino", "st_blocks", "st_rdev")
-_STATVFS_KEYS = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files", "f_flag", "f_frsize", "f_namemax")
-# open(2) flags that the backing descriptor must not carry: we write at the kernel's offsets, truncate through the journal,
-# and read what we overwrite.
+_STATVFS_KEYS = (
+    "f_bavail",
+    "f_bfree",
+    "f_blocks",
+    "f_bsize",
+    "f_favail",
+    "f_ffree",
+    "f_files",
+    "f_flag",
+    "f_frsize",
+    "f_namemax",
+)
+# open(2) flags that the backing descriptor must not carry: we write at the kernel's offsets, truncate through the
+# journal, and read what we overwrite.
 _STRIP = os.O_APPEND | os.O_TRUNC | os.O_CREAT | os.O_EXCL | os.O_ACCMODE
 RENAME_NOREPLACE = 1
 # When a directory change (create, link, unlink, rename) becomes durable. JOURNAL: at any fsync of the layer, file or
@@ -317,8 +328,14 @@ class Volatile(mfusepy.Operations):
     # -- power ---------------------------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         with self._mu:
-            return {"frozen": self.frozen, "metadata": self.metadata, "unsynced": self.data.pending(),
-                    "unsynced_dir_changes": self.names.pending(), "calls": dict(self.counts), **self.injector.status()}
+            return {
+                "frozen": self.frozen,
+                "metadata": self.metadata,
+                "unsynced": self.data.pending(),
+                "unsynced_dir_changes": self.names.pending(),
+                "calls": dict(self.counts),
+                **self.injector.status(),
+            }
 
     def lose(self, torn: bool, seed: int) -> dict[str, Any]:
         """The power cut: from now on every operation fails, and the backing directory holds only what was durable."""
@@ -329,8 +346,12 @@ class Volatile(mfusepy.Operations):
             before = self.data.pending()
             files, tears = self.data.lose(torn=torn, rng=random.Random(seed))
             undone = self.names.lose()
-            return {"files_rolled_back": files, "bytes_lost": before["bytes"], "dir_changes_undone": undone,
-                    "torn": [{"path": t.path, "offset": t.offset, "length": t.length, "kept": t.kept} for t in tears]}
+            return {
+                "files_rolled_back": files,
+                "bytes_lost": before["bytes"],
+                "dir_changes_undone": undone,
+                "torn": [{"path": t.path, "offset": t.offset, "length": t.length, "kept": t.kept} for t in tears],
+            }
 
     def close(self) -> None:
         """After the unmount: what was not lost is kept (a clean shutdown)."""
@@ -346,7 +367,9 @@ class Fuse(mfusepy.FUSE):
     """mfusepy's FUSE, passing what its libfuse 3 wrappers drop: rename's flags, and the handle of an ftruncate."""
 
     def rename_fuse_3(self, old: bytes, new: bytes, flags: int) -> int:
-        return self.operations.rename(old.decode(self.encoding, self.errors), new.decode(self.encoding, self.errors), flags)
+        return self.operations.rename(
+            old.decode(self.encoding, self.errors), new.decode(self.encoding, self.errors), flags
+        )
 
     def truncate_fuse_3(self, path: bytes | None, length: int, fip: Any) -> int:
         fh = fip.contents.fh if fip else None

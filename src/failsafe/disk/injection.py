@@ -49,8 +49,10 @@ class Injection:
         if self.glob is not None and (not isinstance(self.glob, str) or not self.glob):
             raise ValueError(f"glob {self.glob!r}: a non-empty pattern such as '*.log', or None for every path")
         if self.kind == "full" and (self.ops != "both" or self.glob is not None):
-            raise ValueError(f"kind 'full' takes no ops or glob (got ops={self.ops!r}, glob={self.glob!r}): "
-                             "a full disk refuses every allocation")
+            raise ValueError(
+                f"kind 'full' takes no ops or glob (got ops={self.ops!r}, glob={self.glob!r}): "
+                "a full disk refuses every allocation"
+            )
 
     @classmethod
     def from_message(cls, message: dict[str, Any]) -> Injection:
@@ -133,5 +135,10 @@ class Injector:
         error = self.error
         with self._mu:
             failed = {kind: dict(counts) for kind, counts in self._failed.items()}
-        return {"injection": {"full": self.full, "error": None if error is None else {"ops": error.ops, "glob": error.glob}},
-                "failed": failed}
+        return {
+            "injection": {
+                "full": self.full,
+                "error": None if error is None else {"ops": error.ops, "glob": error.glob},
+            },
+            "failed": failed,
+        }

@@ -68,7 +68,9 @@ def find_layers(state_dir: Path) -> list[LayerState]:
         try:
             found.append(LayerState(**json.loads(path.read_text())))
         except (ValueError, TypeError) as e:
-            raise DiskLayerError(f"{path} is not a disk layer's state file ({e}): remove it once nothing is mounted there") from e
+            raise DiskLayerError(
+                f"{path} is not a disk layer's state file ({e}): remove it once nothing is mounted there"
+            ) from e
     return found
 
 
@@ -107,7 +109,8 @@ def unavailable_reason() -> str | None:
 
 
 class DiskLayer:
-    """One mounted layer: ``mountpoint`` shows ``backing`` and forgets on ``lose_unsynced`` what was not made durable."""
+    """One mounted layer: ``mountpoint`` shows ``backing`` and forgets on ``lose_unsynced`` what was not made
+    durable."""
 
     def __init__(self, state_dir: Path, state: LayerState, child: Child | None = None) -> None:
         self.state_dir = state_dir
@@ -123,27 +126,30 @@ class DiskLayer:
         refused since the mount, by kind and operation (docs/disk-faults.md)."""
         return self._ask({"op": "status"})
 
-    def lose_unsynced(self, *, torn: bool = False, seed: int = 0, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> dict[str, Any]:
-        """The power cut: every unsynced write and directory change is discarded (with ``torn``, a seeded random prefix of
-        each file's last unsynced write survives), then the layer is unmounted. Processes still using files under the
-        mountpoint see EIO from the cut on. Returns what was lost: files rolled back, bytes, directory changes undone, tears."""
+    def lose_unsynced(
+        self, *, torn: bool = False, seed: int = 0, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """The power cut: every unsynced write and directory change is discarded (with ``torn``, a seeded random prefix
+        of each file's last unsynced write survives), then the layer is unmounted. Processes still using files under the
+        mountpoint see EIO from the cut on. Returns what was lost: files rolled back, bytes, directory changes undone,
+        tears."""
         lost = self._answer({"op": "lose", "torn": torn, "seed": seed})
         self.unmount(timeout_s)
         return lost
 
     def inject(self, kind: Kind, *, ops: Ops = "both", glob: str | None = None) -> dict[str, Any]:
-        """From now on until ``clear_injection``: ``"full"``, writes that need new space and new names fail with ENOSPC and
-        statfs shows no free block; ``"error"``, reads, writes and fsyncs (``ops``: ``"read"``, ``"write"`` or ``"both"``)
-        of the files matching ``glob`` (every file when None) fail with EIO (docs/disk-faults.md, "Error injection").
-        Both may be in force at once; a second ``"error"`` replaces the first. Raises ValueError, before asking the
-        daemon, for a kind, ops or glob it does not take. Returns what is in force: ``{"injection": {"full": bool,
-        "error": {"ops": ..., "glob": ...} | None}}``."""
+        """From now on until ``clear_injection``: ``"full"``, writes that need new space and new names fail with ENOSPC
+        and statfs shows no free block; ``"error"``, reads, writes and fsyncs (``ops``: ``"read"``, ``"write"`` or
+        ``"both"``) of the files matching ``glob`` (every file when None) fail with EIO (docs/disk-faults.md, "Error
+        injection"). Both may be in force at once; a second ``"error"`` replaces the first. Raises ValueError, before
+        asking the daemon, for a kind, ops or glob it does not take. Returns what is in force: ``{"injection": {"full":
+        bool, "error": {"ops": ..., "glob": ...} | None}}``."""
         injection = Injection(kind, ops, glob)
         return self._answer({"op": "inject", **injection.to_message()})
 
     def clear_injection(self, kind: Kind | None = None) -> dict[str, Any]:
-        """End the injection of ``kind`` (``"full"`` or ``"error"``; both when None): the disk is back, or has space again.
-        Returns ``{"cleared": [kinds that were in force], "injection": ...}``."""
+        """End the injection of ``kind`` (``"full"`` or ``"error"``; both when None): the disk is back, or has space
+        again. Returns ``{"cleared": [kinds that were in force], "injection": ...}``."""
         if kind is not None:
             Injection(kind)  # the same check of the kind as inject's
         return self._answer({"op": "clear", "kind": kind})
@@ -160,7 +166,9 @@ class DiskLayer:
         try:
             answer = control.request(self.state.control, message)
         except OSError as e:
-            raise DiskLayerError(f"the disk layer at {self.mountpoint} does not answer ({e}): {self._daemon_tail()}") from e
+            raise DiskLayerError(
+                f"the disk layer at {self.mountpoint} does not answer ({e}): {self._daemon_tail()}"
+            ) from e
         if not answer.get("ok"):
             raise DiskLayerError(f"the disk layer at {self.mountpoint} refused {message['op']}: {answer.get('error')}")
         return answer
@@ -171,10 +179,18 @@ class DiskLayer:
         return "its daemon may have crashed; unmount_all() clears it"
 
 
-def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None = None, dies_with_parent: bool = False,
-          metadata: str = "journal", timeout_s: float = DEFAULT_MOUNT_TIMEOUT_S) -> DiskLayer:
-    """Mount a layer showing ``backing`` at ``mountpoint`` (both existing directories, the mountpoint empty), tracked under
-    ``state_dir``. ``metadata``: when directory changes become durable, ``journal`` (at any fsync, as on ext4) or
+def mount(
+    backing: Path,
+    mountpoint: Path,
+    *,
+    state_dir: Path,
+    name: str | None = None,
+    dies_with_parent: bool = False,
+    metadata: str = "journal",
+    timeout_s: float = DEFAULT_MOUNT_TIMEOUT_S,
+) -> DiskLayer:
+    """Mount a layer showing ``backing`` at ``mountpoint`` (both existing directories, the mountpoint empty), tracked
+    under ``state_dir``. ``metadata``: when directory changes become durable, ``journal`` (at any fsync, as on ext4) or
     ``posix`` (only at an fsync of their directory; disk/fusefs.py). ``dies_with_parent``: the daemon gets SIGKILL when
     this process dies (its mount is then left stale until ``unmount_all``); without it the layer outlives this command,
     as cluster nodes do. Returns once the mount serves."""
@@ -187,11 +203,23 @@ def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None 
         raise DiskLayerError(f"a disk layer is already mounted at {mountpoint}: unmount it first (unmount_all)")
     name = name or mountpoint.name
     if state_path(state_dir, name).exists():
-        raise DiskLayerError(f"{state_path(state_dir, name)} exists: a layer named {name} is tracked already; unmount_all({state_dir}) clears it")
+        raise DiskLayerError(
+            f"{state_path(state_dir, name)} exists: a layer named {name} is tracked already; "
+            f"unmount_all({state_dir}) clears it"
+        )
     state = LayerState(name, str(backing), str(mountpoint), f"failsafe-disk-{uuid.uuid4().hex}")
     _write_state(state_dir, state)  # before the daemon starts: a crash from here on leaves a layer unmount_all can find
     log = state_path(state_dir, name).with_suffix(".log")
-    cmd = [sys.executable, "-m", "failsafe.disk.daemon", state.backing, state.mountpoint, state.control, "--metadata", metadata]
+    cmd = [
+        sys.executable,
+        "-m",
+        "failsafe.disk.daemon",
+        state.backing,
+        state.mountpoint,
+        state.control,
+        "--metadata",
+        metadata,
+    ]
     try:
         child = spawn(cmd, name=f"disk layer {name}", log_path=log, dies_with_parent=dies_with_parent)
     except BaseException:
@@ -203,11 +231,21 @@ def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None 
 
     def serving() -> bool:
         if not child.running():
-            raise DiskLayerError(f"the disk layer's daemon for {mountpoint} exited with {child.exit_code()}: {child.tail() or 'see ' + str(log)}")
-        return is_mounted(mountpoint) and bool(control.request(state.control, {"op": "status"}, timeout_s=1.0).get("ok"))
+            raise DiskLayerError(
+                f"the disk layer's daemon for {mountpoint} exited with {child.exit_code()}: "
+                f"{child.tail() or 'see ' + str(log)}"
+            )
+        return is_mounted(mountpoint) and bool(
+            control.request(state.control, {"op": "status"}, timeout_s=1.0).get("ok")
+        )
 
     try:
-        wait_until(serving, timeout_s, f"the disk layer at {mountpoint} was not serving after {timeout_s:g}s (log: {log})", retry_on=(OSError,))
+        wait_until(
+            serving,
+            timeout_s,
+            f"the disk layer at {mountpoint} was not serving after {timeout_s:g}s (log: {log})",
+            retry_on=(OSError,),
+        )
     except BaseException:
         _teardown(state_dir, state, DEFAULT_UNMOUNT_TIMEOUT_S)
         raise
@@ -215,10 +253,15 @@ def mount(backing: Path, mountpoint: Path, *, state_dir: Path, name: str | None 
 
 
 def _unmount_once(mountpoint: str) -> None:
-    """fusermount3 -u, lazily (-z) when the mount is busy: a killed node's files are closed, a shell's cwd may not be."""
+    """fusermount3 -u, lazily (-z) when the mount is busy: a killed node's files are closed, a shell's cwd may not
+    be."""
     tool = shutil.which("fusermount3")
     for lazy in (False, True):
-        cmd = [tool, "-u", *(["-z"] if lazy else []), mountpoint] if tool else ["umount", *(["-l"] if lazy else []), mountpoint]
+        cmd = (
+            [tool, "-u", *(["-z"] if lazy else []), mountpoint]
+            if tool
+            else ["umount", *(["-l"] if lazy else []), mountpoint]
+        )
         done = run_to_end(cmd, name="unmount disk layer", timeout_s=DEFAULT_UNMOUNT_TIMEOUT_S)
         if done.returncode == 0 or not is_mounted(mountpoint):
             return
@@ -234,8 +277,11 @@ def _teardown(state_dir: Path, state: LayerState, timeout_s: float) -> None:
             daemon.wait_gone(timeout_s)  # unmounted, it returns from its loop by itself
         except WaitTimeout:
             daemon.stop(timeout_s, signal.SIGTERM)
-    wait_until(lambda: not is_mounted(state.mountpoint), timeout_s, f"{state.mountpoint} is still mounted after {timeout_s:g}s")
-    # A daemon that ended by SIGKILL leaves its stash (entries removed while it served; no power cut happened to bring them back).
+    wait_until(
+        lambda: not is_mounted(state.mountpoint), timeout_s, f"{state.mountpoint} is still mounted after {timeout_s:g}s"
+    )
+    # A daemon that ended by SIGKILL leaves its stash (entries removed while it served; no power cut happened to bring
+    # them back).
     shutil.rmtree(Path(state.backing) / STASH, ignore_errors=True)
     state_path(state_dir, state.name).unlink(missing_ok=True)
 
@@ -247,8 +293,8 @@ def unmount_named(state_dir: Path, names: list[str], timeout_s: float = DEFAULT_
 
 
 def unmount_all(state_dir: Path, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> list[str]:
-    """Unmount every layer tracked under ``state_dir`` (after ``down``, ``clean`` or a crash of their owner): stale mounts of
-    dead daemons too. Returns the mountpoints it cleared."""
+    """Unmount every layer tracked under ``state_dir`` (after ``down``, ``clean`` or a crash of their owner): stale
+    mounts of dead daemons too. Returns the mountpoints it cleared."""
     return _unmount(state_dir, lambda state: True, timeout_s)
 
 

@@ -73,8 +73,12 @@ class NameJournal:
         self._seq += 1
         return str(self._seq)
 
-    def _log(self, kind: str, dirs: list[tuple[int, int]], name: str, ino: int, new_name: str = "", stash: str = "") -> None:
-        self._pending.append(_Change(kind, tuple(i for _, i in dirs), tuple(f for f, _ in dirs), name, ino, new_name, stash))
+    def _log(
+        self, kind: str, dirs: list[tuple[int, int]], name: str, ino: int, new_name: str = "", stash: str = ""
+    ) -> None:
+        self._pending.append(
+            _Change(kind, tuple(i for _, i in dirs), tuple(f for f, _ in dirs), name, ino, new_name, stash)
+        )
 
     def _close(self, change: _Change) -> None:
         for fd in change.dir_fds:
@@ -146,12 +150,13 @@ class NameJournal:
 
     # -- durability ---------------------------------------------------------------------------------------------------
     def sync_dir(self, dir_ino: int) -> list[int]:
-        """fsync of the directory with inode number ``dir_ino``: every pending change to it is durable. Returns the inodes
-        whose removal became durable (their last name is gone for good)."""
+        """fsync of the directory with inode number ``dir_ino``: every pending change to it is durable. Returns the
+        inodes whose removal became durable (their last name is gone for good)."""
         return self._sync(lambda change: dir_ino in change.dir_inos)
 
     def sync_all(self) -> list[int]:
-        """A journal commit (ext4's, which any fsync forces): every pending change is durable. Returns as ``sync_dir``."""
+        """A journal commit (ext4's, which any fsync forces): every pending change is durable. Returns as
+        ``sync_dir``."""
         return self._sync(lambda change: True)
 
     def _sync(self, durable: Callable[[_Change], bool]) -> list[int]:

@@ -3,7 +3,8 @@
     registry.py the fault types by name: register, fault_type, allowed (what a kind offering some needs takes)
     base.py     FaultType (name, family, needs, fields, validation, fit, start, undo), FaultSpec, AppliedFault
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss, cluster-loss
-    clients.py  the workload's processes: kill-consumer, close-consumer, restart-consumer, pause-consumer, kill-driver, kill-spark-worker
+    clients.py  the workload's processes: kill-consumer, close-consumer, restart-consumer, pause-consumer, kill-driver,
+    kill-spark-worker
     disk.py     disks of nodes on disk layers: power-loss (unsynced writes gone), disk-full (ENOSPC), disk-error (EIO)
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
     sides.py    a network fault's sides, as written and as resolved when it starts
@@ -44,5 +45,21 @@ def _discover() -> None:
 
 _discover()
 
-__all__ = ["FAULT_TYPES", "AppliedFault", "ClientTargets", "FaultContext", "FaultError", "FaultSpec", "FaultStart", "FaultTargets",
-           "FaultType", "Need", "NoFields", "Target", "allowed", "fault_type", "register", "unregister"]
+__all__ = [
+    "FAULT_TYPES",
+    "AppliedFault",
+    "ClientTargets",
+    "FaultContext",
+    "FaultError",
+    "FaultSpec",
+    "FaultStart",
+    "FaultTargets",
+    "FaultType",
+    "Need",
+    "NoFields",
+    "Target",
+    "allowed",
+    "fault_type",
+    "register",
+    "unregister",
+]

@@ -36,8 +36,21 @@ from failsafe.errors import UserError
 from failsafe.faults.draw import Drawer
 from failsafe.history.ops import Family, Target
 
-__all__ = ["AppliedFault", "ClientTargets", "FaultContext", "FaultError", "FaultSpec", "FaultStart", "FaultTargets", "FaultType", "Family",
-           "NoFields", "Need", "Target", "parse_fields"]
+__all__ = [
+    "AppliedFault",
+    "ClientTargets",
+    "FaultContext",
+    "FaultError",
+    "FaultSpec",
+    "FaultStart",
+    "FaultTargets",
+    "FaultType",
+    "Family",
+    "NoFields",
+    "Need",
+    "Target",
+    "parse_fields",
+]
 
 
 class FaultError(UserError):
@@ -45,7 +58,8 @@ class FaultError(UserError):
 
 
 class Need(StrEnum):
-    """What a fault acts on; a scenario kind offers some of these (its ``offers``) and takes the faults that need no more."""
+    """What a fault acts on; a scenario kind offers some of these (its ``offers``) and takes the faults that need no
+    more."""
 
     NODES = "nodes"  # brokers and controllers, chosen by role, id or partition
     QUORUM = "quorum"  # the whole controller quorum (in ZooKeeper mode: the ensemble)
@@ -75,7 +89,9 @@ class FaultContext:
     hints: Mapping[str, str] = field(default_factory=dict)
 
     def fail(self, field_name: str, message: str) -> FaultError:
-        return FaultError(f"scenario {self.where}.{field_name}: {message}" if field_name else f"scenario {self.where}: {message}")
+        return FaultError(
+            f"scenario {self.where}.{field_name}: {message}" if field_name else f"scenario {self.where}: {message}"
+        )
 
     def require_client(self, field_name: str, name: str, need: str, noun: str) -> None:
         """``name`` names one of the scenario's clients the kind offers as ``need``, as NAME-INDEX (``member-0``)."""
@@ -88,7 +104,9 @@ class FaultContext:
         topic, _, number = (partition or "").rpartition("-")
         if topic not in self.topics or not number.isdigit() or int(number) >= self.topics[topic]:
             example = next(iter(self.topics), "topic")
-            raise self.fail(field_name, f"{partition!r} must name a partition of the scenario's topics as TOPIC-N, e.g. {example}-0")
+            raise self.fail(
+                field_name, f"{partition!r} must name a partition of the scenario's topics as TOPIC-N, e.g. {example}-0"
+            )
 
 
 @dataclass(frozen=True)
@@ -98,7 +116,8 @@ class NoFields:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One entry of a scenario's fault schedule: which type, when (seconds into chaos), for how long, and its own fields.
+    """One entry of a scenario's fault schedule: which type, when (seconds into chaos), for how long, and its own
+    fields.
 
     ``may_fail``: when the fault cannot start at its time (its partition has no leader, no in-sync
     follower, no active controller), the run records that (a ``fault-not-started`` event) and goes
@@ -159,10 +178,12 @@ class ClientTargets(Protocol):
 
     def restart_client(self, name: str) -> None: ...
 
-    # The process a client's name stands for now: the name itself, or its latest incarnation's (member-0.1) once restarted.
+    # The process a client's name stands for now: the name itself, or its latest incarnation's (member-0.1) once
+    # restarted.
     def process_of(self, name: str) -> str: ...
 
-    # Wait up to timeout_s until the consumer groups are settled; what was still unsettled then, or "" (restart-consumer).
+    # Wait up to timeout_s until the consumer groups are settled; what was still unsettled then, or ""
+    # (restart-consumer).
     def wait_settled(self, timeout_s: float) -> str: ...
 
     # Only kinds that offer txn-clients (faults/transactions.py): freeze a client (SIGSTOP) and let it go on (SIGCONT).
@@ -224,16 +245,23 @@ def parse_fields(cls: type, table: Mapping[str, Any], ctx: FaultContext) -> Any:
     if unknown:
         known = ", ".join(sorted(["fault", "at_s", "duration_s", "may_fail", *fields]))
         raise ctx.fail(unknown[0], f"is not a field of this fault (its fields: {known})")
-    missing = [name for name, f in fields.items()
-               if name not in table and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in table and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise ctx.fail(missing[0], "missing")
     converters = {name: f.metadata["convert"] for name, f in fields.items() if "convert" in f.metadata}
     return cls(**typed_fields(cls, table, converters, ctx.fail))
 
 
-def typed_fields(cls: type, table: Mapping[str, Any], converters: Mapping[str, Callable[[Any], Any]],
-                 fail: Callable[[str, str], Exception]) -> dict[str, Any]:
+def typed_fields(
+    cls: type,
+    table: Mapping[str, Any],
+    converters: Mapping[str, Callable[[Any], Any]],
+    fail: Callable[[str, str], Exception],
+) -> dict[str, Any]:
     """The values of ``table`` for the fields of dataclass ``cls``: each through its converter, else checked against its
     plain annotation (str, int, float, bool, None); a bad one raises ``fail(field, message)``. Scenario tables and fault
     tables are read alike (scenarios/base.py ``take`` and ``parse_fields`` above)."""
@@ -246,7 +274,9 @@ def typed_fields(cls: type, table: Mapping[str, Any], converters: Mapping[str, C
             if f.name in converters:
                 values[f.name] = converters[f.name](value)
             else:
-                values[f.name] = typed(value, f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)))
+                values[f.name] = typed(
+                    value, f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+                )
         except (TypeError, ValueError) as e:
             raise fail(f.name, f"{value!r} is not valid: {e}") from e
     return values

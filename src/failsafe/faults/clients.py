@@ -1,4 +1,5 @@
-"""Faults on the workload's own processes: a consumer killed, closed, restarted or frozen, the Spark driver or a Spark worker killed."""
+"""Faults on the workload's own processes: a consumer killed, closed, restarted or frozen, the Spark driver or a Spark
+worker killed."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def _non_negative(value: object) -> float:
 
 @dataclass(frozen=True)
 class RestartChoice(ConsumerChoice):
-    """The consumer, and how long its restart first waits for the consumer groups to settle (every partition owned, every
-    member some where there are enough partitions): a deploy's readiness check before the next member goes. 0: it does
-    not wait. The schedule waits with it; a group still unsettled when the time is up is named in the fault's details."""
+    """The consumer, and how long its restart first waits for the consumer groups to settle (every partition owned,
+    every member some where there are enough partitions): a deploy's readiness check before the next member goes. 0: it
+    does not wait. The schedule waits with it; a group still unsettled when the time is up is named in the fault's
+    details."""
 
     settled_within_s: float = field(default=0.0, metadata={"convert": _non_negative})
 
@@ -59,14 +61,22 @@ def close_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
 
 def restart_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close, then the same member started again when the fault ends (duration_s): it leaves its group at once
-    and joins it again, as one step of a rolling restart. The rebalance checker measures the leave and the join apart."""
+    and joins it again, as one step of a rolling restart. The rebalance checker measures the leave and the join
+    apart."""
     name = spec.params.consumer
     unsettled = targets.clients.wait_settled(spec.params.settled_within_s) if spec.params.settled_within_s else ""
     acted_ns = time.time_ns()
     process = targets.clients.process_of(name)
     targets.clients.close_client(name)
-    return AppliedFault(RESTART_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.restart_client(name),
-                        details={"unsettled": unsettled} if unsettled else {}, acted_ns=acted_ns)
+    return AppliedFault(
+        RESTART_CONSUMER,
+        Target.CONSUMER,
+        [process],
+        "consumer",
+        lambda: targets.clients.restart_client(name),
+        details={"unsettled": unsettled} if unsettled else {},
+        acted_ns=acted_ns,
+    )
 
 
 def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -76,13 +86,17 @@ def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     name = spec.params.consumer
     process = targets.clients.process_of(name)
     targets.clients.pause_client(name)
-    return AppliedFault(PAUSE_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.resume_client(name))
+    return AppliedFault(
+        PAUSE_CONSUMER, Target.CONSUMER, [process], "consumer", lambda: targets.clients.resume_client(name)
+    )
 
 
 def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL of the driver's whole process group (its JVM too); the undo starts it again from its checkpoint."""
     targets.clients.kill_client(DRIVER)
-    return AppliedFault(KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER))
+    return AppliedFault(
+        KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER)
+    )
 
 
 def spark_worker_name(worker: int | str) -> str:
@@ -97,7 +111,7 @@ def _worker_node(value: object) -> int | str:
     if value == HOLDING_STATE:
         return HOLDING_STATE
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"must be a worker's index (0, 1, ...) or \"{HOLDING_STATE}\"")
+        raise ValueError(f'must be a worker\'s index (0, 1, ...) or "{HOLDING_STATE}"')
     return value
 
 
@@ -113,28 +127,90 @@ def _check_worker(params: WorkerChoice, ctx: FaultContext) -> None:
     workers = ctx.clients.get(Need.SPARK_WORKERS, ())
     if not workers:
         hint = ctx.hints.get(Need.SPARK_WORKERS)
-        raise ctx.fail("fault", "kill-spark-worker needs a Spark cluster of the run's own" + (f": {hint}" if hint else ""))
+        raise ctx.fail(
+            "fault", "kill-spark-worker needs a Spark cluster of the run's own" + (f": {hint}" if hint else "")
+        )
     if params.node != HOLDING_STATE and spark_worker_name(params.node) not in workers:
         raise ctx.fail("node", f"{params.node} is not a worker of the run's Spark cluster (0-{len(workers) - 1})")
 
 
 def kill_spark_worker(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-    """SIGKILL of standalone worker ``node`` (default 0) and its executors: a lost machine. The undo starts the worker again."""
+    """SIGKILL of standalone worker ``node`` (default 0) and its executors: a lost machine. The undo starts the worker
+    again."""
     name = spark_worker_name(spec.params.node)
     targets.clients.kill_client(name)
-    return AppliedFault(KILL_SPARK_WORKER, Target.SPARK_WORKER, [name], "spark worker", lambda: targets.clients.restart_client(name))
+    return AppliedFault(
+        KILL_SPARK_WORKER, Target.SPARK_WORKER, [name], "spark worker", lambda: targets.clients.restart_client(name)
+    )
 
 
-register(FaultType(KILL_CONSUMER, Family.CLIENT, "SIGKILL of a consumer: a crash, its group must rebalance", frozenset({Need.CONSUMERS}),
-                   kill_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
-register(FaultType(CLOSE_CONSUMER, Family.CLIENT, "a consumer closes and leaves its group", frozenset({Need.CONSUMERS}),
-                   close_consumer, "none: the consumer stays down", ConsumerChoice, _check_consumer))
-register(FaultType(RESTART_CONSUMER, Family.CLIENT, "a consumer closes, leaves its group and joins it again after duration_s",
-                   frozenset({Need.CONSUMERS}), restart_consumer, "the consumer started again: it joins its group", RestartChoice,
-                   _check_consumer))
-register(FaultType(PAUSE_CONSUMER, Family.CLIENT, "SIGSTOP of a consumer for duration_s, then SIGCONT", frozenset({Need.CONSUMERS}),
-                   pause_consumer, "SIGCONT: the consumer goes on", ConsumerChoice, _check_consumer))
-register(FaultType(KILL_DRIVER, Family.CLIENT, "SIGKILL of the Spark driver's process group", frozenset({Need.SPARK_DRIVER}),
-                   kill_driver, "the driver started again from its checkpoint"))
-register(FaultType(KILL_SPARK_WORKER, Family.CLIENT, "SIGKILL of a standalone Spark worker's group, its executors too",
-                   frozenset({Need.SPARK_WORKERS}), kill_spark_worker, "the worker started again", WorkerChoice, _check_worker))
+register(
+    FaultType(
+        KILL_CONSUMER,
+        Family.CLIENT,
+        "SIGKILL of a consumer: a crash, its group must rebalance",
+        frozenset({Need.CONSUMERS}),
+        kill_consumer,
+        "none: the consumer stays down",
+        ConsumerChoice,
+        _check_consumer,
+    )
+)
+register(
+    FaultType(
+        CLOSE_CONSUMER,
+        Family.CLIENT,
+        "a consumer closes and leaves its group",
+        frozenset({Need.CONSUMERS}),
+        close_consumer,
+        "none: the consumer stays down",
+        ConsumerChoice,
+        _check_consumer,
+    )
+)
+register(
+    FaultType(
+        RESTART_CONSUMER,
+        Family.CLIENT,
+        "a consumer closes, leaves its group and joins it again after duration_s",
+        frozenset({Need.CONSUMERS}),
+        restart_consumer,
+        "the consumer started again: it joins its group",
+        RestartChoice,
+        _check_consumer,
+    )
+)
+register(
+    FaultType(
+        PAUSE_CONSUMER,
+        Family.CLIENT,
+        "SIGSTOP of a consumer for duration_s, then SIGCONT",
+        frozenset({Need.CONSUMERS}),
+        pause_consumer,
+        "SIGCONT: the consumer goes on",
+        ConsumerChoice,
+        _check_consumer,
+    )
+)
+register(
+    FaultType(
+        KILL_DRIVER,
+        Family.CLIENT,
+        "SIGKILL of the Spark driver's process group",
+        frozenset({Need.SPARK_DRIVER}),
+        kill_driver,
+        "the driver started again from its checkpoint",
+    )
+)
+register(
+    FaultType(
+        KILL_SPARK_WORKER,
+        Family.CLIENT,
+        "SIGKILL of a standalone Spark worker's group, its executors too",
+        frozenset({Need.SPARK_WORKERS}),
+        kill_spark_worker,
+        "the worker started again",
+        WorkerChoice,
+        _check_worker,
+    )
+)

@@ -2,7 +2,7 @@
 
 A kill -9 keeps what a process wrote in the page cache; a power cut does not. ``power-loss`` kills
 its nodes (kill -9, all first, so none writes after another lost power), then each node's disk layer
-(cluster/disks.py) discards every write and directory change not made durable by an fsync, optionally
+(cluster/nodes/disks.py) discards every write and directory change not made durable by an fsync, optionally
 tearing the last unsynced write of each file at a seeded random byte. What each node lost (files
 rolled back, bytes, directory changes undone, tears) is recorded in the fault's details. The undo
 mounts the layers again and starts the nodes: Kafka recovers its logs as after any unclean shutdown.
@@ -37,12 +37,15 @@ POWER_LOSS = "power-loss"
 DISK_FULL = "disk-full"
 DISK_ERROR = "disk-error"
 DISK_OPS = ("read", "write", "both")
-NEEDS_LAYERS = "its data directories are on plain disks, and a power loss needs disk layers (failsafe up --volatile-disks)"
+NEEDS_LAYERS = (
+    "its data directories are on plain disks, and a power loss needs disk layers (failsafe up --volatile-disks)"
+)
 
 
 @dataclass(frozen=True)
 class PowerChoice(NodeChoice):
-    """Which nodes lose power (one as kill chooses it, or ``nodes`` at once), and whether the last unsynced writes tear."""
+    """Which nodes lose power (one as kill chooses it, or ``nodes`` at once), and whether the last unsynced writes
+    tear."""
 
     nodes: str | None = None
     torn: bool = False
@@ -51,7 +54,8 @@ class PowerChoice(NodeChoice):
 
 @dataclass(frozen=True)
 class FailingChoice(NodeChoice):
-    """Which node's disk fails, which of its operations (``read``, ``write`` or ``both``), of which files (None: all)."""
+    """Which node's disk fails, which of its operations (``read``, ``write`` or ``both``), of which files (None:
+    all)."""
 
     ops: str = "both"
     glob: str | None = None
@@ -87,7 +91,10 @@ def check_power_choice(params: PowerChoice, ctx: FaultContext) -> None:
         raise ctx.fail("nodes", str(e)) from e
     tokens = sides.sides[0]
     if len(sides.sides) != 1 or CLIENTS in tokens or "others" in tokens:
-        raise ctx.fail("nodes", f"{params.nodes!r}: one set of nodes, e.g. '{{brokers}}', '{{rack-1}}', '{{controllers}}' or '{{0,1}}'")
+        raise ctx.fail(
+            "nodes",
+            f"{params.nodes!r}: one set of nodes, e.g. '{{brokers}}', '{{rack-1}}', '{{controllers}}' or '{{0,1}}'",
+        )
     if {"leader", "follower", "followers", "replicas"} & set(tokens):
         ctx.require_partition("partition", params.partition)
 
@@ -123,8 +130,14 @@ def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         # The cut failed part way: start every node again (those already cut on what was durable) and say so.
         cluster.restart(nodes)
         raise FaultError(f"power-loss: {e}") from e
-    return AppliedFault(POWER_LOSS, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes),
-                        details={"lost": lost})
+    return AppliedFault(
+        POWER_LOSS,
+        target_of(nodes),
+        [n.node_id for n in nodes],
+        role,
+        lambda: cluster.restart(nodes),
+        details={"lost": lost},
+    )
 
 
 def _one_layered(spec: FaultSpec, targets: FaultTargets, name: str) -> tuple[Any, Any, str]:
@@ -146,19 +159,52 @@ def _injecting(name: str, kind: str):
             raise FaultError(f"{name}: {e}") from e
 
         def undo() -> None:
-            # The disk back first: a node that stopped on it (Kafka halts when its only log dir goes offline) starts on a good one.
+            # The disk back first: a node that stopped on it (Kafka halts when its only log dir goes offline) starts on
+            # a good one.
             cluster.disk_clear(node, kind)
             cluster.restart([node])
+
         return AppliedFault(name, target_of([node]), [node.node_id], role, undo, details=in_force)
+
     return start
 
 
-register(FaultType(POWER_LOSS, Family.DISK, "kill -9, then every write not fsynced is gone from the nodes' disks (a power cut)",
-                   frozenset({Need.NODES}), power_loss, "disks mounted again, nodes started, the cluster waited on until ready",
-                   PowerChoice, check_power_choice, fits=_fits))
-register(FaultType(DISK_FULL, Family.DISK, "one node's disk full: writes that need new space fail with ENOSPC",
-                   frozenset({Need.NODES}), _injecting(DISK_FULL, "full"), "space freed, then the node started again if it stopped",
-                   NodeChoice, check_full, fits=_fits))
-register(FaultType(DISK_ERROR, Family.DISK, "one node's disk failing: reads, writes or both fail with EIO (of every file, or a glob)",
-                   frozenset({Need.NODES}), _injecting(DISK_ERROR, "error"), "the disk back, then the node started again if it stopped",
-                   FailingChoice, check_failing, fits=_fits))
+register(
+    FaultType(
+        POWER_LOSS,
+        Family.DISK,
+        "kill -9, then every write not fsynced is gone from the nodes' disks (a power cut)",
+        frozenset({Need.NODES}),
+        power_loss,
+        "disks mounted again, nodes started, the cluster waited on until ready",
+        PowerChoice,
+        check_power_choice,
+        fits=_fits,
+    )
+)
+register(
+    FaultType(
+        DISK_FULL,
+        Family.DISK,
+        "one node's disk full: writes that need new space fail with ENOSPC",
+        frozenset({Need.NODES}),
+        _injecting(DISK_FULL, "full"),
+        "space freed, then the node started again if it stopped",
+        NodeChoice,
+        check_full,
+        fits=_fits,
+    )
+)
+register(
+    FaultType(
+        DISK_ERROR,
+        Family.DISK,
+        "one node's disk failing: reads, writes or both fail with EIO (of every file, or a glob)",
+        frozenset({Need.NODES}),
+        _injecting(DISK_ERROR, "error"),
+        "the disk back, then the node started again if it stopped",
+        FailingChoice,
+        check_failing,
+        fits=_fits,
+    )
+)

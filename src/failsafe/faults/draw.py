@@ -54,7 +54,11 @@ def node_by_role(rng: random.Random, arena: Arena, roles: tuple[str, ...]) -> tu
     if role in ("leader", "follower"):
         return {"role": role, "partition": rng.choice(arena.partitions)}, 1, int(arena.combined)
     if role == "replicas":
-        return {"role": role, "partition": rng.choice(arena.partitions)}, arena.brokers, int(arena.combined) * arena.brokers
+        return (
+            {"role": role, "partition": rng.choice(arena.partitions)},
+            arena.brokers,
+            int(arena.combined) * arena.brokers,
+        )
     if role == "txn-coordinator":
         # The coordinator is a broker: combined nodes take a controller with it.
         return {"role": role, "transactional_id": rng.choice(arena.txn_clients)}, 1, int(arena.combined)

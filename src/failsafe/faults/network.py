@@ -1,6 +1,6 @@
 """Network faults: a partition into named sides, one way or both, a node cut off from its clients, a lossy link.
 
-A fault is one chain of DROP rules in the cluster's own nftables table (cluster/netfilter.py);
+A fault is one chain of DROP rules in the cluster's own nftables table (cluster/net/netfilter.py);
 its undo deletes that chain. A node's packets are matched by the group id it runs under, where
 they go by the listener's address and port (docs/cluster.md, "Listeners and links"):
 
@@ -21,10 +21,19 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from failsafe.cluster import netfilter
+from failsafe.cluster.net import netfilter
 from failsafe.cluster.site import Leash, RunSite
 from failsafe.cluster.spec import NodeSpec
-from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.base import (
+    AppliedFault,
+    FaultContext,
+    FaultError,
+    FaultSpec,
+    FaultTargets,
+    FaultType,
+    Need,
+    Target,
+)
 from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.nodes import NodeChoice, check_node_choice, chosen
 from failsafe.faults.registry import register
@@ -32,7 +41,8 @@ from failsafe.faults.sides import CLIENTS, ROLE_WORDS, Side, node_label, parse_s
 from failsafe.history.ops import Family
 
 LOOPBACK = "127.0.0.1"
-# Where a rule goes: this machine's nftables (the clients, and every node of a cluster on this machine), or a host's address.
+# Where a rule goes: this machine's nftables (the clients, and every node of a cluster on this machine), or a host's
+# address.
 LOCAL = netfilter.LOCAL
 # Drop probabilities are written as parts of 10,000 (numgen's modulus): 0.01 % steps.
 LOSS_MODULUS = 10_000
@@ -57,16 +67,27 @@ def _set(items: Iterable[object], always: bool = False) -> str:
     return str(items[0]) if len(items) == 1 and not always else "{ " + ", ".join(map(str, items)) + " }"
 
 
-def partition_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec], int], all_gids: Sequence[int],
-                    loss: float | None = None) -> list[str]:
-    """nft rules (without ``add rule``) dropping what crosses between sides on this machine; ``loss`` < 1 drops that share at
-    random."""
+def partition_rules(
+    sides: Sequence[Side],
+    one_way: bool,
+    gid: Callable[[NodeSpec], int],
+    all_gids: Sequence[int],
+    loss: float | None = None,
+) -> list[str]:
+    """nft rules (without ``add rule``) dropping what crosses between sides on this machine; ``loss`` < 1 drops that
+    share at random."""
     return [rule for rules in placed_rules(sides, one_way, gid, all_gids, loss).values() for rule in rules]
 
 
-def placed_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec], int], all_gids: Sequence[int],
-                 loss: float | None = None, place: Callable[[NodeSpec], str] = lambda node: LOCAL,
-                 control: Callable[[str], str] = lambda where: LOOPBACK) -> dict[str, list[str]]:
+def placed_rules(
+    sides: Sequence[Side],
+    one_way: bool,
+    gid: Callable[[NodeSpec], int],
+    all_gids: Sequence[int],
+    loss: float | None = None,
+    place: Callable[[NodeSpec], str] = lambda node: LOCAL,
+    control: Callable[[str], str] = lambda where: LOOPBACK,
+) -> dict[str, list[str]]:
     """The rules of :func:`partition_rules`, by where each must go: a node's packets are dropped where the node runs
     (``place``: LOCAL, or its host), the clients' where the clients run (LOCAL); ``control(where)`` is the clients'
     address as seen from there."""
@@ -88,24 +109,33 @@ def placed_rules(sides: Sequence[Side], one_way: bool, gid: Callable[[NodeSpec],
         if src.nodes and endpoints:
             for where, nodes in by_place(src.nodes).items():
                 rules.setdefault(where, []).append(
-                    f"meta skgid {_set(gid(n) for n in nodes)} ip daddr . tcp dport {_set(endpoints, True)} {chance}counter drop")
+                    f"meta skgid {_set(gid(n) for n in nodes)} ip daddr . tcp dport {_set(endpoints, True)} "
+                    f"{chance}counter drop"
+                )
         client_ports = [f"{n.client_address} . {n.port}" for n in dst.nodes if n.is_broker]
         if src.clients and client_ports:
             # Anything that is not a node of this cluster connecting to the brokers' client listeners.
-            rules.setdefault(LOCAL, []).append(f"meta skgid != {_set(all_gids)} ip daddr . tcp dport {_set(client_ports, True)} "
-                                               f"{chance}counter drop")
+            rules.setdefault(LOCAL, []).append(
+                f"meta skgid != {_set(all_gids)} ip daddr . tcp dport {_set(client_ports, True)} {chance}counter drop"
+            )
         if dst.clients and one_way:
             for where, nodes in by_place(n for n in src.nodes if n.is_broker).items():
-                rules.setdefault(where, []).append(f"meta skgid {_set(gid(n) for n in nodes)} ip daddr {control(where)} "
-                                                   f"tcp sport {_set(n.port for n in nodes)} {chance}counter drop")
+                rules.setdefault(where, []).append(
+                    f"meta skgid {_set(gid(n) for n in nodes)} ip daddr {control(where)} "
+                    f"tcp sport {_set(n.port for n in nodes)} {chance}counter drop"
+                )
     if not rules:
-        raise FaultError("these sides share no link failsafe can cut (no node-to-node listener and no clients between them)")
+        raise FaultError(
+            "these sides share no link failsafe can cut (no node-to-node listener and no clients between them)"
+        )
     return rules
 
 
 def describe(sides: Sequence[Side], one_way: bool, loss: float | None) -> str:
     joined = (" -> " if one_way else " | ").join(s.label for s in sides)
-    return f"{'lossy link' if loss is not None and loss < 1 else 'partition'} {joined}" + (f" loss {loss:g}" if loss is not None and loss < 1 else "")
+    return f"{'lossy link' if loss is not None and loss < 1 else 'partition'} {joined}" + (
+        f" loss {loss:g}" if loss is not None and loss < 1 else ""
+    )
 
 
 # -- applying ----------------------------------------------------------------------------------------
@@ -131,10 +161,11 @@ def gid_of(cluster: RunSite) -> Callable[[NodeSpec], int]:
     return lambda node: netfilter.node_gid(cluster.dir.root, slots[node])
 
 
-def apply(cluster: RunSite, sides: list[Side], one_way: bool = False, loss: float | None = None,
-          leash: Leash | None = None) -> NetworkFault:
-    """Install the rules of one fault as a new chain (on this machine, and on each host whose nodes it cuts); returns it (its
-    undo is :func:`heal`).
+def apply(
+    cluster: RunSite, sides: list[Side], one_way: bool = False, loss: float | None = None, leash: Leash | None = None
+) -> NetworkFault:
+    """Install the rules of one fault as a new chain (on this machine, and on each host whose nodes it cuts); returns it
+    (its undo is :func:`heal`).
 
     ``leash`` holds the chain's name before the chain exists: a SIGKILL of failsafe at any point after
     the rules are in force finds them held."""
@@ -157,16 +188,25 @@ def apply(cluster: RunSite, sides: list[Side], one_way: bool = False, loss: floa
         if leash is not None:
             leash.release(chain)
         raise FaultError(f"nft refused the rules of '{comment}': {e}") from e
-    return NetworkFault(chain, comment, sides, one_way, loss, {"sides": side_lists(sides), "one_way": one_way, "loss": loss, "chain": chain})
+    return NetworkFault(
+        chain,
+        comment,
+        sides,
+        one_way,
+        loss,
+        {"sides": side_lists(sides), "one_way": one_way, "loss": loss, "chain": chain},
+    )
 
 
 def side_lists(sides: Sequence[Side]) -> list[list[str]]:
-    """The sides as data: each side's node labels, and ``clients`` when the clients are on it (what the history records)."""
+    """The sides as data: each side's node labels, and ``clients`` when the clients are on it (what the history
+    records)."""
     return [[node_label(n) for n in side.nodes] + ([CLIENTS] if side.clients else []) for side in sides]
 
 
 def sides_label(sides: Sequence[Sequence[str]], one_way: bool, loss: float | None) -> str:
-    """How reports name a network fault: ``{0} | {1000,1,2}``, ``{0} -> {1}``, with its loss when it drops only some packets."""
+    """How reports name a network fault: ``{0} | {1000,1,2}``, ``{0} -> {1}``, with its loss when it drops only some
+    packets."""
     joined = (" -> " if one_way else " | ").join("{" + ",".join(side) + "}" for side in sides)
     return joined + (f" loss {loss:g}" if loss is not None and loss < 1 else "")
 
@@ -201,7 +241,7 @@ def _loss(value: object) -> float | None:
 
 def _sides_text(value: object) -> str:
     if not isinstance(value, str):
-        raise TypeError("expected sides as text, e.g. \"{leader} | {followers,controllers}\"")
+        raise TypeError('expected sides as text, e.g. "{leader} | {followers,controllers}"')
     try:
         parse_sides(value)
     except FaultError as e:
@@ -211,8 +251,8 @@ def _sides_text(value: object) -> str:
 
 @dataclass(frozen=True)
 class SidesChoice:
-    """``sides`` apart (``{leader} | {followers,controllers}``); ``loss`` < 1 drops that share only; ``partition`` names the
-    partition whose leader, followers or replicas the sides name."""
+    """``sides`` apart (``{leader} | {followers,controllers}``); ``loss`` < 1 drops that share only; ``partition`` names
+    the partition whose leader, followers or replicas the sides name."""
 
     sides: str = field(metadata={"convert": _sides_text})
     loss: float | None = field(default=None, metadata={"convert": _loss})
@@ -234,8 +274,8 @@ class IsolateChoice(LinkChoice):
 
 
 def cuts_clients(spec: FaultSpec) -> bool:
-    """Whether the fault cuts the clients' links: its rules for them go where failsafe runs (placed_rules), so a client that
-    runs on a host would not be cut."""
+    """Whether the fault cuts the clients' links: its rules for them go where failsafe runs (placed_rules), so a client
+    that runs on a host would not be cut."""
     params = spec.params
     if spec.fault == CUT_CLIENTS or getattr(params, "clients", False):
         return True
@@ -254,7 +294,9 @@ def _check_lossy(params: SidesChoice, ctx: FaultContext) -> None:
     _check_sides(params, ctx)
 
 
-def _applied(kind: str, cluster: RunSite, fault: NetworkFault, leash: Leash | None, chosen_as: str = "") -> AppliedFault:
+def _applied(
+    kind: str, cluster: RunSite, fault: NetworkFault, leash: Leash | None, chosen_as: str = ""
+) -> AppliedFault:
     def undo() -> None:
         try:
             cluster.nodes.net_delete(fault.chain)
@@ -263,11 +305,21 @@ def _applied(kind: str, cluster: RunSite, fault: NetworkFault, leash: Leash | No
             raise FaultError(f"nft could not delete {fault.chain}: {e}") from e
         if leash is not None:
             leash.release(fault.chain)
+
     nodes: list[int | str] = [node_label(n) if n.is_zookeeper else n.node_id for n in fault.sides[0].nodes]
     sides = side_lists(fault.sides)
-    return AppliedFault(kind, Target.NETWORK, nodes, f"{chosen_as}: {fault.comment}" if chosen_as else fault.comment, undo,
-                        details={"chain": fault.chain}, label=sides_label(sides, fault.one_way, fault.loss), sides=sides,
-                        one_way=fault.one_way, loss=fault.loss)
+    return AppliedFault(
+        kind,
+        Target.NETWORK,
+        nodes,
+        f"{chosen_as}: {fault.comment}" if chosen_as else fault.comment,
+        undo,
+        details={"chain": fault.chain},
+        label=sides_label(sides, fault.one_way, fault.loss),
+        sides=sides,
+        one_way=fault.one_way,
+        loss=fault.loss,
+    )
 
 
 def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[RunSite, dict | None, NodeSpec | None]:
@@ -280,7 +332,7 @@ def _context(spec: FaultSpec, targets: FaultTargets) -> tuple[RunSite, dict | No
 
 
 def _leash(targets: FaultTargets) -> Leash | None:
-    """The run's network leash (cluster/net_leash.py here, cluster/host_net.py's on hosts), if the run keeps one."""
+    """The run's network leash (cluster/net/leash.py here, cluster/net/hosts.py's on hosts), if the run keeps one."""
     return targets.network_leash()
 
 
@@ -362,11 +414,55 @@ def draw_cut_clients(rng, arena: Arena) -> Draw:
 
 _NEEDS = frozenset({Need.NETWORK})
 _UNDO = "its nftables chain deleted"
-register(FaultType(PARTITION, Family.NETWORK, "the cluster split into sides, both ways or one way ('A -> B')", _NEEDS, partition, _UNDO,
-                   SidesChoice, _check_sides, draw=draw_partition))
-register(FaultType(LOSSY_LINK, Family.NETWORK, "packets between sides dropped with probability loss", _NEEDS, partition, _UNDO,
-                   SidesChoice, _check_lossy, draw=draw_lossy_link))
-register(FaultType(ISOLATE, Family.NETWORK, "one node cut from every other node; its clients keep it unless clients = true", _NEEDS,
-                   isolate, _UNDO, IsolateChoice, check_node_choice, draw=draw_isolate))
-register(FaultType(CUT_CLIENTS, Family.NETWORK, "one broker cut from the clients only", _NEEDS, cut_clients, _UNDO, LinkChoice,
-                   check_node_choice, draw=draw_cut_clients))
+register(
+    FaultType(
+        PARTITION,
+        Family.NETWORK,
+        "the cluster split into sides, both ways or one way ('A -> B')",
+        _NEEDS,
+        partition,
+        _UNDO,
+        SidesChoice,
+        _check_sides,
+        draw=draw_partition,
+    )
+)
+register(
+    FaultType(
+        LOSSY_LINK,
+        Family.NETWORK,
+        "packets between sides dropped with probability loss",
+        _NEEDS,
+        partition,
+        _UNDO,
+        SidesChoice,
+        _check_lossy,
+        draw=draw_lossy_link,
+    )
+)
+register(
+    FaultType(
+        ISOLATE,
+        Family.NETWORK,
+        "one node cut from every other node; its clients keep it unless clients = true",
+        _NEEDS,
+        isolate,
+        _UNDO,
+        IsolateChoice,
+        check_node_choice,
+        draw=draw_isolate,
+    )
+)
+register(
+    FaultType(
+        CUT_CLIENTS,
+        Family.NETWORK,
+        "one broker cut from the clients only",
+        _NEEDS,
+        cut_clients,
+        _UNDO,
+        LinkChoice,
+        check_node_choice,
+        draw=draw_cut_clients,
+    )
+)

@@ -1,4 +1,5 @@
-"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum, loss of a region.
+"""Process faults on brokers and controllers: kill -9, SIGTERM, SIGSTOP/SIGCONT, restart, loss of the quorum, loss of a
+region.
 
 In ZooKeeper mode the controller is a broker (role ``controller`` picks the one ZooKeeper elected)
 and the quorum is the ZooKeeper ensemble: quorum-loss stops every ZooKeeper node, seed 004's
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from failsafe.clients.admin import topic_id
-from failsafe.cluster.coordinators import (
+from failsafe.cluster.observe.coordinators import (
     CONSUMER_OFFSETS_TOPIC,
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -24,11 +24,21 @@ from failsafe.cluster.coordinators import (
 from failsafe.cluster.site import RunSite
 from failsafe.cluster.spec import NodeSpec
 from failsafe.errors import KafkaClientError
-from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need, Target
+from failsafe.faults.base import (
+    AppliedFault,
+    FaultContext,
+    FaultError,
+    FaultSpec,
+    FaultTargets,
+    FaultType,
+    Need,
+    Target,
+)
 from failsafe.faults.draw import Arena, Draw, node_by_role
 from failsafe.faults.registry import register
 from failsafe.history.ops import Family
 from failsafe.supervisor import DOWN, PAUSED
+from failsafe.tools.admin import topic_id
 
 SIGNAL_TIMEOUT_S = 60.0
 
@@ -48,8 +58,9 @@ class Role(StrEnum):
     REPLICAS = "replicas"
     CONTROLLER = "controller"
     ANY = "any"
-    # The leader of the __transaction_state partition of ``transactional_id``, of the __consumer_offsets partition of ``group``
-    # (a consumer group's or a share group's), of the __share_group_state partition of ``group``'s state of ``partition``.
+    # The leader of the __transaction_state partition of ``transactional_id``, of the __consumer_offsets partition of
+    # ``group`` (a consumer group's or a share group's), of the __share_group_state partition of ``group``'s state of
+    # ``partition``.
     TXN_COORDINATOR = "txn-coordinator"
     GROUP_COORDINATOR = "group-coordinator"
     SHARE_COORDINATOR = "share-coordinator"
@@ -58,7 +69,9 @@ class Role(StrEnum):
 PARTITION_ROLES = (Role.LEADER, Role.FOLLOWER, Role.REPLICAS)
 # The names a scenario's transactional clients use (FaultContext.clients): what a txn-coordinator fault may name.
 TRANSACTIONAL_IDS = "transactional-ids"
-CONSUMER_GROUPS = "consumer-groups"  # a kind's consumer groups, in its fault context's clients (absent: not known at parse time)
+CONSUMER_GROUPS = (
+    "consumer-groups"  # a kind's consumer groups, in its fault context's clients (absent: not known at parse time)
+)
 
 
 @dataclass(frozen=True)
@@ -82,18 +95,29 @@ def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
     if params.role == Role.TXN_COORDINATOR:
         known = ctx.clients.get(TRANSACTIONAL_IDS, ())
         if params.transactional_id not in known:
-            raise ctx.fail("transactional_id", f"{params.transactional_id!r} must name one of the scenario's transactional ids: "
-                                               f"{', '.join(known) or 'it has no transactional client'}")
+            raise ctx.fail(
+                "transactional_id",
+                f"{params.transactional_id!r} must name one of the scenario's transactional ids: "
+                f"{', '.join(known) or 'it has no transactional client'}",
+            )
     if params.role in (Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and not params.group:
         raise ctx.fail("group", f"role {params.role} needs the group whose coordinator to act on")
     if params.role == Role.SHARE_COORDINATOR:
         ctx.require_partition("partition", params.partition)
     groups = ctx.clients.get(CONSUMER_GROUPS)
-    if params.role in (Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR) and groups is not None and params.group not in groups:
-        raise ctx.fail("group", f"{params.group!r} must name one of the scenario's consumer groups: {', '.join(groups) or 'it has none'}")
+    if (
+        params.role in (Role.GROUP_COORDINATOR, Role.SHARE_COORDINATOR)
+        and groups is not None
+        and params.group not in groups
+    ):
+        raise ctx.fail(
+            "group",
+            f"{params.group!r} must name one of the scenario's consumer groups: {', '.join(groups) or 'it has none'}",
+        )
 
 
-# The cluster is failsafe.cluster.lifecycle.Cluster: node, node_state, signal_node, restart, active_controller_node, spec.
+# The cluster is failsafe.cluster.topology.lifecycle.Cluster: node, node_state, signal_node, restart,
+# active_controller_node, spec.
 def choose_brokers(cluster: RunSite, role: str, partition: dict | None, node: int | None) -> tuple[list[NodeSpec], str]:
     """The brokers a fault acts on and how they were chosen. ``partition`` is the latest topology sample of it."""
     if node is not None:
@@ -102,7 +126,10 @@ def choose_brokers(cluster: RunSite, role: str, partition: dict | None, node: in
     if role == Role.CONTROLLER:
         active = cluster.active_controller_node()
         if active is None:
-            raise FaultError("no active controller to act on: the quorum has no leader (in ZooKeeper mode: no broker holds /controller)")
+            raise FaultError(
+                "no active controller to act on: the quorum has no leader (in ZooKeeper mode: no broker holds "
+                "/controller)"
+            )
         return [active], "active controller"
     if role == Role.ANY:
         if not running:
@@ -137,9 +164,14 @@ def chosen(params: NodeChoice, targets: FaultTargets) -> tuple[Any, list[NodeSpe
 
 
 def _coordinator(cluster: RunSite, params: NodeChoice, targets: FaultTargets) -> tuple[list[NodeSpec], str]:
-    """The coordinator now: the leader of the internal partition that holds the transactional id's (or group's) state."""
+    """The coordinator now: the leader of the internal partition that holds the transactional id's (or group's)
+    state."""
     if params.role == Role.TXN_COORDINATOR:
-        topic, key, what = TRANSACTION_STATE_TOPIC, str(params.transactional_id), f"transaction coordinator of {params.transactional_id}"
+        topic, key, what = (
+            TRANSACTION_STATE_TOPIC,
+            str(params.transactional_id),
+            f"transaction coordinator of {params.transactional_id}",
+        )
     elif params.role == Role.SHARE_COORDINATOR:
         name, _, number = str(params.partition).rpartition("-")
         try:
@@ -152,7 +184,9 @@ def _coordinator(cluster: RunSite, params: NodeChoice, targets: FaultTargets) ->
     name = coordinator_partition_name(topic, key, cluster.spec.overrides)
     partition = targets.partition(name)
     if partition is None:
-        raise FaultError(f"no {what}: {name} does not exist yet (Kafka creates it when the first client asks for its coordinator)")
+        raise FaultError(
+            f"no {what}: {name} does not exist yet (Kafka creates it when the first client asks for its coordinator)"
+        )
     if partition["leader"] < 0:
         raise FaultError(f"no {what}: {name} has no leader")
     return [cluster.node(partition["leader"], "broker")], f"{what} ({name})"
@@ -166,7 +200,9 @@ def _all_running(cluster: RunSite, nodes: list, name: str) -> None:
     """A node fault acts on running nodes: one that another fault has down (a broker named by id) cannot take it."""
     down = [n for n in nodes if cluster.node_state(n) == DOWN]
     if down:
-        raise FaultError(f"{name}: {', '.join(f'{n.role} {n.node_id}' for n in down)} is not running (another fault has it down)")
+        raise FaultError(
+            f"{name}: {', '.join(f'{n.role} {n.node_id}' for n in down)} is not running (another fault has it down)"
+        )
 
 
 def _stopping(name: str, action: str, heals_at_once: bool = False):
@@ -176,8 +212,16 @@ def _stopping(name: str, action: str, heals_at_once: bool = False):
         acted_ns = time.time_ns()
         for node in nodes:
             cluster.signal_node(node, action, SIGNAL_TIMEOUT_S)
-        return AppliedFault(name, target_of(nodes), [n.node_id for n in nodes], role, lambda: cluster.restart(nodes), heals_at_once,
-                            acted_ns=acted_ns)
+        return AppliedFault(
+            name,
+            target_of(nodes),
+            [n.node_id for n in nodes],
+            role,
+            lambda: cluster.restart(nodes),
+            heals_at_once,
+            acted_ns=acted_ns,
+        )
+
     return start
 
 
@@ -192,6 +236,7 @@ def pause(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         for node in nodes:
             if cluster.node_state(node) == PAUSED:
                 cluster.signal_node(node, "resume", SIGNAL_TIMEOUT_S)
+
     return AppliedFault(PAUSE, target_of(nodes), [n.node_id for n in nodes], role, resume, acted_ns=acted_ns)
 
 
@@ -209,7 +254,14 @@ def quorum_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     acted_ns = time.time_ns()
     for node in running:
         cluster.signal_node(node, "stop", SIGNAL_TIMEOUT_S)
-    return AppliedFault(QUORUM_LOSS, Target.QUORUM, [n.node_id for n in quorum], role, lambda: cluster.restart(quorum), acted_ns=acted_ns)
+    return AppliedFault(
+        QUORUM_LOSS,
+        Target.QUORUM,
+        [n.node_id for n in quorum],
+        role,
+        lambda: cluster.restart(quorum),
+        acted_ns=acted_ns,
+    )
 
 
 def _separate_controllers(params: object, ctx: FaultContext) -> None:
@@ -218,7 +270,11 @@ def _separate_controllers(params: object, ctx: FaultContext) -> None:
 
 
 def _not_combined(spec: Any) -> str | None:
-    return "it runs in combined mode and the scenario stops the controller quorum" if getattr(spec, "combined", False) else None
+    return (
+        "it runs in combined mode and the scenario stops the controller quorum"
+        if getattr(spec, "combined", False)
+        else None
+    )
 
 
 def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -229,8 +285,14 @@ def cluster_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
         raise FaultError("cluster-loss: no node of the cluster is running")
     acted_ns = time.time_ns()
     cluster.stop_nodes(nodes, signal.SIGKILL, SIGNAL_TIMEOUT_S)
-    return AppliedFault(CLUSTER_LOSS, Target.CLUSTER, [n.node_id for n in nodes], "every node", lambda: cluster.restart(nodes),
-                        acted_ns=acted_ns)
+    return AppliedFault(
+        CLUSTER_LOSS,
+        Target.CLUSTER,
+        [n.node_id for n in nodes],
+        "every node",
+        lambda: cluster.restart(nodes),
+        acted_ns=acted_ns,
+    )
 
 
 # The roles a campaign aims node faults at; ``replicas`` takes every replica of a partition at once.
@@ -240,7 +302,8 @@ RESTART_OCCUPIES_S = 15.0
 
 
 def draw_node(rng, arena: Arena) -> Draw:
-    """A node by one of the campaign's roles; with transactional clients, their transaction coordinator is one more role."""
+    """A node by one of the campaign's roles; with transactional clients, their transaction coordinator is one more
+    role."""
     roles = CAMPAIGN_ROLES + ((Role.TXN_COORDINATOR,) if arena.txn_clients else ())
     fields, brokers, controllers = node_by_role(rng, arena, roles)
     return Draw(fields, brokers, controllers)
@@ -254,19 +317,79 @@ def draw_quorum_loss(rng, arena: Arena) -> Draw:
     return Draw({}, 0, arena.controllers)
 
 
-register(FaultType(KILL, Family.PROCESS, "SIGKILL (kill -9) of brokers or controllers chosen by role, id or partition",
-                   frozenset({Need.NODES}), _stopping(KILL, "kill"), "started again, and the cluster waited on until ready",
-                   NodeChoice, check_node_choice, draw=draw_node))
-register(FaultType(TERMINATE, Family.PROCESS, "SIGTERM: Kafka's controlled shutdown", frozenset({Need.NODES}),
-                   _stopping(TERMINATE, "stop"), "started again", NodeChoice, check_node_choice, draw=draw_node))
-register(FaultType(PAUSE, Family.PROCESS, "SIGSTOP: frozen, still holding its sockets", frozenset({Need.NODES}), pause,
-                   "SIGCONT", NodeChoice, check_node_choice, draw=draw_node))
+register(
+    FaultType(
+        KILL,
+        Family.PROCESS,
+        "SIGKILL (kill -9) of brokers or controllers chosen by role, id or partition",
+        frozenset({Need.NODES}),
+        _stopping(KILL, "kill"),
+        "started again, and the cluster waited on until ready",
+        NodeChoice,
+        check_node_choice,
+        draw=draw_node,
+    )
+)
+register(
+    FaultType(
+        TERMINATE,
+        Family.PROCESS,
+        "SIGTERM: Kafka's controlled shutdown",
+        frozenset({Need.NODES}),
+        _stopping(TERMINATE, "stop"),
+        "started again",
+        NodeChoice,
+        check_node_choice,
+        draw=draw_node,
+    )
+)
+register(
+    FaultType(
+        PAUSE,
+        Family.PROCESS,
+        "SIGSTOP: frozen, still holding its sockets",
+        frozenset({Need.NODES}),
+        pause,
+        "SIGCONT",
+        NodeChoice,
+        check_node_choice,
+        draw=draw_node,
+    )
+)
 # SIGTERM, then the engine undoes it at once: the fault's window is the broker's whole absence.
-register(FaultType(RESTART, Family.PROCESS, "SIGTERM, then started again at once", frozenset({Need.NODES}),
-                   _stopping(RESTART, "stop", heals_at_once=True), "part of the fault: started again at once", NodeChoice,
-                   check_node_choice, draw=draw_restart))
-register(FaultType(QUORUM_LOSS, Family.PROCESS, "every controller stopped (in ZooKeeper mode: every ZooKeeper node)",
-                   frozenset({Need.QUORUM}), quorum_loss, "every one started again", validate=_separate_controllers, fits=_not_combined,
-                   draw=draw_quorum_loss))
-register(FaultType(CLUSTER_LOSS, Family.PROCESS, "kill -9 of every node of the cluster at once: a region lost",
-                   frozenset({Need.REGION}), cluster_loss, "every node started again"))
+register(
+    FaultType(
+        RESTART,
+        Family.PROCESS,
+        "SIGTERM, then started again at once",
+        frozenset({Need.NODES}),
+        _stopping(RESTART, "stop", heals_at_once=True),
+        "part of the fault: started again at once",
+        NodeChoice,
+        check_node_choice,
+        draw=draw_restart,
+    )
+)
+register(
+    FaultType(
+        QUORUM_LOSS,
+        Family.PROCESS,
+        "every controller stopped (in ZooKeeper mode: every ZooKeeper node)",
+        frozenset({Need.QUORUM}),
+        quorum_loss,
+        "every one started again",
+        validate=_separate_controllers,
+        fits=_not_combined,
+        draw=draw_quorum_loss,
+    )
+)
+register(
+    FaultType(
+        CLUSTER_LOSS,
+        Family.PROCESS,
+        "kill -9 of every node of the cluster at once: a region lost",
+        frozenset({Need.REGION}),
+        cluster_loss,
+        "every node started again",
+    )
+)

@@ -29,7 +29,8 @@ CLIENTS = "clients"
 
 @dataclass(frozen=True)
 class Sides:
-    """A partition as written: the sides' tokens, and whether only the first side's packets to the second are dropped."""
+    """A partition as written: the sides' tokens, and whether only the first side's packets to the second are
+    dropped."""
 
     sides: tuple[tuple[str, ...], ...]
     one_way: bool = False
@@ -52,11 +53,20 @@ def parse_sides(text: str) -> Sides:
             inner = inner[1:-1]
         tokens = tuple(t for t in re.split(r"[\s,]+", inner.strip()) if t)
         if not tokens:
-            raise FaultError(f"sides {text!r}: a side is empty; write node ids or words inside braces, e.g. '{{0}} | {{1,2,controllers}}'")
+            raise FaultError(
+                f"sides {text!r}: a side is empty; write node ids or words inside braces, e.g. '{{0}} | "
+                f"{{1,2,controllers}}'"
+            )
         for token in tokens:
-            if not (token.isdigit() or token in (*NODE_WORDS, *ROLE_WORDS, CLIENTS) or re.fullmatch(r"(zookeeper|rack)-\d+", token)):
-                raise FaultError(f"sides {text!r}: {token!r} is not a node id nor one of "
-                                 f"{', '.join((*NODE_WORDS, *ROLE_WORDS, CLIENTS))}, zookeeper-N, rack-N")
+            if not (
+                token.isdigit()
+                or token in (*NODE_WORDS, *ROLE_WORDS, CLIENTS)
+                or re.fullmatch(r"(zookeeper|rack)-\d+", token)
+            ):
+                raise FaultError(
+                    f"sides {text!r}: {token!r} is not a node id nor one of "
+                    f"{', '.join((*NODE_WORDS, *ROLE_WORDS, CLIENTS))}, zookeeper-N, rack-N"
+                )
         sides.append(tokens)
     if one_way and len(sides) != 2:
         raise FaultError(f"sides {text!r}: a one-way partition has exactly two sides, 'A -> B'")
@@ -80,7 +90,9 @@ def node_label(node: NodeSpec) -> str:
     return f"zookeeper-{node.node_id}" if node.is_zookeeper else str(node.node_id)
 
 
-def resolve_sides(sides: Sides, spec: ClusterSpec, partition: dict | None = None, active_controller: NodeSpec | None = None) -> list[Side]:
+def resolve_sides(
+    sides: Sides, spec: ClusterSpec, partition: dict | None = None, active_controller: NodeSpec | None = None
+) -> list[Side]:
     """The nodes on each side. ``partition`` (its latest topology sample) resolves leader/followers/replicas."""
     nodes = spec.nodes()
     by_id = {n.node_id: n for n in nodes if not n.is_zookeeper}
@@ -98,8 +110,14 @@ def resolve_sides(sides: Sides, spec: ClusterSpec, partition: dict | None = None
         if token.startswith("rack-"):
             found = spec.rack_brokers(token)
             if not found:
-                raise FaultError(f"no broker in {token}: " + (f"the racks are rack-0 to rack-{spec.racks - 1}" if spec.racks
-                                                               else "the cluster has no racks (failsafe up --racks N)"))
+                raise FaultError(
+                    f"no broker in {token}: "
+                    + (
+                        f"the racks are rack-0 to rack-{spec.racks - 1}"
+                        if spec.racks
+                        else "the cluster has no racks (failsafe up --racks N)"
+                    )
+                )
             return found
         if token == "brokers":
             return [n for n in nodes if n.is_broker]

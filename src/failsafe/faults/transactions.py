@@ -41,24 +41,52 @@ def _check_client(params: TxnClientChoice, ctx: FaultContext) -> None:
 def kill_txn_client(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     name = spec.params.client
     targets.clients.kill_client(name)
-    return AppliedFault(KILL_TXN_CLIENT, Target.TXN_CLIENT, [name], "transactional client", lambda: targets.clients.restart_client(name))
+    return AppliedFault(
+        KILL_TXN_CLIENT, Target.TXN_CLIENT, [name], "transactional client", lambda: targets.clients.restart_client(name)
+    )
 
 
 def zombie_txn_client(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     name = spec.params.client
     targets.clients.pause_client(name)  # type: ignore[attr-defined]
     targets.clients.restart_client(name)
-    return AppliedFault(ZOMBIE_TXN_CLIENT, Target.TXN_CLIENT, [name], "transactional client, frozen and replaced",
-                        lambda: targets.clients.resume_client(name))  # type: ignore[attr-defined]
+    return AppliedFault(
+        ZOMBIE_TXN_CLIENT,
+        Target.TXN_CLIENT,
+        [name],
+        "transactional client, frozen and replaced",
+        lambda: targets.clients.resume_client(name),
+    )  # type: ignore[attr-defined]
 
 
 def draw_txn_client(rng, arena: Arena) -> Draw:
     return Draw({"client": rng.choice(arena.txn_clients)})
 
 
-register(FaultType(KILL_TXN_CLIENT, Family.CLIENT, "SIGKILL of a transactional client with a transaction open, between a write and its commit",
-                   frozenset({TXN_CLIENTS}), kill_txn_client, "started again with the same transactional.id (fencing the old one)",
-                   TxnClientChoice, _check_client, draw=draw_txn_client))
-register(FaultType(ZOMBIE_TXN_CLIENT, Family.CLIENT, "a transactional client frozen (SIGSTOP) with a transaction open and replaced by a "
-                   "new instance with its transactional.id", frozenset({TXN_CLIENTS}), zombie_txn_client,
-                   "SIGCONT: the frozen one goes on, a zombie Kafka must fence", TxnClientChoice, _check_client, draw=draw_txn_client))
+register(
+    FaultType(
+        KILL_TXN_CLIENT,
+        Family.CLIENT,
+        "SIGKILL of a transactional client with a transaction open, between a write and its commit",
+        frozenset({TXN_CLIENTS}),
+        kill_txn_client,
+        "started again with the same transactional.id (fencing the old one)",
+        TxnClientChoice,
+        _check_client,
+        draw=draw_txn_client,
+    )
+)
+register(
+    FaultType(
+        ZOMBIE_TXN_CLIENT,
+        Family.CLIENT,
+        "a transactional client frozen (SIGSTOP) with a transaction open and replaced by a "
+        "new instance with its transactional.id",
+        frozenset({TXN_CLIENTS}),
+        zombie_txn_client,
+        "SIGCONT: the frozen one goes on, a zombie Kafka must fence",
+        TxnClientChoice,
+        _check_client,
+        draw=draw_txn_client,
+    )
+)

@@ -22,8 +22,8 @@ FRAMES_DIR = "history.frames"
 SOURCE_FILE = "source.json"
 # 2: the clients frame. 3: the controllers frame. 4: faults' family, label, sides and in_force_ns; events' leaderless.
 # 5: events' fault and at_s (fault-not-started). 6: the share_deliveries and share_acks frames. 7: a share-ack invoke
-# paired with its answer (an unanswered one is an info). 8: the metrics, metrics_errors and node_events frames.
-# 9: the clients frame's host, clock_offset_ns and clock_error_ns. 10: the log_reads, declared, phase_ends and group_configs
+# paired with its answer (an unanswered one is an info). 8: the metrics, metrics_errors and node_events frames. 9: the
+# clients frame's host, clock_offset_ns and clock_error_ns. 10: the log_reads, declared, phase_ends and group_configs
 # frames, and the log's cluster.
 FORMAT = 10
 
@@ -53,8 +53,8 @@ def read_frames(history_path: Path) -> History | None:
 
 
 def write_frames(history_path: Path, history: History, source: dict) -> bool:
-    """Write the copy of ``history``, made from history_path when it was as ``source`` (source_of) says; False when it was
-    not written: the file has changed since (then the copy would describe another file), or a read-only run dir.
+    """Write the copy of ``history``, made from history_path when it was as ``source`` (source_of) says; False when it
+    was not written: the file has changed since (then the copy would describe another file), or a read-only run dir.
 
     Written atomically: a temporary directory renamed into place.
     """

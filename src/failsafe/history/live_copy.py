@@ -27,8 +27,8 @@ from failsafe.history.load import KIND_SCHEMAS, decode_chunk, history_from_kinds
 # Big chunks decode cheaper per op (10 million ops: 31 CPU s in 32 MiB chunks, 42 in 1 MiB chunks); the last, partial
 # one is decoded when the run closes, in about 0.3 s.
 DEFAULT_CHUNK_BYTES = 32 << 20
-# Bytes waiting for the decoder: more than this and the machine is too busy for a copy (the check parses the JSON), rather
-# than holding ever more of the history in memory.
+# Bytes waiting for the decoder: more than this and the machine is too busy for a copy (the check parses the JSON),
+# rather than holding ever more of the history in memory.
 MAX_BACKLOG_BYTES = 256 << 20
 
 
@@ -114,8 +114,12 @@ class LiveCopy:
             source = source_of(self.path)
             if source["size"] != written_bytes:
                 return False
-            kinds = {kind: pl.concat([pl.read_ipc(io.BytesIO(blob)) for blob in blobs]) if blobs else pl.DataFrame(schema=KIND_SCHEMAS[kind])
-                     for kind, blobs in self._decoded.items()}
+            kinds = {
+                kind: pl.concat([pl.read_ipc(io.BytesIO(blob)) for blob in blobs])
+                if blobs
+                else pl.DataFrame(schema=KIND_SCHEMAS[kind])
+                for kind, blobs in self._decoded.items()
+            }
             return write_frames(self.path, history_from_kinds(kinds), source)
         except (OSError, pl.exceptions.PolarsError):
             return False

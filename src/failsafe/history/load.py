@@ -20,26 +20,65 @@ import orjson
 import polars as pl
 
 from failsafe.history.columnar import read_frames, source_of, write_frames
-from failsafe.history.model import CONFIG_ENTRY, FRAME_SCHEMAS, History, HistoryFormatError
+from failsafe.history.model import CONFIG_ENTRY, FAULT_START_FIELDS, FRAME_SCHEMAS, History, HistoryFormatError
 from failsafe.history.ops import EVENTS, MIGRATION_ROLL, Family, Op, OpType, Target
 
-_RECORD = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String,
-                     "delivery_count": pl.Int64})
+_RECORD = pl.Struct(
+    {
+        "topic": pl.String,
+        "partition": pl.Int64,
+        "offset": pl.Int64,
+        "key": pl.String,
+        "value": pl.String,
+        "delivery_count": pl.Int64,
+    }
+)
 _ACK = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String})
 # assign/revoke partitions and topology partitions share one struct: absent fields are null.
-_PARTITION = pl.Struct({"topic": pl.String, "partition": pl.Int64, "leader": pl.Int64, "replicas": pl.List(pl.Int64), "isr": pl.List(pl.Int64)})
+_PARTITION = pl.Struct(
+    {
+        "topic": pl.String,
+        "partition": pl.Int64,
+        "leader": pl.Int64,
+        "replicas": pl.List(pl.Int64),
+        "isr": pl.List(pl.Int64),
+    }
+)
 _SAMPLE = pl.Struct({"metric": pl.String, "labels": pl.String, "value": pl.Float64})
 _OFFSET = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
 _COMMON = {"time_ns": pl.Int64, "process": pl.String, "type": pl.String, "f": pl.String, "error": pl.String}
 
 # The fields each kind of op carries (docs/history.md); OTHER is every field of every op.
-SEND_SCHEMA = {**_COMMON, "id": pl.Int64, "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String,
-               "txn": pl.Int64}
+SEND_SCHEMA = {
+    **_COMMON,
+    "id": pl.Int64,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "key": pl.String,
+    "value": pl.String,
+    "txn": pl.Int64,
+}
 POLL_SCHEMA = {**_COMMON, "group": pl.String, "records": pl.List(_RECORD), "txn": pl.Int64}
-LOG_READ_SCHEMA = {**_COMMON, "topic": pl.String, "partition": pl.Int64, "records": pl.List(_RECORD), "cluster": pl.String,
-                   "log_start_offset": pl.Int64, "high_watermark": pl.Int64}
-_DECLARED = pl.Struct({"process": pl.String, "role": pl.String, "topics": pl.List(pl.String), "group": pl.String, "may_lose": pl.Boolean,
-                       "matches": pl.String})
+LOG_READ_SCHEMA = {
+    **_COMMON,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "records": pl.List(_RECORD),
+    "cluster": pl.String,
+    "log_start_offset": pl.Int64,
+    "high_watermark": pl.Int64,
+}
+_DECLARED = pl.Struct(
+    {
+        "process": pl.String,
+        "role": pl.String,
+        "topics": pl.List(pl.String),
+        "group": pl.String,
+        "may_lose": pl.Boolean,
+        "matches": pl.String,
+    }
+)
 OTHER_SCHEMA: dict[str, pl.DataType] = {
     **SEND_SCHEMA,
     **POLL_SCHEMA,
@@ -47,17 +86,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "offsets": pl.List(_OFFSET),
     "acks": pl.List(_ACK),
     "lost": pl.Boolean,
-    "fault_id": pl.Int64,
-    "fault": pl.String,
-    "target": pl.String,
-    # broker ids are JSON ints, consumer names strings: a String list makes both strings.
-    "nodes": pl.List(pl.String),
-    "role": pl.String,
-    "family": pl.String,
-    "label": pl.String,
-    "sides": pl.List(pl.List(pl.String)),
-    "one_way": pl.Boolean,
-    "loss": pl.Float64,
+    **FAULT_START_FIELDS,
     "leaderless": pl.List(pl.String),
     "in_force_ns": pl.Int64,
     "under_replicated": pl.List(pl.String),
@@ -102,7 +131,13 @@ OTHER_KINDS = [str(f) for f in Op if f not in _BULK]
 _F_PATTERN = r'"f"\s*:\s*"([^"\\]*)"'
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 # No valid JSON text holds a raw 0x1f (control characters must be escaped), so no line splits.
-_LINE_READER = {"has_header": False, "separator": "\x1f", "quote_char": None, "new_columns": ["line"], "schema": {"line": pl.String}}
+_LINE_READER = {
+    "has_header": False,
+    "separator": "\x1f",
+    "quote_char": None,
+    "new_columns": ["line"],
+    "schema": {"line": pl.String},
+}
 
 
 class _NotFast(Exception):
@@ -154,8 +189,8 @@ def _parse(source: Path | io.BytesIO, read_bytes) -> History:
 
 
 def decode_chunk(data: bytes) -> dict[str, pl.DataFrame] | None:
-    """The ops of ``data`` (whole lines of a history) decoded by kind, as the file's own load decodes them; None when the
-    fast path cannot place some line (then only the whole file, read by load_history, can say what it holds).
+    """The ops of ``data`` (whole lines of a history) decoded by kind, as the file's own load decodes them; None when
+    the fast path cannot place some line (then only the whole file, read by load_history, can say what it holds).
 
     history_from_kinds of the chunks' kinds, concatenated kind by kind in file order, is the History of the file.
     """
@@ -185,9 +220,14 @@ def _kinds_fast(source: Path | io.BytesIO) -> dict[str, pl.DataFrame]:
     kinds["other"] = _decode(rest.filter(pl.col("kind").is_in(OTHER_KINDS)), OTHER_SCHEMA)
     # An op this version does not know is checked for the fields every op has, then ignored:
     # its other fields may have any shape.
-    kinds["unknown"] = _decode(rest.filter(~pl.col("kind").is_in([*_BULK, *OTHER_KINDS]) | pl.col("kind").is_null()), _REQUIRED_SCHEMA)
+    kinds["unknown"] = _decode(
+        rest.filter(~pl.col("kind").is_in([*_BULK, *OTHER_KINDS]) | pl.col("kind").is_null()), _REQUIRED_SCHEMA
+    )
     # The first "f" in a line could in principle be a nested one: trust only the decoded field.
-    if any(kinds[kind].height and (kinds[kind]["f"] != kind).any() for kind in _BULK) or not kinds["other"]["f"].is_in(OTHER_KINDS).all():
+    if (
+        any(kinds[kind].height and (kinds[kind]["f"] != kind).any() for kind in _BULK)
+        or not kinds["other"]["f"].is_in(OTHER_KINDS).all()
+    ):
         raise _NotFast
     return kinds
 
@@ -274,41 +314,64 @@ def history_from_kinds(kinds: dict[str, pl.DataFrame]) -> History:
         client_events=_select(other.filter(pl.col("f").is_in([Op.CLOSE, Op.CRASH])), "client_events"),
         faults=_faults(other),
         topology=_topology(other),
-        topology_errors=_select(other.filter((pl.col("f") == Op.TOPOLOGY) & pl.col("error").is_not_null()), "topology_errors"),
+        topology_errors=_select(
+            other.filter((pl.col("f") == Op.TOPOLOGY) & pl.col("error").is_not_null()), "topology_errors"
+        ),
         phases=_select(other.filter(pl.col("f") == Op.PHASE), "phases"),
         admin=_select(other.filter(pl.col("f") == Op.CREATE_TOPIC), "admin"),
         events=_select(other.filter(pl.col("f").is_in(EVENT_KINDS)), "events"),
         clients=_select(other.filter(pl.col("f") == Op.CLIENT_CONFIG), "clients"),
         controllers=_select(other.filter(pl.col("f") == Op.CONTROLLER), "controllers"),
         txns=_txns(other),
-        share_deliveries=_select(_records(other.filter((pl.col("f") == Op.SHARE_POLL) & (pl.col("type") == OpType.OK)),
-                                          "process", "group", "time_ns"), "share_deliveries"),
+        share_deliveries=_select(
+            _records(
+                other.filter((pl.col("f") == Op.SHARE_POLL) & (pl.col("type") == OpType.OK)),
+                "process",
+                "group",
+                "time_ns",
+            ),
+            "share_deliveries",
+        ),
         share_acks=_share_acks(other),
         metrics=_select(_samples(other.filter((pl.col("f") == Op.METRICS) & pl.col("error").is_null())), "metrics"),
-        metrics_errors=_select(other.filter((pl.col("f") == Op.METRICS) & pl.col("error").is_not_null()), "metrics_errors"),
-        node_events=_select(other.filter(pl.col("f") == Op.NODE_EVENT), "node_events").sort("time_ns", maintain_order=True),
+        metrics_errors=_select(
+            other.filter((pl.col("f") == Op.METRICS) & pl.col("error").is_not_null()), "metrics_errors"
+        ),
+        node_events=_select(other.filter(pl.col("f") == Op.NODE_EVENT), "node_events").sort(
+            "time_ns", maintain_order=True
+        ),
         op_count=sum(frame.height for frame in kinds.values()),
     )
 
 
-# What a share-ack invoke with no answer after it is loaded with: its process stopped between sending it and recording the answer.
+# What a share-ack invoke with no answer after it is loaded with: its process stopped between sending it and recording
+# the answer.
 NO_ANSWER_RECORDED = "NO_ANSWER_RECORDED"
 _SHARE_ACK_KEY = ["process", "group", "topic", "partition", "offset", "ack"]
 
 
 def _share_acks(other: pl.DataFrame) -> pl.DataFrame:
-    """One row per acknowledged record: ok, fail or info. A share-ack invoke (an acknowledgement sent) is dropped once an
-    answer for that record by that process follows it, and is otherwise an info (NO_ANSWER_RECORDED): the broker may
+    """One row per acknowledged record: ok, fail or info. A share-ack invoke (an acknowledgement sent) is dropped once
+    an answer for that record by that process follows it, and is otherwise an info (NO_ANSWER_RECORDED): the broker may
     have taken it."""
-    rows = (other.filter(pl.col("f") == Op.SHARE_ACK).select("process", "group", "time_ns", "type", "error", "acks")
-            .explode("acks").drop_nulls("acks").unnest("acks"))
+    rows = (
+        other.filter(pl.col("f") == Op.SHARE_ACK)
+        .select("process", "group", "time_ns", "type", "error", "acks")
+        .explode("acks")
+        .drop_nulls("acks")
+        .unnest("acks")
+    )
     sent = rows.filter(pl.col("type") == OpType.INVOKE)
     answered = rows.filter(pl.col("type") != OpType.INVOKE)
     if sent.height:
-        later = sent.join(answered.select(*_SHARE_ACK_KEY, pl.col("time_ns").alias("answer_ns")), on=_SHARE_ACK_KEY, how="inner")
+        later = sent.join(
+            answered.select(*_SHARE_ACK_KEY, pl.col("time_ns").alias("answer_ns")), on=_SHARE_ACK_KEY, how="inner"
+        )
         later = later.filter(pl.col("answer_ns") >= pl.col("time_ns")).select(*_SHARE_ACK_KEY, "time_ns").unique()
         unanswered = sent.join(later, on=[*_SHARE_ACK_KEY, "time_ns"], how="anti", nulls_equal=True)
-        unanswered = unanswered.with_columns(pl.lit(str(OpType.INFO)).alias("type"), pl.lit(NO_ANSWER_RECORDED).alias("error"))
+        unanswered = unanswered.with_columns(
+            pl.lit(str(OpType.INFO)).alias("type"), pl.lit(NO_ANSWER_RECORDED).alias("error")
+        )
         answered = pl.concat([answered, unanswered.select(answered.columns)]).sort("time_ns", maintain_order=True)
     return _select(answered, "share_acks")
 
@@ -318,8 +381,9 @@ def _select(frame: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def _sends(sends: pl.DataFrame) -> pl.DataFrame:
-    invokes = sends.filter(pl.col("type") == OpType.INVOKE).select("process", "id", "topic", "key", "value", "partition", "txn",
-                                                                   pl.col("time_ns").alias("invoke_ns"))
+    invokes = sends.filter(pl.col("type") == OpType.INVOKE).select(
+        "process", "id", "topic", "key", "value", "partition", "txn", pl.col("time_ns").alias("invoke_ns")
+    )
     completions = sends.filter(pl.col("type") != OpType.INVOKE).select(
         "process",
         "id",
@@ -332,7 +396,11 @@ def _sends(sends: pl.DataFrame) -> pl.DataFrame:
         "error",
         pl.col("time_ns").alias("complete_ns"),
     )
-    if invokes["id"].n_unique() == invokes.height and completions["id"].n_unique() == completions.height and invokes["id"].null_count() == 0:
+    if (
+        invokes["id"].n_unique() == invokes.height
+        and completions["id"].n_unique() == completions.height
+        and invokes["id"].null_count() == 0
+    ):
         joined = _pair_by_id(invokes, completions)
     else:
         # ids repeat across producers (or a completion was written twice): pair within a process.
@@ -342,7 +410,9 @@ def _sends(sends: pl.DataFrame) -> pl.DataFrame:
         joined = invokes.join(completions, on=key, how="full", coalesce=True, maintain_order="left_right")
     # The invoke says what was sent; the completion fills in what only it knows (an orphan
     # completion, the partition the partitioner chose).
-    filled = [pl.coalesce(f"{name}_c", name).alias(name) for name in ("topic", "key", "value") if joined[name].null_count()]
+    filled = [
+        pl.coalesce(f"{name}_c", name).alias(name) for name in ("topic", "key", "value") if joined[name].null_count()
+    ]
     return _select(joined.with_columns(*filled, pl.coalesce("partition_c", "partition").alias("partition")), "sends")
 
 
@@ -363,12 +433,18 @@ def _records(frame: pl.DataFrame, *keep: str) -> pl.DataFrame:
 
 
 def _reads(polls: pl.DataFrame, log: pl.DataFrame) -> pl.DataFrame:
-    polls = polls.filter(pl.col("type") == OpType.OK).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq"))
+    polls = polls.filter(pl.col("type") == OpType.OK).with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).over("process").alias("poll_seq")
+    )
     reads = _records(polls, "process", "group", "time_ns", "poll_seq", "txn")
     if reads.height and reads["value"].null_count() and log.height:
         # Kafka's VerifiableConsumer reports offsets only: take the record from the log.
-        from_log = log.unique(subset=["topic", "partition", "offset"], keep="first").rename({"key": "key_log", "value": "value_log"})
-        reads = reads.join(from_log, on=["topic", "partition", "offset"], how="left", maintain_order="left").with_columns(
+        from_log = log.unique(subset=["topic", "partition", "offset"], keep="first").rename(
+            {"key": "key_log", "value": "value_log"}
+        )
+        reads = reads.join(
+            from_log, on=["topic", "partition", "offset"], how="left", maintain_order="left"
+        ).with_columns(
             pl.when(pl.col("value").is_null()).then(pl.col("key_log")).otherwise(pl.col("key")).alias("key"),
             pl.coalesce("value", "value_log").alias("value"),
         )
@@ -386,78 +462,152 @@ def _log_reads(reads: pl.DataFrame) -> pl.DataFrame:
     An op that names no partition of its own (hand-written, or from before they named one) stands for each partition its
     records are in."""
     reads = reads.filter(pl.col("type").is_in([OpType.OK, OpType.FAIL]))
-    counted = reads.with_columns((pl.col("type") == OpType.OK).alias("ok"), pl.col("records").list.len().cast(pl.Int64).alias("n"))
-    named = counted.filter(pl.col("topic").is_not_null()).with_columns(pl.when(pl.col("ok")).then(pl.col("n")).alias("records"))
+    counted = reads.with_columns(
+        (pl.col("type") == OpType.OK).alias("ok"), pl.col("records").list.len().cast(pl.Int64).alias("n")
+    )
+    named = counted.filter(pl.col("topic").is_not_null()).with_columns(
+        pl.when(pl.col("ok")).then(pl.col("n")).alias("records")
+    )
     unnamed = counted.filter(pl.col("topic").is_null()).drop("topic", "partition")
     if unnamed.height:
-        per = unnamed.select("time_ns", "cluster", "ok", "error", "log_start_offset", "high_watermark", "records").explode("records") \
-            .drop_nulls("records").with_columns(pl.col("records").struct.field("topic", "partition")) \
-            .group_by("time_ns", "cluster", "topic", "partition", "ok", "error", "log_start_offset", "high_watermark", maintain_order=True) \
+        per = (
+            unnamed.select("time_ns", "cluster", "ok", "error", "log_start_offset", "high_watermark", "records")
+            .explode("records")
+            .drop_nulls("records")
+            .with_columns(pl.col("records").struct.field("topic", "partition"))
+            .group_by(
+                "time_ns",
+                "cluster",
+                "topic",
+                "partition",
+                "ok",
+                "error",
+                "log_start_offset",
+                "high_watermark",
+                maintain_order=True,
+            )
             .agg(pl.len().cast(pl.Int64).alias("records"))
+        )
         named = pl.concat([_select(named, "log_reads"), _select(per, "log_reads")])
     return _select(named, "log_reads")
 
 
 def _declared(other: pl.DataFrame) -> pl.DataFrame:
-    ops = other.filter(pl.col("f") == Op.DECLARE).select("time_ns", "clients").explode("clients").drop_nulls("clients").unnest("clients")
+    ops = (
+        other.filter(pl.col("f") == Op.DECLARE)
+        .select("time_ns", "clients")
+        .explode("clients")
+        .drop_nulls("clients")
+        .unnest("clients")
+    )
     return _select(ops.with_columns(pl.col("may_lose").fill_null(False)), "declared")
 
 
 def _group_configs(other: pl.DataFrame) -> pl.DataFrame:
-    ops = other.filter(pl.col("f") == Op.GROUP_CONFIG).select("time_ns", "group", "config").explode("config").drop_nulls("config")
+    ops = (
+        other.filter(pl.col("f") == Op.GROUP_CONFIG)
+        .select("time_ns", "group", "config")
+        .explode("config")
+        .drop_nulls("config")
+    )
     return _select(ops.unnest("config"), "group_configs")
 
 
 def _samples(scrapes: pl.DataFrame) -> pl.DataFrame:
-    return scrapes.select("time_ns", "node", "node_name", "samples").explode("samples").drop_nulls("samples").unnest("samples")
+    return (
+        scrapes.select("time_ns", "node", "node_name", "samples")
+        .explode("samples")
+        .drop_nulls("samples")
+        .unnest("samples")
+    )
 
 
 def _membership(other: pl.DataFrame) -> pl.DataFrame:
-    events = other.filter(pl.col("f").is_in([Op.ASSIGN, Op.REVOKE])).select("process", "group", "time_ns", "f", pl.col("lost").fill_null(False), "partitions")
+    events = other.filter(pl.col("f").is_in([Op.ASSIGN, Op.REVOKE])).select(
+        "process", "group", "time_ns", "f", pl.col("lost").fill_null(False), "partitions"
+    )
     exploded = events.explode("partitions").drop_nulls("partitions")
     return _select(exploded.with_columns(pl.col("partitions").struct.field("topic", "partition")), "membership")
 
 
 def _commits(other: pl.DataFrame) -> pl.DataFrame:
     commits = other.filter(pl.col("f") == Op.COMMIT).select("process", "group", "time_ns", "type", "error", "offsets")
-    return _select(commits.explode("offsets").with_columns(pl.col("offsets").struct.field("topic", "partition", "offset")), "commits")
+    return _select(
+        commits.explode("offsets").with_columns(pl.col("offsets").struct.field("topic", "partition", "offset")),
+        "commits",
+    )
 
 
 def _txns(other: pl.DataFrame) -> pl.DataFrame:
-    """One row per transaction: its begin (a txn invoke), its txn-end, and its first completion, by writer and txn number."""
+    """One row per transaction: its begin (a txn invoke), its txn-end, and its first completion, by writer and txn
+    number."""
     key = ["process", "txn"]
 
     def first(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.unique(subset=key, keep="first", maintain_order=True)
 
     txns = other.filter(pl.col("f") == Op.TXN)
-    begins = first(txns.filter(pl.col("type") == OpType.INVOKE).select(*key, "transactional_id", pl.col("time_ns").alias("invoke_ns")))
-    ends = first(other.filter(pl.col("f") == Op.TXN_END).select(*key, pl.col("transactional_id").alias("transactional_id_e"), "end",
-                                                                  pl.col("time_ns").alias("end_ns"), "offsets"))
-    completions = first(txns.filter(pl.col("type") != OpType.INVOKE).select(
-        *key, pl.col("transactional_id").alias("transactional_id_c"), pl.col("type").alias("outcome"), "error",
-        pl.col("time_ns").alias("complete_ns")))
-    joined = (begins.join(ends, on=key, how="full", coalesce=True, maintain_order="left_right")
-              .join(completions, on=key, how="full", coalesce=True, maintain_order="left_right"))
-    return _select(joined.with_columns(pl.coalesce("transactional_id", "transactional_id_e", "transactional_id_c").alias("transactional_id")),
-                   "txns")
+    begins = first(
+        txns.filter(pl.col("type") == OpType.INVOKE).select(
+            *key, "transactional_id", pl.col("time_ns").alias("invoke_ns")
+        )
+    )
+    ends = first(
+        other.filter(pl.col("f") == Op.TXN_END).select(
+            *key,
+            pl.col("transactional_id").alias("transactional_id_e"),
+            "end",
+            pl.col("time_ns").alias("end_ns"),
+            "offsets",
+        )
+    )
+    completions = first(
+        txns.filter(pl.col("type") != OpType.INVOKE).select(
+            *key,
+            pl.col("transactional_id").alias("transactional_id_c"),
+            pl.col("type").alias("outcome"),
+            "error",
+            pl.col("time_ns").alias("complete_ns"),
+        )
+    )
+    joined = begins.join(ends, on=key, how="full", coalesce=True, maintain_order="left_right").join(
+        completions, on=key, how="full", coalesce=True, maintain_order="left_right"
+    )
+    return _select(
+        joined.with_columns(
+            pl.coalesce("transactional_id", "transactional_id_e", "transactional_id_c").alias("transactional_id")
+        ),
+        "txns",
+    )
 
 
 def _faults(other: pl.DataFrame) -> pl.DataFrame:
+    read = {"family": _family(), "label": _label()}  # as recorded, or as histories before them tell
     starts = other.filter(pl.col("f") == Op.FAULT_START).select(
-        "fault_id", "fault", "target", "nodes", "role", _family(), _label(), "sides", "one_way", "loss", pl.col("time_ns").alias("start_ns"),
-        pl.coalesce("in_force_ns", "time_ns").alias("in_force_ns"), pl.col("error").alias("start_error"),
+        *(read.get(name, name) for name in FAULT_START_FIELDS),
+        pl.col("time_ns").alias("start_ns"),
+        pl.coalesce("in_force_ns", "time_ns").alias("in_force_ns"),
+        pl.col("error").alias("start_error"),
     )
     starts = starts.unique(subset=["fault_id"], keep="first", maintain_order=True)
-    stops = other.filter(pl.col("f") == Op.FAULT_STOP).select("fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error",
-                                                              pl.col("attempt").fill_null(1))
+    stops = other.filter(pl.col("f") == Op.FAULT_STOP).select(
+        "fault_id", pl.col("time_ns").alias("stop_ns"), "ok", "error", pl.col("attempt").fill_null(1)
+    )
     # A failed undo is recorded and tried again: the fault stopped at its first successful undo, else
     # it is still open, failed at its last attempt.
     attempts = stops.group_by("fault_id", maintain_order=True).agg(pl.len().alias("undo_attempts"))
     ok = stops.filter(pl.col("ok").fill_null(True)).unique(subset=["fault_id"], keep="first", maintain_order=True)
-    failed = stops.join(ok.select("fault_id"), on="fault_id", how="anti").unique(subset=["fault_id"], keep="last", maintain_order=True)
-    stops = pl.concat([ok, failed.with_columns(pl.lit(None, pl.Int64).alias("stop_ns"))]).drop("attempt").join(attempts, on="fault_id")
-    joined = starts.join(stops, on="fault_id", how="left", maintain_order="left").with_columns(pl.coalesce("error", "start_error").alias("error"))
+    failed = stops.join(ok.select("fault_id"), on="fault_id", how="anti").unique(
+        subset=["fault_id"], keep="last", maintain_order=True
+    )
+    stops = (
+        pl.concat([ok, failed.with_columns(pl.lit(None, pl.Int64).alias("stop_ns"))])
+        .drop("attempt")
+        .join(attempts, on="fault_id")
+    )
+    joined = starts.join(stops, on="fault_id", how="left", maintain_order="left").with_columns(
+        pl.coalesce("error", "start_error").alias("error")
+    )
     return _select(joined, "faults").sort("start_ns", maintain_order=True)
 
 
@@ -467,18 +617,25 @@ _LEGACY_MIGRATION_FAULTS = (MIGRATION_ROLL, "migration")
 
 def _family() -> pl.Expr:
     """The fault's family as recorded; for histories written before it was, read from its target (and name)."""
-    legacy = (pl.when(pl.col("fault").is_in(_LEGACY_MIGRATION_FAULTS)).then(pl.lit(Family.MIGRATION))
-              .when(pl.col("target") == Target.NETWORK).then(pl.lit(Family.NETWORK))
-              .when(pl.col("target").is_in([Target.CONSUMER, Target.PIPELINE, Target.SPARK_WORKER])).then(pl.lit(Family.CLIENT))
-              .when(pl.col("target").is_not_null()).then(pl.lit(Family.PROCESS)))
+    legacy = (
+        pl.when(pl.col("fault").is_in(_LEGACY_MIGRATION_FAULTS))
+        .then(pl.lit(Family.MIGRATION))
+        .when(pl.col("target") == Target.NETWORK)
+        .then(pl.lit(Family.NETWORK))
+        .when(pl.col("target").is_in([Target.CONSUMER, Target.PIPELINE, Target.SPARK_WORKER]))
+        .then(pl.lit(Family.CLIENT))
+        .when(pl.col("target").is_not_null())
+        .then(pl.lit(Family.PROCESS))
+    )
     return pl.coalesce(pl.col("family"), legacy).alias("family")
 
 
 def _label() -> pl.Expr:
-    """How reports name the fault, as recorded; a network fault recorded before labels existed had its sides at the end of its
-    role ("leader of t-0: partition {1} | {1000,0,2}"), which is where they are read from for it."""
+    """How reports name the fault, as recorded; a network fault recorded before labels existed had its sides at the end
+    of its role ("leader of t-0: partition {1} | {1000,0,2}"), which is where they are read from for it."""
     legacy = pl.when(pl.col("target") == Target.NETWORK).then(
-        pl.col("role").str.split(": ").list.last().str.strip_prefix("partition ").str.strip_prefix("lossy link "))
+        pl.col("role").str.split(": ").list.last().str.strip_prefix("partition ").str.strip_prefix("lossy link ")
+    )
     return pl.coalesce(pl.col("label"), legacy).alias("label")
 
 

@@ -45,18 +45,43 @@ READS_SCHEMA = {
     # The reader's transaction the record was consumed into (consume-transform-produce); null otherwise.
     "txn": pl.Int64,
 }
-# ``cluster``: the alias of the cluster the final read read (a DR pair's primary or backup); null for a run on one cluster.
-LOG_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "key": pl.String, "value": pl.String, "cluster": pl.String}
+# ``cluster``: the alias of the cluster the final read read (a DR pair's primary or backup); null for a run on one
+# cluster.
+LOG_SCHEMA = {
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "key": pl.String,
+    "value": pl.String,
+    "cluster": pl.String,
+}
 LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String, "cluster": pl.String}
-# One row per log-read op: which partition the final read was asked to read and what it read of it. ``ok``: read completely
-# (``records`` of them, none included), from ``log_start_offset`` to ``high_watermark`` as the partition reported them when
-# the read began (null in histories before they were recorded); else ``error`` says why not.
-LOG_READS_SCHEMA = {"time_ns": pl.Int64, "cluster": pl.String, "topic": pl.String, "partition": pl.Int64, "ok": pl.Boolean,
-                    "records": pl.Int64, "log_start_offset": pl.Int64, "high_watermark": pl.Int64, "error": pl.String}
-# One row per client the scenario declared (a ``declare`` op): its first process, its role (ops.Role), its topics and group,
-# whether the scenario lets it lose acknowledged writes, and the pattern all its processes match (restarts, DR stints).
-DECLARED_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "role": pl.String, "topics": pl.List(pl.String), "group": pl.String,
-                   "may_lose": pl.Boolean, "matches": pl.String}
+# One row per log-read op: which partition the final read was asked to read and what it read of it. ``ok``: read
+# completely (``records`` of them, none included), from ``log_start_offset`` to ``high_watermark`` as the partition
+# reported them when the read began (null in histories before they were recorded); else ``error`` says why not.
+LOG_READS_SCHEMA = {
+    "time_ns": pl.Int64,
+    "cluster": pl.String,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "ok": pl.Boolean,
+    "records": pl.Int64,
+    "log_start_offset": pl.Int64,
+    "high_watermark": pl.Int64,
+    "error": pl.String,
+}
+# One row per client the scenario declared (a ``declare`` op): its first process, its role (ops.Role), its topics and
+# group, whether the scenario lets it lose acknowledged writes, and the pattern all its processes match (restarts, DR
+# stints).
+DECLARED_SCHEMA = {
+    "time_ns": pl.Int64,
+    "process": pl.String,
+    "role": pl.String,
+    "topics": pl.List(pl.String),
+    "group": pl.String,
+    "may_lose": pl.Boolean,
+    "matches": pl.String,
+}
 # One row per phase the engine finished (``phase-end``).
 PHASE_ENDS_SCHEMA = {"phase": pl.String, "time_ns": pl.Int64}
 # One row per config of a group as the cluster described it (``group-config``).
@@ -81,10 +106,13 @@ COMMITS_SCHEMA = {
     "error": pl.String,
 }
 CLIENT_EVENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "f": pl.String}
-FAULTS_SCHEMA = {
+# What a fault-start op says of its fault: read from the op (history/load.py) and kept in the faults table, declared
+# once here.
+FAULT_START_FIELDS = {
     "fault_id": pl.Int64,
     "fault": pl.String,
     "target": pl.String,
+    # broker ids are JSON ints, consumer names strings: a String list makes both strings.
     "nodes": pl.List(pl.String),
     "role": pl.String,
     # The fault type's family (ops.Family); how reports name it (null: by its nodes); a network fault's sides
@@ -94,6 +122,9 @@ FAULTS_SCHEMA = {
     "sides": pl.List(pl.List(pl.String)),
     "one_way": pl.Boolean,
     "loss": pl.Float64,
+}
+FAULTS_SCHEMA = {
+    **FAULT_START_FIELDS,
     "start_ns": pl.Int64,
     # When the fault's action was done (null in histories before it was recorded: the start stands in).
     "in_force_ns": pl.Int64,
@@ -122,44 +153,108 @@ ADMIN_SCHEMA = {
     "error": pl.String,
 }
 # Ops about the run itself (ops.EVENTS): recover-timeout, elect-leaders, pipeline-start/-exit/-stop, drained, ...
-# ``leaderless`` / ``under_replicated``: a recover-timeout's partitions still without a leader, or with one but not a full ISR ("topic-N").
-EVENTS_SCHEMA = {"time_ns": pl.Int64, "process": pl.String, "f": pl.String, "ok": pl.Boolean, "exit_code": pl.Int64, "error": pl.String,
-                 "drain_s": pl.Float64, "leaderless": pl.List(pl.String), "under_replicated": pl.List(pl.String),
-                 # fault-not-started: which fault of the schedule, and when it was due.
-                 "fault": pl.String, "at_s": pl.Float64,
-                 # feature-level: a Kafka feature (transaction.version) and the level the cluster had finalized for the run.
-                 "feature": pl.String, "level": pl.Int64}
+# ``leaderless`` / ``under_replicated``: a recover-timeout's partitions still without a leader, or with one but not a
+# full ISR ("topic-N").
+EVENTS_SCHEMA = {
+    "time_ns": pl.Int64,
+    "process": pl.String,
+    "f": pl.String,
+    "ok": pl.Boolean,
+    "exit_code": pl.Int64,
+    "error": pl.String,
+    "drain_s": pl.Float64,
+    "leaderless": pl.List(pl.String),
+    "under_replicated": pl.List(pl.String),
+    # fault-not-started: which fault of the schedule, and when it was due.
+    "fault": pl.String,
+    "at_s": pl.Float64,
+    # feature-level: a Kafka feature (transaction.version) and the level the cluster had finalized for the run.
+    "feature": pl.String,
+    "level": pl.Int64,
+}
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}
-# One row per metric sample a scrape of a node's JMX exporter returned: the Prometheus name, its labels as the exporter wrote
-# them (``request="Produce",quantile="0.99"``; empty when none) and the value.
-METRICS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "node_name": pl.String, "metric": pl.String, "labels": pl.String,
-                  "value": pl.Float64}
+# One row per metric sample a scrape of a node's JMX exporter returned: the Prometheus name, its labels as the exporter
+# wrote them (``request="Produce",quantile="0.99"``; empty when none) and the value.
+METRICS_SCHEMA = {
+    "time_ns": pl.Int64,
+    "node": pl.Int64,
+    "node_name": pl.String,
+    "metric": pl.String,
+    "labels": pl.String,
+    "value": pl.Float64,
+}
 # One row per scrape that failed (a node down, paused, or cut off): which node and why.
 METRICS_ERRORS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "node_name": pl.String, "error": pl.String}
-# One row per node-event op: what a node's log said (``fenced``, ``unfenced``, ...) about which broker or partition, and when.
-NODE_EVENTS_SCHEMA = {"time_ns": pl.Int64, "node": pl.Int64, "event": pl.String, "broker": pl.Int64, "topic": pl.String,
-                      "partition": pl.Int64, "line": pl.String}
+# One row per node-event op: what a node's log said (``fenced``, ``unfenced``, ...) about which broker or partition, and
+# when.
+NODE_EVENTS_SCHEMA = {
+    "time_ns": pl.Int64,
+    "node": pl.Int64,
+    "event": pl.String,
+    "broker": pl.Int64,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "line": pl.String,
+}
 CONFIG_ENTRY = pl.Struct({"name": pl.String, "value": pl.String})
 # One row per client-config op: which client library a worker ran, with which settings, and its own log.
 OFFSET_ENTRY = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64})
-# One row per transaction a transactional producer began (``txn`` ops): its writer and number, what the writer asked for at
-# its end (``end``: commit or abort; null: it never got there), how that ended (``outcome``: ok, fail, info; null: never
-# completed, the writer was killed), and the input offsets a consume-transform-produce worker sent into it.
-TXNS_SCHEMA = {"process": pl.String, "txn": pl.Int64, "transactional_id": pl.String, "end": pl.String, "outcome": pl.String,
-               "error": pl.String, "invoke_ns": pl.Int64, "end_ns": pl.Int64, "complete_ns": pl.Int64, "offsets": pl.List(OFFSET_ENTRY)}
-# A client run on a host (workloads/on_host.py) names it, with its clock's offset from failsafe's, taken off its times, and
-# that offset's error bound: how far one of its times may still be from failsafe's clock (null: it ran where failsafe runs).
-CLIENTS_SCHEMA = {"process": pl.String, "time_ns": pl.Int64, "client": pl.String, "client_version": pl.String,
-                  "config": pl.List(CONFIG_ENTRY), "log": pl.String, "host": pl.String, "clock_offset_ns": pl.Int64,
-                  "clock_error_ns": pl.Int64}
-# One row per record a share-poll acquired (delivery_count: 1 the first time the group delivered it, then one more each time).
-SHARE_DELIVERIES_SCHEMA = {"process": pl.String, "group": pl.String, "time_ns": pl.Int64, "topic": pl.String, "partition": pl.Int64,
-                           "offset": pl.Int64, "key": pl.String, "value": pl.String, "delivery_count": pl.Int64}
-# One row per record a share-ack acknowledged: ack is accept, release or reject; type ok (the broker took it), fail (it refused
-# it: error) or info (no answer known).
-SHARE_ACKS_SCHEMA = {"process": pl.String, "group": pl.String, "time_ns": pl.Int64, "type": pl.String, "error": pl.String,
-                     "topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String}
+# One row per transaction a transactional producer began (``txn`` ops): its writer and number, what the writer asked for
+# at its end (``end``: commit or abort; null: it never got there), how that ended (``outcome``: ok, fail, info; null:
+# never completed, the writer was killed), and the input offsets a consume-transform-produce worker sent into it.
+TXNS_SCHEMA = {
+    "process": pl.String,
+    "txn": pl.Int64,
+    "transactional_id": pl.String,
+    "end": pl.String,
+    "outcome": pl.String,
+    "error": pl.String,
+    "invoke_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "complete_ns": pl.Int64,
+    "offsets": pl.List(OFFSET_ENTRY),
+}
+# A client run on a host (workloads/verifiable/on_host.py) names it, with its clock's offset from failsafe's, taken off
+# its times, and that offset's error bound: how far one of its times may still be from failsafe's clock (null: it ran
+# where failsafe runs).
+CLIENTS_SCHEMA = {
+    "process": pl.String,
+    "time_ns": pl.Int64,
+    "client": pl.String,
+    "client_version": pl.String,
+    "config": pl.List(CONFIG_ENTRY),
+    "log": pl.String,
+    "host": pl.String,
+    "clock_offset_ns": pl.Int64,
+    "clock_error_ns": pl.Int64,
+}
+# One row per record a share-poll acquired (delivery_count: 1 the first time the group delivered it, then one more each
+# time).
+SHARE_DELIVERIES_SCHEMA = {
+    "process": pl.String,
+    "group": pl.String,
+    "time_ns": pl.Int64,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "key": pl.String,
+    "value": pl.String,
+    "delivery_count": pl.Int64,
+}
+# One row per record a share-ack acknowledged: ack is accept, release or reject; type ok (the broker took it), fail (it
+# refused it: error) or info (no answer known).
+SHARE_ACKS_SCHEMA = {
+    "process": pl.String,
+    "group": pl.String,
+    "time_ns": pl.Int64,
+    "type": pl.String,
+    "error": pl.String,
+    "topic": pl.String,
+    "partition": pl.Int64,
+    "offset": pl.Int64,
+    "ack": pl.String,
+}
 
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "sends": SENDS_SCHEMA,

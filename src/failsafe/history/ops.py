@@ -83,9 +83,25 @@ class Op(StrEnum):
     READ_BACK = "read-back"
 
 
-EVENTS: tuple[Op, ...] = (Op.RECOVER_TIMEOUT, Op.FAULT_NOT_STARTED, Op.ELECT_LEADERS, Op.PIPELINE_START, Op.PIPELINE_EXIT, Op.PIPELINE_STOP, Op.SIMULATOR_EXIT,
-                          Op.DRAINED, Op.SPARK_STANDALONE_UP, Op.DR_SWITCH, Op.DR_OFFSETS, Op.MIRROR_START, Op.MIRROR_READY, Op.MIRROR_STOP,
-                          Op.FEATURE_LEVEL, Op.READ_BACK, Op.DECLARE)
+EVENTS: tuple[Op, ...] = (
+    Op.RECOVER_TIMEOUT,
+    Op.FAULT_NOT_STARTED,
+    Op.ELECT_LEADERS,
+    Op.PIPELINE_START,
+    Op.PIPELINE_EXIT,
+    Op.PIPELINE_STOP,
+    Op.SIMULATOR_EXIT,
+    Op.DRAINED,
+    Op.SPARK_STANDALONE_UP,
+    Op.DR_SWITCH,
+    Op.DR_OFFSETS,
+    Op.MIRROR_START,
+    Op.MIRROR_READY,
+    Op.MIRROR_STOP,
+    Op.FEATURE_LEVEL,
+    Op.READ_BACK,
+    Op.DECLARE,
+)
 
 
 class Target(StrEnum):
@@ -102,10 +118,11 @@ class Target(StrEnum):
     NETWORK = "network"
 
 
-# The client fault that freezes a consumer (SIGSTOP) instead of stopping it (faults/clients.py): it keeps its connections,
-# its group membership until its session runs out, and a share group's records until their lock does.
+# The client fault that freezes a consumer (SIGSTOP) instead of stopping it (faults/clients.py): it keeps its
+# connections, its group membership until its session runs out, and a share group's records until their lock does.
 PAUSE_CONSUMER = "pause-consumer"
-# The client fault that closes a consumer and starts it again as a new process (NAME.N) when it ends: a leave, then a join.
+# The client fault that closes a consumer and starts it again as a new process (NAME.N) when it ends: a leave, then a
+# join.
 RESTART_CONSUMER = "restart-consumer"
 
 # Faults whose target is one of these act on Kafka's nodes: the partitions they led are the affected ones.
@@ -122,7 +139,8 @@ class Family(StrEnum):
     MIGRATION = "migration"  # a step of the live ZooKeeper-to-KRaft migration, recorded as a window
 
 
-# The migration's steps are recorded as fault windows of family migration, named by their kind: a roll restarts one node.
+# The migration's steps are recorded as fault windows of family migration, named by their kind: a roll restarts one
+# node.
 MIGRATION_ROLL = "roll"
 
 
@@ -163,10 +181,18 @@ class Process:
 CLIENTS_SIDE = "clients"
 
 
-def op(f: Op, type: OpType = OpType.INFO, process: str = Process.RUNNER, time_ns: int | None = None, **fields: Any) -> dict[str, Any]:
-    """One op as the recorder writes it: time, process, type and name first, then its fields (``None`` fields left out)."""
-    return {"time_ns": time.time_ns() if time_ns is None else time_ns, "process": process, "type": str(type), "f": str(f),
-            **{name: value for name, value in fields.items() if value is not None}}
+def op(
+    f: Op, type: OpType = OpType.INFO, process: str = Process.RUNNER, time_ns: int | None = None, **fields: Any
+) -> dict[str, Any]:
+    """One op as the recorder writes it: time, process, type and name first, then its fields (``None`` fields left
+    out)."""
+    return {
+        "time_ns": time.time_ns() if time_ns is None else time_ns,
+        "process": process,
+        "type": str(type),
+        "f": str(f),
+        **{name: value for name, value in fields.items() if value is not None},
+    }
 
 
 def event(f: Op, process: str = Process.RUNNER, time_ns: int | None = None, **fields: Any) -> dict[str, Any]:
@@ -184,13 +210,27 @@ def phase_end(name: PhaseName, time_ns: int | None = None) -> dict[str, Any]:
     return op(Op.PHASE_END, phase=str(name), time_ns=time_ns)
 
 
-def declared_client(process: str, role: Role, *, topics: Sequence[str] = (), group: str | None = None, may_lose: bool = False,
-                    matches: str | None = None) -> dict[str, Any]:
-    """One client a scenario declares, as the ``declare`` op lists it: its (first) process, what it is, the topics it writes or
-    reads, its group, whether the scenario lets it lose acknowledged writes (acks 0 or 1 only: checkers/common.py may_lose),
-    and ``matches``: a regular expression every process of this client's fully matches (its restarts, a DR stint's)."""
-    return {"process": process, "role": str(role), "topics": list(topics), "group": group, "may_lose": may_lose,
-            "matches": matches}
+def declared_client(
+    process: str,
+    role: Role,
+    *,
+    topics: Sequence[str] = (),
+    group: str | None = None,
+    may_lose: bool = False,
+    matches: str | None = None,
+) -> dict[str, Any]:
+    """One client a scenario declares, as the ``declare`` op lists it: its (first) process, what it is, the topics it
+    writes or reads, its group, whether the scenario lets it lose acknowledged writes (acks 0 or 1 only:
+    checkers/common.py may_lose), and ``matches``: a regular expression every process of this client's fully matches
+    (its restarts, a DR stint's)."""
+    return {
+        "process": process,
+        "role": str(role),
+        "topics": list(topics),
+        "group": group,
+        "may_lose": may_lose,
+        "matches": matches,
+    }
 
 
 def declare(clients: Sequence[Mapping[str, Any]], time_ns: int | None = None) -> dict[str, Any]:
@@ -198,32 +238,70 @@ def declare(clients: Sequence[Mapping[str, Any]], time_ns: int | None = None) ->
     return op(Op.DECLARE, OpType.INFO, Process.RUNNER, time_ns, clients=[dict(c) for c in clients])
 
 
-def log_read(topic: str, partition: int, records: Sequence[Mapping[str, Any]] | None = None, *, log_start_offset: int | None = None,
-             high_watermark: int | None = None, cluster: str | None = None, error: str | None = None,
-             time_ns: int | None = None) -> dict[str, Any]:
-    """The final read of one partition: ``ok`` with every record from ``log_start_offset`` up to ``high_watermark`` (both as
-    the partition reported them when the read began; no records is a complete read of an empty log), or, with ``error``,
-    ``fail``: the partition was not read completely. ``cluster``: the alias of the cluster read (a DR pair's), else None."""
-    return op(Op.LOG_READ, OpType.FAIL if error is not None else OpType.OK, Process.LOG_READER, time_ns, cluster=cluster, topic=topic,
-              partition=partition, log_start_offset=log_start_offset, high_watermark=high_watermark, error=error,
-              records=None if error is not None else [dict(r) for r in records or ()])
+def log_read(
+    topic: str,
+    partition: int,
+    records: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    log_start_offset: int | None = None,
+    high_watermark: int | None = None,
+    cluster: str | None = None,
+    error: str | None = None,
+    time_ns: int | None = None,
+) -> dict[str, Any]:
+    """The final read of one partition: ``ok`` with every record from ``log_start_offset`` up to ``high_watermark``
+    (both as the partition reported them when the read began; no records is a complete read of an empty log), or, with
+    ``error``, ``fail``: the partition was not read completely. ``cluster``: the alias of the cluster read (a DR
+    pair's), else None."""
+    return op(
+        Op.LOG_READ,
+        OpType.FAIL if error is not None else OpType.OK,
+        Process.LOG_READER,
+        time_ns,
+        cluster=cluster,
+        topic=topic,
+        partition=partition,
+        log_start_offset=log_start_offset,
+        high_watermark=high_watermark,
+        error=error,
+        records=None if error is not None else [dict(r) for r in records or ()],
+    )
 
 
 def group_config(group: str, configs: Mapping[str, str], time_ns: int | None = None) -> dict[str, Any]:
     """A group's configuration as the cluster described it (DescribeConfigs of the group), the values in force."""
-    return op(Op.GROUP_CONFIG, OpType.INFO, Process.RUNNER, time_ns, group=group,
-              config=[{"name": name, "value": str(value)} for name, value in sorted(configs.items())])
+    return op(
+        Op.GROUP_CONFIG,
+        OpType.INFO,
+        Process.RUNNER,
+        time_ns,
+        group=group,
+        config=[{"name": name, "value": str(value)} for name, value in sorted(configs.items())],
+    )
 
 
 def sides_of(sides: Sequence[Sequence[str]] | None) -> list[list[str]] | None:
     return None if sides is None else [[str(member) for member in side] for side in sides]
 
 
-def fault_start(fault_id: int, fault: str, *, target: str | None = None, nodes: Sequence[int | str] = (), role: str | None = None,
-                family: str | None = None, label: str | None = None, sides: Sequence[Sequence[str]] | None = None,
-                one_way: bool | None = None, loss: float | None = None, details: Mapping[str, Any] | None = None,
-                error: str | None = None, in_force_ns: int | None = None, process: str = Process.NEMESIS,
-                time_ns: int | None = None) -> dict[str, Any]:
+def fault_start(
+    fault_id: int,
+    fault: str,
+    *,
+    target: str | None = None,
+    nodes: Sequence[int | str] = (),
+    role: str | None = None,
+    family: str | None = None,
+    label: str | None = None,
+    sides: Sequence[Sequence[str]] | None = None,
+    one_way: bool | None = None,
+    loss: float | None = None,
+    details: Mapping[str, Any] | None = None,
+    error: str | None = None,
+    in_force_ns: int | None = None,
+    process: str = Process.NEMESIS,
+    time_ns: int | None = None,
+) -> dict[str, Any]:
     """A fault began (or, with ``error``, could not begin).
 
     ``time_ns`` is taken just before the fault acts, ``in_force_ns`` once its action is done (the rules
@@ -231,38 +309,85 @@ def fault_start(fault_id: int, fault: str, *, target: str | None = None, nodes: 
     ``sides``: a network fault's sides, each a list of node labels and ``clients``; ``label``: how
     reports name the fault when its nodes alone do not say it.
     """
-    return op(Op.FAULT_START, OpType.INFO, process, time_ns, fault_id=fault_id, fault=str(fault),
-              target=None if target is None else str(target), nodes=list(nodes) if target is not None or nodes else None,
-              role=role, family=None if family is None else str(family), label=label, sides=sides_of(sides), one_way=one_way,
-              loss=loss, details=dict(details) if details else None, error=error, in_force_ns=in_force_ns)
+    return op(
+        Op.FAULT_START,
+        OpType.INFO,
+        process,
+        time_ns,
+        fault_id=fault_id,
+        fault=str(fault),
+        target=None if target is None else str(target),
+        nodes=list(nodes) if target is not None or nodes else None,
+        role=role,
+        family=None if family is None else str(family),
+        label=label,
+        sides=sides_of(sides),
+        one_way=one_way,
+        loss=loss,
+        details=dict(details) if details else None,
+        error=error,
+        in_force_ns=in_force_ns,
+    )
 
 
-def fault_stop(fault_id: int, fault: str | None, ok: bool, attempt: int, *, error: str | None = None, by: str | None = None,
-               time_ns: int | None = None) -> dict[str, Any]:
+def fault_stop(
+    fault_id: int,
+    fault: str | None,
+    ok: bool,
+    attempt: int,
+    *,
+    error: str | None = None,
+    by: str | None = None,
+    time_ns: int | None = None,
+) -> dict[str, Any]:
     """An attempt to undo fault ``fault_id``: ``ok`` false means it failed and will be tried again."""
-    return op(Op.FAULT_STOP, OpType.INFO, Process.NEMESIS, time_ns, fault_id=fault_id, fault=fault, ok=ok, attempt=attempt,
-              error=error, by=by)
+    return op(
+        Op.FAULT_STOP,
+        OpType.INFO,
+        Process.NEMESIS,
+        time_ns,
+        fault_id=fault_id,
+        fault=fault,
+        ok=ok,
+        attempt=attempt,
+        error=error,
+        by=by,
+    )
 
 
-def metrics_sample(node: int, node_name: str, samples: Sequence[Mapping[str, Any]] | None = None, *, error: str | None = None,
-                   time_ns: int | None = None) -> dict[str, Any]:
-    """One scrape of a node's metrics endpoint: ``node`` its id, ``node_name`` its name (``server-1``, ``zookeeper-1``: ZooKeeper
-    nodes and brokers can share an id), ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
-    return op(Op.METRICS, OpType.INFO if error is None else OpType.FAIL, Process.METRICS, time_ns, node=node, node_name=node_name,
-              samples=None if samples is None else [dict(s) for s in samples], error=error)
+def metrics_sample(
+    node: int,
+    node_name: str,
+    samples: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    error: str | None = None,
+    time_ns: int | None = None,
+) -> dict[str, Any]:
+    """One scrape of a node's metrics endpoint: ``node`` its id, ``node_name`` its name (``server-1``, ``zookeeper-1``:
+    ZooKeeper nodes and brokers can share an id), ``samples`` ``[{"metric", "labels", "value"}]``, or ``error``."""
+    return op(
+        Op.METRICS,
+        OpType.INFO if error is None else OpType.FAIL,
+        Process.METRICS,
+        time_ns,
+        node=node,
+        node_name=node_name,
+        samples=None if samples is None else [dict(s) for s in samples],
+        error=error,
+    )
 
 
 class NodeEvent(StrEnum):
-    """What a node's own log said, as a ``node-event`` records it (``event``); read by cluster/node_logs.py.
+    """What a node's own log said, as a ``node-event`` records it (``event``); read by cluster/observe/node_logs.py.
 
-    KRaft (the active controller's QuorumController lines): FENCED (session timed out, fencing requested, or an immediate
-    or completed shutdown: the controller takes its leaderships away), CONTROLLED_SHUTDOWN (granted while it led
-    partitions: its leaders are moved away first), UNFENCED, REGISTERED (a new incarnation). ZooKeeper mode (the
+    KRaft (the active controller's QuorumController lines): FENCED (session timed out, fencing requested, or an
+    immediate or completed shutdown: the controller takes its leaderships away), CONTROLLED_SHUTDOWN (granted while it
+    led partitions: its leaders are moved away first), UNFENCED, REGISTERED (a new incarnation). ZooKeeper mode (the
     controller broker's KafkaController lines): BROKER_GONE (a deleted broker, or one missing from a new controller's
     live set), BROKER_BOUNCED, BROKER_ADDED, CONTROLLED_SHUTDOWN, CONTROLLER_ELECTED; from ZooKeeper's own log,
-    ZK_SESSION_EXPIRED and ZK_DISCONNECTED (a broker's session, mapped from the brokers' logs). Both modes: BECAME_LEADER
-    (a broker's state-change line for a partition). LOG_UNREADABLE: the node's log could not be read (``line``: why).
-    """
+    ZK_SESSION_EXPIRED and ZK_DISCONNECTED (a broker's session, mapped from the brokers' logs). Both modes:
+    BECAME_LEADER (a broker's state-change line for a partition). LOG_UNREADABLE: the node's log could not be read
+    (``line``: why)."""
 
     FENCED = "fenced"
     CONTROLLED_SHUTDOWN = "controlled-shutdown"
@@ -280,13 +405,36 @@ class NodeEvent(StrEnum):
 
 # The events by which the cluster's metadata authority (the KRaft controller, the ZooKeeper controller or ZooKeeper
 # itself) declared a broker gone, or began moving its leaderships away: the end of a failover's detection.
-DETECTION_EVENTS: tuple[NodeEvent, ...] = (NodeEvent.FENCED, NodeEvent.CONTROLLED_SHUTDOWN, NodeEvent.BROKER_GONE, NodeEvent.BROKER_BOUNCED,
-                                           NodeEvent.ZK_SESSION_EXPIRED)
+DETECTION_EVENTS: tuple[NodeEvent, ...] = (
+    NodeEvent.FENCED,
+    NodeEvent.CONTROLLED_SHUTDOWN,
+    NodeEvent.BROKER_GONE,
+    NodeEvent.BROKER_BOUNCED,
+    NodeEvent.ZK_SESSION_EXPIRED,
+)
 
 
-def node_event(node: int, event: str, time_ns: int, *, broker: int | None = None, topic: str | None = None,
-               partition: int | None = None, line: str | None = None) -> dict[str, Any]:
+def node_event(
+    node: int,
+    event: str,
+    time_ns: int,
+    *,
+    broker: int | None = None,
+    topic: str | None = None,
+    partition: int | None = None,
+    line: str | None = None,
+) -> dict[str, Any]:
     """What node ``node``'s log said at ``time_ns`` (its own clock: the same machine's): ``event`` about ``broker``
     (or a partition), with the ``line`` it was read from."""
-    return op(Op.NODE_EVENT, OpType.INFO, f"node-{node}", time_ns, node=node, event=event, broker=broker, topic=topic,
-              partition=partition, line=line)
+    return op(
+        Op.NODE_EVENT,
+        OpType.INFO,
+        f"node-{node}",
+        time_ns,
+        node=node,
+        event=event,
+        broker=broker,
+        topic=topic,
+        partition=partition,
+        line=line,
+    )

@@ -37,8 +37,13 @@ class Recorder:
     file that starts empty: lines already in it were never handed to the copy).
     """
 
-    def __init__(self, path: Path, flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, columnar_copy: bool = True,
-                 copy_chunk_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+        columnar_copy: bool = True,
+        copy_chunk_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path)
         self._pending: deque[bytes] = deque()
         self._file = open(self.path, "ab", buffering=1 << 20)  # noqa: SIM115 - closed in close()
@@ -120,7 +125,9 @@ class OpWriter:
 
     def op(self, type: str, f: str, **fields: object) -> None:
         """One op of this worker (``type`` an ops.OpType, ``f`` an ops.Op), written with the time it is written."""
-        self._buffer.append(encode_op({"time_ns": time.time_ns(), "process": self.process, "type": str(type), "f": str(f), **fields}))
+        self._buffer.append(
+            encode_op({"time_ns": time.time_ns(), "process": self.process, "type": str(type), "f": str(f), **fields})
+        )
         now = time.monotonic_ns()
         if now - self._last_flush_ns >= self._flush_interval_ns:
             self.flush(now)

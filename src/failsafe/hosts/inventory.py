@@ -35,7 +35,19 @@ DEFAULT_DIR = "/var/lib/failsafe"
 DEFAULT_PORT = 22
 DEFAULT_USER = "root"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_HOST_KEYS = {"name", "address", "user", "key", "port", "dir", "roles", "rack", "known_hosts", "new_host_keys", "commands"}
+_HOST_KEYS = {
+    "name",
+    "address",
+    "user",
+    "key",
+    "port",
+    "dir",
+    "roles",
+    "rack",
+    "known_hosts",
+    "new_host_keys",
+    "commands",
+}
 _DEFAULT_KEYS = _HOST_KEYS - {"name", "address", "roles", "rack", "commands"}
 
 
@@ -61,10 +73,19 @@ class Host:
         return f"{self.name} ({self.user}@{self.address}:{self.port})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address, "user": self.user, "port": self.port,
-                "key": str(self.key) if self.key else None, "dir": str(self.dir), "roles": list(self.roles), "rack": self.rack,
-                "known_hosts": str(self.known_hosts) if self.known_hosts else None, "new_host_keys": self.new_host_keys,
-                "commands": dict(self.commands)}
+        return {
+            "name": self.name,
+            "address": self.address,
+            "user": self.user,
+            "port": self.port,
+            "key": str(self.key) if self.key else None,
+            "dir": str(self.dir),
+            "roles": list(self.roles),
+            "rack": self.rack,
+            "known_hosts": str(self.known_hosts) if self.known_hosts else None,
+            "new_host_keys": self.new_host_keys,
+            "commands": dict(self.commands),
+        }
 
 
 @dataclass(frozen=True)
@@ -101,23 +122,33 @@ def load(path: Path) -> Inventory:
 def from_mapping(data: dict[str, Any], source: str, base: Path | None = None) -> Inventory:
     unknown = set(data) - {"defaults", "host"}
     if unknown:
-        raise InventoryError(f"{source}: unknown section(s) {', '.join(sorted(unknown))} (expected [defaults] and [[host]])")
+        raise InventoryError(
+            f"{source}: unknown section(s) {', '.join(sorted(unknown))} (expected [defaults] and [[host]])"
+        )
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InventoryError(f"{source}: [defaults] must be a table")
     stray = set(defaults) - _DEFAULT_KEYS
     if stray:
-        raise InventoryError(f"{source}: [defaults] cannot set {', '.join(sorted(stray))} (it can set {', '.join(sorted(_DEFAULT_KEYS))})")
+        raise InventoryError(
+            f"{source}: [defaults] cannot set {', '.join(sorted(stray))} (it can set "
+            f"{', '.join(sorted(_DEFAULT_KEYS))})"
+        )
     entries = data.get("host", [])
     if not isinstance(entries, list) or not entries:
         raise InventoryError(f"{source}: no [[host]] entries")
-    hosts = [_host({**defaults, **entry} if isinstance(entry, dict) else entry, source, i, base) for i, entry in enumerate(entries)]
+    hosts = [
+        _host({**defaults, **entry} if isinstance(entry, dict) else entry, source, i, base)
+        for i, entry in enumerate(entries)
+    ]
     return _checked(hosts, source)
 
 
-def from_option(text: str, *, user: str | None = None, key: Path | None = None, port: int | None = None,
-                dir: str | None = None) -> Inventory:
-    """``--hosts a,b,c`` (addresses or names, each optionally ``user@``, ``:port``): every host a broker and controller."""
+def from_option(
+    text: str, *, user: str | None = None, key: Path | None = None, port: int | None = None, dir: str | None = None
+) -> Inventory:
+    """``--hosts a,b,c`` (addresses or names, each optionally ``user@``, ``:port``): every host a broker and
+    controller."""
     hosts = []
     for i, item in enumerate(t.strip() for t in text.split(",")):
         if not item:
@@ -185,9 +216,19 @@ def _host(entry: Any, source: str, index: int, base: Path | None) -> Host:
     user = entry.get("user", DEFAULT_USER)
     if not isinstance(user, str) or not user:
         raise InventoryError(f"{where}: user must be a name")
-    return Host(name=name, address=address.strip(), user=user, port=port, key=_local_path(entry.get("key"), base),
-                dir=remote_dir, roles=tuple(dict.fromkeys(roles)), rack=str(rack) if rack is not None else None,
-                known_hosts=_local_path(entry.get("known_hosts"), base), new_host_keys=new_keys, commands=dict(commands))
+    return Host(
+        name=name,
+        address=address.strip(),
+        user=user,
+        port=port,
+        key=_local_path(entry.get("key"), base),
+        dir=remote_dir,
+        roles=tuple(dict.fromkeys(roles)),
+        rack=str(rack) if rack is not None else None,
+        known_hosts=_local_path(entry.get("known_hosts"), base),
+        new_host_keys=new_keys,
+        commands=dict(commands),
+    )
 
 
 def _local_path(value: Any, base: Path | None) -> Path | None:

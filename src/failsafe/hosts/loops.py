@@ -1,6 +1,7 @@
-"""Loops failsafe holds on hosts, each over an SSH channel of its own (the network leash, cluster/host_net.py; the start
-leash, hosts/processes.py): lines told to every loop, and at the end each channel's end awaited, what its loop said kept
-in a log file. A loop acts when its channel ends, so it acts also when failsafe dies: its connection closes."""
+"""Loops failsafe holds on hosts, each over an SSH channel of its own (the network leash, cluster/net/hosts.py; the
+start leash, hosts/processes.py): lines told to every loop, and at the end each channel's end awaited, what its loop
+said kept in a log file. A loop acts when its channel ends, so it acts also when failsafe dies: its connection
+closes."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ class HostLoops:
             raise RemoteCommandFailed(lost[0])
 
     def close(self) -> None:
-        """Each loop's channel ended from here, what the loop said then kept in the log file (a timeout or a lost connection
-        is said too: the loop there acts all the same)."""
+        """Each loop's channel ended from here, what the loop said then kept in the log file (a timeout or a lost
+        connection is said too: the loop there acts all the same)."""
         for ssh, channel in self._channels:
             out = b""
             try:

@@ -68,7 +68,7 @@ class HostFacts:
     clock_offset_s: float
     clock_error_s: float
     ssh_round_trip_s: float
-    # What a disk layer there needs (cluster/host_disks.py): /dev/fuse, libfuse 3 and fusermount3, python3 >= 3.9.
+    # What a disk layer there needs (cluster/nodes/host_disks.py): /dev/fuse, libfuse 3 and fusermount3, python3 >= 3.9.
     fuse: bool = False
     fusermount3: str = ""
     libfuse3: bool = False
@@ -90,14 +90,34 @@ def probe(ssh: SshHost, *, clock_samples: int = CLOCK_SAMPLES) -> HostFacts:
     offset, error, rtt = clock_offset(ssh, clock_samples)
     fs_type, size, free = (facts.get("disk", "").split() + ["", "", ""])[:3]
     return HostFacts(
-        name=host.name, address=host.address, kernel=facts.get("kernel", ""), arch=facts.get("arch", ""), uid=_int(facts.get("uid")),
-        cpus=_int(facts.get("cpus")), mem_kib=_int(facts.get("mem_kib")), boot_id=facts.get("boot_id", ""),
-        java=facts.get("java", ""), java_major=major_version(facts.get("java_version", "")), java_version=facts.get("java_version", ""),
-        nft=facts.get("nft", ""), nft_usable=facts.get("nft_usable") == "yes", setpriv=facts.get("setpriv", ""),
-        ssh_client=facts.get("ssh_client", ""), dir=str(host.dir),
-        dir_writable=facts.get("dir_writable") == "yes", fs_type=fs_type, disk_kib=_int(size), disk_free_kib=_int(free),
-        clock_offset_s=offset, clock_error_s=error, ssh_round_trip_s=rtt, fuse=facts.get("fuse") == "yes",
-        fusermount3=facts.get("fusermount3", ""), libfuse3=facts.get("libfuse3") == "yes", python3=facts.get("python3", ""))
+        name=host.name,
+        address=host.address,
+        kernel=facts.get("kernel", ""),
+        arch=facts.get("arch", ""),
+        uid=_int(facts.get("uid")),
+        cpus=_int(facts.get("cpus")),
+        mem_kib=_int(facts.get("mem_kib")),
+        boot_id=facts.get("boot_id", ""),
+        java=facts.get("java", ""),
+        java_major=major_version(facts.get("java_version", "")),
+        java_version=facts.get("java_version", ""),
+        nft=facts.get("nft", ""),
+        nft_usable=facts.get("nft_usable") == "yes",
+        setpriv=facts.get("setpriv", ""),
+        ssh_client=facts.get("ssh_client", ""),
+        dir=str(host.dir),
+        dir_writable=facts.get("dir_writable") == "yes",
+        fs_type=fs_type,
+        disk_kib=_int(size),
+        disk_free_kib=_int(free),
+        clock_offset_s=offset,
+        clock_error_s=error,
+        ssh_round_trip_s=rtt,
+        fuse=facts.get("fuse") == "yes",
+        fusermount3=facts.get("fusermount3", ""),
+        libfuse3=facts.get("libfuse3") == "yes",
+        python3=facts.get("python3", ""),
+    )
 
 
 def clock_offset(ssh: SshHost, samples: int = CLOCK_SAMPLES) -> tuple[float, float, float]:
@@ -117,7 +137,9 @@ def clock_offset(ssh: SshHost, samples: int = CLOCK_SAMPLES) -> tuple[float, flo
             try:
                 remote = float(line)
             except ValueError as e:
-                raise RemoteCommandFailed(f"host {ssh.host}: reading its clock gave {line.strip()!r}, not a time") from e
+                raise RemoteCommandFailed(
+                    f"host {ssh.host}: reading its clock gave {line.strip()!r}, not a time"
+                ) from e
             sample = (remote - (t0 + t1) / 2, (t1 - t0) / 2, t1 - t0)
             if best is None or sample[2] < best[2]:
                 best = sample
@@ -126,14 +148,21 @@ def clock_offset(ssh: SshHost, samples: int = CLOCK_SAMPLES) -> tuple[float, flo
     return best
 
 
-def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults: bool = False, needs_disk_layers: bool = False) -> list[str]:
+def problems(
+    facts: HostFacts, *, needs_java: bool = True, needs_network_faults: bool = False, needs_disk_layers: bool = False
+) -> list[str]:
     """What keeps a host from what it is asked to do, one line each, naming the host."""
     where = f"host {facts.name} ({facts.address})"
     found = []
     if needs_java and not facts.java:
-        found.append(f"{where}: no Java (no java on PATH and no JAVA_HOME): install Java {MIN_JAVA_MAJOR} or later there")
+        found.append(
+            f"{where}: no Java (no java on PATH and no JAVA_HOME): install Java {MIN_JAVA_MAJOR} or later there"
+        )
     elif needs_java and (facts.java_major or 0) < MIN_JAVA_MAJOR:
-        found.append(f"{where}: {facts.java} is {facts.java_version or 'of unknown version'}; Kafka needs Java {MIN_JAVA_MAJOR} or later")
+        found.append(
+            f"{where}: {facts.java} is {facts.java_version or 'of unknown version'}; Kafka needs Java "
+            f"{MIN_JAVA_MAJOR} or later"
+        )
     if not facts.dir_writable:
         found.append(f"{where}: cannot write {facts.dir}: make it the SSH user's or choose another dir in hosts.toml")
     if needs_network_faults:
@@ -144,15 +173,27 @@ def problems(facts: HostFacts, *, needs_java: bool = True, needs_network_faults:
         elif not facts.nft_usable:
             found.append(f"{where}: 'nft list tables' fails there as root: the kernel may lack nf_tables")
         elif not facts.setpriv:
-            found.append(f"{where}: network faults need setpriv there (util-linux), to run each node under a group id of its own")
+            found.append(
+                f"{where}: network faults need setpriv there (util-linux), to run each node under a group id of its own"
+            )
     if needs_disk_layers:
         python = tuple(int(p) for p in facts.python3.split(".")) if facts.python3 else ()
-        missing = [what for what, ok in (("root", facts.root), ("/dev/fuse", facts.fuse), ("libfuse 3 (libfuse3.so.3)", facts.libfuse3),
-                                         ("fusermount3", bool(facts.fusermount3)), ("python3 3.9 or later", python >= (3, 9)))
-                   if not ok]
+        missing = [
+            what
+            for what, ok in (
+                ("root", facts.root),
+                ("/dev/fuse", facts.fuse),
+                ("libfuse 3 (libfuse3.so.3)", facts.libfuse3),
+                ("fusermount3", bool(facts.fusermount3)),
+                ("python3 3.9 or later", python >= (3, 9)),
+            )
+            if not ok
+        ]
         if missing:
-            found.append(f"{where}: disk layers (--volatile-disks, power loss) need {', '.join(missing)} there "
-                         "(Debian: apt-get install fuse3 python3; log in as root)")
+            found.append(
+                f"{where}: disk layers (--volatile-disks, power loss) need {', '.join(missing)} there "
+                "(Debian: apt-get install fuse3 python3; log in as root)"
+            )
     return found
 
 

@@ -48,15 +48,25 @@ class RemoteProcess:
         return f"pid={self.pid}; start={self.start_ticks}; boot={quote(self.boot_id)}"
 
 
-def start(ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, log: PurePosixPath, pidfile: PurePosixPath,
-          env: dict[str, str] | None = None) -> RemoteProcess:
-    """Start ``argv`` on the host in a session of its own; returns once its pid file is written (not once it is ready)."""
+def start(
+    ssh: SshHost,
+    argv: list[str],
+    *,
+    cwd: PurePosixPath,
+    log: PurePosixPath,
+    pidfile: PurePosixPath,
+    env: dict[str, str] | None = None,
+) -> RemoteProcess:
+    """Start ``argv`` on the host in a session of its own; returns once its pid file is written (not once it is
+    ready)."""
     exports = "".join(f"export {k}={quote(v)}; " for k, v in (env or {}).items())
     script = (
         f"mkdir -p {quote(log.parent)} {quote(pidfile.parent)} && cd {quote(cwd)} || exit 1; {exports}"
         f"setsid {quote(*argv)} >> {quote(log)} 2>&1 < /dev/null & pid=$!; "
-        f'start=$({_START}); boot=$({_BOOT}); [ -n "$start" ] || {{ echo "exited at once: $(tail -n 3 {quote(log)})" >&2; exit 1; }}; '
-        f'echo "$pid $start $boot" > {quote(pidfile)}.tmp && mv {quote(pidfile)}.tmp {quote(pidfile)} && cat {quote(pidfile)}'
+        f'start=$({_START}); boot=$({_BOOT}); [ -n "$start" ] || {{ echo "exited at once: $(tail -n 3 '
+        f'{quote(log)})" >&2; exit 1; }}; '
+        f'echo "$pid $start $boot" > {quote(pidfile)}.tmp && mv {quote(pidfile)}.tmp {quote(pidfile)} && cat '
+        f"{quote(pidfile)}"
     )
     out = ssh.check(script, what=f"starting {argv[0]}")
     process = RemoteProcess.parse(out)
@@ -67,7 +77,9 @@ def start(ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, log: PurePosixPa
 
 def read(ssh: SshHost, pidfile: PurePosixPath) -> RemoteProcess | None:
     """The process a pid file on the host names (None: no pid file); a command that failed is an error, never 'none'."""
-    return RemoteProcess.parse(_checked(ssh, f"[ -e {quote(pidfile)} ] || exit 0; cat {quote(pidfile)}", "reading a pid file"))
+    return RemoteProcess.parse(
+        _checked(ssh, f"[ -e {quote(pidfile)} ] || exit 0; cat {quote(pidfile)}", "reading a pid file")
+    )
 
 
 def _checked(ssh: SshHost, command: str, what: str) -> str:
@@ -81,13 +93,17 @@ def state(ssh: SshHost, process: RemoteProcess | None) -> ProcessState:
     """UP, PAUSED (stopped by a signal) or DOWN (gone, a zombie, another process under its pid, or a boot ago)."""
     if process is None:
         return DOWN
-    return _state(_checked(ssh, f"{process._vars()}; if {_SAME}; then {_STATE}; fi", "reading a process's state").strip())
+    return _state(
+        _checked(ssh, f"{process._vars()}; if {_SAME}; then {_STATE}; fi", "reading a process's state").strip()
+    )
 
 
 def state_of(ssh: SshHost, pidfile: PurePosixPath) -> ProcessState:
     """The state of the process a pid file on the host names, in one command (DOWN when there is no pid file)."""
-    script = (f"[ -e {quote(pidfile)} ] || exit 0; read -r pid start boot < {quote(pidfile)}; "
-              f"if {_SAME}; then {_STATE}; fi; true")
+    script = (
+        f"[ -e {quote(pidfile)} ] || exit 0; read -r pid start boot < {quote(pidfile)}; "
+        f"if {_SAME}; then {_STATE}; fi; true"
+    )
     return _state(_checked(ssh, script, "reading a node's state").strip())
 
 
@@ -114,18 +130,26 @@ def _state(letter: str) -> ProcessState:
 def signal_group(ssh: SshHost, process: RemoteProcess, sig: signal.Signals) -> bool:
     """Send ``sig`` to the process's group; False when it was already gone (nothing was signalled)."""
     kill = f"kill -{sig.name.removeprefix('SIG')} -$pid"  # dash's kill takes no '--'
-    out = _checked(ssh, f'{process._vars()}; if {_SAME} && [ "$({_STATE})" != Z ]; then {kill} && echo sent; fi; true', f"sending {sig.name}")
+    out = _checked(
+        ssh,
+        f'{process._vars()}; if {_SAME} && [ "$({_STATE})" != Z ]; then {kill} && echo sent; fi; true',
+        f"sending {sig.name}",
+    )
     return "sent" in out
 
 
 def wait_state(ssh: SshHost, process: RemoteProcess, wanted: ProcessState, timeout_s: float) -> bool:
     """Wait on the host (one command) until the process is ``wanted``; False if it was not within ``timeout_s``."""
-    test = {DOWN: f"! {{ {_SAME}; }} || [ \"$({_STATE})\" = Z ]",
-            PAUSED: f"{_SAME} && [ \"$({_STATE})\" = T ]",
-            UP: f"{_SAME} && [ \"$({_STATE})\" != T ]"}[wanted]
+    test = {
+        DOWN: f'! {{ {_SAME}; }} || [ "$({_STATE})" = Z ]',
+        PAUSED: f'{_SAME} && [ "$({_STATE})" = T ]',
+        UP: f'{_SAME} && [ "$({_STATE})" != T ]',
+    }[wanted]
     # A poll on the host of an observable condition, bounded by timeout_s: no sleep to synchronise.
-    script = (f"{process._vars()}; end=$(( $(date +%s) + {max(1, round(timeout_s + 0.5))} )); "
-              f"while ! {{ {test}; }}; do [ $(date +%s) -ge $end ] && exit 1; sleep {POLL_S}; done")
+    script = (
+        f"{process._vars()}; end=$(( $(date +%s) + {max(1, round(timeout_s + 0.5))} )); "
+        f"while ! {{ {test}; }}; do [ $(date +%s) -ge $end ] && exit 1; sleep {POLL_S}; done"
+    )
     return ssh.run(script, timeout_s=timeout_s + 10).ok()
 
 
@@ -143,21 +167,23 @@ def stop(ssh: SshHost, process: RemoteProcess, sig: signal.Signals, timeout_s: f
         raise RemoteCommandFailed(f"host {ssh.host}: process {process.pid} still runs {timeout_s:g} s after SIGKILL")
 
 
-# On a host, until told "done" (the nodes are ready) or "abort" (the start failed, and failsafe stopped them itself): when
-# its channel ends first (failsafe died while starting), each process of the pid files that is still the one its file
-# names is killed with its group. A start command failsafe sent just before it died may still be writing its pid file,
-# so the loop watches them for START_LEASH_WATCH_S: a poll of the files, bounded.
+# On a host, until told "done" (the nodes are ready) or "abort" (the start failed, and failsafe stopped them itself):
+# when its channel ends first (failsafe died while starting), each process of the pid files that is still the one its
+# file names is killed with its group. A start command failsafe sent just before it died may still be writing its pid
+# file, so the loop watches them for START_LEASH_WATCH_S: a poll of the files, bounded.
 START_LEASH_WATCH_S = 10
 _START_LEASH = (
     'scan() { for f in {pidfiles}; do [ -e "$f" ] || continue; read -r pid start boot < "$f"; '
     f'if {_SAME} && [ "$start" -le "${{latest:-$start}}" ]; then kill -KILL -$pid 2>/dev/null && '
     'echo "start leash: failsafe ended while $f was starting; killed its group ($pid)"; fi; '
-    'done; }; '
+    "done; }; "
     'while IFS= read -r line; do [ "$line" = done ] && exit 0; [ "$line" = abort ] && { scan; exit 0; }; done; '
-    # From the end of the channel on, only a process started by then (and 2 s for a start command in flight) is failsafe's
-    # dead start's: a new 'up' within the watch starts nodes under the same pid files, and those are not touched.
-    f'hz=$(getconf CLK_TCK); latest=$(( ($(cut -d. -f1 /proc/uptime) + 2) * hz )); '
-    f'end=$(( $(date +%s) + {START_LEASH_WATCH_S} )); while [ "$(date +%s)" -lt "$end" ]; do scan; sleep {POLL_S * 4}; done; scan'
+    # From the end of the channel on, only a process started by then (and 2 s for a start command in flight) is
+    # failsafe's dead start's: a new 'up' within the watch starts nodes under the same pid files, and those are not
+    # touched.
+    f"hz=$(getconf CLK_TCK); latest=$(( ($(cut -d. -f1 /proc/uptime) + 2) * hz )); "
+    f'end=$(( $(date +%s) + {START_LEASH_WATCH_S} )); while [ "$(date +%s)" -lt "$end" ]; do scan; sleep '
+    f"{POLL_S * 4}; done; scan"
 )
 
 
@@ -167,8 +193,11 @@ class StartLeash(HostLoops):
 
     def __init__(self, pidfiles: dict[SshHost, list[PurePosixPath]], log_file: Path) -> None:
         self._released = False
-        super().__init__([(ssh, _START_LEASH.replace("{pidfiles}", quote(*files))) for ssh, files in pidfiles.items()], log_file,
-                         "start leash")
+        super().__init__(
+            [(ssh, _START_LEASH.replace("{pidfiles}", quote(*files))) for ssh, files in pidfiles.items()],
+            log_file,
+            "start leash",
+        )
 
     def __enter__(self) -> StartLeash:
         return self

@@ -23,7 +23,7 @@ KILL_TIMEOUT_S = 10.0
 
 # fd 3 keeps the channel's stdin for the loop: an asynchronous list's stdin is otherwise /dev/null.
 _WRAPPER = (
-    'exec 3<&0; cd {cwd} || exit 1; {argv} < /dev/null & pid=$!; '
+    "exec 3<&0; cd {cwd} || exit 1; {argv} < /dev/null & pid=$!; "
     '{{ while IFS= read -r s; do kill -"$s" "$pid" 2>/dev/null; done; kill -KILL "$pid" 2>/dev/null; }} <&3 & loop=$!; '
     'wait "$pid"; rc=$?; kill "$loop" 2>/dev/null; exit $rc'
 )
@@ -32,7 +32,9 @@ _WRAPPER = (
 class RemoteChild:
     """One process on a host (see the module's docstring); ``stdout`` has the ``read1`` a worker reads with."""
 
-    def __init__(self, ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, name: str, log_path: Path | None = None) -> None:
+    def __init__(
+        self, ssh: SshHost, argv: list[str], *, cwd: PurePosixPath, name: str, log_path: Path | None = None
+    ) -> None:
         self.name = name
         self.ssh = ssh
         self.log_path = log_path
@@ -86,8 +88,8 @@ class RemoteChild:
             self._signals.put(sig.name.removeprefix("SIG"))
 
     def kill(self, timeout_s: float = KILL_TIMEOUT_S) -> int | None:
-        """SIGKILL (a crash, not a close); returns its exit status once it is gone, None if that did not come in time (the
-        channel's end kills it then)."""
+        """SIGKILL (a crash, not a close); returns its exit status once it is gone, None if that did not come in time
+        (the channel's end kills it then)."""
         self.signal(signal.SIGKILL)
         return self.channel.recv_exit_status() if self.channel.status_event.wait(timeout_s) else None
 

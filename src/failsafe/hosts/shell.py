@@ -35,7 +35,7 @@ _READ_CHUNK = 1 << 16
 # command's files. A command not read whole (dd failed) is not run: status 255 says so.
 LOOP = (
     'd=$(mktemp -d) || exit 1; trap \'rm -rf "$d"\' EXIT; trap "exit 1" HUP INT TERM; i=0; '
-    'while IFS= read -r n; do '
+    "while IFS= read -r n; do "
     'i=$((i + 1)); c="$d/c$i"; o="$d/o$i"; e="$d/e$i"; '
     'dd bs=1 count="$n" of="$c" 2>/dev/null; '
     'if [ "$(wc -c < "$c")" -eq "$n" ]; then sh "$c" < /dev/null > "$o" 2> "$e"; s=$?; '
@@ -43,7 +43,7 @@ LOOP = (
     'ob=$(wc -c < "$o"); eb=$(wc -c < "$e"); '
     'printf "failsafe-shell %s %s %s\\n" "$s" $ob $eb; '
     'head -c "$ob" "$o"; head -c "$eb" "$e"; rm -f "$c" "$o" "$e"; '
-    'done'
+    "done"
 )
 
 
@@ -58,14 +58,22 @@ class Shell:
         self.channel = channel
         self.transport = channel.get_transport()
         self._buffer = bytearray()
-        self.stderr = bytearray()  # what the session itself said on stderr (a login shell's rc file, the loop): kept, not read
+        self.stderr = (
+            bytearray()
+        )  # what the session itself said on stderr (a login shell's rc file, the loop): kept, not read
 
     def usable(self) -> bool:
-        return (not self.channel.closed and not self.channel.eof_received and not self.channel.exit_status_ready()
-                and self.transport is not None and self.transport.is_active())
+        return (
+            not self.channel.closed
+            and not self.channel.eof_received
+            and not self.channel.exit_status_ready()
+            and self.transport is not None
+            and self.transport.is_active()
+        )
 
     def run(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
-        """Run ``command``; its exit status, stdout and stderr. ShellLost when the answer cannot be read by ``deadline``."""
+        """Run ``command``; its exit status, stdout and stderr. ShellLost when the answer cannot be read by
+        ``deadline``."""
         data = command.encode()
         try:
             self.channel.sendall(b"%d\n" % len(data) + data)
@@ -102,7 +110,8 @@ class Shell:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ShellLost("no answer within the timeout")
-        # The channel selects readable while its stderr holds data: read it, or the select below returns at once, forever.
+        # The channel selects readable while its stderr holds data: read it, or the select below returns at once,
+        # forever.
         while self.channel.recv_stderr_ready():
             self.stderr[:] = (self.stderr + self.channel.recv_stderr(_READ_CHUNK))[-_READ_CHUNK:]
         if not self.channel.recv_ready():

@@ -32,7 +32,8 @@ CONNECT_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 60.0
 KEEPALIVE_S = 5
 # Shells kept open per host (hosts/shell.py): enough for the run's threads that use a host at once, well within sshd's
-# default MaxSessions of 10 with the leash's and SFTP's sessions. A command finding them all busy opens a session of its own.
+# default MaxSessions of 10 with the leash's and SFTP's sessions. A command finding them all busy opens a session of its
+# own.
 SHELLS = 4
 _READ_CHUNK = 1 << 16
 
@@ -113,7 +114,9 @@ class SshHost:
         known = self.known_hosts()
         if known.exists():
             client.load_host_keys(str(known))
-        client.set_missing_host_key_policy(_AcceptAndRemember(known) if h.new_host_keys == "accept" else paramiko.RejectPolicy())
+        client.set_missing_host_key_policy(
+            _AcceptAndRemember(known) if h.new_host_keys == "accept" else paramiko.RejectPolicy()
+        )
         try:
             self._connect(client, known)
         except BaseException:
@@ -127,25 +130,41 @@ class SshHost:
     def _connect(self, client: paramiko.SSHClient, known: Path) -> None:
         h = self.host
         try:
-            client.connect(h.address, port=h.port, username=h.user, key_filename=str(h.key) if h.key else None,
-                           timeout=self.connect_timeout_s, banner_timeout=self.connect_timeout_s, auth_timeout=self.connect_timeout_s,
-                           allow_agent=h.key is None, look_for_keys=h.key is None)
+            client.connect(
+                h.address,
+                port=h.port,
+                username=h.user,
+                key_filename=str(h.key) if h.key else None,
+                timeout=self.connect_timeout_s,
+                banner_timeout=self.connect_timeout_s,
+                auth_timeout=self.connect_timeout_s,
+                allow_agent=h.key is None,
+                look_for_keys=h.key is None,
+            )
         except paramiko.BadHostKeyException as e:
-            raise HostUnreachable(f"host {h}: its key does not match the one in {known}: if the host was rebuilt, remove "
-                                  f"its line there (ssh-keygen -R {h.address} -f {known})") from e
+            raise HostUnreachable(
+                f"host {h}: its key does not match the one in {known}: if the host was rebuilt, remove "
+                f"its line there (ssh-keygen -R {h.address} -f {known})"
+            ) from e
         except paramiko.AuthenticationException as e:
             key = f"key {h.key}" if h.key else "the SSH agent's and ~/.ssh's keys"
             raise HostUnreachable(f"host {h}: user {h.user!r} cannot log in with {key} ({e})") from e
         except paramiko.SSHException as e:
             if "not found in known_hosts" in str(e):
-                raise HostUnreachable(f"host {h}: its key is not in {known}: add it (ssh-keyscan -p {h.port} {h.address} >> {known}) "
-                                      "or set new_host_keys = \"accept\" for it in hosts.toml") from e
+                raise HostUnreachable(
+                    f"host {h}: its key is not in {known}: add it (ssh-keyscan -p {h.port} {h.address} >> {known}) "
+                    'or set new_host_keys = "accept" for it in hosts.toml'
+                ) from e
             if "protocol banner" in str(e):
-                raise HostUnreachable(f"host {h}: what answered on port {h.port} closed the connection without speaking SSH") from e
+                raise HostUnreachable(
+                    f"host {h}: what answered on port {h.port} closed the connection without speaking SSH"
+                ) from e
             raise HostUnreachable(f"host {h}: SSH failed: {e}") from e
         except paramiko.ssh_exception.NoValidConnectionsError as e:
             if all(err.errno == errno.ECONNREFUSED for err in e.errors.values()):
-                raise HostUnreachable(f"host {h}: connection refused: is sshd running there and listening on port {h.port}?") from e
+                raise HostUnreachable(
+                    f"host {h}: connection refused: is sshd running there and listening on port {h.port}?"
+                ) from e
             reasons = "; ".join(sorted({err.strerror or str(err) for err in e.errors.values()}))
             raise HostUnreachable(f"host {h}: cannot connect ({reasons})") from e
         except TimeoutError as e:
@@ -182,7 +201,9 @@ class SshHost:
             channel.exec_command(f"exec sh -c {shlex.quote(command)}")
         except paramiko.ChannelException as e:
             # The connection is fine; the host refused one more session (sshd's MaxSessions): the others must go on.
-            raise RemoteCommandFailed(f"host {self.host}: sshd refused one more session ({e}): raise MaxSessions there") from e
+            raise RemoteCommandFailed(
+                f"host {self.host}: sshd refused one more session ({e}): raise MaxSessions there"
+            ) from e
         except (paramiko.SSHException, OSError, EOFError) as e:
             if transport is None or not transport.is_active():
                 self.close()
@@ -192,7 +213,8 @@ class SshHost:
     def run(self, command: str, *, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None) -> Remote:
         """Run ``command`` (a shell line) on the host and wait for it; raises only when it could not run or end.
 
-        In one of the host's open shells when one is free (hosts/shell.py); a command with ``stdin`` in a session of its own."""
+        In one of the host's open shells when one is free (hosts/shell.py); a command with ``stdin`` in a session of its
+        own."""
         started = time.monotonic()
         shell = self._take_shell() if stdin is None else None
         if shell is None:
@@ -271,7 +293,9 @@ class SshHost:
             else:
                 select.select([channel], [], [], remaining)
 
-    def check(self, command: str, *, what: str, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None) -> str:
+    def check(
+        self, command: str, *, what: str, timeout_s: float = COMMAND_TIMEOUT_S, stdin: bytes | None = None
+    ) -> str:
         """Run ``command`` and return its stdout; a non-zero exit is a RemoteCommandFailed saying ``what`` failed."""
         result = self.run(command, timeout_s=timeout_s, stdin=stdin)
         if not result.ok():
@@ -283,7 +307,9 @@ class SshHost:
         try:
             return self.connect().open_sftp()
         except (paramiko.SSHException, OSError, EOFError) as e:
-            raise RemoteCommandFailed(f"host {self.host}: SFTP is not available ({e}): enable sshd's sftp subsystem") from e
+            raise RemoteCommandFailed(
+                f"host {self.host}: SFTP is not available ({e}): enable sshd's sftp subsystem"
+            ) from e
 
     def write_text(self, path: str, text: str, mode: int = 0o644) -> None:
         """Write a file on the host atomically (a temporary name, then a rename)."""

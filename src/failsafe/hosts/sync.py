@@ -24,8 +24,10 @@ class Synced:
 def sync_tree(ssh: SshHost, local: Path, remote: PurePosixPath, *, delete: bool = False) -> Synced:
     """Make ``remote`` on the host hold what ``local`` holds (regular files; symlinks are followed)."""
     wanted = {p.relative_to(local).as_posix(): p.stat() for p in sorted(local.rglob("*")) if p.is_file()}
-    listing = ssh.check(f"mkdir -p {quote(remote)} && cd {quote(remote)} && find . -type f -printf '%P\\t%s\\t%T@\\n'",
-                        what=f"listing {remote}")
+    listing = ssh.check(
+        f"mkdir -p {quote(remote)} && cd {quote(remote)} && find . -type f -printf '%P\\t%s\\t%T@\\n'",
+        what=f"listing {remote}",
+    )
     there: dict[str, tuple[int, int]] = {}
     for line in listing.splitlines():
         rel, size, mtime = line.rsplit("\t", 2)
@@ -70,6 +72,3 @@ def sync_file(ssh: SshHost, local: Path, remote: PurePosixPath) -> bool:
 
 def tree_bytes(local: Path) -> int:
     return sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
-
-
-

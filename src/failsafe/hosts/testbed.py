@@ -134,12 +134,23 @@ def create(root: Path, count: int, *, no_java: tuple[str, ...] = (), users: dict
     if users:
         closed = [p for p in (root, *root.parents) if not os.stat(p).st_mode & 0o001]
         if closed:
-            raise TestbedError(f"{root}: a host's user who is not root could not enter {closed[0]} (mode "
-                               f"{oct(os.stat(closed[0]).st_mode & 0o777)}): choose a directory every user may enter")
+            raise TestbedError(
+                f"{root}: a host's user who is not root could not enter {closed[0]} (mode "
+                f"{oct(os.stat(closed[0]).st_mode & 0o777)}): choose a directory every user may enter"
+            )
     tag = hashlib.sha256(str(root).encode()).hexdigest()[:6]
     bed = Testbed(root=root, tag=tag, subnet=_free_subnet(tag), bridge=f"fsb{tag}")
-    bed.hosts = [TestHost(name=f"h{i}", netns=f"fs{tag}-h{i}", address=_host_address(bed.subnet, i), veth=f"fsv{tag}{i}",
-                          user=(users or {}).get(f"h{i}", "root"), java=f"h{i}" not in no_java) for i in range(1, count + 1)]
+    bed.hosts = [
+        TestHost(
+            name=f"h{i}",
+            netns=f"fs{tag}-h{i}",
+            address=_host_address(bed.subnet, i),
+            veth=f"fsv{tag}{i}",
+            user=(users or {}).get(f"h{i}", "root"),
+            java=f"h{i}" not in no_java,
+        )
+        for i in range(1, count + 1)
+    ]
     bed.save()
     try:
         _keygen(bed.client_key)
@@ -162,10 +173,12 @@ def destroy(bed: Testbed) -> list[str]:
     errors: list[BaseException] = []
     for host in bed.hosts:
         # Each step of each host is taken whatever failed before it; the first error is raised at the end.
-        steps = [lambda h=host: _stop_sshd(TrackedProcess(int(h.sshd[0]), h.sshd[1])) if h.sshd else None,
-                 lambda h=host: leftovers.extend(_empty_namespace(h.netns)),
-                 lambda h=host: _ip("netns", "del", h.netns, missing_ok=True),
-                 lambda h=host: _ip("link", "del", h.veth, missing_ok=True)]
+        steps = [
+            lambda h=host: _stop_sshd(TrackedProcess(int(h.sshd[0]), h.sshd[1])) if h.sshd else None,
+            lambda h=host: leftovers.extend(_empty_namespace(h.netns)),
+            lambda h=host: _ip("netns", "del", h.netns, missing_ok=True),
+            lambda h=host: _ip("link", "del", h.veth, missing_ok=True),
+        ]
         for step in steps:
             try:
                 step()
@@ -176,7 +189,11 @@ def destroy(bed: Testbed) -> list[str]:
         run_to_end(["userdel", user], name="userdel", timeout_s=IP_TIMEOUT_S)
     if errors:
         raise errors[0]
-    wait_until(lambda: not any(_link_exists(h.veth) for h in bed.hosts), IP_TIMEOUT_S, "test host links still there after deleting them")
+    wait_until(
+        lambda: not any(_link_exists(h.veth) for h in bed.hosts),
+        IP_TIMEOUT_S,
+        "test host links still there after deleting them",
+    )
     (bed.root / STATE).unlink(missing_ok=True)
     return leftovers
 
@@ -208,8 +225,13 @@ def namespace_pids(netns: str) -> list[int]:
 
 # -- the parts ----------------------------------------------------------------------------------------------
 
+
 def _free_subnet(tag: str) -> str:
-    taken = [ipaddress.ip_network(r.split()[0], strict=False) for r in _ip_lines("-4", "route", "show", "table", "all") if r[:1].isdigit()]
+    taken = [
+        ipaddress.ip_network(r.split()[0], strict=False)
+        for r in _ip_lines("-4", "route", "show", "table", "all")
+        if r[:1].isdigit()
+    ]
     start = int(tag, 16) % 250
     for step in range(250):
         candidate = ipaddress.ip_network(f"{SUBNET_PREFIX}.{(start + step) % 250}.0/24")
@@ -251,15 +273,27 @@ def _make_host(bed: Testbed, host: TestHost) -> None:
         f"ListenAddress {host.address}\nPort 22\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nMaxSessions 64\nMaxStartups 64\n"
-        f"AllowUsers {host.user}\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n")
+        f"AllowUsers {host.user}\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n"
+    )
 
 
 def _write_inventory(bed: Testbed) -> None:
-    lines = ["# test hosts made by failsafe (docs/hosts.md): network namespaces on this machine", "[defaults]",
-             f'key = "{bed.client_key}"', f'known_hosts = "{bed.known_hosts}"', ""]
+    lines = [
+        "# test hosts made by failsafe (docs/hosts.md): network namespaces on this machine",
+        "[defaults]",
+        f'key = "{bed.client_key}"',
+        f'known_hosts = "{bed.known_hosts}"',
+        "",
+    ]
     for host in bed.hosts:
-        lines += ["[[host]]", f'name = "{host.name}"', f'address = "{host.address}"', f'user = "{host.user}"',
-                  f'dir = "{host.dir(bed.root) / "root"}"', ""]
+        lines += [
+            "[[host]]",
+            f'name = "{host.name}"',
+            f'address = "{host.address}"',
+            f'user = "{host.user}"',
+            f'dir = "{host.dir(bed.root) / "root"}"',
+            "",
+        ]
     bed.inventory_file.write_text("\n".join(lines))
 
 
@@ -276,7 +310,11 @@ def _start_sshd(bed: Testbed, host: TestHost) -> None:
     if result.returncode != 0:
         raise TestbedError(f"test host {host.name}: sshd did not start: {result.output.strip() or result.returncode}")
     try:
-        tracked = wait_until(lambda: read_pidfile_sshd(d / "sshd.pid"), SSHD_START_TIMEOUT_S, f"test host {host.name}: sshd wrote no pid file")
+        tracked = wait_until(
+            lambda: read_pidfile_sshd(d / "sshd.pid"),
+            SSHD_START_TIMEOUT_S,
+            f"test host {host.name}: sshd wrote no pid file",
+        )
     except WaitTimeout as e:
         raise TestbedError(str(e)) from e
     host.sshd = [tracked.pid, tracked.create_time]
@@ -300,8 +338,22 @@ def _add_user(bed: Testbed, user: str, home: Path) -> None:
         return  # someone else's user: used, never removed
     bed.users.append(user)
     bed.save()
-    result = run_to_end(["useradd", "--system", "--password", "*", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh", user],
-                        name="useradd", timeout_s=IP_TIMEOUT_S)
+    result = run_to_end(
+        [
+            "useradd",
+            "--system",
+            "--password",
+            "*",
+            "--no-create-home",
+            "--home-dir",
+            str(home),
+            "--shell",
+            "/bin/sh",
+            user,
+        ],
+        name="useradd",
+        timeout_s=IP_TIMEOUT_S,
+    )
     if result.returncode != 0:
         raise TestbedError(f"cannot add user {user}: {result.output.strip()}")
 
@@ -309,8 +361,11 @@ def _add_user(bed: Testbed, user: str, home: Path) -> None:
 def _keygen(path: Path) -> None:
     if path.exists():
         return
-    result = run_to_end(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "failsafe-testbed", "-f", str(path)], name="ssh-keygen",
-                        timeout_s=IP_TIMEOUT_S)
+    result = run_to_end(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "failsafe-testbed", "-f", str(path)],
+        name="ssh-keygen",
+        timeout_s=IP_TIMEOUT_S,
+    )
     if result.returncode != 0:
         raise TestbedError(f"ssh-keygen failed: {result.output.strip()}")
 

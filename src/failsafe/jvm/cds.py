@@ -4,7 +4,7 @@ A Kafka node loads some 6,000 classes before it serves a request; on two busy co
 good part of a restart, and the seed lab restarts nodes about ten times. Java 17's dynamic
 archive (JEP 350) keeps those classes parsed and verified in a file the next JVMs map:
 ``-XX:ArchiveClassesAtExit`` writes it when a JVM exits normally, ``-XX:SharedArchiveFile``
-uses it. ``failsafe setup`` makes it (cluster/cds.py) in the cache, named after the Kafka
+uses it. ``failsafe setup`` makes it (cluster/nodes/cds.py) in the cache, named after the Kafka
 version, the Java runtime and the jars, so a different Java or classpath never meets a stale
 archive; a JVM that cannot use an archive says so in its log and starts without it (the
 default ``-Xshare:auto``).

@@ -3,7 +3,7 @@
 The agent (``io.prometheus.jmx:jmx_prometheus_javaagent``) is resolved from Maven Central once, into
 ``$FAILSAFE_CACHE/jmx-exporter-<version>/``, outside every classpath: it is a shaded jar that must be
 loaded with ``-javaagent`` only. What it exports and under which names is the configuration
-failsafe writes beside a cluster's configs (cluster/metrics.py).
+failsafe writes beside a cluster's configs (cluster/observe/metrics.py).
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def exporter_agent(version: str = JMX_EXPORTER_VERSION) -> Path:
     """The resolved agent jar, or a ProvisionError saying how to get it."""
     jar = _jar(version)
     if not jar.is_file():
-        raise ProvisionError(f"Prometheus's JMX exporter {version} is not resolved yet: run 'failsafe setup' (or 'make setup'), "
-                             "or start the cluster with --no-metrics")
+        raise ProvisionError(
+            f"Prometheus's JMX exporter {version} is not resolved yet: run 'failsafe setup' (or 'make setup'), "
+            "or start the cluster with --no-metrics"
+        )
     return jar
 
 
@@ -52,7 +54,15 @@ def resolve_exporter(version: str = JMX_EXPORTER_VERSION, *, quiet: bool = True)
     pom = resources.files("failsafe.jvm") / "kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
         # dependency:copy needs a project to run in: the Kafka pom, whose own dependencies it leaves alone.
-        cmd = [mvn, "-B", "-f", str(pom_path), "dependency:copy", f"-Dartifact={ARTIFACT}:{version}", f"-DoutputDirectory={staging}"]
+        cmd = [
+            mvn,
+            "-B",
+            "-f",
+            str(pom_path),
+            "dependency:copy",
+            f"-Dartifact={ARTIFACT}:{version}",
+            f"-DoutputDirectory={staging}",
+        ]
         if quiet:
             cmd.insert(1, "-q")
         proc = run_to_end(cmd, name="mvn (JMX exporter)", capture=quiet)

@@ -31,20 +31,29 @@ def tools_logging_option(dist: KafkaDist) -> str:
     return logging_jvm_option(config_dir, log4j2=dist.uses_log4j2, tools=True)
 
 
-def server_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
-                   jvm_options: Sequence[str] = ()) -> list[str]:
+def server_command(
+    java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str, jvm_options: Sequence[str] = ()
+) -> list[str]:
     """A Kafka node as kafka-server-start.sh starts it."""
     return _node_command(java, dist, "kafka.Kafka", properties, logging_dir, heap, jvm_options)
 
 
-def zookeeper_command(java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str,
-                      jvm_options: Sequence[str] = ()) -> list[str]:
+def zookeeper_command(
+    java: Java, dist: KafkaDist, properties: Path, logging_dir: Path, heap: str, jvm_options: Sequence[str] = ()
+) -> list[str]:
     """A ZooKeeper node as zookeeper-server-start.sh starts it, from the ZooKeeper jar Kafka 3.9 depends on."""
     return _node_command(java, dist, ZOOKEEPER_MAIN, properties, logging_dir, heap, jvm_options)
 
 
-def _node_command(java: Java, dist: KafkaDist, main_class: str, properties: Path, logging_dir: Path, heap: str,
-                  jvm_options: Sequence[str]) -> list[str]:
+def _node_command(
+    java: Java,
+    dist: KafkaDist,
+    main_class: str,
+    properties: Path,
+    logging_dir: Path,
+    heap: str,
+    jvm_options: Sequence[str],
+) -> list[str]:
     return [
         str(java.executable),
         f"-Xmx{heap}",

@@ -36,7 +36,9 @@ def check_supported(version: str) -> None:
         raise ProvisionError(f"Kafka version {version!r} is not of the form X.Y.Z: try {DEFAULT_KAFKA_VERSION}")
     major, minor, _ = (int(p) for p in version.split("."))
     if not (major == 4 or (major, minor) == (3, 9)):
-        raise ProvisionError(f"Kafka {version} is not supported: use a 4.x release (default {DEFAULT_KAFKA_VERSION}) or 3.9.x")
+        raise ProvisionError(
+            f"Kafka {version} is not supported: use a 4.x release (default {DEFAULT_KAFKA_VERSION}) or 3.9.x"
+        )
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,11 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
     return KafkaDist(version=version, libs_dir=home / "libs")
 
 
-def resolve_artifacts(version: str, home: Path, libs_name: str, label: str, profile_args: tuple[str, ...], *, quiet: bool) -> Path:
-    """``mvn dependency:copy-dependencies`` of kafka-pom.xml (with ``profile_args``) into ``home/libs_name``, replaced whole."""
+def resolve_artifacts(
+    version: str, home: Path, libs_name: str, label: str, profile_args: tuple[str, ...], *, quiet: bool
+) -> Path:
+    """``mvn dependency:copy-dependencies`` of kafka-pom.xml (with ``profile_args``) into ``home/libs_name``, replaced
+    whole."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ProvisionError(f"Maven (mvn) is not on the PATH: {MAVEN_HINT}")
@@ -108,7 +113,10 @@ def resolve_artifacts(version: str, home: Path, libs_name: str, label: str, prof
     pom = resources.files("failsafe.jvm") / "kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
         cmd = [
-            mvn, "-B", "-f", str(pom_path),
+            mvn,
+            "-B",
+            "-f",
+            str(pom_path),
             f"-Dkafka.version={version}",
             *profile_args,
             "dependency:copy-dependencies",

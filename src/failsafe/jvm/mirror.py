@@ -26,8 +26,10 @@ def mirror_dist(version: str) -> KafkaDist:
     check_supported(version)
     home = _home(version)
     if not (home / _RESOLVED_MARKER).is_file():
-        raise ProvisionError(f"MirrorMaker 2 of Kafka {version} is not resolved yet: run 'failsafe setup --kafka-version {version}' "
-                             "(or 'make setup')")
+        raise ProvisionError(
+            f"MirrorMaker 2 of Kafka {version} is not resolved yet: run 'failsafe setup --kafka-version {version}' "
+            "(or 'make setup')"
+        )
     return KafkaDist(version, home / "mirror-libs")  # the same shape as the broker's: a version and a jar directory
 
 
@@ -36,7 +38,9 @@ def resolve_mirror(version: str, *, quiet: bool = True) -> KafkaDist:
     check_supported(version)
     home = _home(version)
     if not (home / _RESOLVED_MARKER).is_file():
-        libs = resolve_artifacts(version, home, "mirror-libs", "MirrorMaker 2", ("-Dkafka.artifacts=mirror",), quiet=quiet)
+        libs = resolve_artifacts(
+            version, home, "mirror-libs", "MirrorMaker 2", ("-Dkafka.artifacts=mirror",), quiet=quiet
+        )
         if not any(libs.glob("connect-mirror-*.jar")):
             raise ProvisionError(f"Maven resolved no connect-mirror jar for Kafka {version} into {libs}")
         (home / _RESOLVED_MARKER).write_text(version + "\n")

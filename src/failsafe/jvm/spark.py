@@ -22,7 +22,8 @@ from failsafe.supervisor import run_to_end
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 PYSPARK_HINT = "install it with 'make setup' (or: pip install 'failsafe[spark]')"
 _RESOLVED_MARKER = ".resolved"
-# The version starts at the first '-' followed by digits and a dot: spark-sql-kafka-0-10_2.13-4.0.0.jar, zstd-jni-1.5.6-9.jar.
+# The version starts at the first '-' followed by digits and a dot: spark-sql-kafka-0-10_2.13-4.0.0.jar,
+# zstd-jni-1.5.6-9.jar.
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d+\..*)\.jar$")
 
 
@@ -68,7 +69,9 @@ def spark_kafka_dist() -> SparkKafkaDist:
     version, pyspark_jars = installed_pyspark()
     home = cache_root() / f"spark-kafka-{version}"
     if not (home / _RESOLVED_MARKER).is_file():
-        raise ProvisionError(f"Spark's Kafka source for pyspark {version} is not resolved yet: run 'failsafe setup' (or 'make setup')")
+        raise ProvisionError(
+            f"Spark's Kafka source for pyspark {version} is not resolved yet: run 'failsafe setup' (or 'make setup')"
+        )
     return SparkKafkaDist(version, pyspark_jars, tuple(sorted((home / "jars").glob("*.jar"))))
 
 
@@ -86,14 +89,24 @@ def resolve_spark_kafka(*, quiet: bool = True) -> SparkKafkaDist:
     staging.mkdir(parents=True)
     pom = resources.files("failsafe.jvm") / "spark-kafka-pom.xml"
     with resources.as_file(pom) as pom_path:
-        cmd = [mvn, "-B", "-f", str(pom_path), f"-Dspark.version={version}", "dependency:copy-dependencies",
-               f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+        cmd = [
+            mvn,
+            "-B",
+            "-f",
+            str(pom_path),
+            f"-Dspark.version={version}",
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+        ]
         if quiet:
             cmd.insert(1, "-q")
         proc = run_to_end(cmd, name="mvn (Spark's Kafka source)", capture=quiet)
     if proc.returncode != 0:
         detail = first_maven_error(proc.output) if quiet else "see Maven's output above"
-        raise ProvisionError(f"Maven could not resolve {CONNECTOR} {version} (the installed pyspark's version): {detail}")
+        raise ProvisionError(
+            f"Maven could not resolve {CONNECTOR} {version} (the installed pyspark's version): {detail}"
+        )
     _, dropped = drop_shipped(sorted(staging.glob("*.jar")), [p.name for p in pyspark_jars.glob("*.jar")])
     for jar in dropped:
         jar.unlink()

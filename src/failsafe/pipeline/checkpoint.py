@@ -35,14 +35,20 @@ def check_layout(checkpoint_dir: Path) -> None:
         except (OSError, ValueError, AttributeError) as e:
             raise UserError(f"checkpoint {checkpoint_dir}: {LAYOUT_FILE} is unreadable ({e}); {fresh}") from e
         if layout != LAYOUT:
-            raise UserError(f"checkpoint {checkpoint_dir} has layout {layout!r}, this failsafe writes {LAYOUT}; {fresh}")
+            raise UserError(
+                f"checkpoint {checkpoint_dir} has layout {layout!r}, this failsafe writes {LAYOUT}; {fresh}"
+            )
         return
     if (checkpoint_dir / DRIVER_STATE_DIR).is_dir():
-        raise UserError(f"checkpoint {checkpoint_dir} was written by the pipeline that kept its running totals on the driver "
-                        f"({DRIVER_STATE_DIR}/); this failsafe keeps them in Spark's state store: {fresh}")
+        raise UserError(
+            f"checkpoint {checkpoint_dir} was written by the pipeline that kept its running totals on the driver "
+            f"({DRIVER_STATE_DIR}/); this failsafe keeps them in Spark's state store: {fresh}"
+        )
     if (checkpoint_dir / TWO_QUERY_DIR).is_dir():
-        raise UserError(f"checkpoint {checkpoint_dir} was written by the two-query pipeline ({TWO_QUERY_DIR}/); "
-                        f"this failsafe runs one query with its totals in Spark's state store: {fresh}")
+        raise UserError(
+            f"checkpoint {checkpoint_dir} was written by the two-query pipeline ({TWO_QUERY_DIR}/); "
+            f"this failsafe runs one query with its totals in Spark's state store: {fresh}"
+        )
 
 
 def write_layout(checkpoint_dir: Path) -> None:

@@ -106,7 +106,9 @@ class SalesBatchSink:
                 self._warm_up(sales)
             self._warm = True
             if counts.get(KIND_DEAD_LETTER):
-                _write_replacing(output_rows(outputs, KIND_DEAD_LETTER), self.config.output_dir / DEAD_LETTERS_DIR, batch_id)
+                _write_replacing(
+                    output_rows(outputs, KIND_DEAD_LETTER), self.config.output_dir / DEAD_LETTERS_DIR, batch_id
+                )
         finally:
             outputs.unpersist()
 
@@ -133,8 +135,13 @@ class SalesBatchSink:
         if not self.config.results_topic:
             yield
             return
-        writer = (to_kafka_records(rows).write.format("kafka").option("kafka.bootstrap.servers", self.config.bootstrap_servers)
-                  .option("topic", self.config.results_topic).options(**self.producer_options))
+        writer = (
+            to_kafka_records(rows)
+            .write.format("kafka")
+            .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+            .option("topic", self.config.results_topic)
+            .options(**self.producer_options)
+        )
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as pool:
             published = pool.submit(writer.save)
             yield
@@ -142,7 +149,8 @@ class SalesBatchSink:
 
 
 def _write_replacing(rows: DataFrame, root: Path, batch_id: int) -> None:
-    """``rows`` as ``root/batch_id=N`` (one Parquet file), all or nothing: written aside, then renamed over a replay's."""
+    """``rows`` as ``root/batch_id=N`` (one Parquet file), all or nothing: written aside, then renamed over a
+    replay's."""
     spark = rows.sparkSession
     jvm = spark._jvm  # Hadoop's FileSystem, so the same code works on HDFS or S3 under spark-submit
     final = jvm.org.apache.hadoop.fs.Path(str(root / f"batch_id={batch_id:012d}"))
@@ -160,9 +168,14 @@ def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
     """The product catalogue as it is now (a batch read of the compacted topic), kept in memory."""
     from failsafe.pipeline.transforms import parse_products
 
-    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", config.bootstrap_servers)
-           .option("subscribe", config.products_topic).option("startingOffsets", "earliest")
-           .option("endingOffsets", "latest").load())
+    raw = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .option("subscribe", config.products_topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
     return parse_products(raw).cache()
 
 
@@ -173,16 +186,28 @@ def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFra
     reader = spark.readStream.format("kafka")
     for key, value in config.kafka_source_options().items():
         reader = reader.option(key, value)
-    outputs = sales_and_dead_letters(parse_purchases(reader.load()), products, config.window_duration, config.watermark_delay)
-    writer = (outputs.writeStream.queryName(SALES_QUERY).outputMode("update")
-              .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY)).foreachBatch(SalesBatchSink(config)))
-    writer = writer.trigger(availableNow=True) if config.available_now else writer.trigger(processingTime=f"{config.trigger_s:g} seconds")
+    outputs = sales_and_dead_letters(
+        parse_purchases(reader.load()), products, config.window_duration, config.watermark_delay
+    )
+    writer = (
+        outputs.writeStream.queryName(SALES_QUERY)
+        .outputMode("update")
+        .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY))
+        .foreachBatch(SalesBatchSink(config))
+    )
+    writer = (
+        writer.trigger(availableNow=True)
+        if config.available_now
+        else writer.trigger(processingTime=f"{config.trigger_s:g} seconds")
+    )
     return {SALES_QUERY: writer.start()}
 
 
-def start_enriched_query(spark: SparkSession, config: PipelineConfig, products: DataFrame, topic: str,
-                         realtime_s: float | None = None) -> dict[str, StreamingQuery]:
-    """The stateless query: valid purchases with their product, published to ``topic`` (Spark's Kafka sink, at least once).
+def start_enriched_query(
+    spark: SparkSession, config: PipelineConfig, products: DataFrame, topic: str, realtime_s: float | None = None
+) -> dict[str, StreamingQuery]:
+    """The stateless query: valid purchases with their product, published to ``topic`` (Spark's Kafka sink, at least
+    once).
 
     ``realtime_s``: run under Spark's real-time trigger (4.1+) with that checkpoint interval: each task reads
     its Kafka partition for the whole interval and passes records on as they come, instead of one
@@ -194,9 +219,14 @@ def start_enriched_query(spark: SparkSession, config: PipelineConfig, products: 
     for key, value in config.kafka_source_options().items():
         reader = reader.option(key, value)
     records = enriched_records(with_products(valid_purchases(parse_purchases(reader.load())), products))
-    writer = (records.writeStream.queryName(ENRICHED_QUERY).format("kafka").outputMode("update")
-              .option("kafka.bootstrap.servers", config.bootstrap_servers).option("topic", topic)
-              .option("checkpointLocation", str(config.checkpoint_dir / ENRICHED_QUERY)))
+    writer = (
+        records.writeStream.queryName(ENRICHED_QUERY)
+        .format("kafka")
+        .outputMode("update")
+        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .option("topic", topic)
+        .option("checkpointLocation", str(config.checkpoint_dir / ENRICHED_QUERY))
+    )
     if realtime_s is not None:
         writer = writer.trigger(realTime=f"{realtime_s:g} seconds")
     elif config.available_now:
@@ -206,8 +236,14 @@ def start_enriched_query(spark: SparkSession, config: PipelineConfig, products: 
     return {ENRICHED_QUERY: writer.start()}
 
 
-def watch(spark: SparkSession, queries: dict[str, StreamingQuery], log: ProgressLog, on_batch: Callable[[dict], None],
-          poll_s: float = 1.0, stop: threading.Event | None = None) -> None:
+def watch(
+    spark: SparkSession,
+    queries: dict[str, StreamingQuery],
+    log: ProgressLog,
+    on_batch: Callable[[dict], None],
+    poll_s: float = 1.0,
+    stop: threading.Event | None = None,
+) -> None:
     """Until every query has stopped, or ``stop`` is set: log each finished micro-batch; a failed query stops them all.
 
     ``stop`` is how a signal ends the run: raising in the signal handler instead could land inside a

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from failsafe.clients.topics import Topics
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.pipeline.checkpoint import check_layout, write_layout
 from failsafe.pipeline.intervals import interval_us
@@ -31,11 +30,11 @@ from failsafe.pipeline.job import (
 from failsafe.pipeline.progress import Annotate, ProgressLog
 from failsafe.pipeline.session import SessionSpec, build_session
 from failsafe.pipeline.state_census import state_locations
+from failsafe.tools.topics import Topics
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
-
 
 
 class PipelineError(FailsafeError):
@@ -60,8 +59,10 @@ def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> Non
     existing = set(topics.list())
     for topic in (config.purchases_topic, config.products_topic):
         if topic not in existing:
-            raise UserError(f"topic {topic} does not exist at {config.bootstrap_servers}: "
-                            "run 'failsafe simulate sales' first (it creates the demo topics)")
+            raise UserError(
+                f"topic {topic} does not exist at {config.bootstrap_servers}: "
+                "run 'failsafe simulate sales' first (it creates the demo topics)"
+            )
     for topic in (config.results_topic, *extra_topics):
         if topic and topic not in existing:
             replication = min(3, len(topics.broker_ids()))
@@ -72,8 +73,13 @@ def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> Non
                     raise
 
 
-def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None] = lambda _: None,
-                 stop: threading.Event | None = None, enriched_topic: str | None = None) -> RunSummary:
+def run_pipeline(
+    config: PipelineConfig,
+    session: SessionSpec,
+    on_batch: Callable[[dict], None] = lambda _: None,
+    stop: threading.Event | None = None,
+    enriched_topic: str | None = None,
+) -> RunSummary:
     """Run the queries until they end, one fails, or ``stop`` is set (then they are stopped between polls).
 
     ``enriched_topic``: the enriched purchase stream to that topic too, in the same Spark session (its own query and
@@ -91,23 +97,36 @@ def run_pipeline(config: PipelineConfig, session: SessionSpec, on_batch: Callabl
     return _run(config, session, on_batch, stop, start, SALES_QUERY)
 
 
-def run_enrich(config: PipelineConfig, session: SessionSpec, topic: str, realtime_s: float | None,
-               on_batch: Callable[[dict], None] = lambda _: None, stop: threading.Event | None = None) -> RunSummary:
+def run_enrich(
+    config: PipelineConfig,
+    session: SessionSpec,
+    topic: str,
+    realtime_s: float | None,
+    on_batch: Callable[[dict], None] = lambda _: None,
+    stop: threading.Event | None = None,
+) -> RunSummary:
     """The enriched purchase stream to ``topic``, micro-batch or real-time, until stopped or drained (available-now)."""
     preflight(replace(config, results_topic=topic))
     if realtime_s is not None:
         _check_task_slots(config, session.master)
-    return _run(config, session, on_batch, stop, lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s),
-                ENRICHED_QUERY)
+    return _run(
+        config,
+        session,
+        on_batch,
+        stop,
+        lambda spark, products: start_enriched_query(spark, config, products, topic, realtime_s),
+        ENRICHED_QUERY,
+    )
 
 
 def task_slots(master: str | None) -> int | None:
-    """Cores Spark runs tasks on for ``local``, ``local[N]``, ``local[N,F]`` and ``local[*]``; None for a cluster (not known here)."""
+    """Cores Spark runs tasks on for ``local``, ``local[N]``, ``local[N,F]`` and ``local[*]``; None for a cluster (not
+    known here)."""
     if master == "local":
         return 1
     if master is None or not (master.startswith("local[") and master.endswith("]")):
         return None
-    threads = master[len("local["):-1].split(",")[0]
+    threads = master[len("local[") : -1].split(",")[0]
     if threads == "*":
         return os.cpu_count() or 1
     return int(threads) if threads.isdigit() else None
@@ -117,12 +136,21 @@ def _check_task_slots(config: PipelineConfig, master: str | None) -> None:
     (info,) = Topics(config.bootstrap_servers).describe([config.purchases_topic])
     slots = task_slots(master)
     if slots is not None and slots < len(info.partitions):
-        raise UserError(f"real-time mode needs a task slot per Kafka partition: {config.purchases_topic} has {len(info.partitions)}, "
-                        f"--master {master} gives {slots}; use --master local[{len(info.partitions)}] or more")
+        raise UserError(
+            f"real-time mode needs a task slot per Kafka partition: {config.purchases_topic} has "
+            f"{len(info.partitions)}, "
+            f"--master {master} gives {slots}; use --master local[{len(info.partitions)}] or more"
+        )
 
 
-def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict], None], stop: threading.Event | None,
-         start: Callable, counted: str) -> RunSummary:
+def _run(
+    config: PipelineConfig,
+    session: SessionSpec,
+    on_batch: Callable[[dict], None],
+    stop: threading.Event | None,
+    start: Callable,
+    counted: str,
+) -> RunSummary:
     """Start the queries and watch them; the summary counts the batches of ``counted``."""
     spark = build_session(session)
     summary = RunSummary()
@@ -138,9 +166,17 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
     try:
         queries = start(spark, read_products(spark, config))
         try:
-            watch(spark, queries, ProgressLog(config.output_dir, _state_locations(spark, queries, config)), count, stop=stop)
+            watch(
+                spark,
+                queries,
+                ProgressLog(config.output_dir, _state_locations(spark, queries, config)),
+                count,
+                stop=stop,
+            )
         except QueryFailed as e:
-            raise PipelineError(f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume") from e
+            raise PipelineError(
+                f"{e}; the checkpoint in {config.checkpoint_dir} is kept: fix the cause and run again to resume"
+            ) from e
         finally:
             for query in queries.values():
                 if query.isActive:
@@ -150,7 +186,9 @@ def _run(config: PipelineConfig, session: SessionSpec, on_batch: Callable[[dict]
     return summary
 
 
-def _state_locations(spark: SparkSession, queries: dict[str, StreamingQuery], config: PipelineConfig) -> Annotate | None:
+def _state_locations(
+    spark: SparkSession, queries: dict[str, StreamingQuery], config: PipelineConfig
+) -> Annotate | None:
     """The progress log's annotation of a sales batch: which executor holds each state partition (state_census.py)."""
     from py4j.protocol import Py4JError
 
@@ -161,8 +199,11 @@ def _state_locations(spark: SparkSession, queries: dict[str, StreamingQuery], co
         if query != SALES_QUERY or not line.get("state_partitions") or not queries[SALES_QUERY].isActive:
             return {}  # a stopped query's partitions are unloaded: the coordinator knows no location any more
         try:
-            return {"state_locations": state_locations(spark, queries[SALES_QUERY], str(config.checkpoint_dir / SALES_QUERY),
-                                                       line["state_partitions"])}
+            return {
+                "state_locations": state_locations(
+                    spark, queries[SALES_QUERY], str(config.checkpoint_dir / SALES_QUERY), line["state_partitions"]
+                )
+            }
         except Py4JError as e:  # Spark internals moved: the census is lost, the run is not
             return {"state_locations": None, "state_locations_error": first_line(str(e))}
 

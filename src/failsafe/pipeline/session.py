@@ -26,7 +26,7 @@ DEFAULT_MASTER = "local[2]"
 # (docs/benchmarks.md, "The pipeline's state in Spark", has what each cost). Spark keeps the provider of a query in
 # its checkpoint: a query restarted from one keeps the provider it was started with.
 STATE_STORE_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",  # noqa: E501
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
 }
 DEFAULT_SHUFFLE_PARTITIONS = 4

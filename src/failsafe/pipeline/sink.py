@@ -4,7 +4,7 @@
   cumulative total of its (window_start, product_id) as of batch N. Only ``batch_id=`` directories
   count: ``_tmp-...`` directories (a batch being written) and anything hidden are not output.
   Every row is returned with its batch_id; which row is a key's current total is the checker's
-  call (``failsafe.checkers.sales``), which this module, being the system under test, never imports.
+  call (``failsafe.checkers.pipeline.sales``), which this module, being the system under test, never imports.
 - ``dead_letters/batch_id=<N>/*.parquet``: the records of micro-batch N that are not purchases,
   written like the sales rows (a replay replaces its batch's directory). Output of failsafe before
   the one-query pipeline has Spark's file sink here instead: its Parquet files count only once
@@ -60,10 +60,17 @@ def read_sales_rows(output_dir: Path | str) -> pl.DataFrame:
     if not files:
         return pl.DataFrame(schema=SALES_SCHEMA)
     names = pl.DataFrame({"_file": [str(path) for _, path in files], "_batch": [batch_id for batch_id, _ in files]})
-    rows = pl.scan_parquet([path for _, path in files], glob=False, hive_partitioning=False, include_file_paths="_file",
-                           missing_columns="insert").collect()
+    rows = pl.scan_parquet(
+        [path for _, path in files],
+        glob=False,
+        hive_partitioning=False,
+        include_file_paths="_file",
+        missing_columns="insert",
+    ).collect()
     # The directory is the batch: a replay writes batch N again under N's name.
-    rows = rows.join(names, on="_file", how="left", maintain_order="left").with_columns(pl.col("_batch").cast(pl.Int64).alias("batch_id"))
+    rows = rows.join(names, on="_file", how="left", maintain_order="left").with_columns(
+        pl.col("_batch").cast(pl.Int64).alias("batch_id")
+    )
     return rows.drop("_file", "_batch")
 
 
@@ -81,13 +88,18 @@ def batch_dirs(output_dir: Path | str, sink: str = SALES_DIR) -> list[tuple[int,
 
 
 def _parquet_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix == ".parquet" and not p.name.startswith(("_", ".")) and p.is_file())
+    return sorted(
+        p for p in directory.iterdir() if p.suffix == ".parquet" and not p.name.startswith(("_", ".")) and p.is_file()
+    )
 
 
 def read_dead_letters(output_dir: Path | str) -> pl.DataFrame:
-    """The dead-letter rows of every ``batch_id=N`` directory, and of every file an older run's file-sink log committed."""
+    """The dead-letter rows of every ``batch_id=N`` directory, and of every file an older run's file-sink log
+    committed."""
     directory = Path(output_dir) / DEAD_LETTERS_DIR
-    files = committed_files(directory) + [path for _, batch in batch_dirs(output_dir, DEAD_LETTERS_DIR) for path in _parquet_files(batch)]
+    files = committed_files(directory) + [
+        path for _, batch in batch_dirs(output_dir, DEAD_LETTERS_DIR) for path in _parquet_files(batch)
+    ]
     if not files:
         return pl.DataFrame(schema=DEAD_LETTER_SCHEMA)
     return pl.scan_parquet(files, glob=False, hive_partitioning=False, missing_columns="insert").collect()

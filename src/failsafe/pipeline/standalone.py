@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from failsafe.cluster.readiness import port_is_free
+from failsafe.cluster.observe.readiness import port_is_free
 from failsafe.errors import ClusterNotRunning, PortInUse, UnknownNode, UserError
 from failsafe.supervisor import DOWN, Child, ProcessState, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
@@ -68,7 +68,9 @@ class StandaloneSpec:
         return self.ui_port + 1 + worker
 
     def ports(self) -> list[int]:
-        return [self.port, self.ui_port] + [p for w in range(self.workers) for p in (self.worker_port(w), self.worker_ui_port(w))]
+        return [self.port, self.ui_port] + [
+            p for w in range(self.workers) for p in (self.worker_port(w), self.worker_ui_port(w))
+        ]
 
 
 class StandaloneCluster:
@@ -85,7 +87,9 @@ class StandaloneCluster:
         try:
             data = json.loads((root / SPEC_FILE).read_text())
         except FileNotFoundError:
-            raise ClusterNotRunning(f"no Spark standalone cluster at {root}: start one with 'failsafe spark up'") from None
+            raise ClusterNotRunning(
+                f"no Spark standalone cluster at {root}: start one with 'failsafe spark up'"
+            ) from None
         return cls(root, StandaloneSpec(**data))
 
     @staticmethod
@@ -117,7 +121,9 @@ class StandaloneCluster:
         found = {}
         for worker in range(self.spec.workers):
             try:
-                with urllib.request.urlopen(f"http://{HOST}:{self.spec.worker_ui_port(worker)}/json/", timeout=JSON_TIMEOUT_S) as response:
+                with urllib.request.urlopen(
+                    f"http://{HOST}:{self.spec.worker_ui_port(worker)}/json/", timeout=JSON_TIMEOUT_S
+                ) as response:
                     found[worker] = [str(e["id"]) for e in json.loads(response.read()).get("executors", [])]
             except (OSError, ValueError, KeyError, TypeError):
                 continue
@@ -129,50 +135,109 @@ class StandaloneCluster:
         if not view or view.get("status") != "ALIVE":
             return set()
         by_port = {self.spec.worker_port(w): w for w in range(self.spec.workers)}
-        return {by_port[w["port"]] for w in view.get("workers", []) if w.get("state") == "ALIVE" and w.get("port") in by_port}
+        return {
+            by_port[w["port"]]
+            for w in view.get("workers", [])
+            if w.get("state") == "ALIVE" and w.get("port") in by_port
+        }
 
     def status(self) -> dict[str, Any]:
         view = self.master_json()
         registered = self.registered_workers(view)
-        workers = [{"worker": w, "pid": self.pid(worker_name(w)), "state": str(self.state(worker_name(w))),
-                    "port": self.spec.worker_port(w), "ui_port": self.spec.worker_ui_port(w), "registered": w in registered}
-                   for w in range(self.spec.workers)]
-        apps = [{"id": a.get("id"), "name": a.get("name"), "cores": a.get("cores"), "state": a.get("state")}
-                for a in (view or {}).get("activeapps", [])]
-        return {"root": str(self.root), "master_url": self.spec.master_url, "ui": f"http://{HOST}:{self.spec.ui_port}",
-                "master": {"pid": self.pid(MASTER), "state": str(self.state(MASTER)), "status": (view or {}).get("status")},
-                "workers": workers, "applications": apps, "spec": asdict(self.spec)}
+        workers = [
+            {
+                "worker": w,
+                "pid": self.pid(worker_name(w)),
+                "state": str(self.state(worker_name(w))),
+                "port": self.spec.worker_port(w),
+                "ui_port": self.spec.worker_ui_port(w),
+                "registered": w in registered,
+            }
+            for w in range(self.spec.workers)
+        ]
+        apps = [
+            {"id": a.get("id"), "name": a.get("name"), "cores": a.get("cores"), "state": a.get("state")}
+            for a in (view or {}).get("activeapps", [])
+        ]
+        return {
+            "root": str(self.root),
+            "master_url": self.spec.master_url,
+            "ui": f"http://{HOST}:{self.spec.ui_port}",
+            "master": {"pid": self.pid(MASTER), "state": str(self.state(MASTER)), "status": (view or {}).get("status")},
+            "workers": workers,
+            "applications": apps,
+            "spec": asdict(self.spec),
+        }
 
     # -- acting ---------------------------------------------------------------------------------
     def start(self, timeout_s: float = READY_TIMEOUT_S, progress: Callable[[str], None] = lambda _: None) -> None:
         """Start the master, then every worker, and wait until the master counts them all."""
         running = [n for n in self.names() if self.state(n) != DOWN]
         if running:
-            raise UserError(f"a Spark standalone cluster is already running at {self.root} ({', '.join(running)}): "
-                            f"'failsafe spark status' shows it, 'failsafe spark down' stops it")
+            raise UserError(
+                f"a Spark standalone cluster is already running at {self.root} ({', '.join(running)}): "
+                f"'failsafe spark status' shows it, 'failsafe spark down' stops it"
+            )
         for port in self.spec.ports():
             if not port_is_free(port, HOST):
-                raise PortInUse(f"port {port} is already in use: stop what listens there or choose another --port for Spark")
+                raise PortInUse(
+                    f"port {port} is already in use: stop what listens there or choose another --port for Spark"
+                )
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / SPEC_FILE).write_text(json.dumps(asdict(self.spec), indent=2) + "\n")
         progress(f"starting the Spark master at {self.spec.master_url}")
-        self._spawn(MASTER, ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(self.spec.port),
-                             "--webui-port", str(self.spec.ui_port)])
-        self._wait(lambda: (self.master_json() or {}).get("status") == "ALIVE", MASTER, timeout_s, "did not answer as ALIVE")
+        self._spawn(
+            MASTER,
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                HOST,
+                "--port",
+                str(self.spec.port),
+                "--webui-port",
+                str(self.spec.ui_port),
+            ],
+        )
+        self._wait(
+            lambda: (self.master_json() or {}).get("status") == "ALIVE", MASTER, timeout_s, "did not answer as ALIVE"
+        )
         for w in range(self.spec.workers):
             self.start_worker(w, timeout_s, progress)
 
-    def start_worker(self, worker: int, timeout_s: float = READY_TIMEOUT_S, progress: Callable[[str], None] = lambda _: None) -> None:
+    def start_worker(
+        self, worker: int, timeout_s: float = READY_TIMEOUT_S, progress: Callable[[str], None] = lambda _: None
+    ) -> None:
         name = self._worker(worker)
         if self.state(name) != DOWN:
             raise UserError(f"Spark {name} is already running (pid {self.pid(name)})")
         progress(f"starting Spark {name} ({self.spec.cores_per_worker} core(s), {self.spec.worker_memory})")
         work = self.root / "work" / name
         work.mkdir(parents=True, exist_ok=True)
-        self._spawn(name, ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(self.spec.worker_port(worker)),
-                           "--webui-port", str(self.spec.worker_ui_port(worker)), "--cores", str(self.spec.cores_per_worker),
-                           "--memory", self.spec.worker_memory, "--work-dir", str(work), self.spec.master_url])
-        self._wait(lambda: worker in self.registered_workers(), name, timeout_s, f"was not registered with the master at {self.spec.master_url}")
+        self._spawn(
+            name,
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                HOST,
+                "--port",
+                str(self.spec.worker_port(worker)),
+                "--webui-port",
+                str(self.spec.worker_ui_port(worker)),
+                "--cores",
+                str(self.spec.cores_per_worker),
+                "--memory",
+                self.spec.worker_memory,
+                "--work-dir",
+                str(work),
+                self.spec.master_url,
+            ],
+        )
+        self._wait(
+            lambda: worker in self.registered_workers(),
+            name,
+            timeout_s,
+            f"was not registered with the master at {self.spec.master_url}",
+        )
 
     def kill_worker(self, worker: int, timeout_s: float = STOP_TIMEOUT_S) -> int:
         """SIGKILL to the worker's process group: the worker and its executors die at once, as a lost machine."""
@@ -185,7 +250,8 @@ class StandaloneCluster:
         return tracked.pid
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
-        """SIGTERM to every worker (each stops its executors), then to the master; SIGKILL what stays. Returns what was running."""
+        """SIGTERM to every worker (each stops its executors), then to the master; SIGKILL what stays. Returns what was
+        running."""
         stopped = []
         for name in [*reversed(self.names()[1:]), MASTER]:
             tracked = read_pidfile(self._pidfile(name))
@@ -200,13 +266,21 @@ class StandaloneCluster:
 
     def _worker(self, worker: int) -> str:
         if not 0 <= worker < self.spec.workers:
-            raise UnknownNode(f"no Spark worker {worker}: the cluster at {self.root} has workers 0-{self.spec.workers - 1}")
+            raise UnknownNode(
+                f"no Spark worker {worker}: the cluster at {self.root} has workers 0-{self.spec.workers - 1}"
+            )
         return worker_name(worker)
 
     def _spawn(self, name: str, args: list[str]) -> None:
         spark_home = pyspark_home()
-        self.spawner([str(spark_home / "bin" / "spark-class"), *args], name=f"spark {name}", log_path=self.root / "logs" / f"{name}.log",
-                     env=daemon_env(spark_home), pidfile=self._pidfile(name), dies_with_parent=not self.outlives_us)
+        self.spawner(
+            [str(spark_home / "bin" / "spark-class"), *args],
+            name=f"spark {name}",
+            log_path=self.root / "logs" / f"{name}.log",
+            env=daemon_env(spark_home),
+            pidfile=self._pidfile(name),
+            dies_with_parent=not self.outlives_us,
+        )
 
     def _wait(self, condition: Callable[[], bool], name: str, timeout_s: float, what: str) -> None:
         def ready() -> bool:
@@ -215,7 +289,12 @@ class StandaloneCluster:
             return condition()
 
         try:
-            wait_until(ready, timeout_s, f"Spark {name} {what} within {timeout_s:g}s: see {self.root / 'logs' / f'{name}.log'}", 0.25)
+            wait_until(
+                ready,
+                timeout_s,
+                f"Spark {name} {what} within {timeout_s:g}s: see {self.root / 'logs' / f'{name}.log'}",
+                0.25,
+            )
         except (UserError, WaitTimeout):
             self.stop()
             raise
@@ -237,10 +316,17 @@ def daemon_env(spark_home: Path) -> dict[str, str]:
     from failsafe.jvm.java import find_java
 
     java = find_java().executable.resolve()
-    return {**os.environ, "SPARK_HOME": str(spark_home), "JAVA_HOME": str(java.parent.parent), "SPARK_LOCAL_IP": HOST,
-            "SPARK_NO_DAEMONIZE": "1", "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_MASTER_HOST": HOST,
-            # No REST submission server: it would take port 6066 on every cluster, and 'spark-submit' needs none.
-            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+    return {
+        **os.environ,
+        "SPARK_HOME": str(spark_home),
+        "JAVA_HOME": str(java.parent.parent),
+        "SPARK_LOCAL_IP": HOST,
+        "SPARK_NO_DAEMONIZE": "1",
+        "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+        "SPARK_MASTER_HOST": HOST,
+        # No REST submission server: it would take port 6066 on every cluster, and 'spark-submit' needs none.
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+    }
 
 
 def is_loopback_master(master: str | None) -> bool:

@@ -20,13 +20,17 @@ STORE_NAME = "default"
 OPERATOR_ID = 0  # the query's one stateful operator (the windowed aggregation)
 
 
-def state_locations(spark: SparkSession, query: StreamingQuery, query_checkpoint: str, partitions: int) -> dict[str, str]:
+def state_locations(
+    spark: SparkSession, query: StreamingQuery, query_checkpoint: str, partitions: int
+) -> dict[str, str]:
     """{partition: executor} for every state partition the coordinator knows a location of (``executor_HOST_ID``)."""
     jvm = spark._jvm
     state = jvm.org.apache.spark.sql.execution.streaming.state
     hadoop_path = jvm.org.apache.hadoop.fs.Path(query_checkpoint.rstrip("/") + "/state")
     root = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(hadoop_path).toString()
-    coordinator = state.StateStoreCoordinatorRef.forDriver(spark._jsc.sc().env(), spark._jsparkSession.sessionState().conf())
+    coordinator = state.StateStoreCoordinatorRef.forDriver(
+        spark._jsc.sc().env(), spark._jsparkSession.sessionState().conf()
+    )
     run_id = jvm.java.util.UUID.fromString(str(query.runId))
     found = {}
     for partition in range(partitions):

@@ -17,7 +17,9 @@ from failsafe.pipeline.session import SessionSpec
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="failsafe-pipeline", description="failsafe's sales pipeline under spark-submit")
+    parser = argparse.ArgumentParser(
+        prog="failsafe-pipeline", description="failsafe's sales pipeline under spark-submit"
+    )
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--checkpoint", type=Path, required=True)
@@ -26,12 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--available-now", action="store_true")
     parser.add_argument("--no-publish", action="store_true")
     args = parser.parse_args(argv)
-    config = PipelineConfig(bootstrap_servers=args.bootstrap_server, output_dir=args.output, checkpoint_dir=args.checkpoint,
-                            trigger_s=args.trigger_s, watermark_delay=args.watermark, available_now=args.available_now,
-                            results_topic=None if args.no_publish else RESULTS_TOPIC)
+    config = PipelineConfig(
+        bootstrap_servers=args.bootstrap_server,
+        output_dir=args.output,
+        checkpoint_dir=args.checkpoint,
+        trigger_s=args.trigger_s,
+        watermark_delay=args.watermark,
+        available_now=args.available_now,
+        results_topic=None if args.no_publish else RESULTS_TOPIC,
+    )
     try:
-        summary = run_pipeline(config, SessionSpec(master=None), lambda p: print(
-            f"{p['query']}: batch {p['batch_id']} · {p['num_input_rows']} rows", file=sys.stderr))
+        summary = run_pipeline(
+            config,
+            SessionSpec(master=None),
+            lambda p: print(f"{p['query']}: batch {p['batch_id']} · {p['num_input_rows']} rows", file=sys.stderr),
+        )
     except FailsafeError as e:
         print(f"failsafe: {e}", file=sys.stderr)
         return e.exit_code

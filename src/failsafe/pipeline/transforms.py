@@ -18,7 +18,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, StringType, StructField, StructType
 
 from failsafe.pipeline.intervals import interval_us
-from failsafe.pipeline.schema import DEAD_LETTER_COLUMNS, PRODUCT_SCHEMA, PURCHASE_SCHEMA, REVENUE, SALES_BY_PRODUCT_COLUMNS
+from failsafe.pipeline.schema import (
+    DEAD_LETTER_COLUMNS,
+    PRODUCT_SCHEMA,
+    PURCHASE_SCHEMA,
+    REVENUE,
+    SALES_BY_PRODUCT_COLUMNS,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -72,7 +78,9 @@ def parse_purchases(kafka_rows: DataFrame) -> DataFrame:
     # What is not a JSON object (not JSON, truncated, an array, a scalar) Spark's parser hands back as text in the
     # corrupt-record field, in the same parse; empty input and a tombstone parse to null.
     as_text = StructType([*_as_text(PURCHASE_SCHEMA).fields, StructField(_CORRUPT_RECORD, StringType())])
-    parsed_once = F.when(F.spark_partition_id() >= 0, F.from_json(text, as_text, {"columnNameOfCorruptRecord": _CORRUPT_RECORD}))
+    parsed_once = F.when(
+        F.spark_partition_id() >= 0, F.from_json(text, as_text, {"columnNameOfCorruptRecord": _CORRUPT_RECORD})
+    )
     raw = kafka_rows.select(
         parsed_once.alias("raw"),
         "topic",
@@ -92,13 +100,18 @@ def parse_purchases(kafka_rows: DataFrame) -> DataFrame:
     checks: list[tuple[Column, str]] = [(~F.col("is_object"), "not a JSON object")]
     checks += [(_missing(F.col(f"raw.{name}")), f"missing {name}") for name in REQUIRED_FIELDS]
     checks.append((F.col("event_time").isNull(), "bad transaction_time"))
-    checks += [(F.col(field.name).isNull() & F.col(f"raw.{field.name}").isNotNull(), f"bad {field.name}") for field in PURCHASE_SCHEMA.fields]
+    checks += [
+        (F.col(field.name).isNull() & F.col(f"raw.{field.name}").isNotNull(), f"bad {field.name}")
+        for field in PURCHASE_SCHEMA.fields
+    ]
     checks.append((F.col("quantity") <= 0, "quantity not positive"))
     reason = F.when(checks[0][0], F.lit(checks[0][1]))
     for condition, text_reason in checks[1:]:
         reason = reason.when(condition, F.lit(text_reason))
 
-    return typed.select(*(field.name for field in PURCHASE_SCHEMA.fields), "event_time", *_KAFKA_META, reason.alias("reason"))
+    return typed.select(
+        *(field.name for field in PURCHASE_SCHEMA.fields), "event_time", *_KAFKA_META, reason.alias("reason")
+    )
 
 
 def valid_purchases(parsed: DataFrame) -> DataFrame:
@@ -121,20 +134,31 @@ def parse_products(kafka_rows: DataFrame) -> DataFrame:
     latest = Window.partitionBy("key").orderBy(F.col("partition").desc(), F.col("offset").desc())
     ranked = (
         kafka_rows.where(F.col("key").isNotNull())
-        .select(F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value"), "partition", "offset")
+        .select(
+            F.col("key").cast("string").alias("key"),
+            F.col("value").cast("string").alias("value"),
+            "partition",
+            "offset",
+        )
         .withColumn("rank", F.row_number().over(latest))
         .where(F.col("rank") == 1)
     )
-    return ranked.where(_is_json_object(F.col("value"))).select(
-        F.col("key").alias("product_id"),
-        F.from_json("value", _as_text(PRODUCT_SCHEMA)).alias("product"),
-    ).select("product_id", F.col("product.name").alias("product_name"), F.col("product.category").alias("category"))
+    return (
+        ranked.where(_is_json_object(F.col("value")))
+        .select(
+            F.col("key").alias("product_id"),
+            F.from_json("value", _as_text(PRODUCT_SCHEMA)).alias("product"),
+        )
+        .select("product_id", F.col("product.name").alias("product_name"), F.col("product.category").alias("category"))
+    )
 
 
 def with_products(purchases: DataFrame, products: DataFrame) -> DataFrame:
     """Purchases with product_name and category (broadcast left join); unknown products get "unknown"."""
     catalogue = F.broadcast(products.select("product_id", "product_name", "category")).alias("catalogue")
-    joined = purchases.alias("purchase").join(catalogue, F.col("purchase.product_id") == F.col("catalogue.product_id"), "left")
+    joined = purchases.alias("purchase").join(
+        catalogue, F.col("purchase.product_id") == F.col("catalogue.product_id"), "left"
+    )
     return joined.select(
         "purchase.*",
         F.coalesce(F.col("catalogue.product_name"), F.lit(UNKNOWN)).alias("product_name"),
@@ -156,12 +180,25 @@ def _sales_columns() -> list[Column]:
     return [
         F.col("window.start").alias("window_start"),
         F.col("window.end").alias("window_end"),
-        *(F.col(name) for name in ("product_id", "product_name", "category", "purchases", "quantity", "revenue", "member_purchases")),
+        *(
+            F.col(name)
+            for name in (
+                "product_id",
+                "product_name",
+                "category",
+                "purchases",
+                "quantity",
+                "revenue",
+                "member_purchases",
+            )
+        ),
         (F.col("member_purchases") / F.col("purchases")).cast("double").alias("member_share"),
     ]
 
 
-def sales_by_product(purchases: DataFrame, window_duration: str = "1 minute", watermark_delay: str = "2 minutes") -> DataFrame:
+def sales_by_product(
+    purchases: DataFrame, window_duration: str = "1 minute", watermark_delay: str = "2 minutes"
+) -> DataFrame:
     """Purchases per tumbling event-time window and product, in the contract's column order.
 
     Streaming: rows older than the watermark are dropped; use output mode update (each row the
@@ -184,8 +221,8 @@ KIND_SALES, KIND_DEAD_LETTER = "sales", "dead_letter"
 
 
 def event_window(event_time: Column, window_duration: str, watermark_delay: str) -> Column:
-    """``F.window(event_time, window_duration)`` (tumbling, from the epoch), but null where ``event_time`` is null instead of
-    dropping the row, and marked as the event-time column the way Spark marks its own window.
+    """``F.window(event_time, window_duration)`` (tumbling, from the epoch), but null where ``event_time`` is null
+    instead of dropping the row, and marked as the event-time column the way Spark marks its own window.
 
     With the mark, Spark's stateful aggregation drops a row whose window ended at or before the
     previous batch's watermark (counted in ``numRowsDroppedByWatermark``) and evicts keys whose
@@ -202,7 +239,9 @@ def _event_time_mark(watermark_delay: str) -> dict[str, int]:
     return {WATERMARK_DELAY_KEY: interval_us(watermark_delay) // 1000}
 
 
-def sales_and_dead_letters(parsed: DataFrame, products: DataFrame, window_duration: str, watermark_delay: str) -> DataFrame:
+def sales_and_dead_letters(
+    parsed: DataFrame, products: DataFrame, window_duration: str, watermark_delay: str
+) -> DataFrame:
     """The pipeline's one stateful query over ``parse_purchases``' rows, read and parsed once:
     [kind, sales (a sales_by_product row), dead_letter (a dead-letter row)], one of the two set per row.
 
@@ -221,20 +260,37 @@ def sales_and_dead_letters(parsed: DataFrame, products: DataFrame, window_durati
     """
     valid = F.col("reason").isNull()
     # A dead letter whose transaction_time parses must not move the watermark.
-    marked = parsed.withColumn("event_time", F.when(valid, F.col("event_time"))).withWatermark("event_time", watermark_delay)
+    marked = parsed.withColumn("event_time", F.when(valid, F.col("event_time"))).withWatermark(
+        "event_time", watermark_delay
+    )
     # Where a record came from travels through the shuffle for the dead letters only.
     keyed = with_products(marked, products).select(
-        event_window(F.col("event_time"), window_duration, watermark_delay), *SALES_KEYS[1:], "quantity", "total_purchase", "is_member",
-        *(F.when(~valid, F.col(name)).alias(name) for name in _KAFKA_META), "reason")
+        event_window(F.col("event_time"), window_duration, watermark_delay),
+        *SALES_KEYS[1:],
+        "quantity",
+        "total_purchase",
+        "is_member",
+        *(F.when(~valid, F.col(name)).alias(name) for name in _KAFKA_META),
+        "reason",
+    )
     packed = F.when(F.spark_partition_id() >= 0, F.struct(*keyed.columns)).alias("record")
-    shared = keyed.repartition(*SALES_KEYS).select(packed).select(
-        F.col("record.window").alias("window", metadata=_event_time_mark(watermark_delay)),
-        *(F.col(f"record.{name}").alias(name) for name in keyed.columns if name != "window"))
+    shared = (
+        keyed.repartition(*SALES_KEYS)
+        .select(packed)
+        .select(
+            F.col("record.window").alias("window", metadata=_event_time_mark(watermark_delay)),
+            *(F.col(f"record.{name}").alias(name) for name in keyed.columns if name != "window"),
+        )
+    )
     sales = shared.where(valid).groupBy(*SALES_KEYS).agg(*_sales_measures()).select(*_sales_columns())
     letters = shared.where(~valid)
     # Each branch leaves the other kind's column out; the union fills it with nulls of its type.
-    return sales.select(F.lit(KIND_SALES).alias("kind"), F.struct(*SALES_BY_PRODUCT_COLUMNS).alias(KIND_SALES)).unionByName(
-        letters.select(F.lit(KIND_DEAD_LETTER).alias("kind"), F.struct(*DEAD_LETTER_COLUMNS).alias(KIND_DEAD_LETTER)), allowMissingColumns=True)
+    return sales.select(
+        F.lit(KIND_SALES).alias("kind"), F.struct(*SALES_BY_PRODUCT_COLUMNS).alias(KIND_SALES)
+    ).unionByName(
+        letters.select(F.lit(KIND_DEAD_LETTER).alias("kind"), F.struct(*DEAD_LETTER_COLUMNS).alias(KIND_DEAD_LETTER)),
+        allowMissingColumns=True,
+    )
 
 
 def output_rows(outputs: DataFrame, kind: str) -> DataFrame:
@@ -270,6 +326,13 @@ def enriched_records(enriched: DataFrame) -> DataFrame:
     """
     fields = [F.col(field.name) for field in PURCHASE_SCHEMA.fields]
     fields[0] = F.date_format("event_time", TRANSACTION_TIME_FORMAT).alias("transaction_time")
-    value = F.to_json(F.struct(*fields, "product_name", "category", F.col("partition").alias("source_partition"),
-                               F.col("offset").alias("source_offset")))
+    value = F.to_json(
+        F.struct(
+            *fields,
+            "product_name",
+            "category",
+            F.col("partition").alias("source_partition"),
+            F.col("offset").alias("source_offset"),
+        )
+    )
     return enriched.select(F.col("transaction_id").alias("key"), value.alias("value"))

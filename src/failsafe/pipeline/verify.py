@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from failsafe.checkers.sales import ANOMALIES, DEFAULT_WINDOW_S, UNKNOWN, check_sales
+from failsafe.checkers.pipeline.sales import ANOMALIES, DEFAULT_WINDOW_S, UNKNOWN, check_sales
 from failsafe.errors import UserError
 from failsafe.pipeline.sink import read_dead_letters, read_progress, read_sales_rows, rows_dropped_by_watermark
 from failsafe.reports.summary import verdict
@@ -47,7 +47,9 @@ def verify_output(output_dir: Path | str, ledger_dir: Path | str, *, window_s: i
         window = window_s if window_s is not None else _window_s(sink)
     except _READ_ERRORS as e:
         return {"valid": UNKNOWN, "error": f"cannot read the pipeline output: {type(e).__name__}: {e}", **where}
-    result = check_sales(ledger.purchases, ledger.malformed, sink, dead_letters, rows_dropped_by_watermark=dropped, window_s=window)
+    result = check_sales(
+        ledger.purchases, ledger.malformed, sink, dead_letters, rows_dropped_by_watermark=dropped, window_s=window
+    )
     return {**result, **where}
 
 
@@ -60,13 +62,20 @@ def _window_s(sink: pl.DataFrame) -> int:
     if lengths.len() == 0:
         return DEFAULT_WINDOW_S
     if lengths.len() != 1 or lengths[0] <= 0 or lengths[0] % 1_000_000:
-        raise ValueError(f"the sink's windows are not tumbling windows of one whole number of seconds: lengths {lengths.to_list()} µs")
+        raise ValueError(
+            f"the sink's windows are not tumbling windows of one whole number of seconds: lengths "
+            f"{lengths.to_list()} µs"
+        )
     return int(lengths[0]) // 1_000_000
 
 
 def _ledger_summary(ledger: Ledger) -> dict[str, Any]:
     keys = ("seed", "instances", "acknowledged", "malformed", "started_at", "finished_at")
-    return {**{k: ledger.manifest.get(k) for k in keys}, "purchase_rows": ledger.purchases.height, "malformed_rows": ledger.malformed.height}
+    return {
+        **{k: ledger.manifest.get(k) for k in keys},
+        "purchase_rows": ledger.purchases.height,
+        "malformed_rows": ledger.malformed.height,
+    }
 
 
 def render_verification(result: dict[str, Any], console: Console) -> None:
@@ -92,9 +101,12 @@ def render_verification(result: dict[str, Any], console: Console) -> None:
         console.print(table)
     dropped = result.get("rows_dropped_by_watermark")
     if dropped:
-        console.print(f"The watermark dropped {dropped:,} late row(s): a purchase read after the watermark passed its window is "
-                      "not counted; Spark counts a late (window, product) group as one row, so at least that many purchases "
-                      "were dropped, which can explain an undercount.", style="yellow")
+        console.print(
+            f"The watermark dropped {dropped:,} late row(s): a purchase read after the watermark passed its window is "
+            "not counted; Spark counts a late (window, product) group as one row, so at least that many purchases "
+            "were dropped, which can explain an undercount.",
+            style="yellow",
+        )
 
 
 def _table(title: str, *headers: str, numeric: tuple[int, ...] = (1, 2, 3)) -> Table:
@@ -118,7 +130,9 @@ def _totals_table(result: dict[str, Any]) -> Table:
     ]
     for label, left, right, fmt in rows:
         difference = right - left
-        table.add_row(label, fmt(left), fmt(right), Text(fmt(difference, signed=True), style="red" if difference else "dim"))
+        table.add_row(
+            label, fmt(left), fmt(right), Text(fmt(difference, signed=True), style="red" if difference else "dim")
+        )
     return table
 
 
@@ -133,7 +147,12 @@ def _category_table(by_category: list[dict[str, Any]]) -> Table | None:
     table = _table("Revenue by category", "category", "ledger", "sink", "sink - ledger")
     for category in sorted(totals):
         left, right = totals[category]
-        table.add_row(category, money(left), money(right), Text(money(right - left, signed=True), style="red" if right != left else "dim"))
+        table.add_row(
+            category,
+            money(left),
+            money(right),
+            Text(money(right - left, signed=True), style="red" if right != left else "dim"),
+        )
     return table
 
 

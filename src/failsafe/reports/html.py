@@ -67,8 +67,13 @@ def _badge(word: str) -> str:
     return f'<span class="verdict {escape(word)}">{escape(word)}</span>'
 
 
-def _table(table_id: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], verdict_col: int | None = None,
-           numeric_from: int | None = None) -> str:
+def _table(
+    table_id: str,
+    headers: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+    verdict_col: int | None = None,
+    numeric_from: int | None = None,
+) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = []
     for row in rows:
@@ -117,7 +122,9 @@ def _kafka_version(manifest: dict | None) -> str | None:
 def _node_text(node: object) -> str:
     if isinstance(node, dict):
         roles = node.get("roles")
-        return f"{node.get('id')} ({'+'.join(str(r) for r in roles)})" if isinstance(roles, list) else str(node.get("id"))
+        return (
+            f"{node.get('id')} ({'+'.join(str(r) for r in roles)})" if isinstance(roles, list) else str(node.get("id"))
+        )
     return str(node)
 
 
@@ -142,38 +149,63 @@ def _json_details(summary: str, value: dict | None, details_id: str, facts: bool
 
 
 def _figure_html(figure_id: str, caption: str, uri: str) -> str:
-    return f'<figure id="{figure_id}"><img alt="{escape(caption)}" src="{uri}"><figcaption>{escape(caption)}</figcaption></figure>'
+    return (
+        f'<figure id="{figure_id}"><img alt="{escape(caption)}" '
+        f'src="{uri}"><figcaption>{escape(caption)}</figcaption></figure>'
+    )
 
 
 def _transactions(results: dict, history: History) -> str:
     """Outcomes per writer, the timeline, the transactions anomalies name and the cycles explained (txn_report.py)."""
     tl = series.timeline(history)
     outcomes = txn_report.outcome_rows(history, results)
-    parts = [_table("txn-outcomes", txn_report.OUTCOME_HEADERS, outcomes, numeric_from=2) if outcomes
-             else _empty("The history records no transaction.")]
+    parts = [
+        _table("txn-outcomes", txn_report.OUTCOME_HEADERS, outcomes, numeric_from=2)
+        if outcomes
+        else _empty("The history records no transaction.")
+    ]
     if outcomes:
-        parts.append("<p>unknown: the commit or abort returned no answer, or never completed (those are drawn to the end of the run, "
-                     "hatched).</p>")
-        parts.append(_figure_html("plot-txns", "Transactions per writer by status",
-                                  plots.svg_data_uri(txn_report.timeline_plot(history, tl, results, plots.left_margin(history)))))
+        parts.append(
+            "<p>unknown: the commit or abort returned no answer, or never completed (those are drawn to the end of "
+            "the run, hatched).</p>"
+        )
+        parts.append(
+            _figure_html(
+                "plot-txns",
+                "Transactions per writer by status",
+                plots.svg_data_uri(txn_report.timeline_plot(history, tl, results, plots.left_margin(history))),
+            )
+        )
     checker = txn_report.checker_result(results)
     named = txn_report.anomaly_rows(history, results, tl)
     parts.append("<h3>Transactions named by an anomaly</h3>")
     if named:
         total = len(txn_report.named_txns(results))
         more = f" The first {len(named)} of {total}." if total > len(named) else ""
-        parts.append(f"<p>As the transactions checker names them (docs/checkers.md, \"transactions\").{escape(more)}</p>"
-                     + _table("txn-anomalies", txn_report.ANOMALY_HEADERS, named))
+        parts.append(
+            f'<p>As the transactions checker names them (docs/checkers.md, "transactions").{escape(more)}</p>'
+            + _table("txn-anomalies", txn_report.ANOMALY_HEADERS, named)
+        )
     else:
-        parts.append(_empty("None." if checker and not checker.get("error") else "The transactions checker has no result."))
+        parts.append(
+            _empty("None." if checker and not checker.get("error") else "The transactions checker has no result.")
+        )
     found = txn_report.cycles(results)
     if found:
-        figures = "".join(_figure_html(f"plot-cycle-{anomaly.lower()}-{number}", txn_report.cycle_caption(anomaly, number, cycle),
-                                       plots.svg_data_uri(txn_report.cycle_plot(anomaly, number, cycle)))
-                          for anomaly, number, cycle in found)
-        parts.append("<h3>Dependency cycles</h3><p>One shortest cycle per strongly connected component (wr: the later transaction "
-                     "read a write of the earlier; ww: its write follows the earlier's in the log).</p>"
-                     f'<div class="cycles">{figures}</div>')
+        figures = "".join(
+            _figure_html(
+                f"plot-cycle-{anomaly.lower()}-{number}",
+                txn_report.cycle_caption(anomaly, number, cycle),
+                plots.svg_data_uri(txn_report.cycle_plot(anomaly, number, cycle)),
+            )
+            for anomaly, number, cycle in found
+        )
+        parts.append(
+            "<h3>Dependency cycles</h3><p>One shortest cycle per strongly connected component (wr: the later "
+            "transaction "
+            "read a write of the earlier; ww: its write follows the earlier's in the log).</p>"
+            f'<div class="cycles">{figures}</div>'
+        )
     return "".join(parts)
 
 
@@ -192,23 +224,45 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     known = known_rows(results)
     if known:
         note = f"<p>Not covered: {escape(', '.join(unexplained(results)))}</p>" if unexplained(results) else ""
-        parts.append(_section("Known anomalies", _table("known-anomalies", KNOWN_HEADERS, known) + note, "section-known"))
+        parts.append(
+            _section("Known anomalies", _table("known-anomalies", KNOWN_HEADERS, known) + note, "section-known")
+        )
     expectations = expectation_rows(results)
-    parts.append(_section("Expectations", _table("expectations", ("expectation", "expected", "observed", "verdict"),
-                                                 expectations, verdict_col=3) if expectations else _empty("No expectations."),
-                          "section-expectations"))
+    parts.append(
+        _section(
+            "Expectations",
+            _table("expectations", ("expectation", "expected", "observed", "verdict"), expectations, verdict_col=3)
+            if expectations
+            else _empty("No expectations."),
+            "section-expectations",
+        )
+    )
     checkers = checker_rows(results)
-    parts.append(_section("Checkers", _table("checkers", ("checker", "valid", "counts"), checkers, verdict_col=1)
-                          if checkers else _empty("No checker results."), "section-checkers"))
+    parts.append(
+        _section(
+            "Checkers",
+            _table("checkers", ("checker", "valid", "counts"), checkers, verdict_col=1)
+            if checkers
+            else _empty("No checker results."),
+            "section-checkers",
+        )
+    )
     explanations = [e for e in results.get("explanations") or [] if isinstance(e, dict)]
     if explanations:
-        rows = [(str(e.get("checker", "")), str(e.get("anomaly", "")), str(e.get("sentence", ""))) for e in explanations]
-        parts.append(_section("Anomalies", _table("anomalies", ("checker", "anomaly", "sentence"), rows), "section-anomalies"))
+        rows = [
+            (str(e.get("checker", "")), str(e.get("anomaly", "")), str(e.get("sentence", ""))) for e in explanations
+        ]
+        parts.append(
+            _section("Anomalies", _table("anomalies", ("checker", "anomaly", "sentence"), rows), "section-anomalies")
+        )
 
     faults = fault_rows(results, history)
     totals = availability_totals(results)
-    times = _table("measured-times", FaultRow.HEADERS, [r.cells() for r in faults], numeric_from=4) if faults \
+    times = (
+        _table("measured-times", FaultRow.HEADERS, [r.cells() for r in faults], numeric_from=4)
+        if faults
         else _empty("No faults were injected.")
+    )
     if totals:
         times += "<p>" + " · ".join(f"{escape(label)}: <b>{escape(value)}</b>" for label, value in totals) + "</p>"
     parts.append(_section("Measured times", times, "section-times"))
@@ -216,28 +270,56 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     breakdown = breakdown_rows(results)
     if breakdown:
         notes = "".join(f"<li>{escape(note)}</li>" for note in breakdown_notes(results))
-        intro = ("<p>Per fault and partition whose leader it took: detection (the fault in force to the broker fenced), "
-                 "election (to the first topology sample with a new leader), propagation (to the first write "
-                 "acknowledged after it), the first writer's own backoff, and the client-visible window.</p>")
-        parts.append(_section("Where the time goes", intro + _table("failover-breakdown", BREAKDOWN_HEADERS, breakdown, numeric_from=3)
-                              + (f"<ul>{notes}</ul>" if notes else ""), "section-breakdown"))
+        intro = (
+            "<p>Per fault and partition whose leader it took: detection (the fault in force to the broker fenced), "
+            "election (to the first topology sample with a new leader), propagation (to the first write "
+            "acknowledged after it), the first writer's own backoff, and the client-visible window.</p>"
+        )
+        parts.append(
+            _section(
+                "Where the time goes",
+                intro
+                + _table("failover-breakdown", BREAKDOWN_HEADERS, breakdown, numeric_from=3)
+                + (f"<ul>{notes}</ul>" if notes else ""),
+                "section-breakdown",
+            )
+        )
     elif breakdown_failed(results):
-        parts.append(_section("Where the time goes", f"<p>{escape(breakdown_failed(results))}</p>", "section-breakdown"))
+        parts.append(
+            _section("Where the time goes", f"<p>{escape(breakdown_failed(results))}</p>", "section-breakdown")
+        )
 
     stalls = stall_rows(results)
     if stalls:
         baseline = stall_baseline(results)
-        note = ("<p>Per fault, each partition's longest stretch between two acknowledgements that overlaps the fault, "
-                "grouped by the faulted broker's role for the partition (led, follower, unreplicated; all for a "
-                "controller or quorum fault)." + (f" Baseline gap between acknowledgements before the first fault: "
-                                                  f"<b>{escape(baseline)}</b>." if baseline else "") + "</p>")
-        parts.append(_section("Write stalls by replica role", note + _table("write-stalls", STALL_HEADERS, stalls, numeric_from=2),
-                              "section-stalls"))
+        note = (
+            "<p>Per fault, each partition's longest stretch between two acknowledgements that overlaps the fault, "
+            "grouped by the faulted broker's role for the partition (led, follower, unreplicated; all for a "
+            "controller or quorum fault)."
+            + (
+                f" Baseline gap between acknowledgements before the first fault: <b>{escape(baseline)}</b>."
+                if baseline
+                else ""
+            )
+            + "</p>"
+        )
+        parts.append(
+            _section(
+                "Write stalls by replica role",
+                note + _table("write-stalls", STALL_HEADERS, stalls, numeric_from=2),
+                "section-stalls",
+            )
+        )
 
     producers = producer_rows(results)
     if producers:
-        parts.append(_section("Producers (sends by outcome)",
-                              _table("producers", ("producer", *PRODUCER_COLUMNS), producers, numeric_from=1), "section-producers"))
+        parts.append(
+            _section(
+                "Producers (sends by outcome)",
+                _table("producers", ("producer", *PRODUCER_COLUMNS), producers, numeric_from=1),
+                "section-producers",
+            )
+        )
 
     if txn_report.has_transactions(history, results):
         parts.append(_section("Transactions", _transactions(results, history), "section-transactions"))
@@ -245,22 +327,29 @@ def render_html(results: dict, history: History, scenario: dict | None = None, m
     figures = []
     anomalies_ns = [e["time_ns"] for e in explanations if isinstance(e.get("time_ns"), int)]
     tl = series.timeline(history)
-    for plot_id, caption, fig in [*plots.all_plots(history, anomalies_ns), *metrics_plots(history, tl, plots.left_margin(history))]:
+    for plot_id, caption, fig in [
+        *plots.all_plots(history, anomalies_ns),
+        *metrics_plots(history, tl, plots.left_margin(history)),
+    ]:
         figures.append(_figure_html(plot_id, caption, plots.svg_data_uri(fig)))
     parts.append(_section("Over time", "".join(figures), "section-plots"))
 
-    run_info = _json_details("Manifest (Kafka version, nodes, configs)", manifest, "manifest", facts=True) \
-        + _json_details("Scenario as run", scenario, "scenario")
+    run_info = _json_details(
+        "Manifest (Kafka version, nodes, configs)", manifest, "manifest", facts=True
+    ) + _json_details("Scenario as run", scenario, "scenario")
     if run_info:
         parts.append(_section("Run", run_info, "section-run"))
 
     title = f"{name} — {started} — {word}"
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
 
 
-def write_report(run_dir: Path, results: dict, history: History, scenario: dict | None = None,
-                 manifest: dict | None = None) -> Path:
+def write_report(
+    run_dir: Path, results: dict, history: History, scenario: dict | None = None, manifest: dict | None = None
+) -> Path:
     """Write ``run_dir/report.html`` (replacing it atomically) and return its path."""
     run_dir = Path(run_dir)
     path = run_dir / REPORT_NAME

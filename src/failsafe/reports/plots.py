@@ -60,8 +60,8 @@ def _figure(title: str, left: float, rows: int = 0) -> tuple[Figure, Axes]:
 
 
 def left_margin(history: History) -> float:
-    """The left margin every plot shares: wide enough for the longest partition name on the leader plot, and writer name on
-    the transactions plot."""
+    """The left margin every plot shares: wide enough for the longest partition name on the leader plot, and writer name
+    on the transactions plot."""
     writers = history.txns["process"].drop_nulls().unique().to_list()
     longest = max((len(label) for label in [*series.partitions(history), *writers]), default=0)
     return min(max(MARGINS["left"], 0.02 + longest * TICK_CHAR_IN / WIDTH_IN), 0.3)
@@ -102,11 +102,24 @@ def _time_axis(ax: Axes, tl: Timeline, history: History) -> list[Patch]:
         else:
             groups.append((t_s, [name]))
     for t_s, names in groups:
-        ax.text(t_s, 0.02, " " + ", ".join(names), transform=label_axes, rotation=90, fontsize=7, color="#444444", ha="left", va="bottom")
+        ax.text(
+            t_s,
+            0.02,
+            " " + ", ".join(names),
+            transform=label_axes,
+            rotation=90,
+            fontsize=7,
+            color="#444444",
+            ha="left",
+            va="bottom",
+        )
     windows = series.fault_windows(history, tl)
     # Two rows of fault labels: above the axes, then just inside the top; crowded faults keep only
     # their id, then nothing, rather than print over each other.
-    rows = [(1.01, "bottom", None), (0.985, "top", {"facecolor": "white", "edgecolor": "none", "alpha": 0.75, "pad": 0.5})]
+    rows = [
+        (1.01, "bottom", None),
+        (0.985, "top", {"facecolor": "white", "edgecolor": "none", "alpha": 0.75, "pad": 0.5}),
+    ]
     free_from = [float("-inf")] * len(rows)
     for w in windows:
         ax.axvspan(w.start_s, w.end_s, color=FAULT_COLOUR, alpha=0.14, linewidth=0, zorder=0)
@@ -117,7 +130,17 @@ def _time_axis(ax: Axes, tl: Timeline, history: History) -> list[Patch]:
         for label in (w.label + (" (not undone)" if w.open else ""), w.label.split(" ")[0]):
             for row, (y, va, box) in enumerate(rows):
                 if not placed and w.start_s >= free_from[row]:
-                    ax.text(w.start_s, y, label, transform=label_axes, fontsize=7, color=FAULT_COLOUR, ha="left", va=va, bbox=box)
+                    ax.text(
+                        w.start_s,
+                        y,
+                        label,
+                        transform=label_axes,
+                        fontsize=7,
+                        color=FAULT_COLOUR,
+                        ha="left",
+                        va=va,
+                        bbox=box,
+                    )
                     free_from[row] = w.start_s + (len(label) + 1) * LABEL_CHAR_FRACTION * tl.end_s
                     placed = True
     return [Patch(facecolor=FAULT_COLOUR, alpha=0.14, label="fault window")] if windows else []
@@ -140,7 +163,9 @@ def _legend(ax: Axes, extra: Sequence[Patch | Line2D] | None = None) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
-def sends_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()) -> Figure:
+def sends_plot(
+    history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()
+) -> Figure:
     fig, ax = _figure("Sends per second, by outcome", left)
     rates = series.send_rates(history, tl) if tl is not None else None
     faults = _axis_or_no_data(ax, history, tl, rates)
@@ -166,7 +191,11 @@ def latency_plot(history: History, tl: Timeline | None, left: float = MARGINS["l
     if faults is None:
         return fig
     t = lat["t_s"].to_numpy()
-    for column, colour, label in (("max_ms", "#bbbbbb", "max"), ("p99_ms", "#ff7f0e", "p99"), ("p50_ms", "#1f77b4", "p50")):
+    for column, colour, label in (
+        ("max_ms", "#bbbbbb", "max"),
+        ("p99_ms", "#ff7f0e", "p99"),
+        ("p50_ms", "#1f77b4", "p50"),
+    ):
         ax.plot(t, lat[column].to_numpy(), color=colour, linewidth=1.2, marker="o", markersize=2, label=label)
     low, high = lat.select(pl.col("p50_ms").min(), pl.col("max_ms").max()).row(0)
     # A failover turns milliseconds into seconds: a log scale keeps both readable.
@@ -190,7 +219,9 @@ def _partition_axis(ax: Axes, rows: dict[str, int]) -> None:
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first partition on top
 
 
-def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()) -> Figure:
+def leader_plot(
+    history: History, tl: Timeline | None, left: float = MARGINS["left"], anomalies_ns: Sequence[int] = ()
+) -> Figure:
     rows = _partition_rows(history)
     fig, ax = _figure("Leader of each partition (broker id; black = no leader)", left, rows=len(rows))
     runs = series.leader_runs(history, tl) if tl is not None else None
@@ -202,7 +233,9 @@ def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["le
     # Colour by id, not by rank, so broker 2 has the same colour in every report.
     colours = {b: BROKER_COLOURS[b % len(BROKER_COLOURS)] for b in brokers}
     colours[-1] = NO_LEADER_COLOUR
-    frame = runs.with_columns(y=pl.col("label").replace_strict(rows, return_dtype=pl.Int64), width=pl.col("end_s") - pl.col("start_s"))
+    frame = runs.with_columns(
+        y=pl.col("label").replace_strict(rows, return_dtype=pl.Int64), width=pl.col("end_s") - pl.col("start_s")
+    )
     # A run seen in one sample only still gets a visible sliver.
     min_width = tl.end_s / 800 if tl.end_s > 0 else 1e-3
     frame = frame.with_columns(pl.max_horizontal("width", pl.lit(min_width)).alias("width"))
@@ -210,11 +243,26 @@ def leader_plot(history: History, tl: Timeline | None, left: float = MARGINS["le
         part = frame.filter(pl.col("value") == leader)
         if part.is_empty():
             continue
-        ax.barh(part["y"].to_numpy(), part["width"].to_numpy(), left=part["start_s"].to_numpy(), height=0.7,
-                color=colours[leader], label="no leader" if leader < 0 else f"broker {leader}", linewidth=0)
+        ax.barh(
+            part["y"].to_numpy(),
+            part["width"].to_numpy(),
+            left=part["start_s"].to_numpy(),
+            height=0.7,
+            color=colours[leader],
+            label="no leader" if leader < 0 else f"broker {leader}",
+            linewidth=0,
+        )
     wide = frame.filter(pl.col("width") > tl.end_s * 0.04).head(MAX_SEGMENT_LABELS)
     for y, start, width, leader in wide.select("y", "start_s", "width", "value").iter_rows():
-        ax.text(start + width / 2, y, "none" if leader < 0 else str(leader), ha="center", va="center", fontsize=7, color="white")
+        ax.text(
+            start + width / 2,
+            y,
+            "none" if leader < 0 else str(leader),
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white",
+        )
     _legend(ax, faults + _anomaly_marks(ax, tl, anomalies_ns))
     return fig
 
@@ -236,8 +284,15 @@ def isr_plot(history: History, tl: Timeline | None, left: float = MARGINS["left"
         x = [*part["start_s"].to_list(), part["end_s"][-1]]
         y = [*part["value"].to_list(), part["value"][-1]]
         shift = (i - (len(labels) - 1) / 2) * offset / max(len(labels) - 1, 1)
-        ax.step(x, [v + shift for v in y], where="post", linewidth=0.8 if many else 1.3,
-                color="#999999" if many else None, alpha=0.6 if many else 1.0, label=None if many else label)
+        ax.step(
+            x,
+            [v + shift for v in y],
+            where="post",
+            linewidth=0.8 if many else 1.3,
+            color="#999999" if many else None,
+            alpha=0.6 if many else 1.0,
+            label=None if many else label,
+        )
     if many:
         low = runs.select(pl.col("value").min()).item()
         ax.plot([], [], color="#999999", label=f"{len(labels)} partitions")
@@ -258,7 +313,8 @@ def svg_data_uri(fig: Figure) -> str:
 
 
 def all_plots(history: History, anomalies_ns: Sequence[int] = ()) -> list[tuple[str, str, Figure]]:
-    """(id, caption, figure) of every plot of the report, in page order; anomalies_ns are marked on the sends and leader plots."""
+    """(id, caption, figure) of every plot of the report, in page order; anomalies_ns are marked on the sends and leader
+    plots."""
     tl = series.timeline(history)
     left = left_margin(history)
     return [

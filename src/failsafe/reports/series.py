@@ -20,9 +20,20 @@ NS_PER_S = 1_000_000_000
 # Bins small enough to show a failover of a few seconds, few enough (at most MAX_BINS) to plot fast.
 BIN_CHOICES_NS = (100_000_000, 1_000_000_000, 10_000_000_000, 60_000_000_000)
 MAX_BINS = 1500
-_TIME_COLUMNS = (("sends", "invoke_ns"), ("sends", "complete_ns"), ("reads", "time_ns"), ("faults", "start_ns"),
-                 ("faults", "stop_ns"), ("topology", "time_ns"), ("topology_errors", "time_ns"), ("phases", "time_ns"),
-                 ("membership", "time_ns"), ("client_events", "time_ns"), ("txns", "invoke_ns"), ("txns", "complete_ns"))
+_TIME_COLUMNS = (
+    ("sends", "invoke_ns"),
+    ("sends", "complete_ns"),
+    ("reads", "time_ns"),
+    ("faults", "start_ns"),
+    ("faults", "stop_ns"),
+    ("topology", "time_ns"),
+    ("topology_errors", "time_ns"),
+    ("phases", "time_ns"),
+    ("membership", "time_ns"),
+    ("client_events", "time_ns"),
+    ("txns", "invoke_ns"),
+    ("txns", "complete_ns"),
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,9 @@ def send_rates(history: History, tl: Timeline) -> pl.DataFrame:
     """
     sends = history.sends
     if sends.is_empty():
-        return pl.DataFrame(schema={"t_s": pl.Float64, "acknowledged": pl.Float64, "failed": pl.Float64, "unknown": pl.Float64})
+        return pl.DataFrame(
+            schema={"t_s": pl.Float64, "acknowledged": pl.Float64, "failed": pl.Float64, "unknown": pl.Float64}
+        )
     outcome = pl.col("outcome")
     binned = (
         sends.lazy()
@@ -95,7 +108,8 @@ def send_rates(history: History, tl: Timeline) -> pl.DataFrame:
         .agg(pl.col("acknowledged", "failed", "unknown").sum())
     )
     return (
-        _every_bin(tl).join(binned, on="bin", how="left")
+        _every_bin(tl)
+        .join(binned, on="bin", how="left")
         .select(
             t_s=pl.col("bin") * tl.bin_s,
             **{c: pl.col(c).fill_null(0).cast(pl.Float64) / tl.bin_s for c in ("acknowledged", "failed", "unknown")},
@@ -116,8 +130,12 @@ def latency(history: History, tl: Timeline) -> pl.DataFrame:
     if reads.is_empty() or sends.is_empty():
         return pl.DataFrame(schema=schema)
     # Bins without a read stay in, as nulls, so the plotted line breaks where consumption stopped.
-    sent = sends.lazy().filter(pl.col("value").is_not_null() & pl.col("invoke_ns").is_not_null()) \
-        .group_by("value").agg(pl.col("invoke_ns").min())
+    sent = (
+        sends.lazy()
+        .filter(pl.col("value").is_not_null() & pl.col("invoke_ns").is_not_null())
+        .group_by("value")
+        .agg(pl.col("invoke_ns").min())
+    )
     binned = (
         reads.lazy()
         .filter(pl.col("value").is_not_null())
@@ -125,15 +143,26 @@ def latency(history: History, tl: Timeline) -> pl.DataFrame:
         .join(sent, on="value", how="inner")
         .select(bin=(pl.col("time_ns") - tl.t0_ns) // tl.bin_ns, ms=(pl.col("time_ns") - pl.col("invoke_ns")) / 1e6)
         .group_by("bin")
-        .agg(p50_ms=pl.col("ms").quantile(0.5, interpolation="nearest"),
-             p99_ms=pl.col("ms").quantile(0.99, interpolation="nearest"), max_ms=pl.col("ms").max(), reads=pl.len())
+        .agg(
+            p50_ms=pl.col("ms").quantile(0.5, interpolation="nearest"),
+            p99_ms=pl.col("ms").quantile(0.99, interpolation="nearest"),
+            max_ms=pl.col("ms").max(),
+            reads=pl.len(),
+        )
         .collect()
     )
     if binned.is_empty():
         return pl.DataFrame(schema=schema)
     return (
-        _every_bin(tl).join(binned.lazy(), on="bin", how="left")
-        .select((pl.col("bin") * tl.bin_s + tl.bin_s / 2).alias("t_s"), "p50_ms", "p99_ms", "max_ms", pl.col("reads").fill_null(0))
+        _every_bin(tl)
+        .join(binned.lazy(), on="bin", how="left")
+        .select(
+            (pl.col("bin") * tl.bin_s + tl.bin_s / 2).alias("t_s"),
+            "p50_ms",
+            "p99_ms",
+            "max_ms",
+            pl.col("reads").fill_null(0),
+        )
         .sort("t_s")
         .collect()
         .cast(schema)
@@ -149,7 +178,13 @@ def partitions(history: History) -> list[str]:
     topo = history.topology
     if topo.is_empty():
         return []
-    return topo.select("topic", "partition").unique().sort("topic", "partition").select(_partition_label())["label"].to_list()
+    return (
+        topo.select("topic", "partition")
+        .unique()
+        .sort("topic", "partition")
+        .select(_partition_label())["label"]
+        .to_list()
+    )
 
 
 def _runs(history: History, tl: Timeline, value: pl.Expr) -> pl.DataFrame:
@@ -166,12 +201,19 @@ def _runs(history: History, tl: Timeline, value: pl.Expr) -> pl.DataFrame:
         topo.lazy()
         .select(*by, "time_ns", value=value.cast(pl.Int64))
         .sort(*by, "time_ns")
-        .with_columns(last_ns=pl.col("time_ns").max().over(by), prev=pl.col("value").shift(1).over(by),
-                      first=pl.col("time_ns") == pl.col("time_ns").min().over(by))
+        .with_columns(
+            last_ns=pl.col("time_ns").max().over(by),
+            prev=pl.col("value").shift(1).over(by),
+            first=pl.col("time_ns") == pl.col("time_ns").min().over(by),
+        )
         .filter(pl.col("first") | (pl.col("value") != pl.col("prev")))
         .with_columns(next_ns=pl.col("time_ns").shift(-1).over(by))
-        .select(_partition_label(), "value", start_s=_seconds("time_ns", tl),
-                end_s=(pl.coalesce("next_ns", "last_ns") - tl.t0_ns) / NS_PER_S)
+        .select(
+            _partition_label(),
+            "value",
+            start_s=_seconds("time_ns", tl),
+            end_s=(pl.coalesce("next_ns", "last_ns") - tl.t0_ns) / NS_PER_S,
+        )
         .collect()
     )
 
@@ -208,8 +250,14 @@ def fault_windows(history: History, tl: Timeline) -> list[Window]:
         drawn = row.get("label") or ",".join(str(n) for n in nodes)
         label = f"#{row.get('fault_id')} {row.get('fault') or 'fault'} {drawn}".strip()
         stop = row.get("stop_ns")
-        windows.append(Window((row["start_ns"] - tl.t0_ns) / NS_PER_S,
-                              ((stop if stop is not None else tl.end_ns) - tl.t0_ns) / NS_PER_S, label, stop is None))
+        windows.append(
+            Window(
+                (row["start_ns"] - tl.t0_ns) / NS_PER_S,
+                ((stop if stop is not None else tl.end_ns) - tl.t0_ns) / NS_PER_S,
+                label,
+                stop is None,
+            )
+        )
     return windows
 
 
@@ -217,5 +265,8 @@ def phase_marks(history: History, tl: Timeline) -> list[tuple[float, str]]:
     phases = history.phases
     if phases.is_empty():
         return []
-    return [((t - tl.t0_ns) / NS_PER_S, str(name)) for name, t in phases.sort("time_ns").select("phase", "time_ns").iter_rows()
-            if t is not None]
+    return [
+        ((t - tl.t0_ns) / NS_PER_S, str(name))
+        for name, t in phases.sort("time_ns").select("phase", "time_ns").iter_rows()
+        if t is not None
+    ]

@@ -33,8 +33,16 @@ if TYPE_CHECKING:
     from failsafe.history.model import History
 
 # FaultRow.HEADERS folded to fit 100 columns.
-TERMINAL_FAULT_HEADERS = ("#", "fault", "nodes", "partitions affected", "max\nunavailable\nms", "new\nleader\nms", "rebalances\nduring",
-                          "rebalance\npause ms")
+TERMINAL_FAULT_HEADERS = (
+    "#",
+    "fault",
+    "nodes",
+    "partitions affected",
+    "max\nunavailable\nms",
+    "new\nleader\nms",
+    "rebalances\nduring",
+    "rebalance\npause ms",
+)
 VERDICT_STYLE = {"VALID": "bold green", "KNOWN": "bold magenta", "INVALID": "bold red", "UNKNOWN": "bold yellow"}
 
 
@@ -42,13 +50,22 @@ def _verdict_text(word: str) -> Text:
     return Text(word, style=VERDICT_STYLE.get(word, ""))
 
 
-def _table(title: str, *headers: str, numeric_from: int | None = None, min_widths: dict[int, int] | None = None) -> Table:
+def _table(
+    title: str, *headers: str, numeric_from: int | None = None, min_widths: dict[int, int] | None = None
+) -> Table:
     """A table; text columns fold when the terminal is narrow, numeric ones (from ``numeric_from``) never do."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=False, pad_edge=False, padding=(0, 1, 0, 0)
+    )
     for i, header in enumerate(headers):
         numeric = numeric_from is not None and i >= numeric_from
-        table.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric,
-                         min_width=(min_widths or {}).get(i))
+        table.add_column(
+            header,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=numeric,
+            min_width=(min_widths or {}).get(i),
+        )
     return table
 
 
@@ -56,19 +73,27 @@ MAX_ANOMALY_SENTENCES = 10
 
 
 def _print_anomalies(console: Console, results: dict, run_dir: object | None) -> None:
-    """One sentence per explained anomaly (results["explanations"], checkers/explain.py), the first few only."""
+    """One sentence per explained anomaly (results["explanations"], checkers/explain/sentences.py), the first few
+    only."""
     explanations = results.get("explanations") or []
     if not explanations:
         return
     console.print(Text("Anomalies", style="italic"))
     for e in explanations[:MAX_ANOMALY_SENTENCES]:
-        console.print(Text.assemble(("  " + f"{e.get('checker', '?')} {e.get('anomaly', '')}".strip() + ": ", "bold"), str(e.get("sentence", ""))))
+        console.print(
+            Text.assemble(
+                ("  " + f"{e.get('checker', '?')} {e.get('anomaly', '')}".strip() + ": ", "bold"),
+                str(e.get("sentence", "")),
+            )
+        )
     more = len(explanations) - MAX_ANOMALY_SENTENCES
     if more > 0:
         console.print(f"  ... and {more} more: failsafe explain {run_dir or 'RUN_DIR'}", style="dim")
 
 
-def render_summary(console: Console, results: dict, history: History | None = None, run_dir: object | None = None) -> None:
+def render_summary(
+    console: Console, results: dict, history: History | None = None, run_dir: object | None = None
+) -> None:
     """Print the summary of one run's results (and the fault windows of its history, when given)."""
     word = run_verdict(results)
     line = Text.assemble(_verdict_text(word), "  ", (str(results.get("scenario") or "scenario"), "bold"))

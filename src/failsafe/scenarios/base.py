@@ -26,10 +26,11 @@ from failsafe.faults import FAULT_TYPES, FaultContext, FaultError, FaultSpec, al
 from failsafe.faults.base import typed_fields
 
 COMPARATORS = ("==", "!=", "<", "<=", ">", ">=", "all", "any", "none", "contains")
-# A scenario's name is a directory of every run of it (runs/NAME/...), a worker's name its process and its log file's: one
-# path component of letters, digits, '.', '_' and '-', not '.' or '..' (no run directory lands outside DIR/runs).
+# A scenario's name is a directory of every run of it (runs/NAME/...), a worker's name its process and its log file's:
+# one path component of letters, digits, '.', '_' and '-', not '.' or '..' (no run directory lands outside DIR/runs).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
-# Kafka's own rule for a topic name (Topic.validate): at most 249 of these characters, not '.' or '..'; and not an internal topic.
+# Kafka's own rule for a topic name (Topic.validate): at most 249 of these characters, not '.' or '..'; and not an
+# internal topic.
 TOPIC_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,249}")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
 # More workers of one producer or consumer than one machine runs: refused, not a run that cannot start.
@@ -61,8 +62,9 @@ class ClusterNeeds:
     # Server properties the cluster needs (failsafe up --override): a cluster the run starts gets them,
     # a running cluster without them does not fit.
     overrides: dict[str, str] = field(default_factory=dict)
-    # The profile (cluster/profiles.py) the cluster must have been made with: a cluster the run starts gets it, a running
-    # cluster with another does not fit. Empty: any cluster's, and its topic and client settings apply to the run.
+    # The profile (cluster/profiles.py) the cluster must have been made with: a cluster the run starts gets it, a
+    # running cluster with another does not fit. Empty: any cluster's, and its topic and client settings apply to the
+    # run.
     profile: str = ""
 
 
@@ -72,7 +74,8 @@ class TopicSpec:
     partitions: int
     replication_factor: int
     configs: dict[str, str] = field(default_factory=dict)
-    # Replicas placed by hand, one list of broker ids per partition (e.g. a layout blind to racks); None: Kafka places them.
+    # Replicas placed by hand, one list of broker ids per partition (e.g. a layout blind to racks); None: Kafka places
+    # them.
     replica_assignment: tuple[tuple[int, ...], ...] | None = None
 
 
@@ -145,8 +148,8 @@ class Scenario:
         return {}
 
     def declared_clients(self) -> list[dict[str, Any]]:
-        """The clients the scenario declares (history.ops.declared_client), recorded in the history's ``declare`` op when
-        the run is set up: what checkers/clients.py accounts for and whom evidence.lossy_writers may let lose."""
+        """The clients the scenario declares (history.ops.declared_client), recorded in the history's ``declare`` op
+        when the run is set up: what checkers/clients.py accounts for and whom evidence.lossy_writers may let lose."""
         return []
 
 
@@ -163,7 +166,13 @@ def fail(where: str, message: str) -> ScenarioError:
     return ScenarioError(f"scenario {where}: {message}")
 
 
-def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), converters: Mapping[str, Callable] | None = None) -> Any:
+def take(
+    data: object,
+    where: str,
+    cls: type,
+    required: tuple[str, ...] = (),
+    converters: Mapping[str, Callable] | None = None,
+) -> Any:
     """Build ``cls`` from ``data``, naming an unknown or missing field and a value of the wrong type."""
     if not isinstance(data, dict):
         raise fail(where, f"expected a table, got {data!r}")
@@ -186,12 +195,13 @@ def take(data: object, where: str, cls: type, required: tuple[str, ...] = (), co
 def topic_names(value: object) -> tuple[str, ...]:
     """A list of topic names (a string alone would read as its characters)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("expected a list of topic names, e.g. [\"txn-a\", \"txn-b\"]")
+        raise TypeError('expected a list of topic names, e.g. ["txn-a", "txn-b"]')
     return tuple(topic_name(v) for v in value)
 
 
 def positive(value: object) -> float:
-    """A number of seconds, a rate, a probability: a finite number, not negative (a string of digits is not a number)."""
+    """A number of seconds, a rate, a probability: a finite number, not negative (a string of digits is not a
+    number)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError("expected a number")
     number = float(value)
@@ -246,8 +256,10 @@ def scenario_name(data: object) -> str:
     if not isinstance(name, str) or not name:
         raise ScenarioError("scenario: missing field 'name'")
     if not NAME_PATTERN.fullmatch(name):
-        raise ScenarioError(f"scenario.name: {name[:80]!r} must be 1-200 letters, digits, '.', '_' or '-', not starting with '.' or '-' "
-                            "(it names the directory of its runs)")
+        raise ScenarioError(
+            f"scenario.name: {name[:80]!r} must be 1-200 letters, digits, '.', '_' or '-', not starting with '.' or "
+            "'-' (it names the directory of its runs)"
+        )
     return name
 
 
@@ -258,22 +270,40 @@ def refuse_unknown(data: dict, where: str, top: set[str]) -> None:
 
 
 def parse_cluster(data: dict, where: str) -> ClusterNeeds:
-    cluster = take(data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict, "features": str_dict})
+    cluster = take(
+        data.get("cluster", {}), f"{where}.cluster", ClusterNeeds, (), {"overrides": str_dict, "features": str_dict}
+    )
     if cluster.brokers < 1 or cluster.controllers < 1:
         raise fail(f"{where}.cluster", "needs at least one broker and one controller")
     if cluster.brokers > MAX_ADDRESSED_BROKERS:
-        raise fail(f"{where}.cluster.brokers", f"{cluster.brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of failsafe's has")
+        raise fail(
+            f"{where}.cluster.brokers",
+            f"{cluster.brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of failsafe's has",
+        )
     if cluster.controllers > MAX_ADDRESSED_CONTROLLERS:
-        raise fail(f"{where}.cluster.controllers", f"{cluster.controllers} is more than the {MAX_ADDRESSED_CONTROLLERS} controllers a cluster "
-                                                   "of failsafe's has")
+        raise fail(
+            f"{where}.cluster.controllers",
+            f"{cluster.controllers} is more than the {MAX_ADDRESSED_CONTROLLERS} controllers a cluster "
+            "of failsafe's has",
+        )
     if cluster.racks > cluster.brokers:
-        raise fail(f"{where}.cluster.racks", f"{cluster.racks} must be between 1 and the {cluster.brokers} brokers, or 0 for none")
+        raise fail(
+            f"{where}.cluster.racks",
+            f"{cluster.racks} must be between 1 and the {cluster.brokers} brokers, or 0 for none",
+        )
     if cluster.mode not in ("", *CLUSTER_MODES):
-        raise fail(f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)")
+        raise fail(
+            f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)"
+        )
     if cluster.mode == ZOOKEEPER_MODE and cluster.combined:
-        raise fail(f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes")
+        raise fail(
+            f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes"
+        )
     if cluster.profile and cluster.profile not in profile_names():
-        raise fail(f"{where}.cluster.profile", f"{cluster.profile!r} is not one of {', '.join(profile_names())} (failsafe profiles)")
+        raise fail(
+            f"{where}.cluster.profile",
+            f"{cluster.profile!r} is not one of {', '.join(profile_names())} (failsafe profiles)",
+        )
     return cluster
 
 
@@ -281,10 +311,23 @@ def parse_phases(data: dict, where: str, cls: type[Phases] = Phases) -> Phases:
     return take(data.get("phases", {}), f"{where}.phases", cls, (), {f.name: positive for f in dataclasses.fields(cls)})
 
 
-def fault_context(where: str, cluster: ClusterNeeds, topics: Mapping[str, int], clients: Mapping[str, tuple[str, ...]] | None = None,
-                  hints: Mapping[str, str] | None = None) -> FaultContext:
-    return FaultContext(where=where, topics=dict(topics), brokers=cluster.brokers, combined=cluster.combined, mode=cluster.mode,
-                        volatile_disks=cluster.volatile_disks, clients=dict(clients or {}), hints=dict(hints or {}))
+def fault_context(
+    where: str,
+    cluster: ClusterNeeds,
+    topics: Mapping[str, int],
+    clients: Mapping[str, tuple[str, ...]] | None = None,
+    hints: Mapping[str, str] | None = None,
+) -> FaultContext:
+    return FaultContext(
+        where=where,
+        topics=dict(topics),
+        brokers=cluster.brokers,
+        combined=cluster.combined,
+        mode=cluster.mode,
+        volatile_disks=cluster.volatile_disks,
+        clients=dict(clients or {}),
+        hints=dict(hints or {}),
+    )
 
 
 def parse_faults(data: dict, where: str, kind: KindInfo, ctx: FaultContext, phases: Phases) -> tuple[FaultSpec, ...]:
@@ -332,7 +375,10 @@ def parse_actions(data: dict, where: str, kind: KindInfo) -> tuple[ActionSpec, .
         a = take(table, f"{where}.actions[{i}]", ActionSpec, ("action",), {"at_s": positive})
         if a.action not in kind.actions:
             takes = ", ".join(kind.actions) or "none"
-            raise fail(f"{where}.actions[{i}].action", f"{a.action!r} is not an action {kind.name} scenarios take (they take: {takes})")
+            raise fail(
+                f"{where}.actions[{i}].action",
+                f"{a.action!r} is not an action {kind.name} scenarios take (they take: {takes})",
+            )
         if a.phase not in ACTION_PHASES:
             raise fail(f"{where}.actions[{i}].phase", f"{a.phase!r} must be chaos or recover")
         out.append(a)
@@ -347,7 +393,9 @@ def validate_actions(scenario: Scenario, kind: KindInfo) -> None:
             raise fail(f"{scenario.name}.actions[{i}]", why)
 
 
-def parse_checks(data: dict, where: str, kind: KindInfo) -> tuple[dict[str, dict], tuple[Expectation, ...], tuple[KnownAnomaly, ...]]:
+def parse_checks(
+    data: dict, where: str, kind: KindInfo
+) -> tuple[dict[str, dict], tuple[Expectation, ...], tuple[KnownAnomaly, ...]]:
     """[checkers.X] options, [[expect]] and [[known]], each checked against what the kind's checkers take and report."""
     checkers = data.get("checkers", {})
     if not isinstance(checkers, dict):
@@ -355,30 +403,55 @@ def parse_checks(data: dict, where: str, kind: KindInfo) -> tuple[dict[str, dict
     for name, options in checkers.items():
         at = f"{where}.checkers.{name}"
         if name not in kind.checkers:
-            raise fail(at, f"{name!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})")
+            raise fail(
+                at,
+                f"{name!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})",
+            )
         if not isinstance(options, dict):
             raise fail(at, "expected a table of options")
         if "allow_loss" in options:
-            raise fail(f"{at}.allow_loss", "there is no checker-wide allowance of loss: set may_lose = true on the producers that "
-                                           "promise no durability (acks 0 or 1); an acks=all producer's loss is always a violation")
+            raise fail(
+                f"{at}.allow_loss",
+                "there is no checker-wide allowance of loss: set may_lose = true on the producers that "
+                "promise no durability (acks 0 or 1); an acks=all producer's loss is always a violation",
+            )
         if "lossy_writers" in options:
-            raise fail(f"{at}.lossy_writers", "is derived from the producers: set may_lose = true on the producers that may lose")
-        for excuse in ("allow", "allow_duplicates", "groups", "idempotent_producers", "delivery_count_limit", "lock_duration_ms",
-                       "lock_slack_ms", "from_first_delivered"):
+            raise fail(
+                f"{at}.lossy_writers",
+                "is derived from the producers: set may_lose = true on the producers that may lose",
+            )
+        for excuse in (
+            "allow",
+            "allow_duplicates",
+            "groups",
+            "idempotent_producers",
+            "delivery_count_limit",
+            "lock_duration_ms",
+            "lock_slack_ms",
+            "from_first_delivered",
+        ):
             if excuse in options and not (name == "enriched" and excuse == "allow_duplicates"):
-                raise fail(f"{at}.{excuse}", "no checker option can excuse a violation or choose what is judged: a behaviour the scenario "
-                                             "expects is a cited [[known]] entry (never a loss), and what the clients and groups ran with is "
-                                             "read from the history")
+                raise fail(
+                    f"{at}.{excuse}",
+                    "no checker option can excuse a violation or choose what is judged: a behaviour the scenario "
+                    "expects is a cited [[known]] entry (never a loss), and what the clients and groups ran with is "
+                    "read from the history",
+                )
         try:
             check_options(name, options)
         except CheckerOptionError as e:
             raise fail(at, str(e)) from e
-    expect = tuple(take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op")) for i, e in enumerate(tables(data, "expect", where)))
+    expect = tuple(
+        take(e, f"{where}.expect[{i}]", Expectation, ("name", "check", "op"))
+        for i, e in enumerate(tables(data, "expect", where))
+    )
     for i, e in enumerate(expect):
         if e.op not in COMPARATORS:
             raise fail(f"{where}.expect[{i}].op", f"{e.op!r} is not one of {' '.join(COMPARATORS)}")
-    known = tuple(take(k, f"{where}.known[{i}]", KnownAnomaly, ("anomaly", "client", "reference"), {"when": str_dict})
-                  for i, k in enumerate(tables(data, "known", where)))
+    known = tuple(
+        take(k, f"{where}.known[{i}]", KnownAnomaly, ("anomaly", "client", "reference"), {"when": str_dict})
+        for i, k in enumerate(tables(data, "known", where))
+    )
     for i, k in enumerate(known):
         _validate_known(k, f"{where}.known[{i}]", kind)
     return dict(checkers), expect, known
@@ -389,17 +462,28 @@ def _validate_known(k: KnownAnomaly, at: str, kind: KindInfo) -> None:
     if not checker or not violation:
         raise fail(f"{at}.anomaly", f"{k.anomaly!r} must be CHECKER.VIOLATION, e.g. delivery.duplicate-acknowledged")
     if k.anomaly in LOSS_VIOLATIONS:
-        raise fail(f"{at}.anomaly", f"{k.anomaly!r}: a lost acknowledged write (or a partition that never came back) is never a "
-                                    "known anomaly")
+        raise fail(
+            f"{at}.anomaly",
+            f"{k.anomaly!r}: a lost acknowledged write (or a partition that never came back) is never a known anomaly",
+        )
     if checker not in kind.checkers:
-        raise fail(f"{at}.anomaly", f"{checker!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})")
+        raise fail(
+            f"{at}.anomaly",
+            f"{checker!r} is not a checker of {kind.name} scenarios (they are checked by {', '.join(kind.checkers)})",
+        )
     declared = CHECKERS[checker].violations
     if violation not in declared:
-        raise fail(f"{at}.anomaly", f"the {checker} checker reports no violation {violation!r}: it reports {', '.join(declared)}")
+        raise fail(
+            f"{at}.anomaly",
+            f"the {checker} checker reports no violation {violation!r}: it reports {', '.join(declared)}",
+        )
     if k.client not in CLIENT_LIBRARIES:
         raise fail(f"{at}.client", f"{k.client!r} is not one of {', '.join(CLIENT_LIBRARIES)}")
     if not k.when:
-        raise fail(f"{at}.when", "a known anomaly needs its condition: the client settings under which it is known, "
-                                 "e.g. when = { \"enable.idempotence\" = \"true\" }")
+        raise fail(
+            f"{at}.when",
+            "a known anomaly needs its condition: the client settings under which it is known, "
+            'e.g. when = { "enable.idempotence" = "true" }',
+        )
     if not k.reference.strip():
         raise fail(f"{at}.reference", "a known anomaly needs the upstream reference that explains it")

@@ -31,12 +31,16 @@ from failsafe.scenarios.base import KnownAnomaly, Scenario
 ASSIGNMENT = "assignment"
 
 
-def clients_on_side(history: History, side: Side, only: Collection[str] | None = None) -> dict[str, tuple[str | None, dict[str, str]]]:
+def clients_on_side(
+    history: History, side: Side, only: Collection[str] | None = None
+) -> dict[str, tuple[str | None, dict[str, str]]]:
     """process -> (client library, settings) of every client on ``side`` (of those in ``only`` when given), as its
     client-config op recorded them, with a reader's ``assignment``; a client that recorded none is (None, {}): nothing
     is known of it, so no condition holds for it."""
     writers = set(history.sends["process"].drop_nulls().to_list())
-    readers = set(history.reads["process"].drop_nulls().to_list()) | set(history.membership["process"].drop_nulls().to_list())
+    readers = set(history.reads["process"].drop_nulls().to_list()) | set(
+        history.membership["process"].drop_nulls().to_list()
+    )
     wanted = writers if side == Side.PRODUCERS else readers if side == Side.CONSUMERS else writers | readers
     if only is not None:
         wanted &= set(only)
@@ -44,7 +48,9 @@ def clients_on_side(history: History, side: Side, only: Collection[str] | None =
     assigns = history.membership.filter((pl.col("f") == Op.ASSIGN) & pl.col("process").is_in(list(wanted)))
     manual = set(assigns.filter(pl.col("group").is_null())["process"].to_list())
     grouped = set(assigns.filter(pl.col("group").is_not_null())["process"].to_list())
-    for row in history.clients.sort("time_ns", maintain_order=True).filter(pl.col("process").is_in(list(wanted))).to_dicts():
+    for row in (
+        history.clients.sort("time_ns", maintain_order=True).filter(pl.col("process").is_in(list(wanted))).to_dicts()
+    ):
         settings = {entry["name"]: str(entry["value"]).lower() for entry in row["config"] or []}
         process = row["process"]
         # A reader that took partitions both ways has no one assignment: no condition on it holds.
@@ -58,8 +64,10 @@ def condition_holds(entry: KnownAnomaly, clients: Mapping[str, tuple[str | None,
     """Every client is of the entry's library and ran with every property of ``when`` set to its value."""
     if not clients or not entry.when:
         return False
-    return all(library == entry.client and all(settings.get(name) == value.lower() for name, value in entry.when.items())
-               for library, settings in clients.values())
+    return all(
+        library == entry.client and all(settings.get(name) == value.lower() for name, value in entry.when.items())
+        for library, settings in clients.values()
+    )
 
 
 def classify(results: dict[str, Any], scenario: Scenario | None, history: History) -> dict[str, Any]:
@@ -69,7 +77,12 @@ def classify(results: dict[str, Any], scenario: Scenario | None, history: Histor
     if verdict is not Verdict.INVALID or scenario is None:
         return results
     checkers: Mapping[str, Mapping] = results.get("checkers") or {}
-    violations = [(name, v) for name, c in checkers.items() if c.get("valid") is False for v in (c.get("violations") or [f"{name}-invalid"])]
+    violations = [
+        (name, v)
+        for name, c in checkers.items()
+        if c.get("valid") is False
+        for v in (c.get("violations") or [f"{name}-invalid"])
+    ]
     failed_expectations = [e.get("name") for e in results.get("expectations") or [] if e.get("valid") is False]
     matched: list[dict[str, Any]] = []
     unexplained: list[str] = [f"expectation {name}" for name in failed_expectations]
@@ -84,8 +97,18 @@ def classify(results: dict[str, Any], scenario: Scenario | None, history: Histor
             unexplained.append(anomaly)
             continue
         count = (checkers[checker].get("counts") or {}).get(violation)
-        matched.append({"anomaly": anomaly, "count": count, "client": entry.client, "when": entry.when, "reference": entry.reference,
-                        "description": entry.description, "side": str(side), "clients": sorted(clients)})
+        matched.append(
+            {
+                "anomaly": anomaly,
+                "count": count,
+                "client": entry.client,
+                "when": entry.when,
+                "reference": entry.reference,
+                "description": entry.description,
+                "side": str(side),
+                "clients": sorted(clients),
+            }
+        )
     if matched:
         results["known"] = matched
     if unexplained:

@@ -36,14 +36,16 @@ def parse_path(path: str) -> list[str | int]:
             if end < 1:
                 raise OverrideError(f"--set {path}: an opening quote without its closing one")
             steps.append(rest[1:end])
-            rest = rest[end + 1:]
+            rest = rest[end + 1 :]
         else:
             match = re.match(r"([A-Za-z0-9_-]+)((?:\[(?:\d+|\*)\])*)", rest)
             if not match or not match.group(1):
-                raise OverrideError(f"--set {path}: cannot read the path at {rest!r}; write NAME, NAME[N], NAME[*] or \"a.quoted.name\"")
+                raise OverrideError(
+                    f'--set {path}: cannot read the path at {rest!r}; write NAME, NAME[N], NAME[*] or "a.quoted.name"'
+                )
             steps.append(match.group(1))
             steps.extend(int(i) if i.isdigit() else "*" for i in re.findall(r"\[(\d+|\*)\]", match.group(2)))
-            rest = rest[match.end():]
+            rest = rest[match.end() :]
         if rest.startswith("."):
             rest = rest[1:]
             if not rest:

@@ -11,8 +11,18 @@ from failsafe.scenarios.base import Scenario, ScenarioError
 from failsafe.scenarios.kinds import ScenarioKind, default_kind, kind_named, parse_table
 from failsafe.scenarios.overrides import MAX_DEPTH, apply_overrides
 
-SEED_LAB = ("pubsub", "queue", "consumer-failover", "broker-failover", "broker-failover-sigterm", "broker-restart",
-            "two-brokers-down", "controller-outage", "acks-matrix", "min-insync-replicas")
+SEED_LAB = (
+    "pubsub",
+    "queue",
+    "consumer-failover",
+    "broker-failover",
+    "broker-failover-sigterm",
+    "broker-restart",
+    "two-brokers-down",
+    "controller-outage",
+    "acks-matrix",
+    "min-insync-replicas",
+)
 
 
 def catalog_names() -> list[str]:
@@ -57,17 +67,20 @@ def _read_toml(text: str, origin: str) -> ScenarioFile:
     except RecursionError as e:
         raise ScenarioError(f"{origin}: its tables or arrays are nested too deep to be a scenario") from e
     if _depth(data) > MAX_DEPTH:
-        raise ScenarioError(f"{origin}: its tables or arrays are nested deeper than {MAX_DEPTH} levels, deeper than any scenario's")
+        raise ScenarioError(
+            f"{origin}: its tables or arrays are nested deeper than {MAX_DEPTH} levels, deeper than any scenario's"
+        )
     by_mode = {m: data.pop(m) for m in MODE_TABLES if m in data}
     for m, table in by_mode.items():
         assignments = table.get("set") if isinstance(table, dict) else None
         if not isinstance(assignments, list) or not all(isinstance(a, str) for a in assignments):
-            raise ScenarioError(f"{origin}: [{m}] must hold set = [\"PATH=VALUE\", ...] (the --set syntax)")
+            raise ScenarioError(f'{origin}: [{m}] must hold set = ["PATH=VALUE", ...] (the --set syntax)')
     return ScenarioFile(origin, data, {m: table["set"] for m, table in by_mode.items()})
 
 
 def _depth(data: object) -> int:
-    """How deep tables and arrays nest in ``data``, counted without recursion (a deep file must not exhaust the stack)."""
+    """How deep tables and arrays nest in ``data``, counted without recursion (a deep file must not exhaust the
+    stack)."""
     deepest, stack = 0, [(data, 1)]
     while stack:
         node, depth = stack.pop()
@@ -82,14 +95,18 @@ def read_scenario(name_or_path: str) -> ScenarioFile:
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)
         if not path.is_file():
-            raise ScenarioError(f"no scenario file at {path}: pass a catalog name ({', '.join(catalog_names())}) or a .toml file")
+            raise ScenarioError(
+                f"no scenario file at {path}: pass a catalog name ({', '.join(catalog_names())}) or a .toml file"
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError(f"{path} cannot be read as a UTF-8 TOML file: {e}") from e
         return _read_toml(text, str(path))
     if name_or_path not in catalog_names():
-        raise ScenarioError(f"no scenario named {name_or_path!r}: choose one of {', '.join(catalog_names())}, or seed-lab")
+        raise ScenarioError(
+            f"no scenario named {name_or_path!r}: choose one of {', '.join(catalog_names())}, or seed-lab"
+        )
     text = (resources.files("failsafe.scenarios") / "catalog" / f"{name_or_path}.toml").read_text()
     return _read_toml(text, f"catalog scenario {name_or_path}")
 

@@ -53,7 +53,9 @@ class Child:
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._tail_reader: threading.Thread | None = None
         if popen.stderr is not None:
-            self._tail_reader = threading.Thread(target=self._keep_tail, args=(popen.stderr,), name=f"stderr-{name}", daemon=True)
+            self._tail_reader = threading.Thread(
+                target=self._keep_tail, args=(popen.stderr,), name=f"stderr-{name}", daemon=True
+            )
             self._tail_reader.start()
 
     # -- looking --------------------------------------------------------------------------------
@@ -111,7 +113,11 @@ class Child:
         except ProcessLookupError:
             pass
         code = self.popen.wait(timeout=timeout_s)
-        wait_until(lambda: not self.group_alive(), timeout_s, f"{self.name}: processes of group {self.pid} still running after SIGKILL")
+        wait_until(
+            lambda: not self.group_alive(),
+            timeout_s,
+            f"{self.name}: processes of group {self.pid} still running after SIGKILL",
+        )
         return code
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
@@ -158,8 +164,13 @@ def spawn(
         stderr = (subprocess.STDOUT if stdout is log else log) if stderr is None else stderr
     try:
         popen = subprocess.Popen(
-            guarded(cmd) if dies_with_parent else list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
+            guarded(cmd) if dies_with_parent else list(cmd),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
         )
     except OSError as e:
         raise ChildStartError(f"cannot start {name} ({cmd[0]}): {e.strerror or e}") from e
@@ -214,8 +225,15 @@ class Finished:
     output: str  # stdout and stderr interleaved; empty when not captured
 
 
-def run_to_end(cmd: Sequence[str], *, name: str, timeout_s: float | None = None, capture: bool = True,
-               cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Finished:
+def run_to_end(
+    cmd: Sequence[str],
+    *,
+    name: str,
+    timeout_s: float | None = None,
+    capture: bool = True,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Finished:
     """Run a short-lived command (Maven, ``java -version``, a storage format) to completion.
 
     On a timeout (``subprocess.TimeoutExpired``) or Ctrl-C its whole group is killed before the error propagates.

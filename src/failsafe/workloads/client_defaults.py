@@ -1,12 +1,13 @@
-"""Settings every client of a run is given under its own: a cluster profile's producer and consumer sections (cluster/profiles.py).
+"""Settings every client of a run is given under its own: a cluster profile's producer and consumer sections
+(cluster/profiles.py).
 
 The scenario engine hands them over as plain names and values by client library, so workloads know nothing of clusters
 or profiles; the worker pool gives them to every client it starts (``ClientDefaults.apply``), and the worker's
 client-config op then shows them like any other setting. For each client:
 
 - a setting the client sets itself wins: its ``properties`` (a txn processor's ``consumer_properties``), or a field of
-  its spec that stands for one (idempotence, retries, linger_ms, delivery_timeout_ms, session_timeout_ms; acks when it is
-  not "all", failsafe's and Kafka's default; what a transactional client must run with), under either of librdkafka's
+  its spec that stands for one (idempotence, retries, linger_ms, delivery_timeout_ms, session_timeout_ms; acks when it
+  is not "all", failsafe's and Kafka's default; what a transactional client must run with), under either of librdkafka's
   names for it (request.required.acks and acks, message.timeout.ms and delivery.timeout.ms, ...);
 - settings that are valid only together come all from the client or all from the defaults: a client that sets any of
   acks, enable.idempotence, retries and max.in.flight.requests.per.connection takes none of them from the defaults (an
@@ -22,20 +23,27 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from failsafe.workloads.group_settings import BROKER_SIDE, CONSUMER
-from failsafe.workloads.share_consumer import ShareConsumerSpec
+from failsafe.workloads.share.consumer import ShareConsumerSpec
+from failsafe.workloads.share.verifiable import VerifiableShareConsumerSpec
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
-from failsafe.workloads.txn_specs import KAFKA_JAVA, LIBRDKAFKA, CtpSpec, TxnProducerSpec
-from failsafe.workloads.verifiable import VerifiableConsumerSpec, VerifiableProducerSpec
-from failsafe.workloads.verifiable_share import VerifiableShareConsumerSpec
+from failsafe.workloads.txn.specs import KAFKA_JAVA, LIBRDKAFKA, CtpSpec, TxnProducerSpec
+from failsafe.workloads.verifiable.clients import VerifiableConsumerSpec, VerifiableProducerSpec
 
 # librdkafka's other names of a setting, by the name the Java client and the profiles use.
-ALIASES = {"request.required.acks": "acks", "message.timeout.ms": "delivery.timeout.ms", "queue.buffering.max.ms": "linger.ms",
-           "message.send.max.retries": "retries", "max.in.flight": "max.in.flight.requests.per.connection"}
+ALIASES = {
+    "request.required.acks": "acks",
+    "message.timeout.ms": "delivery.timeout.ms",
+    "queue.buffering.max.ms": "linger.ms",
+    "message.send.max.retries": "retries",
+    "max.in.flight": "max.in.flight.requests.per.connection",
+}
 # Settings valid only together: taken all from the client, or all from the defaults.
-COUPLED = (frozenset({"acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection"}),
-           frozenset({"delivery.timeout.ms", "request.timeout.ms"}),
-           # librdkafka refuses a retry.backoff.ms above retry.backoff.max.ms: a client setting one keeps its own other.
-           frozenset({"retry.backoff.ms", "retry.backoff.max.ms"}))
+COUPLED = (
+    frozenset({"acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection"}),
+    frozenset({"delivery.timeout.ms", "request.timeout.ms"}),
+    # librdkafka refuses a retry.backoff.ms above retry.backoff.max.ms: a client setting one keeps its own other.
+    frozenset({"retry.backoff.ms", "retry.backoff.max.ms"}),
+)
 # What a transactional producer runs with whatever it is given (Kafka requires acks=all and idempotence of it).
 TRANSACTIONAL = frozenset({"acks", "enable.idempotence", "transactional.id", "transaction.timeout.ms"})
 # What a member of a KIP-848 group or of a share group may not be given.
@@ -56,22 +64,31 @@ class ClientDefaults:
 
     def apply(self, spec: Spec) -> Spec:
         """``spec`` with the defaults its library takes merged under its own settings (the rules above); ``spec`` itself
-        when none applies. Applying twice changes nothing more: what the first gave is the client's own the second time."""
+        when none applies. Applying twice changes nothing more: what the first gave is the client's own the second
+        time."""
         if isinstance(spec, CtpSpec):
             library = spec.driver
-            properties = self._merged(self.producer.get(library, {}), spec.properties, _canonical(spec.properties) | TRANSACTIONAL)
+            properties = self._merged(
+                self.producer.get(library, {}), spec.properties, _canonical(spec.properties) | TRANSACTIONAL
+            )
             consumer_defaults = self.consumer.get(library, {})
             if str(spec.consumer_properties.get("group.protocol", "")).lower() == CONSUMER:
                 consumer_defaults = {k: v for k, v in consumer_defaults.items() if k not in REFUSED_WITHOUT_CLASSIC}
             # Its session.timeout.ms is always its own (CtpSpec.session_timeout_ms).
-            consumer = self._merged(consumer_defaults, spec.consumer_properties, _canonical(spec.consumer_properties) | {"session.timeout.ms"})
+            consumer = self._merged(
+                consumer_defaults,
+                spec.consumer_properties,
+                _canonical(spec.consumer_properties) | {"session.timeout.ms"},
+            )
             return replace(spec, properties=properties, consumer_properties=consumer)  # type: ignore[return-value]
         if isinstance(spec, TxnProducerSpec):
             own = _canonical(spec.properties) | TRANSACTIONAL
             return replace(spec, properties=self._merged(self.producer.get(spec.driver, {}), spec.properties, own))  # type: ignore[return-value]
         if isinstance(spec, ProducerSpec):
             library = KAFKA_JAVA if isinstance(spec, VerifiableProducerSpec) else LIBRDKAFKA
-            return replace(spec, properties=self._merged(self.producer.get(library, {}), spec.properties, _producer_own(spec)))  # type: ignore[return-value]
+            return replace(
+                spec, properties=self._merged(self.producer.get(library, {}), spec.properties, _producer_own(spec))
+            )  # type: ignore[return-value]
         if isinstance(spec, ShareConsumerSpec):
             library = KAFKA_JAVA if isinstance(spec, VerifiableShareConsumerSpec) else LIBRDKAFKA
             defaults = {k: v for k, v in self.consumer.get(library, {}).items() if k not in REFUSED_WITHOUT_CLASSIC}
@@ -81,12 +98,16 @@ class ClientDefaults:
             defaults = self.consumer.get(library, {})
             if _group_protocol(spec) == CONSUMER:
                 defaults = {k: v for k, v in defaults.items() if k not in REFUSED_WITHOUT_CLASSIC}
-            own = _canonical(spec.properties) | ({"session.timeout.ms"} if spec.session_timeout_ms is not None else set())
+            own = _canonical(spec.properties) | (
+                {"session.timeout.ms"} if spec.session_timeout_ms is not None else set()
+            )
             return replace(spec, properties=self._merged(defaults, spec.properties, own))  # type: ignore[return-value]
         return spec
 
     @staticmethod
-    def _merged(defaults: dict[str, str], own_properties: dict[str, str], own: set[str] | frozenset[str]) -> dict[str, str]:
+    def _merged(
+        defaults: dict[str, str], own_properties: dict[str, str], own: set[str] | frozenset[str]
+    ) -> dict[str, str]:
         """The defaults not set by the client (nor coupled to what it sets), then the client's own properties."""
         taken = set(own)
         for group in COUPLED:
@@ -103,8 +124,12 @@ def _canonical(properties: dict[str, str]) -> set[str]:
 def _producer_own(spec: ProducerSpec) -> set[str]:
     """The settings a producer's spec sets itself: its properties and the fields that stand for a setting."""
     own = _canonical(spec.properties)
-    fields = {"enable.idempotence": spec.idempotence, "retries": spec.retries, "linger.ms": spec.linger_ms,
-              "delivery.timeout.ms": spec.delivery_timeout_ms}
+    fields = {
+        "enable.idempotence": spec.idempotence,
+        "retries": spec.retries,
+        "linger.ms": spec.linger_ms,
+        "delivery.timeout.ms": spec.delivery_timeout_ms,
+    }
     own |= {name for name, value in fields.items() if value is not None}
     if spec.acks not in ("all", "-1"):
         own.add("acks")

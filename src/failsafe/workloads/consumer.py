@@ -25,7 +25,8 @@ def decode(data: bytes | None) -> str | None:
 
 
 def membership_callbacks(out: OpWriter, group: str | None) -> tuple[Callable, Callable, Callable]:
-    """on_assign, on_revoke and on_lost for subscribe(): each change of the assignment written, and down the pipe at once."""
+    """on_assign, on_revoke and on_lost for subscribe(): each change of the assignment written, and down the pipe at
+    once."""
 
     def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
         out.op(OpType.INFO, Op.ASSIGN, group=group, partitions=partitions(tps))
@@ -48,7 +49,9 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
     group = spec.group
 
     def on_commit(error: KafkaError | None, tps: list[TopicPartition]) -> None:
-        offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in tps if tp.error is None]
+        offsets = [
+            {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in tps if tp.error is None
+        ]
         if error is None:
             out.op(OpType.OK, Op.COMMIT, group=group, offsets=offsets)
         elif error.code() != KafkaError._NO_OFFSET:
@@ -67,7 +70,9 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
             consumer.subscribe(list(spec.topics), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
         else:
             metadata = consumer.list_topics(timeout=30)
-            start = OFFSET_BEGINNING if spec.from_beginning else OFFSET_INVALID  # OFFSET_INVALID: the committed offset, else auto.offset.reset
+            start = (
+                OFFSET_BEGINNING if spec.from_beginning else OFFSET_INVALID
+            )  # OFFSET_INVALID: the committed offset, else auto.offset.reset
             tps = [TopicPartition(t, p, start) for t in spec.topics for p in sorted(metadata.topics[t].partitions)]
             consumer.assign(tps)
             on_assign(consumer, tps)
@@ -83,8 +88,15 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
                     if error.code() != KafkaError._PARTITION_EOF:
                         out.op(OpType.FAIL, Op.POLL, group=group, error=error_name(error))
                     continue
-                records.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
-                                "key": decode(m.key()), "value": decode(m.value())})
+                records.append(
+                    {
+                        "topic": m.topic(),
+                        "partition": m.partition(),
+                        "offset": m.offset(),
+                        "key": decode(m.key()),
+                        "value": decode(m.value()),
+                    }
+                )
                 good.append(m)
             if records:
                 out.op(OpType.OK, Op.POLL, group=group, records=records)

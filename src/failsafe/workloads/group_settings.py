@@ -46,26 +46,50 @@ class GroupSettings:
         if self.group_protocol is not None and self.group_protocol not in PROTOCOLS:
             out.append(("group_protocol", f"{self.group_protocol!r} is not one of {', '.join(PROTOCOLS)}"))
         if self.assignment_strategy is not None and self.assignment_strategy not in ASSIGNMENT_STRATEGIES:
-            out.append(("assignment_strategy", f"{self.assignment_strategy!r} is not one of {', '.join(ASSIGNMENT_STRATEGIES)}"))
+            out.append(
+                (
+                    "assignment_strategy",
+                    f"{self.assignment_strategy!r} is not one of {', '.join(ASSIGNMENT_STRATEGIES)}",
+                )
+            )
         if self.remote_assignor is not None and self.remote_assignor not in REMOTE_ASSIGNORS:
             out.append(("remote_assignor", f"{self.remote_assignor!r} is not one of {', '.join(REMOTE_ASSIGNORS)}"))
-        # In properties they would not reach Kafka's VerifiableConsumer: its command line (--group-protocol, --assignment-strategy,
-        # with defaults of its own) is applied over its config file.
+        # In properties they would not reach Kafka's VerifiableConsumer: its command line (--group-protocol,
+        # --assignment-strategy, with defaults of its own) is applied over its config file.
         for name in ("group.protocol", "group.remote.assignor", "partition.assignment.strategy"):
             if name in properties:
-                out.append(("properties", f"{name} is set by group_protocol, assignment_strategy and remote_assignor, not in properties"))
+                out.append(
+                    (
+                        "properties",
+                        f"{name} is set by group_protocol, assignment_strategy and remote_assignor, not in properties",
+                    )
+                )
         if self.group_protocol == CONSUMER:
             if self.assignment_strategy is not None:
-                out.append(("assignment_strategy", f"not with group_protocol = \"consumer\": use {BROKER_SIDE['partition.assignment.strategy']}"))
-            out += [("properties", f"{name} is refused with group_protocol = \"consumer\": it is {where}")
-                    for name, where in BROKER_SIDE.items() if name in properties and name != "partition.assignment.strategy"]
+                out.append(
+                    (
+                        "assignment_strategy",
+                        f'not with group_protocol = "consumer": use {BROKER_SIDE["partition.assignment.strategy"]}',
+                    )
+                )
+            out += [
+                ("properties", f'{name} is refused with group_protocol = "consumer": it is {where}')
+                for name, where in BROKER_SIDE.items()
+                if name in properties and name != "partition.assignment.strategy"
+            ]
         elif self.remote_assignor is not None:
-            out.append(("remote_assignor", "only with group_protocol = \"consumer\" (a classic group's assignor is assignment_strategy)"))
+            out.append(
+                (
+                    "remote_assignor",
+                    'only with group_protocol = "consumer" (a classic group\'s assignor is assignment_strategy)',
+                )
+            )
         return out
 
     def group_configs(self, session_timeout_ms: int | None) -> dict[str, str]:
-        """The group's dynamic configs (kafka-configs --entity-type groups): with group_protocol = "consumer" the session is
-        the group's ``consumer.session.timeout.ms``, within the broker's group.consumer.min/max.session.timeout.ms."""
+        """The group's dynamic configs (kafka-configs --entity-type groups): with group_protocol = "consumer" the
+        session is the group's ``consumer.session.timeout.ms``, within the broker's
+        group.consumer.min/max.session.timeout.ms."""
         if self.group_protocol == CONSUMER and session_timeout_ms is not None:
             return {"consumer.session.timeout.ms": str(session_timeout_ms)}
         return {}
@@ -82,7 +106,13 @@ class GroupSettings:
         return None if self.assignment_strategy is None else _JAVA_ASSIGNORS[self.assignment_strategy]
 
 
-def group_properties(group_protocol: str | None, assignment_strategy: str | None, remote_assignor: str | None) -> dict[str, str]:
+def group_properties(
+    group_protocol: str | None, assignment_strategy: str | None, remote_assignor: str | None
+) -> dict[str, str]:
     """The settings given, by their client config names (either client's words for the strategy: the caller's)."""
-    named = {"group.protocol": group_protocol, "partition.assignment.strategy": assignment_strategy, "group.remote.assignor": remote_assignor}
+    named = {
+        "group.protocol": group_protocol,
+        "partition.assignment.strategy": assignment_strategy,
+        "group.remote.assignor": remote_assignor,
+    }
     return {name: value for name, value in named.items() if value is not None}

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-DEFINITE_FAILURES = frozenset({
-    KafkaError.NOT_ENOUGH_REPLICAS,
-    KafkaError.MSG_SIZE_TOO_LARGE,
-    KafkaError.RECORD_LIST_TOO_LARGE,
-    KafkaError.INVALID_RECORD,
-    KafkaError.INVALID_REQUIRED_ACKS,
-    KafkaError.TOPIC_AUTHORIZATION_FAILED,
-    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._UNKNOWN_TOPIC,
-    KafkaError._UNKNOWN_PARTITION,
-    KafkaError.TOPIC_EXCEPTION,
-})
+DEFINITE_FAILURES = frozenset(
+    {
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError.INVALID_REQUIRED_ACKS,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.TOPIC_EXCEPTION,
+    }
+)
 
 
 def error_name(error: KafkaError) -> str:

@@ -27,18 +27,20 @@ from failsafe.history.recorder import Recorder
 from failsafe.supervisor import Child, Supervisor
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.client_defaults import ClientDefaults
-from failsafe.workloads.share_consumer import SETTLING, ShareConsumerSpec
+from failsafe.workloads.share.consumer import SETTLING, ShareConsumerSpec
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_to_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, crash_reason, runs_python, stuck_at
-from failsafe.workloads.txn_specs import TxnSpec
-from failsafe.workloads.verifiable import CRASH_SIGNAL, VerifiableSpec
+from failsafe.workloads.txn.specs import TxnSpec
+from failsafe.workloads.verifiable.clients import CRASH_SIGNAL, VerifiableSpec
 
 STOP_TIMEOUT_S = 45.0
 CRASH_TIMEOUT_S = 10.0  # how long a verifiable client's worker is given to kill its JVM and record what it printed
 STACKS_TIMEOUT_S = 5.0  # how long a worker that did not stop is given to dump its stacks before it is killed
 # A producer's lines are counted by cheap byte tests, never parsed twice: OpWriter writes "type" then "f".
 _INVOKE = f'"type":"{OpType.INVOKE}"'.encode()
-_SEND_OK, _SEND_FAIL, _SEND_INFO = (f'"type":"{t}","f":"{Op.SEND}"'.encode() for t in (OpType.OK, OpType.FAIL, OpType.INFO))
+_SEND_OK, _SEND_FAIL, _SEND_INFO = (
+    f'"type":"{t}","f":"{Op.SEND}"'.encode() for t in (OpType.OK, OpType.FAIL, OpType.INFO)
+)
 
 
 @dataclass
@@ -52,7 +54,10 @@ class Counters:
     records_read: int = 0
 
     def line(self) -> str:
-        return f"sent {self.sends} · acked {self.acked} · failed {self.failed} · unknown {self.unknown} · read {self.records_read}"
+        return (
+            f"sent {self.sends} · acked {self.acked} · failed {self.failed} · unknown {self.unknown} · read "
+            f"{self.records_read}"
+        )
 
 
 @dataclass
@@ -67,11 +72,13 @@ class Worker:
     crashed: bool = False
     # Asked to stop or killed on purpose: its exit is no failure of the workload.
     expected_exit: bool = False
-    # A transactional worker's transactions by how they ended (ok, fail, info), and whether one is open now with a write in it.
+    # A transactional worker's transactions by how they ended (ok, fail, info), and whether one is open now with a write
+    # in it.
     txn_outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     txn_open: bool = False
     txn_written: bool = False
-    # A share consumer's records whose accept or reject the broker took, per (topic, partition): what its drain waits on.
+    # A share consumer's records whose accept or reject the broker took, per (topic, partition): what its drain waits
+    # on.
     settled: dict[tuple[str, int], set[int]] = field(default_factory=lambda: defaultdict(set))
     # A share consumer's records acquired and not yet acknowledged (no acknowledgement of them sent): what it holds now.
     holding: set[tuple[str, int, int]] = field(default_factory=set)
@@ -91,7 +98,9 @@ class Worker:
 class WorkerPool:
     """Every worker process a run starts, so every one of them is stopped."""
 
-    def __init__(self, recorder: Recorder, supervisor: Supervisor, logs_dir: Path, client_defaults: ClientDefaults | None = None) -> None:
+    def __init__(
+        self, recorder: Recorder, supervisor: Supervisor, logs_dir: Path, client_defaults: ClientDefaults | None = None
+    ) -> None:
         self.recorder = recorder
         self.supervisor = supervisor
         self.logs_dir = logs_dir
@@ -107,7 +116,10 @@ class WorkerPool:
             spec = replace(spec, client_log=str(self.logs_dir / f"{spec.process}.client.log"))
         child = self.supervisor.spawn(
             [sys.executable, "-m", "failsafe.workloads.worker", orjson.dumps(spec_to_json(spec)).decode()],
-            name=spec.process, log_path=self.logs_dir / f"{spec.process}.log", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            name=spec.process,
+            log_path=self.logs_dir / f"{spec.process}.log",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         worker = Worker(spec, child, threading.Thread())
@@ -204,14 +216,16 @@ class WorkerPool:
         for w in workers:
             if not w.alive() and not w.expected_exit:
                 tail = self._crash_reason(w) or w.child.tail() or "no output"
-                raise WorkloadFailed(f"{w.process} exited with code {w.child.exit_code()} while the scenario ran: {tail} "
-                                     f"(log: {w.child.log_path})")
+                raise WorkloadFailed(
+                    f"{w.process} exited with code {w.child.exit_code()} while the scenario ran: {tail} "
+                    f"(log: {w.child.log_path})"
+                )
 
     # -- stopping -------------------------------------------------------------------------------
     def kill(self, process: str) -> None:
-        """SIGKILL a worker (a crash, not a close) and record that it crashed. A worker running Kafka's verifiable client
-        kills its JVM itself (CRASH_SIGNAL) and records what the JVM had printed before it exits: killed with it, the lines
-        it had not yet translated would be lost."""
+        """SIGKILL a worker (a crash, not a close) and record that it crashed. A worker running Kafka's verifiable
+        client kills its JVM itself (CRASH_SIGNAL) and records what the JVM had printed before it exits: killed with it,
+        the lines it had not yet translated would be lost."""
         worker = self.workers[process]
         worker.crashed = worker.expected_exit = True
         if isinstance(worker.spec, VerifiableSpec) and worker.alive():
@@ -267,8 +281,13 @@ class WorkerPool:
                 w.crashed = True
                 where = self._stuck_at(w)
                 w.child.kill(STOP_TIMEOUT_S)
-                self.recorder.record(op(Op.CRASH, process=w.process,
-                                        error="did not stop on SIGTERM" + (f"; its main thread was in {where}" if where else "")))
+                self.recorder.record(
+                    op(
+                        Op.CRASH,
+                        process=w.process,
+                        error="did not stop on SIGTERM" + (f"; its main thread was in {where}" if where else ""),
+                    )
+                )
             w.reader.join(STOP_TIMEOUT_S)
 
     def stop_all(self) -> None:

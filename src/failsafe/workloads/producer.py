@@ -34,12 +34,28 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
         key, value = in_flight.pop(send_id)
         if error is None:
             offset = msg.offset()
-            out.op(OpType.OK, Op.SEND, id=send_id, topic=msg.topic(), partition=msg.partition(),
-                   offset=None if offset is None or offset < 0 else offset, key=key, value=value)
+            out.op(
+                OpType.OK,
+                Op.SEND,
+                id=send_id,
+                topic=msg.topic(),
+                partition=msg.partition(),
+                offset=None if offset is None or offset < 0 else offset,
+                key=key,
+                value=value,
+            )
         else:
             partition = msg.partition() if msg.partition() is not None and msg.partition() >= 0 else None
-            out.op(send_outcome(error), Op.SEND, id=send_id, topic=spec.topic, partition=partition, key=key, value=value,
-                   error=error_name(error))
+            out.op(
+                send_outcome(error),
+                Op.SEND,
+                id=send_id,
+                topic=spec.topic,
+                partition=partition,
+                key=key,
+                value=value,
+                error=error_name(error),
+            )
 
     interval_ns = int(1e9 / spec.rate_per_s) if spec.rate_per_s > 0 else 0
     next_ns = time.monotonic_ns()
@@ -60,7 +76,9 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
             send_id = seq
             while True:
                 try:
-                    producer.produce(spec.topic, value=value, key=key, on_delivery=lambda e, m, i=send_id: report(e, m, i))
+                    producer.produce(
+                        spec.topic, value=value, key=key, on_delivery=lambda e, m, i=send_id: report(e, m, i)
+                    )
                     break
                 except BufferError:
                     producer.poll(_POLL_S)
@@ -71,8 +89,16 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
         producer.poll(0)
         # Whatever is still in flight when we stop may or may not have been appended.
         for send_id, (key, value) in sorted(in_flight.items()):
-            out.op(OpType.INFO, Op.SEND, id=send_id, topic=spec.topic, partition=None, key=key, value=value,
-                   error="PRODUCER_STOPPED_IN_FLIGHT")
+            out.op(
+                OpType.INFO,
+                Op.SEND,
+                id=send_id,
+                topic=spec.topic,
+                partition=None,
+                key=key,
+                value=value,
+                error="PRODUCER_STOPPED_IN_FLIGHT",
+            )
         out.op(OpType.INFO, Op.CLOSE)
         out.flush()
     return seq

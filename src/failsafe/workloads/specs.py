@@ -15,22 +15,16 @@ PRODUCER_DEBUG = "eos,broker,topic"
 CONSUMER_DEBUG = "cgrp"
 
 
-@dataclass(frozen=True)
-class ProducerSpec:
-    """A verifying producer: every value unique, every attempt recorded.
+@dataclass(frozen=True, kw_only=True)
+class ProducerSettings:
+    """What a scenario says of a verifying producer's client and what its worker is given: declared once, here.
 
-    ``rate_per_s`` 0 means as fast as the client allows. ``keys`` 0 means unkeyed records;
-    otherwise keys ``k0`` .. ``k{keys-1}`` in turn. ``idempotence`` None keeps librdkafka's
-    default for the acks (failsafe turns it on for acks=all, as Kafka's Java client does).
-    ``client_log``: where the client library's own log goes (filled in by the worker pool); empty
-    means discarded, without debug contexts.
+    ``rate_per_s`` 0 means as fast as the client allows. ``keys`` 0 means unkeyed records; otherwise keys ``k0`` ..
+    ``k{keys-1}`` in turn. ``idempotence`` None keeps librdkafka's default for the acks (failsafe turns it on for
+    acks=all, as Kafka's Java client does). ``properties`` are the client's own configs, given last.
     """
 
-    process: str
-    topic: str
-    bootstrap_servers: str = ""
     rate_per_s: float = DEFAULT_RATE_PER_S
-    count: int | None = None
     keys: int = 16
     acks: str = "all"
     idempotence: bool | None = None
@@ -39,11 +33,42 @@ class ProducerSpec:
     delivery_timeout_ms: int | None = None
     record_size: int = 0
     properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerSettings:
+    """What a scenario says of a verifying consumer's client and what its worker is given: declared once, here."""
+
+    session_timeout_ms: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def settings_of(value: object, cls: type) -> dict[str, object]:
+    """The fields of ``cls`` (a settings dataclass ``value`` extends), to build another of its extensions from."""
+    return {f.name: getattr(value, f.name) for f in fields(cls)}
+
+
+@dataclass(frozen=True)
+class ProducerSpec(ProducerSettings):
+    """A verifying producer: every value unique, every attempt recorded, with its settings (ProducerSettings).
+
+    ``count`` writes, None: until stopped. ``client_log``: where the client library's own log goes (filled in by the
+    worker pool); empty means discarded, without debug contexts.
+    """
+
+    process: str
+    topic: str
+    bootstrap_servers: str = ""
+    count: int | None = None
     flush_timeout_s: float = 30.0
     client_log: str = ""
 
     def producer_config(self) -> dict[str, object]:
-        config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, "acks": self.acks, "client.id": self.process}
+        config: dict[str, object] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "acks": self.acks,
+            "client.id": self.process,
+        }
         idempotent = self.idempotence if self.idempotence is not None else self.acks in ("all", "-1")
         config["enable.idempotence"] = idempotent
         if self.retries is not None:
@@ -60,16 +85,14 @@ class ProducerSpec:
 
 
 @dataclass(frozen=True)
-class ConsumerSpec:
+class ConsumerSpec(ConsumerSettings):
     """A verifying consumer in ``group``, or with manual assignment of every partition when group is None."""
 
     process: str
     topics: tuple[str, ...]
     bootstrap_servers: str = ""
     group: str | None = None
-    session_timeout_ms: int | None = None
     auto_commit_interval_ms: int = 1000
-    properties: dict[str, str] = field(default_factory=dict)
     client_log: str = ""
     # Manual assignment only: start every partition at its first offset instead of asking the group for a committed one.
     from_beginning: bool = False

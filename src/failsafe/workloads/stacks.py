@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import signal
 
-from failsafe.workloads.txn_specs import KAFKA_JAVA, CtpSpec, TxnProducerSpec
+from failsafe.workloads.txn.specs import KAFKA_JAVA, CtpSpec, TxnProducerSpec
 
 STACKS_SIGNAL = signal.SIGUSR2
 _THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$")
@@ -23,7 +23,8 @@ _FATAL = "Fatal Python error:"
 
 
 def runs_python(spec: object) -> bool:
-    """The worker stays a Python process: every worker but the transactional ones on Kafka's Java client (exec'd JVMs)."""
+    """The worker stays a Python process: every worker but the transactional ones on Kafka's Java client (exec'd
+    JVMs)."""
     return not (isinstance(spec, TxnProducerSpec | CtpSpec) and spec.driver == KAFKA_JAVA)
 
 

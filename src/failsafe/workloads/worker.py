@@ -3,7 +3,7 @@
 It writes its ops as JSON lines to stdout and stops cleanly on SIGTERM or when stdin closes
 (the runner went away). The runner kills it with SIGKILL to simulate a crash. A transactional
 worker with ``driver = "kafka-java"`` writes its client-config op, then becomes failsafe's Java
-driver (txn_java.py), which writes the rest and stops the same way.
+driver (workloads/txn/java.py), which writes the rest and stops the same way.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from failsafe.errors import FailsafeError
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
 from failsafe.workloads.consumer import run_consumer
-from failsafe.workloads.ctp import run_ctp
 from failsafe.workloads.producer import run_producer
-from failsafe.workloads.share_consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
+from failsafe.workloads.share.consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
 from failsafe.workloads.specs import ConsumerSpec, ProducerSpec, spec_from_json
 from failsafe.workloads.stacks import STACKS_SIGNAL, runs_python
-from failsafe.workloads.txn_java import exec_txn_driver, java_effective_properties
-from failsafe.workloads.txn_producer import run_txn_producer
-from failsafe.workloads.txn_session import SUPERSEDED
-from failsafe.workloads.txn_specs import KAFKA_JAVA, TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
-from failsafe.workloads.verifiable import (
+from failsafe.workloads.txn.ctp import run_ctp
+from failsafe.workloads.txn.java import exec_txn_driver, java_effective_properties
+from failsafe.workloads.txn.producer import run_txn_producer
+from failsafe.workloads.txn.session import SUPERSEDED
+from failsafe.workloads.txn.specs import KAFKA_JAVA, TXN_KINDS, CtpSpec, TxnProducerSpec, TxnSpec, txn_spec_from_json
+from failsafe.workloads.verifiable.clients import (
     CRASH_SIGNAL,
     FREEZE_SIGNAL,
     THAW_SIGNAL,
@@ -67,7 +67,8 @@ def decode_spec(data: dict) -> Spec:
 
 
 def client_config_fields(spec: Spec) -> dict:
-    """The fields of the worker's client-config op (docs/history.md): the client library and the settings failsafe gave it."""
+    """The fields of the worker's client-config op (docs/history.md): the client library and the settings failsafe gave
+    it."""
     if isinstance(spec, VerifiableSpec):
         client, version, config = "kafka-java", spec.kafka_version or None, spec.effective_properties()
     elif _on_java(spec):
@@ -78,20 +79,26 @@ def client_config_fields(spec: Spec) -> dict:
             # Its consumer's settings (the isolation level its reads were made at) with its producer's.
             config = {**spec.consumer_config(), **spec.producer_config()}
         else:
-            config = spec.producer_config() if isinstance(spec, ProducerSpec | TxnProducerSpec) else spec.consumer_config()  # type: ignore[union-attr]
-    entries = [{"name": name, "value": _property_text(value)} for name, value in config.items()
-               if name not in ("bootstrap.servers", "logger") and not callable(value)]
+            config = (
+                spec.producer_config() if isinstance(spec, ProducerSpec | TxnProducerSpec) else spec.consumer_config()
+            )  # type: ignore[union-attr]
+    entries = [
+        {"name": name, "value": _property_text(value)}
+        for name, value in config.items()
+        if name not in ("bootstrap.servers", "logger") and not callable(value)
+    ]
     # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
     log = f"{Path(spec.client_log).parent.name}/{Path(spec.client_log).name}" if spec.client_log else None
     return {"client": client, "client_version": version, "config": entries, "log": log}
 
 
 def _on_host(spec: Spec) -> Any:
-    """Where a verifiable client that runs on a host runs (workloads/on_host.py; SSH imported only then), else None."""
+    """Where a verifiable client that runs on a host runs (workloads/verifiable/on_host.py; SSH imported only then),
+    else None."""
     where = getattr(spec, "host", None) if isinstance(spec, VerifiableSpec) else None
     if where is None:
         return None
-    from failsafe.workloads.on_host import OnHost
+    from failsafe.workloads.verifiable.on_host import OnHost
 
     return OnHost.open(where)
 
@@ -131,8 +138,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGUSR1, lambda *_: SUPERSEDED.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not _on_java(spec):
-        # Asked for by the pool before it kills a worker that did not stop on SIGTERM: where it is stuck (stacks.py); and
-        # a crash of the client library (SIGSEGV, SIGABRT) leaves the Python stacks in the worker's log too.
+        # Asked for by the pool before it kills a worker that did not stop on SIGTERM: where it is stuck (stacks.py);
+        # and a crash of the client library (SIGSEGV, SIGABRT) leaves the Python stacks in the worker's log too.
         faulthandler.register(STACKS_SIGNAL, all_threads=True)
         faulthandler.enable(all_threads=True)
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
@@ -141,7 +148,9 @@ def main(argv: list[str]) -> int:
     try:
         on_host = _on_host(spec)
         # First, before any send or poll: what the run's clients were, for every explanation.
-        out.op(OpType.INFO, Op.CLIENT_CONFIG, **client_config_fields(spec), **(on_host.config_fields() if on_host else {}))
+        out.op(
+            OpType.INFO, Op.CLIENT_CONFIG, **client_config_fields(spec), **(on_host.config_fields() if on_host else {})
+        )
         out.flush()
         if isinstance(spec, VerifiableSpec):  # first: they subclass ours
             crash = Crash()

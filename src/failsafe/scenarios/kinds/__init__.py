@@ -1,10 +1,11 @@
 """Scenario kinds: one contract, each kind a package of its own (kinds/<kind>/) that registers itself.
 
-    lab       verifying clients (failsafe's or Kafka's verifiable ones) on one cluster; the checkers of failsafe.checkers
-    dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr.py
+    lab       verifying clients (failsafe's or Kafka's verifiable ones) on one cluster; the checkers of
+    failsafe.checkers
+    dr        the lab's clients across a DR pair, MirrorMaker 2 between; checkers/dr/failover.py
     pipeline  the sales simulator and the Spark pipeline; the pipeline's run and the sink against the ledger
-    txn       transactional writers and consume-transform-produce processors; checkers/transactions.py
-    share     share consumers (KIP-932) with the lab's clients; checkers/share.py
+    txn       transactional writers and consume-transform-produce processors; checkers/txn/transactions.py
+    share     share consumers (KIP-932) with the lab's clients; checkers/share/deliveries.py
 
 A ``ScenarioKind`` says everything the engine and the CLI need: how its scenarios are parsed (once,
 completely), where they run (one cluster or a DR pair), its workload, which faults it takes (by
@@ -42,5 +43,15 @@ def _discover() -> None:
 
 _discover()
 
-__all__ = ["KINDS", "Placement", "ScenarioKind", "default_kind", "kind_named", "kind_of", "kind_of_run", "parse_table", "register",
-           "unregister"]
+__all__ = [
+    "KINDS",
+    "Placement",
+    "ScenarioKind",
+    "default_kind",
+    "kind_named",
+    "kind_of",
+    "kind_of_run",
+    "parse_table",
+    "register",
+    "unregister",
+]

@@ -13,10 +13,10 @@ from rich.console import Console
 
 from failsafe.checkers import with_always
 from failsafe.registry import Registry
-from failsafe.scenarios.actions import ActionType
 from failsafe.scenarios.base import Scenario, ScenarioError
-from failsafe.scenarios.plugin import Workload
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.engine.actions import ActionType
+from failsafe.scenarios.engine.plugin import Workload
+from failsafe.scenarios.store.rundir import RunDir
 
 
 class Placement(StrEnum):
@@ -36,11 +36,16 @@ class ScenarioKind:
     summary: str
     parser: Callable[[dict, ScenarioKind], Scenario]  # the whole table, "kind" removed -> a validated scenario
     workload: Callable[[Any], Workload]
-    judge: Callable[[RunDir, Any], tuple[dict, Any]]  # a stored run and its scenario (None: not recorded) -> results (written), history
+    judge: Callable[
+        [RunDir, Any], tuple[dict, Any]
+    ]  # a stored run and its scenario (None: not recorded) -> results (written), history
     show: Callable[[Console, RunDir, dict, Any], None]  # the terminal summary of judged results
     report: Callable[[RunDir, dict, Any], Path]  # report.html of judged results; returns its path
-    offers: frozenset[str]  # Need values (or a plug-in's own words) its faults may act on; a fault needing more is refused
-    # The checkers its runs are judged by, after checkers.ALWAYS (added here); known anomalies and [checkers.X] may name only these.
+    offers: frozenset[
+        str
+    ]  # Need values (or a plug-in's own words) its faults may act on; a fault needing more is refused
+    # The checkers its runs are judged by, after checkers.ALWAYS (added here); known anomalies and [checkers.X] may name
+    # only these.
     checkers: tuple[str, ...]
     actions: Mapping[str, ActionType] = field(default_factory=dict)
     placement: Placement = Placement.CLUSTER
@@ -52,7 +57,8 @@ class ScenarioKind:
     recognises: Callable[[Path], bool] = _recognises_nothing
 
     def __post_init__(self) -> None:
-        # The checkers every run is judged by come first, whatever the kind lists: a kind adds checkers, never removes these.
+        # The checkers every run is judged by come first, whatever the kind lists: a kind adds checkers, never removes
+        # these.
         object.__setattr__(self, "checkers", with_always(self.checkers))
 
     def parse(self, data: dict) -> Scenario:
@@ -63,16 +69,22 @@ class ScenarioKind:
 
 
 def _refuse_ambiguous_workers(scenario: Scenario) -> None:
-    """A worker whose name another worker's restarts would take (``fast.1`` beside ``fast``, restarted as ``fast.1``): the history
-    could not tell them apart, nor whom a may_lose belongs to."""
+    """A worker whose name another worker's restarts would take (``fast.1`` beside ``fast``, restarted as ``fast.1``):
+    the history could not tell them apart, nor whom a may_lose belongs to."""
     clients = scenario.declared_clients()
     for client in clients:
         if not client["matches"]:
             continue
         pattern = re.compile(client["matches"])
-        other = next((c["process"] for c in clients if c["process"] != client["process"] and pattern.fullmatch(c["process"])), None)
+        other = next(
+            (c["process"] for c in clients if c["process"] != client["process"] and pattern.fullmatch(c["process"])),
+            None,
+        )
         if other is not None:
-            raise ScenarioError(f"scenario {scenario.name}: worker {other!r} has the name a restart of {client['process']!r} would take: rename it")
+            raise ScenarioError(
+                f"scenario {scenario.name}: worker {other!r} has the name a restart of {client['process']!r} "
+                f"would take: rename it"
+            )
 
 
 KINDS: Registry[ScenarioKind] = Registry("scenario kind", ScenarioError, lambda k: k.summary)
@@ -110,12 +122,15 @@ def parse_table(data: object, origin: str) -> Scenario:
 
 
 def kind_of_run(run_dir: RunDir) -> ScenarioKind:
-    """The kind a stored run was of: as its scenario.json records it, else the kind that recognises it, else the default."""
+    """The kind a stored run was of: as its scenario.json records it, else the kind that recognises it, else the
+    default."""
     data = run_dir.scenario_data() or {}
     if "kind" in data:
         name = str(data["kind"])
         if name not in KINDS:
-            raise ScenarioError(f"{run_dir.path} is a run of kind {name!r}, which this failsafe does not know: check it with the failsafe "
-                                "that made it")
+            raise ScenarioError(
+                f"{run_dir.path} is a run of kind {name!r}, which this failsafe does not know: check it with the "
+                "failsafe that made it"
+            )
         return KINDS[name]
     return next((k for k in KINDS.values() if k.recognises(run_dir.path)), default_kind())

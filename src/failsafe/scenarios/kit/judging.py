@@ -1,5 +1,5 @@
-"""A kind whose runs are judged from their history: its judge, its terminal summary and its report (the lab, txn and share
-kinds take these as they are)."""
+"""A kind whose runs are judged from their history: its judge, its terminal summary and its report (the lab, txn and
+share kinds take these as they are)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 from rich.console import Console
 
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.store.rundir import RunDir
 
 
 def history_judge(checkers: tuple[str, ...]) -> Callable[[RunDir, Any], tuple[dict, Any]]:
     """The judge of a kind whose runs are its history judged by ``checkers``."""
 
     def judge(run_dir: RunDir, scenario: Any) -> tuple[dict, Any]:
-        from failsafe.scenarios.check import judge_history_run
+        from failsafe.scenarios.store.check import judge_history_run
 
         return judge_history_run(run_dir, scenario, checkers)
 

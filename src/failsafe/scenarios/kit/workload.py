@@ -1,11 +1,11 @@
-"""The kit's workload: verifying producers and consumers (failsafe's, or Kafka's verifiable clients) as worker processes.
+"""The kit's workload: verifying producers and consumers (failsafe's, or Kafka's verifiable clients) as worker
+processes.
 
-setup: the scenario's topics and groups, fresh. start: every consumer, until each group owns every
-partition and each member some (when there are enough), then every producer, until each has a write acknowledged. drain: producers stopped, the
-consumers read up to the log end offsets (``drained`` records whether they did within
-drain_timeout_s), then the whole log is read back into ``log-read`` ops so
-the delivery checker can tell a write that is not in the log from one no consumer read.
-"""
+setup: the scenario's topics and groups, fresh. start: every consumer, until each group owns every partition and each
+member some (when there are enough), then every producer, until each has a write acknowledged. drain: producers stopped,
+the consumers read up to the log end offsets (``drained`` records whether they did within drain_timeout_s), then the
+whole log is read back into ``log-read`` ops so the delivery checker can tell a write that is not in the log from one no
+consumer read."""
 
 from __future__ import annotations
 
@@ -13,19 +13,25 @@ import signal
 import time
 from dataclasses import replace
 
-from failsafe.clients.admin import log_end_offsets, set_group_configs
 from failsafe.errors import UserError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
-from failsafe.scenarios import setup
-from failsafe.scenarios.actions import created_topics
+from failsafe.scenarios.engine import setup
+from failsafe.scenarios.engine.actions import created_topics
+from failsafe.scenarios.engine.plugin import RunContext
 from failsafe.scenarios.kit.clients import ClientsScenario, ConsumerGroup
-from failsafe.scenarios.observe import read_log
-from failsafe.scenarios.plugin import RunContext
+from failsafe.scenarios.observers.observe import read_log
+from failsafe.tools.admin import log_end_offsets, set_group_configs
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker, WorkerPool
-from failsafe.workloads.specs import ConsumerSpec, ProducerSpec
-from failsafe.workloads.verifiable import FREEZE_SIGNAL, THAW_SIGNAL, VerifiableConsumerSpec, VerifiableProducerSpec, VerifiableSpec
+from failsafe.workloads.specs import ConsumerSpec, ProducerSettings, ProducerSpec, settings_of
+from failsafe.workloads.verifiable.clients import (
+    FREEZE_SIGNAL,
+    THAW_SIGNAL,
+    VerifiableConsumerSpec,
+    VerifiableProducerSpec,
+    VerifiableSpec,
+)
 
 ASSIGN_TIMEOUT_S = 60.0
 FIRST_ACK_TIMEOUT_S = 60.0
@@ -37,8 +43,10 @@ def _where(host: str | None, ctx: RunContext) -> dict | None:
     if host is None:
         return None
     if ctx.client_host is None:
-        raise UserError(f"a client runs on host {host!r}, and this cluster is not on hosts: start it with "
-                         "'failsafe up --inventory' (or --hosts)")
+        raise UserError(
+            f"a client runs on host {host!r}, and this cluster is not on hosts: start it with "
+            "'failsafe up --inventory' (or --hosts)"
+        )
     return ctx.client_host(host, ctx.kafka_version)
 
 
@@ -48,14 +56,16 @@ class ClientsWorkload:
         self.sampled_topics = [t.name for t in scenario.topics]
         self.pool: WorkerPool | None = None
         self.frozen: set[str] = set()  # consumers a pause-consumer has stopped (SIGSTOP), until it lets them go on
-        # How many times a client was started again, by its first name: its current process is NAME.N (member-0.1). A new
-        # process has a new name, so the history tells each incarnation's reads and assignments apart.
+        # How many times a client was started again, by its first name: its current process is NAME.N (member-0.1). A
+        # new process has a new name, so the history tells each incarnation's reads and assignments apart.
         self.incarnations: dict[str, int] = {}
 
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         groups = sorted({c.group for c in self.scenario.consumers if c.group})
-        setup.fresh_topics(ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs, created_topics(self.scenario))
+        setup.fresh_topics(
+            ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs, created_topics(self.scenario)
+        )
         for c in self.scenario.consumers:
             if c.group:
                 # Always: an earlier run's configs of the same group outlive its deletion.
@@ -74,24 +84,33 @@ class ClientsWorkload:
             ctx.wait(lambda: not self.unsettled(), ASSIGN_TIMEOUT_S, "")
         except WaitTimeout:
             left = self.unsettled()
-            raise WaitTimeout(f"consumer groups did not settle within {ASSIGN_TIMEOUT_S:g}s (every partition owned, every member "
-                              f"some): {'; '.join(left[:5])}{f' and {len(left) - 5} more' if len(left) > 5 else ''}") from None
+            raise WaitTimeout(
+                f"consumer groups did not settle within {ASSIGN_TIMEOUT_S:g}s (every partition owned, every member "
+                f"some): {'; '.join(left[:5])}{f' and {len(left) - 5} more' if len(left) > 5 else ''}"
+            ) from None
         for p in s.producers:
             for i in range(p.count):
                 producer = ProducerSpec(
-                    process=f"{p.name}-{i}" if p.count > 1 else p.name, topic=p.topic, bootstrap_servers=ctx.bootstrap_servers,
-                    rate_per_s=p.rate_per_s, keys=p.keys, acks=p.acks, idempotence=p.idempotence, retries=p.retries,
-                    linger_ms=p.linger_ms, delivery_timeout_ms=p.delivery_timeout_ms, record_size=p.record_size,
-                    properties=p.properties)
+                    process=f"{p.name}-{i}" if p.count > 1 else p.name,
+                    topic=p.topic,
+                    bootstrap_servers=ctx.bootstrap_servers,
+                    **settings_of(p, ProducerSettings),
+                )
                 if p.driver == KAFKA_VERIFIABLE:
-                    producer = VerifiableProducerSpec(**vars(producer), kafka_version=ctx.kafka_version, host=_where(p.host, ctx))
+                    producer = VerifiableProducerSpec(
+                        **vars(producer), kafka_version=ctx.kafka_version, host=_where(p.host, ctx)
+                    )
                 pool.start(producer)
-        ctx.wait(lambda: all(w.acked > 0 for w in pool.producers()), FIRST_ACK_TIMEOUT_S,
-                 f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s")
+        ctx.wait(
+            lambda: all(w.acked > 0 for w in pool.producers()),
+            FIRST_ACK_TIMEOUT_S,
+            f"a producer had no write acknowledged within {FIRST_ACK_TIMEOUT_S:g}s",
+        )
 
     def unsettled(self) -> list[str]:
-        """What keeps the scenario's consumer groups from being settled, as GROUP: WHAT (empty when each group owns every
-        partition of its topics, and each member some where there are enough partitions; a manual consumer, all of its topics')."""
+        """What keeps the scenario's consumer groups from being settled, as GROUP: WHAT (empty when each group owns
+        every partition of its topics, and each member some where there are enough partitions; a manual consumer, all of
+        its topics')."""
         s, pool = self.scenario, self._pool()
         partitions = {t.name: t.partitions for t in s.topics}
         by_group = pool.assigned_by_group()
@@ -99,8 +118,11 @@ class ClientsWorkload:
         for c in s.consumers:
             want = {(t, p) for t in c.topics for p in range(partitions[t])}
             if c.group is None:
-                out += [f"{w.process}: {len(want - w.assigned)} partition(s) unassigned" for w in pool.consumers()
-                        if w.group is None and w.alive() and not want <= w.assigned]
+                out += [
+                    f"{w.process}: {len(want - w.assigned)} partition(s) unassigned"
+                    for w in pool.consumers()
+                    if w.group is None and w.alive() and not want <= w.assigned
+                ]
                 continue
             if missing := want - by_group.get(c.group, set()):
                 out.append(f"{c.group}: {len(missing)} partition(s) unowned")
@@ -122,12 +144,23 @@ class ClientsWorkload:
 
     def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
         settings = c.group_settings()
-        spec = ConsumerSpec(process=f"{c.name}-{i}", topics=c.topics, bootstrap_servers=ctx.bootstrap_servers, group=c.group,
-                            session_timeout_ms=settings.client_session_timeout_ms(c.session_timeout_ms), properties=c.properties)
+        spec = ConsumerSpec(
+            process=f"{c.name}-{i}",
+            topics=c.topics,
+            bootstrap_servers=ctx.bootstrap_servers,
+            group=c.group,
+            session_timeout_ms=settings.client_session_timeout_ms(c.session_timeout_ms),
+            properties=c.properties,
+        )
         if c.driver == KAFKA_VERIFIABLE:
-            return VerifiableConsumerSpec(**vars(spec), kafka_version=ctx.kafka_version, group_protocol=settings.group_protocol,
-                                          assignment_strategy=settings.java_assignor(), remote_assignor=settings.remote_assignor,
-                                          host=_where(c.host, ctx))
+            return VerifiableConsumerSpec(
+                **vars(spec),
+                kafka_version=ctx.kafka_version,
+                group_protocol=settings.group_protocol,
+                assignment_strategy=settings.java_assignor(),
+                remote_assignor=settings.remote_assignor,
+                host=_where(c.host, ctx),
+            )
         return replace(spec, properties={**c.properties, **settings.librdkafka_properties()})
 
     def end_chaos(self, ctx: RunContext) -> None:
@@ -140,10 +173,17 @@ class ClientsWorkload:
         started = time.monotonic()
         drained = True
         try:
-            ctx.wait(lambda: not any(w.alive() for w in self.readers()) or not self.behind(ends), s.phases.drain_timeout_s, "")
+            ctx.wait(
+                lambda: not any(w.alive() for w in self.readers()) or not self.behind(ends),
+                s.phases.drain_timeout_s,
+                "",
+            )
         except WaitTimeout:
             drained = False
-            ctx.event(f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: {', '.join(self.behind(ends))}")
+            ctx.event(
+                f"drain: consumers had not read up to the log end after {s.phases.drain_timeout_s:g}s: "
+                f"{', '.join(self.behind(ends))}"
+            )
         # The checkers judge who was behind from the reads and the log read (availability.never-caught-up); this says
         # that the drain gave up, and when, for the explanation.
         ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - started, 2)))
@@ -170,8 +210,11 @@ class ClientsWorkload:
             keys = [c.group] if c.group else [f"{c.name}-{i}" for i in range(c.count)]
             for key in keys:
                 upto = read.get(key, {})
-                out += [f"{key} {tp[0]}-{tp[1]} ({upto.get(tp, -1) + 1}/{end})" for tp, end in sorted(ends.items())
-                        if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1]
+                out += [
+                    f"{key} {tp[0]}-{tp[1]} ({upto.get(tp, -1) + 1}/{end})"
+                    for tp, end in sorted(ends.items())
+                    if tp[0] in c.topics and end > 0 and upto.get(tp, -1) < end - 1
+                ]
         return out
 
     def stop(self) -> None:
@@ -201,15 +244,22 @@ class ClientsWorkload:
         pool.stop([worker])
 
     def restart_client(self, name: str) -> None:
-        """Start a closed group member again as a new process (NAME.N) with the same settings: it joins its group anew."""
+        """Start a closed group member again as a new process (NAME.N) with the same settings: it joins its group
+        anew."""
         process = self.process_of(name)
         worker = self._pool().workers.get(process)
         if worker is None or worker not in self.readers():
-            raise FaultError(f"the lab restarts only its consumers, and {name!r} is none of {', '.join(w.process for w in self.readers())}")
+            raise FaultError(
+                f"the lab restarts only its consumers, and {name!r} is none of "
+                f"{', '.join(w.process for w in self.readers())}"
+            )
         if worker.alive():
             raise FaultError(f"consumer {process} is still running: a restart starts it again after its close")
         if worker.group is None:
-            raise FaultError(f"consumer {process} is in no group: only a group member is restarted (it resumes from its group's offsets)")
+            raise FaultError(
+                f"consumer {process} is in no group: only a group member is restarted (it resumes from its "
+                f"group's offsets)"
+            )
         self.incarnations[name] = self.incarnations.get(name, 0) + 1
         self._pool().start(replace(worker.spec, process=self.process_of(name), client_log=""))
 
@@ -236,7 +286,9 @@ class ClientsWorkload:
         process = self.process_of(name)
         worker = pool.workers.get(process)
         if worker is None or worker not in self.readers():
-            raise FaultError(f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in self.readers())}")
+            raise FaultError(
+                f"no consumer {name!r} in this run: its consumers are {', '.join(w.process for w in self.readers())}"
+            )
         if not worker.alive():
             raise FaultError(f"consumer {process} is not running any more")
         return process
@@ -244,4 +296,3 @@ class ClientsWorkload:
     def _pool(self) -> WorkerPool:
         assert self.pool is not None, "setup() comes first"
         return self.pool
-

@@ -32,29 +32,53 @@ class Product:
 
     def to_json(self) -> bytes:
         """The value published to demo.products (field order of the contract)."""
-        return orjson.dumps({
-            "product_id": self.product_id, "category": self.category, "name": self.name, "size": self.size,
-            "price": float(self.price), "cogs": float(self.cogs),
-        })
+        return orjson.dumps(
+            {
+                "product_id": self.product_id,
+                "category": self.category,
+                "name": self.name,
+                "size": self.size,
+                "price": float(self.price),
+                "cogs": float(self.cogs),
+            }
+        )
 
 
 _NAMES: dict[str, tuple[tuple[str, str], ...]] = {
     "CS": (
-        ("Strawberry Sunrise", "1.35"), ("Banana Boat", "1.20"), ("Mango Tango", "1.45"), ("Blueberry Breeze", "1.50"),
-        ("Peach Porch", "1.30"), ("Pineapple Pier", "1.40"), ("Raspberry Ripple", "1.55"), ("Orange Orchard", "1.25"),
-        ("Cherry Cove", "1.60"), ("Kiwi Kick", "1.45"),
+        ("Strawberry Sunrise", "1.35"),
+        ("Banana Boat", "1.20"),
+        ("Mango Tango", "1.45"),
+        ("Blueberry Breeze", "1.50"),
+        ("Peach Porch", "1.30"),
+        ("Pineapple Pier", "1.40"),
+        ("Raspberry Ripple", "1.55"),
+        ("Orange Orchard", "1.25"),
+        ("Cherry Cove", "1.60"),
+        ("Kiwi Kick", "1.45"),
     ),
     "SF": (
-        ("Kale Cloud", "1.90"), ("Spirulina Surf", "2.10"), ("Acai Afterglow", "2.25"), ("Matcha Meadow", "2.05"),
-        ("Beet Boulevard", "1.75"), ("Chia Chorus", "1.95"), ("Golden Turmeric", "1.85"),
+        ("Kale Cloud", "1.90"),
+        ("Spirulina Surf", "2.10"),
+        ("Acai Afterglow", "2.25"),
+        ("Matcha Meadow", "2.05"),
+        ("Beet Boulevard", "1.75"),
+        ("Chia Chorus", "1.95"),
+        ("Golden Turmeric", "1.85"),
     ),
     "SC": (
-        ("Protein Powerhouse", "2.30"), ("Espresso Engine", "2.15"), ("Ginger Jolt", "1.95"), ("Maca Marathon", "2.40"),
+        ("Protein Powerhouse", "2.30"),
+        ("Espresso Engine", "2.15"),
+        ("Ginger Jolt", "1.95"),
+        ("Maca Marathon", "2.40"),
         ("Collagen Crest", "2.55"),
     ),
     "IS": (
-        ("Peanut Butter Cup", "1.80"), ("Cookie Crumble", "1.70"), ("Salted Caramel Swirl", "1.75"),
-        ("Mocha Midnight", "1.85"), ("Coconut Cream Dream", "1.65"),
+        ("Peanut Butter Cup", "1.80"),
+        ("Cookie Crumble", "1.70"),
+        ("Salted Caramel Swirl", "1.75"),
+        ("Mocha Midnight", "1.85"),
+        ("Coconut Cream Dream", "1.65"),
     ),
 }
 

@@ -45,7 +45,9 @@ _DAY_US = 86_400_000_000
 
 def total_purchase(price: Decimal, supplement_price: Decimal, quantity: int, member_discount: Decimal) -> Decimal:
     """The contract's total: half-up to cents, in Decimal so 7.18 never comes out as 7.17."""
-    return ((price + supplement_price) * quantity * (1 - member_discount)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return ((price + supplement_price) * quantity * (1 - member_discount)).quantize(
+        Decimal("0.01"), rounding=ROUND_HALF_UP
+    )
 
 
 def _number(value: Decimal) -> str:
@@ -86,7 +88,8 @@ def _id_key(seed: int) -> np.uint64:
 
 
 def transaction_ids(seed: int, instance: int, seqs: np.ndarray) -> np.ndarray:
-    """63-bit ids from a seed-keyed bijection of (instance, seq): unique within a run, random-looking like the seed's."""
+    """63-bit ids from a seed-keyed bijection of (instance, seq): unique within a run, random-looking like the
+    seed's."""
     mask = np.uint64(_MASK63)
     x = (np.uint64(instance) << np.uint64(_SEQ_BITS)) | seqs.astype(np.uint64)
     # Each step is a bijection on [0, 2**63): xor with a key, xorshift, multiplication by an odd constant.
@@ -142,7 +145,11 @@ class DailyClock:
         rem = levels - days * self.per_day
         minute = np.clip(np.searchsorted(self._cum, rem, side="right") - 1, 0, _MINUTES_PER_DAY - 1)
         within_s = np.clip((rem - self._cum[minute]) / self._per_minute[minute], 0.0, 1.0) * 60
-        us = (self._day + days.astype(np.int64)) * _DAY_US + minute * 60_000_000 + np.floor(within_s * 1e6).astype(np.int64)
+        us = (
+            (self._day + days.astype(np.int64)) * _DAY_US
+            + minute * 60_000_000
+            + np.floor(within_s * 1e6).astype(np.int64)
+        )
         self._day += int(days[-1])
         self._level = float(rem[-1])
         # Float rounding at a minute's edge could step back a microsecond: an instance's clock never goes back.
@@ -174,7 +181,8 @@ class WallClock:
         self._last_us = 0
 
     def advance(self, unit_gaps: np.ndarray) -> np.ndarray:
-        """The times of the next ``len(unit_gaps)`` records (the gaps are drawn anyway, so both clocks give the same purchases)."""
+        """The times of the next ``len(unit_gaps)`` records (the gaps are drawn anyway, so both clocks give the same
+        purchases)."""
         n = len(unit_gaps)
         if self.rate_per_s > 0:
             if self._start_us is None:
@@ -225,7 +233,8 @@ class _Formats:
                         self.tails.append(
                             f'"product_id": "{p.product_id}", "price": {_number(p.price)}, "quantity": {quantity}, '
                             f'"is_member": {"true" if member else "false"}, "member_discount": {_number(discount)}, '
-                            f'"add_supplements": {"true" if supplements else "false"}, "supplement_price": {_number(supplement)}, '
+                            f'"add_supplements": {"true" if supplements else "false"}, "supplement_price": '
+                            f"{_number(supplement)}, "
                             f'"total_purchase": {_number(total)}}}'
                         )
                         self.cents.append(int(total * 100))
@@ -255,8 +264,15 @@ def malformed_value(value: str, seq: int) -> str:
 class PurchaseStream:
     """The purchases of one instance, batch by batch."""
 
-    def __init__(self, seed: int, instance: int, start_us: int, malformed_every: int = 0,
-                 products: tuple[Product, ...] = PRODUCTS, clock: DailyClock | WallClock | None = None) -> None:
+    def __init__(
+        self,
+        seed: int,
+        instance: int,
+        start_us: int,
+        malformed_every: int = 0,
+        products: tuple[Product, ...] = PRODUCTS,
+        clock: DailyClock | WallClock | None = None,
+    ) -> None:
         if not 0 <= instance < MAX_INSTANCES:
             raise ValueError(f"instance {instance} out of range 0-{MAX_INSTANCES - 1}")
         self.seed, self.instance, self.malformed_every = seed, instance, malformed_every
@@ -291,20 +307,35 @@ class PurchaseStream:
             date = f.date(int(days[0]))
             values = [
                 f'{{"transaction_time": "{date} {hms[s]}{three[h]}{three[m]}", "transaction_id": "{i}", {tails[c]}'
-                for s, h, m, i, c in zip(second_of_day.tolist(), hi.tolist(), lo.tolist(), tids.tolist(), combos, strict=True)
+                for s, h, m, i, c in zip(
+                    second_of_day.tolist(), hi.tolist(), lo.tolist(), tids.tolist(), combos, strict=True
+                )
             ]
         else:  # a batch across midnight
             values = [
                 f'{{"transaction_time": "{f.date(d)} {hms[s]}{three[h]}{three[m]}", "transaction_id": "{i}", {tails[c]}'
-                for d, s, h, m, i, c in zip(days.tolist(), second_of_day.tolist(), hi.tolist(), lo.tolist(), tids.tolist(), combos, strict=True)
+                for d, s, h, m, i, c in zip(
+                    days.tolist(), second_of_day.tolist(), hi.tolist(), lo.tolist(), tids.tolist(), combos, strict=True
+                )
             ]
         malformed = np.zeros(n, dtype=bool)
         if self.malformed_every:
             malformed = (seqs + 1) % self.malformed_every == 0
             for j in np.flatnonzero(malformed).tolist():
                 values[j] = malformed_value(values[j], self._next_seq + j)
-        batch = PurchaseBatch(self._next_seq, tids, time_us, product, quantity, is_member, supplements, malformed,
-                              self.cents_by_combo[combo_index], values, [self._keys_by_combo[c] for c in combos])
+        batch = PurchaseBatch(
+            self._next_seq,
+            tids,
+            time_us,
+            product,
+            quantity,
+            is_member,
+            supplements,
+            malformed,
+            self.cents_by_combo[combo_index],
+            values,
+            [self._keys_by_combo[c] for c in combos],
+        )
         self._next_seq += n
         return batch
 

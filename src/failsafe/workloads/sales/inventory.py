@@ -31,15 +31,25 @@ class Restock:
     new_level: int
 
     def to_json(self) -> str:
-        return (f'{{"event_time": "{format_us(self.event_time_us)}", "product_id": "{self.product_id}", '
-                f'"existing_level": {self.existing_level}, "stock_quantity": {self.stock_quantity}, "new_level": {self.new_level}}}')
+        return (
+            f'{{"event_time": "{format_us(self.event_time_us)}", "product_id": "{self.product_id}", '
+            f'"existing_level": {self.existing_level}, "stock_quantity": {self.stock_quantity}, "new_level": '
+            f"{self.new_level}}}"
+        )
 
 
 class Inventory:
-    def __init__(self, product_ids: list[str], initial_level: int = INITIAL_LEVEL, reorder_level: int = REORDER_LEVEL,
-                 restock_quantity: int = RESTOCK_QUANTITY) -> None:
+    def __init__(
+        self,
+        product_ids: list[str],
+        initial_level: int = INITIAL_LEVEL,
+        reorder_level: int = REORDER_LEVEL,
+        restock_quantity: int = RESTOCK_QUANTITY,
+    ) -> None:
         if restock_quantity < MAX_QUANTITY or initial_level <= reorder_level:
-            raise ValueError("a restock must cover the largest purchase and the initial level be above the reorder level")
+            raise ValueError(
+                "a restock must cover the largest purchase and the initial level be above the reorder level"
+            )
         self.product_ids = product_ids
         self.initial_level, self.reorder_level, self.restock_quantity = initial_level, reorder_level, restock_quantity
         self._sold = np.zeros(len(product_ids), dtype=np.int64)
@@ -75,6 +85,12 @@ class Inventory:
         out = []
         for position, p, before in sorted(found):
             existing = self.initial_level - int(sold_after[position]) + self.restock_quantity * before
-            restock = Restock(int(time_us[position]), self.product_ids[p], existing, self.restock_quantity, existing + self.restock_quantity)
+            restock = Restock(
+                int(time_us[position]),
+                self.product_ids[p],
+                existing,
+                self.restock_quantity,
+                existing + self.restock_quantity,
+            )
             out.append((position, restock))
         return out

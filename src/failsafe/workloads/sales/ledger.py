@@ -29,10 +29,18 @@ from failsafe.errors import LedgerError
 FORMAT = 1
 MANIFEST = "manifest.json"
 CHUNK_ROWS = 200_000
-PURCHASES_SCHEMA = pl.Schema({
-    "transaction_id": pl.String, "transaction_time": pl.Datetime("us"), "product_id": pl.String, "quantity": pl.Int32,
-    "is_member": pl.Boolean, "total_purchase_cents": pl.Int64, "partition": pl.Int32, "offset": pl.Int64,
-})
+PURCHASES_SCHEMA = pl.Schema(
+    {
+        "transaction_id": pl.String,
+        "transaction_time": pl.Datetime("us"),
+        "product_id": pl.String,
+        "quantity": pl.Int32,
+        "is_member": pl.Boolean,
+        "total_purchase_cents": pl.Int64,
+        "partition": pl.Int32,
+        "offset": pl.Int64,
+    }
+)
 MALFORMED_SCHEMA = pl.Schema({"partition": pl.Int32, "offset": pl.Int64, "value": pl.String})
 _LEDGER_FILE = re.compile(r"(manifest\.json|(purchases|malformed)-\d{2}-\d{5}\.parquet)(\.tmp)?")
 
@@ -45,20 +53,31 @@ def malformed_file(instance: int, chunk: int) -> str:
     return f"malformed-{instance:02d}-{chunk:05d}.parquet"
 
 
-def purchases_frame(transaction_id: np.ndarray, time_us: np.ndarray, product_ids: list[str], product: np.ndarray,
-                    quantity: np.ndarray, is_member: np.ndarray, total_cents: np.ndarray, partition: np.ndarray,
-                    offset: np.ndarray) -> pl.DataFrame:
+def purchases_frame(
+    transaction_id: np.ndarray,
+    time_us: np.ndarray,
+    product_ids: list[str],
+    product: np.ndarray,
+    quantity: np.ndarray,
+    is_member: np.ndarray,
+    total_cents: np.ndarray,
+    partition: np.ndarray,
+    offset: np.ndarray,
+) -> pl.DataFrame:
     """Ledger rows from the generator's columns (``product`` indexes ``product_ids``)."""
-    return pl.DataFrame({
-        "transaction_id": pl.Series(transaction_id.astype(np.uint64)).cast(pl.String),
-        "transaction_time": pl.Series(time_us.astype(np.int64)).cast(pl.Datetime("us")),
-        "product_id": pl.Series(product_ids, dtype=pl.String).gather(product.astype(np.int64)),
-        "quantity": pl.Series(quantity.astype(np.int32)),
-        "is_member": pl.Series(is_member.astype(bool)),
-        "total_purchase_cents": pl.Series(total_cents.astype(np.int64)),
-        "partition": pl.Series(partition.astype(np.int32)),
-        "offset": pl.Series(offset.astype(np.int64)),
-    }, schema=PURCHASES_SCHEMA)
+    return pl.DataFrame(
+        {
+            "transaction_id": pl.Series(transaction_id.astype(np.uint64)).cast(pl.String),
+            "transaction_time": pl.Series(time_us.astype(np.int64)).cast(pl.Datetime("us")),
+            "product_id": pl.Series(product_ids, dtype=pl.String).gather(product.astype(np.int64)),
+            "quantity": pl.Series(quantity.astype(np.int32)),
+            "is_member": pl.Series(is_member.astype(bool)),
+            "total_purchase_cents": pl.Series(total_cents.astype(np.int64)),
+            "partition": pl.Series(partition.astype(np.int32)),
+            "offset": pl.Series(offset.astype(np.int64)),
+        },
+        schema=PURCHASES_SCHEMA,
+    )
 
 
 def malformed_frame(partition: list[int], offset: list[int], value: list[str]) -> pl.DataFrame:
@@ -124,7 +143,9 @@ def check_directory(directory: Path) -> None:
             raise LedgerError(f"--ledger {directory} holds files that are not a ledger: give an empty or new directory")
         foreign = [n for n in names if not _LEDGER_FILE.fullmatch(n)]
         if foreign:
-            raise LedgerError(f"--ledger {directory} holds {foreign[0]!r}, which no ledger writes: give an empty or new directory")
+            raise LedgerError(
+                f"--ledger {directory} holds {foreign[0]!r}, which no ledger writes: give an empty or new directory"
+            )
 
 
 def prepare(directory: Path) -> None:
@@ -149,14 +170,19 @@ def read_manifest(directory: Path) -> dict:
         raise LedgerError(f"no ledger at {directory}: write one with 'failsafe simulate sales --ledger {directory}'")
     path = directory / MANIFEST
     if not directory.is_dir() or not path.is_file():
-        raise LedgerError(f"{directory} is not a sales ledger (no {MANIFEST}): give the directory of 'failsafe simulate sales --ledger'")
+        raise LedgerError(
+            f"{directory} is not a sales ledger (no {MANIFEST}): give the directory of 'failsafe simulate "
+            f"sales --ledger'"
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise LedgerError(f"{path} is not a readable ledger manifest ({e}): run the simulator again") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None
-        raise LedgerError(f"{path} is not a ledger manifest of format {FORMAT} (format {found!r}): run the simulator again")
+        raise LedgerError(
+            f"{path} is not a ledger manifest of format {FORMAT} (format {found!r}): run the simulator again"
+        )
     return manifest
 
 
@@ -178,15 +204,21 @@ def _read_files(directory: Path, prefix: str, schema: pl.Schema) -> pl.DataFrame
         except (OSError, pl.exceptions.PolarsError) as e:
             raise LedgerError(f"ledger file {path} cannot be read ({e}): run the simulator again") from e
         if frame.schema != schema:
-            raise LedgerError(f"ledger file {path} has columns other than the contract's ({_schema_difference(frame.schema, schema)}): "
-                              "run the simulator again")
+            raise LedgerError(
+                f"ledger file {path} has columns other than the contract's "
+                f"({_schema_difference(frame.schema, schema)}): run the simulator again"
+            )
         frames.append(frame)
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
 def _schema_difference(found: pl.Schema, expected: pl.Schema) -> str:
     """How a chunk's columns differ from the contract's, e.g. 'quantity is Int64, not Int32; is_member is missing'."""
-    parts = [f"{name} is {found[name]}, not {dtype}" for name, dtype in expected.items() if name in found and found[name] != dtype]
+    parts = [
+        f"{name} is {found[name]}, not {dtype}"
+        for name, dtype in expected.items()
+        if name in found and found[name] != dtype
+    ]
     parts += [f"{name} is missing" for name in expected if name not in found]
     parts += [f"{name} is extra" for name in found if name not in expected]
     return "; ".join(parts) or f"in the order {list(found)}, not {list(expected)}"
@@ -211,6 +243,8 @@ def read_ledger(directory: Path | str, require_complete: bool = True) -> Ledger:
     if require_complete:
         for what, frame in (("acknowledged", purchases), ("malformed", malformed)):
             if manifest.get(what) != frame.height:
-                raise LedgerError(f"the ledger at {directory} has {frame.height} {what} rows but its manifest says "
-                                  f"{manifest.get(what)}: a chunk is missing or not this run's; run the simulator again")
+                raise LedgerError(
+                    f"the ledger at {directory} has {frame.height} {what} rows but its manifest says "
+                    f"{manifest.get(what)}: a chunk is missing or not this run's; run the simulator again"
+                )
     return Ledger(directory, manifest, purchases, malformed)

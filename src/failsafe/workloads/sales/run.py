@@ -24,9 +24,9 @@ import orjson
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from failsafe.clients.admin import DEFAULT_TIMEOUT_S, client_config, describe_error, fetch_metadata, new_admin
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.supervisor import Child, Supervisor
+from failsafe.tools.admin import DEFAULT_TIMEOUT_S, client_config, describe_error, fetch_metadata, new_admin
 from failsafe.waiting import wait_until
 from failsafe.workloads.sales import ledger
 from failsafe.workloads.sales.catalogue import PRODUCTS
@@ -72,7 +72,8 @@ class SalesOptions:
 
     @property
     def event_clock(self) -> str:
-        """The clock the run uses: 'auto' is the wall clock for a paced (live) run, the accelerated one as fast as possible."""
+        """The clock the run uses: 'auto' is the wall clock for a paced (live) run, the accelerated one as fast as
+        possible."""
         if self.clock == AUTO:
             return WALL if self.rate_per_s > 0 else ACCELERATED
         return self.clock
@@ -82,7 +83,9 @@ class SalesOptions:
         if self.bootstrap_servers:
             check_bootstrap(self.bootstrap_servers)
         if self.count is not None and self.duration_s is not None:
-            raise UserError("--duration and --count cannot be used together: choose one (or neither, to run until Ctrl-C)")
+            raise UserError(
+                "--duration and --count cannot be used together: choose one (or neither, to run until Ctrl-C)"
+            )
         if self.rate_per_s < 0:
             raise UserError(f"--rate {self.rate_per_s:g}: a rate cannot be negative (0 sends as fast as possible)")
         if self.count is not None and self.count < 1:
@@ -92,7 +95,9 @@ class SalesOptions:
         if not 1 <= self.instances <= MAX_INSTANCES:
             raise UserError(f"--instances {self.instances}: choose 1 to {MAX_INSTANCES}")
         if self.malformed_every < 0 or self.malformed_every == 1:
-            raise UserError(f"--malformed-every {self.malformed_every}: use 0 (never) or 2 and more (every Nth record is broken)")
+            raise UserError(
+                f"--malformed-every {self.malformed_every}: use 0 (never) or 2 and more (every Nth record is broken)"
+            )
         if self.acks not in ACKS:
             raise UserError(f"--acks {self.acks!r}: choose one of {', '.join(ACKS)}")
         if self.seed is not None and not 0 <= self.seed < 2**63:
@@ -101,8 +106,10 @@ class SalesOptions:
             raise UserError(f"--clock {self.clock!r}: choose one of {', '.join(CLOCKS)}")
         if self.start_time is not None:
             if self.event_clock == WALL:
-                raise UserError("--start-time sets the accelerated clock's start: with the wall clock event time is send time "
-                                "(use --clock accelerated, or drop --start-time)")
+                raise UserError(
+                    "--start-time sets the accelerated clock's start: with the wall clock event time is send time "
+                    "(use --clock accelerated, or drop --start-time)"
+                )
             start_us(self.start_time)
         ledger.check_directory(self.ledger)
 
@@ -111,7 +118,9 @@ def check_bootstrap(servers: str) -> None:
     for server in servers.split(","):
         host, sep, port = server.strip().rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(f"--bootstrap-server {servers!r}: {server.strip()!r} is not HOST:PORT (e.g. 127.0.0.1:9092)")
+            raise UserError(
+                f"--bootstrap-server {servers!r}: {server.strip()!r} is not HOST:PORT (e.g. 127.0.0.1:9092)"
+            )
 
 
 def start_us(text: str) -> int:
@@ -133,8 +142,11 @@ def ensure_topics(bootstrap: str, topics: dict[str, str], timeout_s: float) -> l
     replication = min(REPLICATION_FACTOR, len(metadata.brokers))
     missing = [name for name in topics.values() if name not in metadata.topics]
     if missing:
-        new = [NewTopic(name, PARTITIONS, replication, config={"cleanup.policy": "compact"} if role == "products" else {})
-               for role, name in topics.items() if name in missing]
+        new = [
+            NewTopic(name, PARTITIONS, replication, config={"cleanup.policy": "compact"} if role == "products" else {})
+            for role, name in topics.items()
+            if name in missing
+        ]
         for name, future in admin.create_topics(new, request_timeout=timeout_s).items():
             try:
                 future.result(timeout=timeout_s)
@@ -147,21 +159,37 @@ def ensure_topics(bootstrap: str, topics: dict[str, str], timeout_s: float) -> l
 
     def every_partition_led() -> bool:
         md = fetch_metadata(admin, bootstrap, timeout_s)
-        return all(name in md.topics and md.topics[name].error is None and md.topics[name].partitions
-                   and all(p.leader >= 0 for p in md.topics[name].partitions.values()) for name in topics.values())
+        return all(
+            name in md.topics
+            and md.topics[name].error is None
+            and md.topics[name].partitions
+            and all(p.leader >= 0 for p in md.topics[name].partitions.values())
+            for name in topics.values()
+        )
 
-    wait_until(every_partition_led, timeout_s, f"topics {', '.join(topics.values())} have no leader for every partition "
-               f"after {timeout_s:g}s: check 'failsafe topics describe'", poll_interval_s=0.05)
+    wait_until(
+        every_partition_led,
+        timeout_s,
+        f"topics {', '.join(topics.values())} have no leader for every partition "
+        f"after {timeout_s:g}s: check 'failsafe topics describe'",
+        poll_interval_s=0.05,
+    )
     return missing
 
 
 def publish_products(bootstrap: str, topic: str, timeout_s: float) -> None:
     """The catalogue to the compacted products topic, every record acknowledged by all in-sync replicas."""
-    producer = Producer(client_config(bootstrap, acks="all", partitioner="murmur2_random", **{"enable.idempotence": True}))
+    producer = Producer(
+        client_config(bootstrap, acks="all", partitioner="murmur2_random", **{"enable.idempotence": True})
+    )
     errors: list[str] = []
     for product in PRODUCTS:
-        producer.produce(topic, product.to_json(), product.product_id,
-                         on_delivery=lambda e, m: errors.append(describe_error(e)) if e is not None else None)
+        producer.produce(
+            topic,
+            product.to_json(),
+            product.product_id,
+            on_delivery=lambda e, m: errors.append(describe_error(e)) if e is not None else None,
+        )
     left = producer.flush(timeout_s)
     if left or errors:
         reason = errors[0] if errors else f"{left} records not acknowledged within {timeout_s:g}s"
@@ -194,7 +222,10 @@ class Workers:
     def start(self, spec: InstanceSpec) -> Worker:
         child = self.supervisor.spawn(
             [sys.executable, "-m", "failsafe.workloads.sales.simulator", orjson.dumps(asdict(spec)).decode()],
-            name=f"simulator instance {spec.instance}", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            name=f"simulator instance {spec.instance}",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         worker = Worker(spec.instance, child)
@@ -269,11 +300,24 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
     ensure_topics(options.bootstrap_servers, options.topics, options.timeout_s)
     ledger.prepare(options.ledger)
     manifest = {
-        "seed": seed, "start_time": format_us(begin_us), "clock": options.event_clock, "instances": options.instances, "rate": options.rate_per_s,
-        "count": options.count, "duration_s": options.duration_s, "bootstrap_servers": options.bootstrap_servers,
-        "topics": options.topics, "complete": False, "acknowledged": 0, "failed": 0, "malformed": 0,
-        "started_at": utc_now(), "finished_at": None,
-        "acks": options.acks, "malformed_every": options.malformed_every, "restocks": 0,
+        "seed": seed,
+        "start_time": format_us(begin_us),
+        "clock": options.event_clock,
+        "instances": options.instances,
+        "rate": options.rate_per_s,
+        "count": options.count,
+        "duration_s": options.duration_s,
+        "bootstrap_servers": options.bootstrap_servers,
+        "topics": options.topics,
+        "complete": False,
+        "acknowledged": 0,
+        "failed": 0,
+        "malformed": 0,
+        "started_at": utc_now(),
+        "finished_at": None,
+        "acks": options.acks,
+        "malformed_every": options.malformed_every,
+        "restocks": 0,
     }
     ledger.write_manifest(options.ledger, manifest)
     publish_products(options.bootstrap_servers, options.topics["products"], options.timeout_s)
@@ -282,13 +326,22 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
     interrupted = False
     try:
         for i in range(options.instances):
-            workers.start(InstanceSpec(
-                instance=i, seed=seed, start_us=begin_us, bootstrap_servers=options.bootstrap_servers,
-                ledger=str(options.ledger), rate_per_s=options.rate_per_s / options.instances, clock=options.event_clock,
-                count=share(options.count, options.instances, i) if options.count is not None else None,
-                duration_s=options.duration_s, malformed_every=options.malformed_every, acks=options.acks,
-                topics=options.topics,
-            ))
+            workers.start(
+                InstanceSpec(
+                    instance=i,
+                    seed=seed,
+                    start_us=begin_us,
+                    bootstrap_servers=options.bootstrap_servers,
+                    ledger=str(options.ledger),
+                    rate_per_s=options.rate_per_s / options.instances,
+                    clock=options.event_clock,
+                    count=share(options.count, options.instances, i) if options.count is not None else None,
+                    duration_s=options.duration_s,
+                    malformed_every=options.malformed_every,
+                    acks=options.acks,
+                    topics=options.topics,
+                )
+            )
         try:
             while not workers.wait(REFRESH_S):
                 on_progress(workers.totals())
@@ -306,8 +359,12 @@ def run_sales(options: SalesOptions, on_progress: Callable[[dict[str, int]], Non
         errors = _errors(workers.workers, forced)
         totals = workers.totals()
         manifest.update(
-            complete=not errors, acknowledged=totals["acknowledged"], failed=totals["failed"],
-            malformed=totals["malformed"], restocks=totals["restocks"], finished_at=utc_now(),
+            complete=not errors,
+            acknowledged=totals["acknowledged"],
+            failed=totals["failed"],
+            malformed=totals["malformed"],
+            restocks=totals["restocks"],
+            finished_at=utc_now(),
         )
         ledger.write_manifest(options.ledger, manifest)
     return RunResult(manifest, workers.send_window_s(), interrupted, errors)
@@ -322,6 +379,8 @@ def _errors(workers: list[Worker], forced: bool) -> list[str]:
             why = "was killed before it finished" if forced else f"exited with code {code}: {tail}"
             out.append(f"instance {w.instance} {why}")
         elif not w.done.get("clean"):
-            out.append(f"instance {w.instance} still had records in flight when its flush timed out "
-                       f"({w.done.get('last_error') or 'no delivery report'})")
+            out.append(
+                f"instance {w.instance} still had records in flight when its flush timed out "
+                f"({w.done.get('last_error') or 'no delivery report'})"
+            )
     return out

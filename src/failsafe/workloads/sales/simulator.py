@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
-from failsafe.clients.admin import client_config, describe_error
+from failsafe.tools.admin import client_config, describe_error
 from failsafe.workloads.sales.generator import (
     ACCELERATED,
     BATCH_SIZE,
@@ -133,21 +133,29 @@ class AckTracker:
     def __init__(self, stream: PurchaseStream, ledger: LedgerWriter, counters: Counters) -> None:
         self.stream, self.ledger, self.counters = stream, ledger, counters
         self.pending: dict[int, _Pending] = {}
-        ids, id_partitions, id_offsets, failed_ids = self._ids, self._id_partitions, self._id_offsets, self._failed_ids = (
-            array("q"), array("q"), array("q"), array("q"))
-        seqs, seq_partitions, seq_offsets, failed_seqs = self._seqs, self._seq_partitions, self._seq_offsets, self._failed_seqs = (
-            array("q"), array("q"), array("q"), array("q"))
+        ids, id_partitions, id_offsets, failed_ids = (
+            self._ids,
+            self._id_partitions,
+            self._id_offsets,
+            self._failed_ids,
+        ) = (array("q"), array("q"), array("q"), array("q"))
+        seqs, seq_partitions, seq_offsets, failed_seqs = (
+            self._seqs,
+            self._seq_partitions,
+            self._seq_offsets,
+            self._failed_seqs,
+        ) = (array("q"), array("q"), array("q"), array("q"))
 
         add_id, add_partition, add_offset = ids.append, id_partitions.append, id_offsets.append
 
         def on_purchase(error: KafkaError | None, msg: Message) -> None:
             value = msg.value()
             if error is None:
-                add_id(int(value[ID_AT:value.index(34, ID_AT)]))  # 34: the closing quote
+                add_id(int(value[ID_AT : value.index(34, ID_AT)]))  # 34: the closing quote
                 add_partition(msg.partition())
                 add_offset(msg.offset())
             else:
-                failed_ids.append(int(value[ID_AT:value.index(34, ID_AT)]))
+                failed_ids.append(int(value[ID_AT : value.index(34, ID_AT)]))
                 counters.last_error = describe_error(error)
 
         def on_malformed(seq: int, error: KafkaError | None, msg: Message) -> None:
@@ -179,7 +187,11 @@ class AckTracker:
         return out
 
     def _sequences(self, ids: array, seqs: array) -> np.ndarray:
-        of_ids = sequences_of(self.stream.seed, self.stream.instance, self._take(ids)) if ids else np.empty(0, dtype=np.int64)
+        of_ids = (
+            sequences_of(self.stream.seed, self.stream.instance, self._take(ids))
+            if ids
+            else np.empty(0, dtype=np.int64)
+        )
         return np.concatenate((of_ids, self._take(seqs)))
 
     def drain(self, current: _Pending | None) -> None:
@@ -210,18 +222,37 @@ class AckTracker:
         entry.resolved += len(at)
         bad = b.malformed[at]
         if bad.any():
-            self.ledger.add_malformed(malformed_frame(partitions[bad].tolist(), offsets[bad].tolist(), [entry.broken[j] for j in at[bad].tolist()]))
+            self.ledger.add_malformed(
+                malformed_frame(
+                    partitions[bad].tolist(), offsets[bad].tolist(), [entry.broken[j] for j in at[bad].tolist()]
+                )
+            )
             self.counters.malformed += int(bad.sum())
             at, partitions, offsets = at[~bad], partitions[~bad], offsets[~bad]
-        self.ledger.add_purchases(purchases_frame(
-            b.transaction_id[at], b.time_us[at], self.stream.product_ids, b.product[at], b.quantity[at], b.is_member[at],
-            b.total_cents[at], partitions, offsets,
-        ))
+        self.ledger.add_purchases(
+            purchases_frame(
+                b.transaction_id[at],
+                b.time_us[at],
+                self.stream.product_ids,
+                b.product[at],
+                b.quantity[at],
+                b.is_member[at],
+                b.total_cents[at],
+                partitions,
+                offsets,
+            )
+        )
         self.counters.acknowledged += len(at)
 
 
 class Instance:
-    def __init__(self, spec: InstanceSpec, stop: threading.Event, report: Callable[[Counters], None], logger: object | None = None) -> None:
+    def __init__(
+        self,
+        spec: InstanceSpec,
+        stop: threading.Event,
+        report: Callable[[Counters], None],
+        logger: object | None = None,
+    ) -> None:
         self.spec, self.stop, self.report = spec, stop, report
         self.counters = Counters()
         clock = WallClock(spec.rate_per_s) if spec.clock == WALL else None

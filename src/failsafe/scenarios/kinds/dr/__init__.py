@@ -8,11 +8,11 @@ from typing import Any
 from rich.console import Console
 
 from failsafe.faults import Need
-from failsafe.scenarios.actions import COMMON_ACTIONS, ActionContext, ActionType
 from failsafe.scenarios.base import ActionSpec
+from failsafe.scenarios.engine.actions import COMMON_ACTIONS, ActionContext, ActionType
 from failsafe.scenarios.kinds.dr.schema import parse_dr
 from failsafe.scenarios.kinds.registry import Placement, ScenarioKind, register
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.store.rundir import RunDir
 
 # A DR run's history spans two clusters: only the dr checker reads it whole (docs/checkers.md).
 CHECKERS = ("dr",)
@@ -25,7 +25,7 @@ def _workload(scenario: Any) -> Any:
 
 
 def _judge(run_dir: RunDir, scenario: Any) -> tuple[dict, Any]:
-    from failsafe.scenarios.check import judge_history_run
+    from failsafe.scenarios.store.check import judge_history_run
 
     return judge_history_run(run_dir, scenario, CHECKERS)
 
@@ -45,16 +45,24 @@ def _report(run_dir: RunDir, results: dict, history: Any) -> Path:
 def _move(direction: str) -> ActionType:
     def run(spec: ActionSpec, a: ActionContext) -> None:
         a.workload.move(direction, a.run)
+
     what = "to the backup, the primary being lost" if direction == "failover" else "back to the primary, planned"
     return ActionType(direction, f"the clients move {what}", run)
 
 
-KIND = register(ScenarioKind(
-    name="dr",
-    summary="the lab's clients on a DR pair (failsafe up --dr), MirrorMaker 2 between; RPO and RTO",
-    parser=parse_dr, workload=_workload, judge=_judge, show=_show, report=_report,
-    # Not CONSUMERS: the DR workload moves its consumers between the clusters itself; a fault does not kill them.
-    offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK}),
-    checkers=CHECKERS, actions={**COMMON_ACTIONS, "failover": _move("failover"), "failback": _move("failback")},
-    placement=Placement.DR_PAIR,
-))
+KIND = register(
+    ScenarioKind(
+        name="dr",
+        summary="the lab's clients on a DR pair (failsafe up --dr), MirrorMaker 2 between; RPO and RTO",
+        parser=parse_dr,
+        workload=_workload,
+        judge=_judge,
+        show=_show,
+        report=_report,
+        # Not CONSUMERS: the DR workload moves its consumers between the clusters itself; a fault does not kill them.
+        offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK}),
+        checkers=CHECKERS,
+        actions={**COMMON_ACTIONS, "failover": _move("failover"), "failback": _move("failback")},
+        placement=Placement.DR_PAIR,
+    )
+)

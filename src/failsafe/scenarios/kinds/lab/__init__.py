@@ -1,11 +1,12 @@
-"""The lab kind: the kit's verifying producers and consumers on one cluster (scenarios/kit/), judged by the history's checkers."""
+"""The lab kind: the kit's verifying producers and consumers on one cluster (scenarios/kit/), judged by the history's
+checkers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from failsafe.faults import Need
-from failsafe.scenarios.actions import COMMON_ACTIONS
+from failsafe.scenarios.engine.actions import COMMON_ACTIONS
 from failsafe.scenarios.kinds.lab.schema import parse_lab
 from failsafe.scenarios.kinds.registry import ScenarioKind, register
 from failsafe.scenarios.kit.judging import history_judge, show_summary, write_history_report
@@ -19,10 +20,18 @@ def _workload(scenario: Any) -> Any:
     return LabWorkload(scenario)
 
 
-KIND = register(ScenarioKind(
-    name="lab",
-    summary="verifying producers and consumers on one cluster, the seeds' experiments",
-    parser=parse_lab, workload=_workload, judge=history_judge(CHECKERS), show=show_summary, report=write_history_report,
-    offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
-    checkers=CHECKERS, actions=COMMON_ACTIONS, default=True,
-))
+KIND = register(
+    ScenarioKind(
+        name="lab",
+        summary="verifying producers and consumers on one cluster, the seeds' experiments",
+        parser=parse_lab,
+        workload=_workload,
+        judge=history_judge(CHECKERS),
+        show=show_summary,
+        report=write_history_report,
+        offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
+        checkers=CHECKERS,
+        actions=COMMON_ACTIONS,
+        default=True,
+    )
+)

@@ -1,4 +1,5 @@
-"""The pipeline kind: the sales simulator and the Spark pipeline, judged by the run's history and the sink against the ledger."""
+"""The pipeline kind: the sales simulator and the Spark pipeline, judged by the run's history and the sink against the
+ledger."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from failsafe.faults import Need
 from failsafe.scenarios.kinds.pipeline.schema import parse_pipeline
 from failsafe.scenarios.kinds.registry import ScenarioKind, register
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.store.rundir import RunDir
 
 # Runs made before the kind was recorded in scenario.json wrote this file.
 _LEGACY_RESULTS = "pipeline-results.json"
@@ -44,10 +45,18 @@ def _recognises(path: Path) -> bool:
     return (path / _LEGACY_RESULTS).is_file()
 
 
-KIND = register(ScenarioKind(
-    name="pipeline",
-    summary="the sales simulator and the Spark pipeline, exactly-once while brokers and Spark die",
-    parser=parse_pipeline, workload=_workload, judge=_judge, show=_show, report=_report,
-    offers=frozenset({Need.NODES, Need.QUORUM, Need.SPARK_DRIVER, Need.SPARK_WORKERS}),
-    checkers=("pipeline", "sales", "enriched"), run_options={"master": "pipeline.master"}, recognises=_recognises,
-))
+KIND = register(
+    ScenarioKind(
+        name="pipeline",
+        summary="the sales simulator and the Spark pipeline, exactly-once while brokers and Spark die",
+        parser=parse_pipeline,
+        workload=_workload,
+        judge=_judge,
+        show=_show,
+        report=_report,
+        offers=frozenset({Need.NODES, Need.QUORUM, Need.SPARK_DRIVER, Need.SPARK_WORKERS}),
+        checkers=("pipeline", "sales", "enriched"),
+        run_options={"master": "pipeline.master"},
+        recognises=_recognises,
+    )
+)

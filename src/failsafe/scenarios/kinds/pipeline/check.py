@@ -10,20 +10,22 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from failsafe.checkers import ALWAYS, durability, pipeline_run, run_checkers
+from failsafe.checkers import ALWAYS, durability, run_checkers
 from failsafe.checkers.common import UNKNOWN
+from failsafe.checkers.pipeline import judgeable as pipeline_run
 from failsafe.checkers.run import combine_validity
 from failsafe.errors import UserError
 from failsafe.history.model import History
 from failsafe.scenarios.base import Scenario
-from failsafe.scenarios.check import hold_incomplete, load_run_history, write_results
 from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.known import classify
-from failsafe.scenarios.rundir import RunDir
+from failsafe.scenarios.store.check import hold_incomplete, load_run_history, write_results
+from failsafe.scenarios.store.rundir import RunDir
 
 
 def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict[str, Any], History]:
-    """Judge the run from its history, then verify its sink against its ledger; write and return results.json (and the history).
+    """Judge the run from its history, then verify its sink against its ledger; write and return results.json (and the
+    history).
 
     ``checkers`` holds both verdicts as every kind's results do: ``pipeline`` (the history) and ``sales`` (sink
     against ledger, absent when it could not be compared); ``pipeline`` and ``verification`` repeat them for the report.
@@ -42,19 +44,32 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
         valid = UNKNOWN
     else:
         valid = combine_validity([facts["valid"], verification["valid"]])
-    # The checkers every run gets; durability judges the simulator's acknowledged purchases (its ledger) against the final read.
+    # The checkers every run gets; durability judges the simulator's acknowledged purchases (its ledger) against the
+    # final read.
     always = run_checkers(history, options, ())
     always["durability"] = _durability(run_dir, history)
     valid = combine_validity([valid, *(c.get("valid", UNKNOWN) for c in always.values())])
-    checkers = {**{name: always[name] for name in ALWAYS}, "pipeline": facts, **({"sales": verification} if verification is not None else {})}
+    checkers = {
+        **{name: always[name] for name in ALWAYS},
+        "pipeline": facts,
+        **({"sales": verification} if verification is not None else {}),
+    }
     if decidable and getattr(getattr(scenario, "pipeline", None), "enriched", False):
         checkers["enriched"] = _check_enriched(run_dir, history, options.get("enriched"))
         valid = combine_validity([valid, checkers["enriched"]["valid"]])
     expectations = evaluate_all(scenario.expect, {**checkers, "checkers": checkers}) if scenario is not None else []
     valid = combine_validity([valid, *(e["valid"] for e in expectations)])
-    results = {"format": 3, "valid": valid, "scenario": scenario.name if scenario is not None else None, "expectations": expectations,
-               "reasons": facts["reasons"], "query_never_stopped": not facts["unexpected_exits"], "checkers": checkers, "pipeline": facts,
-               "verification": verification}
+    results = {
+        "format": 3,
+        "valid": valid,
+        "scenario": scenario.name if scenario is not None else None,
+        "expectations": expectations,
+        "reasons": facts["reasons"],
+        "query_never_stopped": not facts["unexpected_exits"],
+        "checkers": checkers,
+        "pipeline": facts,
+        "verification": verification,
+    }
     hold_incomplete(results)
     results = classify(results, scenario, history)
     write_results(run_dir, results)
@@ -62,21 +77,41 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
 
 
 def _durability(run_dir: RunDir, history: History) -> dict[str, Any]:
-    """Every purchase (and malformed record) the ledger says Kafka acknowledged, against the final read of demo.purchases: a
-    purchase is known by its transaction id, which its record's JSON holds; a malformed record by its whole value."""
+    """Every purchase (and malformed record) the ledger says Kafka acknowledged, against the final read of
+    demo.purchases: a purchase is known by its transaction id, which its record's JSON holds; a malformed record by its
+    whole value."""
     from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_TOPIC
     from failsafe.workloads.sales.ledger import read_ledger
 
     try:
         ledger = read_ledger(run_dir.path / "ledger")
     except (UserError, OSError) as e:
-        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "reason": f"cannot read the ledger: {e}"}
-    columns = {"process": pl.lit("simulator"), "id": pl.lit(None, dtype=pl.Int64), "cluster": pl.lit(None, dtype=pl.String),
-               "topic": pl.lit(PURCHASES_TOPIC), "partition": pl.col("partition").cast(pl.Int64),
-               "offset": pl.when(pl.col("offset") >= 0).then(pl.col("offset")), "txn": pl.lit(None, dtype=pl.Int64)}
-    writes = pl.concat([ledger.purchases.select(**columns, value=pl.col("transaction_id")), ledger.malformed.select(**columns, value=pl.col("value"))])
+        return {
+            "valid": UNKNOWN,
+            "counts": {},
+            "examples": {},
+            "violations": [],
+            "reason": f"cannot read the ledger: {e}",
+        }
+    columns = {
+        "process": pl.lit("simulator"),
+        "id": pl.lit(None, dtype=pl.Int64),
+        "cluster": pl.lit(None, dtype=pl.String),
+        "topic": pl.lit(PURCHASES_TOPIC),
+        "partition": pl.col("partition").cast(pl.Int64),
+        "offset": pl.when(pl.col("offset") >= 0).then(pl.col("offset")),
+        "txn": pl.lit(None, dtype=pl.Int64),
+    }
+    writes = pl.concat(
+        [
+            ledger.purchases.select(**columns, value=pl.col("transaction_id")),
+            ledger.malformed.select(**columns, value=pl.col("value")),
+        ]
+    )
     writes = writes.select([pl.col(c).cast(t) for c, t in durability.WRITE_SCHEMA.items()])
-    log = history.log.with_columns(pl.coalesce(pl.col("value").str.json_path_match("$.transaction_id"), pl.col("value")).alias("value"))
+    log = history.log.with_columns(
+        pl.coalesce(pl.col("value").str.json_path_match("$.transaction_id"), pl.col("value")).alias("value")
+    )
     return dict(durability.judge(writes, history, log))
 
 
@@ -86,8 +121,14 @@ def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> 
     from failsafe.workloads.sales.ledger import read_ledger
 
     def undecided(reason: str) -> dict[str, Any]:
-        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [],
-                "allow_duplicates": (options or {}).get("allow_duplicates", True), "reasons": [reason]}
+        return {
+            "valid": UNKNOWN,
+            "counts": {},
+            "examples": {},
+            "violations": [],
+            "allow_duplicates": (options or {}).get("allow_duplicates", True),
+            "reasons": [reason],
+        }
 
     try:
         ledger = read_ledger(run_dir.path / "ledger")
@@ -96,11 +137,15 @@ def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> 
     try:
         return check_enriched(run_dir.path / "output", ledger.purchases, history, options)
     except Exception as e:  # noqa: BLE001 - a checker that raises is reported, as run_checkers reports one
-        return {**undecided(f"the enriched checker raised {type(e).__name__}: {e}"), "error": f"{type(e).__name__}: {e}"}
+        return {
+            **undecided(f"the enriched checker raised {type(e).__name__}: {e}"),
+            "error": f"{type(e).__name__}: {e}",
+        }
 
 
 def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: History) -> Path:
-    """report.html beside results.json: the verdict, ledger and sink, and the queries over time (reports/pipeline_report.py)."""
+    """report.html beside results.json: the verdict, ledger and sink, and the queries over time
+    (reports/pipeline_report.py)."""
     from failsafe.pipeline.job import COMMITS_FILE
     from failsafe.pipeline.sink import PROGRESS_FILE, SALES_DIR, read_progress
     from failsafe.reports.pipeline_report import record_latencies, render_pipeline_html
@@ -114,7 +159,9 @@ def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: His
     if commits_path.is_file():
         for line in commits_path.read_text().splitlines():
             entry = json.loads(line)
-            commits.setdefault(entry["batch_id"], entry["written_at"])  # the first write is when the batch became visible
+            commits.setdefault(
+                entry["batch_id"], entry["written_at"]
+            )  # the first write is when the batch became visible
     clock, latencies = None, pl.DataFrame(schema={"batch_id": pl.Int64, "latency_s": pl.Float64})
     try:
         ledger = read_ledger(run_dir.path / "ledger")
@@ -136,13 +183,19 @@ def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:
     table = Table(title="pipeline", show_header=False)
     table.add_row("pipeline starts", str(facts["starts"]))
     table.add_row("killed on purpose", str(facts["planned_kills"]))
-    table.add_row("stopped by itself", str(len(facts["unexpected_exits"])) + "".join(
-        f"\n  exit {e['exit_code']} in {e['phase']}: {e['log']}" for e in facts["unexpected_exits"]))
+    table.add_row(
+        "stopped by itself",
+        str(len(facts["unexpected_exits"]))
+        + "".join(f"\n  exit {e['exit_code']} in {e['phase']}: {e['log']}" for e in facts["unexpected_exits"]),
+    )
     table.add_row("drained to the log end", f"yes, in {facts['drain_s']} s" if facts["drained"] else "no")
     table.add_row("simulator exit", str(facts["simulator_exit"]))
     unrecovered = (facts.get("examples") or {}).get("never-recovered") or []
-    table.add_row("partitions never recovered", str((facts.get("counts") or {}).get("never-recovered", 0)) + "".join(
-        f"\n  {row['partition']}: {row['seen']}" for row in unrecovered))
+    table.add_row(
+        "partitions never recovered",
+        str((facts.get("counts") or {}).get("never-recovered", 0))
+        + "".join(f"\n  {row['partition']}: {row['seen']}" for row in unrecovered),
+    )
     console.print(table)
     if results["verification"] is not None:
         render_verification(results["verification"], console)
@@ -165,7 +218,10 @@ def _enriched_table(enriched: dict[str, Any]) -> Table:
     table.add_row("copies of a record written before", f"{counts.get('duplicate', '-')} ({allowed})")
     if replayed := enriched.get("replayed"):
         batches = ", ".join(str(batch["batch_id"]) for batch in replayed)
-        table.add_row(f"  of them from the batch run first after a restart ({batches})", str(counts.get("duplicate_in_replayed_batch", "-")))
+        table.add_row(
+            f"  of them from the batch run first after a restart ({batches})",
+            str(counts.get("duplicate_in_replayed_batch", "-")),
+        )
     for reason in enriched.get("reasons") or []:
         table.add_row("undecided", reason)
     return table

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers import enriched
+from failsafe.checkers.pipeline import enriched
 from failsafe.history.model import History
 from failsafe.history.ops import Op
 from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, RESULTS_PARTITIONS
@@ -29,9 +29,17 @@ def replayed_batches(progress: list[dict], restarts_ns: list[int]) -> list[dict[
 
     The range is Spark's own (``start_offsets`` to ``end_offsets``); a progress line written before failsafe kept the
     start takes the end of the batch logged before it. A line without a batch id, a time or offsets is left out."""
-    lines = sorted((line for line in progress if line.get("query") == ENRICHED_QUERY and isinstance(line.get("batch_id"), int)
-                    and isinstance(line.get("timestamp"), str) and isinstance(line.get("end_offsets"), dict)),
-                   key=lambda line: line["batch_id"])
+    lines = sorted(
+        (
+            line
+            for line in progress
+            if line.get("query") == ENRICHED_QUERY
+            and isinstance(line.get("batch_id"), int)
+            and isinstance(line.get("timestamp"), str)
+            and isinstance(line.get("end_offsets"), dict)
+        ),
+        key=lambda line: line["batch_id"],
+    )
     out = []
     for restart in restarts_ns:
         after = [line for line in lines if line.get("num_input_rows") and _ns(line["timestamp"]) >= restart]
@@ -43,13 +51,21 @@ def replayed_batches(progress: list[dict], restarts_ns: list[int]) -> list[dict[
         else:
             before = [line for line in lines if line["batch_id"] < first["batch_id"]]
             start = before[-1]["end_offsets"].get(PURCHASES_TOPIC, {}) if before else {}
-        out.append({"batch_id": first["batch_id"], "start": {str(p): int(o) for p, o in start.items()},
-                    "end": {str(p): int(o) for p, o in first["end_offsets"].get(PURCHASES_TOPIC, {}).items()}})
+        out.append(
+            {
+                "batch_id": first["batch_id"],
+                "start": {str(p): int(o) for p, o in start.items()},
+                "end": {str(p): int(o) for p, o in first["end_offsets"].get(PURCHASES_TOPIC, {}).items()},
+            }
+        )
     return out
 
 
-def check_enriched(output: Path, ledger_purchases: pl.DataFrame, history: History, options: dict | None) -> dict[str, Any]:
-    """checkers.enriched over this run; a progress log that cannot be read leaves the copies unplaced, never the verdict unmade."""
+def check_enriched(
+    output: Path, ledger_purchases: pl.DataFrame, history: History, options: dict | None
+) -> dict[str, Any]:
+    """checkers.enriched over this run; a progress log that cannot be read leaves the copies unplaced, never the verdict
+    unmade."""
     starts = history.events.filter(pl.col("f") == Op.PIPELINE_START).sort("time_ns")["time_ns"].to_list()
     try:
         replayed = replayed_batches(read_progress(output), starts[1:])

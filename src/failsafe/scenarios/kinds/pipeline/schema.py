@@ -30,7 +30,19 @@ from failsafe.scenarios.base import (
 STANDALONE = "standalone"
 PURCHASES_TOPIC = "demo.purchases"
 PURCHASES_PARTITIONS = 6
-TOP = {"name", "description", "seed", "cluster", "simulator", "pipeline", "faults", "phases", "checkers", "expect", "known"}
+TOP = {
+    "name",
+    "description",
+    "seed",
+    "cluster",
+    "simulator",
+    "pipeline",
+    "faults",
+    "phases",
+    "checkers",
+    "expect",
+    "known",
+}
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,8 @@ class PipelineSpec:
     master: str = "local[2]"  # local[N], spark://HOST:PORT, or "standalone"
     spark_workers: int = 2  # with master = "standalone"
     spark_port: int = 7077  # with master = "standalone": the master's port (see pipeline/standalone.py for the others)
-    # The enriched purchase stream too, to demo.purchases-enriched in the same Spark session (Spark's Kafka sink, at least
-    # once), read back after the run and judged by checkers.enriched.
+    # The enriched purchase stream too, to demo.purchases-enriched in the same Spark session (Spark's Kafka sink, at
+    # least once), read back after the run and judged by checkers.enriched.
     enriched: bool = False
 
 
@@ -80,33 +92,59 @@ def parse_pipeline(data: dict, kind: KindInfo) -> PipelineScenario:
     cluster = parse_cluster(data, name)
     phases = parse_phases(data, name, PipelinePhases)
     simulator = take(data.get("simulator", {}), f"{name}.simulator", SimulatorSpec, (), {"rate_per_s": positive})
-    pipeline = take(data.get("pipeline", {}), f"{name}.pipeline", PipelineSpec, (), {"trigger_s": positive, "start_timeout_s": positive})
+    pipeline = take(
+        data.get("pipeline", {}),
+        f"{name}.pipeline",
+        PipelineSpec,
+        (),
+        {"trigger_s": positive, "start_timeout_s": positive},
+    )
     _validate(name, cluster.brokers, simulator, pipeline)
     standalone = pipeline.master == STANDALONE
-    clients = {Need.SPARK_DRIVER: (DRIVER,),
-               Need.SPARK_WORKERS: tuple(spark_worker_name(w) for w in range(pipeline.spark_workers)) if standalone else ()}
-    hints = {Need.SPARK_WORKERS: f"set pipeline.master = \"{STANDALONE}\" (not {pipeline.master!r})"}
+    clients = {
+        Need.SPARK_DRIVER: (DRIVER,),
+        Need.SPARK_WORKERS: tuple(spark_worker_name(w) for w in range(pipeline.spark_workers)) if standalone else (),
+    }
+    hints = {Need.SPARK_WORKERS: f'set pipeline.master = "{STANDALONE}" (not {pipeline.master!r})'}
     ctx = fault_context(name, cluster, {PURCHASES_TOPIC: PURCHASES_PARTITIONS}, clients, hints)
     faults = parse_faults(data, name, kind, ctx, phases)
     checkers, expect, known = parse_checks(data, name, kind)
     if "enriched" in checkers and not pipeline.enriched:
-        raise fail(f"{name}.checkers.enriched", "judges the enriched stream, which runs only with pipeline.enriched = true")
+        raise fail(
+            f"{name}.checkers.enriched", "judges the enriched stream, which runs only with pipeline.enriched = true"
+        )
     for i, f in enumerate(faults):
         if f.duration_s is None:
-            raise fail(f"{name}.faults[{i}].duration_s", "a pipeline scenario restores every fault it applies: give duration_s")
-    return PipelineScenario(name=name, description=str(data.get("description", "")), seed=str(data.get("seed", "")), cluster=cluster,
-                            faults=faults, actions=(), phases=phases, checkers=checkers, expect=expect, known=known, raw=data,
-                            simulator=simulator, pipeline=pipeline)
+            raise fail(
+                f"{name}.faults[{i}].duration_s", "a pipeline scenario restores every fault it applies: give duration_s"
+            )
+    return PipelineScenario(
+        name=name,
+        description=str(data.get("description", "")),
+        seed=str(data.get("seed", "")),
+        cluster=cluster,
+        faults=faults,
+        actions=(),
+        phases=phases,
+        checkers=checkers,
+        expect=expect,
+        known=known,
+        raw=data,
+        simulator=simulator,
+        pipeline=pipeline,
+    )
 
 
 def _validate(name: str, brokers: int, simulator: SimulatorSpec, pipeline: PipelineSpec) -> None:
     if brokers < 3:
-        raise fail(f"{name}.cluster.brokers", f"{brokers}: the demo topics have replication factor 3, so 3 brokers at least")
+        raise fail(
+            f"{name}.cluster.brokers", f"{brokers}: the demo topics have replication factor 3, so 3 brokers at least"
+        )
     if simulator.rate_per_s <= 0:
         raise fail(f"{name}.simulator.rate_per_s", "a pipeline scenario needs a fixed rate above 0")
     master = pipeline.master
     if not (master == STANDALONE or master.startswith(("local", "spark://"))):
-        raise fail(f"{name}.pipeline.master", f"{master!r}: use local[N], spark://HOST:PORT or \"standalone\"")
+        raise fail(f"{name}.pipeline.master", f'{master!r}: use local[N], spark://HOST:PORT or "standalone"')
     if master == STANDALONE and not (1 <= pipeline.spark_workers <= 8 and 1 <= pipeline.spark_port <= 64000):
         raise fail(f"{name}.pipeline", "spark_workers must be 1-8 and spark_port 1-64000")
     if simulator.clock not in ("wall", "accelerated"):

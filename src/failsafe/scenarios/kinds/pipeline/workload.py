@@ -15,7 +15,6 @@ import sys
 import time
 from collections import Counter
 
-from failsafe.clients.admin import log_end_offsets
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, Process, event
@@ -23,13 +22,14 @@ from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, SALES_QUERY
 from failsafe.pipeline.progress import latest_by_query
 from failsafe.pipeline.sink import read_progress
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
-from failsafe.scenarios import setup
 from failsafe.scenarios.base import TopicSpec
+from failsafe.scenarios.engine import setup
+from failsafe.scenarios.engine.plugin import RunContext
 from failsafe.scenarios.kinds.pipeline.enriched import ENRICHED_PARTITIONS
 from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
-from failsafe.scenarios.observe import read_log
-from failsafe.scenarios.plugin import RunContext
+from failsafe.scenarios.observers.observe import read_log
 from failsafe.supervisor import Child
+from failsafe.tools.admin import log_end_offsets
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.sales.run import publish_products
 
@@ -71,36 +71,72 @@ class PipelineWorkload:
     # -- phases ---------------------------------------------------------------------------------
     def setup(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        setup.fresh_topics(ctx.bootstrap_servers, DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()), [],
-                           ctx.topic_configs)
+        setup.fresh_topics(
+            ctx.bootstrap_servers,
+            DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()),
+            [],
+            ctx.topic_configs,
+        )
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
         if self.scenario.pipeline.master == STANDALONE:
             self._start_spark()
         self._start_pipeline()
         timeout_s = self.scenario.pipeline.start_timeout_s
         # Spark runs batch 0 of the query at once, even on an empty topic: its progress says the query is up.
-        ctx.wait(lambda: set(self.queries) <= set(latest_by_query(self.output)), timeout_s,
-                 f"the pipeline finished no micro-batch within {timeout_s:g}s (see {ctx.run_path / 'pipeline.log'})")
+        ctx.wait(
+            lambda: set(self.queries) <= set(latest_by_query(self.output)),
+            timeout_s,
+            f"the pipeline finished no micro-batch within {timeout_s:g}s (see {ctx.run_path / 'pipeline.log'})",
+        )
 
     def start(self, ctx: RunContext) -> None:
         s = self.scenario
-        self.simulator = ctx.supervisor.spawn(failsafe_command(
-            "simulate", "sales", "--bootstrap-server", ctx.bootstrap_servers, "--rate", f"{s.simulator.rate_per_s:g}",
-            "--duration", f"{s.simulated_s:g}", "--seed", str(s.simulator.seed), "--instances", str(s.simulator.instances),
-            "--malformed-every", str(s.simulator.malformed_every), "--clock", s.simulator.clock, "--ledger", str(ctx.run_path / "ledger")),
-            name="simulator", log_path=ctx.run_path / "simulator.log", env=_unbuffered())
+        self.simulator = ctx.supervisor.spawn(
+            failsafe_command(
+                "simulate",
+                "sales",
+                "--bootstrap-server",
+                ctx.bootstrap_servers,
+                "--rate",
+                f"{s.simulator.rate_per_s:g}",
+                "--duration",
+                f"{s.simulated_s:g}",
+                "--seed",
+                str(s.simulator.seed),
+                "--instances",
+                str(s.simulator.instances),
+                "--malformed-every",
+                str(s.simulator.malformed_every),
+                "--clock",
+                s.simulator.clock,
+                "--ledger",
+                str(ctx.run_path / "ledger"),
+            ),
+            name="simulator",
+            log_path=ctx.run_path / "simulator.log",
+            env=_unbuffered(),
+        )
 
     def end_chaos(self, ctx: RunContext) -> None:
         simulator = self.simulator
         assert simulator is not None
         try:
-            ctx.wait(lambda: not simulator.running(), SIMULATOR_FINISH_TIMEOUT_S,
-                     f"the simulator had not finished {SIMULATOR_FINISH_TIMEOUT_S:g}s after its run should have ended "
-                     f"(see {ctx.run_path / 'simulator.log'})")
+            ctx.wait(
+                lambda: not simulator.running(),
+                SIMULATOR_FINISH_TIMEOUT_S,
+                f"the simulator had not finished {SIMULATOR_FINISH_TIMEOUT_S:g}s after its run should have ended "
+                f"(see {ctx.run_path / 'simulator.log'})",
+            )
         finally:
             code = simulator.exit_code()
-            ctx.recorder.record(event(Op.SIMULATOR_EXIT, process="simulator", exit_code=code,
-                                 error=(simulator.tail(2) or "no output") if code != 0 else None))
+            ctx.recorder.record(
+                event(
+                    Op.SIMULATOR_EXIT,
+                    process="simulator",
+                    exit_code=code,
+                    error=(simulator.tail(2) or "no output") if code != 0 else None,
+                )
+            )
 
     def drain(self, ctx: RunContext) -> None:
         ends = purchases_log_end(ctx.bootstrap_servers)
@@ -115,9 +151,18 @@ class PipelineWorkload:
             ctx.wait(lambda: self.pipeline is None or caught_up(), self.scenario.phases.drain_timeout_s, "")
             drained = self.pipeline is not None
         except WaitTimeout:
-            ctx.event(f"drain: the pipeline had not read to the log end after {self.scenario.phases.drain_timeout_s:g}s")
-        ctx.recorder.record(event(Op.DRAINED, process="pipeline", ok=drained,
-                             drain_s=round(time.monotonic() - started, 2), log_end={str(p): end for p, end in ends.items()}))
+            ctx.event(
+                f"drain: the pipeline had not read to the log end after {self.scenario.phases.drain_timeout_s:g}s"
+            )
+        ctx.recorder.record(
+            event(
+                Op.DRAINED,
+                process="pipeline",
+                ok=drained,
+                drain_s=round(time.monotonic() - started, 2),
+                log_end={str(p): end for p, end in ends.items()},
+            )
+        )
         if self.pipeline is not None:
             ctx.event("stopping the pipeline")
             code = self.pipeline.stop(STOP_TIMEOUT_S)
@@ -125,10 +170,16 @@ class PipelineWorkload:
             self.pipeline = None
 
     def final_read(self, ctx: RunContext) -> None:
-        """demo.purchases, every purchase the simulator's ledger says was acknowledged judged against it (checkers/durability.py);
-        and the enriched topic, everything the sink wrote once the pipeline can write no more (checkers.enriched's input)."""
+        """demo.purchases, every purchase the simulator's ledger says was acknowledged judged against it
+        (checkers/durability.py); and the enriched topic, everything the sink wrote once the pipeline can write no more
+        (checkers.enriched's input)."""
         ctx.event(f"reading {PURCHASES_TOPIC} from the beginning")
-        read_log(ctx.bootstrap_servers, [(PURCHASES_TOPIC, p) for p in range(PURCHASES_PARTITIONS)], ctx.recorder, READ_BACK_TIMEOUT_S)
+        read_log(
+            ctx.bootstrap_servers,
+            [(PURCHASES_TOPIC, p) for p in range(PURCHASES_PARTITIONS)],
+            ctx.recorder,
+            READ_BACK_TIMEOUT_S,
+        )
         if self.scenario.pipeline.enriched:
             partitions = [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)]
             read = read_log(ctx.bootstrap_servers, partitions, ctx.recorder, READ_BACK_TIMEOUT_S)
@@ -209,7 +260,11 @@ class PipelineWorkload:
         spark = self.spark
 
         def holder() -> tuple[int] | None:  # a tuple: worker 0 must count as found
-            placed = [line.get("state_locations") for line in read_progress(self.output) if line.get("query") == "sales-by-product"]
+            placed = [
+                line.get("state_locations")
+                for line in read_progress(self.output)
+                if line.get("query") == "sales-by-product"
+            ]
             placed = [p for p in placed if p]
             if not placed:
                 return None
@@ -218,7 +273,9 @@ class PipelineWorkload:
             return (max(by_worker, key=lambda w: (by_worker[w], -w)),) if any(by_worker.values()) else None
 
         try:
-            (worker,) = wait_until(holder, STATE_PLACED_TIMEOUT_S, "no state partition of the sales query was placed on a worker")
+            (worker,) = wait_until(
+                holder, STATE_PLACED_TIMEOUT_S, "no state partition of the sales query was placed on a worker"
+            )
         except WaitTimeout as e:
             raise FaultError(f"{e} within {STATE_PLACED_TIMEOUT_S:g} s: no worker holds state to kill") from e
         self._ctx().event(f"spark-worker-{worker} holds the most state partitions of the sales query")
@@ -226,12 +283,26 @@ class PipelineWorkload:
 
     def _start_spark(self) -> None:
         ctx, p = self._ctx(), self.scenario.pipeline
-        self.spark = StandaloneCluster(ctx.run_path / "spark", StandaloneSpec(workers=p.spark_workers, port=p.spark_port),
-                                       spawner=ctx.supervisor.spawn, outlives_us=False)
-        ctx.event(f"starting a Spark standalone cluster: a master and {p.spark_workers} workers at {self.spark.spec.master_url}")
+        self.spark = StandaloneCluster(
+            ctx.run_path / "spark",
+            StandaloneSpec(workers=p.spark_workers, port=p.spark_port),
+            spawner=ctx.supervisor.spawn,
+            outlives_us=False,
+        )
+        ctx.event(
+            f"starting a Spark standalone cluster: a master and {p.spark_workers} workers at "
+            f"{self.spark.spec.master_url}"
+        )
         self.spark.start(p.start_timeout_s, ctx.event)
-        ctx.recorder.record(event(Op.SPARK_STANDALONE_UP, process="pipeline", master=self.spark.spec.master_url,
-                             workers=p.spark_workers, cores_per_worker=self.spark.spec.cores_per_worker))
+        ctx.recorder.record(
+            event(
+                Op.SPARK_STANDALONE_UP,
+                process="pipeline",
+                master=self.spark.spec.master_url,
+                workers=p.spark_workers,
+                cores_per_worker=self.spark.spec.cores_per_worker,
+            )
+        )
 
     def _master(self) -> str:
         return self.spark.spec.master_url if self.spark is not None else self.scenario.pipeline.master
@@ -240,11 +311,28 @@ class PipelineWorkload:
         ctx, s = self._ctx(), self.scenario
         self.starts += 1
         ctx.recorder.record(event(Op.PIPELINE_START, process="pipeline", start=self.starts, master=self._master()))
-        self.pipeline = ctx.supervisor.spawn(failsafe_command(
-            "pipeline", "run", "--bootstrap-server", ctx.bootstrap_servers, "--master", self._master(), "--output", str(self.output),
-            "--checkpoint", str(ctx.run_path / "checkpoint"), "--trigger-s", f"{s.pipeline.trigger_s:g}", "--watermark", s.pipeline.watermark,
-            *(("--enriched-topic", ENRICHED_TOPIC) if s.pipeline.enriched else ())),
-            name="pipeline", log_path=ctx.run_path / "pipeline.log", env=_unbuffered())
+        self.pipeline = ctx.supervisor.spawn(
+            failsafe_command(
+                "pipeline",
+                "run",
+                "--bootstrap-server",
+                ctx.bootstrap_servers,
+                "--master",
+                self._master(),
+                "--output",
+                str(self.output),
+                "--checkpoint",
+                str(ctx.run_path / "checkpoint"),
+                "--trigger-s",
+                f"{s.pipeline.trigger_s:g}",
+                "--watermark",
+                s.pipeline.watermark,
+                *(("--enriched-topic", ENRICHED_TOPIC) if s.pipeline.enriched else ()),
+            ),
+            name="pipeline",
+            log_path=ctx.run_path / "pipeline.log",
+            env=_unbuffered(),
+        )
         self._driver_down = False
 
     def _ctx(self) -> RunContext:
@@ -261,7 +349,6 @@ def _covers(end_offsets: dict | None, log_end: dict[int, int]) -> bool:
         return all(end == 0 for end in log_end.values())
     read = {int(p): int(o) for p, o in end_offsets.get(PURCHASES_TOPIC, {}).items()}
     return all(read.get(p, 0) >= end for p, end in log_end.items())
-
 
 
 def purchases_log_end(bootstrap_servers: str) -> dict[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from failsafe.faults import Need
-from failsafe.scenarios.actions import COMMON_ACTIONS
+from failsafe.scenarios.engine.actions import COMMON_ACTIONS
 from failsafe.scenarios.kinds.registry import ScenarioKind, register
 from failsafe.scenarios.kinds.share.schema import parse_share
 from failsafe.scenarios.kit.judging import history_judge, show_summary, write_history_report
@@ -20,10 +20,18 @@ def _workload(scenario: Any) -> Any:
     return ShareWorkload(scenario)
 
 
-KIND = register(ScenarioKind(
-    name="share",
-    summary="share groups (KIP-932, queues for Kafka): every acknowledged write accepted, every redelivery explained",
-    parser=parse_share, workload=_workload, judge=history_judge(CHECKERS), show=show_summary, report=write_history_report,
-    offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
-    checkers=CHECKERS, actions=COMMON_ACTIONS,
-))
+KIND = register(
+    ScenarioKind(
+        name="share",
+        summary="share groups (KIP-932, queues for Kafka): every acknowledged write accepted, every redelivery "
+        "explained",
+        parser=parse_share,
+        workload=_workload,
+        judge=history_judge(CHECKERS),
+        show=show_summary,
+        report=write_history_report,
+        offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS}),
+        checkers=CHECKERS,
+        actions=COMMON_ACTIONS,
+    )
+)

@@ -17,31 +17,40 @@ import zlib
 from dataclasses import replace
 from pathlib import Path
 
-from failsafe.clients.admin import log_end_offsets
-from failsafe.clients.kafka_tools import finalized_features, set_feature_level
 from failsafe.errors import KafkaClientError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event, log_read
 from failsafe.jvm.java import find_java
 from failsafe.jvm.kafka import kafka_dist
-from failsafe.scenarios import setup
-from failsafe.scenarios.actions import created_topics
+from failsafe.scenarios.engine import setup
+from failsafe.scenarios.engine.actions import created_topics
+from failsafe.scenarios.engine.plugin import RunContext
 from failsafe.scenarios.kinds.txn.schema import TxnScenario
 from failsafe.scenarios.kit.clients import ConsumerGroup
 from failsafe.scenarios.kit.workload import ClientsWorkload
-from failsafe.scenarios.observe import read_log
-from failsafe.scenarios.plugin import RunContext
+from failsafe.scenarios.observers.observe import read_log
+from failsafe.tools.admin import log_end_offsets
+from failsafe.tools.kafka_tools import finalized_features, set_feature_level
 from failsafe.waiting import WaitTimeout, wait_until
 from failsafe.workloads.pool import Worker, WorkerPool
-from failsafe.workloads.specs import ConsumerSpec
-from failsafe.workloads.txn_java import compiled_driver
-from failsafe.workloads.txn_specs import KAFKA_JAVA, CtpSpec, TxnProducerSpec, TxnSpec
+from failsafe.workloads.specs import ConsumerSpec, settings_of
+from failsafe.workloads.txn.java import compiled_driver
+from failsafe.workloads.txn.specs import (
+    KAFKA_JAVA,
+    CtpSpec,
+    ProcessorSettings,
+    TxnProducerSpec,
+    TxnSpec,
+    WriterSettings,
+)
 
 TRANSACTION_VERSION = "transaction.version"
 FIRST_COMMIT_TIMEOUT_S = 60.0
 # How long a kill waits for the client to have a transaction open (it nearly always has).
 OPEN_TXN_TIMEOUT_S = 10.0
-SUPERSEDED_DIR = "superseded"  # RUN_DIR/superseded/PROCESS: made when a zombie-txn-client lets a superseded instance go on
+SUPERSEDED_DIR = (
+    "superseded"  # RUN_DIR/superseded/PROCESS: made when a zombie-txn-client lets a superseded instance go on
+)
 # Past a killed writer's transaction.timeout.ms, its coordinator aborts what it left open.
 STABLE_MARGIN_S = 20.0
 
@@ -54,11 +63,14 @@ class TxnWorkload(ClientsWorkload):
         self.txn_specs: dict[str, TxnSpec] = {}
         # Frozen incarnations (zombie-txn-client), by client name, until they are let go on.
         self.paused: dict[str, Worker] = {}
-        # What the drain leaves the final read: when it began, whether the processors read their input, partitions still open.
+        # What the drain leaves the final read: when it began, whether the processors read their input, partitions still
+        # open.
         self._drain_started = time.monotonic()
         self._processors_drained = True
         self._open: dict[tuple[str, int], tuple[int, int]] = {}
-        self.superseded_dir: Path | None = None  # set up in setup(): where zombie-txn-client leaves its superseded markers
+        self.superseded_dir: Path | None = (
+            None  # set up in setup(): where zombie-txn-client leaves its superseded markers
+        )
 
     def setup(self, ctx: RunContext) -> None:
         s = self.scenario
@@ -83,25 +95,43 @@ class TxnWorkload(ClientsWorkload):
         s = self.scenario
         for p in s.processors:
             for i, process in enumerate(p.processes()):
-                self._start_txn(CtpSpec(process=process, input_topic=p.input, output_topic=p.output, group=p.group,
-                                        transactional_id=process, bootstrap_servers=ctx.bootstrap_servers, batch=p.batch,
-                                        abort_probability=p.abort_probability, transaction_timeout_ms=p.transaction_timeout_ms,
-                                        seed=_seed(s.seed, i), properties=p.properties, driver=p.driver, kafka_version=ctx.kafka_version))
+                self._start_txn(
+                    CtpSpec(
+                        process=process,
+                        input_topic=p.input,
+                        output_topic=p.output,
+                        group=p.group,
+                        transactional_id=process,
+                        bootstrap_servers=ctx.bootstrap_servers,
+                        seed=_seed(s.seed, i),
+                        kafka_version=ctx.kafka_version,
+                        **settings_of(p, ProcessorSettings),
+                    )
+                )
         super().start(ctx)  # consumers, then the plain producers
         for w in s.writers:
             for i, process in enumerate(w.processes()):
-                self._start_txn(TxnProducerSpec(process=process, topics=w.topics, transactional_id=process,
-                                                bootstrap_servers=ctx.bootstrap_servers, rate_per_s=w.rate_per_s, min_writes=w.min_writes,
-                                                max_writes=w.max_writes, keys=w.keys, abort_probability=w.abort_probability,
-                                                transaction_timeout_ms=w.transaction_timeout_ms, seed=_seed(s.seed, i), properties=w.properties,
-                                                driver=w.driver, kafka_version=ctx.kafka_version))
-        ctx.wait(lambda: all(w.txn_outcomes["ok"] > 0 for w in self._txn_workers()), FIRST_COMMIT_TIMEOUT_S,
-                 f"a transactional client had no transaction committed within {FIRST_COMMIT_TIMEOUT_S:g}s")
+                self._start_txn(
+                    TxnProducerSpec(
+                        process=process,
+                        topics=w.topics,
+                        transactional_id=process,
+                        bootstrap_servers=ctx.bootstrap_servers,
+                        seed=_seed(s.seed, i),
+                        kafka_version=ctx.kafka_version,
+                        **settings_of(w, WriterSettings),
+                    )
+                )
+        ctx.wait(
+            lambda: all(w.txn_outcomes["ok"] > 0 for w in self._txn_workers()),
+            FIRST_COMMIT_TIMEOUT_S,
+            f"a transactional client had no transaction committed within {FIRST_COMMIT_TIMEOUT_S:g}s",
+        )
 
     def consumer_spec(self, c: ConsumerGroup, i: int, ctx: RunContext) -> ConsumerSpec:
-        # A reader without a group starts at the first offsets itself: asking a cold group coordinator for committed offsets
-        # can leave librdkafka's reader fetching nothing for good (docs/findings.md, section 6), and that is not what this
-        # kind's readers are for.
+        # A reader without a group starts at the first offsets itself: asking a cold group coordinator for committed
+        # offsets can leave librdkafka's reader fetching nothing for good (docs/findings.md, section 6), and that is not
+        # what this kind's readers are for.
         return replace(super().consumer_spec(c, i, ctx), from_beginning=c.group is None)
 
     def _start_txn(self, spec: TxnSpec, name: str | None = None) -> Worker:
@@ -141,18 +171,26 @@ class TxnWorkload(ClientsWorkload):
         try:
             ctx.wait(no_open_transaction, timeout_s, "")
         except WaitTimeout:
-            ctx.event(f"drain: transactions still open after {timeout_s:g}s on "
-                      + ", ".join(f"{t}-{p} (stable {s}, end {e})" for (t, p), (s, e) in self._open.items()))
+            ctx.event(
+                f"drain: transactions still open after {timeout_s:g}s on "
+                + ", ".join(f"{t}-{p} (stable {s}, end {e})" for (t, p), (s, e) in self._open.items())
+            )
 
     def final_read(self, ctx: RunContext) -> None:
-        """The log read back at read_committed once every writer stopped; then the consumers, still running, are waited on
-        until they read what it holds (the last record of a partition is not its end offset: transaction markers)."""
+        """The log read back at read_committed once every writer stopped; then the consumers, still running, are waited
+        on until they read what it holds (the last record of a partition is not its end offset: transaction markers)."""
         ctx.event("reading every partition from the beginning, at read_committed")
         upto = read_log(ctx.bootstrap_servers, self.partitions(ctx), ctx.recorder)
         for (topic, partition), (stable, end) in self._open.items():
-            # Read only up to the last stable offset: what a transaction still open hides cannot be judged (the checker's uncovered).
-            ctx.recorder.record(log_read(topic, partition, error=f"a transaction was still open: read up to the last stable offset "
-                                                                 f"{stable}, not to {end}"))
+            # Read only up to the last stable offset: what a transaction still open hides cannot be judged (the
+            # checker's uncovered).
+            ctx.recorder.record(
+                log_read(
+                    topic,
+                    partition,
+                    error=f"a transaction was still open: read up to the last stable offset {stable}, not to {end}",
+                )
+            )
         drained = self._wait_consumers(ctx, upto) and self._processors_drained
         ctx.recorder.record(event(Op.DRAINED, ok=drained, drain_s=round(time.monotonic() - self._drain_started, 2)))
         self._pool().stop(self._pool().consumers())
@@ -163,7 +201,9 @@ class TxnWorkload(ClientsWorkload):
         for w in processors:
             spec = w.spec
             assert isinstance(spec, CtpSpec)
-            by_group.setdefault(spec.group, set()).update((p["topic"], p["partition"]) for p in ctx.topology() if p["topic"] == spec.input_topic)
+            by_group.setdefault(spec.group, set()).update(
+                (p["topic"], p["partition"]) for p in ctx.topology() if p["topic"] == spec.input_topic
+            )
         if not by_group:
             return True
         ends = log_end_offsets(ctx.bootstrap_servers, sorted({tp for tps in by_group.values() for tp in tps}))
@@ -175,14 +215,23 @@ class TxnWorkload(ClientsWorkload):
                 merged = read.setdefault(w.spec.group, {})  # type: ignore[union-attr]
                 for tp, offset in list(w.read_upto.items()):
                     merged[tp] = max(merged.get(tp, -1), offset)
-            return [f"{g} {t}-{p} ({read.get(g, {}).get((t, p), -1) + 1}/{ends[(t, p)]})" for g, tps in by_group.items() for t, p in sorted(tps)
-                    if read.get(g, {}).get((t, p), -1) < ends[(t, p)] - 1]
+            return [
+                f"{g} {t}-{p} ({read.get(g, {}).get((t, p), -1) + 1}/{ends[(t, p)]})"
+                for g, tps in by_group.items()
+                for t, p in sorted(tps)
+                if read.get(g, {}).get((t, p), -1) < ends[(t, p)] - 1
+            ]
+
         try:
-            ctx.wait(lambda: not any(w.alive() for w in processors) or not behind(), self.scenario.phases.drain_timeout_s, "")
+            ctx.wait(
+                lambda: not any(w.alive() for w in processors) or not behind(), self.scenario.phases.drain_timeout_s, ""
+            )
             return True
         except WaitTimeout:
-            ctx.event(f"drain: processors had not read their input to its end after {self.scenario.phases.drain_timeout_s:g}s: "
-                      f"{', '.join(behind())}")
+            ctx.event(
+                "drain: processors had not read their input to its end after "
+                f"{self.scenario.phases.drain_timeout_s:g}s: {', '.join(behind())}"
+            )
             return False
 
     def _wait_consumers(self, ctx: RunContext, upto: dict[tuple[str, int], int]) -> bool:
@@ -194,15 +243,21 @@ class TxnWorkload(ClientsWorkload):
             out = []
             for c in s.consumers:
                 for key in [c.group] if c.group else c.processes():
-                    out += [f"{key} {t}-{p} ({read.get(key, {}).get((t, p), -1)}/{last})" for (t, p), last in sorted(upto.items())
-                            if t in c.topics and last >= 0 and read.get(key, {}).get((t, p), -1) < last]
+                    out += [
+                        f"{key} {t}-{p} ({read.get(key, {}).get((t, p), -1)}/{last})"
+                        for (t, p), last in sorted(upto.items())
+                        if t in c.topics and last >= 0 and read.get(key, {}).get((t, p), -1) < last
+                    ]
             return out
+
         try:
             ctx.wait(lambda: not pool.live_consumers() or not behind(), s.phases.drain_timeout_s, "")
             return True
         except WaitTimeout:
-            ctx.event(f"drain: consumers had not read up to the log read's last records after {s.phases.drain_timeout_s:g}s: "
-                      f"{', '.join(behind())}")
+            ctx.event(
+                f"drain: consumers had not read up to the log read's last records after {s.phases.drain_timeout_s:g}s: "
+                f"{', '.join(behind())}"
+            )
             return False
 
     # -- faults on clients ----------------------------------------------------------------------------
@@ -225,9 +280,10 @@ class TxnWorkload(ClientsWorkload):
             return super().resume_client(name)
         worker = self.paused.pop(name, None)
         if worker is not None:
-            # Both clients say fenced to a zombie and to a producer whose transaction timed out while its coordinator was away
-            # alike (librdkafka _FENCED, Java ProducerFencedException): tell this one it was superseded before it goes on, so
-            # that its fence stops it and only its: the Java driver reads a file, librdkafka's worker takes SIGUSR1.
+            # Both clients say fenced to a zombie and to a producer whose transaction timed out while its coordinator
+            # was away alike (librdkafka _FENCED, Java ProducerFencedException): tell this one it was superseded before
+            # it goes on, so that its fence stops it and only its: the Java driver reads a file, librdkafka's worker
+            # takes SIGUSR1.
             marker = Path(worker.spec.superseded_file)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
@@ -240,7 +296,9 @@ class TxnWorkload(ClientsWorkload):
         try:
             wait_until(lambda: (worker.txn_open and worker.txn_written) or not worker.alive(), OPEN_TXN_TIMEOUT_S, "")
         except WaitTimeout:
-            raise FaultError(f"{worker.process} had no transaction open with a write in it within {OPEN_TXN_TIMEOUT_S:g}s") from None
+            raise FaultError(
+                f"{worker.process} had no transaction open with a write in it within {OPEN_TXN_TIMEOUT_S:g}s"
+            ) from None
         return worker
 
     def restart_client(self, name: str) -> None:
@@ -267,16 +325,19 @@ class TxnWorkload(ClientsWorkload):
 
     def tick(self) -> None:
         if self.pool is not None:
-            # Every client's current instance must run until the drain: one that stops by itself (fenced with no newer instance
-            # of ours, a driver error) fails the run. A replaced instance (a zombie, fenced as it should be) is not watched.
+            # Every client's current instance must run until the drain: one that stops by itself (fenced with no newer
+            # instance of ours, a driver error) fails the run. A replaced instance (a zombie, fenced as it should be) is
+            # not watched.
             self.pool.check_alive(self.pool.producers() + self.pool.consumers() + self._txn_workers())
 
     def progress(self) -> str:
         if self.pool is None:
             return "no clients yet"
         outcomes = {k: sum(w.txn_outcomes[k] for w in self._txn_workers()) for k in ("ok", "fail", "info")}
-        return (f"transactions committed {outcomes['ok']} · aborted {outcomes['fail']} · unknown {outcomes['info']} · "
-                f"{self.pool.counters.line()}")
+        return (
+            f"transactions committed {outcomes['ok']} · aborted {outcomes['fail']} · unknown {outcomes['info']} · "
+            f"{self.pool.counters.line()}"
+        )
 
 
 def _seed(seed: str, index: int) -> int:

@@ -1,0 +1,1 @@
+"""A cluster's mode: KRaft, ZooKeeper, and the live migration between them."""

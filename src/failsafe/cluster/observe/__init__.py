@@ -1,0 +1,3 @@
+"""What failsafe sees of a cluster: metrics, node logs, status, readiness, coordinators, the
+operator's journal.
+"""

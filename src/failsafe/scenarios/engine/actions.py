@@ -1,0 +1,122 @@
+"""Actions a scenario takes at a time: one type each, run by the engine through the context it hands them.
+
+A kind declares the actions its scenarios take (``ScenarioKind.actions``): these common ones, and
+its own (the DR kind's failover and failback, which move its workload's clients). The engine knows
+no action by name: it runs the declared type's ``run`` with an ``ActionContext``.
+
+    elect-leaders  a preferred leader election (seed 000's kafka-leader-election)
+    create-topic   a topic created while the schedule runs, recorded as an op (does metadata still change?)
+    migrate        the live ZooKeeper-to-KRaft migration, each step a window in the history
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from failsafe.cluster.site import RunSite
+from failsafe.cluster.spec import ZOOKEEPER_MODE
+from failsafe.history.ops import Family, fault_start, fault_stop
+from failsafe.scenarios.base import ActionSpec, Scenario
+from failsafe.scenarios.engine import setup
+from failsafe.scenarios.engine.plugin import RunContext
+
+CREATE_TOPIC_NAME = "create-topic"
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What the engine hands an action: the scenario, the cluster it runs on, its workload, the run, and fault ids for
+    windows."""
+
+    scenario: Scenario
+    cluster: RunSite
+    workload: Any
+    run: RunContext
+    status: Callable[[str], None]
+    new_fault_id: Callable[[], int]
+
+
+def _any_scenario(spec: ActionSpec, scenario: Scenario) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ActionType:
+    name: str
+    summary: str
+    run: Callable[[ActionSpec, ActionContext], None]
+    validate: Callable[[ActionSpec, Scenario], str | None] = _any_scenario  # why a scenario cannot take it, or None
+
+
+def _elect_leaders(spec: ActionSpec, a: ActionContext) -> None:
+    a.run.event("preferred leader election")
+    setup.elect_leaders(a.cluster.bootstrap_servers, a.run.recorder)
+
+
+def created_topic(spec: ActionSpec, scenario: Scenario) -> str:
+    """The topic a create-topic action creates."""
+    return spec.topic or f"{scenario.name}-created"
+
+
+def created_topics(scenario: Scenario) -> tuple[str, ...]:
+    """Every topic the scenario's create-topic actions create (an earlier run's are deleted before a run:
+    scenarios/engine/setup.py)."""
+    return tuple(dict.fromkeys(created_topic(s, scenario) for s in scenario.actions if s.action == CREATE_TOPIC_NAME))
+
+
+def _create_topic(spec: ActionSpec, a: ActionContext) -> None:
+    topic = created_topic(spec, a.scenario)
+    outcome = setup.attempt_create_topic(a.cluster.bootstrap_servers, topic, a.run.recorder)
+    a.run.event(f"create topic {topic}: {outcome}")
+
+
+def _migrate(spec: ActionSpec, a: ActionContext) -> None:
+    """The live migration to KRaft; each step is a window in the history (family migration: the ``roll`` of a node, or a
+    ``migration`` step), so the checkers measure every partition's unavailability during each roll. A failed step is
+    recorded and the run goes on to its checks: the scenario's expectations say the migration did not complete."""
+    from failsafe.cluster.modes.migration import MigrationFailed, migrate
+
+    ids: dict[int, int] = {}
+    recorder = a.run.recorder
+
+    def started(step: Any) -> None:
+        fault_id = ids[id(step)] = a.new_fault_id()
+        node = step.node
+        recorder.record(
+            fault_start(
+                fault_id,
+                step.kind,
+                target=node.role if node is not None else "quorum",
+                nodes=[node.node_id] if node is not None else [],
+                role=f"{step.name}: {step.description}",
+                family=Family.MIGRATION,
+            )
+        )
+        a.run.event(f"migration: {step.description}")
+
+    def done(step: Any, ok: bool, error: str | None) -> None:
+        recorder.record(fault_stop(ids[id(step)], step.kind, ok, 1, error=error))
+
+    try:
+        migrate(a.cluster, lambda message: a.status(f"{a.scenario.name} · migration · {message}"), started, done)
+    except MigrationFailed as e:
+        a.run.event(f"migration failed: {e}")
+
+
+def _zookeeper_mode(spec: ActionSpec, scenario: Scenario) -> str | None:
+    return (
+        None
+        if scenario.cluster.mode == ZOOKEEPER_MODE
+        else 'migrate needs a ZooKeeper-mode cluster: set cluster.mode = "zookeeper"'
+    )
+
+
+ELECT_LEADERS = ActionType("elect-leaders", "a preferred leader election", _elect_leaders)
+CREATE_TOPIC = ActionType(
+    CREATE_TOPIC_NAME, "create a topic (recorded: does the metadata still change?)", _create_topic
+)
+MIGRATE = ActionType("migrate", "the live ZooKeeper-to-KRaft migration, each step a window", _migrate, _zookeeper_mode)
+
+COMMON_ACTIONS: Mapping[str, ActionType] = {a.name: a for a in (ELECT_LEADERS, CREATE_TOPIC, MIGRATE)}

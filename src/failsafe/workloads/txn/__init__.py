@@ -1,0 +1,3 @@
+"""Transactional clients: the transactional producer, consume-transform-produce, on confluent-kafka
+and on Kafka's Java client.
+"""
