@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
 
@@ -99,6 +99,8 @@ def read_options(options: Mapping | None, defaults: Mapping[str, Any], checker: 
             )
         elif isinstance(default, int) and not name.endswith("_ms"):
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        elif isinstance(default, str):
+            ok = isinstance(value, str)
         elif name.endswith("_ms"):
             ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
         else:
@@ -198,3 +200,18 @@ def unread_writes(writes: pl.DataFrame, reads: pl.DataFrame, read_keys: pl.DataF
         # A read without a value (and none in the log to fill it) still proves the offset was read.
         unread = unread.join(valueless.select(POSITION), on=list(POSITION), how="anti", maintain_order="left")
     return unread
+
+
+Checker = Callable[[History, Mapping | None], CheckerResult]
+
+
+@dataclass(frozen=True)
+class CheckerInfo:
+    """A checker as the registry (checkers/run.py) knows it: its name, function, options and violations."""
+
+    name: str
+    check: Checker | None  # None: not a function of the history alone (sales and enriched compare a sink with a ledger)
+    defaults: Mapping[str, Any]
+    violations: Mapping[str, Side]
+    # What the options must hold beyond their types (raises CheckerOptionError); checked when a scenario is parsed.
+    check_options: Callable[[Mapping], None] | None = None

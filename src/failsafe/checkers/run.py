@@ -9,59 +9,65 @@ violation no checker reports, is refused at parse time (scenarios/base.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import importlib
+import pkgutil
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
 
 import failsafe.checkers.availability as availability
 import failsafe.checkers.clients as clients
 import failsafe.checkers.completeness as completeness
 import failsafe.checkers.delivery as delivery
-import failsafe.checkers.dr.failover as dr
 import failsafe.checkers.durability as durability
 import failsafe.checkers.order as order
-import failsafe.checkers.pipeline.enriched as enriched
-import failsafe.checkers.pipeline.judgeable as pipeline_run
-import failsafe.checkers.pipeline.sales as sales
 import failsafe.checkers.rebalance as rebalance
 import failsafe.checkers.semantics as semantics
-import failsafe.checkers.share.deliveries as share
-import failsafe.checkers.txn.transactions as transactions
-from failsafe.checkers.common import UNKNOWN, CheckerOptionError, CheckerResult, Side, Validity, read_options
+from failsafe.checkers.common import (
+    UNKNOWN,
+    CheckerInfo,
+    CheckerOptionError,
+    CheckerResult,
+    Side,
+    Validity,
+    read_options,
+)
 from failsafe.history.model import History
 
-Checker = Callable[[History, Mapping | None], CheckerResult]
+# The checkers every kind may ask for, here; a kind's own declare themselves in the sub-package named after it
+# (checkers/KIND/__init__.py: CHECKERS, and LOSS_VIOLATIONS for its kinds of loss), found and added below.
+_COMMON = (
+    CheckerInfo("completeness", completeness.check, completeness.DEFAULTS, completeness.VIOLATIONS),
+    CheckerInfo("durability", durability.check, durability.DEFAULTS, durability.VIOLATIONS),
+    CheckerInfo("clients", clients.check, clients.DEFAULTS, clients.VIOLATIONS),
+    CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
+    CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
+    CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
+    CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
+    CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
+)
+# Sub-packages that are parts of every kind's judging, not a kind's own checkers.
+_NOT_KINDS = ("explain", "measure")
 
 
-@dataclass(frozen=True)
-class CheckerInfo:
-    name: str
-    check: Checker | None  # None: not a function of the history alone (sales and enriched compare a sink with a ledger)
-    defaults: Mapping[str, Any]
-    violations: Mapping[str, Side]
-    # What the options must hold beyond their types (raises CheckerOptionError); checked when a scenario is parsed.
-    check_options: Callable[[Mapping], None] | None = None
+def kinds_checkers() -> list[ModuleType]:
+    """The kinds' checker sub-packages (checkers/KIND/), each imported."""
+    import failsafe.checkers as package
+
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg and m.name not in _NOT_KINDS)
+    return [importlib.import_module(f"failsafe.checkers.{name}") for name in names]
 
 
-CHECKERS: dict[str, CheckerInfo] = {
-    info.name: info
-    for info in (
-        CheckerInfo("completeness", completeness.check, completeness.DEFAULTS, completeness.VIOLATIONS),
-        CheckerInfo("durability", durability.check, durability.DEFAULTS, durability.VIOLATIONS),
-        CheckerInfo("clients", clients.check, clients.DEFAULTS, clients.VIOLATIONS),
-        CheckerInfo("delivery", delivery.check, delivery.DEFAULTS, delivery.VIOLATIONS),
-        CheckerInfo("order", order.check, order.DEFAULTS, order.VIOLATIONS),
-        CheckerInfo("semantics", semantics.check, semantics.DEFAULTS, semantics.VIOLATIONS),
-        CheckerInfo("availability", availability.check, availability.DEFAULTS, availability.VIOLATIONS),
-        CheckerInfo("rebalance", rebalance.check, rebalance.DEFAULTS, rebalance.VIOLATIONS),
-        CheckerInfo("dr", dr.check, dr.DEFAULTS, dr.VIOLATIONS, dr.check_options),
-        CheckerInfo("pipeline", pipeline_run.check, pipeline_run.DEFAULTS, pipeline_run.VIOLATIONS),
-        CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
-        CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
-        CheckerInfo("transactions", transactions.check, transactions.DEFAULTS, transactions.VIOLATIONS),
-        CheckerInfo("share", share.check, share.DEFAULTS, share.VIOLATIONS),
-    )
-}
+def _registry(infos: Iterable[CheckerInfo]) -> dict[str, CheckerInfo]:
+    out: dict[str, CheckerInfo] = {}
+    for info in infos:
+        if info.name in out:
+            raise ValueError(f"two checkers are named {info.name!r}")
+        out[info.name] = info
+    return out
+
+
+_KINDS = kinds_checkers()
+CHECKERS: dict[str, CheckerInfo] = _registry([*_COMMON, *(info for m in _KINDS for info in m.CHECKERS)])
 
 # The checkers every run of every kind is judged by, before its kind's own: a kind adds checkers, it never removes
 # these. completeness: the run ran to its end (else the run is UNKNOWN); durability: every acknowledged write is in the
@@ -77,19 +83,9 @@ LOSS_VIOLATIONS: tuple[str, ...] = (
     "delivery.lost",
     "delivery.lost-after-read",
     "semantics.missing",
-    "dr.skipped",
-    "dr.target-unread",
-    "sales.missing_windows",
-    "sales.undercounted",
-    "sales.dead_letters_missing",
     "availability.never-recovered",
-    "pipeline.never-recovered",
-    "dr.never-recovered",
-    "transactions.lost-write",
-    # a transaction half in the log: of a committed one, a write its commit covered is gone
-    "transactions.torn-transaction",
-    "enriched.missing",
-    "share.lost",
+    # each kind's own, declared beside its checkers
+    *(loss for m in _KINDS for loss in m.LOSS_VIOLATIONS),
 )
 
 

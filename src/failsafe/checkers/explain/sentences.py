@@ -18,6 +18,7 @@ import polars as pl
 from failsafe.checkers.explain.context import Context
 from failsafe.checkers.explain.words import client_words, context_words, fault_words, place, seconds
 from failsafe.checkers.rebalance import JOIN, consumer_events
+from failsafe.checkers.run import kinds_checkers
 from failsafe.history.model import History
 from failsafe.history.ops import Op
 
@@ -529,4 +530,6 @@ _BY_CHECKER: dict[str, Callable[[Context, str, str, Mapping, Mapping], Explanati
     "transactions": _transaction,
     "durability": _durability,
     "clients": _clients,
+    # A kind's checkers may bring words of their own (checkers/KIND/__init__.py: EXPLAINERS).
+    **{name: fn for module in kinds_checkers() for name, fn in getattr(module, "EXPLAINERS", {}).items()},
 }

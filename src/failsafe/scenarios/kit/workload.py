@@ -61,8 +61,12 @@ class ClientsWorkload:
         self.incarnations: dict[str, int] = {}
 
     # -- phases ---------------------------------------------------------------------------------
+    def groups(self) -> list[str]:
+        """The consumer groups of the run, deleted before it with its topics (a kind that adds groups says so)."""
+        return sorted({c.group for c in self.scenario.consumers if c.group})
+
     def setup(self, ctx: RunContext) -> None:
-        groups = sorted({c.group for c in self.scenario.consumers if c.group})
+        groups = self.groups()
         setup.fresh_topics(
             ctx.bootstrap_servers, self.scenario.topics, groups, ctx.topic_configs, created_topics(self.scenario)
         )
