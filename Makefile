@@ -40,7 +40,8 @@ test-long: setup
 	$(PY) -m pytest -m long
 
 lint: setup
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

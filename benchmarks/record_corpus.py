@@ -60,6 +60,9 @@ ENTRIES = (
     Entry("txn-coordinator-kill", "process", ("run", "txn-coordinator-kill", *QUIET, "--set", "phases.chaos_s=12")),
     Entry("share-consumer-killed", "client", ("run", "share-consumer-killed", *QUIET)),
     Entry("dr-failover", "region", ("run", "dr-failover", *QUIET)),
+    # The app kind: the shipped exactly-once example (its command is relative to the repository's root, where this
+    # runs it) through a broker kill and an instance kill.
+    Entry("app-eos-kills", "client", ("run", "examples/apps/eos-broker-and-instance-kill.toml", *QUIET)),
     Entry(
         "power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")
     ),
@@ -95,7 +98,7 @@ def record(entry: Entry, work: Path) -> dict:
     command = [FAILSAFE, *entry.args, "--dir", str(where / "cluster"), *out]
     print(f"{entry.name}: {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
     (where / "output.log").write_text(done.stdout + done.stderr)
     histories = sorted((where / "runs").rglob("history.jsonl"))
     if len(histories) != 1:

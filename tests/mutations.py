@@ -361,6 +361,41 @@ def abort_committed(run: Run, draw: Draw) -> Mutant | None:
     return Mutant(ops, run.scenario)
 
 
+def _app_outputs(run: Run, ops: list[dict]) -> list[tuple[int, int]]:
+    """(op index, record index) of every record of an app's output topics in the final read (app runs only)."""
+    outputs = {t for app in run.scenario.get("apps") or [] for t in app.get("output") or []}
+    return [
+        (i, j)
+        for i, op in enumerate(ops)
+        if op["f"] == "log-read" and op.get("topic") in outputs
+        for j, _ in enumerate(op.get("records") or [])
+    ]
+
+
+def drop_output(run: Run, draw: Draw) -> Mutant | None:
+    """One record of an app's output taken out of the final read: the input it carried is then in no output."""
+    ops = copy.deepcopy(run.ops)
+    held = _app_outputs(run, ops)
+    if not held or run.scenario.get("contract", {}).get("delivery") == "at-most-once":
+        return None
+    i, j = draw(held, "which output record to drop")
+    del ops[i]["records"][j]
+    return Mutant(ops, run.scenario)
+
+
+def duplicate_output(run: Run, draw: Draw) -> Mutant | None:
+    """One record of an app's output copied to a new offset of its partition: its input is then in the output twice."""
+    ops = copy.deepcopy(run.ops)
+    held = _app_outputs(run, ops)
+    if not held or run.scenario.get("contract", {}).get("delivery") == "at-least-once":
+        return None
+    i, j = draw(held, "which output record to copy")
+    records = ops[i]["records"]
+    records.append({**records[j], "offset": max(r["offset"] for r in records) + 1})
+    ops[i]["high_watermark"] = records[-1]["offset"] + 1
+    return Mutant(ops, run.scenario)
+
+
 MUTATIONS = (
     Mutation(
         "drop-acknowledged-write", drop_write, NOT_VALID, "an acknowledged durable write taken out of the final read"
@@ -396,6 +431,8 @@ MUTATIONS = (
         NOT_VALID,
         "a duplicate, every clock bound 10^13 ns",
     ),
+    Mutation("drop-output-record", drop_output, NOT_VALID, "an app's output record taken out of the final read"),
+    Mutation("duplicate-output-record", duplicate_output, NOT_VALID, "an app's output record at a second offset"),
     Mutation(
         "abort-committed-transaction",
         abort_committed,

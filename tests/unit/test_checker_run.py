@@ -106,3 +106,16 @@ def test_every_checker_works_on_an_empty_history_which_is_unknown() -> None:
 )
 def test_combine_validity(values: list, combined: object) -> None:
     assert combine_validity(values) == combined
+
+
+def test_each_kinds_checkers_declare_themselves_and_their_losses_name_their_violations() -> None:
+    """The registry finds checkers/KIND/ packages; a loss one declares must be a violation its checker reports, so a
+    known-anomaly entry can never cover it by a misspelling."""
+    from failsafe.checkers import LOSS_VIOLATIONS, violation_side
+    from failsafe.checkers.run import kinds_checkers
+
+    found = {module.__name__.rsplit(".", 1)[1] for module in kinds_checkers()}
+    assert found >= {"app", "dr", "pipeline", "share", "txn"}
+    for module in kinds_checkers():
+        assert module.CHECKERS and all(info.name in CHECKERS for info in module.CHECKERS), module.__name__
+    assert all(violation_side(loss) is not None for loss in LOSS_VIOLATIONS)

@@ -20,6 +20,7 @@ from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
 from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
+from failsafe.faults.apps import APP_INSTANCES
 from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER, PAUSE_CONSUMER, RESTART_CONSUMER
 from failsafe.faults.nodes import CLUSTER_LOSS
 from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TXN_CLIENT
@@ -237,6 +238,7 @@ CONTEXT = FaultContext(
         Need.SPARK_DRIVER: ("pipeline",),
         Need.SPARK_WORKERS: ("spark-worker-0",),
         TXN_CLIENTS: ("writer-0",),
+        APP_INSTANCES: ("eos-0",),
     },
 )
 
@@ -311,6 +313,8 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
     )
     if kind in (KILL_TXN_CLIENT, ZOMBIE_TXN_CLIENT):
         fields = {"client": "writer-0"}
+    if "app" in FAULT_TYPES[kind].params.__dataclass_fields__:
+        fields = {"app": "eos-0"}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
-TREES = ("src", "tests", "benchmarks")
+TREES = ("src", "tests", "benchmarks", "examples")
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:

@@ -5,6 +5,7 @@
     nodes.py    brokers and controllers: kill, terminate, pause, restart, quorum-loss, cluster-loss
     clients.py  the workload's processes: kill-consumer, close-consumer, restart-consumer, pause-consumer, kill-driver,
     kill-spark-worker
+    apps.py     the instances of a user's application (the app kind): kill-app, terminate-app, pause-app
     disk.py     disks of nodes on disk layers: power-loss (unsynced writes gone), disk-full (ENOSPC), disk-error (EIO)
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
     sides.py    a network fault's sides, as written and as resolved when it starts

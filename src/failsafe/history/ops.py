@@ -68,6 +68,8 @@ class Op(StrEnum):
     RECOVER_TIMEOUT = "recover-timeout"
     FAULT_NOT_STARTED = "fault-not-started"
     ELECT_LEADERS = "elect-leaders"
+    APP_START = "app-start"
+    APP_EXIT = "app-exit"
     PIPELINE_START = "pipeline-start"
     PIPELINE_EXIT = "pipeline-exit"
     PIPELINE_STOP = "pipeline-stop"
@@ -84,6 +86,8 @@ class Op(StrEnum):
 
 
 EVENTS: tuple[Op, ...] = (
+    Op.APP_START,
+    Op.APP_EXIT,
     Op.RECOVER_TIMEOUT,
     Op.FAULT_NOT_STARTED,
     Op.ELECT_LEADERS,
@@ -114,6 +118,7 @@ class Target(StrEnum):
     CONSUMER = "consumer"
     TXN_CLIENT = "txn-client"
     PIPELINE = "pipeline"
+    APP = "app"  # an instance of a user's application (the app kind)
     SPARK_WORKER = "spark-worker"
     NETWORK = "network"
 

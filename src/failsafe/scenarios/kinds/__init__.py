@@ -6,6 +6,7 @@
     pipeline  the sales simulator and the Spark pipeline; the pipeline's run and the sink against the ledger
     txn       transactional writers and consume-transform-produce processors; checkers/txn/transactions.py
     share     share consumers (KIP-932) with the lab's clients; checkers/share/deliveries.py
+    app       a user's application between the kit's producers and readers; checkers/app/each.py
 
 A ``ScenarioKind`` says everything the engine and the CLI need: how its scenarios are parsed (once,
 completely), where they run (one cluster or a DR pair), its workload, which faults it takes (by

@@ -1,0 +1,170 @@
+"""App: every acknowledged input record appears in the application's output as its contract says. Pure.
+
+The app kind (scenarios/kinds/app) runs a user's application between failsafe's verifying producers, which write
+unique values to its input topics, and the final read of its output topics (read_committed). The app carries each input
+record's identity, the value failsafe's producer wrote, into what it writes: as the output's value, its key, or a field
+of a JSON value (``identity``). ``delivery`` is what the app promises of each acknowledged input record:
+
+    exactly-once    it appears once in the output
+    at-least-once   it appears, once or more
+    at-most-once    it appears at most once (an input it never processed is no violation)
+
+Anomalies, in Jepsen's words where they fit:
+
+    lost            an acknowledged input that is not in the output (never for at-most-once); a loss is never KNOWN
+    duplicate       an identity that appears more than once (never for at-least-once)
+    phantom         an output record whose identity no producer of the run ever sent
+    aborted-read    a record a read_committed reader of the output (``committed_readers``) was given that the committed
+                    log does not hold: read from a transaction that did not commit
+
+The verdict is "unknown" when an output partition was not read completely (what it holds is not known), or when the
+app had not read all its input when the run ended (``drained`` false: what it had not processed yet is no loss).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from failsafe.checkers.common import (
+    UNKNOWN,
+    CheckerOptionError,
+    CheckerResult,
+    Side,
+    examples,
+    read_options,
+    result,
+)
+from failsafe.checkers.evidence import read_partitions
+from failsafe.history.model import History
+from failsafe.history.ops import Op, OpType
+
+DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
+JSON = "json:"
+DEFAULTS: dict[str, Any] = {
+    "input_topics": [],
+    "output_topics": [],
+    "delivery": "exactly-once",
+    "identity": "value",
+    "committed_readers": [],
+}
+VIOLATIONS = {
+    "lost": Side.CONSUMERS,
+    "duplicate": Side.CONSUMERS,
+    "phantom": Side.CONSUMERS,
+    "aborted-read": Side.CONSUMERS,
+}
+_EXAMPLE = (
+    "identity",
+    "topic",
+    "partition",
+    "offset",
+    "copies",
+    "partitions",
+    "offsets",
+    "values",
+    "input_topic",
+    "input_partition",
+    "input_offset",
+    "process",
+)
+
+
+def check_options(options: Mapping) -> None:
+    delivery = options.get("delivery", DEFAULTS["delivery"])
+    if delivery not in DELIVERIES:
+        raise CheckerOptionError(f"app: delivery {delivery!r} is not one of {', '.join(DELIVERIES)}")
+    identity = options.get("identity", DEFAULTS["identity"])
+    if identity not in ("value", "key") and not (identity.startswith(JSON) and len(identity) > len(JSON)):
+        raise CheckerOptionError(f"app: identity {identity!r} is not value, key or json:FIELD")
+
+
+def identity_of(identity: str) -> pl.Expr:
+    """The identity an output record carries, as the contract names it."""
+    if identity == "key":
+        return pl.col("key")
+    if identity.startswith(JSON):
+        return pl.col("value").str.json_path_match(f"$.{identity[len(JSON) :]}")
+    return pl.col("value")
+
+
+def check(history: History, options: Mapping | None = None) -> CheckerResult:
+    opts = read_options(options, DEFAULTS, "app")
+    check_options(opts)
+    delivery, inputs, outputs = opts["delivery"], opts["input_topics"], opts["output_topics"]
+    sends = history.sends.filter(pl.col("topic").is_in(inputs))
+    acked = sends.filter(pl.col("outcome") == OpType.OK).select("process", "value", "topic", "partition", "offset")
+    log = history.log.filter(pl.col("topic").is_in(outputs)).with_columns(
+        identity_of(opts["identity"]).alias("identity")
+    )
+    seen = log.group_by("identity", maintain_order=True).agg(
+        pl.len().alias("copies"),
+        pl.col("topic").first(),
+        pl.col("partition").first(),
+        pl.col("offset").first(),
+        pl.col("partition").alias("partitions"),
+        pl.col("offset").alias("offsets"),
+        pl.col("value").alias("values"),
+    )
+
+    read = read_partitions(history).filter(pl.col("topic").is_in(outputs))
+    unread = sorted(
+        {f"{t}-{p}" for t, p, c in read.select("topic", "partition", "complete").iter_rows() if not c}
+        | {t for t in outputs if t not in set(read["topic"].to_list())}
+    )
+    drained = history.events.filter(pl.col("f") == Op.DRAINED)
+    not_drained = drained.height > 0 and not drained["ok"].fill_null(False).all()
+
+    lost = acked.join(seen, left_on="value", right_on="identity", how="anti").rename({"value": "identity"})
+    # Where each duplicated input was written and acknowledged, for its explanation.
+    duplicate = seen.filter(pl.col("copies") > 1).join(
+        acked.select(
+            pl.col("value").alias("identity"),
+            pl.col("topic").alias("input_topic"),
+            pl.col("partition").alias("input_partition"),
+            pl.col("offset").alias("input_offset"),
+        ),
+        on="identity",
+        how="left",
+    )
+    # An output record without the identity its contract names (null) is one no producer sent either.
+    phantom = seen.join(sends.select("value"), left_on="identity", right_on="value", how="anti")
+    committed_reads = history.reads.filter(
+        pl.col("topic").is_in(outputs) & pl.col("process").is_in(opts["committed_readers"])
+    )
+    aborted = committed_reads.join(log, on=["topic", "partition", "offset"], how="anti").with_columns(
+        identity_of(opts["identity"]).alias("identity")
+    )
+    found = {
+        "lost": lost if delivery != "at-most-once" else lost.clear(),
+        "duplicate": duplicate if delivery != "at-least-once" else duplicate.clear(),
+        "phantom": phantom,
+        "aborted-read": aborted,
+    }
+    counts = {
+        "acknowledged-inputs": acked.height,
+        "output-records": log.height,
+        "distinct-outputs": seen.height,
+        "lost": found["lost"].height,
+        "duplicate": found["duplicate"].height,
+        "duplicate-copies": int(found["duplicate"]["copies"].sum() or 0) - found["duplicate"].height,
+        "phantom": phantom.height,
+        "aborted-read": aborted.height,
+        "unread-output-partitions": len(unread),
+    }
+    rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
+    violations = [name for name, frame in found.items() if frame.height]
+    reason = None
+    if not outputs or not inputs:
+        reason = "the contract names no input or no output topic"
+    elif unread:
+        reason = f"output partitions not read completely: {', '.join(unread[:5])}"
+    elif not_drained:
+        reason = "the app had not read all its input when the run ended"
+    if reason is not None:
+        # Only what more reading could not undo decides: a duplicate or a phantom stays one; a loss is unverified.
+        decided = [v for v in violations if v in ("duplicate", "phantom", "aborted-read")]
+        return result(False if decided else UNKNOWN, counts, rows, decided, delivery=delivery, reason=reason)
+    return result(not violations, counts, rows, violations, delivery=delivery)

@@ -1,0 +1,91 @@
+"""The app kind on the shared cluster: the shipped examples run as a user runs them (examples/apps/, docs/apps.md).
+
+The transactional service goes through a kill -9 of the broker leading its input's first partition and a kill -9 of
+one of its instances, and holds its exactly-once contract: VALID. The naive one goes through the same faults and breaks
+it: INVALID, its duplicates named and explained."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+ROOT = Path(__file__).parents[2]
+RUN_TIMEOUT_S = 300
+TOPICS = ("app-in", "app-out")
+GROUPS = ("app-eos", "app-naive")
+
+
+def _scenario(tmp: Path, name: str) -> Path:
+    """The example with its program's absolute path, so the run does not depend on the directory pytest runs in."""
+    text = (ROOT / "examples/apps" / name).read_text().replace('"examples/apps/', f'"{ROOT}/examples/apps/')
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def _run(cluster, scenario: Path, runs: Path) -> tuple[int, Path, dict]:
+    result = cluster.cli("run", str(scenario), "--runs", str(runs), timeout_s=RUN_TIMEOUT_S)
+    [run_dir] = [p for d in runs.iterdir() for p in d.iterdir() if p.is_dir()]
+    assert (run_dir / "results.json").exists(), (result.stdout[-3000:], result.stderr[-2000:])
+    return result.returncode, run_dir, json.loads((run_dir / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def app_runs(shared_cluster_holder, tmp_path_factory) -> Iterator[dict[str, tuple[int, Path, dict, object]]]:
+    from tests.conftest import shared_cluster_in
+
+    cluster = shared_cluster_in(shared_cluster_holder, tmp_path_factory)
+    tmp = tmp_path_factory.mktemp("app")
+    out = {}
+    try:
+        for label, name in (
+            ("eos", "eos-broker-and-instance-kill.toml"),
+            ("naive", "naive-broker-and-instance-kill.toml"),
+        ):
+            runs = tmp / f"runs-{label}"
+            runs.mkdir()
+            out[label] = (*_run(cluster, _scenario(tmp, name), runs), cluster)
+        yield out
+    finally:
+        listed = cluster.cli("topics", "list").stdout.split()
+        for topic in TOPICS:
+            if topic in listed:
+                assert cluster.cli("topics", "delete", topic).returncode == 0
+        groups = cluster.cli("groups", "list").stdout.split()
+        for group in GROUPS:
+            if group in groups:
+                cluster.cli("kafka", "consumer-groups", "--delete", "--group", group)
+
+
+def _ops(run_dir: Path) -> list[dict]:
+    return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+
+
+def test_the_transactional_service_holds_exactly_once_through_a_broker_and_an_instance_kill(app_runs) -> None:
+    code, run_dir, results = app_runs["eos"][:3]
+    app = results["checkers"]["app"]
+    assert code == 0 and results["verdict"] == "VALID", (results["verdict"], app, results["checkers"]["durability"])
+    assert app["counts"]["acknowledged-inputs"] > 1000 and app["counts"]["lost"] == app["counts"]["duplicate"] == 0
+    ops = _ops(run_dir)
+    faults = {o["fault"] for o in ops if o["f"] == "fault-start"}
+    assert faults == {"kill", "kill-app"}
+    # The killed instance came back as a new process with the same transactional.id, and every start and exit is there.
+    starts = [o["process"] for o in ops if o["f"] == "app-start"]
+    assert sorted(starts) == ["eos-0", "eos-0.1", "eos-1"]
+    assert {o["process"] for o in ops if o["f"] == "app-exit"} == {"eos-0", "eos-0.1", "eos-1"}
+    assert (run_dir / "logs" / "eos-0.1.log").exists()
+
+
+def test_the_naive_service_duplicates_its_output_and_the_verdict_says_so(app_runs) -> None:
+    code, run_dir, results, cluster = app_runs["naive"]
+    app = results["checkers"]["app"]
+    assert code == 1 and results["verdict"] == "INVALID", (results["verdict"], app)
+    assert "duplicate" in app["violations"] and app["counts"]["duplicate"] > 0
+    assert app["examples"]["duplicate"][0]["identity"].startswith("input")
+    explained = cluster.cli("explain", str(run_dir))
+    assert explained.returncode == 0 and "app" in explained.stdout and "duplicate" in explained.stdout, explained.stdout
