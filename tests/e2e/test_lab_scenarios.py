@@ -172,7 +172,28 @@ def test_a_share_group_redelivers_a_killed_members_records_on_a_cold_cluster(
     }
     assert share["members_with_deliveries"] == {"myqueue": 4}
     assert share["counts"]["lost"] == 0 and share["counts"]["accepted"] == share["counts"]["records-delivered"]
-    assert share["counts"]["redeliveries-holder-stopped"] >= 1, share["counts"]
+    # The killed member's records are redelivered when it held some at the kill: delivered to it, no acknowledgement
+    # asked for. Between a poll's acknowledgement and its next poll it holds none (a kill there, 2 ms after the ack, was
+    # seen once): that run redelivers nothing, rightly.
+    held = _held_at_kill(only_run_dir(tmp_path, "share-consumer-killed"))
+    if held:
+        assert share["counts"]["redeliveries-holder-stopped"] >= 1, (held, share["counts"])
+
+
+def _held_at_kill(run_dir: Path) -> int:
+    """Records the killed share member had been delivered and had not yet asked to acknowledge when it was killed."""
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    kill = next(o for o in ops if o["f"] == "fault-start" and o["fault"] == "kill-consumer")
+    member = kill["nodes"][0]
+    held: set[tuple[str, int, int]] = set()
+    for o in ops:
+        if o["time_ns"] > kill["time_ns"] or o.get("process") != member:
+            continue
+        if o["f"] == "share-poll" and o["type"] == "ok":
+            held |= {(r["topic"], r["partition"], r["offset"]) for r in o.get("records") or []}
+        elif o["f"] == "share-ack":
+            held -= {(a["topic"], a["partition"], a["offset"]) for a in o.get("acks") or []}
+    return len(held)
 
 
 @pytest.mark.long
