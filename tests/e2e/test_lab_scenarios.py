@@ -171,7 +171,11 @@ def test_a_share_group_redelivers_a_killed_members_records_on_a_cold_cluster(
         "recorded": True,
     }
     assert share["members_with_deliveries"] == {"myqueue": 4}
-    assert share["counts"]["lost"] == 0 and share["counts"]["accepted"] == share["counts"]["records-delivered"]
+    counts = share["counts"]
+    # Every record delivered was settled, or its holder's accept got no answer: the killed member may have sent one just
+    # before its kill (3,262 accepted of 3,264 delivered once, VALID).
+    settled = counts["accepted"] + counts["rejected"] + counts["archived-at-limit"] + counts["unknown-acks"]
+    assert counts["lost"] == 0 and settled == counts["records-delivered"], counts
     # The killed member's records are redelivered when it held some at the kill: delivered to it, no acknowledgement
     # asked for. Between a poll's acknowledgement and its next poll it holds none (a kill there, 2 ms after the ack, was
     # seen once): that run redelivers nothing, rightly.
