@@ -63,6 +63,8 @@ ENTRIES = (
     # The app kind: the shipped exactly-once example (its command is relative to the repository's root, where this
     # runs it) through a broker kill and an instance kill.
     Entry("app-eos-kills", "client", ("run", "examples/apps/eos-broker-and-instance-kill.toml", *QUIET)),
+    # Its totals contract: the Kafka Streams count example (a state store, exactly_once_v2) through the same faults.
+    Entry("app-streams-count", "client", ("run", "examples/apps/streams-count-broker-kill.toml", *QUIET)),
     Entry(
         "power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")
     ),

@@ -361,21 +361,35 @@ def abort_committed(run: Run, draw: Draw) -> Mutant | None:
     return Mutant(ops, run.scenario)
 
 
-def _app_outputs(run: Run, ops: list[dict]) -> list[tuple[int, int]]:
-    """(op index, record index) of every record of an app's output topics in the final read (app runs only)."""
+def _app_outputs(run: Run, ops: list[dict], last: bool | None = None) -> list[tuple[int, int]]:
+    """(op index, record index) of every record of an app's output topics in the final read (app runs only). ``last``:
+    only the records that are (True) or are not (False) their key's last of their partition: what a ``totals``
+    contract's final totals are made of."""
     outputs = {t for app in run.scenario.get("apps") or [] for t in app.get("output") or []}
-    return [
+    held = [
         (i, j)
         for i, op in enumerate(ops)
         if op["f"] == "log-read" and op.get("topic") in outputs
         for j, _ in enumerate(op.get("records") or [])
     ]
+    if last is None:
+        return held
+    final: dict[tuple[int, str | None], tuple[int, int]] = {}
+    for i, j in held:
+        final[(i, ops[i]["records"][j].get("key"))] = (i, j)
+    finals = set(final.values())
+    return [h for h in held if (h in finals) == last]
+
+
+def _totals(run: Run) -> bool:
+    return run.scenario.get("contract", {}).get("form") == "totals"
 
 
 def drop_output(run: Run, draw: Draw) -> Mutant | None:
-    """One record of an app's output taken out of the final read: the input it carried is then in no output."""
+    """One record of an app's output taken out of the final read: the input it carried is then in no output (for a
+    totals contract, a key's last total: its count then ends short)."""
     ops = copy.deepcopy(run.ops)
-    held = _app_outputs(run, ops)
+    held = _app_outputs(run, ops, last=True if _totals(run) else None)
     if not held or run.scenario.get("contract", {}).get("delivery") == "at-most-once":
         return None
     i, j = draw(held, "which output record to drop")
@@ -384,9 +398,10 @@ def drop_output(run: Run, draw: Draw) -> Mutant | None:
 
 
 def duplicate_output(run: Run, draw: Draw) -> Mutant | None:
-    """One record of an app's output copied to a new offset of its partition: its input is then in the output twice."""
+    """One record of an app's output copied to a new offset of its partition: its input is then in the output twice
+    (for a totals contract, an earlier total of a key published again after its last: the count goes back)."""
     ops = copy.deepcopy(run.ops)
-    held = _app_outputs(run, ops)
+    held = _app_outputs(run, ops, last=False if _totals(run) else None)
     if not held or run.scenario.get("contract", {}).get("delivery") == "at-least-once":
         return None
     i, j = draw(held, "which output record to copy")

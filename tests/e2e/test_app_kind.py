@@ -2,7 +2,9 @@
 
 The transactional service goes through a kill -9 of the broker leading its input's first partition and a kill -9 of
 one of its instances, and holds its exactly-once contract: VALID. The naive one goes through the same faults and breaks
-it: INVALID, its duplicates named and explained."""
+it: INVALID, its duplicates named and explained. The Kafka Streams count (kafka-streams of the cluster's version, a
+state store, exactly_once_v2) goes through the same faults and its counts end at what its input holds: the totals
+contract, VALID."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ import pytest
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 ROOT = Path(__file__).parents[2]
 RUN_TIMEOUT_S = 300
-TOPICS = ("app-in", "app-out")
-GROUPS = ("app-eos", "app-naive")
+TOPICS = ("app-in", "app-out", "streams-in", "streams-counts", "app-streams-count-counts-changelog")
+GROUPS = ("app-eos", "app-naive", "app-streams-count")
 
 
 def _scenario(tmp: Path, name: str) -> Path:
@@ -59,6 +61,7 @@ def app_runs(shared_cluster_holder, tmp_path_factory) -> Iterator[dict[str, tupl
         for label, name in (
             ("eos", "eos-broker-and-instance-kill.toml"),
             ("naive", "naive-broker-and-instance-kill.toml"),
+            ("streams", "streams-count-broker-kill.toml"),
         ):
             runs = tmp / f"runs-{label}"
             runs.mkdir()
@@ -102,3 +105,17 @@ def test_the_naive_service_duplicates_its_output_and_the_verdict_says_so(app_run
     assert app["examples"]["duplicate"][0]["identity"].startswith("input")
     explained = cluster.cli("explain", str(run_dir))
     assert explained.returncode == 0 and "app" in explained.stdout and "duplicate" in explained.stdout, explained.stdout
+
+
+def test_a_kafka_streams_count_holds_its_totals_through_a_broker_and_an_instance_kill(app_runs) -> None:
+    code, run_dir, results = app_runs["streams"][:3]
+    app = results["checkers"]["app"]
+    assert code == 0 and results["verdict"] == "VALID", (results["verdict"], app, results["checkers"]["durability"])
+    counts = app["counts"]
+    assert app["form"] == "totals" and counts["keys"] == 24 and counts["input-records"] > 1000, counts
+    assert counts["under-counted"] == counts["over-counted"] == counts["went-back"] == 0
+    ops = _ops(run_dir)
+    assert {o["fault"] for o in ops if o["f"] == "fault-start"} == {"kill", "kill-app"}
+    assert sorted(o["process"] for o in ops if o["f"] == "app-start") == ["counter-0", "counter-1", "counter-1.1"]
+    # The Streams instance kept its state directory across its restart, in the run directory.
+    assert (run_dir / "apps" / "counter-1").is_dir()

@@ -118,7 +118,9 @@ def test_the_identity_may_be_the_value_or_the_key() -> None:
     assert plain["valid"] is True and keyed["valid"] is True
 
 
-@pytest.mark.parametrize("options", [{"delivery": "exactly-twice"}, {"identity": "header:id"}, {"identity": "json:"}])
+@pytest.mark.parametrize(
+    "options", [{"delivery": "exactly-twice"}, {"identity": "header:id"}, {"identity": "json:"}, {"order": "global"}]
+)
 def test_a_contract_it_does_not_know_is_refused(options: dict) -> None:
     with pytest.raises(CheckerOptionError):
         check_options("app", {**OPTIONS, **options})
@@ -174,3 +176,52 @@ def test_each_anomaly_is_explained_with_its_input_its_copies_and_the_fault_it_fe
     assert "input input:1" in by_anomaly["lost"] and "is in no output record" in by_anomaly["lost"]
     assert "2 times in app-out (partition@offset 0@0, 0@1), written by eos-0" in by_anomaly["duplicate"]
     assert "during fault 1 (kill-app of eos-0" in by_anomaly["lost"]
+
+
+# -- order = "per-key" ---------------------------------------------------------------------------------------------
+def keyed_inputs(*pairs: tuple[str, str]) -> list[dict]:
+    """Acknowledged (value, key) inputs at offsets 0, 1, ... of input partition 0, with its final read."""
+    ops = [client_config("input", acks="all")]
+    for i, (value, key) in enumerate(pairs):
+        ops += send("input", i, value, i, key=key, topic=IN)
+    ops.append(read(0, [rec(i, v, key=k, topic=IN) for i, (v, k) in enumerate(pairs)], topic=IN))
+    return ops
+
+
+def test_an_output_that_keeps_each_keys_order_is_valid_even_when_keys_interleave() -> None:
+    ops = (
+        keyed_inputs(("input:0", "k0"), ("input:1", "k1"), ("input:2", "k0")),
+        read(0, [out(0, "input:1"), out(1, "input:0"), out(2, "input:2")], topic=OUT),
+    )
+    assert judge(*ops, order="per-key")["valid"] is True
+
+
+def test_an_input_output_after_a_later_input_of_its_key_is_reordered() -> None:
+    ops = (
+        keyed_inputs(("input:0", "k0"), ("input:1", "k0")),
+        read(0, [out(0, "input:1"), out(1, "input:0")], topic=OUT),
+    )
+    result = judge(*ops, order="per-key")
+    assert result["violations"] == ["reordered"]
+    row = result["examples"]["reordered"][0]
+    assert (row["identity"], row["input_offset"], row["after_input_offset"]) == ("input:0", 0, 1)
+    assert judge(*ops)["valid"] is True  # no order asked for
+
+
+def test_a_duplicate_replayed_after_later_inputs_is_a_duplicate_not_a_reorder() -> None:
+    ops = (
+        keyed_inputs(("input:0", "k0"), ("input:1", "k0")),
+        read(0, [out(0, "input:0"), out(1, "input:1"), out(2, "input:0")], topic=OUT),
+    )
+    assert judge(*ops, order="per-key")["violations"] == ["duplicate"]
+
+
+def test_a_reorder_is_explained_with_the_offsets_it_came_after() -> None:
+    from failsafe.checkers.explain.sentences import explain
+
+    h = history(
+        keyed_inputs(("input:0", "k0"), ("input:1", "k0")), read(0, [out(0, "input:1"), out(1, "input:0")], topic=OUT)
+    )
+    results = {"checkers": run_checkers(h, {"app": {**OPTIONS, "order": "per-key"}}, ["app"])}
+    [sentence] = [e["sentence"] for e in explain(h, results) if e["anomaly"] == "reordered"]
+    assert "input input:0 (key k0," in sentence and "after the output of the same key's input at offset 1" in sentence

@@ -16,9 +16,12 @@ Anomalies, in Jepsen's words where they fit:
     phantom         an output record whose identity no producer of the run ever sent
     aborted-read    a record a read_committed reader of the output (``committed_readers``) was given that the committed
                     log does not hold: read from a transaction that did not commit
+    reordered       (``order`` "per-key") an input's output after that of a later input of its key (order.py)
 
 The verdict is "unknown" when an output partition was not read completely (what it holds is not known), or when the
 app had not read all its input when the run ended (``drained`` false: what it had not processed yet is no loss).
+
+``form`` "totals" is the contract's other form, a running total per key (totals.py); this checker judges both.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from typing import Any
 
 import polars as pl
 
+from failsafe.checkers.app.order import reordered
+from failsafe.checkers.app.output import aborted_reads, not_drained, unread_partitions
+from failsafe.checkers.app.totals import JSON, check_totals
 from failsafe.checkers.common import (
     UNKNOWN,
     CheckerOptionError,
@@ -37,17 +43,20 @@ from failsafe.checkers.common import (
     read_options,
     result,
 )
-from failsafe.checkers.evidence import read_partitions
 from failsafe.history.model import History
-from failsafe.history.ops import Op, OpType
+from failsafe.history.ops import OpType
 
 DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
-JSON = "json:"
+FORMS = ("each", "totals")
+ORDERS = ("none", "per-key")
 DEFAULTS: dict[str, Any] = {
     "input_topics": [],
     "output_topics": [],
+    "form": "each",
     "delivery": "exactly-once",
     "identity": "value",
+    "total": "value",
+    "order": "none",
     "committed_readers": [],
 }
 VIOLATIONS = {
@@ -55,6 +64,10 @@ VIOLATIONS = {
     "duplicate": Side.CONSUMERS,
     "phantom": Side.CONSUMERS,
     "aborted-read": Side.CONSUMERS,
+    "under-counted": Side.CONSUMERS,
+    "over-counted": Side.CONSUMERS,
+    "went-back": Side.CONSUMERS,
+    "reordered": Side.CONSUMERS,
 }
 _EXAMPLE = (
     "identity",
@@ -68,11 +81,22 @@ _EXAMPLE = (
     "input_topic",
     "input_partition",
     "input_offset",
+    "after_input_offset",
+    "input_key",
     "process",
 )
 
 
 def check_options(options: Mapping) -> None:
+    form = options.get("form", DEFAULTS["form"])
+    if form not in FORMS:
+        raise CheckerOptionError(f"app: form {form!r} is not one of {', '.join(FORMS)}")
+    order = options.get("order", DEFAULTS["order"])
+    if order not in ORDERS:
+        raise CheckerOptionError(f"app: order {order!r} is not one of {', '.join(ORDERS)}")
+    total = options.get("total", DEFAULTS["total"])
+    if total != "value" and not (total.startswith(JSON) and len(total) > len(JSON)):
+        raise CheckerOptionError(f"app: total {total!r} is not value or json:FIELD")
     delivery = options.get("delivery", DEFAULTS["delivery"])
     if delivery not in DELIVERIES:
         raise CheckerOptionError(f"app: delivery {delivery!r} is not one of {', '.join(DELIVERIES)}")
@@ -93,9 +117,13 @@ def identity_of(identity: str) -> pl.Expr:
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "app")
     check_options(opts)
+    if opts["form"] == "totals":
+        return check_totals(history, opts)
     delivery, inputs, outputs = opts["delivery"], opts["input_topics"], opts["output_topics"]
     sends = history.sends.filter(pl.col("topic").is_in(inputs))
-    acked = sends.filter(pl.col("outcome") == OpType.OK).select("process", "value", "topic", "partition", "offset")
+    acked = sends.filter(pl.col("outcome") == OpType.OK).select(
+        "process", "key", "value", "topic", "partition", "offset"
+    )
     log = history.log.filter(pl.col("topic").is_in(outputs)).with_columns(
         identity_of(opts["identity"]).alias("identity")
     )
@@ -109,13 +137,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         pl.col("value").alias("values"),
     )
 
-    read = read_partitions(history).filter(pl.col("topic").is_in(outputs))
-    unread = sorted(
-        {f"{t}-{p}" for t, p, c in read.select("topic", "partition", "complete").iter_rows() if not c}
-        | {t for t in outputs if t not in set(read["topic"].to_list())}
-    )
-    drained = history.events.filter(pl.col("f") == Op.DRAINED)
-    not_drained = drained.height > 0 and not drained["ok"].fill_null(False).all()
+    unread = unread_partitions(history, outputs)
 
     lost = acked.join(seen, left_on="value", right_on="identity", how="anti").rename({"value": "identity"})
     # Where each duplicated input was written and acknowledged, for its explanation.
@@ -131,10 +153,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     )
     # An output record without the identity its contract names (null) is one no producer sent either.
     phantom = seen.join(sends.select("value"), left_on="identity", right_on="value", how="anti")
-    committed_reads = history.reads.filter(
-        pl.col("topic").is_in(outputs) & pl.col("process").is_in(opts["committed_readers"])
-    )
-    aborted = committed_reads.join(log, on=["topic", "partition", "offset"], how="anti").with_columns(
+    aborted = aborted_reads(history, outputs, opts["committed_readers"]).with_columns(
         identity_of(opts["identity"]).alias("identity")
     )
     found = {
@@ -142,6 +161,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "duplicate": duplicate if delivery != "at-least-once" else duplicate.clear(),
         "phantom": phantom,
         "aborted-read": aborted,
+        "reordered": reordered(log, acked) if opts["order"] == "per-key" else log.clear(),
     }
     counts = {
         "acknowledged-inputs": acked.height,
@@ -152,6 +172,7 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         "duplicate-copies": int(found["duplicate"]["copies"].sum() or 0) - found["duplicate"].height,
         "phantom": phantom.height,
         "aborted-read": aborted.height,
+        "reordered": found["reordered"].height,
         "unread-output-partitions": len(unread),
     }
     rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
@@ -161,10 +182,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         reason = "the contract names no input or no output topic"
     elif unread:
         reason = f"output partitions not read completely: {', '.join(unread[:5])}"
-    elif not_drained:
+    elif not_drained(history):
         reason = "the app had not read all its input when the run ended"
     if reason is not None:
         # Only what more reading could not undo decides: a duplicate or a phantom stays one; a loss is unverified.
-        decided = [v for v in violations if v in ("duplicate", "phantom", "aborted-read")]
+        decided = [v for v in violations if v in ("duplicate", "phantom", "aborted-read", "reordered")]
         return result(False if decided else UNKNOWN, counts, rows, decided, delivery=delivery, reason=reason)
     return result(not violations, counts, rows, violations, delivery=delivery)

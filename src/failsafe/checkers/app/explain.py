@@ -25,7 +25,28 @@ def _writers(values: list[str] | None) -> list[str]:
     return out
 
 
+def _totals(anomaly: str, row: Mapping) -> dict[str, Any] | None:
+    """A ``totals`` anomaly: the key, what its input holds and where its output ended, or where its total went back."""
+    where = f"{place(row.get('topic'), row.get('partition'))} offset {row.get('offset')}"
+    if anomaly in ("under-counted", "over-counted"):
+        last = f"its last total ({where}) is {row.get('final')}" if row.get("offset") is not None else "it has no total"
+        what = (
+            f"key {row.get('key')}: the input holds {row.get('expected')} records of it "
+            f"({row.get('acknowledged')} acknowledged), {last}"
+        )
+    elif anomaly == "went-back":
+        what = (
+            f"key {row.get('key')}: the total at {where} is {row.get('total')}, after {row.get('previous')} before it"
+        )
+    else:
+        return None
+    return {"value": row.get("key"), "topic": row.get("topic"), "sentence": what, "faults": []}
+
+
 def explain_app(ctx: Context, checker: str, anomaly: str, row: Mapping, results: Mapping) -> dict[str, Any]:
+    totals = _totals(anomaly, row)
+    if totals is not None:
+        return totals
     identity = row.get("identity")
     topic = row.get("input_topic") or (row.get("topic") if anomaly == "lost" else None)
     send = ctx.send_of_value(topic, identity) if topic and identity is not None else None
@@ -45,6 +66,12 @@ def explain_app(ctx: Context, checker: str, anomaly: str, row: Mapping, results:
         what = (
             f"input {identity}, {acked}, is {row.get('copies')} times in {row.get('topic')} (partition@offset {copies})"
             + (f", written by {' and '.join(by)}" if by else "")
+        )
+    elif anomaly == "reordered":
+        what = (
+            f"input {identity} (key {row.get('input_key')}, {acked}) is at "
+            f"{place(row.get('topic'), row.get('partition'))} offset {row.get('offset')}, "
+            f"after the output of the same key's input at offset {row.get('after_input_offset')}"
         )
     elif anomaly == "phantom":
         what = f"output {place(row.get('topic'), row.get('partition'))} offset {row.get('offset')} carries " + (

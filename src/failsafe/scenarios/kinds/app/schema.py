@@ -2,7 +2,9 @@
 the contract it declares, with the kit's topics, producers (the app's input) and consumers (readers of its output).
 
     [[apps]]     name, command (a list: any language), input, output, group, instances, env, ready, ready_timeout_s
-    [contract]   delivery = "exactly-once" | "at-least-once" | "at-most-once"; identity = "value" | "key" | "json:FIELD"
+    [contract]   form = "each" | "totals"; delivery = "exactly-once" | "at-least-once" | "at-most-once";
+                 identity = "value" | "key" | "json:FIELD", order = "none" | "per-key" (each);
+                 total = "value" | "json:FIELD" (totals)
 
 ``command`` runs once per instance under failsafe's supervisor, in its own process group, in the directory failsafe
 runs in; ``{python}`` in it is the Python failsafe runs on (it has confluent-kafka). Each instance is given, in its
@@ -43,6 +45,8 @@ from failsafe.scenarios.kit.clients import ClientsScenario, parse_clients
 TOP = KIT_TOP | {"apps", "contract"}
 ISOLATION = "isolation.level"
 DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
+FORMS = ("each", "totals")
+ORDERS = ("none", "per-key")
 READY_GROUP = "group"
 
 
@@ -66,10 +70,15 @@ class App:
 
 @dataclass(frozen=True)
 class Contract:
-    """What the app promises of each acknowledged input record (checkers/app/each.py)."""
+    """What the app promises: of each input record (``each``, checkers/app/each.py), or of the running total per key it
+    publishes (``totals``, checkers/app/totals.py)."""
 
+    form: str = "each"
     delivery: str = "exactly-once"
     identity: str = "value"
+    total: str = "value"
+    # each: "per-key" asks that the output keep each key's input order (checkers/app/order.py).
+    order: str = "none"
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,9 @@ class AppScenario(ClientsScenario):
             "output_topics": outputs,
             "delivery": self.contract.delivery,
             "identity": self.contract.identity,
+            "form": self.contract.form,
+            "total": self.contract.total,
+            "order": self.contract.order,
             "committed_readers": committed,
             **options.get("app", {}),
         }
@@ -177,9 +189,20 @@ def _validate(s: AppScenario) -> None:
         raise fail(where, "an app scenario needs [[apps]]")
     if s.contract.delivery not in DELIVERIES:
         raise fail(f"{where}.contract.delivery", f"{s.contract.delivery!r} is not one of {', '.join(DELIVERIES)}")
+    if s.contract.form not in FORMS:
+        raise fail(f"{where}.contract.form", f"{s.contract.form!r} is not one of {', '.join(FORMS)}")
+    if s.contract.order not in ORDERS:
+        raise fail(f"{where}.contract.order", f"{s.contract.order!r} is not one of {', '.join(ORDERS)}")
     identity = s.contract.identity
     if identity not in ("value", "key") and not (identity.startswith("json:") and len(identity) > 5):
         raise fail(f"{where}.contract.identity", f"{identity!r} is not value, key or json:FIELD")
+    total = s.contract.total
+    if total != "value" and not (total.startswith("json:") and len(total) > 5):
+        raise fail(f"{where}.contract.total", f"{total!r} is not value or json:FIELD")
+    if s.contract.form == "totals":
+        unkeyed = [p.name for p in s.producers if not p.keys and any(p.topic in a.input for a in s.apps)]
+        if unkeyed:
+            raise fail(f"{where}.contract.form", f"totals are per key: the input's producers {unkeyed} write no keys")
     written = {p.topic for p in s.producers}
     for i, a in enumerate(s.apps):
         for field_name in ("input", "output"):

@@ -1,0 +1,56 @@
+"""The app kind's scenario schema (scenarios/kinds/app/schema.py): the shipped examples parse, the contract's two forms
+reach the checker, and a contract that cannot be judged is refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from failsafe.scenarios.base import ScenarioError
+from failsafe.scenarios.registry import load_scenario, parse_scenario
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples/apps").glob("*.toml"))
+
+
+def _app(contract: dict, keys: int = 16) -> dict:
+    return {
+        "name": "app-test",
+        "kind": "app",
+        "topics": [{"name": t, "partitions": 2, "replication_factor": 1} for t in ("in", "out")],
+        "producers": [{"name": "input", "topic": "in", "keys": keys}],
+        "apps": [{"name": "svc", "command": ["{python}", "svc.py"], "input": ["in"], "output": ["out"], "group": "g"}],
+        "contract": contract,
+    }
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_shipped_app_example_parses(path: Path) -> None:
+    scenario = load_scenario(str(path))
+    assert scenario.kind == "app" and scenario.apps
+
+
+def test_the_streams_count_example_asks_for_totals_of_its_output() -> None:
+    scenario = load_scenario("examples/apps/streams-count-broker-kill.toml")
+    options = scenario.checker_options()["app"]
+    assert (options["form"], options["total"], options["output_topics"]) == ("totals", "value", ["streams-counts"])
+
+
+def test_a_totals_contract_reaches_the_checker_and_each_is_the_default() -> None:
+    assert parse_scenario(_app({})).checker_options()["app"]["form"] == "each"
+    options = parse_scenario(_app({"form": "totals", "total": "json:count"})).checker_options()["app"]
+    assert (options["form"], options["total"]) == ("totals", "json:count")
+
+
+@pytest.mark.parametrize(
+    ("contract", "keys", "words"),
+    [
+        ({"form": "sums"}, 16, "contract.form"),
+        ({"form": "totals"}, 0, "write no keys"),
+        ({"form": "totals", "total": "header:n"}, 16, "contract.total"),
+        ({"delivery": "exactly-twice"}, 16, "contract.delivery"),
+    ],
+)
+def test_a_contract_that_cannot_be_judged_is_refused(contract: dict, keys: int, words: str) -> None:
+    with pytest.raises(ScenarioError, match=words.replace(".", r"\.")):
+        parse_scenario(_app(contract, keys))
