@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
 # benchmarks/findings_cold.py; coordinator: a librdkafka group after every broker was cut from the controllers (section 8);
 # txn-fence: a transaction coordinator frozen past and within transaction.timeout.ms, both clients (section 10);
-# txn-hang: librdkafka's processor through a restart or kill of its transaction or group coordinator (section 9); none of these
+# txn-hang: librdkafka's processor through a restart or kill of its transaction or group coordinator (section 9); apps:
+# the app examples (examples/apps) through an instance kill and a broker kill, the Python transactional service against
+# the naive one and Kafka Streams exactly_once_v2 against at_least_once, held to exactly-once, docs/apps.md; none of these
 # part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
@@ -32,7 +34,7 @@ config() {
   $FS run "$scenario" --dir "$DIR" --heap 512M --repeat "$N" --runs "$runs" "${EXTRA[@]}" "${sets[@]}" > "$DIR/$label.out" 2>&1
   echo "   exit $?" >&2
   local stats
-  stats=$(ls -t "$runs/$scenario"/repeat-*.json 2>/dev/null | head -1)
+  stats=$(ls -t "$runs"/*/repeat-*.json 2>/dev/null | head -1)
   [ -n "$stats" ] && cp "$stats" "$OUT/$label.json"
 }
 
@@ -161,6 +163,17 @@ if [ "$WHAT" = txn-fence ]; then
   N="${N_CONTROL:-$N}" config txn-pause-15s-timeout-60s-java txn-coordinator-pause "${TV2[@]}" "${JAVA_TXN[@]}" "${LONG_TIMEOUT[@]}"
   $PYV benchmarks/findings_txn_fence.py --runs "$DIR/runs" txn-pause-15s-librdkafka txn-pause-5s-librdkafka txn-pause-15s-java \
     txn-pause-5s-java txn-pause-15s-timeout-60s-librdkafka txn-pause-15s-timeout-60s-java
+fi
+if [ "$WHAT" = apps ]; then
+  # One variable each: the service's code (transactions or not), or Streams' processing.guarantee; the same faults and the
+  # same exactly-once contract, so what at_least_once and the naive service give up shows as anomalies.
+  ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
+  config app-python-eos examples/apps/eos-broker-and-instance-kill.toml
+  config app-python-naive examples/apps/naive-broker-and-instance-kill.toml
+  config app-streams-map-eos examples/apps/streams-map-broker-kill.toml
+  config app-streams-map-alo examples/apps/streams-map-broker-kill.toml "${ALO[@]}"
+  config app-streams-count-eos examples/apps/streams-count-broker-kill.toml
+  config app-streams-count-alo examples/apps/streams-count-broker-kill.toml "${ALO[@]}"
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

@@ -54,3 +54,14 @@ def test_a_totals_contract_reaches_the_checker_and_each_is_the_default() -> None
 def test_a_contract_that_cannot_be_judged_is_refused(contract: dict, keys: int, words: str) -> None:
     with pytest.raises(ScenarioError, match=words.replace(".", r"\.")):
         parse_scenario(_app(contract, keys))
+
+
+def test_the_output_readers_reach_the_checker_by_isolation_level() -> None:
+    data = _app({})
+    data["consumers"] = [
+        {"name": "clean", "topics": ["out"], "group": "c1"},
+        {"name": "dirty", "topics": ["out"], "group": "c2", "properties": {"isolation.level": "read_uncommitted"}},
+        {"name": "input-reader", "topics": ["in"], "group": "c3"},
+    ]
+    options = parse_scenario(data).checker_options()["app"]
+    assert (options["committed_readers"], options["uncommitted_readers"]) == (["clean-0"], ["dirty-0"])

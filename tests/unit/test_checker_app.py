@@ -225,3 +225,22 @@ def test_a_reorder_is_explained_with_the_offsets_it_came_after() -> None:
     results = {"checkers": run_checkers(h, {"app": {**OPTIONS, "order": "per-key"}}, ["app"])}
     [sentence] = [e["sentence"] for e in explain(h, results) if e["anomaly"] == "reordered"]
     assert "input input:0 (key k0," in sentence and "after the output of the same key's input at offset 1" in sentence
+
+
+def test_a_read_uncommitted_readers_view_is_reported_beside_and_never_judged() -> None:
+    """It was given offset 1 (an aborted transaction's copy of input:0): no aborted-read, no duplicate, but reported."""
+    ops = (
+        inputs("input:0"),
+        poll("dirty-0", [out(0, "input:0"), out(1, "input:0")]),
+        poll("dirty-0", [out(1, "input:0")]),
+        read(0, [out(0, "input:0")], topic=OUT),
+    )
+    result = judge(*ops, uncommitted_readers=["dirty-0"])
+    assert result["valid"] is True
+    assert result["uncommitted_view"] == {
+        "readers": ["dirty-0"],
+        "records": 2,
+        "not-in-committed-log": 1,
+        "identities-more-than-once": 1,
+    }
+    assert "uncommitted_view" not in judge(*ops)

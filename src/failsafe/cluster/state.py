@@ -161,3 +161,40 @@ class ClusterDir:
 
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+RUN_LOCK_FILE = ".failsafe-run.lock"
+
+
+class ClusterBusy(UserError):
+    """Another failsafe run holds the cluster directory."""
+
+
+@contextmanager
+def run_lock(root: Path) -> Iterator[None]:
+    """Held by a run (failsafe run, campaign, shrink, an atlas group) for as long as it uses the cluster at ``root``: a
+    second run there is refused in one line, naming the first's pid, rather than deleting and creating the first's
+    topics under it. The kernel drops the lock with its holder, however that ends."""
+    try:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        handle = open(Path(root) / RUN_LOCK_FILE, "a+")  # noqa: SIM115 - held open for the whole run
+    except OSError as e:
+        raise UserError(f"{root} cannot hold a cluster: {e.strerror or e}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip()
+        handle.close()
+        raise ClusterBusy(
+            f"another failsafe run{f' (pid {holder})' if holder else ''} is using the cluster at {root}: wait for it "
+            "to end, or stop it, then run again"
+        ) from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()

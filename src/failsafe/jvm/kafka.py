@@ -99,6 +99,21 @@ def resolve_kafka(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = True) -
     return KafkaDist(version=version, libs_dir=home / "libs")
 
 
+def resolve_beside(version: str, artifacts: str, libs_name: str, label: str, jar: str, *, quiet: bool) -> KafkaDist:
+    """Kafka's other artifacts of that version (the pom's ``-Dkafka.artifacts=ARTIFACTS`` profile: MirrorMaker 2, Kafka
+    Streams), resolved once into ``kafka-VERSION/LIBS_NAME`` beside the broker's jars; a ProvisionError when Maven
+    resolves no ``jar`` (a glob) among them."""
+    check_supported(version)
+    home = cache_root() / f"kafka-{version}"
+    marker = home / f".{artifacts}-resolved"
+    if not marker.is_file():
+        libs = resolve_artifacts(version, home, libs_name, label, (f"-Dkafka.artifacts={artifacts}",), quiet=quiet)
+        if not any(libs.glob(jar)):
+            raise ProvisionError(f"Maven resolved no {jar} for Kafka {version} into {libs}")
+        marker.write_text(version + "\n")
+    return KafkaDist(version, home / libs_name)
+
+
 def resolve_artifacts(
     version: str, home: Path, libs_name: str, label: str, profile_args: tuple[str, ...], *, quiet: bool
 ) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from failsafe.errors import ProvisionError
-from failsafe.jvm.kafka import KafkaDist, cache_root, check_supported, resolve_artifacts
+from failsafe.jvm.kafka import KafkaDist, cache_root, check_supported, resolve_beside
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 _RESOLVED_MARKER = ".mirror-resolved"
@@ -35,13 +35,4 @@ def mirror_dist(version: str) -> KafkaDist:
 
 def resolve_mirror(version: str, *, quiet: bool = True) -> KafkaDist:
     """Resolve connect-mirror and its runtime from Maven Central into the cache (idempotent)."""
-    check_supported(version)
-    home = _home(version)
-    if not (home / _RESOLVED_MARKER).is_file():
-        libs = resolve_artifacts(
-            version, home, "mirror-libs", "MirrorMaker 2", ("-Dkafka.artifacts=mirror",), quiet=quiet
-        )
-        if not any(libs.glob("connect-mirror-*.jar")):
-            raise ProvisionError(f"Maven resolved no connect-mirror jar for Kafka {version} into {libs}")
-        (home / _RESOLVED_MARKER).write_text(version + "\n")
-    return KafkaDist(version, home / "mirror-libs")
+    return resolve_beside(version, "mirror", "mirror-libs", "MirrorMaker 2", "connect-mirror-*.jar", quiet=quiet)

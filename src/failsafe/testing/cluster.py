@@ -106,12 +106,14 @@ class FailsafeCluster:
     ) -> RunResult:
         """Run ``scenario`` (a catalog name, a .toml file, or TOML text) on this cluster, as 'failsafe run' does."""
         text = str(scenario)
-        if "\n" in text:
-            handle = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)  # noqa: SIM115 - kept for the run
-            handle.write(text)
-            handle.close()
-            text = handle.name
         runs = Path(runs_dir) if runs_dir is not None else Path(tempfile.mkdtemp(prefix="failsafe-runs-"))
+        if "\n" in text:
+            # TOML text: kept beside the runs it made, in a file of its own (never one left in the temporary directory).
+            runs.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(suffix=".toml", prefix="scenario-", dir=runs)
+            with open(handle, "w") as file:
+                file.write(text)
+            text = name
         args = ["run", text, "--dir", str(self.root), "--runs", str(runs)]
         for override in overrides:
             args += ["--set", override]

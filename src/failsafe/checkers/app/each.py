@@ -32,16 +32,14 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.app.order import reordered
-from failsafe.checkers.app.output import aborted_reads, not_drained, unread_partitions
+from failsafe.checkers.app.output import aborted_reads, app_result, uncommitted_view, unread_partitions
 from failsafe.checkers.app.totals import JSON, check_totals
 from failsafe.checkers.common import (
-    UNKNOWN,
     CheckerOptionError,
     CheckerResult,
     Side,
     examples,
     read_options,
-    result,
 )
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
@@ -58,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "total": "value",
     "order": "none",
     "committed_readers": [],
+    "uncommitted_readers": [],
 }
 VIOLATIONS = {
     "lost": Side.CONSUMERS,
@@ -177,15 +176,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     }
     rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
     violations = [name for name, frame in found.items() if frame.height]
-    reason = None
-    if not outputs or not inputs:
-        reason = "the contract names no input or no output topic"
-    elif unread:
-        reason = f"output partitions not read completely: {', '.join(unread[:5])}"
-    elif not_drained(history):
-        reason = "the app had not read all its input when the run ended"
-    if reason is not None:
-        # Only what more reading could not undo decides: a duplicate or a phantom stays one; a loss is unverified.
-        decided = [v for v in violations if v in ("duplicate", "phantom", "aborted-read", "reordered")]
-        return result(False if decided else UNKNOWN, counts, rows, decided, delivery=delivery, reason=reason)
-    return result(not violations, counts, rows, violations, delivery=delivery)
+    view = uncommitted_view(history, outputs, opts["uncommitted_readers"], identity_of(opts["identity"]))
+    beside = {"uncommitted_view": view} if view is not None else {}
+    # Only what more reading could not undo decides an unfinished run: a duplicate or a phantom stays one; a loss is
+    # unverified.
+    undone = ("duplicate", "phantom", "aborted-read", "reordered")
+    return app_result(history, (inputs, outputs), unread, counts, rows, violations, undone, delivery=delivery, **beside)

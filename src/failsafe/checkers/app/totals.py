@@ -28,8 +28,8 @@ from typing import Any
 
 import polars as pl
 
-from failsafe.checkers.app.output import aborted_reads, not_drained, unread_partitions
-from failsafe.checkers.common import UNKNOWN, CheckerResult, examples, result
+from failsafe.checkers.app.output import aborted_reads, app_result, uncommitted_view, unread_partitions
+from failsafe.checkers.common import CheckerResult, examples
 from failsafe.history.model import History
 
 JSON = "json:"
@@ -111,19 +111,9 @@ def check_totals(history: History, opts: Mapping[str, Any]) -> CheckerResult:
     }
     rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
     violations = [name for name, frame in found.items() if frame.height]
-    reason = None
-    if not outputs or not inputs:
-        reason = "the contract names no input or no output topic"
-    elif unread:
-        reason = f"partitions not read completely: {', '.join(unread[:5])}"
-    elif not_drained(history):
-        reason = "the app had not read all its input when the run ended"
-    if reason is not None:
-        # What more reading could not undo decides: a total moving back, an aborted read; with the input read whole, a
-        # key it lacks or a total above it too.
-        undone = ("went-back", "aborted-read") if unread else ("went-back", "aborted-read", "phantom", "over-counted")
-        decided = [v for v in violations if v in undone]
-        return result(
-            False if decided else UNKNOWN, counts, rows, decided, delivery=delivery, form="totals", reason=reason
-        )
-    return result(not violations, counts, rows, violations, delivery=delivery, form="totals")
+    view = uncommitted_view(history, outputs, opts["uncommitted_readers"])
+    beside = {"form": "totals", **({"uncommitted_view": view} if view is not None else {})}
+    # What more reading could not undo decides an unfinished run: a total moving back, an aborted read; with the input
+    # read whole, a key it lacks or a total above it too.
+    undone = ("went-back", "aborted-read") if unread else ("went-back", "aborted-read", "phantom", "over-counted")
+    return app_result(history, (inputs, outputs), unread, counts, rows, violations, undone, delivery=delivery, **beside)

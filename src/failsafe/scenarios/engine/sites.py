@@ -50,6 +50,7 @@ def _placed(
 ) -> Iterator[tuple[RunSite, dict[str, str], dict[str, Any]]]:
     """On the topology the scenarios' kinds place them on (all on one: a mix is one clear line)."""
     from failsafe.cluster.observe.status import cluster_facts
+    from failsafe.cluster.state import run_lock
     from failsafe.scenarios.engine.placement import placed
     from failsafe.scenarios.kinds import Placement, kind_of
 
@@ -63,18 +64,21 @@ def _placed(
             + "): run them separately"
         )
     pair = Placement.DR_PAIR in placements
-    with placed(
-        root,
-        scenarios,
-        pair,
-        options.base_port,
-        options.heap,
-        event,
-        options.mode,
-        options.zookeeper_port,
-        spec=options.spec,
-        clean=options.clean,
-    ) as topology:
+    with (
+        run_lock(root),
+        placed(
+            root,
+            scenarios,
+            pair,
+            options.base_port,
+            options.heap,
+            event,
+            options.mode,
+            options.zookeeper_port,
+            spec=options.spec,
+            clean=options.clean,
+        ) as topology,
+    ):
         site: RunSite = topology.fault_target
         if any(FAULT_TYPES[f.fault].family == Family.NETWORK for s in scenarios for f in s.faults):
             site.net_ready()  # a machine or host without root or nft refuses the run now, in one line naming it

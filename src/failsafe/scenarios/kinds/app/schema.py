@@ -93,12 +93,10 @@ class AppScenario(ClientsScenario):
         """The contract, for the app checker: the apps' input and output topics, and which readers read committed."""
         options = super().checker_options()
         outputs = sorted({t for a in self.apps for t in a.output})
-        committed = [
-            n
-            for c in self.consumers
-            if c.properties.get(ISOLATION, "read_committed") == "read_committed" and set(c.topics) & set(outputs)
-            for n in c.processes()
-        ]
+        readers = {"read_committed": [], "read_uncommitted": []}
+        for c in self.consumers:
+            if set(c.topics) & set(outputs):
+                readers.setdefault(c.properties.get(ISOLATION, "read_committed"), []).extend(c.processes())
         options["app"] = {
             "input_topics": sorted({t for a in self.apps for t in a.input}),
             "output_topics": outputs,
@@ -107,7 +105,8 @@ class AppScenario(ClientsScenario):
             "form": self.contract.form,
             "total": self.contract.total,
             "order": self.contract.order,
-            "committed_readers": committed,
+            "committed_readers": readers["read_committed"],
+            "uncommitted_readers": readers["read_uncommitted"],
             **options.get("app", {}),
         }
         return options

@@ -228,21 +228,18 @@ class AppWorkload(ClientsWorkload):
 
     def _unowned(self, app: App) -> list[str]:
         """The input partitions no member of the app's group owns (all of them while the group is not stable)."""
-        wanted = {f"{p['topic']}-{p['partition']}" for p in self._context().topology() if p["topic"] in app.input}
-        wanted |= {f"{t.name}-{n}" for t in self.scenario.topics if t.name in app.input for n in range(t.partitions)}
+        wanted = {f"{topic}-{n}" for topic, n in self._inputs(app)}
         desc = self._group(app)
         if desc is None or desc.get("state") != "STABLE":
             return sorted(wanted)
         owned = {tp for m in desc.get("member_list") or [] for tp in m.get("assignment") or []}
         return sorted(wanted - owned)
 
-    def _inputs(self) -> set[tuple[str, int]]:
+    def _inputs(self, app: App | None = None) -> set[tuple[str, int]]:
+        """The input partitions of ``app`` (of every app when None), as the scenario declares its topics."""
+        apps = [app] if app is not None else self.scenario.apps
         return {
-            (t.name, n)
-            for t in self.scenario.topics
-            for n in range(t.partitions)
-            for a in self.scenario.apps
-            if t.name in a.input
+            (t.name, n) for t in self.scenario.topics for n in range(t.partitions) for a in apps if t.name in a.input
         }
 
     def _behind(self, ends: dict[tuple[str, int], int]) -> list[str]:
