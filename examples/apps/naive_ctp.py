@@ -1,8 +1,9 @@
 """The same service written naively: auto-commit on a timer, a producer without idempotence or transactions.
 
-What it read is committed every 5 s whether or not its output was written, and what it wrote is not tied to what it
-committed: a crash loses what it had read but not yet written, and its group reads again what it had written but not
-yet committed. Under failsafe's exactly-once contract that shows as lost and duplicate output (docs/apps.md).
+What it read is committed every 5 s (librdkafka's default; AUTO_COMMIT_INTERVAL_MS in its environment changes it)
+whether or not its output was written, and what it wrote is not tied to what it committed: a crash loses what it had
+read but not yet written, and its group reads again what it had written but not yet committed. Under failsafe's
+exactly-once contract that shows as lost and duplicate output (docs/apps.md).
 """
 
 import json
@@ -30,7 +31,7 @@ def main():
             "bootstrap.servers": env["FAILSAFE_BOOTSTRAP_SERVERS"],
             "group.id": env["FAILSAFE_GROUP"],
             "enable.auto.commit": True,
-            "auto.commit.interval.ms": 5000,
+            "auto.commit.interval.ms": int(env.get("AUTO_COMMIT_INTERVAL_MS", "5000")),
             "auto.offset.reset": "earliest",
             "session.timeout.ms": 10000,
         }

@@ -244,3 +244,25 @@ def test_a_read_uncommitted_readers_view_is_reported_beside_and_never_judged() -
         "identities-more-than-once": 1,
     }
     assert "uncommitted_view" not in judge(*ops)
+
+
+# -- an input written twice by its producer ------------------------------------------------------------------------
+def twice_in_input(value: str) -> list[dict]:
+    """One acknowledged send whose record the input holds twice (a retry of a writer without idempotence)."""
+    ops = [client_config("input", acks="all"), *send("input", 0, value, 1, topic=IN)]
+    ops.append(read(0, [rec(0, value, topic=IN), rec(1, value, topic=IN)], topic=IN))
+    return ops
+
+
+def test_an_input_the_producer_wrote_twice_is_owed_twice_and_is_no_duplicate_of_the_app() -> None:
+    """Seen in a run of the transactional example: input:1724 at app-in-5 offsets 539 and 540, carried to two outputs."""
+    result = judge(twice_in_input("input:0"), read(0, [out(0, "input:0"), out(1, "input:0")], topic=OUT))
+    assert result["valid"] is True and result["counts"]["input-duplicates"] == 1
+
+
+def test_more_outputs_than_the_inputs_copies_is_a_duplicate_and_fewer_is_a_loss() -> None:
+    three = judge(twice_in_input("input:0"), read(0, [out(i, "input:0") for i in range(3)], topic=OUT))
+    assert three["violations"] == ["duplicate"] and three["counts"]["duplicate-copies"] == 1
+    assert three["examples"]["duplicate"][0]["input_copies"] == 2
+    one = judge(twice_in_input("input:0"), read(0, [out(0, "input:0")], topic=OUT))
+    assert one["violations"] == ["lost"] and one["examples"]["lost"][0]["input_copies"] == 2

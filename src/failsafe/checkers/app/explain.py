@@ -56,7 +56,11 @@ def explain_app(ctx: Context, checker: str, anomaly: str, row: Mapping, results:
         if send
         else "never sent by a producer of the run"
     )
-    if anomaly == "lost":
+    if anomaly == "lost" and (row.get("copies") or 0) > 0:
+        what = (
+            f"input {identity}, {acked}, is {row['copies']} times in the output and {row['input_copies']} in the input"
+        )
+    elif anomaly == "lost":
         what = f"input {identity}, {acked}, is in no output record"
     elif anomaly == "duplicate":
         copies = ", ".join(
@@ -66,6 +70,7 @@ def explain_app(ctx: Context, checker: str, anomaly: str, row: Mapping, results:
         what = (
             f"input {identity}, {acked}, is {row.get('copies')} times in {row.get('topic')} (partition@offset {copies})"
             + (f", written by {' and '.join(by)}" if by else "")
+            + (f"; the input holds it {row['input_copies']} times" if (row.get("input_copies") or 0) > 1 else "")
         )
     elif anomaly == "reordered":
         what = (

@@ -1,0 +1,89 @@
+"""The app findings' runs judged again by today's checkers, and what their verdicts do not say: read from the runs of
+findings.sh apps-python and apps-streams, into docs/findings/LABEL.json.
+
+    .venv/bin/python benchmarks/findings_apps.py --runs /tmp/failsafe-findings/runs app-python-eos app-python-naive
+
+For each LABEL: 'failsafe check' of every run under RUNS/LABEL (the checkers of this commit: a run is judged by the
+code the docs describe), the file's statistics rebuilt from those results as 'failsafe run --repeat' builds them (its
+overrides kept), and per run:
+
+    app_exits    the app instances that exited by themselves (the app's own crash, not a fault), with their error
+    kill_phase   (app-python-naive) where in its 5 s auto-commit interval the killed instance's kill landed: the time
+                 from its start (its app-start) to its kill (its app-exit), modulo the interval (librdkafka's timer runs
+                 from its consumer's creation, a little after the start), beside the duplicates the run had
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from failsafe.scenarios.store.repeat import aggregate  # noqa: E402
+
+OUT = ROOT / "docs" / "findings"
+INTERVAL_S = 5.0
+NAIVE = "app-python-naive"
+KILLED = "naive-0"
+
+
+def _ops(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def app_exits(run_dir: Path) -> dict:
+    exits = [o for o in _ops(run_dir) if o["f"] == "app-exit" and o.get("ok") is False]
+    return {
+        "run": run_dir.name,
+        "exited": [{"process": o["process"], "error": (o.get("error") or "")[-240:]} for o in exits],
+    }
+
+
+def kill_phase(run_dir: Path, results: dict) -> dict:
+    ops = _ops(run_dir)
+    start = next(o["time_ns"] for o in ops if o["f"] == "app-start" and o["process"] == KILLED)
+    killed = next(o["time_ns"] for o in ops if o["f"] == "app-exit" and o["process"] == KILLED)
+    counts = results["checkers"]["app"]["counts"]
+    since_start = (killed - start) / 1e9
+    return {
+        "run": run_dir.name,
+        "killed_after_start_s": round(since_start, 2),
+        "phase_s": round(since_start % INTERVAL_S, 2),
+        "duplicate": counts["duplicate"],
+        "lost": counts["lost"],
+    }
+
+
+def recheck(run_dir: Path) -> dict:
+    """'failsafe check' of the run (it rewrites results.json), and the results it wrote."""
+    subprocess.run([sys.executable, "-m", "failsafe.cli.main", "check", str(run_dir)], capture_output=True, check=False)
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=Path, required=True, help="findings.sh's DIR/runs")
+    parser.add_argument("labels", nargs="+")
+    args = parser.parse_args()
+    for label in args.labels:
+        stored = OUT / f"{label}.json"
+        before = json.loads(stored.read_text())
+        run_dirs = sorted(d for d in (args.runs / label).glob("*/*/") if (d / "history.jsonl").exists())
+        judged = [(d, recheck(d)) for d in run_dirs]
+        stats = aggregate(before["scenario"], [(str(d), r) for d, r in judged], before.get("overrides") or ())
+        stats["app_exits"] = [e for e in (app_exits(d) for d, _ in judged) if e["exited"]]
+        if label == NAIVE:
+            records = sorted((kill_phase(d, r) for d, r in judged), key=lambda r: r["phase_s"])
+            stats["kill_phase"] = {"interval_s": INTERVAL_S, "runs": len(records), "records": records}
+        stored.write_text(json.dumps(stats, indent=2, default=str) + "\n")
+        print(
+            label, json.dumps({"runs": stats["runs"], "verdicts": stats["verdicts"], "exits": len(stats["app_exits"])})
+        )
+
+
+if __name__ == "__main__":
+    main()
