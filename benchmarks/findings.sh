@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|apps-python|apps-streams|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
@@ -164,16 +164,21 @@ if [ "$WHAT" = txn-fence ]; then
   $PYV benchmarks/findings_txn_fence.py --runs "$DIR/runs" txn-pause-15s-librdkafka txn-pause-5s-librdkafka txn-pause-15s-java \
     txn-pause-5s-java txn-pause-15s-timeout-60s-librdkafka txn-pause-15s-timeout-60s-java
 fi
-if [ "$WHAT" = apps ]; then
+if [ "$WHAT" = apps ] || [ "$WHAT" = apps-python ]; then
   # One variable each: the service's code (transactions or not), or Streams' processing.guarantee; the same faults and the
   # same exactly-once contract, so what at_least_once and the naive service give up shows as anomalies.
-  ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
   config app-python-eos examples/apps/eos-broker-and-instance-kill.toml
   config app-python-naive examples/apps/naive-broker-and-instance-kill.toml
+  $PYV benchmarks/findings_apps.py --runs "$DIR/runs" app-python-eos app-python-naive
+fi
+if [ "$WHAT" = apps ] || [ "$WHAT" = apps-streams ]; then
+  ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
   config app-streams-map-eos examples/apps/streams-map-broker-kill.toml
   config app-streams-map-alo examples/apps/streams-map-broker-kill.toml "${ALO[@]}"
   config app-streams-count-eos examples/apps/streams-count-broker-kill.toml
   config app-streams-count-alo examples/apps/streams-count-broker-kill.toml "${ALO[@]}"
+  $PYV benchmarks/findings_apps.py --runs "$DIR/runs" app-streams-map-eos app-streams-map-alo app-streams-count-eos \
+    app-streams-count-alo
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

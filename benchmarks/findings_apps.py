@@ -8,6 +8,8 @@ code the docs describe), the file's statistics rebuilt from those results as 'fa
 overrides kept), and per run:
 
     app_exits    the app instances that exited by themselves (the app's own crash, not a fault), with their error
+    input_duplicates  runs whose input held an acknowledged record more than once (the input producer's retry), each
+                 copy owed an output
     kill_phase   (app-python-naive) where in its 5 s auto-commit interval the killed instance's kill landed: the time
                  from its start (its app-start) to its kill (its app-exit), modulo the interval (librdkafka's timer runs
                  from its consumer's creation, a little after the start), beside the duplicates the run had
@@ -76,6 +78,11 @@ def main() -> None:
         judged = [(d, recheck(d)) for d in run_dirs]
         stats = aggregate(before["scenario"], [(str(d), r) for d, r in judged], before.get("overrides") or ())
         stats["app_exits"] = [e for e in (app_exits(d) for d, _ in judged) if e["exited"]]
+        stats["input_duplicates"] = [
+            {"run": d.name, "values": r["checkers"]["app"]["counts"].get("input-duplicates", 0)}
+            for d, r in judged
+            if r["checkers"]["app"]["counts"].get("input-duplicates")
+        ]
         if label == NAIVE:
             records = sorted((kill_phase(d, r) for d, r in judged), key=lambda r: r["phase_s"])
             stats["kill_phase"] = {"interval_s": INTERVAL_S, "runs": len(records), "records": records}

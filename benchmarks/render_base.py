@@ -308,6 +308,18 @@ RAW: tuple[Raw, ...] = (
         "`benchmarks/findings_duplicates.py` over the runs' histories",
     ),
     Raw("docs/findings/stall-*.json", "N=10 bash benchmarks/findings.sh stalls", True),
+    Raw(
+        "docs/findings/app-python-*.json",
+        "N=10 bash benchmarks/findings.sh apps-python",
+        False,
+        "the Python app examples through their own faults, 10 runs each (about 20 minutes)",
+    ),
+    Raw(
+        "docs/findings/app-streams-*.json",
+        "N=5 bash benchmarks/findings.sh apps-streams",
+        False,
+        "the Kafka Streams examples through their own faults, 5 runs each (about 35 minutes)",
+    ),
     Raw("docs/findings/two-brokers-down-librdkafka-loaded.json", "N=10 bash benchmarks/findings.sh loaded", True),
     Raw("docs/findings/two-brokers-down-zookeeper-*.json", "N=5 bash benchmarks/findings.sh zookeeper", True),
     Raw(

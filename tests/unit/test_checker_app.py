@@ -255,7 +255,7 @@ def twice_in_input(value: str) -> list[dict]:
 
 
 def test_an_input_the_producer_wrote_twice_is_owed_twice_and_is_no_duplicate_of_the_app() -> None:
-    """Seen in a run of the transactional example: input:1724 at app-in-5 offsets 539 and 540, carried to two outputs."""
+    """Seen in a run of the transactional example: input:1724 at app-in-5 offsets 539 and 540, carried twice."""
     result = judge(twice_in_input("input:0"), read(0, [out(0, "input:0"), out(1, "input:0")], topic=OUT))
     assert result["valid"] is True and result["counts"]["input-duplicates"] == 1
 
