@@ -31,6 +31,10 @@ _RECORD = pl.Struct(
         "key": pl.String,
         "value": pl.String,
         "delivery_count": pl.Int64,
+        # The record's timestamp (ms since the epoch, as its producer or the broker set it) and its headers as a JSON
+        # object of name to text; the final read records both.
+        "timestamp_ms": pl.Int64,
+        "headers": pl.String,
     }
 )
 _ACK = pl.Struct({"topic": pl.String, "partition": pl.Int64, "offset": pl.Int64, "ack": pl.String})

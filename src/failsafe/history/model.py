@@ -54,6 +54,9 @@ LOG_SCHEMA = {
     "key": pl.String,
     "value": pl.String,
     "cluster": pl.String,
+    # The record's timestamp in ms since the epoch, and its headers as a JSON object of name to text (null: none).
+    "timestamp_ms": pl.Int64,
+    "headers": pl.String,
 }
 LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String, "cluster": pl.String}
 # One row per log-read op: which partition the final read was asked to read and what it read of it. ``ok``: read

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
 
 from failsafe.history.ops import Op, Process, log_read, op
 from failsafe.history.recorder import Recorder
@@ -165,6 +166,8 @@ def read_log(
                         "offset": m.offset(),
                         "key": None if m.key() is None else m.key().decode(errors="replace"),
                         "value": None if m.value() is None else m.value().decode(errors="replace"),
+                        "timestamp_ms": m.timestamp()[1] if m.timestamp()[0] != TIMESTAMP_NOT_AVAILABLE else None,
+                        "headers": _headers(m.headers()),
                     }
                 )
                 if m.offset() >= highs[tp] - 1:
@@ -195,3 +198,10 @@ def read_log(
     finally:
         consumer.close()
     return upto
+
+
+def _headers(headers: list[tuple[str, bytes | None]] | None) -> str | None:
+    """A record's headers as a JSON object of name to text (a name given twice: its last value), or None."""
+    if not headers:
+        return None
+    return json.dumps({name: None if value is None else value.decode(errors="replace") for name, value in headers})

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from failsafe.faults.apps import APP_INSTANCES
-from failsafe.faults.nodes import CONSUMER_GROUPS
+from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.scenarios.base import (
     MAX_WORKERS,
     KindInfo,
@@ -172,7 +172,8 @@ def parse_app(data: dict, kind: KindInfo) -> AppScenario:
         kind,
         AppScenario,
         TOP,
-        clients={APP_INSTANCES: instances, CONSUMER_GROUPS: tuple(a.group for a in apps)},
+        # An instance's FAILSAFE_TRANSACTIONAL_ID is its NAME-INDEX: a txn-coordinator fault may name it.
+        clients={APP_INSTANCES: instances, TRANSACTIONAL_IDS: instances, CONSUMER_GROUPS: tuple(a.group for a in apps)},
         apps=apps,
         contract=contract,
     )

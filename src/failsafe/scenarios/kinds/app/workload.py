@@ -129,6 +129,14 @@ class AppWorkload(ClientsWorkload):
         running = sum(1 for i in self.instances.values() if i.child.exit_code() is None)
         return f"{super().progress()} · apps {running}/{len(self.instances)} running"
 
+    def unsettled(self) -> list[str]:
+        """The kit's consumer groups' and, for each app ready by its group, GROUP: N input partition(s) unowned."""
+        out = super().unsettled()
+        for app in self.scenario.apps:
+            if app.ready == READY_GROUP and (missing := self._unowned(app)):
+                out.append(f"{app.group}: {len(missing)} input partition(s) unowned")
+        return out
+
     # -- the app's instances --------------------------------------------------------------------
     def _start(self, app: App, index: int, process: str) -> None:
         ctx = self._context()
