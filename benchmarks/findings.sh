@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|apps-python|apps-streams|apps-cells|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|apps-python|apps-streams|apps-cells|apps-cells-python|apps-cells-streams|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
@@ -10,7 +10,8 @@
 # txn-hang: librdkafka's processor through a restart or kill of its transaction or group coordinator (section 9); apps:
 # the app examples (examples/apps) through an instance kill and a broker kill, the Python transactional service against
 # the naive one and Kafka Streams exactly_once_v2 against at_least_once, held to exactly-once, docs/apps.md; apps-cells: the
-# same pairs under one fault a cell (coordinators killed, a leader isolated, an instance killed, a rolling restart); none of these
+# same pairs under one fault a cell (coordinators killed, a leader isolated, an instance killed, a rolling restart; or
+# apps-cells-python, apps-cells-streams: one pair's), into docs/findings/app-cells; none of these
 # part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
@@ -181,33 +182,40 @@ if [ "$WHAT" = apps ] || [ "$WHAT" = apps-streams ]; then
   $PYV benchmarks/findings_apps.py --runs "$DIR/runs" app-streams-map-eos app-streams-map-alo app-streams-count-eos \
     app-streams-count-alo
 fi
-if [ "$WHAT" = apps ] || [ "$WHAT" = apps-cells ]; then
-  # One fault a cell, the same for both configurations of a pair (the examples' own faults replaced): the transaction
-  # coordinator of instance 0's transactional id killed (Python only: a Streams app's transactional ids are its own), the
-  # group coordinator of the app's group killed, the leader of the input's first partition isolated, instance 0 killed,
-  # a rolling restart (each instance stopped with SIGTERM and started again once the group owns all its input).
-  CELLS=()
-  cell() { CELLS+=("$1"); config "$@"; }
-  cells() {
-    local label="$1" scenario="$2" app="$3" group="$4" input="$5"
-    shift 5
-    local at='at_s=10'
-    [ "$app" = eos ] || [ "$app" = naive ] && cell "$label-txn-coordinator-kill" "$scenario" "$@" \
+CELLS=()
+cell() { CELLS+=("$1"); mkdir -p docs/findings/app-cells; OUT=docs/findings/app-cells config "$@"; }
+# label scenario app group input --set...: the cells of one configuration of a pair. One fault a cell, the same for both
+# configurations of a pair (the examples' own faults replaced): the transaction coordinator of instance 0's transactional
+# id killed (Python only: a Streams app's transactional ids are its own), the group coordinator of the app's group
+# killed, the leader of the input's first partition isolated, instance 0 killed, a rolling restart (each instance
+# stopped with SIGTERM and started again once the group owns all its input).
+cells() {
+  local label="$1" scenario="$2" app="$3" group="$4" input="$5"
+  shift 5
+  local at='at_s=10'
+  if [ "$app" = eos ] || [ "$app" = naive ]; then
+    cell "$label-txn-coordinator-kill" "$scenario" "$@" \
       "faults=[{fault=\"kill\", role=\"txn-coordinator\", transactional_id=\"$app-0\", $at, duration_s=10}]"
-    cell "$label-group-coordinator-kill" "$scenario" "$@" \
-      "faults=[{fault=\"kill\", role=\"group-coordinator\", group=\"$group\", $at, duration_s=10}]"
-    cell "$label-leader-isolated" "$scenario" "$@" \
-      "faults=[{fault=\"isolate\", role=\"leader\", partition=\"$input-0\", $at, duration_s=15}]"
-    cell "$label-instance-kill" "$scenario" "$@" "faults=[{fault=\"kill-app\", app=\"$app-0\", $at, duration_s=5}]"
-    cell "$label-rolling-restart" "$scenario" "$@" \
-      "faults=[{fault=\"restart-app\", app=\"$app-0\", at_s=5, duration_s=2}, {fault=\"restart-app\", app=\"$app-1\", at_s=15, duration_s=2}]"
-  }
-  ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
+  fi
+  cell "$label-group-coordinator-kill" "$scenario" "$@" \
+    "faults=[{fault=\"kill\", role=\"group-coordinator\", group=\"$group\", $at, duration_s=10}]"
+  cell "$label-leader-isolated" "$scenario" "$@" \
+    "faults=[{fault=\"isolate\", role=\"leader\", partition=\"$input-0\", $at, duration_s=15}]"
+  cell "$label-instance-kill" "$scenario" "$@" "faults=[{fault=\"kill-app\", app=\"$app-0\", $at, duration_s=5}]"
+  cell "$label-rolling-restart" "$scenario" "$@" \
+    "faults=[{fault=\"restart-app\", app=\"$app-0\", at_s=5, duration_s=2}, {fault=\"restart-app\", app=\"$app-1\", at_s=15, duration_s=2}]"
+}
+if [ "$WHAT" = apps ] || [ "$WHAT" = apps-cells ] || [ "$WHAT" = apps-cells-python ]; then
   cells app-python-eos examples/apps/eos-broker-and-instance-kill.toml eos app-eos app-in
   cells app-python-naive examples/apps/naive-broker-and-instance-kill.toml naive app-naive app-in
+fi
+if [ "$WHAT" = apps ] || [ "$WHAT" = apps-cells ] || [ "$WHAT" = apps-cells-streams ]; then
+  ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
   cells app-streams-map-eos examples/apps/streams-map-broker-kill.toml mapper app-streams-map streams-in
   cells app-streams-map-alo examples/apps/streams-map-broker-kill.toml mapper app-streams-map streams-in "${ALO[@]}"
-  $PYV benchmarks/findings_apps.py --runs "$DIR/runs" "${CELLS[@]}"
+fi
+if [ ${#CELLS[@]} -gt 0 ]; then
+  $PYV benchmarks/findings_apps.py --runs "$DIR/runs" --out docs/findings/app-cells "${CELLS[@]}"
 fi
 if [ "$WHAT" = stalls ] || [ "$WHAT" = all ]; then
   config stall-rf3-acks-all-librdkafka broker-failover

@@ -10,6 +10,12 @@ overrides kept), and per run:
     app_exits    the app instances that exited by themselves (the app's own crash, not a fault), with their error
     input_duplicates  runs whose input held an acknowledged record more than once (the input producer's retry), each
                  copy owed an output
+    hung         the app instances that were still running when the run stopped them after its drain and did not stop
+                 within stop_timeout_s of a SIGTERM (killed: exit code -9), with whether the drain had finished
+    pace         per run: the app checker's verdict, violations, its count of inputs not in the output (lost when
+                 decided, unprocessed when the run is UNKNOWN) and its reason; and its measure of the run: its longest
+                 output pause while input waited (ms), with the faults in force during it, and the input-to-output
+                 latency p50/p99 (ms; each contract only)
     kill_phase   (app-python-naive) where in its 5 s auto-commit interval the killed instance's kill landed: the time
                  from its start (its app-start) to its kill (its app-exit), modulo the interval (librdkafka's timer runs
                  from its consumer's creation, a little after the start), beside the duplicates the run had
@@ -45,6 +51,33 @@ def app_exits(run_dir: Path) -> dict:
     }
 
 
+def hung(run_dir: Path) -> dict:
+    ops = _ops(run_dir)
+    drained = next((o for o in ops if o["f"] == "drained"), None)
+    after = [o for o in ops if drained is not None and o["time_ns"] > drained["time_ns"]]
+    killed = [o["process"] for o in after if o["f"] == "app-exit" and o.get("exit_code") == -9]
+    return {"run": run_dir.name, "drained": None if drained is None else drained.get("ok"), "killed_at_stop": killed}
+
+
+def pace(run_dir: Path, results: dict) -> dict:
+    measured = results["checkers"]["app"].get("pace") or {}
+    longest = max(measured.get("pauses") or [], key=lambda p: p["ms"], default=None)
+    latency = measured.get("latency-ms") or {}
+    app = results["checkers"]["app"]
+    return {
+        "run": run_dir.name,
+        "verdict": app.get("valid"),
+        "violations": app.get("violations") or [],
+        # An UNKNOWN run's inputs not in the output are unprocessed (the app had not finished), not judged lost.
+        "lost": app["counts"]["lost"],
+        "reason": app.get("reason"),
+        "longest_pause_ms": measured.get("longest-pause-ms"),
+        "longest_pause_faults": longest["faults"] if longest else [],
+        "latency_p50_ms": latency.get("p50"),
+        "latency_p99_ms": latency.get("p99"),
+    }
+
+
 def kill_phase(run_dir: Path, results: dict) -> dict:
     ops = _ops(run_dir)
     start = next(o["time_ns"] for o in ops if o["f"] == "app-start" and o["process"] == KILLED)
@@ -69,10 +102,11 @@ def recheck(run_dir: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, required=True, help="findings.sh's DIR/runs")
+    parser.add_argument("--out", type=Path, default=OUT, help="where LABEL.json is (docs/findings)")
     parser.add_argument("labels", nargs="+")
     args = parser.parse_args()
     for label in args.labels:
-        stored = OUT / f"{label}.json"
+        stored = args.out / f"{label}.json"
         before = json.loads(stored.read_text())
         run_dirs = sorted(d for d in (args.runs / label).glob("*/*/") if (d / "history.jsonl").exists())
         judged = [(d, recheck(d)) for d in run_dirs]
@@ -83,6 +117,8 @@ def main() -> None:
             for d, r in judged
             if r["checkers"]["app"]["counts"].get("input-duplicates")
         ]
+        stats["hung"] = [h for h in (hung(d) for d, _ in judged) if h["killed_at_stop"]]
+        stats["pace"] = [pace(d, r) for d, r in judged]
         if label == NAIVE:
             records = sorted((kill_phase(d, r) for d, r in judged), key=lambda r: r["phase_s"])
             stats["kill_phase"] = {"interval_s": INTERVAL_S, "runs": len(records), "records": records}

@@ -17,6 +17,22 @@ APP_FINDINGS = (
     ("app-streams-count-alo", "Kafka Streams count, at_least_once", "totals"),
 )
 APP_ANOMALIES = ("lost", "duplicate", "reordered", "under-counted", "over-counted", "went-back")
+# One fault a cell (findings.sh apps-cells): (cell, what it does), and the configurations of each pair.
+CELLS_DIR = "docs/findings/app-cells"
+APP_CELLS = (
+    ("txn-coordinator-kill", "kill -9 of instance 0's transaction coordinator, 10 s"),
+    ("group-coordinator-kill", "kill -9 of the app group's coordinator, 10 s"),
+    ("leader-isolated", "the input's first partition's leader isolated from the other nodes, 15 s"),
+    ("instance-kill", "kill -9 of instance 0, started again after 5 s"),
+    ("rolling-restart", "a rolling restart: each instance SIGTERM, started again 2 s later, once the group owns all"),
+)
+CELL_CONFIGS = (
+    ("app-python-eos", "Python, transactions"),
+    ("app-python-naive", "Python, auto-commit"),
+    ("app-streams-map-eos", "Streams map, exactly_once_v2"),
+    ("app-streams-map-alo", "Streams map, at_least_once"),
+)
+CELL_ANOMALIES = ("lost", "duplicate", "reordered")
 
 
 def _anomaly(stats: dict, name: str) -> str:
@@ -67,4 +83,73 @@ def t_app_naive_phase(root: Path) -> str:
         table(header, rows)
         + f"\n\nRendered from `{rel}` (`kill_phase`, by `benchmarks/findings_apps.py`); made by "
         + f"`{command_of(root, rel)}`."
+    )
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else None
+
+
+def _decided(per_run: list[dict], anomaly: str) -> str:
+    """Runs whose verdict the anomaly decided (INVALID), with its count: an UNKNOWN run's missing outputs are
+    unprocessed input, counted in their own column."""
+    runs = [r for r in per_run if anomaly in r["violations"]]
+    return f"{len(runs)} ({num(sum(r[anomaly] for r in runs))})" if runs else "0"
+
+
+def _pause(median: float | None, pauses: list[float]) -> str:
+    if median is None:
+        return "—"
+    return f"{median / 1000:.1f} s ({min(pauses) / 1000:.1f}-{max(pauses) / 1000:.1f})"
+
+
+def t_app_cells(root: Path) -> str:
+    rows, commands = [], set()
+    for cell, what in APP_CELLS:
+        for config, name in CELL_CONFIGS:
+            rel = f"{CELLS_DIR}/{config}-{cell}.json"
+            if not (root / rel).exists():
+                continue
+            stats = load(root, rel)
+            commands.add(command_of(root, rel))
+            pauses = [r["longest_pause_ms"] for r in stats.get("pace") or [] if r.get("longest_pause_ms") is not None]
+            p99s = [r["latency_p99_ms"] for r in stats.get("pace") or [] if r.get("latency_p99_ms") is not None]
+            pause, p99 = _median(pauses), _median(p99s)
+            per_run = stats.get("pace") or []
+            unfinished = [r for r in per_run if r["verdict"] == "unknown"]
+            rows.append(
+                [
+                    what,
+                    name,
+                    str(stats["runs"]),
+                    _verdicts(stats),
+                    *(_decided(per_run, a) if a == "lost" else _anomaly(stats, a) for a in CELL_ANOMALIES),
+                    f"{len(unfinished)} ({num(sum(r['lost'] for r in unfinished))})" if unfinished else "0",
+                    str(len(stats.get("app_exits") or [])),
+                    str(len(stats.get("hung") or [])),
+                    _pause(pause, pauses),
+                    "—" if p99 is None else f"{num(p99)} ms",
+                ]
+            )
+    header = [
+        "fault",
+        "configuration",
+        "runs",
+        "verdicts",
+        *(f"runs with {a} (count)" for a in CELL_ANOMALIES),
+        "runs the app did not finish (inputs left unprocessed)",
+        "runs with an instance that exited by itself",
+        "runs with an instance that ignored the final SIGTERM",
+        "longest output pause, median (range)",
+        "input-to-output latency p99, median",
+    ]
+    return (
+        table(header, rows)
+        + "\n\nEvery run: an exactly-once contract, one fault 10 s into the chaos phase (the rolling restart's steps "
+        + "at 5 and 15 s), the examples' own faults replaced. Rendered from `"
+        + CELLS_DIR
+        + "/CONFIGURATION-FAULT.json`; made by "
+        + "; ".join(f"`{c}`" for c in sorted(commands))
+        + "."
     )

@@ -315,6 +315,12 @@ RAW: tuple[Raw, ...] = (
         "the Python app examples through their own faults, 10 runs each (about 20 minutes)",
     ),
     Raw(
+        "docs/findings/app-cells/*.json",
+        "N=3 bash benchmarks/findings.sh apps-cells",
+        False,
+        "the app examples' pairs under one fault a cell, 3 runs each (about 80 minutes)",
+    ),
+    Raw(
         "docs/findings/app-streams-*.json",
         "N=5 bash benchmarks/findings.sh apps-streams",
         False,

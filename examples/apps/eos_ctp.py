@@ -1,6 +1,7 @@
 """A consume-transform-produce service with Kafka transactions: exactly-once from its input to its output.
 
-Each input record goes to the output as {"id": <its value>, "by": <this process>}, and the input offsets are committed
+Each input record goes to the output as {"id": <its value>, "by": <this process>}, with its value in the header
+failsafe-id too, and the input offsets are committed
 in the same transaction (send_offsets_to_transaction, with the group's metadata: a transaction of an instance the group
 no longer counts is fenced, KIP-447). A transaction that must abort is aborted and the consumer rewound to its group's
 committed offsets; a fenced instance stops. It reads what failsafe gives it in its environment (docs/apps.md)."""
@@ -85,7 +86,10 @@ def main():
         producer.begin_transaction()
         try:
             for r in records:
-                producer.produce(output, key=r.key(), value=json.dumps({"id": r.value().decode(), "by": me}))
+                # The identity twice: in the value's "id" (the example's contract) and in a header
+                # (identity = "header:failsafe-id" judges by that one instead).
+                value = json.dumps({"id": r.value().decode(), "by": me})
+                producer.produce(output, key=r.key(), value=value, headers={"failsafe-id": r.value()})
             commit(producer, records, consumer)
         except KafkaException as e:
             error = e.args[0]

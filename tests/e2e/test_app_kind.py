@@ -1,10 +1,10 @@
 """The app kind on the shared cluster: the shipped examples run as a user runs them (examples/apps/, docs/apps.md).
 
 The transactional service goes through a kill -9 of the broker leading its input's first partition and a kill -9 of
-one of its instances, and holds its exactly-once contract: VALID. The naive one goes through the same faults and breaks
-it: INVALID, its duplicates named and explained. The Kafka Streams count (kafka-streams of the cluster's version, a
-state store, exactly_once_v2) goes through the same faults and its counts end at what its input holds: the totals
-contract, VALID."""
+one of its instances, and holds its exactly-once contract, judged by the identity it carries in a header: VALID. The
+naive one goes through the same faults and breaks it: INVALID, its duplicates named and explained. The Kafka Streams
+count (kafka-streams of the cluster's version, a state store, exactly_once_v2) goes through the same faults and its
+counts end at what its input holds: the totals contract, VALID."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ def app_runs(shared_cluster_holder, tmp_path_factory) -> Iterator[dict[str, tupl
     out = {}
     try:
         for label, name, sets in (
-            ("eos", "eos-broker-and-instance-kill.toml", ()),
+            # Judged by the identity it carries in a header (its value carries the same one as JSON).
+            ("eos", "eos-broker-and-instance-kill.toml", ('contract.identity="header:failsafe-id"',)),
             # No auto-commit before the instance's kill (8 s after the group is ready, 10 to 14 s after the start here),
             # one within the drain's 60 s: what it processed is all read again, whenever the kill lands.
             # With librdkafka's 5 s the duplicates depend on where in the commit interval the kill falls: of 10 runs,
@@ -99,6 +100,9 @@ def test_the_transactional_service_holds_exactly_once_through_a_broker_and_an_in
     app = results["checkers"]["app"]
     assert code == 0 and results["verdict"] == "VALID", (results["verdict"], app, results["checkers"]["durability"])
     assert app["counts"]["acknowledged-inputs"] > 1000 and app["counts"]["lost"] == app["counts"]["duplicate"] == 0
+    # Every input carried, found by its header, with its latency from its send to its output's timestamp.
+    latency = app["pace"]["latency-ms"]
+    assert latency["records"] == app["counts"]["acknowledged-inputs"] and 0 < latency["p50"] <= latency["max"], latency
     ops = _ops(run_dir)
     faults = {o["fault"] for o in ops if o["f"] == "fault-start"}
     assert faults == {"kill", "kill-app"}

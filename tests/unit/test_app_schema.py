@@ -65,3 +65,32 @@ def test_the_output_readers_reach_the_checker_by_isolation_level() -> None:
     ]
     options = parse_scenario(data).checker_options()["app"]
     assert (options["committed_readers"], options["uncommitted_readers"]) == (["clean-0"], ["dirty-0"])
+
+
+def _with_faults(*faults: dict) -> dict:
+    return {**_app({"identity": "header:failsafe-id"}), "faults": list(faults)}
+
+
+def test_a_rolling_restart_step_and_the_instances_transaction_coordinator_are_faults_of_an_app() -> None:
+    scenario = parse_scenario(
+        _with_faults(
+            {"fault": "restart-app", "app": "svc-0", "at_s": 1, "duration_s": 1, "settled_within_s": 20},
+            {"fault": "kill", "role": "txn-coordinator", "transactional_id": "svc-0", "at_s": 5, "duration_s": 1},
+        )
+    )
+    assert [f.fault for f in scenario.faults] == ["restart-app", "kill"]
+    assert scenario.faults[0].params.settled_within_s == 20
+    assert scenario.checker_options()["app"]["identity"] == "header:failsafe-id"
+
+
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        ({"fault": "restart-app", "app": "svc-0", "at_s": 1, "settled_within_s": -1}, "settled_within_s"),
+        ({"fault": "restart-app", "app": "svc-9", "at_s": 1}, "svc-9"),
+        ({"fault": "kill", "role": "txn-coordinator", "transactional_id": "other", "at_s": 1}, "transactional_id"),
+    ],
+)
+def test_an_app_fault_that_names_nothing_of_the_scenario_is_refused(fault: dict, words: str) -> None:
+    with pytest.raises(ScenarioError, match=words):
+        parse_scenario(_with_faults(fault))

@@ -119,7 +119,7 @@ def test_the_identity_may_be_the_value_or_the_key() -> None:
 
 
 @pytest.mark.parametrize(
-    "options", [{"delivery": "exactly-twice"}, {"identity": "header:id"}, {"identity": "json:"}, {"order": "global"}]
+    "options", [{"delivery": "exactly-twice"}, {"identity": "header:"}, {"identity": "json:"}, {"order": "global"}]
 )
 def test_a_contract_it_does_not_know_is_refused(options: dict) -> None:
     with pytest.raises(CheckerOptionError):

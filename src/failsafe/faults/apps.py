@@ -14,10 +14,10 @@ A rolling restart is a schedule of restart-app faults, one instance after the ot
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from failsafe.faults.base import AppliedFault, FaultContext, FaultSpec, FaultTargets, FaultType, Target
+from failsafe.faults.clients import non_negative, rolling_step
 from failsafe.faults.registry import register
 from failsafe.history.ops import Family
 
@@ -36,19 +36,13 @@ class AppChoice:
     app: str
 
 
-def _non_negative(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError("must be a number of seconds, 0 or more")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class AppRestartChoice(AppChoice):
     """The instance, and how long its restart first waits for every app's group to own all its input (and the kit's
     consumer groups to settle): 0 does not wait. The schedule waits with it; what was still unsettled when the time was
     up is named in the fault's details."""
 
-    settled_within_s: float = field(default=30.0, metadata={"convert": _non_negative})
+    settled_within_s: float = field(default=30.0, metadata={"convert": non_negative})
 
 
 def _check_app(params: AppChoice, ctx: FaultContext) -> None:
@@ -79,20 +73,7 @@ def pause_app(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
 
 
 def restart_app(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-    name = spec.params.app
-    unsettled = targets.clients.wait_settled(spec.params.settled_within_s) if spec.params.settled_within_s else ""
-    acted_ns = time.time_ns()
-    process = targets.clients.process_of(name)
-    targets.clients.close_client(name)
-    return AppliedFault(
-        RESTART_APP,
-        Target.APP,
-        [process],
-        "app instance",
-        lambda: targets.clients.restart_client(name),
-        details={"unsettled": unsettled} if unsettled else {},
-        acted_ns=acted_ns,
-    )
+    return rolling_step(targets, spec.params.app, spec.params.settled_within_s, RESTART_APP, Target.APP)
 
 
 for _name, _summary, _start, _undo in (

@@ -29,7 +29,7 @@ def _check_consumer(params: ConsumerChoice, ctx: FaultContext) -> None:
     ctx.require_client("consumer", params.consumer, Need.CONSUMERS, "a consumer")
 
 
-def _non_negative(value: object) -> float:
+def non_negative(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ValueError("must be a number of seconds, 0 or more")
     return float(value)
@@ -42,7 +42,7 @@ class RestartChoice(ConsumerChoice):
     does not wait. The schedule waits with it; a group still unsettled when the time is up is named in the fault's
     details."""
 
-    settled_within_s: float = field(default=0.0, metadata={"convert": _non_negative})
+    settled_within_s: float = field(default=0.0, metadata={"convert": non_negative})
 
 
 def kill_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
@@ -63,16 +63,22 @@ def restart_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """A clean close, then the same member started again when the fault ends (duration_s): it leaves its group at once
     and joins it again, as one step of a rolling restart. The rebalance checker measures the leave and the join
     apart."""
-    name = spec.params.consumer
-    unsettled = targets.clients.wait_settled(spec.params.settled_within_s) if spec.params.settled_within_s else ""
+    return rolling_step(targets, spec.params.consumer, spec.params.settled_within_s, RESTART_CONSUMER, Target.CONSUMER)
+
+
+def rolling_step(targets: FaultTargets, name: str, settled_within_s: float, fault: str, target: Target) -> AppliedFault:
+    """One step of a rolling restart of the client ``name``: first waits up to ``settled_within_s`` (0: not at all)
+    until the groups are settled, then closes it; the undo starts it again. What was still unsettled is in the
+    fault's details."""
+    unsettled = targets.clients.wait_settled(settled_within_s) if settled_within_s else ""
     acted_ns = time.time_ns()
     process = targets.clients.process_of(name)
     targets.clients.close_client(name)
     return AppliedFault(
-        RESTART_CONSUMER,
-        Target.CONSUMER,
+        fault,
+        target,
         [process],
-        "consumer",
+        "consumer" if target == Target.CONSUMER else "app instance",
         lambda: targets.clients.restart_client(name),
         details={"unsettled": unsettled} if unsettled else {},
         acted_ns=acted_ns,

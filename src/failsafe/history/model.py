@@ -44,6 +44,9 @@ READS_SCHEMA = {
     "value": pl.String,
     # The reader's transaction the record was consumed into (consume-transform-produce); null otherwise.
     "txn": pl.Int64,
+    # As the log's (below), when the reader recorded them; the verifying consumers do not.
+    "timestamp_ms": pl.Int64,
+    "headers": pl.String,
 }
 # ``cluster``: the alias of the cluster the final read read (a DR pair's primary or backup); null for a run on one
 # cluster.

@@ -2,8 +2,8 @@
 
 The app kind (scenarios/kinds/app) runs a user's application between failsafe's verifying producers, which write
 unique values to its input topics, and the final read of its output topics (read_committed). The app carries each input
-record's identity, the value failsafe's producer wrote, into what it writes: as the output's value, its key, or a field
-of a JSON value (``identity``). ``delivery`` is what the app promises of each acknowledged input record:
+record's identity, the value failsafe's producer wrote, into what it writes: as the output's value, its key, a field
+of a JSON value, or a header (``identity``). ``delivery`` is what the app promises of each acknowledged input record:
 
     exactly-once    it appears once in the output
     at-least-once   it appears, once or more
@@ -26,6 +26,7 @@ app had not read all its input when the run ended (``drained`` false: what it ha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ import polars as pl
 
 from failsafe.checkers.app.order import reordered
 from failsafe.checkers.app.output import aborted_reads, app_result, uncommitted_view, unread_partitions
+from failsafe.checkers.app.pace import pace
 from failsafe.checkers.app.totals import JSON, check_totals
 from failsafe.checkers.common import (
     CheckerOptionError,
@@ -44,6 +46,7 @@ from failsafe.checkers.common import (
 from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
+HEADER = "header:"
 DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
 FORMS = ("each", "totals")
 ORDERS = ("none", "per-key")
@@ -101,16 +104,26 @@ def check_options(options: Mapping) -> None:
     if delivery not in DELIVERIES:
         raise CheckerOptionError(f"app: delivery {delivery!r} is not one of {', '.join(DELIVERIES)}")
     identity = options.get("identity", DEFAULTS["identity"])
-    if identity not in ("value", "key") and not (identity.startswith(JSON) and len(identity) > len(JSON)):
-        raise CheckerOptionError(f"app: identity {identity!r} is not value, key or json:FIELD")
+    if not identity_is_valid(identity):
+        raise CheckerOptionError(f"app: identity {identity!r} is not value, key, json:FIELD or header:NAME")
+
+
+def identity_is_valid(identity: object) -> bool:
+    return isinstance(identity, str) and (
+        identity in ("value", "key")
+        or any(identity.startswith(prefix) and len(identity) > len(prefix) for prefix in (JSON, HEADER))
+    )
 
 
 def identity_of(identity: str) -> pl.Expr:
-    """The identity an output record carries, as the contract names it."""
+    """The identity an output record carries, as the contract names it: its value, its key, a field of its JSON value,
+    or the text of one of its headers (the final read keeps a record's headers as a JSON object)."""
     if identity == "key":
         return pl.col("key")
     if identity.startswith(JSON):
         return pl.col("value").str.json_path_match(f"$.{identity[len(JSON) :]}")
+    if identity.startswith(HEADER):
+        return pl.col("headers").str.json_path_match(f"$[{json.dumps(identity[len(HEADER) :])}]")
     return pl.col("value")
 
 
@@ -193,7 +206,10 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
     rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
     violations = [name for name, frame in found.items() if frame.height]
     view = uncommitted_view(history, outputs, opts["uncommitted_readers"], identity_of(opts["identity"]))
-    beside = {"uncommitted_view": view} if view is not None else {}
+    beside = {
+        "pace": pace(history, inputs, outputs, identity_of(opts["identity"])),
+        **({"uncommitted_view": view} if view is not None else {}),
+    }
     # Only what more reading could not undo decides an unfinished run: a duplicate or a phantom stays one; a loss is
     # unverified.
     undone = ("duplicate", "phantom", "aborted-read", "reordered")

@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.app.output import aborted_reads, app_result, uncommitted_view, unread_partitions
+from failsafe.checkers.app.pace import pace
 from failsafe.checkers.common import CheckerResult, examples
 from failsafe.history.model import History
 
@@ -112,7 +113,11 @@ def check_totals(history: History, opts: Mapping[str, Any]) -> CheckerResult:
     rows = {name: examples(frame, *[c for c in _EXAMPLE if c in frame.columns]) for name, frame in found.items()}
     violations = [name for name, frame in found.items() if frame.height]
     view = uncommitted_view(history, outputs, opts["uncommitted_readers"])
-    beside = {"form": "totals", **({"uncommitted_view": view} if view is not None else {})}
+    beside = {
+        "form": "totals",
+        "pace": pace(history, inputs, outputs, None),
+        **({"uncommitted_view": view} if view is not None else {}),
+    }
     # What more reading could not undo decides an unfinished run: a total moving back, an aborted read; with the input
     # read whole, a key it lacks or a total above it too.
     undone = ("went-back", "aborted-read") if unread else ("went-back", "aborted-read", "phantom", "over-counted")

@@ -3,7 +3,7 @@ the contract it declares, with the kit's topics, producers (the app's input) and
 
     [[apps]]     name, command (a list: any language), input, output, group, instances, env, ready, ready_timeout_s
     [contract]   form = "each" | "totals"; delivery = "exactly-once" | "at-least-once" | "at-most-once";
-                 identity = "value" | "key" | "json:FIELD", order = "none" | "per-key" (each);
+                 identity = "value" | "key" | "json:FIELD" | "header:NAME", order = "none" | "per-key" (each);
                  total = "value" | "json:FIELD" (totals)
 
 ``command`` runs once per instance under failsafe's supervisor, in its own process group, in the directory failsafe
@@ -23,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from failsafe.checkers.app.each import identity_is_valid
 from failsafe.faults.apps import APP_INSTANCES
 from failsafe.faults.nodes import CONSUMER_GROUPS, TRANSACTIONAL_IDS
 from failsafe.scenarios.base import (
@@ -194,8 +195,8 @@ def _validate(s: AppScenario) -> None:
     if s.contract.order not in ORDERS:
         raise fail(f"{where}.contract.order", f"{s.contract.order!r} is not one of {', '.join(ORDERS)}")
     identity = s.contract.identity
-    if identity not in ("value", "key") and not (identity.startswith("json:") and len(identity) > 5):
-        raise fail(f"{where}.contract.identity", f"{identity!r} is not value, key or json:FIELD")
+    if not identity_is_valid(identity):
+        raise fail(f"{where}.contract.identity", f"{identity!r} is not value, key, json:FIELD or header:NAME")
     total = s.contract.total
     if total != "value" and not (total.startswith("json:") and len(total) > 5):
         raise fail(f"{where}.contract.total", f"{total!r} is not value or json:FIELD")
