@@ -88,3 +88,19 @@ def test_totals_report_their_pauses_without_a_latency() -> None:
     total = {**stamped(0, "1", 10), "key": "k0"}
     result = judge(ops, read(0, [total], topic=OUT), form="totals")
     assert result["valid"] is True and "latency-ms" not in result["pace"]
+
+
+def test_an_app_runs_summary_says_its_latency_pauses_and_uncommitted_view() -> None:
+    from failsafe.scenarios.kinds.app.show import app_lines
+
+    sent = [i * 100.0 for i in range(60)]
+    kept = [(i, ms) for i, ms in enumerate(sent) if not 1000 <= ms < 4000]
+    out = [stamped(offset, f"input:{i}", ms + 50) for offset, (i, ms) in enumerate(kept)]
+    app = judge(
+        inputs(sent), read(0, out, topic=OUT), fault(1, start_ms=900, stop_ms=2000, nodes=[2]), delivery="at-most-once"
+    )
+    lines = app_lines({**app, "uncommitted_view": {"readers": ["tail"], "records": 9, "not-in-committed-log": 2}})
+    assert lines[0].startswith("App latency, input send to output: p50 50 ms")
+    assert "longest 3.1 s, 0.9 s after the input began, during kill 2" in lines[1]
+    assert lines[2] == "read_uncommitted readers (tail): 9 records, 2 not in the committed log"
+    assert app_lines({}) == []

@@ -10,10 +10,16 @@ from failsafe.faults.apps import APP_INSTANCES
 from failsafe.scenarios.engine.actions import COMMON_ACTIONS
 from failsafe.scenarios.kinds.app.schema import parse_app
 from failsafe.scenarios.kinds.registry import ScenarioKind, register
-from failsafe.scenarios.kit.judging import history_judge, show_summary, write_history_report
+from failsafe.scenarios.kit.judging import history_judge, write_history_report
 
 # availability: the input's and the output's readers' liveness, and what each fault cost the input's producers.
 CHECKERS = ("app", "availability")
+
+
+def _show(*args: Any) -> None:
+    from failsafe.scenarios.kinds.app.show import show_app
+
+    show_app(*args)
 
 
 def _workload(scenario: Any) -> Any:
@@ -29,7 +35,7 @@ KIND = register(
         parser=parse_app,
         workload=_workload,
         judge=history_judge(CHECKERS),
-        show=show_summary,
+        show=_show,
         report=write_history_report,
         offers=frozenset({Need.NODES, Need.QUORUM, Need.REGION, Need.NETWORK, Need.CONSUMERS, APP_INSTANCES}),
         checkers=CHECKERS,
