@@ -49,6 +49,9 @@ DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
 FORMS = ("each", "totals")
 ORDERS = ("none", "per-key")
 READY_GROUP = "group"
+# What failsafe does when an instance exits by itself, as an orchestrator's restart policy says (Kubernetes' Never,
+# OnFailure, Always): leave it down, start it again when it failed (exit code not 0), or whenever it exits.
+RESTARTS = ("never", "on-failure", "always")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class App:
     ready_timeout_s: float = 60.0
     # How long a stop (SIGTERM) waits for an instance to exit before it is killed.
     stop_timeout_s: float = 10.0
+    restart: str = "never"
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.instances)]
@@ -128,6 +132,12 @@ def _command(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _restart(value: object) -> str:
+    if value not in RESTARTS:
+        raise ValueError(f"expected one of {', '.join(RESTARTS)}")
+    return str(value)
+
+
 def _ready(value: object) -> str:
     if value == READY_GROUP:
         return READY_GROUP
@@ -161,6 +171,7 @@ def parse_app(data: dict, kind: KindInfo) -> AppScenario:
                 "ready": _ready,
                 "ready_timeout_s": positive,
                 "stop_timeout_s": positive,
+                "restart": _restart,
             },
         )
         for i, a in enumerate(tables(data, "apps", name))

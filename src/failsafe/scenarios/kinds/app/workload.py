@@ -40,6 +40,8 @@ STREAMS_CLASSPATH = "{streams_classpath}"
 STREAMS_INTERNAL = ("-changelog", "-repartition")
 GROUP_PROBE_INTERVAL_S = 1.0
 GROUP_PROBE_TIMEOUT_S = 30.0
+# How many times an instance's restart policy starts it again: an app that cannot start is not started forever.
+MAX_RESTARTS = 10
 
 
 @dataclass
@@ -122,8 +124,10 @@ class AppWorkload(ClientsWorkload):
             code = instance.child.exit_code()
             if code is not None and not instance.exit_recorded:
                 # An instance that exits by itself is the app's behaviour, not failsafe's: recorded, and the run goes
-                # on (its group gives its partitions to the others; what it had not processed is judged).
+                # on (its group gives its partitions to the others; what it had not processed is judged), with the
+                # instance started again if its restart policy says so.
                 self._record_exit(instance, code, by_itself=True)
+                self._restart_by_policy(instance, code)
 
     def progress(self) -> str:
         running = sum(1 for i in self.instances.values() if i.child.exit_code() is None)
@@ -163,6 +167,14 @@ class AppWorkload(ClientsWorkload):
             raise UserError(f"app {app.name}: {e}") from e
         self.instances[f"{app.name}-{index}"] = Instance(app, index, child, process)
         ctx.recorder.record(event(Op.APP_START, process=process))
+
+    def _restart_by_policy(self, instance: Instance, code: int) -> None:
+        policy, name = instance.app.restart, f"{instance.app.name}-{instance.index}"
+        if policy == "always" or (policy == "on-failure" and code != 0):
+            if self.incarnations.get(name, 0) >= MAX_RESTARTS:
+                self._context().event(f"{instance.process} exited {MAX_RESTARTS} times: not started again")
+                return
+            self.restart_client(name)
 
     def _record_exit(self, instance: Instance, code: int | None, by_itself: bool) -> None:
         instance.exit_recorded = True
