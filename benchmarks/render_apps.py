@@ -86,22 +86,11 @@ def t_app_naive_phase(root: Path) -> str:
     )
 
 
-def _median(values: list[float]) -> float | None:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else None
-
-
 def _decided(per_run: list[dict], anomaly: str) -> str:
     """Runs whose verdict the anomaly decided (INVALID), with its count: an UNKNOWN run's missing outputs are
     unprocessed input, counted in their own column."""
     runs = [r for r in per_run if anomaly in r["violations"]]
     return f"{len(runs)} ({num(sum(r[anomaly] for r in runs))})" if runs else "0"
-
-
-def _pause(median: float | None, pauses: list[float]) -> str:
-    if median is None:
-        return "—"
-    return f"{median / 1000:.1f} s ({min(pauses) / 1000:.1f}-{max(pauses) / 1000:.1f})"
 
 
 def t_app_cells(root: Path) -> str:
@@ -113,9 +102,6 @@ def t_app_cells(root: Path) -> str:
                 continue
             stats = load(root, rel)
             commands.add(command_of(root, rel))
-            pauses = [r["longest_pause_ms"] for r in stats.get("pace") or [] if r.get("longest_pause_ms") is not None]
-            p99s = [r["latency_p99_ms"] for r in stats.get("pace") or [] if r.get("latency_p99_ms") is not None]
-            pause, p99 = _median(pauses), _median(p99s)
             per_run = stats.get("pace") or []
             unfinished = [r for r in per_run if r["verdict"] == "unknown"]
             rows.append(
@@ -128,8 +114,6 @@ def t_app_cells(root: Path) -> str:
                     f"{len(unfinished)} ({num(sum(r['lost'] for r in unfinished))})" if unfinished else "0",
                     str(len(stats.get("app_exits") or [])),
                     str(len(stats.get("hung") or [])),
-                    _pause(pause, pauses),
-                    "—" if p99 is None else f"{num(p99)} ms",
                 ]
             )
     header = [
@@ -141,8 +125,6 @@ def t_app_cells(root: Path) -> str:
         "runs the app did not finish (inputs left unprocessed)",
         "runs with an instance that exited by itself",
         "runs with an instance that ignored the final SIGTERM",
-        "longest output pause, median (range)",
-        "input-to-output latency p99, median",
     ]
     return (
         table(header, rows)
@@ -152,4 +134,32 @@ def t_app_cells(root: Path) -> str:
         + "/CONFIGURATION-FAULT.json`; made by "
         + "; ".join(f"`{c}`" for c in sorted(commands))
         + "."
+    )
+
+
+def t_app_overhead(root: Path) -> str:
+    rel = "docs/benchmarks/app-overhead.json"
+    data = load(root, rel)
+    rows = []
+    for i, r in enumerate(data["rounds"]):
+        k, f = r["kafka"], r["failsafe"]
+        rows.append(
+            [
+                str(i + 1),
+                f"{num(k['app_records_per_s'])} ({k['fed_s']:.1f} s)",
+                f"{num(f['app_records_per_s'])} ({f['fed_s']:.1f} s)",
+                f"{r['ratio']:.2f}",
+            ]
+        )
+    header = [
+        "round",
+        "app records/s, fed by producer-perf-test, read by consumer-perf-test (feed took)",
+        "app records/s, fed and read by failsafe's verifying clients (feed took)",
+        "ratio",
+    ]
+    return (
+        table(header, rows)
+        + f"\n\nMedian ratio {data['median_ratio']:.2f} (target {data['target_ratio']:g}); "
+        + f"{num(data['records'])} records of {data['record_size']} bytes a round. Rendered from `{rel}`; made by "
+        + f"`{command_of(root, rel)}`."
     )

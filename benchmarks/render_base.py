@@ -315,6 +315,13 @@ RAW: tuple[Raw, ...] = (
         "the Python app examples through their own faults, 10 runs each (about 20 minutes)",
     ),
     Raw(
+        "docs/benchmarks/app-overhead.json",
+        f"{PY} benchmarks/bench_app_overhead.py --dir /tmp/bench-overhead --records 30000 --rounds 3 --out "
+        "docs/benchmarks/app-overhead.json",
+        False,
+        "the transactional example fed and read by Kafka's perf tools and by failsafe's clients (about 3 minutes)",
+    ),
+    Raw(
         "docs/findings/app-cells/*.json",
         "N=3 bash benchmarks/findings.sh apps-cells",
         False,

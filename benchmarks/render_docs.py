@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.render_apps import t_app_cells, t_app_findings, t_app_naive_phase  # noqa: E402
+from benchmarks.render_apps import t_app_cells, t_app_findings, t_app_naive_phase, t_app_overhead  # noqa: E402
 from benchmarks.render_atlas import t_atlas_cells, t_atlas_fit, t_atlas_unavailability  # noqa: E402
 from benchmarks.render_base import RAW, RenderError, load, num, raw_index, secs, table  # noqa: E402
 from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
@@ -288,6 +288,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "app-findings": t_app_findings,
     "app-naive-phase": t_app_naive_phase,
     "app-cells": t_app_cells,
+    "app-overhead": t_app_overhead,
 }
 
 

@@ -94,3 +94,11 @@ def test_a_rolling_restart_step_and_the_instances_transaction_coordinator_are_fa
 def test_an_app_fault_that_names_nothing_of_the_scenario_is_refused(fault: dict, words: str) -> None:
     with pytest.raises(ScenarioError, match=words):
         parse_scenario(_with_faults(fault))
+
+
+def test_the_output_topics_are_stamped_by_the_broker_unless_the_scenario_says_otherwise() -> None:
+    data = _app({})
+    topics = {t.name: t.configs for t in parse_scenario(data).topics}
+    assert topics["out"] == {"message.timestamp.type": "LogAppendTime"} and topics["in"] == {}
+    data["topics"][1]["configs"] = {"message.timestamp.type": "CreateTime"}
+    assert {t.name: t.configs for t in parse_scenario(data).topics}["out"] == {"message.timestamp.type": "CreateTime"}

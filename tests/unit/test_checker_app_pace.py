@@ -12,11 +12,19 @@ from tests.unit.test_checker_builders import MS, T0, client_config, fault, histo
 IN, OUT = "app-in", "app-out"
 
 
-def stamped(offset: int, value: str, ms: float, headers: dict | None = None, topic: str = OUT) -> dict:
-    """An output record written ``ms`` after the history's start, with its headers."""
+def stamped(
+    offset: int,
+    value: str,
+    ms: float,
+    headers: dict | None = None,
+    topic: str = OUT,
+    timestamp_type: str = "LogAppendTime",
+) -> dict:
+    """An output record the broker wrote ``ms`` after the history's start, with its headers."""
     return {
         **rec(offset, value, topic=topic),
         "timestamp_ms": (T0 + int(ms * MS)) // 1_000_000,
+        "timestamp_type": timestamp_type,
         "headers": json.dumps(headers) if headers is not None else None,
     }
 
@@ -104,3 +112,13 @@ def test_an_app_runs_summary_says_its_latency_pauses_and_uncommitted_view() -> N
     assert "longest 3.1 s, 0.9 s after the input began, during kill 2" in lines[1]
     assert lines[2] == "read_uncommitted readers (tail): 9 records, 2 not in the committed log"
     assert app_lines({}) == []
+
+
+def test_output_timestamps_its_producer_set_are_not_measured() -> None:
+    """Kafka Streams gives an output its input's timestamp (CreateTime): a latency from it would be near 0."""
+    out = [
+        stamped(0, "input:0", 0, timestamp_type="CreateTime"),
+        stamped(1, "input:1", 100, timestamp_type="CreateTime"),
+    ]
+    pace = judge(inputs([0, 100]), read(0, out, topic=OUT))["pace"]
+    assert pace == {"measured": False, "why": "no output record has a broker's timestamp (LogAppendTime)"}

@@ -24,7 +24,7 @@ SOURCE_FILE = "source.json"
 # 5: events' fault and at_s (fault-not-started). 6: the share_deliveries and share_acks frames. 7: a share-ack invoke
 # paired with its answer (an unanswered one is an info). 8: the metrics, metrics_errors and node_events frames. 9: the
 # clients frame's host, clock_offset_ns and clock_error_ns. 10: the log_reads, declared, phase_ends and group_configs
-# frames, and the log's cluster. 11: the log's timestamp_ms and headers.
+# frames, and the log's cluster. 11: the log's timestamp_ms, timestamp_type and headers.
 FORMAT = 11
 
 

@@ -31,9 +31,10 @@ _RECORD = pl.Struct(
         "key": pl.String,
         "value": pl.String,
         "delivery_count": pl.Int64,
-        # The record's timestamp (ms since the epoch, as its producer or the broker set it) and its headers as a JSON
-        # object of name to text; the final read records both.
+        # The record's timestamp (ms since the epoch), who set it (timestamp_type: CreateTime, its producer;
+        # LogAppendTime, the broker) and its headers as a JSON object of name to text; the final read records them.
         "timestamp_ms": pl.Int64,
+        "timestamp_type": pl.String,
         "headers": pl.String,
     }
 )

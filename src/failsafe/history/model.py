@@ -46,6 +46,7 @@ READS_SCHEMA = {
     "txn": pl.Int64,
     # As the log's (below), when the reader recorded them; the verifying consumers do not.
     "timestamp_ms": pl.Int64,
+    "timestamp_type": pl.String,
     "headers": pl.String,
 }
 # ``cluster``: the alias of the cluster the final read read (a DR pair's primary or backup); null for a run on one
@@ -57,8 +58,10 @@ LOG_SCHEMA = {
     "key": pl.String,
     "value": pl.String,
     "cluster": pl.String,
-    # The record's timestamp in ms since the epoch, and its headers as a JSON object of name to text (null: none).
+    # The record's timestamp in ms since the epoch, who set it (CreateTime: its producer; LogAppendTime: the broker),
+    # and its headers as a JSON object of name to text (null: none).
     "timestamp_ms": pl.Int64,
+    "timestamp_type": pl.String,
     "headers": pl.String,
 }
 LOG_FAILURES_SCHEMA = {"topic": pl.String, "partition": pl.Int64, "error": pl.String, "cluster": pl.String}

@@ -7,10 +7,12 @@ Pure.
               acknowledged: what a rebalance of its group, a restart of an instance or a coordinator's loss costs the
               app's readers, with the faults in force during it
 
-An output record's timestamp is the one its producer set (CreateTime, Kafka's default; the broker's append time when
-the topic says LogAppendTime): for a transactional app, when it was written, not when its transaction committed and a
-read_committed reader could see it, so a transaction's commit adds its own wait to what is measured here. The app's
-clock is failsafe's own when it runs here.
+Only output records the broker stamped are measured (``message.timestamp.type`` LogAppendTime, which the app kind
+gives its output topics unless a scenario sets it): a producer's own timestamp (CreateTime) need not be when it wrote,
+and Kafka Streams gives an output record its input's timestamp. An append time is when the broker wrote the record: for
+a transactional app, before its transaction committed and a read_committed reader could see it, so a transaction's
+commit adds its own wait to what is measured here. The brokers' clock is failsafe's on one machine; on hosts, each
+broker's own.
 """
 
 from __future__ import annotations
@@ -23,17 +25,21 @@ from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
 PAUSE_MIN_MS = 1000
+LOG_APPEND_TIME = "LogAppendTime"
 MAX_PAUSES = 10
 
 
 def pace(history: History, inputs: list[str], outputs: list[str], identity: pl.Expr | None) -> dict[str, Any]:
     """The app's pauses (and with ``identity``, the each contract's, its latency) in a run, as described above."""
     acked = history.sends.filter(pl.col("topic").is_in(inputs) & (pl.col("outcome") == OpType.OK))
+    output = history.log.filter(pl.col("topic").is_in(outputs))
     written = (
-        history.log.filter(pl.col("topic").is_in(outputs) & pl.col("timestamp_ms").is_not_null())
+        output.filter(pl.col("timestamp_ms").is_not_null() & (pl.col("timestamp_type") == LOG_APPEND_TIME))
         .select("timestamp_ms", "key", "value", "headers")
         .sort("timestamp_ms")
     )
+    if written.height == 0 and output.height > 0:
+        return {"measured": False, "why": "no output record has a broker's timestamp (LogAppendTime)"}
     out: dict[str, Any] = {"pause-min-ms": PAUSE_MIN_MS, **_pauses(history, acked, written)}
     if identity is not None:
         out["latency-ms"] = _latency(acked, written, identity)

@@ -6,7 +6,15 @@ import json
 import threading
 import time
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from failsafe.history.ops import Op, Process, log_read, op
 from failsafe.history.recorder import Recorder
@@ -167,6 +175,7 @@ def read_log(
                         "key": None if m.key() is None else m.key().decode(errors="replace"),
                         "value": None if m.value() is None else m.value().decode(errors="replace"),
                         "timestamp_ms": m.timestamp()[1] if m.timestamp()[0] != TIMESTAMP_NOT_AVAILABLE else None,
+                        "timestamp_type": TIMESTAMP_TYPES.get(m.timestamp()[0]),
                         "headers": _headers(m.headers()),
                     }
                 )
@@ -198,6 +207,10 @@ def read_log(
     finally:
         consumer.close()
     return upto
+
+
+# A record's timestamp type in Kafka's words (message.timestamp.type): set by its producer, or by the broker on append.
+TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
 
 def _headers(headers: list[tuple[str, bytes | None]] | None) -> str | None:

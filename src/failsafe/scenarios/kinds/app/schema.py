@@ -49,6 +49,7 @@ DELIVERIES = ("exactly-once", "at-least-once", "at-most-once")
 FORMS = ("each", "totals")
 ORDERS = ("none", "per-key")
 READY_GROUP = "group"
+TIMESTAMP_TYPE = "message.timestamp.type"
 # What failsafe does when an instance exits by itself, as an orchestrator's restart policy says (Kubernetes' Never,
 # OnFailure, Always): leave it down, start it again when it failed (exit code not 0), or whenever it exits.
 RESTARTS = ("never", "on-failure", "always")
@@ -189,7 +190,14 @@ def parse_app(data: dict, kind: KindInfo) -> AppScenario:
         apps=apps,
         contract=contract,
     )
-    scenario = replace(scenario, raw=data)
+    # The broker stamps each output record when it writes it, unless the scenario says otherwise: what the app's pace is
+    # measured by (checkers/app/pace.py).
+    outputs = {t for a in apps for t in a.output}
+    topics = tuple(
+        replace(t, configs={TIMESTAMP_TYPE: "LogAppendTime", **t.configs}) if t.name in outputs else t
+        for t in scenario.topics
+    )
+    scenario = replace(scenario, topics=topics, raw=data)
     _validate(scenario)
     return scenario
 

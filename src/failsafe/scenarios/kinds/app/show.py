@@ -20,6 +20,8 @@ def app_lines(app: dict) -> list[str]:
     """One line each: the input-to-output latency, the output's pauses, the read_uncommitted view."""
     lines = []
     pace = app.get("pace") or {}
+    if pace.get("measured") is False:
+        lines.append(f"App latency and pauses not measured: {pace['why']}")
     latency = pace.get("latency-ms")
     if latency:
         lines.append(
