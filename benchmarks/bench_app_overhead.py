@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from benchmarks.common import cluster_at, producer_perf_test, write_summary  # noqa: E402
 from failsafe.history.recorder import Recorder  # noqa: E402
 from failsafe.supervisor import Supervisor  # noqa: E402
 from failsafe.tools.admin import log_end_offsets, new_admin  # noqa: E402
@@ -128,21 +128,7 @@ def kafka_side(root: Path, records: int, size: int, tmp: Path, group: str) -> su
         text=True,
         env=env,
     )
-    cli(
-        root,
-        "kafka",
-        "producer-perf-test",
-        "--topic",
-        IN,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(size),
-        "--throughput",
-        "-1",
-        "--producer-props",
-        "acks=all",
-    )
+    cli(root, *producer_perf_test(IN, records, size))
     return reader
 
 

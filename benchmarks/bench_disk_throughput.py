@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import write_summary  # noqa: E402
+from benchmarks.common import producer_perf_test, write_summary  # noqa: E402
 from tests.helpers import free_port_block  # noqa: E402
 
 FLUSH = {"default": [], "flush1": ["--config", "flush.messages=1"]}
@@ -59,21 +59,7 @@ def perf(root: Path, topic: str, flush: str, records: int, size: int) -> dict:
         "min.insync.replicas=2",
         *FLUSH[flush],
     )
-    out = cli(
-        root,
-        "kafka",
-        "producer-perf-test",
-        "--topic",
-        topic,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(size),
-        "--throughput",
-        "-1",
-        "--producer-props",
-        "acks=all",
-    )
+    out = cli(root, *producer_perf_test(topic, records, size))
     last = [line for line in out.splitlines() if "records sent" in line][-1]
     return {
         "flush": flush,

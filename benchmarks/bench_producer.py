@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from benchmarks.common import cluster_at, producer_perf_test, write_summary  # noqa: E402
 from failsafe.history.recorder import Recorder  # noqa: E402
 from failsafe.supervisor import Supervisor  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
@@ -42,21 +42,7 @@ def cli(*args: str, root: Path | None = None) -> str:
 
 
 def perf_test(root: Path, records: int, size: int) -> float:
-    out = cli(
-        "kafka",
-        "producer-perf-test",
-        "--topic",
-        TOPIC,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(size),
-        "--throughput",
-        "-1",
-        "--producer-props",
-        "acks=all",
-        root=root,
-    )
+    out = cli(*producer_perf_test(TOPIC, records, size), root=root)
     last = [line for line in out.splitlines() if "records sent" in line][-1]
     return float(re.search(r"([\d.]+) records/sec", last).group(1))
 

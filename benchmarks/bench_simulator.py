@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import cluster_at, write_summary  # noqa: E402
+from benchmarks.common import cluster_at, producer_perf_test, write_summary  # noqa: E402
 from failsafe.tools.topics import Topics  # noqa: E402
 from failsafe.waiting import wait_until  # noqa: E402
 from failsafe.workloads.sales.generator import parse_time, purchase_values  # noqa: E402
@@ -60,19 +60,7 @@ def perf_test(root: Path, records: int, size: int, props: tuple[str, ...]) -> tu
             sys.executable,
             "-m",
             "failsafe.cli.main",
-            "kafka",
-            "producer-perf-test",
-            "--topic",
-            PERF_TOPIC,
-            "--num-records",
-            str(records),
-            "--record-size",
-            str(size),
-            "--throughput",
-            "-1",
-            "--producer-props",
-            "acks=all",
-            *props,
+            *producer_perf_test(PERF_TOPIC, records, size, *props),
         ],
         capture_output=True,
         text=True,

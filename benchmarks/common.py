@@ -35,6 +35,26 @@ def cluster_at(root: Path) -> Iterator[Cluster]:
         lifecycle.down(root)
 
 
+def producer_perf_test(topic: str, records: int, size: int, *props: str) -> list[str]:
+    """'failsafe kafka' arguments for Kafka's producer-perf-test writing ``records`` of ``size`` bytes as fast as it can
+    with acks=all (and ``props``, more producer settings)."""
+    return [
+        "kafka",
+        "producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(size),
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "acks=all",
+        *props,
+    ]
+
+
 def percentiles(latencies: list[float]) -> dict:
     """Count, p50, p99 and max of latencies in seconds (p99: the value at rank 0.99 * (n - 1), no interpolation)."""
     latencies = sorted(latencies)
