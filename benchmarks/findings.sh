@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The controlled comparisons behind docs/findings.md: each configuration runs N times on one
 # cluster (failsafe run --repeat), and its statistics (repeat-*.json) are copied to docs/findings/.
-#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|apps-python|apps-streams|apps-cells|apps-cells-python|apps-cells-streams|all]     N=10 DIR=/tmp/failsafe-findings
+#   bash benchmarks/findings.sh [duplicates|reproduce|stalls|loaded|zookeeper|zookeeper-control|where|cold|coordinator|txn-fence|txn-hang|apps|apps-python|apps-streams|apps-cells|apps-cells-python|apps-cells-streams|apps-cells-restart|all]     N=10 DIR=/tmp/failsafe-findings
 # (loaded: two-brokers-down with both cores kept busy; zookeeper: two-brokers-down in ZooKeeper mode,
 # zookeeper-control: the same on KRaft with the same 32 s chaos phase; where: where leader-pause-timeout's duplicates
 # sit, from N runs' histories by findings_duplicates.py; cold: librdkafka#5586 on cold and warm group coordinators,
@@ -11,8 +11,8 @@
 # the app examples (examples/apps) through an instance kill and a broker kill, the Python transactional service against
 # the naive one and Kafka Streams exactly_once_v2 against at_least_once, held to exactly-once, docs/apps.md; apps-cells: the
 # same pairs under one fault a cell (coordinators killed, a leader isolated, an instance killed, a rolling restart; or
-# apps-cells-python, apps-cells-streams: one pair's), into docs/findings/app-cells; none of these
-# part of all)
+# apps-cells-python, apps-cells-streams: one pair's), into docs/findings/app-cells; apps-cells-restart: the transactional
+# service's cells where an instance exited, with restart = "on-failure"; none of these part of all)
 # A configuration's runs may be INVALID: that is what is being counted, so a non-zero exit of
 # 'failsafe run' does not stop the script.
 set -uo pipefail
@@ -213,6 +213,19 @@ if [ "$WHAT" = apps ] || [ "$WHAT" = apps-cells ] || [ "$WHAT" = apps-cells-stre
   ALO=('apps[0].env.PROCESSING_GUARANTEE="at_least_once"')
   cells app-streams-map-eos examples/apps/streams-map-broker-kill.toml mapper app-streams-map streams-in
   cells app-streams-map-alo examples/apps/streams-map-broker-kill.toml mapper app-streams-map streams-in "${ALO[@]}"
+fi
+if [ "$WHAT" = apps-cells-restart ]; then
+  # The transactional service's unfinished runs are its instances' exits on a fatal error (INVALID_TXN_STATE after a
+  # broker's loss): the same cells (those where an instance exited by itself) with restart = "on-failure", an
+  # orchestrator's policy, which starts such an instance again; one variable against app-python-eos.
+  ON_FAILURE=('apps[0].restart="on-failure"')
+  EOS_CELLS=(examples/apps/eos-broker-and-instance-kill.toml "${ON_FAILURE[@]}")
+  cell app-python-eos-on-failure-txn-coordinator-kill "${EOS_CELLS[@]}" \
+    'faults=[{fault="kill", role="txn-coordinator", transactional_id="eos-0", at_s=10, duration_s=10}]'
+  cell app-python-eos-on-failure-group-coordinator-kill "${EOS_CELLS[@]}" \
+    'faults=[{fault="kill", role="group-coordinator", group="app-eos", at_s=10, duration_s=10}]'
+  cell app-python-eos-on-failure-leader-isolated "${EOS_CELLS[@]}" \
+    'faults=[{fault="isolate", role="leader", partition="app-in-0", at_s=10, duration_s=15}]'
 fi
 if [ ${#CELLS[@]} -gt 0 ]; then
   $PYV benchmarks/findings_apps.py --runs "$DIR/runs" --out docs/findings/app-cells "${CELLS[@]}"

@@ -28,6 +28,7 @@ APP_CELLS = (
 )
 CELL_CONFIGS = (
     ("app-python-eos", "Python, transactions"),
+    ("app-python-eos-on-failure", "Python, transactions, restart = on-failure"),
     ("app-python-naive", "Python, auto-commit"),
     ("app-streams-map-eos", "Streams map, exactly_once_v2"),
     ("app-streams-map-alo", "Streams map, at_least_once"),
@@ -93,6 +94,14 @@ def _decided(per_run: list[dict], anomaly: str) -> str:
     return f"{len(runs)} ({num(sum(r[anomaly] for r in runs))})" if runs else "0"
 
 
+def _pace(per_run: list[dict], key: str) -> str:
+    """The median and the largest of a pace figure over the runs that measured it (output stamped by the broker)."""
+    values = sorted(r[key] for r in per_run if r.get(key) is not None)
+    if not values:
+        return "not measured"
+    return f"{num(values[len(values) // 2])} ({num(values[-1])}), {len(values)} run{'s' * (len(values) > 1)}"
+
+
 def t_app_cells(root: Path) -> str:
     rows, commands = [], set()
     for cell, what in APP_CELLS:
@@ -109,27 +118,37 @@ def t_app_cells(root: Path) -> str:
                     what,
                     name,
                     str(stats["runs"]),
+                    str(len(stats.get("set_aside") or [])),
                     _verdicts(stats),
                     *(_decided(per_run, a) if a == "lost" else _anomaly(stats, a) for a in CELL_ANOMALIES),
                     f"{len(unfinished)} ({num(sum(r['lost'] for r in unfinished))})" if unfinished else "0",
                     str(len(stats.get("app_exits") or [])),
                     str(len(stats.get("hung") or [])),
+                    _pace(per_run, "longest_pause_ms"),
+                    _pace(per_run, "latency_p99_ms"),
                 ]
             )
     header = [
         "fault",
         "configuration",
         "runs",
+        "runs set aside",
         "verdicts",
         *(f"runs with {a} (count)" for a in CELL_ANOMALIES),
         "runs the app did not finish (inputs left unprocessed)",
         "runs with an instance that exited by itself",
         "runs with an instance that ignored the final SIGTERM",
+        "longest output pause, ms: median (largest), runs measured",
+        "input-to-output latency p99, ms: median (largest), runs measured",
     ]
     return (
         table(header, rows)
-        + "\n\nEvery run: an exactly-once contract, one fault 10 s into the chaos phase (the rolling restart's steps "
-        + "at 5 and 15 s), the examples' own faults replaced. Rendered from `"
+        + "\n\nEvery run: an exactly-once contract, one fault 10 s into the chaos phase (the rolling restart's "
+        + "steps at 5 and 15 s), the examples' own faults replaced. The pace (checkers/app/pace.py) only of runs "
+        + "whose output the broker stamped (LogAppendTime: the runs made after that rule). Runs set aside: an input "
+        + "partition none of whose records reached the output while the app's group had committed it to its end: "
+        + "the group kept an earlier run's offsets, which failsafe's setup missed (benchmarks/findings_apps.py, "
+        + "set_aside); not counted. Rendered from `"
         + CELLS_DIR
         + "/CONFIGURATION-FAULT.json`; made by "
         + "; ".join(f"`{c}`" for c in sorted(commands))

@@ -323,9 +323,11 @@ RAW: tuple[Raw, ...] = (
     ),
     Raw(
         "docs/findings/app-cells/*.json",
-        "N=3 bash benchmarks/findings.sh apps-cells",
+        "N=3 bash benchmarks/findings.sh apps-cells, twice (the runs add up in DIR/runs); N=3 bash "
+        "benchmarks/findings.sh apps-cells-restart",
         False,
-        "the app examples' pairs under one fault a cell, 3 runs each (about 80 minutes)",
+        "the app examples' pairs under one fault a cell, 3 runs each a time (about 80 minutes a time), and the "
+        "transactional service's cells with restart = on-failure (about 13 minutes)",
     ),
     Raw(
         "docs/findings/app-streams-*.json",

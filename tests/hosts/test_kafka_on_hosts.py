@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,6 +127,39 @@ def test_a_cluster_on_three_hosts_fails_over_and_leaves_nothing(
     assert results["verdict"] == "VALID"
     breakdown = results["measurements"]["failover_breakdown"]
     assert breakdown["partitions"], "the failover's time, read from the hosts' logs, was not broken down"
+    # An app on a host: the transactional example's instances on h3 (its file copied there; this machine's Python, since
+    # the test hosts share its file system), through a kill of the broker leading its input and a kill of an instance.
+    app = run_cli(
+        "run",
+        "examples/apps/eos-broker-and-instance-kill.toml",
+        "--dir",
+        d,
+        "--runs",
+        str(runs),
+        "--set",
+        'apps[0].host="h3"',
+        "--set",
+        'apps[0].files=["examples/apps/eos_ctp.py"]',
+        "--set",
+        f'apps[0].command=["{sys.executable}", "examples/apps/eos_ctp.py"]',
+        "--set",
+        "phases.chaos_s=20",
+        "--set",
+        "faults[1].at_s=10",
+        timeout_s=400,
+    )
+    assert app.returncode == 0, app.stderr[-3000:]
+    (app_run,) = [p.parent for p in runs.glob("app-eos-kills/*/results.json")]
+    ops = [json.loads(line) for line in (app_run / "history.jsonl").read_text().splitlines()]
+    starts = {o["process"]: o.get("host") for o in ops if o["f"] == "app-start"}
+    assert starts == {"eos-0": "h3", "eos-1": "h3", "eos-0.1": "h3"}, starts
+    assert [o["exit_code"] for o in ops if o["f"] == "app-exit" and o["process"] == "eos-0"] == [-9]
+    assert json.loads((app_run / "results.json").read_text())["verdict"] == "VALID"
+    h3 = SshHost(bed.inventory().hosts[2])
+    there = h3.run(f"cd {h3.host.dir}/clusters/*/clients/apps/eos && ls examples/apps state/{app_run.name}").stdout
+    h3.close()
+    assert "eos_ctp.py" in there.split() and {"eos-0", "eos-1"} <= set(there.split()), there
+    assert not [p for p in testbed.strays(bed.hosts[2]) if "eos_ctp" in p], "an app instance outlived its run on h3"
     # A fault that cuts the clients' links cannot cut a client on a host: refused in one line before anything runs.
     cutting = run_cli(
         "run", "leader-isolated", "--dir", d, "--runs", str(runs), *java_on, "--set", "faults[0].clients=true"

@@ -102,3 +102,30 @@ def test_the_output_topics_are_stamped_by_the_broker_unless_the_scenario_says_ot
     assert topics["out"] == {"message.timestamp.type": "LogAppendTime"} and topics["in"] == {}
     data["topics"][1]["configs"] = {"message.timestamp.type": "CreateTime"}
     assert {t.name: t.configs for t in parse_scenario(data).topics}["out"] == {"message.timestamp.type": "CreateTime"}
+
+
+def test_an_app_on_a_host_is_a_client_host_the_engine_checks_and_its_files_are_kept() -> None:
+    data = _app({})
+    data["apps"][0] |= {"host": "h3", "files": ["examples/apps/eos_ctp.py"]}
+    scenario = parse_scenario(data)
+    assert scenario.client_hosts() == {"svc": "h3"}
+    assert scenario.apps[0].files == ("examples/apps/eos_ctp.py",)
+    assert parse_scenario(_app({})).client_hosts() == {}
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"files": ["examples/apps/eos_ctp.py"]}, "set host"),
+        ({"host": "h3", "files": ["/etc/hostname"]}, "relative"),
+        ({"host": "h3", "files": ["../outside.py"]}, "without '..'"),
+        ({"host": "h3", "files": ["examples/apps/no-such-app.py"]}, "no such file"),
+        ({"host": "h3", "files": "examples/apps/eos_ctp.py"}, "list of paths"),
+        ({"host": "not a host!"}, "apps\\[0\\].host"),
+    ],
+)
+def test_an_app_placement_that_cannot_be_carried_out_is_refused(fields: dict, words: str) -> None:
+    data = _app({})
+    data["apps"][0] |= fields
+    with pytest.raises(ScenarioError, match=words):
+        parse_scenario(data)

@@ -49,7 +49,7 @@ class FakeAdmin:
 def test_an_earlier_runs_created_topics_are_deleted_with_its_declared_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     admin = FakeAdmin({"events", "created-after-outage", "someone-elses"})
     monkeypatch.setattr(setup, "new_admin", lambda servers: admin)
-    monkeypatch.setattr(setup, "list_groups", lambda servers, timeout: [])
+    monkeypatch.setattr(setup, "list_groups", lambda servers, timeout, complete=False: [])
     setup.fresh_topics(
         "b:9092", (TopicSpec("events", 1, 1),), [], None, ("created-during-outage", "created-after-outage")
     )

@@ -74,13 +74,23 @@ def _result(future, what: str, timeout_s: float):
 
 
 def list_groups(
-    bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S, admin: AdminClient | None = None
+    bootstrap_servers: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    admin: AdminClient | None = None,
+    *,
+    complete: bool = False,
 ) -> list[tuple[str, str]]:
-    """Every consumer group and its state. ``admin``: a client to reuse (the console polls through one)."""
+    """Every consumer group and its state. ``admin``: a client to reuse (the console polls through one).
+
+    A broker that cannot answer (its coordinator still loading, as on a cluster just restarted) leaves its groups out of
+    the list: ``complete`` raises its error instead (KafkaException: ``retrying`` asks again while it is retriable), for
+    a caller that acts on a group's absence."""
     if admin is None:
         admin = new_admin(bootstrap_servers)
         fetch_metadata(admin, bootstrap_servers, timeout_s)
     result = _result(admin.list_consumer_groups(request_timeout=timeout_s), "cannot list consumer groups", timeout_s)
+    if complete and result.errors:
+        raise KafkaException(result.errors[0])
     return sorted((g.group_id, g.state.name if g.state is not None else "UNKNOWN") for g in result.valid)
 
 

@@ -38,7 +38,7 @@ FIRST_ACK_TIMEOUT_S = 60.0
 KAFKA_VERIFIABLE = "kafka-verifiable"
 
 
-def _where(host: str | None, ctx: RunContext) -> dict | None:
+def where_on_host(host: str | None, ctx: RunContext) -> dict | None:
     """What a client needs to run on ``host`` (RunContext.client_host), None to run here."""
     if host is None:
         return None
@@ -102,7 +102,7 @@ class ClientsWorkload:
                 )
                 if p.driver == KAFKA_VERIFIABLE:
                     producer = VerifiableProducerSpec(
-                        **vars(producer), kafka_version=ctx.kafka_version, host=_where(p.host, ctx)
+                        **vars(producer), kafka_version=ctx.kafka_version, host=where_on_host(p.host, ctx)
                     )
                 pool.start(producer)
         ctx.wait(
@@ -163,7 +163,7 @@ class ClientsWorkload:
                 group_protocol=settings.group_protocol,
                 assignment_strategy=settings.java_assignor(),
                 remote_assignor=settings.remote_assignor,
-                host=_where(c.host, ctx),
+                host=where_on_host(c.host, ctx),
             )
         return replace(spec, properties={**c.properties, **settings.librdkafka_properties()})
 

@@ -1,7 +1,8 @@
 """App scenarios: a user's application between failsafe's verifying producers and the final read of its output, held to
 the contract it declares, with the kit's topics, producers (the app's input) and consumers (readers of its output).
 
-    [[apps]]     name, command (a list: any language), input, output, group, instances, env, ready, ready_timeout_s
+    [[apps]]     name, command (a list: any language), input, output, group, instances, env, ready, ready_timeout_s,
+                 stop_timeout_s, restart, host, files
     [contract]   form = "each" | "totals"; delivery = "exactly-once" | "at-least-once" | "at-most-once";
                  identity = "value" | "key" | "json:FIELD" | "header:NAME", order = "none" | "per-key" (each);
                  total = "value" | "json:FIELD" (totals)
@@ -14,13 +15,19 @@ process's name: ctp-0, ctp-0.1 once started again) and FAILSAFE_TRANSACTIONAL_ID
 instance, so a new start fences the old one), then the scenario's ``env``.
 
 ``ready``: when an instance counts as started: ``group`` (the app's group owns every partition of its input; the
-default), ``log:REGEX`` (a line of its output matches), ``port:N`` (127.0.0.1:N accepts a connection).
+default), ``log:REGEX`` (a line of its output matches), ``port:N`` (127.0.0.1:N accepts a connection; the host's
+address:N for an app on a host).
+
+``host``: a host of the cluster's inventory to run every instance on, over SSH (on_host.py); ``files``: the files and
+directories (paths relative to where failsafe runs) copied to the app's directory there first, at the same relative
+paths.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from failsafe.checkers.app.each import identity_is_valid
@@ -69,6 +76,8 @@ class App:
     # How long a stop (SIGTERM) waits for an instance to exit before it is killed.
     stop_timeout_s: float = 10.0
     restart: str = "never"
+    host: str | None = None  # a host of the cluster's inventory (on_host.py); None: where failsafe runs
+    files: tuple[str, ...] = ()  # copied to the app's directory on its host
 
     def processes(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.instances)]
@@ -94,6 +103,11 @@ class AppScenario(ClientsScenario):
 
     def instances(self) -> list[str]:
         return [n for a in self.apps for n in a.processes()]
+
+    def client_hosts(self) -> dict[str, str]:
+        """The kit's clients on hosts, and each app placed on one: the engine refuses an unknown host, --attach and a
+        fault that cuts the clients' links (failsafe cuts them where it runs) as for the lab's clients."""
+        return {**super().client_hosts(), **{a.name: a.host for a in self.apps if a.host}}
 
     def checker_options(self) -> dict[str, dict]:
         """The contract, for the app checker: the apps' input and output topics, and which readers read committed."""
@@ -130,6 +144,19 @@ class AppScenario(ClientsScenario):
 def _command(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
         raise TypeError('expected a non-empty list of strings, e.g. ["{python}", "app.py"]')
+    return tuple(value)
+
+
+def _files(value: object) -> tuple[str, ...]:
+    """Paths below the directory failsafe runs in, which exist: they keep their relative paths on the host."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TypeError('expected a list of paths, e.g. ["examples/apps/eos_ctp.py"]')
+    for v in value:
+        path = PurePosixPath(v)
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"{v!r}: a path relative to the directory failsafe runs in, without '..'")
+        if not Path(v).exists():
+            raise ValueError(f"{v!r}: no such file or directory here ({Path.cwd()})")
     return tuple(value)
 
 
@@ -173,6 +200,8 @@ def parse_app(data: dict, kind: KindInfo) -> AppScenario:
                 "ready_timeout_s": positive,
                 "stop_timeout_s": positive,
                 "restart": _restart,
+                "host": worker_name,
+                "files": _files,
             },
         )
         for i, a in enumerate(tables(data, "apps", name))
@@ -239,6 +268,8 @@ def _validate(s: AppScenario) -> None:
                 f"{where}.apps[{i}].input",
                 f"{sorted(set(a.input) - written)} has no [[producers]]: failsafe's producers write the app's input",
             )
+        if a.files and a.host is None:
+            raise fail(f"{where}.apps[{i}].files", "files are copied to the app's host: set host, or leave files out")
         if not 1 <= a.instances <= MAX_WORKERS:
             raise fail(f"{where}.apps[{i}].instances", f"{a.instances} must be 1 to {MAX_WORKERS}")
     outputs = {t for a in s.apps for t in a.output}

@@ -9,7 +9,8 @@ every instance, until each app is ready; then the kit's consumers and producers.
 each app's group has committed its input up to the log end (``drained`` false if not within drain_timeout_s), the apps
 stopped (SIGTERM), then the kit's consumers as in the lab. final_read: every partition of every topic, input and output,
 at read_committed. Client faults on an instance (faults/apps.py) act on its process group; a start after a kill or a
-stop is a new process, NAME.N, with the same FAILSAFE_TRANSACTIONAL_ID.
+stop is a new process, NAME.N, with the same FAILSAFE_TRANSACTIONAL_ID. An app with a ``host`` runs its instances
+there over SSH (on_host.py).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from failsafe.errors import UserError
 from failsafe.faults import FaultError
 from failsafe.history.ops import Op, event
 from failsafe.scenarios.engine.plugin import RunContext
+from failsafe.scenarios.kinds.app.on_host import AppHost, RemoteApp
 from failsafe.scenarios.kinds.app.schema import READY_GROUP, App, AppScenario
-from failsafe.scenarios.kit.workload import ClientsWorkload
+from failsafe.scenarios.kit.workload import ClientsWorkload, where_on_host
 from failsafe.supervisor import Child, run_to_end
 from failsafe.tools.admin import log_end_offsets
 from failsafe.waiting import WaitTimeout
@@ -48,7 +50,7 @@ MAX_RESTARTS = 10
 class Instance:
     app: App
     index: int
-    child: Child
+    child: Child | RemoteApp
     process: str
     frozen: bool = False
     exit_recorded: bool = False
@@ -63,6 +65,7 @@ class AppWorkload(ClientsWorkload):
         self._ctx: RunContext | None = None
         self._groups: dict[str, tuple[float, dict | None]] = {}  # the last answer about each group, and when
         self._words: dict[str, str] = {PYTHON: sys.executable}  # what each {placeholder} of a command stands for
+        self._hosts: dict[str, AppHost] = {}  # by app name: the apps that run on a host
 
     # -- phases ---------------------------------------------------------------------------------
     def groups(self) -> list[str]:
@@ -72,7 +75,8 @@ class AppWorkload(ClientsWorkload):
     def setup(self, ctx: RunContext) -> None:
         super().setup(ctx)
         self._ctx = ctx
-        _delete_streams_internal_topics(ctx.bootstrap_servers, [a.group for a in self.scenario.apps])
+        declared = {t.name for t in self.scenario.topics}
+        _delete_streams_internal_topics(ctx.bootstrap_servers, [a.group for a in self.scenario.apps], declared)
         words = {w for a in self.scenario.apps for part in a.command for w in (JAVA, STREAMS_CLASSPATH) if w in part}
         if words:
             from failsafe.jvm.java import find_java
@@ -83,6 +87,12 @@ class AppWorkload(ClientsWorkload):
 
             ctx.event(f"Kafka Streams {ctx.kafka_version}: resolving its jars (cached after the first time)")
             self._words[STREAMS_CLASSPATH] = str(resolve_streams(ctx.kafka_version).libs_dir / "*")
+        for app in self.scenario.apps:
+            if app.host is not None:
+                ctx.event(f"app {app.name}: copying its files to host {app.host}")
+                streams = any(STREAMS_CLASSPATH in part for part in app.command)
+                where = where_on_host(app.host, ctx)
+                self._hosts[app.name] = AppHost.open(where, app.name, app.files, ctx.kafka_version, streams)
 
     def start(self, ctx: RunContext) -> None:
         for app in self.scenario.apps:
@@ -116,6 +126,9 @@ class AppWorkload(ClientsWorkload):
 
     def stop(self) -> None:
         self._stop_apps()
+        for host in self._hosts.values():
+            host.close()
+        self._hosts.clear()
         super().stop()
 
     def tick(self) -> None:
@@ -144,11 +157,14 @@ class AppWorkload(ClientsWorkload):
     # -- the app's instances --------------------------------------------------------------------
     def _start(self, app: App, index: int, process: str) -> None:
         ctx = self._context()
-        command = [_fill(part, self._words) for part in app.command]
-        state = ctx.run_path / "apps" / f"{app.name}-{index}"
-        state.mkdir(parents=True, exist_ok=True)
+        host = self._hosts.get(app.name)
+        command = [_fill(part, host.words if host is not None else self._words) for part in app.command]
+        if host is not None:
+            state = str(host.state_dir(ctx.run_path.name, f"{app.name}-{index}"))
+        else:
+            (ctx.run_path / "apps" / f"{app.name}-{index}").mkdir(parents=True, exist_ok=True)
+            state = str(ctx.run_path / "apps" / f"{app.name}-{index}")
         env = {
-            **os.environ,
             "FAILSAFE_BOOTSTRAP_SERVERS": ctx.bootstrap_servers,
             "FAILSAFE_INPUT_TOPICS": ",".join(app.input),
             "FAILSAFE_OUTPUT_TOPICS": ",".join(app.output),
@@ -158,15 +174,19 @@ class AppWorkload(ClientsWorkload):
             "FAILSAFE_INSTANCES": str(app.instances),
             "FAILSAFE_PROCESS": process,
             "FAILSAFE_TRANSACTIONAL_ID": f"{app.name}-{index}",
-            "FAILSAFE_STATE_DIR": str(state),
+            "FAILSAFE_STATE_DIR": state,
             **app.env,
         }
+        log = ctx.logs_dir / f"{process}.log"
         try:
-            child = ctx.supervisor.spawn(command, name=process, log_path=ctx.logs_dir / f"{process}.log", env=env)
+            if host is not None:
+                child: Child | RemoteApp = host.spawn(command, env, name=process, log_path=log)
+            else:
+                child = ctx.supervisor.spawn(command, name=process, log_path=log, env={**os.environ, **env})
         except OSError as e:
             raise UserError(f"app {app.name}: {e}") from e
         self.instances[f"{app.name}-{index}"] = Instance(app, index, child, process)
-        ctx.recorder.record(event(Op.APP_START, process=process))
+        ctx.recorder.record(event(Op.APP_START, process=process, host=None if host is None else host.name))
 
     def _restart_by_policy(self, instance: Instance, code: int) -> None:
         policy, name = instance.app.restart, f"{instance.app.name}-{instance.index}"
@@ -178,6 +198,8 @@ class AppWorkload(ClientsWorkload):
 
     def _record_exit(self, instance: Instance, code: int | None, by_itself: bool) -> None:
         instance.exit_recorded = True
+        if isinstance(instance.child, RemoteApp):
+            instance.child.close()  # its channel: nothing of the instance runs on the host now
         self._context().recorder.record(
             event(
                 Op.APP_EXIT,
@@ -212,8 +234,9 @@ class AppWorkload(ClientsWorkload):
             pattern = re.compile(app.ready[4:])
             return all(pattern.search(self._read_log(i)) is not None for i in mine)
         port = int(app.ready[5:])
+        host = self._hosts.get(app.name)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host.address if host is not None else "127.0.0.1", port), timeout=1):
                 return True
         except OSError:
             return False
@@ -332,7 +355,7 @@ class AppWorkload(ClientsWorkload):
         instance = self._instance(name)
         if instance.frozen or instance.child.exit_code() is not None:
             raise FaultError(f"app instance {instance.process} is frozen or not running")
-        os.killpg(instance.child.pid, signal.SIGSTOP)
+        _signal_group(instance.child, signal.SIGSTOP)
         instance.frozen = True
 
     def resume_client(self, name: str) -> None:
@@ -342,9 +365,17 @@ class AppWorkload(ClientsWorkload):
         if instance.frozen:
             instance.frozen = False
             try:
-                os.killpg(instance.child.pid, signal.SIGCONT)
+                _signal_group(instance.child, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+
+
+def _signal_group(child: Child | RemoteApp, sig: signal.Signals) -> None:
+    """A freeze or a thaw: to the instance's process group here, to its process on a host."""
+    if isinstance(child, RemoteApp):
+        child.signal_group(sig)
+    else:
+        os.killpg(child.pid, sig)
 
 
 def _fill(part: str, words: dict[str, str]) -> str:
@@ -353,15 +384,18 @@ def _fill(part: str, words: dict[str, str]) -> str:
     return part
 
 
-def _delete_streams_internal_topics(bootstrap_servers: str, groups: list[str]) -> None:
-    """An earlier run's Kafka Streams changelogs and repartition topics of these application ids (its groups)."""
+def _delete_streams_internal_topics(bootstrap_servers: str, groups: list[str], declared: set[str]) -> None:
+    """An earlier run's Kafka Streams changelogs and repartition topics of these application ids (its groups); never a
+    topic the scenario declares (made anew just before), whatever its name."""
     from failsafe.scenarios.engine.setup import ADMIN_TIMEOUT_S, delete_topics
     from failsafe.tools.admin import new_admin
     from failsafe.tools.retry import retrying
 
     admin = new_admin(bootstrap_servers)
     listed = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "listing the topics").topics
-    stale = sorted(t for t in listed for g in groups if t.startswith(f"{g}-") and t.endswith(STREAMS_INTERNAL))
+    stale = sorted(
+        {t for t in listed for g in groups if t.startswith(f"{g}-") and t.endswith(STREAMS_INTERNAL)} - declared
+    )
     if stale:
         delete_topics(admin, stale)
 
