@@ -160,10 +160,11 @@ class AppWorkload(ClientsWorkload):
         host = self._hosts.get(app.name)
         command = [_fill(part, host.words if host is not None else self._words) for part in app.command]
         if host is not None:
-            state = str(host.state_dir(ctx.run_path.name, f"{app.name}-{index}"))
+            state = str(host.state_dir(ctx.run_path.name, f"{app.name}-{index}"))  # made there by host.spawn
         else:
-            (ctx.run_path / "apps" / f"{app.name}-{index}").mkdir(parents=True, exist_ok=True)
-            state = str(ctx.run_path / "apps" / f"{app.name}-{index}")
+            here = ctx.run_path / "apps" / f"{app.name}-{index}"
+            here.mkdir(parents=True, exist_ok=True)
+            state = str(here)
         env = {
             "FAILSAFE_BOOTSTRAP_SERVERS": ctx.bootstrap_servers,
             "FAILSAFE_INPUT_TOPICS": ",".join(app.input),
