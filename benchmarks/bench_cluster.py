@@ -2,8 +2,11 @@
 from SIGKILL of a partition leader to a new leader in the metadata (Kafka's defaults).
 
     .venv/bin/python benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json
+    .venv/bin/python benchmarks/bench_cluster.py --versions 4.3.1,4.4.0 --runs 5 \
+        --out docs/benchmarks/cluster-versions.json
 
-Each run uses a fresh cluster directory on free ports and stops everything it started.
+Each run uses a fresh cluster directory on free ports and stops everything it started. With --versions, each round
+runs one cluster of each release, one after the other (A, B, A, B, ...), and the file holds each release's numbers.
 """
 
 from __future__ import annotations
@@ -44,10 +47,10 @@ def partition0(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
     return p.leader, sorted(p.isrs)
 
 
-def one_run(root: Path) -> dict:
+def one_run(root: Path, version: str = DEFAULT_KAFKA_VERSION) -> dict:
     ports = cluster_ports()
     t0 = time.monotonic()
-    cli("up", "--dir", str(root), *ports)
+    cli("up", "--dir", str(root), "--kafka-version", version, *ports)
     create_to_ready_s = time.monotonic() - t0
     cluster = Cluster.open(root)
     rss = {}
@@ -94,11 +97,48 @@ def summary(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+def summarise(runs: list[dict]) -> dict:
+    return {
+        "create_to_ready_s": summary([r["create_to_ready_s"] for r in runs]),
+        "restart_to_ready_s": summary([r["restart_to_ready_s"] for r in runs]),
+        "broker_rss_mib": summary([v for r in runs for k, v in r["rss_mib"].items() if k != "server-1000"]),
+        "controller_rss_mib": summary([r["rss_mib"]["server-1000"] for r in runs]),
+        "kill_to_new_leader_s": summary([r["kill_to_new_leader_s"] for r in runs]),
+    }
+
+
+def compare_versions(versions: list[str], rounds: int, out: Path | None) -> None:
+    """Each round: one cluster of each release, one after the other, so both meet the same machine."""
+    runs: dict[str, list[dict]] = {v: [] for v in versions}
+    for i in range(rounds):
+        for version in versions:
+            with tempfile.TemporaryDirectory(prefix="failsafe-bench-") as tmp:
+                runs[version].append(one_run(Path(tmp) / "cluster", version))
+            print(f"round {i + 1}/{rounds} {version}: {json.dumps(runs[version][-1])}", file=sys.stderr, flush=True)
+    result = {
+        "what": "failsafe up to ready (made, then restarted), memory, kill -9 to a new leader: releases alternated",
+        "command": f".venv/bin/python benchmarks/bench_cluster.py --versions {','.join(versions)} --runs {rounds}",
+        "machine": {"cpus": os.cpu_count(), "java": find_java().major},
+        "order": [v for _ in range(rounds) for v in versions],
+        "versions": {v: {"runs": runs[v], **summarise(runs[v])} for v in versions},
+    }
+    text = json.dumps(result, indent=2)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--versions", default=None, help="A,B: each round runs one cluster of each, one after the other"
+    )
     args = parser.parse_args()
+    if args.versions:
+        return compare_versions(args.versions.split(","), args.runs, args.out)
     runs = []
     for i in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="failsafe-bench-") as tmp:

@@ -568,6 +568,55 @@ RAW: tuple[Raw, ...] = (
         "machine: up, kill, broker-failover, with commands in the shells kept open on each host",
     ),
     Raw(
+        "docs/benchmarks/lifecycle-rolling-upgrade.json",
+        "N=5 bash benchmarks/lifecycle.sh upgrade",
+        False,
+        "the rolling upgrade 4.3.1 -> 4.4.0 under load, each run on a cluster of its own; each step's cost by "
+        "benchmarks/lifecycle_steps.py; about 15 min",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-rolling-upgrade-rollback.json",
+        "N=3 bash benchmarks/lifecycle.sh rollback",
+        False,
+        "every node rolled onto 4.4.0 and back onto 4.3.1 before finalizing, under load; about 12 min",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-quorum.json",
+        "N=5 bash benchmarks/lifecycle.sh quorum",
+        False,
+        "a dynamic quorum's scenarios (a controller added and removed; the active one removed and added back on a "
+        "new disk) under load, N runs each; each change's cost by benchmarks/lifecycle_steps.py --quorum",
+    ),
+    Raw(
+        "docs/benchmarks/kafka-config-diff-4.3.1-4.4.0.json",
+        f"{PY} benchmarks/kafka_config_diff.py --from 4.3.1 --to 4.4.0 --out "
+        "docs/benchmarks/kafka-config-diff-4.3.1-4.4.0.json",
+        False,
+        "every ConfigDef key of the broker, topic, group, producer, consumer and admin configs of both releases' jars, "
+        "and Kafka's own version-mapping of the feature levels; no cluster, about 30 s",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-flips.json",
+        "N=2 bash benchmarks/lifecycle.sh flips",
+        False,
+        "txn-version-flip and elr-flip-last-replica N runs each, and the ELR flip's control (the same run, its flip to "
+        "the level the feature already has) N runs; about 10 min",
+    ),
+    Raw(
+        "docs/benchmarks/cluster-versions.json",
+        f"{PY} benchmarks/bench_cluster.py --versions 4.3.1,4.4.0 --runs 5 --out docs/benchmarks/cluster-versions.json",
+        False,
+        "failsafe up on each release, one after the other in each round: made and restarted to ready, memory, a "
+        "leader's kill -9; about 8 min",
+    ),
+    Raw(
+        "docs/benchmarks/compare-4.3.1-4.4.0.json",
+        "CELLS='fault=kill,sigterm,pause,controller-kill,leader-isolated;profile=defaults;client=librdkafka' N=5 bash "
+        "benchmarks/lifecycle.sh compare",
+        False,
+        "failsafe compare --kafka 4.3.1,4.4.0 over five faults of the atlas's default profile; about 35 min",
+    ),
+    Raw(
         "docs/benchmarks/hosts-before-shells.json",
         "git show dd535e3:docs/benchmarks/hosts.json > docs/benchmarks/hosts-before-shells.json",
         False,

@@ -68,6 +68,15 @@ from benchmarks.render_harness import (  # noqa: E402
     t_simulator_rounds,
 )
 from benchmarks.render_hosts import t_hosts  # noqa: E402
+from benchmarks.render_kafka_versions import t_kafka_config_diff  # noqa: E402
+from benchmarks.render_lifecycle import (  # noqa: E402
+    t_cluster_versions,
+    t_compare,
+    t_lifecycle_flips,
+    t_lifecycle_quorum,
+    t_lifecycle_rollback,
+    t_lifecycle_upgrade,
+)
 from benchmarks.render_network import (  # noqa: E402
     t_network_faults,
     t_network_leader_isolated,
@@ -289,6 +298,13 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "app-naive-phase": t_app_naive_phase,
     "app-cells": t_app_cells,
     "app-overhead": t_app_overhead,
+    "lifecycle-upgrade": t_lifecycle_upgrade,
+    "lifecycle-rollback": t_lifecycle_rollback,
+    "compare-kafka": t_compare,
+    "lifecycle-quorum": t_lifecycle_quorum,
+    "kafka-config-diff": t_kafka_config_diff,
+    "cluster-versions": t_cluster_versions,
+    "lifecycle-flips": t_lifecycle_flips,
 }
 
 

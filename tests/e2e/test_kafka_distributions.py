@@ -10,12 +10,17 @@ from tests.helpers import run_cli
 pytestmark = pytest.mark.cluster
 
 LEGACY_KAFKA_VERSION = "3.9.2"
+# The newest release, beside the default (the Makefile's NEXT_KAFKA_VERSION); its MirrorMaker 2 is 4.3.1's, as Maven
+# Central has no connect-mirror 4.4.0 (jvm/mirror.py).
+NEXT_KAFKA_VERSION = "4.4.0"
 
 
-@pytest.mark.parametrize("version", [DEFAULT_KAFKA_VERSION, LEGACY_KAFKA_VERSION])
+@pytest.mark.parametrize("version", [DEFAULT_KAFKA_VERSION, LEGACY_KAFKA_VERSION, NEXT_KAFKA_VERSION])
 def test_setup_resolves_kafka_and_its_tools_report_the_version(version: str) -> None:
     setup = run_cli("setup", "--kafka-version", version, timeout_s=600)
     assert setup.returncode == 0, setup.stderr
+    if version == NEXT_KAFKA_VERSION:
+        assert "MirrorMaker 2 4.3.1 jars" in " ".join(setup.stdout.split()), setup.stdout
     libs = cache_root() / f"kafka-{version}" / "libs"
     assert (libs / f"kafka_2.13-{version}.jar").is_file()
     assert (libs / f"kafka-tools-{version}.jar").is_file()

@@ -81,7 +81,7 @@ def test_a_selection_is_every_combination_of_the_values_named() -> None:
 
 
 def test_an_axis_left_out_is_all_of_it_and_selections_add_up() -> None:
-    assert len(select(["fault=kill"])) == 3 * 2 * 3
+    assert len(select(["fault=kill"])) == 3 * 2 * 4  # profiles × clients × modes
     both = select(["fault=kill;mode=kraft-4.3.1", "fault=kill,sigterm;mode=kraft-4.3.1;client=librdkafka"])
     assert len(both) == 6 + 3 and len(set(both)) == len(both)
     # In the grid's order whatever the order of the values.
@@ -135,7 +135,7 @@ def test_the_default_grid_fits_three_hours(tmp_path: Path) -> None:
         (cl, m) for cl in ("librdkafka", "kafka-java") for m in ("kraft-4.3.1", "kraft-3.9.2", "zookeeper-3.9.2")
     }
     full = Plan(select([], full=True), DEFAULT_RUNS, Store(tmp_path))
-    assert len(full.cells) == len(FULL_GRID) == 126 and full.runs_to_do() == 630 and full.estimate_s() > BUDGET_S
+    assert len(full.cells) == len(FULL_GRID) == 168 and full.runs_to_do() == 840 and full.estimate_s() > BUDGET_S
 
 
 def test_the_plan_says_the_estimate_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -179,7 +179,7 @@ def test_every_defaults_cell_parses_and_its_group_gets_a_cluster_that_fits() -> 
         if spec.mode == "kraft":
             # controller-kill needs three: every KRaft group has them, even one of kill cells alone.
             assert spec.controllers == 3
-    assert len(launcher.scenarios) == 2 * 7 * 3  # every defaults cell of the grid parsed
+    assert len(launcher.scenarios) == 2 * 7 * 4  # every defaults cell of the grid parsed (2 clients, 4 modes)
 
 
 def test_every_profile_of_the_grid_is_one_this_tree_ships() -> None:

@@ -5,7 +5,7 @@ costs.
     scenario
     profile   defaults, fast-failover, durable: the cluster's profile ([cluster] profile, set as --set does)
     client    librdkafka (failsafe's workers), kafka-java (Kafka's VerifiableProducer and VerifiableConsumer)
-    mode      kraft-4.3.1, kraft-3.9.2, zookeeper-3.9.2: the cluster's metadata mode and Kafka release
+    mode      kraft-4.3.1, kraft-4.4.0, kraft-3.9.2, zookeeper-3.9.2: the cluster's metadata mode and Kafka release
 
 A cell is one of each; its runs are its scenario with the cell's --set changes (``Cell.overrides``), run as
 'failsafe run SCENARIO --set ...' runs it. ``--cells 'fault=kill,pause;profile=*;client=librdkafka;mode=kraft-4.3.1'``
@@ -91,6 +91,7 @@ CLIENTS: tuple[Client, ...] = (
 )
 MODES: tuple[Mode, ...] = (
     Mode("kraft-4.3.1", "KRaft, Kafka 4.3.1", "kraft", "4.3.1"),
+    Mode("kraft-4.4.0", "KRaft, Kafka 4.4.0", "kraft", "4.4.0"),
     Mode("kraft-3.9.2", "KRaft, Kafka 3.9.2", "kraft", "3.9.2"),
     Mode("zookeeper-3.9.2", "ZooKeeper, Kafka 3.9.2", "zookeeper", "3.9.2"),
 )
@@ -112,8 +113,12 @@ AXES: dict[str, tuple[str, ...]] = {
 EXAMPLE = "'fault=kill,pause;profile=*;client=librdkafka;mode=kraft-4.3.1'"
 
 # The default grid (docs/atlas.md): every fault under every profile on KRaft 4.3.1 with librdkafka, and the kill -9
-# column under the default profile across both clients and all three modes. 26 cells, 130 runs at 5 runs a cell.
-DEFAULT_SELECTIONS = ("mode=kraft-4.3.1;client=librdkafka", "fault=kill;profile=defaults")
+# column under the default profile across both clients and the three modes it was first measured in (4.4.0 is compared
+# with 4.3.1 by 'failsafe compare', docs/lifecycle.md). 26 cells, 130 runs at 5 runs a cell.
+DEFAULT_SELECTIONS = (
+    "mode=kraft-4.3.1;client=librdkafka",
+    "fault=kill;profile=defaults;mode=kraft-4.3.1,kraft-3.9.2,zookeeper-3.9.2",
+)
 DEFAULT_RUNS = 5
 BUDGET_S = 3 * 3600
 

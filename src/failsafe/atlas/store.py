@@ -42,6 +42,7 @@ MEASURES: tuple[tuple[str, str], ...] = (
 # Measured too, shown in each cell's details.
 OTHER_MEASURES: tuple[tuple[str, str], ...] = (
     ("new_controller_ms", "time to a new active controller"),
+    ("rebalance_pause_ms", "rebalance pause: the longest time a consumer group's partitions had no live owner"),
     ("lost_allowed", "acknowledged writes lost by producers declared may_lose (acks 0 or 1)"),
     ("wall_s", "wall time of the run"),
 )
@@ -90,6 +91,7 @@ def run_record(run_dir: str, results: dict, wall_s: float) -> dict[str, Any]:
         # Partitions the fault took the leader of that took no write again before the run ended: not in unavailable_ms.
         "never_available_again": int((availability.get("counts") or {}).get("never-available-again") or 0),
         "new_controller_ms": _number((results.get("measurements") or {}).get("new_controller_ms")),
+        "rebalance_pause_ms": _number((checkers.get("rebalance") or {}).get("max_pause_ms")),
         "lost_acknowledged": lost_acknowledged(results),
         "lost_allowed": int(counts.get("lost-allowed") or 0) + int(counts.get("lost-after-read-allowed") or 0),
         "anomalies": anomalies(results),

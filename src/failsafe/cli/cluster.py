@@ -66,6 +66,7 @@ _SPEC_PARAMS = {
     "profile": "profile",
     "metrics": "metrics",
     "metrics_base_port": "metrics_base_port",
+    "dynamic_quorum": "dynamic_quorum",
 }
 
 
@@ -102,7 +103,10 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
 
             with stderr.status(f"resolving MirrorMaker 2 of Kafka {kafka_version} from Maven Central"):
                 mirror = resolve_mirror(kafka_version)
-            stdout.print(f"MirrorMaker 2 jars in {mirror.libs_dir}")
+            served = (
+                "" if mirror.version == kafka_version else f" (connect-mirror {kafka_version} is not on Maven Central)"
+            )
+            stdout.print(f"MirrorMaker 2 {mirror.version} jars in {mirror.libs_dir}{served}")
         if cds:
             from failsafe.cluster.nodes.cds import ensure_archive
 
@@ -149,6 +153,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     help=f"KRaft controllers [default: {DEFAULT_CONTROLLERS}; with --combined, one per broker].",
 )
 @click.option("--combined", is_flag=True, help="Run controllers inside brokers (process.roles=broker,controller).")
+@click.option(
+    "--dynamic-quorum",
+    is_flag=True,
+    help="A dynamic controller quorum (KIP-853, kraft.version 1): nodes find it through "
+    "controller.quorum.bootstrap.servers, and 'failsafe controller add|remove' change its voters while it runs.",
+)
 @click.option(
     "--zookeepers",
     type=click.IntRange(min=1),
@@ -239,6 +249,7 @@ def up_command(
     racks: int,
     controllers: int | None,
     combined: bool,
+    dynamic_quorum: bool,
     zookeepers: int | None,
     zookeeper_port: int | None,
     kafka_version: str | None,
@@ -283,6 +294,7 @@ def up_command(
         features=parse_pairs(feature, "--feature"),
         metrics=metrics,
         metrics_base_port=metrics_base_port,
+        **({"dynamic_quorum": True} if dynamic_quorum else {}),
         **spec_fields(profile),
     )
     explicit = {

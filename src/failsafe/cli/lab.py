@@ -127,45 +127,50 @@ def run_command(
             if inventory_file or hosts_list or user or key
             else None
         )
-        where = open_site(scenarios, root, event, site, attach=attach, inventory=inventory)
-        with stderr.status("preparing") as status, where as (cluster, clusters, facts):
-            # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
-            mode_of_cluster = cluster.spec.mode
-            scenarios = [
-                _parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s
-                for f, s in zip(files, scenarios, strict=True)
-            ]
-            facts = {**facts, "overrides": list(overrides)}
-            event(f"cluster ready ({time.monotonic() - started:.1f}s)")
-            for scenario in scenarios:
-                kind = kind_of(scenario)
-                mine: list[Outcome] = []
-                for attempt in range(1, repeat + 1):
-                    counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
-                    event(f"[bold]{scenario.name}[/]{counter}: {' '.join(scenario.description.split()).split('. ')[0]}")
-                    outcome = run_and_judge(
-                        scenario,
-                        cluster,
-                        RunDir.create(runs_root, scenario),
-                        kafka_version=cluster.spec.kafka_version,
-                        facts=facts,
-                        clusters=clusters,
-                        status=status.update,
-                        event=event,
-                    )
-                    kind.show(stdout, outcome.run_dir, outcome.results, outcome.history)
-                    stdout.print(f"report: {outcome.run_dir.report_path}")
-                    # The history is shown; the table after needs only the results (a --repeat of many runs holds no
-                    # history).
-                    mine.append(dataclasses.replace(outcome, history=None))
-                    try:
-                        require_whole(cluster, after=scenario.name)
-                    except ClusterNotWhole:
-                        outcomes += mine
-                        raise
-                outcomes += mine
-                if repeat > 1:
-                    _print_repeat(scenario.name, mine, overrides, runs_root)
+        for sitting, (attempts, first) in enumerate(_sittings(scenarios, repeat, root, attach)):
+            if sitting:
+                event("the run left its cluster changed for good: a fresh one for the next run")
+            where = open_site(scenarios, root, event, site, attach=attach, inventory=inventory)
+            with stderr.status("preparing") as status, where as (cluster, clusters, facts):
+                # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
+                mode_of_cluster = cluster.spec.mode
+                scenarios = [
+                    _parse(f, overrides, mode_of_cluster) if f.applies(mode_of_cluster) else s
+                    for f, s in zip(files, scenarios, strict=True)
+                ]
+                facts = {**facts, "overrides": list(overrides)}
+                event(f"cluster ready ({time.monotonic() - started:.1f}s)")
+                for scenario in scenarios:
+                    kind = kind_of(scenario)
+                    mine: list[Outcome] = []
+                    for attempt in range(first, first + attempts):
+                        counter = f" (run {attempt}/{repeat})" if repeat > 1 else ""
+                        summary = " ".join(scenario.description.split()).split(". ")[0]
+                        event(f"[bold]{scenario.name}[/]{counter}: {summary}")
+                        outcome = run_and_judge(
+                            scenario,
+                            cluster,
+                            RunDir.create(runs_root, scenario),
+                            kafka_version=cluster.spec.kafka_version,
+                            facts=facts,
+                            clusters=clusters,
+                            status=status.update,
+                            event=event,
+                        )
+                        kind.show(stdout, outcome.run_dir, outcome.results, outcome.history)
+                        stdout.print(f"report: {outcome.run_dir.report_path}")
+                        # The history is shown; the table after needs only the results (a --repeat of many runs holds no
+                        # history).
+                        mine.append(dataclasses.replace(outcome, history=None))
+                        try:
+                            require_whole(cluster, after=scenario.name)
+                        except ClusterNotWhole:
+                            outcomes += mine
+                            raise
+                    outcomes += mine
+                    if repeat > 1 and first + attempts > repeat:  # its last run: the table over all of them
+                        theirs = [o for o in outcomes if o.name == scenario.name]
+                        _print_repeat(scenario.name, theirs, overrides, runs_root)
     except Exception as e:  # noqa: BLE001 - reported by the boundary's own rules, after the runs already judged
         if isinstance(e, UserError) and not outcomes:
             raise
@@ -178,6 +183,30 @@ def run_command(
     if len(outcomes) > 1:
         _print_lab_table(outcomes, time.monotonic() - started)
     return Verdict.worst(o.verdict for o in outcomes).exit_code
+
+
+def _sittings(scenarios: list, repeat: int, root: Path, attach: str | None) -> list[tuple[int, int]]:
+    """How the runs sit on clusters: (attempts, first attempt's number) per cluster opened. One cluster for every run,
+    unless a scenario leaves its cluster changed for good (cluster.delete_after: upgraded and finalized): then a fresh
+    cluster for each of its runs, and it runs alone."""
+    if not any(s.cluster.delete_after for s in scenarios):
+        return [(repeat, 1)]
+    if len(scenarios) > 1:
+        changing = next(s.name for s in scenarios if s.cluster.delete_after)
+        raise UserError(f"{changing} leaves its cluster on another Kafka release: run it on its own")
+    if repeat > 1 and (attach or _running_cluster(root)):
+        raise UserError(
+            f"{scenarios[0].name} leaves the cluster it runs on changed for good, so each of its --repeat runs starts "
+            f"a cluster of its own: pass a --dir without a running cluster (or run it once on {attach or root})"
+        )
+    return [(1, attempt) for attempt in range(1, repeat + 1)]
+
+
+def _running_cluster(root: Path) -> bool:
+    from failsafe.cluster.topology.directory import find_topology
+
+    existing = find_topology(root)
+    return existing is not None and existing.running()
 
 
 def _run_options(files: list, given: dict[str, str | None]) -> list[str]:

@@ -23,11 +23,13 @@ from failsafe.cli.cluster import (
     up_command,
     zookeeper,
 )
+from failsafe.cli.compare import compare_command
 from failsafe.cli.console import console_command
 from failsafe.cli.explain import explain_command
 from failsafe.cli.hosts import hosts
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
+from failsafe.cli.lifecycle import controller_add_command, controller_remove_command, upgrade_command
 from failsafe.cli.mirror import mirror
 from failsafe.cli.net import net
 from failsafe.cli.options import INTERRUPTED_EXIT
@@ -66,6 +68,7 @@ for command in (
     controller,
     zookeeper,
     migrate_command,
+    upgrade_command,
     topics,
     produce_command,
     consume_command,
@@ -80,6 +83,7 @@ for command in (
     campaign_command,
     shrink_command,
     atlas_command,
+    compare_command,
     pipeline,
     spark,
     simulate,
@@ -89,6 +93,9 @@ for command in (
     hosts,
 ):
     cli.add_command(command)
+# A dynamic quorum's membership (cli/lifecycle.py), beside the node actions of 'failsafe controller'.
+controller.add_command(controller_add_command)
+controller.add_command(controller_remove_command)
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -18,7 +18,11 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
     props: dict[str, str] = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.node_id),
-        "controller.quorum.voters": spec.quorum_voters(),
+        **(
+            {"controller.quorum.bootstrap.servers": spec.quorum_bootstrap_servers()}
+            if spec.dynamic_quorum
+            else {"controller.quorum.voters": spec.quorum_voters()}
+        ),
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
         + (",REPLICATION:PLAINTEXT" if node.replication_port else ""),

@@ -143,6 +143,13 @@ class ClusterSpec:
     # On hosts reached over SSH (docs/hosts.md): each node's name (server-N) to the address of the host it runs on,
     # where all its listeners are. Empty: every node on this machine. The hosts' SSH details are in DIR/hosts.json.
     placement: dict[str, str] = field(default_factory=dict)
+    # KRaft: a dynamic controller quorum (KIP-853, kraft.version 1): the nodes find it through
+    # controller.quorum.bootstrap.servers, the first controllers are formatted as its voters (--initial-controllers),
+    # and 'failsafe controller add|remove' change it while it runs (cluster/topology/quorum.py). Off: a static quorum
+    # (controller.quorum.voters), as every cluster made before it.
+    dynamic_quorum: bool = False
+    # Controller ids removed from a dynamic quorum: no node of the cluster any more (their slot can be added again).
+    retired_controllers: tuple[int, ...] = ()
 
     @classmethod
     def zookeeper_mode(
@@ -251,6 +258,7 @@ class ClusterSpec:
                 )
             )
             for i in range(self.controllers)
+            if self.first_controller_id + i not in self.retired_controllers
         ]
         return controllers + [broker(i, None) for i in range(self.brokers)]
 
@@ -283,6 +291,10 @@ class ClusterSpec:
 
     def quorum_voters(self) -> str:
         return ",".join(f"{n.node_id}@{n.address}:{n.controller_port}" for n in self.controller_nodes())
+
+    def quorum_bootstrap_servers(self) -> str:
+        """A dynamic quorum's controller.quorum.bootstrap.servers: every controller's listener."""
+        return ",".join(f"{n.address}:{n.controller_port}" for n in self.controller_nodes())
 
     def validate(self) -> ClusterSpec:
         if self.brokers < 1:
@@ -330,12 +342,30 @@ class ClusterSpec:
             )
         if self.placement:
             self._validate_placement()
+        if self.dynamic_quorum:
+            self._validate_dynamic_quorum()
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")
         # A known profile, of the version failsafe ships, that this many brokers can serve.
         check_cluster(self)
         return self
+
+    def _validate_dynamic_quorum(self) -> None:
+        major, minor = (int(p) for p in self.kafka_version.split(".")[:2])
+        why = (
+            "it is KRaft's (a ZooKeeper-mode cluster has none)"
+            if self.mode != KRAFT_MODE
+            else "its controllers must be nodes of their own (not --combined)"
+            if self.combined
+            else f"Kafka {self.kafka_version} has none (KIP-853: 3.9 or later)"
+            if (major, minor) < (3, 9)
+            else "clusters on hosts do not have one yet"
+            if self.placement
+            else ""
+        )
+        if why:
+            raise UserError(f"--dynamic-quorum: {why}")
 
     def _validate_zookeeper_mode(self) -> None:
         if not self.kafka_version.startswith("3.9."):
@@ -390,7 +420,13 @@ class ClusterSpec:
         # A cluster.json written before nodes had their own addresses: its configs have none.
         # One written before nodes served metrics: they run without the agent.
         return cls(
-            **{"node_addresses": False, "metrics": False, **data, "jvm_options": tuple(data.get("jvm_options", ()))}
+            **{
+                "node_addresses": False,
+                "metrics": False,
+                **data,
+                "jvm_options": tuple(data.get("jvm_options", ())),
+                "retired_controllers": tuple(data.get("retired_controllers", ())),
+            }
         )
 
 
@@ -407,6 +443,10 @@ JSON_TYPES = {
     "dict[str, str]": (
         lambda v: isinstance(v, dict) and all(isinstance(x, str) for kv in v.items() for x in kv),
         "an object of strings",
+    ),
+    "tuple[int, ...]": (
+        lambda v: isinstance(v, list | tuple) and all(_is_int(x) for x in v),
+        "a list of whole numbers",
     ),
     "tuple[str, ...]": (
         lambda v: isinstance(v, list | tuple) and all(isinstance(x, str) for x in v),

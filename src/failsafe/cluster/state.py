@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from failsafe.cluster.observe.journal import JOURNAL_FILE
@@ -50,6 +50,12 @@ class ClusterState:
     spec: ClusterSpec
     cluster_id: str
     created_at: str
+    # Nodes that run another Kafka release than the spec's, by node name: a rolling upgrade (or its rollback) under way
+    # (cluster/topology/upgrade.py). Empty once it is finalized, when the spec's release is every node's.
+    node_versions: dict[str, str] = field(default_factory=dict)
+
+    def version_of(self, node: NodeSpec) -> str:
+        return self.node_versions.get(node.name, self.spec.kafka_version)
 
     def to_json(self) -> dict:
         return {
@@ -58,6 +64,7 @@ class ClusterState:
             "created_at": self.created_at,
             "kafka_version": self.spec.kafka_version,
             "spec": self.spec.to_json(),
+            **({"node_versions": dict(self.node_versions)} if self.node_versions else {}),
         }
 
     @classmethod
@@ -71,8 +78,14 @@ class ClusterState:
         for key in ("cluster_id", "created_at"):
             if not isinstance(data[key], str):
                 raise ValueError(f"{key!r} is {data[key]!r}, not a string")
+        versions = data.get("node_versions") or {}
+        if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+            raise ValueError(f"'node_versions' is {versions!r}, not an object of node names to Kafka releases")
         return cls(
-            spec=ClusterSpec.from_json(data["spec"]), cluster_id=data["cluster_id"], created_at=data["created_at"]
+            spec=ClusterSpec.from_json(data["spec"]),
+            cluster_id=data["cluster_id"],
+            created_at=data["created_at"],
+            node_versions={str(k): v for k, v in versions.items()},
         )
 
 

@@ -142,11 +142,21 @@ class Family(StrEnum):
     CLIENT = "client"  # the workload's own processes
     DISK = "disk"  # a node's disk: power lost (unsynced writes gone), full, failing
     MIGRATION = "migration"  # a step of the live ZooKeeper-to-KRaft migration, recorded as a window
+    UPGRADE = "upgrade"  # a step of a rolling upgrade of the Kafka release (cluster/topology/upgrade.py), a window
+    QUORUM_CHANGE = "quorum-change"  # a dynamic quorum's voters changed (cluster/topology/quorum.py), a window
+    FEATURE_FLIP = "feature-flip"  # a feature level finalized mid-run (kafka-features), a window on the quorum
+
+
+# The families whose windows are steps of an operation, not faults: those on the quorum are no quorum loss.
+OPERATION_FAMILIES: tuple[Family, ...] = (Family.MIGRATION, Family.UPGRADE, Family.QUORUM_CHANGE, Family.FEATURE_FLIP)
 
 
 # The migration's steps are recorded as fault windows of family migration, named by their kind: a roll restarts one
 # node.
 MIGRATION_ROLL = "roll"
+# A rolling upgrade's steps, family upgrade: the roll of one node onto another release, and the features finalized.
+UPGRADE_ROLL = "roll"
+UPGRADE_FINALIZE = "finalize"
 
 
 class PhaseName(StrEnum):

@@ -15,6 +15,16 @@ from failsafe.jvm.kafka import KafkaDist, cache_root, check_supported, resolve_b
 
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 _RESOLVED_MARKER = ".mirror-resolved"
+# Releases whose connect-mirror Maven Central does not serve, and the release MirrorMaker 2 is taken from instead (a
+# client of the cluster, so an older one talks to the newer brokers): on 2026-11-29 connect-mirror's maven-metadata.xml
+# listed nothing after 4.3.1 and its 4.4.0 jar answered 404, while connect-runtime, kafka-tools and kafka-streams 4.4.0
+# were served.
+NOT_SERVED = {"4.4.0": "4.3.1"}
+
+
+def mirror_version(version: str) -> str:
+    """The Kafka release whose MirrorMaker 2 runs beside brokers of ``version``."""
+    return NOT_SERVED.get(version, version)
 
 
 def _home(version: str) -> Path:
@@ -24,6 +34,7 @@ def _home(version: str) -> Path:
 def mirror_dist(version: str) -> KafkaDist:
     """The resolved MirrorMaker of that Kafka version, or a ProvisionError saying how to get it."""
     check_supported(version)
+    version = mirror_version(version)
     home = _home(version)
     if not (home / _RESOLVED_MARKER).is_file():
         raise ProvisionError(
@@ -34,5 +45,8 @@ def mirror_dist(version: str) -> KafkaDist:
 
 
 def resolve_mirror(version: str, *, quiet: bool = True) -> KafkaDist:
-    """Resolve connect-mirror and its runtime from Maven Central into the cache (idempotent)."""
-    return resolve_beside(version, "mirror", "mirror-libs", "MirrorMaker 2", "connect-mirror-*.jar", quiet=quiet)
+    """Resolve connect-mirror and its runtime from Maven Central into the cache (idempotent); for a release whose
+    connect-mirror is not served, the one ``mirror_version`` names."""
+    return resolve_beside(
+        mirror_version(version), "mirror", "mirror-libs", "MirrorMaker 2", "connect-mirror-*.jar", quiet=quiet
+    )

@@ -66,6 +66,15 @@ class ClusterNeeds:
     # running cluster with another does not fit. Empty: any cluster's, and its topic and client settings apply to the
     # run.
     profile: str = ""
+    # The Kafka release a cluster the run starts runs (X.Y.Z; empty: failsafe's default); a running cluster on another
+    # does not fit. A scenario that rolls the cluster onto another release (the rolling-upgrade action) names it.
+    kafka_version: str = ""
+    # A cluster the run starts is deleted after it, not stopped: the run leaves it changed for good (upgraded and
+    # finalized), so the next run starts from a fresh one.
+    delete_after: bool = False
+    # A dynamic controller quorum (KIP-853; failsafe up --dynamic-quorum): what add-controller and remove-controller
+    # change. A running cluster with a static one does not fit.
+    dynamic_quorum: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,16 @@ class ActionSpec:
     phase: str = "chaos"
     at_s: float = 0.0
     topic: str | None = None
+    # rolling-upgrade: the release every node is rolled onto, and whether the features are finalized at it after.
+    to: str | None = None
+    finalize: bool = True
+    # add-controller: the controller id to add (absent: the first free slot); remove-controller: the one to remove
+    # (absent: the active controller).
+    node: int | None = None
+    # set-feature: a KRaft feature (transaction.version, eligible.leader.replicas.version, group.version, ...) and the
+    # level it is finalized at (kafka-features upgrade or downgrade).
+    feature: str | None = None
+    level: int | None = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +314,8 @@ def parse_cluster(data: dict, where: str) -> ClusterNeeds:
         raise fail(
             f"{where}.cluster.mode", f"{cluster.mode!r} is not one of {', '.join(CLUSTER_MODES)} (or absent: either)"
         )
+    if cluster.kafka_version and not re.fullmatch(r"\d+\.\d+\.\d+", cluster.kafka_version):
+        raise fail(f"{where}.cluster.kafka_version", f"{cluster.kafka_version!r} is not a Kafka release (X.Y.Z)")
     if cluster.mode == ZOOKEEPER_MODE and cluster.combined:
         raise fail(
             f"{where}.cluster", "combined = true is KRaft only: a ZooKeeper-mode cluster has no controller nodes"

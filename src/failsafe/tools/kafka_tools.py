@@ -219,6 +219,12 @@ def finalized_features(dist: KafkaDist, bootstrap_servers: str) -> dict[str, tup
     }
 
 
+def upgrade_release(dist: KafkaDist, bootstrap_servers: str, release: str) -> None:
+    """``kafka-features upgrade --release-version RELEASE``: metadata.version and every feature to the release's
+    defaults (the last step of a rolling upgrade: Kafka's upgrade notes)."""
+    _features(dist, bootstrap_servers, ["upgrade", "--release-version", release])
+
+
 def set_feature_level(dist: KafkaDist, bootstrap_servers: str, feature: str, level: int) -> int:
     """Finalize ``feature`` at ``level`` (an upgrade or a downgrade, as needed); returns the level the cluster then
     reports."""

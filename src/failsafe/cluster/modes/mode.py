@@ -183,7 +183,8 @@ class KRaftMode:
         )
 
     def quorum(self, spec: ClusterSpec) -> str:
-        return f"{spec.controllers} controllers{' (combined)' if spec.combined else ''}"
+        kind = " (combined)" if spec.combined else " (dynamic quorum)" if spec.dynamic_quorum else ""
+        return f"{len(spec.controller_nodes())} controllers{kind}"
 
     def new_cluster_id(self) -> str:
         return new_cluster_id()

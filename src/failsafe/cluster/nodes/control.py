@@ -25,7 +25,7 @@ from failsafe.cluster.nodes.watchdog import Leash
 from failsafe.cluster.observe import metrics
 from failsafe.cluster.observe.readiness import QUORUM_STATE, port_is_free
 from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
-from failsafe.cluster.state import ClusterDir
+from failsafe.cluster.state import ClusterDir, new_cluster_id
 from failsafe.errors import ClusterStartError, PortInUse, UserError
 from failsafe.jvm.cds import share_options
 from failsafe.jvm.java import Java
@@ -152,12 +152,13 @@ class LocalNodes:
         self, spec: ClusterSpec, cluster_id: str, nodes: list[NodeSpec], java: Java, dist: KafkaDist
     ) -> None:
         procs = []
+        quorum = initial_controllers(spec, nodes)
         for node in nodes:
             cmd = tool_command(
                 java,
                 dist,
                 "kafka.tools.StorageTool",
-                format_args(cluster_id, str(self.dir.config_file(node).resolve()), spec),
+                format_args(cluster_id, str(self.dir.config_file(node).resolve()), spec, quorum),
             )
             procs.append(
                 (node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
@@ -329,15 +330,30 @@ class LocalNodes:
         """Everything of a local cluster is in its directory, which ``clean`` deletes."""
 
 
-def format_args(cluster_id: str, config: str, spec: ClusterSpec) -> list[str]:
+def format_args(cluster_id: str, config: str, spec: ClusterSpec, quorum: str | None = None) -> list[str]:
+    """``kafka-storage format``'s arguments; ``quorum``: a dynamic quorum's --initial-controllers (its first voters,
+    ID@HOST:PORT:DIRECTORY-ID each), or None for a node that joins one already running (--no-initial-controllers)."""
     # --cluster-id=ID, not "-t ID": an id ZooKeeper-mode Kafka generated may begin with '-'.
+    dynamic = (
+        ([f"--initial-controllers={quorum}"] if quorum else ["--no-initial-controllers"]) if spec.dynamic_quorum else []
+    )
     return [
         "format",
         f"--cluster-id={cluster_id}",
         "-c",
         config,
+        *dynamic,
         *(f"--feature={k}={v}" for k, v in spec.features.items()),
     ]
+
+
+def initial_controllers(spec: ClusterSpec, nodes: list[NodeSpec]) -> str | None:
+    """A dynamic quorum's --initial-controllers when ``nodes`` are the cluster's first (every controller of the spec
+    among them), each with a new directory id; None otherwise (a node joining a running quorum)."""
+    controllers = spec.controller_nodes()
+    if not spec.dynamic_quorum or not controllers or not all(c in nodes for c in controllers):
+        return None
+    return ",".join(f"{n.node_id}@{n.address}:{n.controller_port}:{new_cluster_id()}" for n in controllers)
 
 
 def stop_in_parallel(tracked: list[TrackedProcess], sig: signal.Signals, timeout_s: float) -> None:

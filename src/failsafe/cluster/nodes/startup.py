@@ -49,6 +49,8 @@ class Cluster(Protocol):
 
     def node_state(self, node: NodeSpec) -> ProcessState: ...
 
+    def dist_of(self, node: NodeSpec) -> KafkaDist: ...
+
     def stop_nodes(self, nodes: list[NodeSpec], sig: signal.Signals, timeout_s: float) -> None: ...
 
 
@@ -83,7 +85,9 @@ def start(
                 if not batch:
                     continue
                 for node in batch:
-                    cluster.nodes.launch(cluster.spec, node, java, dist)
+                    # A node a rolling upgrade (or its rollback) moved to another release starts on that one's jars.
+                    node_dist = dist if cluster.state.version_of(node) == dist.version else cluster.dist_of(node)
+                    cluster.nodes.launch(cluster.spec, node, java, node_dist)
                 progress(f"started {', '.join(n.name for n in batch)}")
                 wait_ready(cluster, batch, max(0.0, deadline - time.monotonic()), progress, timeout_s)
         except BaseException:

@@ -107,6 +107,11 @@ class Cluster(NeutralSite):
         """The Kafka distribution the cluster was made with (its jars, resolved once)."""
         return kafka_dist(self.spec.kafka_version)
 
+    def dist_of(self, node: NodeSpec) -> KafkaDist:
+        """The Kafka release ``node`` runs: the cluster's, or another while a rolling upgrade is under way."""
+        version = self.state.version_of(node)
+        return self.dist if version == self.spec.kafka_version else kafka_dist(version)
+
     # -- looking ----------------------------------------------------------------------------
     @property
     def spec(self) -> ClusterSpec:
@@ -386,8 +391,9 @@ def _clean_hosts(cdir: ClusterDir, state: ClusterState, timeout_s: float) -> Non
         ) from e
 
 
-def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
-    """Stop the cluster at ``root`` and delete the directory, also when its state file is unreadable."""
+def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S, keep: tuple[str, ...] = ()) -> None:
+    """Stop the cluster at ``root`` and delete the directory, also when its state file is unreadable; with ``keep``,
+    everything in it but the entries of those names (a run's directory, runs/, beside the cluster it deletes)."""
     cdir = ClusterDir(Path(root))
     if not (cdir.has_state() or (cdir.root / LOCK_FILE).exists()):
         raise ClusterNotRunning(
@@ -412,4 +418,13 @@ def clean(root: Path, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
             )
         netfilter.delete_table(cdir.root)
         disks.unmount(cdir)  # before the tree goes: a layer's mountpoint is in it
-    shutil.rmtree(cdir.root)
+    if not keep:
+        shutil.rmtree(cdir.root)
+        return
+    for entry in cdir.root.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()

@@ -7,6 +7,9 @@ no action by name: it runs the declared type's ``run`` with an ``ActionContext``
     elect-leaders  a preferred leader election (seed 000's kafka-leader-election)
     create-topic   a topic created while the schedule runs, recorded as an op (does metadata still change?)
     migrate        the live ZooKeeper-to-KRaft migration, each step a window in the history
+
+and the cluster's life (scenarios/engine/lifecycle_actions.py): rolling-upgrade, add-controller, remove-controller,
+set-feature.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Any
 
 from failsafe.cluster.site import RunSite
 from failsafe.cluster.spec import ZOOKEEPER_MODE
-from failsafe.history.ops import Family, fault_start, fault_stop
+from failsafe.history.ops import Family, Target, fault_start, fault_stop
 from failsafe.scenarios.base import ActionSpec, Scenario
+from failsafe.scenarios.engine import lifecycle_actions as lifecycle
 from failsafe.scenarios.engine import setup
 from failsafe.scenarios.engine.plugin import RunContext
 
@@ -36,6 +40,35 @@ class ActionContext:
     run: RunContext
     status: Callable[[str], None]
     new_fault_id: Callable[[], int]
+
+    def window_start(self, fault: str, family: str, role: str, node: Any = None, nodes: list | None = None) -> int:
+        """A step of an operation begins, recorded as a fault window (on ``node``, else on ``nodes`` or the quorum):
+        the checkers measure what it cost like a fault's. Returns its id for ``window_stop``."""
+        fault_id = self.new_fault_id()
+        on = [node.node_id] if node is not None else list(nodes or [])
+        target = node.role if node is not None else Target.CONTROLLER if nodes else Target.QUORUM
+        self.run.recorder.record(fault_start(fault_id, fault, target=target, nodes=on, role=role, family=family))
+        return fault_id
+
+    def window_stop(self, fault_id: int, fault: str, ok: bool = True, error: str | None = None) -> None:
+        """The step ended (``ok``), or failed with ``error``: a window that never stopped."""
+        self.run.recorder.record(fault_stop(fault_id, fault, ok, 1, error=error))
+
+    def steps(self, family: str, words: str) -> tuple[Callable[[Any], None], Callable[[Any, bool, str | None], None]]:
+        """The (started, done) observers of an operation whose steps have ``kind``, ``description`` and ``node``
+        (the migration's, a rolling upgrade's): each step a window of ``family``, announced as "WORDS: ..."."""
+        ids: dict[int, int] = {}
+
+        def started(step: Any) -> None:
+            described = getattr(step, "name", None)
+            role = f"{described}: {step.description}" if described else step.description
+            ids[id(step)] = self.window_start(step.kind, family, role, node=step.node)
+            self.run.event(f"{words}: {step.description}")
+
+        def done(step: Any, ok: bool, error: str | None) -> None:
+            self.window_stop(ids[id(step)], step.kind, ok, error)
+
+        return started, done
 
 
 def _any_scenario(spec: ActionSpec, scenario: Scenario) -> str | None:
@@ -78,27 +111,7 @@ def _migrate(spec: ActionSpec, a: ActionContext) -> None:
     recorded and the run goes on to its checks: the scenario's expectations say the migration did not complete."""
     from failsafe.cluster.modes.migration import MigrationFailed, migrate
 
-    ids: dict[int, int] = {}
-    recorder = a.run.recorder
-
-    def started(step: Any) -> None:
-        fault_id = ids[id(step)] = a.new_fault_id()
-        node = step.node
-        recorder.record(
-            fault_start(
-                fault_id,
-                step.kind,
-                target=node.role if node is not None else "quorum",
-                nodes=[node.node_id] if node is not None else [],
-                role=f"{step.name}: {step.description}",
-                family=Family.MIGRATION,
-            )
-        )
-        a.run.event(f"migration: {step.description}")
-
-    def done(step: Any, ok: bool, error: str | None) -> None:
-        recorder.record(fault_stop(ids[id(step)], step.kind, ok, 1, error=error))
-
+    started, done = a.steps(Family.MIGRATION, "migration")
     try:
         migrate(a.cluster, lambda message: a.status(f"{a.scenario.name} · migration · {message}"), started, done)
     except MigrationFailed as e:
@@ -118,5 +131,32 @@ CREATE_TOPIC = ActionType(
     CREATE_TOPIC_NAME, "create a topic (recorded: does the metadata still change?)", _create_topic
 )
 MIGRATE = ActionType("migrate", "the live ZooKeeper-to-KRaft migration, each step a window", _migrate, _zookeeper_mode)
+ROLLING_UPGRADE = ActionType(
+    "rolling-upgrade",
+    "every node rolled onto another Kafka release, then the features finalized, each step a window",
+    lifecycle.rolling_upgrade,
+    lifecycle.upgradable,
+)
+ADD_CONTROLLER = ActionType(
+    lifecycle.ADD_CONTROLLER,
+    "a controller added to a dynamic quorum, a window",
+    lifecycle.add_controller_action,
+    lifecycle.dynamic_quorum,
+)
+REMOVE_CONTROLLER = ActionType(
+    lifecycle.REMOVE_CONTROLLER,
+    "a controller removed from a dynamic quorum and stopped, a window",
+    lifecycle.remove_controller_action,
+    lifecycle.dynamic_quorum,
+)
+SET_FEATURE = ActionType(
+    lifecycle.SET_FEATURE,
+    "a feature level finalized mid-run (kafka-features upgrade or downgrade), a window",
+    lifecycle.set_feature,
+    lifecycle.settable_feature,
+)
+LIFECYCLE_ACTIONS = (ROLLING_UPGRADE, ADD_CONTROLLER, REMOVE_CONTROLLER, SET_FEATURE)
 
-COMMON_ACTIONS: Mapping[str, ActionType] = {a.name: a for a in (ELECT_LEADERS, CREATE_TOPIC, MIGRATE)}
+COMMON_ACTIONS: Mapping[str, ActionType] = {
+    a.name: a for a in (ELECT_LEADERS, CREATE_TOPIC, MIGRATE, *LIFECYCLE_ACTIONS)
+}

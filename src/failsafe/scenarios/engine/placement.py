@@ -16,6 +16,7 @@ from pathlib import Path
 
 from failsafe.cluster.profiles import DEFAULT_PROFILE, broker_settings, spec_fields
 from failsafe.cluster.spec import KRAFT_MODE, ZOOKEEPER_MODE, ClusterSpec
+from failsafe.cluster.topology import lifecycle
 from failsafe.cluster.topology.directory import SingleCluster, Topology, TopologyKind, find_topology
 from failsafe.cluster.topology.lifecycle import DEFAULT_READY_TIMEOUT_S
 from failsafe.cluster.topology.pair import Pair
@@ -24,6 +25,7 @@ from failsafe.faults import FAULT_TYPES
 from failsafe.scenarios.base import ClusterNeeds, Scenario
 
 Progress = Callable[[str], None]
+RUNS_DIR = "runs"  # a run's directories under the cluster directory, unless --runs says elsewhere (cli/lab.py)
 
 
 def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds:
@@ -36,6 +38,11 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
     if mode and modes and modes[0] != mode:
         names = ", ".join(s.name for s in scenarios if s.cluster.mode == modes[0])
         raise UserError(f"{names} runs in {modes[0]} mode only: drop --mode {mode}")
+    versions = sorted({s.cluster.kafka_version for s in scenarios if s.cluster.kafka_version})
+    if len(versions) > 1:
+        raise UserError(
+            f"these scenarios need clusters of different Kafka releases ({' and '.join(versions)}): run them separately"
+        )
     profiles = sorted({s.cluster.profile for s in scenarios if s.cluster.profile})
     if len(profiles) > 1:
         raise UserError(
@@ -60,6 +67,9 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         features=features,
         overrides=overrides,
         profile=profiles[0] if profiles else "",
+        kafka_version=versions[0] if versions else "",
+        delete_after=any(s.cluster.delete_after for s in scenarios),
+        dynamic_quorum=any(s.cluster.dynamic_quorum for s in scenarios),
     )
 
 
@@ -69,8 +79,16 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
     if needs.mode and spec.mode != needs.mode:
         return f"it runs in {spec.mode} mode and the run asks for {needs.mode} mode"
-    if needs.mode != ZOOKEEPER_MODE and spec.mode == KRAFT_MODE and spec.controllers < needs.controllers:
-        return f"it has {spec.controllers} controllers and the scenario needs {needs.controllers}"
+    if needs.dynamic_quorum and not spec.dynamic_quorum:
+        return "its controller quorum is static and the scenario changes its voters (failsafe up --dynamic-quorum)"
+    if needs.kafka_version and spec.kafka_version != needs.kafka_version:
+        return (
+            f"it runs Kafka {spec.kafka_version} and the scenario starts from {needs.kafka_version} (failsafe up "
+            f"--kafka-version {needs.kafka_version})"
+        )
+    controllers = spec.controllers - len(spec.retired_controllers)  # a dynamic quorum's removed ones are no node
+    if needs.mode != ZOOKEEPER_MODE and spec.mode == KRAFT_MODE and controllers < needs.controllers:
+        return f"it has {controllers} controllers and the scenario needs {needs.controllers}"
     if needs.racks and spec.racks != needs.racks:
         return (
             f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks "
@@ -120,6 +138,8 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
         **({"features": dict(needs.features)} if needs.features else {}),
         **({"base_port": base_port} if base_port is not None else {}),
         **({"heap": heap} if heap else {}),
+        **({"kafka_version": needs.kafka_version} if needs.kafka_version else {}),
+        **({"dynamic_quorum": True} if needs.dynamic_quorum else {}),
     }
     if needs.mode == ZOOKEEPER_MODE:
         return ClusterSpec.zookeeper_mode(
@@ -140,11 +160,13 @@ def placed(
     zookeeper_port: int | None = None,
     spec: ClusterSpec | None = None,
     clean: bool = False,
+    delete_after: bool = False,
 ) -> Iterator[Topology]:
     """Yield a ready topology at ``root`` (a DR pair when ``pair``); stop it afterwards only if this run started it.
 
     ``spec``: start a cluster of that spec (the atlas's, made for a whole group of cells), where ``root`` holds none.
-    ``clean``: delete what this run started after it, rather than stop it."""
+    ``clean``: delete what this run started after it, rather than stop it; ``delete_after``: the same for a scenario
+    that leaves the cluster changed for good, keeping ``root/runs`` (where its run directories go by default)."""
     wanted: TopologyKind = Pair if pair else SingleCluster  # type: ignore[assignment]
     existing = find_topology(root)
     if spec is not None:
@@ -201,6 +223,10 @@ def placed(
             if leftover is not None:
                 progress(f"stopping and deleting the {wanted.noun} this run started at {root}")
                 leftover.clean()
+        elif delete_after and not pair and find_topology(root) is not None:
+            # The run changed the cluster for good (upgraded and finalized): deleted, its runs/ beside it kept.
+            progress(f"stopping and deleting the {wanted.noun} this run started at {root} (its runs are kept)")
+            lifecycle.clean(root, keep=(RUNS_DIR,))
         elif topology is not None:
             progress(f"stopping the {wanted.noun} this run started at {root}")
             topology.down()

@@ -77,6 +77,8 @@ def _placed(
             options.zookeeper_port,
             spec=options.spec,
             clean=options.clean,
+            # A scenario that leaves the cluster changed for good (upgraded, finalized): the one it starts is deleted.
+            delete_after=any(s.cluster.delete_after for s in scenarios),
         ) as topology,
     ):
         site: RunSite = topology.fault_target
