@@ -216,3 +216,26 @@ def test_a_changed_cluster_is_deleted_after_its_run_and_its_runs_kept(tmp_path: 
         "runs/rolling-upgrade",
         "runs/rolling-upgrade/results.json",
     ]
+
+
+def test_a_feature_flip_given_the_levels_it_read_asks_kafka_features_once_less(monkeypatch: pytest.MonkeyPatch) -> None:
+    from failsafe.tools import kafka_tools
+
+    calls: list[list[str]] = []
+    levels = {"transaction.version": "2"}
+
+    def features(dist, bootstrap, args):
+        calls.append(args)
+        if args[0] == "downgrade":
+            levels["transaction.version"] = args[-1].split("=")[1]
+        return "".join(
+            f"Feature: {f}\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: {v}\tEpoch: 1\n"
+            for f, v in levels.items()
+        )
+
+    monkeypatch.setattr(kafka_tools, "_features", features)
+    known = kafka_tools.finalized_features(None, "b")  # type: ignore[arg-type]
+    assert kafka_tools.set_feature_level(None, "b", "transaction.version", 1, known) == 1  # type: ignore[arg-type]
+    assert [c[0] for c in calls] == ["describe", "downgrade", "describe"]
+    with pytest.raises(UserError, match="outside what this cluster supports"):
+        kafka_tools.set_feature_level(None, "b", "transaction.version", 3)  # type: ignore[arg-type]

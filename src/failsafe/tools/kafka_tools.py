@@ -225,10 +225,16 @@ def upgrade_release(dist: KafkaDist, bootstrap_servers: str, release: str) -> No
     _features(dist, bootstrap_servers, ["upgrade", "--release-version", release])
 
 
-def set_feature_level(dist: KafkaDist, bootstrap_servers: str, feature: str, level: int) -> int:
+def set_feature_level(
+    dist: KafkaDist,
+    bootstrap_servers: str,
+    feature: str,
+    level: int,
+    known: dict[str, tuple[str, str, str]] | None = None,
+) -> int:
     """Finalize ``feature`` at ``level`` (an upgrade or a downgrade, as needed); returns the level the cluster then
-    reports."""
-    known = finalized_features(dist, bootstrap_servers)
+    reports. ``known``: the caller's fresh finalized_features, saving one kafka-features JVM."""
+    known = known if known is not None else finalized_features(dist, bootstrap_servers)
     if feature not in known:
         raise UserError(
             f"this cluster has no feature {feature} (Kafka {dist.version}): its features are {', '.join(sorted(known))}"

@@ -131,14 +131,15 @@ def set_feature(spec: ActionSpec, a: ActionContext) -> None:
     dist = cluster.dist
     feature, level = str(spec.feature), int(spec.level or 0)
     try:
-        before = (finalized_features(dist, cluster.bootstrap_servers).get(feature) or ("", "", "?"))[2]
+        known: dict | None = finalized_features(dist, cluster.bootstrap_servers)
     except UserError:
-        before = "?"
+        known = None  # set_feature_level asks again, and says what failed
+    before = ((known or {}).get(feature) or ("", "", "?"))[2]
     what = f"{feature} {before} -> {level}"
     fault_id = a.window_start(SET_FEATURE, Family.FEATURE_FLIP, what)
     a.run.event(f"feature: {what}")
     try:
-        now = set_feature_level(dist, cluster.bootstrap_servers, feature, level)
+        now = set_feature_level(dist, cluster.bootstrap_servers, feature, level, known)
     except UserError as e:
         a.window_stop(fault_id, SET_FEATURE, False, str(e))
         a.run.event(f"feature: {what} failed: {e}")
