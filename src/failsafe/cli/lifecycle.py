@@ -29,7 +29,7 @@ from failsafe.cli.options import check_kafka_version, dir_option, resolve_dir, s
 )
 @timeout_option(180.0, "How long each node may take to be ready again.")
 def upgrade_command(cluster_dir: Path | None, to: str, finalize: bool, timeout_s: float) -> None:
-    """Roll a running KRaft cluster onto another Kafka release, one node at a time, as Kafka's upgrade notes order it.
+    """Roll a running KRaft cluster onto another Kafka release, one node at a time, controllers first.
 
     Controllers first (the active one last), then brokers: each a controlled shutdown, started again on TO's jars,
     and waited on until it is ready and no partition is under-replicated; then the features finalized at TO's

@@ -1,6 +1,7 @@
 """A rolling upgrade of a KRaft cluster's Kafka release, one node at a time, and its rollback before finalizing.
 
-Kafka's upgrade notes (docs/upgrade.html, "Upgrading KRaft-based clusters") order it so:
+Kafka's upgrade notes (docs/getting-started/upgrade.md) say: the servers one at a time, then the features finalized;
+they do not order controllers and brokers, and this follows Confluent's KRaft guidance, controllers first:
 
 1. roll   each node in turn: a controlled shutdown (SIGTERM), started again on the new release's jars, and waited on
           until it is ready (a broker registered, no partition under-replicated); controllers first, the active one
