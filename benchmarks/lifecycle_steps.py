@@ -10,6 +10,9 @@ A step is a window of family upgrade (measurements.upgrade.by_step). Steps are g
     broker roll              a broker rolled (a controlled shutdown moves its leaders away first)
     finalize                 kafka-features upgrade --release-version
 
+With --reassign, the runs are of the reassignment scenarios (measurements.reassignment): per scenario, the broker
+added, the move (its wall time from --execute until its replicas are in force and in the ISR) and the kill mid-move.
+
 With --quorum, the runs are of a dynamic quorum's scenarios (measurements.quorum_changes), grouped as add-controller,
 remove-controller and remove-controller (the active one): each change's wall time, the time to a new active controller
 (from the change's start: the tool's launch included), the writes acknowledged during it and how many of the topics
@@ -139,6 +142,91 @@ def summarise_quorum(run_dirs: list[Path], command: str) -> dict[str, Any]:
     }
 
 
+def summarise_reassign(run_dirs: list[Path], command: str) -> dict[str, Any]:
+    """Runs of the reassignment scenarios (measurements.reassignment): per scenario, the broker's addition and the
+    move (wall time, the longest a partition took no write during it, writes acknowledged during it), and the kill
+    mid-move's own window where there is one."""
+    runs, steps = [], []
+    for run_dir in run_dirs:
+        results = json.loads((run_dir / "results.json").read_text())
+        counts = (results.get("checkers") or {}).get("delivery", {}).get("counts", {})
+        moved = (results.get("measurements") or {}).get("reassignment") or {}
+        faults = {f["fault_id"]: f for f in (results.get("checkers") or {}).get("availability", {}).get("faults", [])}
+        scenario = run_dir.parent.name
+        listed = list(moved.get("by_step") or [])
+        ids = {s["fault_id"] for s in listed}
+        kills = [f for i, f in faults.items() if i not in ids]
+        for step in listed:
+            stalls = faults.get(step["fault_id"], {}).get("stalls") or {}
+            steps.append(
+                {
+                    "scenario": scenario,
+                    "group": step["step"],
+                    "completed": step["completed"],
+                    "wall_ms": step["wall_ms"],
+                    "max_unavailable_ms": faults.get(step["fault_id"], {}).get("max_unavailable_ms"),
+                    "acknowledged_during": step["acknowledged_during"],
+                    # The longest write stall of a partition the source led, and of one it followed (checkers'
+                    # availability.faults[].stalls): a move's cost to partitions whose leader stays.
+                    "led_stall_ms": (stalls.get("led") or {}).get("max_stall_ms"),
+                    "follower_stall_ms": (stalls.get("follower") or {}).get("max_stall_ms"),
+                }
+            )
+        for kill in kills:
+            steps.append(
+                {
+                    "scenario": scenario,
+                    "group": f"{kill.get('fault')} mid-move",
+                    "completed": True,
+                    "wall_ms": None,
+                    "max_unavailable_ms": kill.get("max_unavailable_ms"),
+                    "acknowledged_during": None,
+                    "led_stall_ms": None,
+                    "follower_stall_ms": None,
+                }
+            )
+        runs.append(
+            {
+                "run_dir": str(run_dir),
+                "scenario": scenario,
+                "verdict": results.get("verdict"),
+                "lost": counts.get("lost"),
+                "duplicates": sum(v for k, v in counts.items() if k.startswith("duplicate")),
+                "completed": moved.get("completed"),
+                "move_ms": moved.get("move_ms"),
+            }
+        )
+    scenarios = sorted({s["scenario"] for s in steps})
+
+    def values(scenario: str, group: str, field: str) -> list[float]:
+        return [s[field] for s in steps if (s["scenario"], s["group"]) == (scenario, group) and s[field] is not None]
+
+    return {
+        "what": "partitions moved to a new broker under load: benchmarks/lifecycle_steps.py --reassign",
+        "command": command,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": runs,
+        "verdicts": {v: sum(1 for r in runs if r["verdict"] == v) for v in sorted({r["verdict"] for r in runs})},
+        "scenarios": {
+            scenario: {
+                group: {
+                    "n": sum(1 for s in steps if (s["scenario"], s["group"]) == (scenario, group)),
+                    "completed": sum(
+                        1 for s in steps if (s["scenario"], s["group"]) == (scenario, group) and s["completed"]
+                    ),
+                    "wall_ms": spread(values(scenario, group, "wall_ms")),
+                    "max_unavailable_ms": spread(values(scenario, group, "max_unavailable_ms")),
+                    "acknowledged_during": spread(values(scenario, group, "acknowledged_during")),
+                    "led_stall_ms": spread(values(scenario, group, "led_stall_ms")),
+                    "follower_stall_ms": spread(values(scenario, group, "follower_stall_ms")),
+                }
+                for group in sorted({s["group"] for s in steps if s["scenario"] == scenario})
+            }
+            for scenario in scenarios
+        },
+    }
+
+
 def summarise_flips(run_dirs: list[Path], command: str) -> dict[str, Any]:
     """Runs with feature levels flipped mid-run (set-feature): each run's verdict, its flips, and what it lost."""
     runs = []
@@ -158,6 +246,8 @@ def summarise_flips(run_dirs: list[Path], command: str) -> dict[str, Any]:
                 ],
                 "lost": counts.get("lost"),
                 "lost_after_read": counts.get("lost-after-read"),
+                # Of "lost": in the log (the final read found them), never read by the consumers.
+                "lost_in_log_not_consumed": counts.get("lost-in-log-not-consumed"),
                 "lost_committed_writes": ((results.get("checkers") or {}).get("transactions") or {})
                 .get("counts", {})
                 .get("lost-write"),
@@ -222,15 +312,22 @@ def main() -> int:
     parser.add_argument("runs", type=Path, nargs="+", help="the scenario's run directories' parent (RUNS/SCENARIO)")
     parser.add_argument("--quorum", action="store_true", help="runs of the dynamic quorum's scenarios")
     parser.add_argument("--flips", action="store_true", help="runs with feature levels flipped mid-run")
+    parser.add_argument("--reassign", action="store_true", help="runs of the reassignment scenarios")
     parser.add_argument("--command", required=True, help="the command that made the runs (kept in the JSON)")
     args = parser.parse_args()
     run_dirs = sorted(p.parent for runs in args.runs for p in runs.glob("*/results.json"))
     if not run_dirs:
         print(f"no run under {' '.join(map(str, args.runs))}", file=sys.stderr)
         return 2
-    summary = (summarise_quorum if args.quorum else summarise_flips if args.flips else summarise)(
-        run_dirs, args.command
-    )
+    summary = (
+        summarise_quorum
+        if args.quorum
+        else summarise_flips
+        if args.flips
+        else summarise_reassign
+        if args.reassign
+        else summarise
+    )(run_dirs, args.command)
     print(json.dumps(summary, indent=2, default=str))
     return 0
 

@@ -83,6 +83,25 @@ ENTRIES = (
         ),
         extra=("ledger", "output"),
     ),
+    # The cluster's life: a broker added and a move to it, its destination killed mid-move (a window of family
+    # reassignment beside a kill), throttled lower than the catalog's so the quieter writers still leave a move to kill.
+    Entry(
+        "lab-reassign-destination-killed",
+        "reassignment",
+        (
+            "run",
+            "reassign-destination-killed",
+            *QUIET,
+            "--set",
+            "phases.warmup_s=6",
+            "--set",
+            "actions[1].throttle=12000",
+        ),
+    ),
+    # A rolling upgrade (4.3.1 -> 4.4.0, each roll a window of family upgrade) and a dynamic quorum's leader removed and
+    # added back (family quorum-change), at the catalog's phases.
+    Entry("lab-rolling-upgrade", "upgrade", ("run", "rolling-upgrade", *QUIET)),
+    Entry("lab-quorum-remove-active-controller", "quorum-change", ("run", "quorum-remove-active-controller", *QUIET)),
     Entry(
         "campaign-acks-all",
         "campaign",

@@ -575,6 +575,13 @@ RAW: tuple[Raw, ...] = (
         "benchmarks/lifecycle_steps.py; about 15 min",
     ),
     Raw(
+        "docs/benchmarks/lifecycle-rolling-upgrade-from-3.9.json",
+        "N=3 bash benchmarks/lifecycle.sh upgrade39",
+        False,
+        "the rolling upgrade 3.9.2 (KRaft) -> 4.4.0 under load, each run on a cluster of its own; each step's cost by "
+        "benchmarks/lifecycle_steps.py; about 8 min",
+    ),
+    Raw(
         "docs/benchmarks/lifecycle-rolling-upgrade-rollback.json",
         "N=3 bash benchmarks/lifecycle.sh rollback",
         False,
@@ -601,6 +608,27 @@ RAW: tuple[Raw, ...] = (
         False,
         "txn-version-flip and elr-flip-last-replica N runs each, and the ELR flip's control (the same run, its flip to "
         "the level the feature already has) N runs; about 10 min",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-reassign.json",
+        "N=5 bash benchmarks/lifecycle.sh reassign",
+        False,
+        "reassign-under-load, reassign-destination-killed and reassign-source-killed N runs each, each on a cluster of "
+        "its own (a broker added, broker 0's replicas moved to it, throttled); about 20 min",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-reassign-control.json",
+        "N=3 bash benchmarks/lifecycle.sh reassign-control",
+        False,
+        "reassign-under-load N runs with a throttle no move reaches (1e9 B/s): the control of the throttled move's "
+        "write stalls; about 4 min",
+    ),
+    Raw(
+        "docs/benchmarks/lifecycle-flips-group.json",
+        "N=2 bash benchmarks/lifecycle.sh flips-group",
+        False,
+        "group-version-flip N runs and its control (the first flip to 1, the level the feature has) N runs; about "
+        "6 min",
     ),
     Raw(
         "docs/benchmarks/cluster-versions.json",

@@ -73,9 +73,13 @@ from benchmarks.render_lifecycle import (  # noqa: E402
     t_cluster_versions,
     t_compare,
     t_lifecycle_flips,
+    t_lifecycle_flips_group,
     t_lifecycle_quorum,
+    t_lifecycle_reassign,
+    t_lifecycle_reassign_control,
     t_lifecycle_rollback,
     t_lifecycle_upgrade,
+    t_lifecycle_upgrade39,
 )
 from benchmarks.render_network import (  # noqa: E402
     t_network_faults,
@@ -305,6 +309,10 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "kafka-config-diff": t_kafka_config_diff,
     "cluster-versions": t_cluster_versions,
     "lifecycle-flips": t_lifecycle_flips,
+    "lifecycle-reassign": t_lifecycle_reassign,
+    "lifecycle-upgrade39": t_lifecycle_upgrade39,
+    "lifecycle-flips-group": t_lifecycle_flips_group,
+    "lifecycle-reassign-control": t_lifecycle_reassign_control,
 }
 
 

@@ -10,10 +10,14 @@ from benchmarks.render_base import load, source, table
 
 UPGRADE = "docs/benchmarks/lifecycle-rolling-upgrade.json"
 ROLLBACK = "docs/benchmarks/lifecycle-rolling-upgrade-rollback.json"
+UPGRADE39 = "docs/benchmarks/lifecycle-rolling-upgrade-from-3.9.json"
 COMPARE = "docs/benchmarks/compare-4.3.1-4.4.0.json"
 QUORUM = "docs/benchmarks/lifecycle-quorum.json"
 VERSIONS = "docs/benchmarks/cluster-versions.json"
 FLIPS = "docs/benchmarks/lifecycle-flips.json"
+FLIPS_GROUP = "docs/benchmarks/lifecycle-flips-group.json"
+REASSIGN = "docs/benchmarks/lifecycle-reassign.json"
+REASSIGN_CONTROL = "docs/benchmarks/lifecycle-reassign-control.json"
 
 
 def _ms(spread: dict | None) -> str:
@@ -69,6 +73,10 @@ def t_lifecycle_upgrade(root: Path) -> str:
     return _steps(root, UPGRADE, "the whole upgrade")
 
 
+def t_lifecycle_upgrade39(root: Path) -> str:
+    return _steps(root, UPGRADE39, "the whole upgrade")
+
+
 def t_lifecycle_rollback(root: Path) -> str:
     return _steps(root, ROLLBACK, "there and back")
 
@@ -102,6 +110,73 @@ def t_lifecycle_quorum(root: Path) -> str:
         + f"\n\n{len(runs)} runs ({verdicts}); acknowledged writes lost: {lost}."
         + source(root, QUORUM)
     )
+
+
+def t_lifecycle_reassign(root: Path) -> str:
+    data = load(root, REASSIGN)
+    runs = data["runs"]
+    rows = []
+    for scenario, steps in data["scenarios"].items():
+        mine = [r for r in runs if r["scenario"] == scenario]
+        verdicts = _tally(r["verdict"] for r in mine)
+        for group, s in steps.items():
+            rows.append(
+                [
+                    scenario,
+                    ", ".join(f"{n} {v}" for v, n in verdicts.items()),
+                    group,
+                    f"{s['completed']}/{s['n']}",
+                    _ms(s["wall_ms"]),
+                    _ms(s["max_unavailable_ms"]),
+                    _ms(s.get("follower_stall_ms")),
+                    _count(s["acknowledged_during"]),
+                ]
+            )
+    header = [
+        "scenario",
+        "verdicts",
+        "step",
+        "completed",
+        "wall p50 / p95 (min-max)",
+        "client-visible unavailability p50 / p95 (min-max)",
+        "longest write stall of a partition the source followed",
+        "writes acknowledged during it",
+    ]
+    lost = sum(r["lost"] or 0 for r in runs)
+    dups = sum(r["duplicates"] or 0 for r in runs)
+    return (
+        table(header, rows)
+        + f"\n\n{len(runs)} runs; acknowledged writes lost: {lost}; duplicates: {dups}."
+        + source(root, REASSIGN)
+    )
+
+
+def t_lifecycle_reassign_control(root: Path) -> str:
+    """The move of reassign-under-load, throttled as shipped and with a throttle no move reaches."""
+    rows = []
+    for label, rel in (("50,000 B/s (as shipped)", REASSIGN), ("1,000,000,000 B/s (control)", REASSIGN_CONTROL)):
+        data = load(root, rel)
+        move = data["scenarios"]["reassign-under-load"]["reassign-partitions"]
+        runs = [r for r in data["runs"] if r["scenario"] == "reassign-under-load"]
+        rows.append(
+            [
+                label,
+                str(len(runs)),
+                ", ".join(f"{n} {v}" for v, n in sorted(_tally(r["verdict"] for r in runs).items())),
+                _ms(move["wall_ms"]),
+                _ms(move["led_stall_ms"]),
+                _ms(move["follower_stall_ms"]),
+            ]
+        )
+    header = [
+        "throttle",
+        "runs",
+        "verdicts",
+        "move wall p50 / p95 (min-max)",
+        "longest stall, a partition the source led",
+        "longest stall, a partition the source followed",
+    ]
+    return table(header, rows) + source(root, REASSIGN, REASSIGN_CONTROL)
 
 
 def _p(value: float | None) -> str:
@@ -200,14 +275,22 @@ def t_cluster_versions(root: Path) -> str:
 
 
 def t_lifecycle_flips(root: Path) -> str:
-    data = load(root, FLIPS)
+    return _flips(root, FLIPS)
+
+
+def t_lifecycle_flips_group(root: Path) -> str:
+    return _flips(root, FLIPS_GROUP)
+
+
+def _flips(root: Path, rel: str) -> str:
+    data = load(root, rel)
     groups: dict[str, list[dict]] = {}
     for run in data["runs"]:
         name = run["scenario"] + (" (control: " + ", ".join(run["overrides"]) + ")" if run["overrides"] else "")
         groups.setdefault(name, []).append(run)
 
     def counts(runs: list[dict], field: str) -> str:
-        values = [r[field] for r in runs if r[field] is not None]
+        values = [r.get(field) for r in runs if r.get(field) is not None]
         return ", ".join(f"{v:,}" for v in values) if values else "—"
 
     rows = [
@@ -218,6 +301,7 @@ def t_lifecycle_flips(root: Path) -> str:
             "; ".join(sorted({f["description"] for r in runs for f in r["flips"]})),
             f"{sum(1 for r in runs for f in r['flips'] if f['completed'])} of {sum(len(r['flips']) for r in runs)}",
             counts(runs, "lost"),
+            counts(runs, "lost_in_log_not_consumed"),
             counts(runs, "lost_after_read"),
             counts(runs, "lost_committed_writes"),
         ]
@@ -230,10 +314,11 @@ def t_lifecycle_flips(root: Path) -> str:
         "flips",
         "flips taken",
         "lost (per run)",
+        "of which in the log, never consumed",
         "lost after read (per run)",
         "committed writes lost (per run)",
     ]
-    return table(header, rows) + source(root, FLIPS)
+    return table(header, rows) + source(root, rel)
 
 
 def _tally(values) -> dict[str, int]:

@@ -96,6 +96,9 @@ def test_pipeline_broker_failover_keeps_the_sink_equal_to_the_ledger(
     assert verification["counts"]["undercounted"] + verification["counts"]["missing_windows"] > 0
 
 
+# benchmarks/bench_sink_duplicates.py runs pipeline-restart 10 times; make test's budget (45 min on two cores) keeps the
+# broker failover and the executor loss, this one runs in make test-long.
+@pytest.mark.long
 def test_pipeline_restart_from_the_checkpoint_counts_nothing_twice(
     demo_topics_cleaned: RunningCluster, tmp_path: Path
 ) -> None:

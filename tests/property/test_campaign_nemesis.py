@@ -27,7 +27,7 @@ def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
         fields = f.fields
         if f.fault == "quorum-loss":
             return 0, arena.controllers
-        if "client" in fields:  # a transactional client: no node at all
+        if "client" in fields or "feature" in fields:  # a transactional client, a feature level: no node at all
             return 0, 0
         if "sides" in fields:
             side = fields["sides"]

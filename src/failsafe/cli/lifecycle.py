@@ -110,3 +110,82 @@ def controller_remove_command(cluster_dir: Path | None, node_id: int | None, tim
     stderr.print(
         f"controller {node.node_id} removed and stopped after {took:.1f}s; the voters: {', '.join(map(str, now))}"
     )
+
+
+@click.command("add")
+@dir_option
+@timeout_option(120.0, "How long the new broker may take to start and be registered.")
+def broker_add_command(cluster_dir: Path | None, timeout_s: float) -> None:
+    """Add a broker (the next id) to a running KRaft cluster: its storage formatted with the cluster's id, started,
+    waited on until every broker sees it registered. It holds no partition until some are moved to it
+    ('failsafe reassign')."""
+    from failsafe.cluster.topology.brokers import add_broker
+    from failsafe.cluster.topology.lifecycle import Cluster
+
+    root = resolve_dir(cluster_dir)
+    cluster = Cluster.open(root)
+    started = time.monotonic()
+    with cluster.dir.lock(), stderr.status("adding a broker") as status:
+        node = add_broker(cluster, lambda m: status.update(f"adding a broker: {m}"), timeout_s)
+    stderr.print(
+        f"broker {node.node_id} ({node.client_address}:{node.port}) is registered after "
+        f"{time.monotonic() - started:.1f}s; the cluster has {cluster.spec.brokers} brokers"
+    )
+
+
+@click.command("reassign")
+@dir_option
+@click.option("--from", "source", type=click.IntRange(min=0), required=True, help="The broker whose replicas move.")
+@click.option(
+    "--to",
+    "destination",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The broker they move to [default: the newest].",
+)
+@click.option("--topic", "topics", multiple=True, required=True, help="A topic whose replicas move (repeatable).")
+@click.option(
+    "--throttle",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Replication throttle in bytes per second per broker (kafka-reassign-partitions --throttle) [default: none].",
+)
+@timeout_option(300.0, "How long the move may take.")
+def reassign_command(
+    cluster_dir: Path | None,
+    source: int,
+    destination: int | None,
+    topics: tuple[str, ...],
+    throttle: int | None,
+    timeout_s: float,
+) -> None:
+    """Move every replica of the topics on one broker to another with kafka-reassign-partitions (throttled when asked),
+    wait until the new replicas are in force and in sync, and let --verify confirm it and clear the throttles."""
+    from failsafe.cluster.topology.lifecycle import Cluster
+    from failsafe.cluster.topology.reassign import reassign
+
+    root = resolve_dir(cluster_dir)
+    cluster = Cluster.open(root)
+    brokers = [n.node_id for n in cluster.spec.brokers_nodes()]
+    destination = max(brokers) if destination is None else destination
+    for what, broker in (("--from", source), ("--to", destination)):
+        if broker not in brokers:
+            raise click.UsageError(f"{what} {broker}: the cluster's brokers are {', '.join(map(str, brokers))}")
+    started = time.monotonic()
+    plan_file = cluster.dir.root / f"reassignment-{int(time.time())}.json"
+    with stderr.status("reassigning") as status:
+        move = reassign(
+            cluster.dist,
+            cluster.bootstrap_servers,
+            list(topics),
+            source,
+            destination,
+            plan_file,
+            throttle,
+            lambda m: status.update(m),
+            timeout_s,
+        )
+    stderr.print(
+        f"{len(move.plan)} partition(s) moved from broker {source} to broker {destination} in "
+        f"{time.monotonic() - started:.1f}s ({move.verified}); the plan: {plan_file}"
+    )

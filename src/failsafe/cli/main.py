@@ -29,7 +29,13 @@ from failsafe.cli.explain import explain_command
 from failsafe.cli.hosts import hosts
 from failsafe.cli.kafka import kafka_command
 from failsafe.cli.lab import check_command, report_command, run_command, scenarios_command
-from failsafe.cli.lifecycle import controller_add_command, controller_remove_command, upgrade_command
+from failsafe.cli.lifecycle import (
+    broker_add_command,
+    controller_add_command,
+    controller_remove_command,
+    reassign_command,
+    upgrade_command,
+)
 from failsafe.cli.mirror import mirror
 from failsafe.cli.net import net
 from failsafe.cli.options import INTERRUPTED_EXIT
@@ -69,6 +75,7 @@ for command in (
     zookeeper,
     migrate_command,
     upgrade_command,
+    reassign_command,
     topics,
     produce_command,
     consume_command,
@@ -96,6 +103,8 @@ for command in (
 # A dynamic quorum's membership (cli/lifecycle.py), beside the node actions of 'failsafe controller'.
 controller.add_command(controller_add_command)
 controller.add_command(controller_remove_command)
+# A broker joining a running cluster, beside the node actions of 'failsafe broker'.
+broker.add_command(broker_add_command)
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

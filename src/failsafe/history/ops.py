@@ -145,10 +145,17 @@ class Family(StrEnum):
     UPGRADE = "upgrade"  # a step of a rolling upgrade of the Kafka release (cluster/topology/upgrade.py), a window
     QUORUM_CHANGE = "quorum-change"  # a dynamic quorum's voters changed (cluster/topology/quorum.py), a window
     FEATURE_FLIP = "feature-flip"  # a feature level finalized mid-run (kafka-features), a window on the quorum
+    REASSIGNMENT = "reassignment"  # a broker added, partitions moved between brokers (cluster/topology/reassign.py)
 
 
 # The families whose windows are steps of an operation, not faults: those on the quorum are no quorum loss.
-OPERATION_FAMILIES: tuple[Family, ...] = (Family.MIGRATION, Family.UPGRADE, Family.QUORUM_CHANGE, Family.FEATURE_FLIP)
+OPERATION_FAMILIES: tuple[Family, ...] = (
+    Family.MIGRATION,
+    Family.UPGRADE,
+    Family.QUORUM_CHANGE,
+    Family.FEATURE_FLIP,
+    Family.REASSIGNMENT,
+)
 
 
 # The migration's steps are recorded as fault windows of family migration, named by their kind: a roll restarts one

@@ -75,6 +75,9 @@ class ClusterNeeds:
     # A dynamic controller quorum (KIP-853; failsafe up --dynamic-quorum): what add-controller and remove-controller
     # change. A running cluster with a static one does not fit.
     dynamic_quorum: bool = False
+    # Brokers the scenario's add-broker actions add to ``brokers`` (ids brokers..brokers+adds_brokers-1, which its
+    # faults may name): a cluster the run starts has ``brokers``, a running one fits only with exactly that many.
+    adds_brokers: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,12 @@ class ActionSpec:
     to: str | None = None
     finalize: bool = True
     # add-controller: the controller id to add (absent: the first free slot); remove-controller: the one to remove
-    # (absent: the active controller).
+    # (absent: the active controller); reassign-partitions: the broker the replicas move to (absent: the newest).
     node: int | None = None
+    # reassign-partitions: the broker whose replicas move, and the replication throttle in bytes per second per broker
+    # (kafka-reassign-partitions --throttle; absent: none).
+    source: int | None = None
+    throttle: int | None = None
     # set-feature: a KRaft feature (transaction.version, eligible.leader.replicas.version, group.version, ...) and the
     # level it is finalized at (kafka-features upgrade or downgrade).
     feature: str | None = None
@@ -294,11 +301,14 @@ def parse_cluster(data: dict, where: str) -> ClusterNeeds:
     )
     if cluster.brokers < 1 or cluster.controllers < 1:
         raise fail(f"{where}.cluster", "needs at least one broker and one controller")
-    if cluster.brokers > MAX_ADDRESSED_BROKERS:
+    if cluster.brokers + cluster.adds_brokers > MAX_ADDRESSED_BROKERS:
         raise fail(
             f"{where}.cluster.brokers",
-            f"{cluster.brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of failsafe's has",
+            f"{cluster.brokers + cluster.adds_brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of "
+            "failsafe's has",
         )
+    if cluster.adds_brokers < 0:
+        raise fail(f"{where}.cluster.adds_brokers", f"{cluster.adds_brokers} must be 0 or more")
     if cluster.controllers > MAX_ADDRESSED_CONTROLLERS:
         raise fail(
             f"{where}.cluster.controllers",
@@ -342,7 +352,7 @@ def fault_context(
     return FaultContext(
         where=where,
         topics=dict(topics),
-        brokers=cluster.brokers,
+        brokers=cluster.brokers + cluster.adds_brokers,
         combined=cluster.combined,
         mode=cluster.mode,
         volatile_disks=cluster.volatile_disks,

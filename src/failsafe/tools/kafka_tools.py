@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from failsafe.errors import UserError
 from failsafe.jvm.java import find_java
@@ -193,21 +194,48 @@ def eligible_leader_replicas(
 
 
 FEATURES_TIMEOUT_S = 60.0
+# The KRaft features failsafe sets by number (metadata.version is not a number and moves with a rolling upgrade's
+# finalize): the set-feature action's and the feature-downgrade fault's.
+SETTABLE_FEATURES = (
+    "transaction.version",
+    "eligible.leader.replicas.version",
+    "group.version",
+    "share.version",
+    "streams.version",
+    "kraft.version",
+)
 _FEATURE_LINE = re.compile(
     r"Feature: (\S+)\s+SupportedMinVersion: (\S+)\s+SupportedMaxVersion: (\S+)\s+FinalizedVersionLevel: (\S+)"
 )
 
 
-def _features(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
+def tool_output(
+    dist: KafkaDist,
+    tool: str,
+    args: list[str],
+    timeout_s: float,
+    error: Callable[[str], Exception] = UserError,
+    what: str | None = None,
+) -> str:
+    """Run Kafka's ``tool`` (``features``, ``metadata-quorum``, ...) with ``args`` to its end and return what it
+    printed; if it failed, raise ``error`` with ``kafka-TOOL WHAT failed: `` and its last line."""
     done = run_to_end(
-        tool_command(find_java(), dist, main_class(dist, "features"), ["--bootstrap-server", bootstrap_servers, *args]),
-        name=f"kafka-features {args[0]}",
-        timeout_s=FEATURES_TIMEOUT_S,
+        tool_command(find_java(), dist, main_class(dist, tool), args),
+        name=f"kafka-{tool} {what or args[-1]}",
+        timeout_s=timeout_s,
     )
     if done.returncode != 0:
-        last = done.output.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        raise UserError(f"Kafka's kafka-features {' '.join(args)} failed: {last[0]}")
+        lines = [line for line in done.output.strip().splitlines() if line.strip()]
+        raise error(
+            f"kafka-{tool} {what or ' '.join(args)} failed: {lines[-1] if lines else f'exit {done.returncode}'}"
+        )
     return done.output
+
+
+def _features(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
+    return tool_output(
+        dist, "features", ["--bootstrap-server", bootstrap_servers, *args], FEATURES_TIMEOUT_S, what=" ".join(args)
+    )
 
 
 def finalized_features(dist: KafkaDist, bootstrap_servers: str) -> dict[str, tuple[str, str, str]]:

@@ -26,10 +26,8 @@ from failsafe.cluster.nodes.control import LocalNodes
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.topology.lifecycle import DEFAULT_STOP_TIMEOUT_S, Cluster
 from failsafe.errors import FailsafeError, UserError
-from failsafe.jvm.java import find_java
-from failsafe.jvm.jvm import tool_command
-from failsafe.supervisor import UP, run_to_end
-from failsafe.tools.kafka_tools import main_class
+from failsafe.supervisor import UP
+from failsafe.tools.kafka_tools import tool_output
 from failsafe.waiting import wait_until
 
 TOOL_TIMEOUT_S = 60.0
@@ -52,22 +50,16 @@ def _check(cluster: Cluster) -> None:
 
 
 def _tool(cluster: Cluster, args: list[str]) -> str:
-    dist = cluster.dist
     running = [n for n in cluster.spec.controller_nodes() if cluster.node_state(n) == UP]
     bootstrap = ",".join(f"{n.address}:{n.controller_port}" for n in running) or cluster.spec.quorum_bootstrap_servers()
-    done = run_to_end(
-        tool_command(
-            find_java(), dist, main_class(dist, "metadata-quorum"), ["--bootstrap-controller", bootstrap, *args]
-        ),
-        name=f"kafka-metadata-quorum {args[-1]}",
-        timeout_s=TOOL_TIMEOUT_S,
+    return tool_output(
+        cluster.dist,
+        "metadata-quorum",
+        ["--bootstrap-controller", bootstrap, *args],
+        TOOL_TIMEOUT_S,
+        QuorumChangeFailed,
+        " ".join(args),
     )
-    if done.returncode != 0:
-        lines = [line for line in done.output.strip().splitlines() if line.strip()]
-        raise QuorumChangeFailed(
-            f"kafka-metadata-quorum {' '.join(args)} failed: {lines[-1] if lines else done.returncode}"
-        )
-    return done.output
 
 
 def voters(cluster: Cluster) -> dict[int, str]:

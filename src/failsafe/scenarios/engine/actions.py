@@ -9,13 +9,14 @@ no action by name: it runs the declared type's ``run`` with an ``ActionContext``
     migrate        the live ZooKeeper-to-KRaft migration, each step a window in the history
 
 and the cluster's life (scenarios/engine/lifecycle_actions.py): rolling-upgrade, add-controller, remove-controller,
-set-feature.
+set-feature, add-broker, reassign-partitions.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from failsafe.cluster.site import RunSite
@@ -29,6 +30,38 @@ from failsafe.scenarios.engine.plugin import RunContext
 CREATE_TOPIC_NAME = "create-topic"
 
 
+class Background:
+    """An action's work that goes on beside the schedule (a move waited on while the schedule kills one of its
+    brokers): a thread each, waited on before the chaos phase ends, told to stop (``stopping``) when the run closes.
+    The work bounds its own waits; an error it raises is one line in the run's events."""
+
+    def __init__(self, event: Callable[[str], None]) -> None:
+        self.stopping = threading.Event()
+        self._event = event
+        self._threads: list[threading.Thread] = []
+
+    def spawn(self, name: str, work: Callable[[threading.Event], None]) -> None:
+        def run() -> None:
+            try:
+                work(self.stopping)
+            except Exception as e:  # noqa: BLE001 - said in the run's events; the action recorded its own window
+                self._event(f"{name} failed: {type(e).__name__}: {e}")
+
+        thread = threading.Thread(target=run, name=f"failsafe-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def running(self) -> list[str]:
+        return [t.name for t in self._threads if t.is_alive()]
+
+    def stop(self, timeout_s: float) -> list[str]:
+        """Tell every work to stop and wait ``timeout_s`` for each; returns those still running."""
+        self.stopping.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        return self.running()
+
+
 @dataclass(frozen=True)
 class ActionContext:
     """What the engine hands an action: the scenario, the cluster it runs on, its workload, the run, and fault ids for
@@ -40,13 +73,22 @@ class ActionContext:
     run: RunContext
     status: Callable[[str], None]
     new_fault_id: Callable[[], int]
+    background: Background = field(default_factory=lambda: Background(lambda _: None))
 
-    def window_start(self, fault: str, family: str, role: str, node: Any = None, nodes: list | None = None) -> int:
-        """A step of an operation begins, recorded as a fault window (on ``node``, else on ``nodes`` or the quorum):
-        the checkers measure what it cost like a fault's. Returns its id for ``window_stop``."""
+    def window_start(
+        self,
+        fault: str,
+        family: str,
+        role: str,
+        node: Any = None,
+        nodes: list | None = None,
+        target: Target = Target.CONTROLLER,
+    ) -> int:
+        """A step of an operation begins, recorded as a fault window (on ``node``, else on ``nodes`` of ``target``, or
+        on the quorum): the checkers measure what it cost like a fault's. Returns its id for ``window_stop``."""
         fault_id = self.new_fault_id()
         on = [node.node_id] if node is not None else list(nodes or [])
-        target = node.role if node is not None else Target.CONTROLLER if nodes else Target.QUORUM
+        target = node.role if node is not None else target if nodes else Target.QUORUM
         self.run.recorder.record(fault_start(fault_id, fault, target=target, nodes=on, role=role, family=family))
         return fault_id
 
@@ -155,7 +197,19 @@ SET_FEATURE = ActionType(
     lifecycle.set_feature,
     lifecycle.settable_feature,
 )
-LIFECYCLE_ACTIONS = (ROLLING_UPGRADE, ADD_CONTROLLER, REMOVE_CONTROLLER, SET_FEATURE)
+ADD_BROKER = ActionType(
+    lifecycle.ADD_BROKER,
+    "a broker added to the running cluster (the next id), a window",
+    lifecycle.add_broker,
+    lifecycle.adds_brokers,
+)
+REASSIGN = ActionType(
+    lifecycle.REASSIGN,
+    "replicas moved from one broker to another, throttled (kafka-reassign-partitions), a window until in force",
+    lifecycle.reassign_partitions,
+    lifecycle.reassignable,
+)
+LIFECYCLE_ACTIONS = (ROLLING_UPGRADE, ADD_CONTROLLER, REMOVE_CONTROLLER, SET_FEATURE, ADD_BROKER, REASSIGN)
 
 COMMON_ACTIONS: Mapping[str, ActionType] = {
     a.name: a for a in (ELECT_LEADERS, CREATE_TOPIC, MIGRATE, *LIFECYCLE_ACTIONS)

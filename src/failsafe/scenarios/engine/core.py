@@ -36,7 +36,7 @@ from failsafe.history.ops import event as event_op
 from failsafe.history.ops import phase as phase_op
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios.base import ActionSpec, Scenario
-from failsafe.scenarios.engine.actions import ActionContext, ActionType
+from failsafe.scenarios.engine.actions import ActionContext, ActionType, Background
 from failsafe.scenarios.engine.plugin import RunContext, Status, Workload
 from failsafe.scenarios.engine.undo_lanes import UndoLanes
 from failsafe.scenarios.observers.controller_watch import ControllerWatch
@@ -51,6 +51,10 @@ from failsafe.workloads.client_defaults import ClientDefaults
 
 HEAL_ATTEMPTS = 3
 TICK_S = 0.1
+# How long the chaos phase waits for actions' background work (each bounds its own waits well below this) and how
+# long a closing run waits for each once told to stop.
+BACKGROUND_TIMEOUT_S = 900.0
+BACKGROUND_STOP_S = 10.0
 # What an undo may fail with and still be tried again: anything else is a bug and propagates.
 UNDO_ERRORS = (FailsafeError, WaitTimeout, OSError, subprocess.TimeoutExpired)
 Phase = PhaseName
@@ -117,6 +121,7 @@ class Engine:
         self.controller_watch = ControllerWatch(cluster, self.recorder)
         self.metrics_watch = MetricsWatch.for_cluster(cluster, self.recorder)
         self.faults: list[ActiveFault] = []
+        self.background = Background(event)
         # Scheduled undos run beside the schedule (a restart waiting for its broker must not delay the next fault).
         self._lanes = UndoLanes()
         self._fault_ids = itertools.count(1)
@@ -264,6 +269,14 @@ class Engine:
             self._hold_until(start + at_s)
             run()
         self._hold_until(start + self.scenario.phases.chaos_s)
+        if self.background.running():
+            self.status(f"{self.scenario.name} · waiting for {', '.join(self.background.running())}")
+            try:
+                self.wait(lambda: not self.background.running(), BACKGROUND_TIMEOUT_S, "")
+            except WaitTimeout:
+                self.event(
+                    f"chaos: {', '.join(self.background.running())} still running after {BACKGROUND_TIMEOUT_S:g}s"
+                )
         self.workload.end_chaos(self.ctx)
         self._finish(Phase.CHAOS)
 
@@ -325,6 +338,9 @@ class Engine:
     def close(self) -> None:
         """Whatever happened: the workload and every child stopped, faults undone, sampler and history closed."""
         self._close_phase()
+        left = self.background.stop(BACKGROUND_STOP_S)
+        if left:
+            self.event(f"could not stop: {', '.join(left)}")
         try:
             self.workload.stop()
         finally:
@@ -449,7 +465,13 @@ class Engine:
         action.run(
             a,
             ActionContext(
-                self.scenario, self.cluster, self.workload, self.ctx, self.status, lambda: next(self._fault_ids)
+                self.scenario,
+                self.cluster,
+                self.workload,
+                self.ctx,
+                self.status,
+                lambda: next(self._fault_ids),
+                self.background,
             ),
         )
 

@@ -6,6 +6,11 @@ every partition's unavailability during it (the engine's ActionContext runs them
     add-controller     a controller added to a dynamic quorum (``node``: its id; absent, the first free slot)
     remove-controller  a controller removed from it (``node``; absent, the active one): cluster/topology/quorum.py
     set-feature        a feature (``feature``) finalized at ``level`` with kafka-features, an upgrade or a downgrade
+    add-broker         a broker added to the running cluster (the next id): cluster/topology/brokers.py
+    reassign-partitions  every replica of the workload's topics (or ``topic``) on broker ``source`` moved to ``node``
+                       (absent: the newest broker), throttled at ``throttle`` bytes/s: cluster/topology/reassign.py.
+                       The move is started on the schedule's thread and waited on beside it (ActionContext.background),
+                       so a fault scheduled during it (a kill -9 of the source or the destination) starts on time
 
 A step that fails is recorded (a window that never stopped, with its error) and the run goes on to its checks: the
 measurements say it did not complete, the scenario's expectations turn that into a verdict.
@@ -14,27 +19,21 @@ measurements say it did not complete, the scenario's expectations turn that into
 from __future__ import annotations
 
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 
 from failsafe.cluster.spec import ZOOKEEPER_MODE
-from failsafe.history.ops import Family, Op, event
+from failsafe.history.ops import Family, Op, Target, event
 from failsafe.scenarios.base import ActionSpec, Scenario
 
 if TYPE_CHECKING:
     from failsafe.scenarios.engine.actions import ActionContext
 
+ADD_BROKER = "add-broker"
+REASSIGN = "reassign-partitions"
 ADD_CONTROLLER = "add-controller"
 REMOVE_CONTROLLER = "remove-controller"
 SET_FEATURE = "set-feature"
-# The features set-feature may change (metadata.version is not a number and moves with a rolling upgrade's finalize).
-FEATURES = (
-    "transaction.version",
-    "eligible.leader.replicas.version",
-    "group.version",
-    "share.version",
-    "streams.version",
-    "kraft.version",
-)
 
 
 def rolling_upgrade(spec: ActionSpec, a: ActionContext) -> None:
@@ -149,10 +148,105 @@ def set_feature(spec: ActionSpec, a: ActionContext) -> None:
 
 
 def settable_feature(spec: ActionSpec, scenario: Scenario) -> str | None:
-    if spec.feature not in FEATURES:
-        return f"set-feature needs feature = one of {', '.join(FEATURES)}, not {spec.feature!r}"
+    from failsafe.tools.kafka_tools import SETTABLE_FEATURES
+
+    if spec.feature not in SETTABLE_FEATURES:
+        return f"set-feature needs feature = one of {', '.join(SETTABLE_FEATURES)}, not {spec.feature!r}"
     if spec.level is None or spec.level < 0:
         return f"set-feature needs level = the feature's level to finalize (0 or more), not {spec.level!r}"
     if scenario.cluster.mode == ZOOKEEPER_MODE:
         return "set-feature finalizes a KRaft feature: a ZooKeeper-mode cluster has none"
+    return None
+
+
+def add_broker(spec: ActionSpec, a: ActionContext) -> None:
+    """A broker added to the running cluster, a window (family reassignment) on its id until every broker sees it."""
+    from failsafe.cluster.topology.brokers import add_broker as grow
+    from failsafe.cluster.topology.brokers import next_broker_id
+    from failsafe.errors import FailsafeError
+
+    cluster: Any = a.cluster
+    node_id = next_broker_id(cluster)
+    fault_id = a.window_start(
+        ADD_BROKER, Family.REASSIGNMENT, f"add broker {node_id}", nodes=[node_id], target=Target.BROKER
+    )
+    a.run.event(f"reassignment: add broker {node_id}")
+    try:
+        grow(cluster, lambda message: a.status(f"{a.scenario.name} · add broker · {message}"))
+    except FailsafeError as e:
+        a.window_stop(fault_id, ADD_BROKER, False, str(e))
+        a.run.event(f"reassignment: add broker {node_id} failed: {e}")
+        return
+    a.window_stop(fault_id, ADD_BROKER)
+
+
+def adds_brokers(spec: ActionSpec, scenario: Scenario) -> str | None:
+    added = sum(1 for s in scenario.actions if s.action == ADD_BROKER)
+    if scenario.cluster.mode == ZOOKEEPER_MODE:
+        return "add-broker grows a KRaft cluster"
+    if scenario.cluster.adds_brokers != added:
+        return f"the scenario adds {added} broker(s): set cluster.adds_brokers = {added}"
+    return None
+
+
+def reassign_partitions(spec: ActionSpec, a: ActionContext) -> None:
+    """``kafka-reassign-partitions --execute`` now, a window (family reassignment) on the source and the destination
+    from then until the move is in force and ``--verify`` says so; the wait goes on beside the schedule."""
+    from failsafe.cluster.topology.reassign import (
+        ReassignmentFailed,
+        assignment,
+        execute,
+        plan_move,
+        verify,
+        wait_moved,
+    )
+    from failsafe.errors import FailsafeError
+
+    cluster: Any = a.cluster
+    source = int(spec.source or 0)
+    destination = spec.node if spec.node is not None else max(n.node_id for n in cluster.spec.brokers_nodes())
+    topics = [spec.topic] if spec.topic else list(a.workload.sampled_topics)
+    bootstrap, dist = cluster.bootstrap_servers, cluster.dist
+    what = f"move {', '.join(topics)} from broker {source} to broker {destination}"
+    throttled = f" (throttled at {spec.throttle} B/s)" if spec.throttle else ""
+    fault_id = a.window_start(
+        REASSIGN, Family.REASSIGNMENT, what + throttled, nodes=[source, destination], target=Target.BROKER
+    )
+    plan_file = a.run.run_path / f"reassignment-{fault_id}.json"
+    try:
+        before, _ = assignment(bootstrap, topics)
+        plan = plan_move(before, source, destination)
+        execute(dist, bootstrap, plan, plan_file, spec.throttle)
+    except FailsafeError as e:
+        a.window_stop(fault_id, REASSIGN, False, str(e))
+        a.run.event(f"reassignment: {what} failed: {e}")
+        return
+    a.run.event(f"reassignment: {what}{throttled}: {len(plan)} partition(s), plan in {plan_file.name}")
+
+    def wait(stopping: threading.Event) -> None:
+        try:
+            wait_moved(bootstrap, plan, stop=stopping)
+            said = verify(dist, bootstrap, plan, plan_file)
+        except (ReassignmentFailed, FailsafeError) as e:
+            a.window_stop(fault_id, REASSIGN, False, str(e))
+            a.run.event(f"reassignment: {what} did not complete: {e}")
+            return
+        a.window_stop(fault_id, REASSIGN)
+        a.run.event(f"reassignment: {what} completed; kafka-reassign-partitions --verify: {said}")
+
+    a.background.spawn(f"reassignment {fault_id}", wait)
+
+
+def reassignable(spec: ActionSpec, scenario: Scenario) -> str | None:
+    brokers = scenario.cluster.brokers + scenario.cluster.adds_brokers
+    if spec.source is None or not 0 <= spec.source < brokers:
+        return (
+            f"reassign-partitions needs source = the broker whose replicas move (0-{brokers - 1}), not {spec.source!r}"
+        )
+    if spec.node is not None and not 0 <= spec.node < brokers:
+        return f"reassign-partitions moves to node = a broker (0-{brokers - 1}), not {spec.node!r}"
+    if spec.throttle is not None and spec.throttle <= 0:
+        return f"reassign-partitions' throttle is in bytes per second (more than 0), not {spec.throttle!r}"
+    if scenario.cluster.mode == ZOOKEEPER_MODE:
+        return "reassign-partitions runs on a KRaft cluster here"
     return None

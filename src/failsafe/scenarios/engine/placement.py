@@ -70,6 +70,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         kafka_version=versions[0] if versions else "",
         delete_after=any(s.cluster.delete_after for s in scenarios),
         dynamic_quorum=any(s.cluster.dynamic_quorum for s in scenarios),
+        adds_brokers=max(s.cluster.adds_brokers for s in scenarios),
     )
 
 
@@ -77,6 +78,11 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
     """Why a cluster of ``spec`` cannot run the scenarios, or None."""
     if spec.brokers < needs.brokers:
         return f"it has {spec.brokers} brokers and the scenario needs {needs.brokers}"
+    if needs.adds_brokers and spec.brokers != needs.brokers:
+        return (
+            f"it has {spec.brokers} brokers and the scenario adds {needs.adds_brokers} to exactly {needs.brokers} "
+            "(its faults name the added ones by id)"
+        )
     if needs.mode and spec.mode != needs.mode:
         return f"it runs in {spec.mode} mode and the run asks for {needs.mode} mode"
     if needs.dynamic_quorum and not spec.dynamic_quorum:
