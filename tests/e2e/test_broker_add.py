@@ -32,14 +32,15 @@ def test_a_broker_added_takes_the_replicas_moved_to_it(tmp_path: Path) -> None:
     up = run_cli("up", "--dir", str(cluster), "--heap", TEST_HEAP, *ports)
     assert up.returncode == 0, up.stderr
     try:
-        added = run_cli("broker", "add", "--dir", str(cluster), timeout_s=300)
-        assert added.returncode == 0, added.stderr
-        assert "broker 3" in added.stderr and "the cluster has 4 brokers" in added.stderr
+        # Made on the three brokers first: every partition has a replica on broker 0.
         env = {"FAILSAFE_DIR": str(cluster)}
         made = run_cli(
             "kafka", "topics", "--create", "--topic", "moved", "--partitions", "3", "--replication-factor", "3", env=env
         )
         assert made.returncode == 0, made.stderr
+        added = run_cli("broker", "add", "--dir", str(cluster), timeout_s=300)
+        assert added.returncode == 0, added.stderr
+        assert "broker 3" in added.stderr and "the cluster has 4 brokers" in added.stderr
         moved = run_cli(
             "reassign", "--dir", str(cluster), "--from", "0", "--topic", "moved", "--throttle", "1000000", timeout_s=300
         )
