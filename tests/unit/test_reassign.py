@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +14,7 @@ from failsafe.checkers.measure.faults import measure
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.cluster.state import ClusterDir, ClusterState
 from failsafe.cluster.topology.reassign import plan_json, plan_move, verified
+from failsafe.errors import UserError
 from failsafe.history.ops import Family
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.engine.actions import Background
@@ -36,6 +38,18 @@ def test_each_replica_on_the_source_goes_to_the_destination_in_its_place() -> No
             {"topic": "t", "partition": 1, "replicas": [1, 2, 3]},
         ],
     }
+
+
+def test_a_topic_the_cluster_has_not_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import failsafe.cluster.topology.reassign as reassign
+
+    partition = SimpleNamespace(replicas=[0, 1, 2], isrs=[0, 1])
+    metadata = SimpleNamespace(topics={"t": SimpleNamespace(error=None, partitions={0: partition})})
+    monkeypatch.setattr(reassign, "new_admin", lambda bootstrap: None)
+    monkeypatch.setattr(reassign, "fetch_metadata", lambda admin, bootstrap, timeout_s: metadata)
+    assert reassign.assignment("b:9092", ["t"]) == ({("t", 0): [0, 1, 2]}, {("t", 0): [0, 1]})
+    with pytest.raises(UserError, match="no topic gone at b:9092"):
+        reassign.assignment("b:9092", ["t", "gone"])
 
 
 def test_verify_says_which_moves_completed() -> None:

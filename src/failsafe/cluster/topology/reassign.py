@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from failsafe.errors import FailsafeError, KafkaClientError
+from failsafe.errors import BrokerUnreachable, FailsafeError, KafkaClientError, UserError
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.tools.admin import fetch_metadata, new_admin
 from failsafe.tools.kafka_tools import tool_output
@@ -83,7 +83,7 @@ def assignment(bootstrap_servers: str, topics: Sequence[str], timeout_s: float =
     for topic in topics:
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
-            raise KafkaClientError(f"no topic {topic} in the metadata of {bootstrap_servers}")
+            raise UserError(f"no topic {topic} at {bootstrap_servers}: name one of the cluster's topics (--topic)")
         for number, partition in described.partitions.items():
             replicas[(topic, number)] = list(partition.replicas)
             isr[(topic, number)] = list(partition.isrs)
@@ -132,7 +132,14 @@ def wait_moved(
         return moved(bootstrap_servers, plan)
 
     try:
-        wait_until(done, timeout_s, f"the move did not complete within {timeout_s:g}s", POLL_S, (KafkaClientError,))
+        # A broker may be down mid-move (a kill): a metadata request nobody answered is "not yet".
+        wait_until(
+            done,
+            timeout_s,
+            f"the move did not complete within {timeout_s:g}s",
+            POLL_S,
+            (KafkaClientError, BrokerUnreachable),
+        )
     except WaitTimeout as e:
         raise ReassignmentFailed(str(e)) from e
 
