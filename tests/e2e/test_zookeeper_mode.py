@@ -144,6 +144,9 @@ def test_zookeeper_outage_scenario_passes(zk_cluster: RunningCluster, tmp_path: 
     assert "VALID  zookeeper-outage" in result.stdout
 
 
+# benchmarks/modes.sh migration runs zk-to-kraft-migration N times per client library; make test's budget (45 min on two
+# cores) keeps the ZooKeeper-mode lab, this one runs in make test-long.
+@pytest.mark.long
 def test_live_migration_to_kraft_under_load(zk_cluster: RunningCluster, tmp_path: Path) -> None:
     result = zk_cluster.cli("run", "zk-to-kraft-migration", "--runs", str(tmp_path), timeout_s=900)
     # VALID, or KNOWN for exactly the scenario's declared librdkafka#4953 duplicates (a roll moves a
