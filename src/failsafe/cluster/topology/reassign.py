@@ -42,7 +42,6 @@ class Move:
     """What a reassignment moved and how long each part took."""
 
     plan: Assignment
-    before: Assignment
     throttle_bytes: int | None
     verified: str = ""  # what --verify printed about the moved partitions
 
@@ -155,6 +154,35 @@ def verify(dist: KafkaDist, bootstrap_servers: str, plan: Assignment, plan_file:
     return f"{len(said)} partition(s) completed"
 
 
+def start(
+    dist: KafkaDist,
+    bootstrap_servers: str,
+    topics: Sequence[str],
+    source: int,
+    destination: int,
+    plan_file: Path,
+    throttle_bytes: int | None = None,
+) -> Assignment:
+    """Plan the move of every replica of ``topics`` on ``source`` to ``destination``, execute it; return the plan."""
+    before, _ = assignment(bootstrap_servers, topics)
+    plan = plan_move(before, source, destination)
+    execute(dist, bootstrap_servers, plan, plan_file, throttle_bytes)
+    return plan
+
+
+def finish(
+    dist: KafkaDist,
+    bootstrap_servers: str,
+    plan: Assignment,
+    plan_file: Path,
+    timeout_s: float = MOVE_TIMEOUT_S,
+    stop: threading.Event | None = None,
+) -> str:
+    """Wait until the plan is in force, then --verify it (which clears the throttles); returns what --verify said."""
+    wait_moved(bootstrap_servers, plan, timeout_s, stop)
+    return verify(dist, bootstrap_servers, plan, plan_file)
+
+
 def reassign(
     dist: KafkaDist,
     bootstrap_servers: str,
@@ -167,9 +195,6 @@ def reassign(
     timeout_s: float = MOVE_TIMEOUT_S,
 ) -> Move:
     """Move every replica of ``topics`` on ``source`` to ``destination``, wait until it is done, verify it."""
-    before, _ = assignment(bootstrap_servers, topics)
-    plan = plan_move(before, source, destination)
+    plan = start(dist, bootstrap_servers, topics, source, destination, plan_file, throttle_bytes)
     progress(f"moving {len(plan)} partition(s) from broker {source} to broker {destination}")
-    execute(dist, bootstrap_servers, plan, plan_file, throttle_bytes)
-    wait_moved(bootstrap_servers, plan, timeout_s)
-    return Move(plan, before, throttle_bytes, verify(dist, bootstrap_servers, plan, plan_file))
+    return Move(plan, throttle_bytes, finish(dist, bootstrap_servers, plan, plan_file, timeout_s))

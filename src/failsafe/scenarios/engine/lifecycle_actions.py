@@ -192,14 +192,7 @@ def adds_brokers(spec: ActionSpec, scenario: Scenario) -> str | None:
 def reassign_partitions(spec: ActionSpec, a: ActionContext) -> None:
     """``kafka-reassign-partitions --execute`` now, a window (family reassignment) on the source and the destination
     from then until the move is in force and ``--verify`` says so; the wait goes on beside the schedule."""
-    from failsafe.cluster.topology.reassign import (
-        ReassignmentFailed,
-        assignment,
-        execute,
-        plan_move,
-        verify,
-        wait_moved,
-    )
+    from failsafe.cluster.topology.reassign import finish, start
     from failsafe.errors import FailsafeError
 
     cluster: Any = a.cluster
@@ -214,9 +207,7 @@ def reassign_partitions(spec: ActionSpec, a: ActionContext) -> None:
     )
     plan_file = a.run.run_path / f"reassignment-{fault_id}.json"
     try:
-        before, _ = assignment(bootstrap, topics)
-        plan = plan_move(before, source, destination)
-        execute(dist, bootstrap, plan, plan_file, spec.throttle)
+        plan = start(dist, bootstrap, topics, source, destination, plan_file, spec.throttle)
     except FailsafeError as e:
         a.window_stop(fault_id, REASSIGN, False, str(e))
         a.run.event(f"reassignment: {what} failed: {e}")
@@ -225,9 +216,8 @@ def reassign_partitions(spec: ActionSpec, a: ActionContext) -> None:
 
     def wait(stopping: threading.Event) -> None:
         try:
-            wait_moved(bootstrap, plan, stop=stopping)
-            said = verify(dist, bootstrap, plan, plan_file)
-        except (ReassignmentFailed, FailsafeError) as e:
+            said = finish(dist, bootstrap, plan, plan_file, stop=stopping)
+        except FailsafeError as e:
             a.window_stop(fault_id, REASSIGN, False, str(e))
             a.run.event(f"reassignment: {what} did not complete: {e}")
             return
