@@ -58,6 +58,10 @@ ENTRIES = (
         ),
     ),
     Entry("txn-coordinator-kill", "process", ("run", "txn-coordinator-kill", *QUIET, "--set", "phases.chaos_s=12")),
+    # Protocol faults at each broker's proxy: Produce answers dropped (a producer without idempotence duplicates),
+    # and a commit held past its client's commit timeout, then released to the coordinator.
+    Entry("lab-produce-response-lost", "protocol", ("run", "produce-response-lost", *QUIET)),
+    Entry("txn-commit-held", "protocol", ("run", "txn-commit-held", "--set", "writers[0].rate_per_s=10")),
     Entry("share-consumer-killed", "client", ("run", "share-consumer-killed", *QUIET)),
     Entry("dr-failover", "region", ("run", "dr-failover", *QUIET)),
     # The app kind: the shipped exactly-once example (its command is relative to the repository's root, where this

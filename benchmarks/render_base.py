@@ -38,6 +38,19 @@ class Raw:
 
 RAW: tuple[Raw, ...] = (
     Raw(
+        "docs/benchmarks/proxy.json",
+        f"{PY} benchmarks/bench_proxy.py --dir /tmp/bench-proxy --records 300000 --rounds 4 --out "
+        "docs/benchmarks/proxy.json",
+        False,
+        "producer-perf-test through the protocol proxies and around them, alternating on one cluster",
+    ),
+    Raw(
+        "docs/benchmarks/protocol-runs.json",
+        f"{PY} benchmarks/protocol_runs.py --dir /tmp/bench-proxy --runs 3 --out docs/benchmarks/protocol-runs.json",
+        False,
+        "the protocol-fault scenarios, 3 runs each",
+    ),
+    Raw(
         "docs/benchmarks/cluster.json",
         f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json",
         True,

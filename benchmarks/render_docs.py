@@ -106,6 +106,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_realtime,
 )
 from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
+from benchmarks.render_protocol import t_protocol_runs, t_proxy  # noqa: E402
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
@@ -229,6 +230,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "cluster": t_cluster,
     "cds": t_cds,
     "producer": t_producer,
+    "protocol-proxy": t_proxy,
+    "protocol-runs": t_protocol_runs,
     "check": t_check,
     "failover": t_failover,
     "simulator": t_simulator,

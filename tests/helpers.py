@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from failsafe.supervisor import read_pidfile
+from failsafe.waiting import wait_until
 
 TEST_HEAP = "384M"
 
@@ -86,7 +88,9 @@ def cluster_ports(brokers: int = 3, controllers: int = 1) -> list[str]:
 
 
 def tracked_processes(cluster_dir: Path):
-    return [t for t in (read_pidfile(p) for p in sorted((cluster_dir / "pids").glob("*.pid"))) if t is not None]
+    # The nodes, and the protocol proxies of a cluster made with --protocol-proxy.
+    pidfiles = sorted((cluster_dir / "pids").glob("*.pid")) + sorted((cluster_dir / "proxies").glob("*.pid"))
+    return [t for t in (read_pidfile(p) for p in pidfiles) if t is not None]
 
 
 def alive_pids(cluster_dir: Path) -> list[int]:
@@ -110,3 +114,27 @@ def assert_one_line_error(result: Result, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     return lines[0]
+
+
+def sigkill_run_when(
+    cluster_dir: Path, scenario: str, tmp_path: Path, reached, what: str, timeout_s: float = 120
+) -> None:
+    """Start ``failsafe run SCENARIO`` on the cluster at ``cluster_dir``, wait until ``reached()`` (its fault is in
+    force), and SIGKILL it there: what a crash of failsafe mid-fault leaves behind is the caller's to check."""
+    err = tmp_path / "run.stderr"
+    with open(err, "wb") as stderr:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "failsafe", "run", scenario, "--runs", str(tmp_path / "runs")],
+            env={**os.environ, "FAILSAFE_DIR": str(cluster_dir)},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        wait_until(lambda: reached() or run.poll() is not None, timeout_s, f"{what} never came")
+        assert run.poll() is None, err.read_text()
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()

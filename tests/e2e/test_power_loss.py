@@ -5,10 +5,6 @@ acknowledged is lost; a SIGKILL of failsafe mid-fault, ``down`` and ``clean`` le
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +12,9 @@ import pytest
 
 from failsafe.cluster.state import ClusterDir
 from failsafe.disk import find_layers, is_mounted, unavailable_reason
-from failsafe.waiting import wait_until
 from tests.conftest import RunningCluster, start_cluster, stop_cluster
 from tests.e2e.test_lab_scenarios import only_run_dir
-from tests.helpers import alive_pids
+from tests.helpers import alive_pids, sigkill_run_when
 
 UNAVAILABLE = unavailable_reason()
 pytestmark = [
@@ -108,28 +103,10 @@ def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_
 ) -> None:
     cdir = ClusterDir(disk_cluster.dir)
     broker = cdir.load().spec.brokers_nodes()[0]
-    err = tmp_path / "run.stderr"
-    with open(err, "wb") as stderr:
-        run = subprocess.Popen(
-            [sys.executable, "-m", "failsafe", "run", SCENARIO, "--runs", str(tmp_path / "runs")],
-            env={**os.environ, "FAILSAFE_DIR": str(disk_cluster.dir)},
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
-        # The power cut unmounts the broker's layer; the heal mounts it again 3 s later.
-        wait_until(
-            lambda: not is_mounted(cdir.data_dir(broker)) or run.poll() is not None,
-            120,
-            "the run's power loss never came",
-        )
-        assert run.poll() is None, err.read_text()
-        run.send_signal(signal.SIGKILL)
-        run.wait(timeout=30)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+    # The power cut unmounts the broker's layer; the heal mounts it again 3 s later.
+    sigkill_run_when(
+        disk_cluster.dir, SCENARIO, tmp_path, lambda: not is_mounted(cdir.data_dir(broker)), "the run's power loss"
+    )
     # A disk-full or disk-error left in force by a dead failsafe lives in its layer's daemon: down takes it with the
     # mount.
     from failsafe.cluster.topology.lifecycle import Cluster

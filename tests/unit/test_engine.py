@@ -49,6 +49,7 @@ class FakeCluster(NeutralSite):
         self.restarts: list[list[int]] = []
         self.stopped: list[tuple[list[int], signal.Signals]] = []
         self.disk_calls: list[tuple[str, int]] = []
+        self.proxy_calls: list[tuple] = []
         self.journal_path: Path | None = None  # the operator journal a test writes (test_operator_feed.py)
 
     @property
@@ -107,6 +108,24 @@ class FakeCluster(NeutralSite):
     def disk_clear(self, node: NodeSpec, kind: str) -> dict:
         self.disk_calls.append((f"clear-{kind}", node.node_id))
         return {"cleared": [kind]}
+
+    # Protocol proxies (faults/protocol.py): every broker has one; what was asked of them is kept in ``proxy_calls``.
+    def protocol_proxy(self, node: NodeSpec) -> FakeProxy:
+        return FakeProxy(node.node_id, self.proxy_calls)
+
+
+class FakeProxy:
+    def __init__(self, node_id: int, calls: list) -> None:
+        self.node_id, self.calls = node_id, calls
+
+    def add(self, rule: dict) -> dict:
+        self.calls.append(("add", self.node_id, rule["action"], tuple(rule["apis"])))
+        return {"rules": [rule["rule_id"]]}
+
+    def clear(self, rule_id: str) -> dict:
+        self.calls.append(("clear", self.node_id))
+        took = [{"api": "Produce", "client_id": "producer-0", "requests": 2}]
+        return {"rule_id": rule_id, "action": "?", "seen": 3, "taken": 2, "by_api_client": took}
 
 
 class FakeSampler:
@@ -318,6 +337,8 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         fields = {"client": "writer-0"}
     if "app" in FAULT_TYPES[kind].params.__dataclass_fields__:
         fields = {"app": "eos-0"}
+    if FAULT_TYPES[kind].family == Family.PROTOCOL:
+        fields = {"api": "Produce", "clients": "producer-*"}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
@@ -340,6 +361,13 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
             [("inject-error", 1), ("clear-error", 1)],
         )
         assert cluster.restarts == [[1]]
+    if FAULT_TYPES[kind].family == Family.PROTOCOL:
+        # A rule on every broker's proxy, cleared at the undo; what the proxies took is recorded with the stop.
+        assert cluster.proxy_calls == [("add", b, kind, ("Produce",)) for b in range(3)] + [
+            ("clear", b) for b in range(3)
+        ]
+        assert stops[0]["details"]["requests"] == 6 and set(stops[0]["details"]["took"]) == {"0", "1", "2"}
+        assert start["details"]["rule"]["clients"] == "producer-*"
     if kind == KILL_DRIVER:
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == KILL_CONSUMER:

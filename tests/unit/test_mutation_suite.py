@@ -27,7 +27,15 @@ def test_every_kind_has_runs_in_the_corpus_and_each_is_judged_as_it_was_recorded
     assert {run.kind for run in RUNS} >= set(KINDS), (
         f"kinds without a run in tests/data/corpus: {sorted(set(KINDS) - {r.kind for r in RUNS})}"
     )
-    assert {run.meta["family"] for run in RUNS} >= {"process", "network", "client", "region", "disk", "campaign"}
+    assert {run.meta["family"] for run in RUNS} >= {
+        "process",
+        "network",
+        "client",
+        "region",
+        "disk",
+        "campaign",
+        "protocol",
+    }
     from tests.mutations import Mutant
 
     for run in RUNS:

@@ -17,7 +17,7 @@ from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec
 from failsafe.errors import UserError
 from failsafe.faults import FaultError, FaultSpec, FaultTargets, network
-from failsafe.faults.network import partition_rules
+from failsafe.faults.network import partition_rules, placed_rules
 from failsafe.faults.sides import Side, parse_sides, resolve_sides
 from failsafe.scenarios.base import ScenarioError
 from failsafe.scenarios.registry import parse_scenario
@@ -116,6 +116,16 @@ def test_clients_are_cut_by_what_is_not_a_node_of_the_cluster() -> None:
     assert partition_rules(sides, False, gid, ALL_GIDS) == [
         "meta skgid != { 1500, 500, 501, 502 } ip daddr . tcp dport { 127.0.0.1 . 9092 } counter drop"
     ]
+
+
+def test_a_one_way_cut_to_clients_drops_what_the_brokers_own_listener_answers_from_behind_a_proxy() -> None:
+    proxied = ClusterSpec(protocol_proxy=True)
+    sides = resolve_sides(parse_sides("{0} -> {clients}"), proxied)
+    (plain,) = placed_rules(sides, True, gid, ALL_GIDS).values()
+    (behind,) = placed_rules(sides, True, gid, ALL_GIDS, listener_port=proxied.listener_port).values()
+    # Clients' answers leave the broker from its own listener (9592), to its proxy: 9092 is the proxy's port.
+    assert plain == ["meta skgid 500 ip daddr 127.0.0.1 tcp sport 9092 counter drop"]
+    assert behind == ["meta skgid 500 ip daddr 127.0.0.1 tcp sport 9592 counter drop"]
 
 
 def test_sides_with_no_link_between_them_are_refused() -> None:

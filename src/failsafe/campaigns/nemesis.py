@@ -119,3 +119,10 @@ class Nemesis:
 def drawable() -> list[str]:
     """The fault types campaigns can draw."""
     return sorted(name for name, t in FAULT_TYPES.items() if t.draw is not None)
+
+
+def drawn_by_default() -> list[str]:
+    """The fault types a campaign draws when --faults does not name them: those that need nothing of the cluster beyond
+    what every cluster has (protocol faults need proxies: a campaign draws them when asked, and its cluster gets
+    them)."""
+    return [name for name in drawable() if not FAULT_TYPES[name].cluster_needs]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import random
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from failsafe.campaigns.nemesis import Envelope, Limits, Nemesis, drawable
+from failsafe.campaigns.nemesis import Envelope, Limits, Nemesis, drawn_by_default
 from failsafe.campaigns.schedule import Planned, Schedule, scenario_data
 from failsafe.errors import UserError
 from failsafe.faults import FAULT_TYPES, allowed
@@ -86,11 +86,16 @@ class Plan:
         # kill).
         takes = set(allowed(kind_of(scenario).offers))
         nemesis = Nemesis(
-            faults or tuple(f for f in drawable() if f in takes),
+            faults or tuple(f for f in drawn_by_default() if f in takes),
             chaos_s,
             arena,
             Limits.of(envelope, arena, replication, min_insync),
         )
+        # What the drawn types need of the cluster (protocol faults: proxies), so the campaign's cluster has it from the
+        # start, as a run of a scenario with such a fault gets it.
+        needs = {need: True for f in nemesis.faults for need in FAULT_TYPES[f].cluster_needs}
+        if needs:
+            scenario = replace(scenario, cluster=replace(scenario.cluster, **needs))
         plan = cls(name, base, scenario, nemesis, envelope)
         plan.check_faults()
         plan.check_client_hosts()

@@ -67,6 +67,7 @@ _SPEC_PARAMS = {
     "metrics": "metrics",
     "metrics_base_port": "metrics_base_port",
     "dynamic_quorum": "dynamic_quorum",
+    "protocol_proxy": "protocol_proxy",
 }
 
 
@@ -219,6 +220,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     "(what power-loss faults need; /dev/fuse and libfuse 3; docs/disk-faults.md).",
 )
 @click.option(
+    "--protocol-proxy",
+    is_flag=True,
+    help="Put a Kafka-aware proxy in front of each broker's client listener, at the port the broker advertises (what "
+    "protocol faults need: delay-request, hold, drop-response, ...; docs/protocol-faults.md).",
+)
+@click.option(
     "--metrics/--no-metrics",
     default=True,
     show_default=True,
@@ -260,6 +267,7 @@ def up_command(
     override: tuple[str, ...],
     feature: tuple[str, ...],
     volatile_disks: bool,
+    protocol_proxy: bool,
     metrics: bool,
     metrics_base_port: int | None,
     dr: bool,
@@ -291,6 +299,7 @@ def up_command(
         heap=heap,
         overrides=parse_pairs(override, "--override"),
         volatile_disks=volatile_disks,
+        **({"protocol_proxy": True} if protocol_proxy else {}),
         features=parse_pairs(feature, "--feature"),
         metrics=metrics,
         metrics_base_port=metrics_base_port,

@@ -25,19 +25,27 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
         ),
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
-        + (",REPLICATION:PLAINTEXT" if node.replication_port else ""),
+        + (",REPLICATION:PLAINTEXT" if node.replication_port else "")
+        + (",DIRECT:PLAINTEXT" if spec.direct_port(node) else ""),
     }
     # Clients on 127.0.0.1 (the seeds' ports); replication and the controller on the node's own
     # address, so a network fault can cut one without the other (docs/cluster.md).
-    broker_listeners = []
+    # With a protocol proxy the client listener is behind it: clients are told the proxy's port
+    # (docs/protocol-faults.md).
+    broker_listeners, advertised = [], []
     if node.is_broker:
-        broker_listeners.append(f"PLAINTEXT://{node.client_address}:{node.port}")
+        broker_listeners.append(f"PLAINTEXT://{node.client_address}:{spec.listener_port(node)}")
+        advertised.append(f"PLAINTEXT://{node.client_address}:{node.port}")
+        if spec.direct_port(node):
+            broker_listeners.append(f"DIRECT://{node.client_address}:{spec.direct_port(node)}")
+            advertised.append(broker_listeners[-1])
         if node.replication_port:
             broker_listeners.append(f"REPLICATION://{node.address}:{node.replication_port}")
+            advertised.append(broker_listeners[-1])
     controller_listeners = [f"CONTROLLER://{node.address}:{node.controller_port}"] if node.is_controller else []
     props["listeners"] = ",".join(broker_listeners + controller_listeners)
     if node.is_broker:
-        props["advertised.listeners"] = ",".join(broker_listeners)
+        props["advertised.listeners"] = ",".join(advertised)
         props["inter.broker.listener.name"] = "REPLICATION" if node.replication_port else "PLAINTEXT"
     props["log.dirs"] = str(cluster_dir / f"kafka-{node.node_id}")
     if node.is_broker:

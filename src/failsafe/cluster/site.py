@@ -1,9 +1,9 @@
 """Where a run takes place, as the engine, the faults and the CLI see it: one typed interface.
 
     RunSite     bootstrap servers, the nodes and their control, fault targets (a node by id, its state, its
-                signals, the active controller, disks), whether it is whole, network readiness and the leash
-                on its rules, clock offsets, where a client may run, the nodes' logs, the operator's journal
-                and the profile
+                signals, the active controller, disks, protocol proxies), whether it is whole, network readiness
+                and the leash on its rules, clock offsets, where a client may run, the nodes' logs, the operator's
+                journal and the profile
 
 A local cluster (lifecycle.Cluster, on this machine or on hosts: its NodeControl says which), a DR pair's fault target
 (the same class) and a cluster failsafe did not start (attached.AttachedCluster) implement it. What differs between this
@@ -88,6 +88,10 @@ class RunSite(Protocol):
 
     def restart(self, nodes: list[NodeSpec]) -> list[NodeSpec]: ...
 
+    def protocol_proxy(self, node: NodeSpec) -> Any:
+        """``node``'s protocol proxy when it runs (proxy/proxies.py ProxyHandle: status, add, clear); None without one
+        (a cluster made without --protocol-proxy, a cluster failsafe did not start)."""
+
     def not_whole(self) -> list[str]:
         """Why the cluster is not whole (a node down or paused), one line each; empty when it is."""
 
@@ -156,4 +160,7 @@ class NeutralSite:
         return profile_of(self.spec)
 
     def active_controller(self) -> int | None:
+        return None
+
+    def protocol_proxy(self, node: NodeSpec) -> Any:
         return None

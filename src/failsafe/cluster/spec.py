@@ -25,6 +25,12 @@ DEFAULT_REPLICATION_PORT_OFFSET = 200
 # Every node serves its metrics (Prometheus's JMX exporter, cluster/observe/metrics.py) on 127.0.0.1: brokers from 9392
 # by default, controllers from 9442, ZooKeeper nodes from 9482 (ClusterSpec.metrics_port).
 DEFAULT_METRICS_PORT_OFFSET = 300
+# With protocol proxies (failsafe up --protocol-proxy, docs/protocol-faults.md) a broker's own client listener sits 500
+# above the port it advertises, where its proxy listens: 9592-9594 behind 9092-9094 by default.
+PROXY_BACKEND_PORT_OFFSET = 500
+# ... and a second client listener, DIRECT, 550 above it, advertised as itself: clients that bootstrap there (the
+# proxy's benchmark, measuring against the proxy in the same run) reach the broker without the proxy.
+DIRECT_PORT_OFFSET = 550
 METRICS_CONTROLLER_OFFSET = 50
 METRICS_ZOOKEEPER_OFFSET = 90
 # Each node's own loopback address for replication and controller traffic: brokers 127.0.0.10-99,
@@ -150,6 +156,10 @@ class ClusterSpec:
     dynamic_quorum: bool = False
     # Controller ids removed from a dynamic quorum: no node of the cluster any more (their slot can be added again).
     retired_controllers: tuple[int, ...] = ()
+    # A Kafka-aware proxy in front of each broker's client listener (failsafe.proxy, docs/protocol-faults.md): the
+    # broker advertises the proxy's address (its usual port) and listens PROXY_BACKEND_PORT_OFFSET above it; replication
+    # and controller traffic do not pass it. What protocol faults need. KRaft on this machine only.
+    protocol_proxy: bool = False
 
     @classmethod
     def zookeeper_mode(
@@ -193,6 +203,33 @@ class ClusterSpec:
         if node.is_controller:
             return base + METRICS_CONTROLLER_OFFSET + node.controller_port - self.effective_controller_base_port
         return base + METRICS_ZOOKEEPER_OFFSET + node.port - self.zookeeper_base_port
+
+    def listener_port(self, node: NodeSpec) -> int | None:
+        """Where a broker's own client (PLAINTEXT) listener is: its port, or behind its protocol proxy's."""
+        if self.protocol_proxy and node.is_broker and node.port is not None:
+            return node.port + PROXY_BACKEND_PORT_OFFSET
+        return node.port
+
+    def direct_port(self, node: NodeSpec) -> int | None:
+        """A broker's DIRECT listener, around its protocol proxy; None without one."""
+        if self.protocol_proxy and node.is_broker and node.port is not None:
+            return node.port + DIRECT_PORT_OFFSET
+        return None
+
+    def proxy_ports(self) -> list[int]:
+        """The ports a broker listens on because of its proxy: its own client listener and the DIRECT one."""
+        return [
+            p
+            for n in self.brokers_nodes()
+            for p in ((self.listener_port(n) if self.protocol_proxy else None), self.direct_port(n))
+            if p is not None
+        ]
+
+    def direct_bootstrap_servers(self) -> str | None:
+        """Where clients reach the brokers around their protocol proxies; None without proxies."""
+        if not self.protocol_proxy:
+            return None
+        return ",".join(f"{n.client_address}:{self.direct_port(n)}" for n in self.brokers_nodes())
 
     def metrics_ports(self) -> list[int]:
         return [self.metrics_port(n) for n in self.nodes()] if self.metrics else []
@@ -279,12 +316,16 @@ class ClusterSpec:
         return [n for n in self.nodes() if n.is_controller]
 
     def ports(self) -> list[int]:
-        return [
-            p
-            for n in self.nodes()
-            for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port)
-            if p is not None
-        ] + self.metrics_ports()
+        return (
+            [
+                p
+                for n in self.nodes()
+                for p in (n.port, n.controller_port, n.peer_port, n.election_port, n.replication_port)
+                if p is not None
+            ]
+            + self.proxy_ports()
+            + self.metrics_ports()
+        )
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.client_address}:{n.port}" for n in self.brokers_nodes())
@@ -330,7 +371,7 @@ class ClusterSpec:
                 else f"controller ports from {self.effective_controller_base_port} or replication ports from "
                 f"{self.effective_replication_base_port}"
             )
-            listeners = ports[: len(ports) - len(self.metrics_ports())]
+            listeners = ports[: len(ports) - len(self.metrics_ports()) - len(self.proxy_ports())]
             if len(set(listeners)) == len(listeners):
                 raise UserError(
                     f"metrics ports from {self.effective_metrics_base_port} overlap the nodes' other ports: "
@@ -344,6 +385,11 @@ class ClusterSpec:
             self._validate_placement()
         if self.dynamic_quorum:
             self._validate_dynamic_quorum()
+        if self.protocol_proxy and (self.mode != KRAFT_MODE or self.placement or not self.node_addresses):
+            raise UserError(
+                "--protocol-proxy: protocol proxies stand in front of a KRaft cluster's brokers on this machine "
+                "(not in ZooKeeper mode, not on hosts)"
+            )
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")

@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.backing.is_dir() or not args.mountpoint.is_dir():
         print(f"failsafe.disk.daemon: {args.backing} and {args.mountpoint} must both be directories", file=sys.stderr)
         return 2
-    from failsafe.disk.control import serve
     from failsafe.disk.injection import Injection
+    from failsafe.supervisor.control import serve
 
     try:
         ops = Volatile(args.backing.resolve(), args.metadata)

@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from failsafe.disk import control
 from failsafe.disk.injection import Injection, Kind, Ops
 from failsafe.disk.names import STASH
 from failsafe.errors import DiskLayerError, ProvisionError
-from failsafe.supervisor import Child, TrackedProcess, run_to_end, spawn
+from failsafe.supervisor import Child, TrackedProcess, control, run_to_end, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
 STATE_SUBDIR = "disk-layers"

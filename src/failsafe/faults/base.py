@@ -11,6 +11,7 @@ failsafe needs:
     fits        why a running cluster cannot take it (e.g. quorum-loss on a combined cluster), or None
     draw        how a randomized campaign draws one (faults/draw.py): its fields, aimed by role, and how
                 many brokers and controllers it takes away; None: campaigns do not use it
+    cluster_needs   what the cluster must have for it (``protocol_proxy``), turned on for a run that has one
     start       ``start(spec, targets) -> AppliedFault``: chooses its targets when it starts (leadership
                 moves, so a scenario names a role, not an id), acts, and returns how to undo it and how
                 reports draw it (``label``, a network fault's ``sides``)
@@ -158,6 +159,8 @@ class AppliedFault:
     one_way: bool | None = None
     loss: float | None = None
     acted_ns: int | None = None
+    # What the fault did while in force, known at its undo (a protocol fault's counts): recorded with its stop.
+    stop_details: dict | None = None
 
     def undo(self) -> None:
         """Run the undo; marked undone only when it succeeded, so a failed one can be tried again."""
@@ -226,6 +229,9 @@ class FaultType:
     validate: Callable[[Any, FaultContext], None] = _no_check
     fits: Callable[[Any], str | None] = _fits_any  # a ClusterSpec -> why it cannot take this fault
     draw: Drawer | None = None  # how a campaign draws one (faults/draw.py); None: campaigns do not use it
+    # What a cluster must have for it, as ClusterNeeds fields a run turns on (protocol faults: "protocol_proxy"): a
+    # scenario with such a fault gets a cluster with it without saying so.
+    cluster_needs: tuple[str, ...] = ()
 
     def parse(self, table: Mapping[str, Any], ctx: FaultContext) -> Any:
         """The fault's own fields from its table (``fault``, ``at_s`` and ``duration_s`` already taken), validated."""

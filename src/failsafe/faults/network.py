@@ -87,10 +87,12 @@ def placed_rules(
     loss: float | None = None,
     place: Callable[[NodeSpec], str] = lambda node: LOCAL,
     control: Callable[[str], str] = lambda where: LOOPBACK,
+    listener_port: Callable[[NodeSpec], int | None] = lambda node: node.port,
 ) -> dict[str, list[str]]:
     """The rules of :func:`partition_rules`, by where each must go: a node's packets are dropped where the node runs
     (``place``: LOCAL, or its host), the clients' where the clients run (LOCAL); ``control(where)`` is the clients'
-    address as seen from there."""
+    address as seen from there; ``listener_port(broker)`` the port its client listener answers from (behind a protocol
+    proxy, not the port clients connect to: ClusterSpec.listener_port)."""
     chance = ""
     if loss is not None and loss < 1:
         chance = f"numgen random mod {LOSS_MODULUS} < {round(loss * LOSS_MODULUS)} "
@@ -122,7 +124,7 @@ def placed_rules(
             for where, nodes in by_place(n for n in src.nodes if n.is_broker).items():
                 rules.setdefault(where, []).append(
                     f"meta skgid {_set(gid(n) for n in nodes)} ip daddr {control(where)} "
-                    f"tcp sport {_set(n.port for n in nodes)} {chance}counter drop"
+                    f"tcp sport {_set(listener_port(n) for n in nodes)} {chance}counter drop"
                 )
     if not rules:
         raise FaultError(
@@ -175,7 +177,9 @@ def apply(
     gid = gid_of(cluster)
     all_gids = [gid(n) for n in cluster.spec.nodes()]
     nodes = cluster.nodes
-    rules = placed_rules(sides, one_way, gid, all_gids, loss, nodes.net_place, nodes.net_control_address)
+    rules = placed_rules(
+        sides, one_way, gid, all_gids, loss, nodes.net_place, nodes.net_control_address, cluster.spec.listener_port
+    )
     taken = {c.name for c in nodes.net_chains()}
     number = next(i for i in range(1, 10_000) if f"fault_{i}" not in taken)
     comment = describe(sides, one_way, loss)

@@ -146,6 +146,9 @@ class Family(StrEnum):
     QUORUM_CHANGE = "quorum-change"  # a dynamic quorum's voters changed (cluster/topology/quorum.py), a window
     FEATURE_FLIP = "feature-flip"  # a feature level finalized mid-run (kafka-features), a window on the quorum
     REASSIGNMENT = "reassignment"  # a broker added, partitions moved between brokers (cluster/topology/reassign.py)
+    PROTOCOL = (
+        "protocol"  # requests or answers delayed, held, dropped or sent twice by a broker's proxy (failsafe.proxy)
+    )
 
 
 # The families whose windows are steps of an operation, not faults: those on the quorum are no quorum loss.
@@ -361,8 +364,10 @@ def fault_stop(
     error: str | None = None,
     by: str | None = None,
     time_ns: int | None = None,
+    details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An attempt to undo fault ``fault_id``: ``ok`` false means it failed and will be tried again."""
+    """An attempt to undo fault ``fault_id``: ``ok`` false means it failed and will be tried again. ``details``: what
+    the fault did while in force, known only at its end (a protocol fault's requests taken, by API and client)."""
     return op(
         Op.FAULT_STOP,
         OpType.INFO,
@@ -374,6 +379,7 @@ def fault_stop(
         attempt=attempt,
         error=error,
         by=by,
+        details=dict(details) if details else None,
     )
 
 

@@ -56,6 +56,8 @@ class ClusterNeeds:
     racks: int = 0
     # Every node's data directory on a disk layer that forgets what was not synced (power-loss faults need it).
     volatile_disks: bool = False
+    # A protocol proxy in front of each broker (failsafe up --protocol-proxy): on by itself when a fault needs one.
+    protocol_proxy: bool = False
     # Feature levels a cluster the run starts is formatted with (failsafe up --feature); a running cluster made
     # without them does not fit.
     features: dict[str, str] = field(default_factory=dict)

@@ -32,6 +32,7 @@ from failsafe.jvm.java import Java
 from failsafe.jvm.jvm import server_command, tool_command, zookeeper_command
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.jvm.logging_config import write_logging_configs
+from failsafe.proxy import proxies
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile, spawn
 from failsafe.waiting import WaitTimeout, wait_until
 
@@ -124,8 +125,11 @@ class NodeControl(Protocol):
     def disk_unmount(self, nodes: list[NodeSpec]) -> None:
         """Unmount these nodes' disk layers (the nodes stopped first): a failed start leaves none behind."""
 
+    def proxy(self, node: NodeSpec) -> Any:
+        """``node``'s protocol proxy when it runs (status, add, clear: proxy/proxies.py ProxyHandle), else None."""
+
     def release(self) -> None:
-        """What must not outlive the cluster once it is down: network rules, disk layers."""
+        """What must not outlive the cluster once it is down: network rules, disk layers, protocol proxies."""
 
     def remove(self) -> None:
         """Delete what the cluster keeps outside its directory (``clean``)."""
@@ -202,6 +206,16 @@ class LocalNodes:
             cmd = [*cmd[:-2], metrics.jvm_option(root, spec, node), *cmd[-2:]]
         if spec.volatile_disks:
             disks.ensure_mounted(self.dir, node)
+        if spec.protocol_proxy and node.is_broker:
+            # Before its broker: clients told of the proxy's port find it serving (it closes them while the broker is
+            # down). It outlives the broker's restarts and stops with the cluster (release).
+            proxies.start(
+                self.dir.root,
+                node.name,
+                (node.client_address, node.port),
+                (node.client_address, spec.listener_port(node)),
+                log_path=self.dir.logs_dir / f"proxy-{node.name}.log",
+            )
         if netfilter.can_set_gids():
             # Its own group id: network faults match the node's packets by it (cluster/net/netfilter.py).
             cmd = netfilter.with_gid(cmd, netfilter.node_gid(self.dir.root, spec.nodes().index(node)))
@@ -321,10 +335,14 @@ class LocalNodes:
     def disk_unmount(self, nodes: list[NodeSpec]) -> None:
         disks.unmount_nodes(self.dir, nodes)
 
+    def proxy(self, node: NodeSpec) -> Any:
+        return proxies.running(self.dir.root, node.name)
+
     # -- after --------------------------------------------------------------------------------
     def release(self) -> None:
         netfilter.delete_table(self.dir.root)
         disks.unmount(self.dir)
+        proxies.stop_all(self.dir.root)
 
     def remove(self) -> None:
         """Everything of a local cluster is in its directory, which ``clean`` deletes."""
@@ -374,7 +392,12 @@ def ensure_ports_free(
         for address, port in [
             (node.address, node.controller_port),
             (node.address, node.replication_port),
-            *((LOOPBACK, p) for p in (node.port, node.peer_port, node.election_port)),
+            (LOOPBACK, spec.direct_port(node) if spec else None),
+            # Behind a protocol proxy, the broker's own listener: the proxy's port is the proxy's to hold.
+            *(
+                (LOOPBACK, p)
+                for p in (spec.listener_port(node) if spec else node.port, node.peer_port, node.election_port)
+            ),
         ]
         if port is not None
     ]

@@ -464,6 +464,9 @@ class HostNodes(HostNetwork):
             self._disk_synced.add(host.name)
         return package
 
+    def proxy(self, node: NodeSpec) -> Any:
+        return None  # protocol proxies run on this machine only (ClusterSpec.validate)
+
     def disk_layer(self, node: NodeSpec) -> Any:
         return self._disks(self.host(node)).layer(node.name, self._data(node)) if self.spec.volatile_disks else None
 

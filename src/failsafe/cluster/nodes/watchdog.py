@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from failsafe.disk import unmount_named
+from failsafe.proxy import proxies
 from failsafe.supervisor import read_pidfile, spawn
 
 RELEASE = "release"
@@ -72,11 +73,16 @@ def main(argv: list[str]) -> int:
         if tracked is not None and tracked.alive():
             print(f"watchdog: the starting command died; killing {pidfile.stem} (pid {tracked.pid})", flush=True)
             tracked.stop(KILL_TIMEOUT_S, sig=signal.SIGKILL)
-    # Their layers, if the cluster has any (DIR/pids/NAME.pid; the layers' state files are under DIR).
+    # Their layers and protocol proxies, if the cluster has any (DIR/pids/NAME.pid; the layers' state files and the
+    # proxies' pidfiles are under DIR).
     roots = {p.parent.parent for p in pidfiles}
     for root in roots:
         for mountpoint in unmount_named(root, [p.stem for p in pidfiles if p.parent.parent == root]):
             print(f"watchdog: unmounted the disk layer at {mountpoint}", flush=True)
+        for name in [p.stem for p in pidfiles if p.parent.parent == root]:
+            if proxies.tracked(root, name) is not None:
+                proxies.stop(root, name, KILL_TIMEOUT_S)
+                print(f"watchdog: stopped the protocol proxy of {name}", flush=True)
     return 0
 
 

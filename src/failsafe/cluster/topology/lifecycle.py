@@ -12,6 +12,7 @@ import signal
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from failsafe.cluster.modes import zookeeper
 from failsafe.cluster.modes.mode import ClusterMode, mode_of
@@ -289,6 +290,10 @@ class Cluster(NeutralSite):
         """``node``'s disk back (space freed, or the failing disk replaced); None when a power cut since took the
         layer."""
         return disks.clear(self.nodes.disk_layer(node), kind)
+
+    def protocol_proxy(self, node: NodeSpec) -> Any:
+        """``node``'s protocol proxy when it runs (the cluster made with --protocol-proxy), else None."""
+        return self.nodes.proxy(node)
 
     def disk_status(self, node: NodeSpec) -> dict | None:
         """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer

@@ -447,7 +447,9 @@ class Engine:
             )
             self.event(f"undo of {f.spec.fault} failed (attempt {f.applied.undo_attempts}): {e}")
             return False
-        self.recorder.record(fault_stop(f.fault_id, f.spec.fault, True, f.applied.undo_attempts))
+        self.recorder.record(
+            fault_stop(f.fault_id, f.spec.fault, True, f.applied.undo_attempts, details=f.applied.stop_details)
+        )
         return True
 
     def _partition(self, name: str) -> dict | None:

@@ -50,6 +50,8 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         )
     overrides: dict[str, str] = {}
     features: dict[str, str] = {}
+    # What the scenarios' fault types need of the cluster (protocol faults: proxies), said by the scenario or not.
+    fault_needs = {need for s in scenarios for f in s.faults for need in FAULT_TYPES[f.fault].cluster_needs}
     for s in scenarios:
         for wanted, got in ((s.cluster.overrides, overrides), (s.cluster.features, features)):
             for key, value in wanted.items():
@@ -64,6 +66,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         mode=mode or (modes[0] if modes else ""),
         racks=max(s.cluster.racks for s in scenarios),
         volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
+        protocol_proxy=any(s.cluster.protocol_proxy for s in scenarios) or "protocol_proxy" in fault_needs,
         features=features,
         overrides=overrides,
         profile=profiles[0] if profiles else "",
@@ -99,6 +102,11 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return (
             f"it has {spec.racks or 'no'} racks and the scenario needs {needs.racks} (failsafe up --racks "
             f"{needs.racks})"
+        )
+    if needs.protocol_proxy and not spec.protocol_proxy:
+        return (
+            "its brokers have no protocol proxy and the scenario's faults act through one (failsafe up "
+            "--protocol-proxy)"
         )
     if needs.volatile_disks and not spec.volatile_disks:
         return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
@@ -140,6 +148,7 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
         "brokers": needs.brokers,
         "overrides": dict(needs.overrides),
         "volatile_disks": needs.volatile_disks,
+        **({"protocol_proxy": True} if needs.protocol_proxy else {}),
         **spec_fields(needs.profile or DEFAULT_PROFILE),
         **({"features": dict(needs.features)} if needs.features else {}),
         **({"base_port": base_port} if base_port is not None else {}),

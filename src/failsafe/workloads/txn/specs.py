@@ -55,6 +55,8 @@ class TransactionalSettings:
 
     abort_probability: float = 0.1
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    # How long a commit is retried after retriable errors before the producer is replaced (the outcome is then unknown).
+    commit_timeout_s: float = 30.0
     properties: dict[str, str] = field(default_factory=dict)
     driver: str = LIBRDKAFKA
 
@@ -92,8 +94,6 @@ class TxnProducerSpec(WriterSettings):
     transactional_id: str
     bootstrap_servers: str = ""
     count: int | None = None
-    # How long a commit is retried after retriable errors before the producer is replaced (the outcome is then unknown).
-    commit_timeout_s: float = 30.0
     seed: int = 0
     client_log: str = ""
     kafka_version: str = DEFAULT_KAFKA_VERSION
@@ -130,7 +130,6 @@ class CtpSpec(ProcessorSettings):
     group: str
     transactional_id: str
     bootstrap_servers: str = ""
-    commit_timeout_s: float = 30.0
     session_timeout_ms: int = 10_000
     seed: int = 0
     consumer_properties: dict[str, str] = field(default_factory=dict)

@@ -218,6 +218,8 @@ def _validate(s: TxnScenario) -> None:
         table = f"writers[{i}]" if i < len(s.writers) else f"processors[{i - len(s.writers)}]"
         if client.transaction_timeout_ms <= 0:
             raise fail(f"{where}.{table}.transaction_timeout_ms", f"{client.transaction_timeout_ms} must be positive")
+        if client.commit_timeout_s <= 0:
+            raise fail(f"{where}.{table}.commit_timeout_s", f"{client.commit_timeout_s} must be positive")
         for key, allowed in REQUIRED_PRODUCER.items():
             if key in client.properties and client.properties[key].lower() not in allowed:
                 raise fail(

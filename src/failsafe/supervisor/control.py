@@ -1,9 +1,9 @@
-"""How an owner talks to a layer's daemon: one JSON request and one JSON answer per connection, over a Unix socket in
-the abstract namespace (no file to leave behind; the name is in the layer's state file).
+"""How an owner talks to a daemon it started (a disk layer's, a protocol proxy's): one JSON request and one JSON
+answer per connection, over a Unix socket in the abstract namespace (no file to leave behind; the name is in the
+daemon's state file, or derived from what it serves).
 
-Requests: ``{"op": "status"}``; ``{"op": "lose", "torn": bool, "seed": int}``; ``{"op": "inject", "kind": "full"}``
-or ``{"op": "inject", "kind": "error", "ops": "read" | "write" | "both", "glob": str | null}``; ``{"op": "clear",
-"kind": "full" | "error" | null}`` (injection.py). Answers: ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``.
+Each daemon says which requests it takes (disk/daemon.py, proxy/daemon.py); every one takes ``{"op": "status"}``.
+Answers: ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def request(name: str, message: dict[str, Any], timeout_s: float = DEFAULT_REQUE
         with sock.makefile("rb") as answer:
             line = answer.readline()
     if not line:
-        raise ConnectionError(f"the disk layer's daemon ({name}) closed the connection without an answer")
+        raise ConnectionError(f"the daemon at {name} closed the connection without an answer")
     return json.loads(line)
 
 
-def serve(name: str, handle: Callable[[dict[str, Any]], dict[str, Any]]) -> socket.socket:
+def serve(name: str, handle: Callable[[dict[str, Any]], dict[str, Any]], thread_name: str = "control") -> socket.socket:
     """Listen at ``name`` and answer each request with ``handle`` in a daemon thread; returns the listening socket."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(_address(name))
@@ -54,5 +54,5 @@ def serve(name: str, handle: Callable[[dict[str, Any]], dict[str, Any]]) -> sock
                 stream.write(json.dumps(answer).encode() + b"\n")
                 stream.flush()
 
-    threading.Thread(target=loop, name="disk-layer-control", daemon=True).start()
+    threading.Thread(target=loop, name=thread_name, daemon=True).start()
     return server
