@@ -18,7 +18,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# make test-long: the app findings run these three scenarios 6 times a cell (benchmarks/findings.sh apps-python and
+# apps-streams, docs/findings/app-*.json); make test took 54 min on a slow CI run, over its 45.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 ROOT = Path(__file__).parents[2]
 RUN_TIMEOUT_S = 300
 TOPICS = ("app-in", "app-out", "streams-in", "streams-counts", "app-streams-count-counts-changelog")

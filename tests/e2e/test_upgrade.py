@@ -48,6 +48,9 @@ def _judged(result, runs: Path, scenario: str) -> dict:
     return results
 
 
+# The rolling upgrade under load, step by step: benchmarks/lifecycle.sh upgrade runs it N times
+# (docs/benchmarks/lifecycle-rolling-upgrade.json); make test-long runs it here.
+@pytest.mark.long
 def test_a_rolling_upgrade_under_load_is_checked_step_by_step(old_cluster: RunningCluster, tmp_path: Path) -> None:
     sets = ("--set", "cluster.controllers=1", "--set", "expect[2].value=4")
     result = old_cluster.cli("run", "rolling-upgrade", *sets, "--runs", str(tmp_path), timeout_s=900)
