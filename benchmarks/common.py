@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,3 +77,27 @@ def write_summary(summary: dict, out: Path | None) -> None:
     print(text)
     if out:
         out.write_text(text + "\n")
+
+
+def failsafe_run(
+    root: Path, args: tuple[str, ...], timeout_s: float = 600, keep: Path | None = None
+) -> tuple[int, dict | None, list[dict], str]:
+    """``failsafe run ARGS`` on the cluster at ``root`` (started by the run when none fits there), its run directory
+    kept under ``keep`` or thrown away after: the exit code, its results.json (None when the run wrote none), its
+    history, and stderr's tail."""
+    with tempfile.TemporaryDirectory() as scratch:
+        runs = str(keep) if keep is not None else scratch
+        done = subprocess.run(
+            [sys.executable, "-m", "failsafe.cli.main", "run", *args, "--runs", runs],
+            env={**os.environ, "FAILSAFE_DIR": str(root)},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        found = sorted(Path(runs).glob("*/*/results.json"), key=lambda p: p.stat().st_mtime)
+        if not found:
+            return done.returncode, None, [], done.stderr.strip()[-300:]
+        newest = found[-1]
+        history = [json.loads(line) for line in (newest.parent / "history.jsonl").read_text().splitlines()]
+        return done.returncode, json.loads(newest.read_text()), history, ""

@@ -12,15 +12,11 @@ it running (failsafe down --dir DIR).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import write_summary  # noqa: E402
+from benchmarks.common import failsafe_run, write_summary  # noqa: E402
 
 CELLS = {
     "produce-response-lost": ("produce-response-lost",),
@@ -32,20 +28,9 @@ TXN_COUNTS = ("txns", "committed", "aborted", "unknown", "aborted-read", "lost-w
 
 
 def one_run(root: Path, args: tuple[str, ...]) -> dict:
-    with tempfile.TemporaryDirectory() as runs:
-        done = subprocess.run(
-            [sys.executable, "-m", "failsafe.cli.main", "run", *args, "--runs", runs],
-            env={**os.environ, "FAILSAFE_DIR": str(root)},
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
-        found = sorted(Path(runs).glob("*/*/results.json"))
-        if not found:
-            return {"exit": done.returncode, "error": done.stderr.strip()[-300:]}
-        results = json.loads(found[0].read_text())
-        history = [json.loads(line) for line in (found[0].parent / "history.jsonl").read_text().splitlines()]
+    code, results, history, error = failsafe_run(root, args, RUN_TIMEOUT_S)
+    if results is None:
+        return {"exit": code, "error": error}
     stops = [op for op in history if op["f"] == "fault-stop" and op["ok"] and op.get("details")]
     taken: dict[str, int] = {}
     for stop in stops:
@@ -57,7 +42,7 @@ def one_run(root: Path, args: tuple[str, ...]) -> dict:
     delivery = checkers.get("delivery", {})
     transactions = checkers.get("transactions")
     return {
-        "exit": done.returncode,
+        "exit": code,
         "verdict": results.get("verdict"),
         "taken": taken,
         "duplicates": delivery.get("counts", {}).get("duplicate"),

@@ -62,6 +62,8 @@ ENTRIES = (
     # and a commit held past its client's commit timeout, then released to the coordinator.
     Entry("lab-produce-response-lost", "protocol", ("run", "produce-response-lost", *QUIET)),
     Entry("txn-commit-held", "protocol", ("run", "txn-commit-held", "--set", "writers[0].rate_per_s=10")),
+    # Clock faults: every broker's clock a minute ahead of a topic's 10-minute retention (nothing deleted).
+    Entry("lab-clock-jump", "clock", ("run", "retention-clock-jump", *QUIET, "--set", "faults[0].offset_s=60")),
     Entry("share-consumer-killed", "client", ("run", "share-consumer-killed", *QUIET)),
     Entry("dr-failover", "region", ("run", "dr-failover", *QUIET)),
     # The app kind: the shipped exactly-once example (its command is relative to the repository's root, where this

@@ -51,6 +51,24 @@ RAW: tuple[Raw, ...] = (
         "the protocol-fault scenarios, 3 runs each",
     ),
     Raw(
+        "docs/benchmarks/txn-gap.json",
+        f"{PY} benchmarks/txn_gap.py --dir /tmp/bench-gap --runs 10 --out docs/benchmarks/txn-gap.json",
+        False,
+        "the transaction gap: txn-commit-gap per client and transaction.version, 10 runs each",
+    ),
+    Raw(
+        "docs/benchmarks/clock-probe.json",
+        f"{PY} benchmarks/clock_probe.py --out docs/benchmarks/clock-probe.json",
+        False,
+        "a JVM's clocks and timed waits under libfaketime, per way of loading it",
+    ),
+    Raw(
+        "docs/benchmarks/clock-runs.json",
+        f"{PY} benchmarks/clock_runs.py --dir /tmp/bench-clock --runs 3 --out docs/benchmarks/clock-runs.json",
+        False,
+        "the clock-fault scenarios, 3 runs each",
+    ),
+    Raw(
         "docs/benchmarks/cluster.json",
         f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json",
         True,
@@ -784,3 +802,12 @@ def source(root: Path, *rels: str) -> str:
             commands.append(command)
     files = ", ".join(f"`{rel}`" for rel in rels)
     return f"\n\nRendered from {files}; made by " + "; ".join(f"`{c}`" for c in commands) + "."
+
+
+def verdicts_of(runs: list[dict]) -> str:
+    """How many runs got each verdict (a run that wrote none: its exit code), as "3 VALID, 1 INVALID"."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        key = r.get("verdict") or f"exit {r['exit']}"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))

@@ -34,6 +34,7 @@ from benchmarks.render_apps import t_app_cells, t_app_findings, t_app_naive_phas
 from benchmarks.render_atlas import t_atlas_cells, t_atlas_fit, t_atlas_unavailability  # noqa: E402
 from benchmarks.render_base import RAW, RenderError, load, num, raw_index, secs, table  # noqa: E402
 from benchmarks.render_campaigns import t_campaign_anomalies, t_campaign_shrinks, t_campaign_unavailability, t_campaigns  # noqa: E402
+from benchmarks.render_clock import t_clock_probe, t_clock_retention, t_clock_runs  # noqa: E402
 from benchmarks.render_disk import t_disk_faults_seen, t_disk_throughput, t_power_elections, t_power_loss  # noqa: E402
 from benchmarks.render_failover import (  # noqa: E402
     SEEDLAB_REL,
@@ -106,7 +107,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
     t_realtime,
 )
 from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
-from benchmarks.render_protocol import t_protocol_runs, t_proxy  # noqa: E402
+from benchmarks.render_protocol import t_protocol_runs, t_proxy, t_txn_gap  # noqa: E402
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
@@ -232,6 +233,10 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "producer": t_producer,
     "protocol-proxy": t_proxy,
     "protocol-runs": t_protocol_runs,
+    "txn-gap": t_txn_gap,
+    "clock-probe": t_clock_probe,
+    "clock-runs": t_clock_runs,
+    "clock-retention": t_clock_retention,
     "check": t_check,
     "failover": t_failover,
     "simulator": t_simulator,

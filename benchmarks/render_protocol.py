@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.render_base import load, num, source, table
+from benchmarks.render_base import load, num, source, table, verdicts_of
 
 
 def t_proxy(root: Path) -> str:
@@ -30,11 +30,6 @@ def t_protocol_runs(root: Path) -> str:
     rows = []
     for name, cell in d["cells"].items():
         runs = cell["runs"]
-        verdicts: dict[str, int] = {}
-        for r in runs:
-            verdicts[r.get("verdict") or f"exit {r['exit']}"] = (
-                verdicts.get(r.get("verdict") or f"exit {r['exit']}", 0) + 1
-            )
         taken: dict[str, list[int]] = {}
         for r in runs:
             for key, n in r.get("taken", {}).items():
@@ -59,7 +54,7 @@ def t_protocol_runs(root: Path) -> str:
             [
                 name,
                 str(len(runs)),
-                ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())),
+                verdicts_of(runs),
                 took,
                 duplicates,
                 unknown,
@@ -74,5 +69,48 @@ def t_protocol_runs(root: Path) -> str:
         "duplicates per run (writers)",
         "transactions unknown",
         "transaction anomalies",
+    ]
+    return table(header, rows) + source(root, rel)
+
+
+def t_txn_gap(root: Path) -> str:
+    rel = "docs/benchmarks/txn-gap.json"
+    d = load(root, rel)
+    rows = []
+    for name, cell in d["cells"].items():
+        runs = cell["runs"]
+        with_anomaly = [r for r in runs if r.get("anomalies")]
+        kinds: dict[str, list[int]] = {}
+        for r in runs:
+            for key, n in r.get("anomalies", {}).items():
+                kinds.setdefault(key, []).append(n)
+        held = "/".join(str(r.get("held", "-")) for r in runs)
+        answered: dict[str, int] = {}
+        for r in runs:
+            for error in r.get("late_answers") or ["none"]:
+                answered[str(error)] = answered.get(str(error), 0) + 1
+        unknown = "/".join(str(r.get("txn_outcomes", {}).get("info", 0)) for r in runs)
+        rows.append(
+            [
+                name,
+                str(len(runs)),
+                verdicts_of(runs),
+                held,
+                ", ".join(f"{e} {n}" for e, n in sorted(answered.items(), key=lambda kv: -kv[1])),
+                unknown,
+                f"{len(with_anomaly)} of {len(runs)}",
+                "; ".join(f"{k}: {len(ns)} runs ({'/'.join(map(str, ns))})" for k, ns in sorted(kinds.items()))
+                or "none",
+            ]
+        )
+    header = [
+        "cell",
+        "runs",
+        "verdicts",
+        "EndTxn held, per run",
+        "the late EndTxn answered (runs)",
+        "commits unknown, per run",
+        "runs with an anomaly",
+        "anomalies (runs, count per run)",
     ]
     return table(header, rows) + source(root, rel)

@@ -88,8 +88,13 @@ def cluster_ports(brokers: int = 3, controllers: int = 1) -> list[str]:
 
 
 def tracked_processes(cluster_dir: Path):
-    # The nodes, and the protocol proxies of a cluster made with --protocol-proxy.
-    pidfiles = sorted((cluster_dir / "pids").glob("*.pid")) + sorted((cluster_dir / "proxies").glob("*.pid"))
+    # The nodes, the protocol proxies of a cluster made with --protocol-proxy, the clock keepers of one made with
+    # --clock-faults.
+    pidfiles = [
+        *sorted((cluster_dir / "pids").glob("*.pid")),
+        *sorted((cluster_dir / "proxies").glob("*.pid")),
+        *sorted((cluster_dir / "clocks").glob("keeper-*.pid")),
+    ]
     return [t for t in (read_pidfile(p) for p in pidfiles) if t is not None]
 
 

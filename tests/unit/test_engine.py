@@ -16,6 +16,7 @@ import orjson
 import polars as pl
 import pytest
 
+from failsafe.cluster import clocks
 from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
@@ -112,6 +113,12 @@ class FakeCluster(NeutralSite):
     # Protocol proxies (faults/protocol.py): every broker has one; what was asked of them is kept in ``proxy_calls``.
     def protocol_proxy(self, node: NodeSpec) -> FakeProxy:
         return FakeProxy(node.node_id, self.proxy_calls)
+
+    # Clock files (faults/clock.py): a real keeper process writes them; None until a test gives the folder.
+    clock_dir: Path | None = None
+
+    def clock_file(self, node: NodeSpec) -> Path | None:
+        return None if self.clock_dir is None else self.clock_dir / node.name
 
 
 class FakeProxy:
@@ -339,8 +346,11 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         fields = {"app": "eos-0"}
     if FAULT_TYPES[kind].family == Family.PROTOCOL:
         fields = {"api": "Produce", "clients": "producer-*"}
+    if FAULT_TYPES[kind].family == Family.CLOCK:
+        fields = {"role": "leader", "partition": "t-1", "offset_s": 60.0, "max_s": 5.0, "rate_ppm": 1000.0}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
+    cluster.clock_dir = tmp_path / "clocks"
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
     run_scenario(engine)
     (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
@@ -368,6 +378,10 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         ]
         assert stops[0]["details"]["requests"] == 6 and set(stops[0]["details"]["took"]) == {"0", "1", "2"}
         assert start["details"]["rule"]["clients"] == "producer-*"
+    if FAULT_TYPES[kind].family == Family.CLOCK:
+        # The leader of t-1's clock set apart by a keeper, and back to real time at the undo.
+        assert list(start["details"]["offsets_s"]) == ["1"] and "offsets_at_end_s" in stops[0]["details"]
+        assert clocks.offsets(tmp_path) == {"server-1": 0.0}
     if kind == KILL_DRIVER:
         assert workload.killed == ["pipeline"] and workload.restarted == ["pipeline"]
     if kind == KILL_CONSUMER:

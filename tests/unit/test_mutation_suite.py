@@ -35,6 +35,7 @@ def test_every_kind_has_runs_in_the_corpus_and_each_is_judged_as_it_was_recorded
         "disk",
         "campaign",
         "protocol",
+        "clock",
     }
     from tests.mutations import Mutant
 

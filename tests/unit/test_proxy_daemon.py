@@ -15,6 +15,7 @@ from failsafe.proxy.wire import API_KEYS, request_frame
 PRODUCE, END_TXN, FETCH = API_KEYS["Produce"], API_KEYS["EndTxn"], API_KEYS["Fetch"]
 # The fake broker answers no request of this version: a Produce with acks=0.
 NO_ANSWER_VERSION = 99
+INVALID_TXN_STATE = 48
 
 
 class FakeBroker:
@@ -36,7 +37,9 @@ class FakeBroker:
                 key, version, correlation = struct.unpack_from(">hhi", body)
                 self.seen.append((key, correlation))
                 if version != NO_ANSWER_VERSION:
-                    answer = struct.pack(">i", correlation) + b"answer"
+                    # EndTxn v1's answer as Kafka writes it: ThrottleTimeMs 0, then ErrorCode (INVALID_TXN_STATE).
+                    rest = struct.pack(">ih", 0, INVALID_TXN_STATE) if key == END_TXN else b"answer"
+                    answer = struct.pack(">i", correlation) + rest
                     writer.write(struct.pack(">i", len(answer)) + answer)
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -131,6 +134,11 @@ def test_held_requests_go_on_in_order_when_the_rule_ends_even_after_their_client
             first.writer.close()  # the client gives up on its commit; the held request still reaches the broker
             cleared = await proxy.control({"op": "clear", "rule_id": "h"})
             assert cleared["cleared"]["taken"] == 2
+            # Ending the hold waits for the broker's answers to what it released, the gone client's included.
+            assert cleared["cleared"]["answers"] == [
+                {"api": "EndTxn", "client_id": "txn-0", "error_code": INVALID_TXN_STATE, "client_gone": True},
+                {"api": "EndTxn", "client_id": "txn-1", "error_code": INVALID_TXN_STATE, "client_gone": False},
+            ]
             await _until(lambda: len(broker.seen) == 4)
             assert broker.seen[1:] == [(END_TXN, 10), (END_TXN, 20), (FETCH, 21)]
             assert [await second.answer(), await second.answer()] == [20, 21]

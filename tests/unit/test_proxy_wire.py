@@ -148,3 +148,19 @@ def test_a_bad_rule_is_refused_by_name(fields, message):
     rules.add(r.Rule.from_message(base))
     with pytest.raises(ValueError, match="in force already"):
         rules.add(r.Rule.from_message(base))
+
+
+def test_the_error_code_of_a_transactional_answer_is_read_after_its_header():
+    """EndTxn's answer: ThrottleTimeMs then ErrorCode, after a tagged-fields count from version 3 (flexible) on; an API
+    whose answer does not start so, or a header with tagged fields, gives None."""
+    from failsafe.proxy.wire import answer_error_code
+
+    end_txn, produce = API_KEYS["EndTxn"], API_KEYS["Produce"]
+    plain = struct.pack(">iih", 7, 0, 48)
+    flexible = struct.pack(">ibih", 7, 0, 0, 90)
+    assert answer_error_code(end_txn, 2, plain) == 48
+    assert answer_error_code(end_txn, 4, flexible) == 90
+    assert answer_error_code(API_KEYS["InitProducerId"], 1, plain) == 48
+    assert answer_error_code(produce, 9, flexible) is None
+    assert answer_error_code(end_txn, 4, struct.pack(">ib", 7, 1) + b"tag") is None
+    assert answer_error_code(end_txn, 2, struct.pack(">i", 7)) is None

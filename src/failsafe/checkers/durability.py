@@ -13,11 +13,14 @@ Each acknowledged write is, by the final read (history.log_reads, evidence.read_
 
     present          in the log of its topic
     lost (v.)        absent, and its partition was read completely (an empty partition read completely included); a
-    write
-                     of unknown partition (acks=0) needs every partition of its topic read
+                     write of unknown partition (acks=0) needs every partition of its topic read
+    deleted-early    absent, below the log start offset the final read found, in a topic whose only retention is by
+                     time (cleanup.policy=delete, retention.bytes=-1), and sent less than retention.ms before the read:
+                     no retention in real time had deleted it (a broker whose clock ran ahead did;
+                     docs/clock-faults.md). Counted as lost
     unverified       absent, and its partition was not read completely (never asked for, a read that failed or was cut
-                     short), or its offset is below the log start offset the read found (deleted by retention): nothing
-                     says whether the log still holds it
+                     short), or its offset is below the log start offset the read found and its retention may have
+                     elapsed (or the topic keeps by size, or compacts): nothing says whether the log still holds it
 
 A loss or an unverified write of a writer that may lose (evidence.lossy_writers: declared may_lose and recorded acks 0
 or 1) is counted against it and never decides the verdict. valid: false when any other writer lost a write; "unknown"
@@ -45,6 +48,7 @@ from failsafe.history.model import History
 from failsafe.history.ops import OpType
 
 DEFAULTS: dict[str, Any] = {}
+LOST_FATES = ("lost", "deleted-early")
 VIOLATIONS = {"lost": Side.PRODUCERS}
 _PLACE = ["cluster", "topic", "partition"]
 _EXAMPLE = ("process", "id", "cluster", "topic", "partition", "offset", "value", "txn")
@@ -57,6 +61,8 @@ WRITE_SCHEMA = {
     "offset": pl.Int64,
     "value": pl.String,
     "txn": pl.Int64,
+    # When its send was asked for (the record's CreateTime is no earlier): how old it was at the final read.
+    "invoke_ns": pl.Int64,
 }
 
 
@@ -86,8 +92,8 @@ def judge(writes: pl.DataFrame, history: History, log: pl.DataFrame | None = Non
     found = log.select("cluster", "topic", "value").drop_nulls("value").unique()
     absent = writes.join(found, on=["cluster", "topic", "value"], how="anti", nulls_equal=True, maintain_order="left")
     fates = _fates(absent, history, log)
-    lost = fates.filter(pl.col("fate") == "lost")
-    unverified = fates.filter(pl.col("fate") != "lost")
+    lost = fates.filter(pl.col("fate").is_in(LOST_FATES))
+    unverified = fates.filter(~pl.col("fate").is_in(LOST_FATES))
     may_lose = allowed_loss(lossy)
     lost_allowed, unverified_allowed = lost.filter(may_lose), unverified.filter(may_lose)
     counts = {
@@ -95,6 +101,7 @@ def judge(writes: pl.DataFrame, history: History, log: pl.DataFrame | None = Non
         "present": writes.height - absent.height,
         "lost": lost.height,
         "lost-allowed": lost_allowed.height,
+        "lost-deleted-early": lost.filter(pl.col("fate") == "deleted-early").height,
         "unverified": unverified.height,
         "unverified-allowed": unverified_allowed.height,
         "unverified-not-read": unverified.filter(pl.col("fate") == "not-read").height,
@@ -102,7 +109,7 @@ def judge(writes: pl.DataFrame, history: History, log: pl.DataFrame | None = Non
         "partitions-read": int(read_partitions(history)["complete"].sum()),
     }
     example_rows = {
-        "lost": examples(lost.filter(~may_lose), *_EXAMPLE, "log_value"),
+        "lost": examples(lost.filter(~may_lose), *_EXAMPLE, "fate", "log_value"),
         "lost-allowed": examples(lost_allowed, *_EXAMPLE),
         "unverified": examples(unverified.filter(~may_lose), *_EXAMPLE, "fate"),
     }
@@ -141,9 +148,21 @@ def _fates(absent: pl.DataFrame, history: History, log: pl.DataFrame) -> pl.Data
         & pl.col("log_start_offset").is_not_null()
         & (pl.col("offset") < pl.col("log_start_offset"))
     )
+    # Retention by time only, and the write younger than it at the read: nothing in real time deleted it.
+    kept = (
+        (pl.col("cleanup_policy") == "delete")
+        & (pl.col("retention_bytes") < 0)
+        & pl.col("invoke_ns").is_not_null()
+        & (
+            (pl.col("retention_ms") < 0)
+            | ((pl.col("invoke_ns") + pl.col("retention_ms") * 1_000_000) > pl.col("read_ns"))
+        )
+    ).fill_null(False)
     placed = placed.with_columns(
         pl.when(~pl.col("complete").fill_null(False))
         .then(pl.lit("not-read"))
+        .when(below & kept)
+        .then(pl.lit("deleted-early"))
         .when(below)
         .then(pl.lit("below-log-start"))
         .otherwise(pl.lit("lost"))

@@ -117,16 +117,37 @@ def multi_cluster(history: History) -> bool:
 
 
 def read_partitions(history: History) -> pl.DataFrame:
-    """(cluster, topic, partition, complete, log_start_offset, high_watermark, records): every partition the final read
-    was asked to read. complete: some read of it was ok and none failed (a read that failed, or one cut short, proves
-    nothing of what the log holds); ``records`` the count an ok read found, zero for an empty log read completely."""
+    """(cluster, topic, partition, complete, log_start_offset, high_watermark, records, read_ns, retention_ms,
+    retention_bytes, cleanup_policy): every partition the final read was asked to read. complete: some read of it was ok
+    and none failed (a read that failed, or one cut short, proves nothing of what the log holds); ``records`` the count
+    an ok read found, zero for an empty log read completely; ``read_ns`` when its last ok read ended, with its topic's
+    retention as described then (null when not described)."""
     reads = history.log_reads
+    ok = pl.col("ok")
     return reads.group_by(_PARTITION, maintain_order=True).agg(
-        (pl.col("ok").any() & pl.col("ok").all()).alias("complete"),
-        pl.col("log_start_offset").filter(pl.col("ok")).max(),
-        pl.col("high_watermark").filter(pl.col("ok")).max(),
-        pl.col("records").filter(pl.col("ok")).max(),
+        (ok.any() & ok.all()).alias("complete"),
+        pl.col("log_start_offset").filter(ok).max(),
+        pl.col("high_watermark").filter(ok).max(),
+        pl.col("records").filter(ok).max(),
+        pl.col("time_ns").filter(ok).max().alias("read_ns"),
+        # The most lenient retention any read saw: a write is called deleted early only against all of them (a read
+        # that did not describe it, null, leaves it unknown).
+        _lenient(
+            pl.when(pl.col("retention_ms") >= 0)
+            .then(pl.col("retention_ms"))
+            .filter(ok)
+            .min()
+            .fill_null(pl.col("retention_ms").filter(ok).min()),  # -1 (forever) only when every read saw it
+            "retention_ms",
+        ),
+        _lenient(pl.col("retention_bytes").filter(ok).max(), "retention_bytes"),
+        _lenient(pl.col("cleanup_policy").filter(ok).min(), "cleanup_policy"),  # "compact..." sorts before "delete"
     )
+
+
+def _lenient(value: pl.Expr, column: str) -> pl.Expr:
+    """``value`` of a partition's ok reads, or null when one of them did not record ``column``."""
+    return pl.when(pl.col(column).filter(pl.col("ok")).is_null().any()).then(None).otherwise(value).alias(column)
 
 
 def known_partitions(history: History) -> pl.DataFrame:

@@ -68,6 +68,7 @@ _SPEC_PARAMS = {
     "metrics_base_port": "metrics_base_port",
     "dynamic_quorum": "dynamic_quorum",
     "protocol_proxy": "protocol_proxy",
+    "clock_faults": "clock_faults",
 }
 
 
@@ -226,6 +227,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     "protocol faults need: delay-request, hold, drop-response, ...; docs/protocol-faults.md).",
 )
 @click.option(
+    "--clock-faults",
+    is_flag=True,
+    help="Run every broker and controller with libfaketime preloaded, so that each one's clock can be set apart (what "
+    "clock faults need: clock-jump, clock-skew, clock-drift; docs/clock-faults.md).",
+)
+@click.option(
     "--metrics/--no-metrics",
     default=True,
     show_default=True,
@@ -268,6 +275,7 @@ def up_command(
     feature: tuple[str, ...],
     volatile_disks: bool,
     protocol_proxy: bool,
+    clock_faults: bool,
     metrics: bool,
     metrics_base_port: int | None,
     dr: bool,
@@ -300,6 +308,7 @@ def up_command(
         overrides=parse_pairs(override, "--override"),
         volatile_disks=volatile_disks,
         **({"protocol_proxy": True} if protocol_proxy else {}),
+        **({"clock_faults": True} if clock_faults else {}),
         features=parse_pairs(feature, "--feature"),
         metrics=metrics,
         metrics_base_port=metrics_base_port,

@@ -92,6 +92,10 @@ class RunSite(Protocol):
         """``node``'s protocol proxy when it runs (proxy/proxies.py ProxyHandle: status, add, clear); None without one
         (a cluster made without --protocol-proxy, a cluster failsafe did not start)."""
 
+    def clock_file(self, node: NodeSpec) -> Path | None:
+        """The file ``node``'s clock offset is read from (cluster/clocks.py); None when its clock cannot be set apart
+        (a cluster made without --clock-faults, a ZooKeeper node, a cluster failsafe did not start)."""
+
     def not_whole(self) -> list[str]:
         """Why the cluster is not whole (a node down or paused), one line each; empty when it is."""
 
@@ -163,4 +167,7 @@ class NeutralSite:
         return None
 
     def protocol_proxy(self, node: NodeSpec) -> Any:
+        return None
+
+    def clock_file(self, node: NodeSpec) -> Path | None:
         return None

@@ -160,6 +160,9 @@ class ClusterSpec:
     # broker advertises the proxy's address (its usual port) and listens PROXY_BACKEND_PORT_OFFSET above it; replication
     # and controller traffic do not pass it. What protocol faults need. KRaft on this machine only.
     protocol_proxy: bool = False
+    # Every broker and controller runs with libfaketime preloaded, its clock set apart by its file in DIR/clocks
+    # (cluster/clocks.py, docs/clock-faults.md): what clock faults need. On this machine only.
+    clock_faults: bool = False
 
     @classmethod
     def zookeeper_mode(
@@ -390,6 +393,8 @@ class ClusterSpec:
                 "--protocol-proxy: protocol proxies stand in front of a KRaft cluster's brokers on this machine "
                 "(not in ZooKeeper mode, not on hosts)"
             )
+        if self.clock_faults and self.placement:
+            raise UserError("--clock-faults: nodes' clocks are set apart on this machine only (not on hosts)")
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")

@@ -85,6 +85,19 @@ class NodeChoice:
     group: str | None = None
 
 
+def check_every_or_chosen(params: NodeChoice, ctx: FaultContext, every: str) -> None:
+    """A fault that takes every node by default (``role = every``; with ``node``, that one) or nodes as node faults
+    choose them: the fields that name a node by its role need a role."""
+    if params.role != every:
+        check_node_choice(params, ctx)
+        return
+    if params.node is not None:
+        check_node_choice(NodeChoice(role=Role.ANY, node=params.node), ctx)
+    for name in ("partition", "transactional_id", "group"):
+        if getattr(params, name) is not None:
+            raise ctx.fail(name, f"names a node by its role: set role too (role {every!r} takes every node)")
+
+
 def check_node_choice(params: NodeChoice, ctx: FaultContext) -> None:
     if params.role not in tuple(Role):
         raise ctx.fail("role", f"{params.role!r} is not one of {', '.join(Role)}")

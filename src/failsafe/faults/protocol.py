@@ -27,15 +27,16 @@ from __future__ import annotations
 import itertools
 import os
 import random
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import psutil
+from confluent_kafka import KafkaError
 
 from failsafe.errors import UserError
 from failsafe.faults.base import AppliedFault, FaultContext, FaultError, FaultSpec, FaultTargets, FaultType, Need
 from failsafe.faults.draw import Arena, Draw
-from failsafe.faults.nodes import NodeChoice, Role, check_node_choice, chosen
+from failsafe.faults.nodes import NodeChoice, Role, check_every_or_chosen, chosen
 from failsafe.faults.registry import register
 from failsafe.history.ops import Family, Target
 from failsafe.proxy import rules
@@ -88,10 +89,7 @@ class DropAim(ProtocolAim):
 
 
 def check_aim(params: ProtocolAim, ctx: FaultContext) -> None:
-    if params.role != EVERY_BROKER:
-        check_node_choice(params, ctx)
-    elif params.node is not None:
-        check_node_choice(replace(params, role=Role.ANY), ctx)  # a broker by id
+    check_every_or_chosen(params, ctx, EVERY_BROKER)
     if not params.api.strip():
         raise ctx.fail("api", "missing: the API whose requests to act on, as Kafka names it (e.g. 'EndTxn')")
     try:
@@ -108,6 +106,11 @@ def check_aim(params: ProtocolAim, ctx: FaultContext) -> None:
         raise ctx.fail("delay_ms", "delays are not negative")
     if isinstance(params, DropAim) and params.after not in rules.AFTER_DROP:
         raise ctx.fail("after", f"{params.after!r} is not one of {', '.join(rules.AFTER_DROP)}")
+
+
+def _error_name(code: int | None) -> str | None:
+    """Kafka's name of an answer's error code (NONE, INVALID_TXN_STATE, PRODUCER_FENCED, ...)."""
+    return None if code is None else KafkaError(code).name()
 
 
 def _fits(spec: Any) -> str | None:
@@ -165,6 +168,8 @@ def _proxied(action: str):
             for node, handle in handles:
                 counts = handle.clear(rule_id)
                 if counts is not None:
+                    for answer in counts.get("answers", []):
+                        answer["error"] = _error_name(answer.get("error_code"))
                     took[str(node.node_id)] = counts
             applied.stop_details = {"took": took, "requests": sum(c["taken"] for c in took.values())}
 

@@ -73,6 +73,9 @@ LOG_READ_SCHEMA = {
     "cluster": pl.String,
     "log_start_offset": pl.Int64,
     "high_watermark": pl.Int64,
+    "retention_ms": pl.Int64,
+    "retention_bytes": pl.Int64,
+    "cleanup_policy": pl.String,
 }
 _DECLARED = pl.Struct(
     {
@@ -461,6 +464,10 @@ def _log(reads: pl.DataFrame) -> pl.DataFrame:
     return reads.select("cluster", "records").explode("records").drop_nulls("records").unnest("records")
 
 
+# What a log-read op says of its partition when the read began: its offsets and its topic's retention.
+_READ_AT = ("log_start_offset", "high_watermark", "retention_ms", "retention_bytes", "cleanup_policy")
+
+
 def _log_reads(reads: pl.DataFrame) -> pl.DataFrame:
     """One row per partition a log-read op read (ok, with its count of records) or failed to read.
 
@@ -476,7 +483,7 @@ def _log_reads(reads: pl.DataFrame) -> pl.DataFrame:
     unnamed = counted.filter(pl.col("topic").is_null()).drop("topic", "partition")
     if unnamed.height:
         per = (
-            unnamed.select("time_ns", "cluster", "ok", "error", "log_start_offset", "high_watermark", "records")
+            unnamed.select("time_ns", "cluster", "ok", "error", *_READ_AT, "records")
             .explode("records")
             .drop_nulls("records")
             .with_columns(pl.col("records").struct.field("topic", "partition"))
@@ -487,8 +494,7 @@ def _log_reads(reads: pl.DataFrame) -> pl.DataFrame:
                 "partition",
                 "ok",
                 "error",
-                "log_start_offset",
-                "high_watermark",
+                *_READ_AT,
                 maintain_order=True,
             )
             .agg(pl.len().cast(pl.Int64).alias("records"))

@@ -78,6 +78,11 @@ LOG_READS_SCHEMA = {
     "log_start_offset": pl.Int64,
     "high_watermark": pl.Int64,
     "error": pl.String,
+    # The topic's retention as the cluster described it at the read (retention.ms, retention.bytes, cleanup.policy; null
+    # when it could not be described, and in histories before they were recorded).
+    "retention_ms": pl.Int64,
+    "retention_bytes": pl.Int64,
+    "cleanup_policy": pl.String,
 }
 # One row per client the scenario declared (a ``declare`` op): its first process, its role (ops.Role), its topics and
 # group, whether the scenario lets it lose acknowledged writes, and the pattern all its processes match (restarts, DR

@@ -149,6 +149,7 @@ class Family(StrEnum):
     PROTOCOL = (
         "protocol"  # requests or answers delayed, held, dropped or sent twice by a broker's proxy (failsafe.proxy)
     )
+    CLOCK = "clock"  # a node's clock set apart from real time: jumped, skewed, drifting (cluster/clocks.py)
 
 
 # The families whose windows are steps of an operation, not faults: those on the quorum are no quorum loss.
@@ -273,11 +274,13 @@ def log_read(
     cluster: str | None = None,
     error: str | None = None,
     time_ns: int | None = None,
+    retention: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The final read of one partition: ``ok`` with every record from ``log_start_offset`` up to ``high_watermark``
     (both as the partition reported them when the read began; no records is a complete read of an empty log), or, with
     ``error``, ``fail``: the partition was not read completely. ``cluster``: the alias of the cluster read (a DR
-    pair's), else None."""
+    pair's), else None. ``retention``: the topic's retention_ms, retention_bytes and cleanup_policy as the cluster
+    described them (what tells a write retention deleted in time from one deleted early)."""
     return op(
         Op.LOG_READ,
         OpType.FAIL if error is not None else OpType.OK,
@@ -290,7 +293,11 @@ def log_read(
         high_watermark=high_watermark,
         error=error,
         records=None if error is not None else [dict(r) for r in records or ()],
+        **{k: retention[k] for k in RETENTION_FIELDS if retention and retention.get(k) is not None},
     )
+
+
+RETENTION_FIELDS = ("retention_ms", "retention_bytes", "cleanup_policy")
 
 
 def group_config(group: str, configs: Mapping[str, str], time_ns: int | None = None) -> dict[str, Any]:

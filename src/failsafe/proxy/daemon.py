@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from failsafe.proxy.rules import PASS_REQUEST, OnRequest, Rule, Rules
-from failsafe.proxy.wire import SIZE, FramingError, frame_size, request_header, response_correlation_id
+from failsafe.proxy.wire import (
+    SIZE,
+    FramingError,
+    answer_error_code,
+    api_name,
+    frame_size,
+    request_header,
+    response_correlation_id,
+)
 
 # How long a connection whose client left is kept to the broker so the answers to what was sent (a held request
 # released after its client gave up) are taken, not cut off mid-way.
@@ -45,6 +53,8 @@ CONTROL_TIMEOUT_S = 10.0
 # How often the owners of the rules in force are looked at: a rule whose owner died (failsafe killed mid-fault) ends,
 # as a network fault's rules do by the leash.
 OWNER_CHECK_S = 0.5
+# How long ending a hold waits for the broker's answers to the requests it released (recorded with what it took).
+RELEASED_ANSWERS_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -53,6 +63,8 @@ class Pending:
     api_key: int
     client_id: str | None
     swallow: bool = False  # the second answer to a request sent twice
+    api_version: int = 0
+    held_by: tuple[str, ...] = ()  # the hold rules it waited for: its answer is recorded for them
 
 
 class Connection:
@@ -92,6 +104,10 @@ class Proxy:
         self.connections: set[Connection] = set()
         self.frames = collections.Counter()
         self.refused = 0
+        # Per hold rule: its requests still waiting or sent and unanswered, and the answers to those it released.
+        self.unanswered: collections.Counter[str] = collections.Counter()
+        self.released_answers: dict[str, list[dict[str, Any]]] = {}
+        self.progress = asyncio.Event()
 
     # -- control (on the loop, asked from the control thread) --------------------------------------------------------
     async def control(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +126,14 @@ class Proxy:
                 self.holds[rule.rule_id] = asyncio.Event()
             return {"rules": self.rules.ids()}
         if op == "clear":
-            return {"cleared": self.end(str(message.get("rule_id"))), "rules": self.rules.ids()}
+            rule_id = str(message.get("rule_id"))
+            counts = self.end(rule_id)
+            if counts is not None and rule_id in self.released_answers:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._all_answered(rule_id), RELEASED_ANSWERS_TIMEOUT_S)
+                counts["answers"] = self.released_answers.pop(rule_id)
+                self.unanswered.pop(rule_id, None)
+            return {"cleared": counts, "rules": self.rules.ids()}
         raise ValueError(f"unknown request {op!r}")
 
     def end(self, rule_id: str) -> dict[str, Any] | None:
@@ -121,6 +144,17 @@ class Proxy:
             held.set()
         return rule.counts() if rule is not None else None
 
+    async def _all_answered(self, rule_id: str) -> None:
+        """Until every request the hold took has been sent and answered."""
+        while self.unanswered[rule_id] > 0:
+            self.progress.clear()
+            await self.progress.wait()
+
+    def _note(self, rule_ids: tuple[str, ...], change: int) -> None:
+        for rule_id in rule_ids:
+            self.unanswered[rule_id] += change
+        self.progress.set()
+
     async def watch_owners(self, alive: Callable[[int, float], bool]) -> None:
         """End the rules of owners that died, every OWNER_CHECK_S (the pace of a check, not a synchronisation)."""
         while True:
@@ -129,6 +163,8 @@ class Proxy:
                 if not alive(pid, create_time):
                     for rule_id in rule_ids:
                         counts = self.end(rule_id)
+                        self.released_answers.pop(rule_id, None)
+                        self.unanswered.pop(rule_id, None)
                         print(f"failsafe.proxy.daemon: owner {pid} is gone; ended {rule_id}: {counts}", flush=True)
 
     # -- connections --------------------------------------------------------------------------------------------------
@@ -180,7 +216,10 @@ class Proxy:
                 action = self.rules.on_request(header)
                 if action is not PASS_REQUEST and not await self._before_sending(action, conn):
                     return
-                conn.pending.append(Pending(header.correlation_id, header.api_key, header.client_id))
+                held_by = action.hold
+                conn.pending.append(
+                    Pending(header.correlation_id, header.api_key, header.client_id, False, header.api_version, held_by)
+                )
                 conn.broker.write(prefix)
                 conn.broker.write(body)
                 if action.duplicate:
@@ -197,6 +236,9 @@ class Proxy:
         if action.delay_s:
             await asyncio.sleep(action.delay_s)  # the fault itself: the request is late
         for rule_id in action.hold:
+            self.released_answers.setdefault(rule_id, [])
+            self._note((rule_id,), +1)
+        for rule_id in action.hold:
             held = self.holds.get(rule_id)
             if held is not None:
                 await held.wait()
@@ -209,6 +251,16 @@ class Proxy:
                 body = await reader.readexactly(frame_size(prefix))
                 self.frames["responses"] += 1
                 entry = conn.owed(response_correlation_id(body))
+                if entry is not None and entry.held_by and not entry.swallow:
+                    answer = {
+                        "api": api_name(entry.api_key),
+                        "client_id": entry.client_id,
+                        "error_code": answer_error_code(entry.api_key, entry.api_version, body),
+                        "client_gone": conn.client_gone,
+                    }
+                    for rule_id in entry.held_by:
+                        self.released_answers.setdefault(rule_id, []).append(answer)
+                    self._note(entry.held_by, -1)
                 if entry is not None and entry.swallow:
                     self.frames["swallowed"] += 1
                     continue

@@ -136,6 +136,28 @@ def request_header(body: bytes) -> RequestHeader:
     return RequestHeader(key, version, correlation, client_id)
 
 
+# APIs whose answer begins, after its header, with ThrottleTimeMs (int32) then ErrorCode (int16) in every version: the
+# transactional producer's own requests. Each with its first version whose headers are flexible (response header v1: a
+# tagged-fields count after the correlation id), from Kafka's message schemas.
+_THROTTLE_THEN_ERROR = {API_KEYS["EndTxn"]: 3, API_KEYS["InitProducerId"]: 2, API_KEYS["AddOffsetsToTxn"]: 3}
+
+
+def answer_error_code(api_key: int, api_version: int, body: bytes) -> int | None:
+    """The error code of an answer to a request of ``api_key`` at ``api_version``, for the APIs whose answer starts
+    with it (_THROTTLE_THEN_ERROR); None for the others, and for an answer whose header carries tagged fields."""
+    flexible_from = _THROTTLE_THEN_ERROR.get(api_key)
+    if flexible_from is None:
+        return None
+    offset = _INT32.size
+    if api_version >= flexible_from:
+        if len(body) <= offset or body[offset] != 0:  # a header's tagged fields: none in Kafka's answers so far
+            return None
+        offset += 1
+    if len(body) < offset + _INT32.size + _INT16.size:
+        return None
+    return _INT16.unpack_from(body, offset + _INT32.size)[0]
+
+
 def response_correlation_id(body: bytes) -> int:
     """The correlation id a response frame's body begins with."""
     if len(body) < _INT32.size:

@@ -58,6 +58,8 @@ class ClusterNeeds:
     volatile_disks: bool = False
     # A protocol proxy in front of each broker (failsafe up --protocol-proxy): on by itself when a fault needs one.
     protocol_proxy: bool = False
+    # Every node's clock settable (failsafe up --clock-faults): on by itself when a fault needs it.
+    clock_faults: bool = False
     # Feature levels a cluster the run starts is formatted with (failsafe up --feature); a running cluster made
     # without them does not fit.
     features: dict[str, str] = field(default_factory=dict)

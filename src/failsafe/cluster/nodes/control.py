@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
+from failsafe.cluster import clocks
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.net import netfilter
 from failsafe.cluster.nodes import disks
@@ -143,6 +144,8 @@ class LocalNodes:
 
     # -- files ------------------------------------------------------------------------------
     def prepare(self, spec: ClusterSpec, java: Java, dist: KafkaDist) -> None:
+        if spec.clock_faults:
+            clocks.library()  # missing: one line before anything starts
         write_logging_configs(self.dir.root)
         for node in spec.nodes():
             # No state file means no failsafe cluster owns these dirs: a failed earlier create.
@@ -222,6 +225,8 @@ class LocalNodes:
         # Nodes outlive this command (other terminals act on them): the leash guards the start instead.
         spawn(
             cmd,
+            # With clock faults: libfaketime preloaded, reading the node's clock file (cluster/clocks.py).
+            env=clocks.node_env(self.dir.root, node.name) if spec.clock_faults and not node.is_zookeeper else None,
             name=node.name,
             log_path=self.dir.log_file(node),
             pidfile=self.dir.pidfile(node),
@@ -343,6 +348,7 @@ class LocalNodes:
         netfilter.delete_table(self.dir.root)
         disks.unmount(self.dir)
         proxies.stop_all(self.dir.root)
+        clocks.reset_all(self.dir.root)
 
     def remove(self) -> None:
         """Everything of a local cluster is in its directory, which ``clean`` deletes."""

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from failsafe.cluster import clocks
 from failsafe.cluster.modes import zookeeper
 from failsafe.cluster.modes.mode import ClusterMode, mode_of
 from failsafe.cluster.net import netfilter
@@ -294,6 +295,12 @@ class Cluster(NeutralSite):
     def protocol_proxy(self, node: NodeSpec) -> Any:
         """``node``'s protocol proxy when it runs (the cluster made with --protocol-proxy), else None."""
         return self.nodes.proxy(node)
+
+    def clock_file(self, node: NodeSpec) -> Path | None:
+        """``node``'s clock file (the cluster made with --clock-faults), else None."""
+        if not self.spec.clock_faults or node.is_zookeeper:
+            return None
+        return clocks.clock_file(self.dir.root.resolve(), node.name)
 
     def disk_status(self, node: NodeSpec) -> dict | None:
         """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer

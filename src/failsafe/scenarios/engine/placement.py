@@ -67,6 +67,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         racks=max(s.cluster.racks for s in scenarios),
         volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
         protocol_proxy=any(s.cluster.protocol_proxy for s in scenarios) or "protocol_proxy" in fault_needs,
+        clock_faults=any(s.cluster.clock_faults for s in scenarios) or "clock_faults" in fault_needs,
         features=features,
         overrides=overrides,
         profile=profiles[0] if profiles else "",
@@ -107,6 +108,11 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
         return (
             "its brokers have no protocol proxy and the scenario's faults act through one (failsafe up "
             "--protocol-proxy)"
+        )
+    if needs.clock_faults and not spec.clock_faults:
+        return (
+            "its nodes' clocks cannot be set apart, and the scenario's faults set them apart (failsafe up "
+            "--clock-faults)"
         )
     if needs.volatile_disks and not spec.volatile_disks:
         return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
@@ -149,6 +155,7 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
         "overrides": dict(needs.overrides),
         "volatile_disks": needs.volatile_disks,
         **({"protocol_proxy": True} if needs.protocol_proxy else {}),
+        **({"clock_faults": True} if needs.clock_faults else {}),
         **spec_fields(needs.profile or DEFAULT_PROFILE),
         **({"features": dict(needs.features)} if needs.features else {}),
         **({"base_port": base_port} if base_port is not None else {}),

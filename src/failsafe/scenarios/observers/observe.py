@@ -15,6 +15,7 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from failsafe.history.ops import Op, Process, log_read, op
 from failsafe.history.recorder import Recorder
@@ -138,6 +139,7 @@ def read_log(
         )
     )
     upto: dict[tuple[str, int], int] = {}
+    retention = topic_retention(bootstrap_servers, sorted({t for t, _ in partitions}))
     try:
         highs: dict[tuple[str, int], int] = {}
         lows: dict[tuple[str, int], int] = {}
@@ -191,6 +193,7 @@ def read_log(
                         log_start_offset=lows[(topic, partition)],
                         high_watermark=highs[(topic, partition)],
                         cluster=cluster,
+                        retention=retention.get(topic),
                     )
                 )
                 upto[(topic, partition)] = read[-1]["offset"] if read else -1
@@ -207,6 +210,28 @@ def read_log(
     finally:
         consumer.close()
     return upto
+
+
+def topic_retention(bootstrap_servers: str, topics: list[str], timeout_s: float = 10.0) -> dict[str, dict]:
+    """Each topic's retention as the cluster describes it now (retention.ms, retention.bytes, cleanup.policy, the
+    values in force): what tells a write retention deleted in its time from one deleted early. A topic the cluster
+    does not describe is left out (its below-log-start writes stay unverified)."""
+    if not topics:
+        return {}
+    admin = new_admin(bootstrap_servers)
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=timeout_s)
+    out = {}
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout=timeout_s + 2)
+            out[resource.name] = {
+                "retention_ms": int(entries["retention.ms"].value),
+                "retention_bytes": int(entries["retention.bytes"].value),
+                "cleanup_policy": entries["cleanup.policy"].value,
+            }
+        except (KafkaException, TimeoutError, KeyError, ValueError, TypeError):
+            continue
+    return out
 
 
 # A record's timestamp type in Kafka's words (message.timestamp.type): set by its producer, or by the broker on append.
