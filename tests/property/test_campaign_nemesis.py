@@ -27,8 +27,8 @@ def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
         fields = f.fields
         if f.fault == "quorum-loss":
             return 0, arena.controllers
-        if "client" in fields or "feature" in fields or "api" in fields:
-            return 0, 0  # a transactional client, a feature level, a proxy's rule: no node taken away
+        if {"client", "feature", "api", "offset_s", "max_s", "rate_ppm"} & set(fields):
+            return 0, 0  # a transactional client, a feature level, a proxy's rule, a clock: no node taken away
         if "sides" in fields:
             side = fields["sides"]
             return {
