@@ -22,6 +22,7 @@ clean stop a keeper left behind and reset every clock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -184,7 +185,10 @@ class Keeper:
         if line != word:
             self._proc.kill()
             self._proc.wait()
-            self._proc.stdout.close()
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None and not stream.closed:
+                    with contextlib.suppress(BrokenPipeError):
+                        stream.close()
             raise UserError(f"the clock keeper did not {word} the clocks within {timeout_s:g}s (it said {line!r})")
 
     def end(self) -> None:
