@@ -281,9 +281,8 @@ class Engine:
         self._finish(Phase.CHAOS)
 
     def _heal(self) -> None:
-        # The scheduled undos still running end first: the heal begins where they are recorded as done.
-        self._settle_lanes()
         self._enter(Phase.HEAL)
+        self._settle_lanes()
         if self.operator is not None:
             self.operator.read(self._operator_fault)
         for _ in range(HEAL_ATTEMPTS):
