@@ -79,6 +79,14 @@ def write_summary(summary: dict, out: Path | None) -> None:
         out.write_text(text + "\n")
 
 
+def command_line(script: str, *positional: str, **flags: object) -> str:
+    """How a benchmark was run, as its summary records it: ``.venv/bin/python benchmarks/SCRIPT`` with its positional
+    arguments and each flag that was given (``--name value``, underscores as dashes; None left out)."""
+    words = [f".venv/bin/python benchmarks/{script}", *positional]
+    words += [f"--{name.replace('_', '-')} {value}" for name, value in flags.items() if value is not None]
+    return " ".join(words)
+
+
 def failsafe_run(
     root: Path, args: tuple[str, ...], timeout_s: float = 600, keep: Path | None = None
 ) -> tuple[int, dict | None, list[dict], str]:

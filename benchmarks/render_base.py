@@ -69,6 +69,20 @@ RAW: tuple[Raw, ...] = (
         "the clock-fault scenarios, 3 runs each",
     ),
     Raw(
+        "docs/benchmarks/corruption.json",
+        f"{PY} benchmarks/storage_faults.py corruption --dir /tmp/bench-storage --runs 1 --keep-runs "
+        "/tmp/bench-storage-runs --out docs/benchmarks/corruption.json",
+        False,
+        "one file class corrupted at rest per cell, on a follower, the leader, the active controller or every replica",
+    ),
+    Raw(
+        "docs/benchmarks/slow-disk.json",
+        f"{PY} benchmarks/storage_faults.py slow --dir /tmp/bench-storage --runs 3 --out "
+        "docs/benchmarks/slow-disk.json",
+        False,
+        "a slow disk on the leader or a follower against a 1 µs control, alternately",
+    ),
+    Raw(
         "docs/benchmarks/cluster.json",
         f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json",
         True,

@@ -117,6 +117,7 @@ from benchmarks.render_rebalance import (  # noqa: E402
     t_share_throughput,
 )
 from benchmarks.render_soundness import t_bad_input_sweep, t_cold_catalog, t_soundness  # noqa: E402
+from benchmarks.render_storage import t_corruption, t_slow_disk  # noqa: E402
 from benchmarks.render_transactions import (  # noqa: E402
     t_transactions_campaigns,
     t_transactions_epochs,
@@ -237,6 +238,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "clock-probe": t_clock_probe,
     "clock-runs": t_clock_runs,
     "clock-retention": t_clock_retention,
+    "corruption": t_corruption,
+    "slow-disk": t_slow_disk,
     "check": t_check,
     "failover": t_failover,
     "simulator": t_simulator,

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -170,7 +171,7 @@ def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_
     _, mnt, _ = dirs
     _append(mnt / "00.log", b"0123456789", sync=True)
     _append(mnt / "old.log", b"deletable")
-    assert layer.inject("full") == {"injection": {"full": True, "error": None}}
+    assert layer.inject("full") == {"injection": {"full": True, "error": None, "slow": None, "corrupt": None}}
     fd = os.open(mnt / "00.log", os.O_RDWR)
     try:
         assert _errno(lambda: os.pwrite(fd, b"more", 10)) == "ENOSPC"  # an append
@@ -192,7 +193,7 @@ def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_
     assert _errno(lambda: (mnt / "old.log").unlink()) is None
     assert sorted(os.listdir(mnt)) == ["00.log.deleted"]
     status = layer.status()
-    assert status["injection"] == {"full": True, "error": None}
+    assert status["injection"] == {"full": True, "error": None, "slow": None, "corrupt": None}
     assert {op: n for op, n in status["failed"]["full"].items() if n} == {
         "write": 3,
         "fallocate": 1,
@@ -200,7 +201,10 @@ def test_a_full_disk_refuses_growth_and_new_names_keeps_overwrites_and_recovers_
         "mkdir": 1,
     }
     assert not any(status["failed"]["error"].values())
-    assert layer.clear_injection() == {"cleared": ["full"], "injection": {"full": False, "error": None}}
+    assert layer.clear_injection() == {
+        "cleared": ["full"],
+        "injection": {"full": False, "error": None, "slow": None, "corrupt": None},
+    }
     _append(mnt / "00.log.deleted", b"+grown")
     _append(mnt / "01.log", b"new")
     (mnt / "d").mkdir()
@@ -312,7 +316,7 @@ def test_a_full_disk_can_lose_power_and_comes_back_with_space(layer: DiskLayer, 
     assert lost["files_rolled_back"] == 1 and lost["bytes_lost"] == 12
     assert (backing / "00.log").read_bytes() == b"durable|"
     again = mount(backing, mnt, state_dir=state, dies_with_parent=True)  # the injection lived in the old daemon only
-    assert again.status()["injection"] == {"full": False, "error": None}
+    assert again.status()["injection"] == {"full": False, "error": None, "slow": None, "corrupt": None}
     _append(mnt / "00.log", b"after")
     assert _read_fresh(mnt / "00.log") == b"durable|after"
     again.unmount()
@@ -320,6 +324,7 @@ def test_a_full_disk_can_lose_power_and_comes_back_with_space(layer: DiskLayer, 
 
 _OWNER = """
 import sys
+import time
 from pathlib import Path
 from failsafe.disk import mount
 mount(Path(sys.argv[1]), Path(sys.argv[2]), state_dir=Path(sys.argv[3]), dies_with_parent=sys.argv[4] == "1")
@@ -350,3 +355,50 @@ def test_unmount_all_after_a_sigkill_of_the_owner_leaves_nothing_mounted(dirs, d
     assert unmount_all(state) == [str(mnt)]
     assert not is_mounted(mnt) and not daemon.alive()
     assert find_layers(state) == [] and list(backing.iterdir()) == []
+
+
+def test_a_slow_disk_makes_each_write_and_sync_wait_and_counts_them(layer: DiskLayer, dirs) -> None:
+    backing, mnt, state = dirs
+    _append(mnt / "00.log", b"before", sync=True)
+    layer.inject("slow", ops="sync", delay_ms=200.0)
+    fd = os.open(mnt / "00.log", os.O_WRONLY | os.O_APPEND)
+    try:
+        began = time.monotonic()
+        os.write(fd, b"x" * 4096)  # writes are not slowed: ops="sync"
+        wrote_s = time.monotonic() - began
+        began = time.monotonic()
+        os.fsync(fd)
+        synced_s = time.monotonic() - began
+    finally:
+        os.close(fd)
+    assert wrote_s < 0.2 <= synced_s, (wrote_s, synced_s)
+    status = layer.status()
+    assert status["injection"]["slow"] == {"ops": "sync", "glob": None, "delay_ms": 200.0, "rate_mb_s": None}
+    assert status["slowed"]["ops"] >= 1 and status["slowed"]["waited_s"] >= 0.2
+    # A throughput cap: 1 MB at 4 MB/s takes at least a quarter of a second more than at full speed.
+    layer.inject("slow", ops="write", rate_mb_s=4.0)
+    began = time.monotonic()
+    _append(mnt / "01.log", b"y" * 1_000_000)
+    assert time.monotonic() - began >= 0.25
+    assert layer.clear_injection("slow")["cleared"] == ["slow"]
+    began = time.monotonic()
+    _append(mnt / "02.log", b"z" * 1_000_000, sync=True)
+    assert time.monotonic() - began < 0.25
+
+
+def test_a_disk_that_reads_back_wrong_bytes_leaves_the_file_as_it_was(layer: DiskLayer, dirs) -> None:
+    backing, mnt, state = dirs
+    data = bytes(range(256)) * 64
+    (mnt / "t-0").mkdir()
+    _append(mnt / "t-0" / "00.log", data, sync=True)
+    _append(mnt / "other.log", data, sync=True)
+    layer.inject("corrupt", ops="read", glob="t-0/*.log", bits=3, seed=5)
+    wrong = _read_fresh(mnt / "t-0" / "00.log")
+    assert len(wrong) == len(data) and wrong != data
+    assert sum(bin(a ^ b).count("1") for a, b in zip(wrong, data, strict=True)) >= 3  # 3 bits in each read's range
+    assert _read_fresh(mnt / "t-0" / "00.log") == wrong  # the same read gives the same wrong bytes
+    assert _read_fresh(mnt / "other.log") == data  # files the glob does not match read right
+    assert (backing / "t-0" / "00.log").read_bytes() == data  # and the disk holds what was written
+    assert layer.status()["corrupted"]["reads"] >= 1
+    layer.clear_injection("corrupt")
+    assert _read_fresh(mnt / "t-0" / "00.log") == data

@@ -131,7 +131,9 @@ def test_a_sigkill_of_failsafe_mid_fault_then_down_and_clean_leave_no_mount_nor_
     assert result.returncode == 0, result.stderr
     assert len(mounts_under(disk_cluster.dir)) == 2
     status = json.loads(disk_cluster.cli("status", "--json").stdout)
-    assert all(n["disk"]["injection"] == {"full": False, "error": None} for n in status["nodes"]), status["nodes"]
+    assert all(
+        n["disk"]["injection"] == {"full": False, "error": None, "slow": None, "corrupt": None} for n in status["nodes"]
+    ), status["nodes"]
     result = disk_cluster.cli("clean")
     assert result.returncode == 0, result.stderr
     assert not disk_cluster.dir.exists() and mounts_under(disk_cluster.dir) == []

@@ -68,7 +68,15 @@ def test_measurements_count_what_happened_during_each_fault() -> None:
     ]
     m = measure(history(BEFORE, MOVED, topology(700, [(0, -1, [1, 2, 3], [])]), *sends, *KILL))
     assert m["faults"] == [
-        {"fault_id": 1, "fault": "kill", "acknowledged_during": 1, "failed_during": 1, "unknown_during": 1}
+        {
+            "fault_id": 1,
+            "fault": "kill",
+            # The one acknowledged during the fault, 1 ms after it was sent (the builder's latency): its latency.
+            "ack_latency_ms": {"acknowledged": 1, "p50": 1.0, "p99": 1.0, "max": 1.0},
+            "acknowledged_during": 1,
+            "failed_during": 1,
+            "unknown_during": 1,
+        }
     ]
     assert m["send_errors"] == {"NOT_ENOUGH_REPLICAS": 1, "_MSG_TIMED_OUT": 1}
     assert m["unacknowledged"] == 2

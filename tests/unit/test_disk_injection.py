@@ -124,11 +124,60 @@ def test_both_kinds_can_be_in_force_and_each_is_cleared_on_its_own() -> None:
     injector.inject(Injection("full"))
     injector.inject(Injection("error", "read"))
     injector.inject(Injection("error", "write", "*.log"))  # replaces the read errors
-    assert injector.status()["injection"] == {"full": True, "error": {"ops": "write", "glob": "*.log"}}
+    assert injector.status()["injection"] == {
+        "full": True,
+        "error": {"ops": "write", "glob": "*.log"},
+        "slow": None,
+        "corrupt": None,
+    }
     assert injector.clear("full") == ["full"]
-    assert injector.status()["injection"] == {"full": False, "error": {"ops": "write", "glob": "*.log"}}
+    assert injector.status()["injection"] == {
+        "full": False,
+        "error": {"ops": "write", "glob": "*.log"},
+        "slow": None,
+        "corrupt": None,
+    }
     assert injector.clear("full") == []
     assert injector.clear() == ["error"]
     assert _errno(lambda: injector.check_io("write", "/00.log")) is None
     with pytest.raises(ValueError, match="kind 'disk-full'"):
         injector.clear("disk-full")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kind": "slow"}, "needs delay_ms above 0 or a rate_mb_s cap"),
+        ({"kind": "slow", "delay_ms": -1.0}, "delay_ms -1.0"),
+        ({"kind": "slow", "rate_mb_s": 0.0}, "a cap above 0"),
+        ({"kind": "slow", "ops": "fsync", "delay_ms": 1.0}, "ops 'fsync'"),
+        ({"kind": "error", "ops": "sync"}, "ops 'sync'"),  # a failing disk fails syncs with its writes
+        ({"kind": "corrupt", "ops": "both"}, "corrupts reads"),
+        ({"kind": "corrupt", "ops": "read", "bits": 0}, "at least 1 bit"),
+    ],
+)
+def test_slow_and_corrupt_injections_refuse_what_they_cannot_do(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Injection(**kwargs)
+
+
+def test_a_slow_injection_slows_only_its_ops_and_files() -> None:
+    slow = Injection("slow", "sync", "*.log", delay_ms=1.0)
+    assert slow.slows("fsync", "/t-0/00.log") and slow.slows("fsyncdir", "t-0/00.log")
+    assert not slow.slows("write", "/t-0/00.log") and not slow.slows("fsync", "/t-0/leader-epoch-checkpoint")
+    assert Injection("slow", "both", delay_ms=1.0).slows("read", "/x")
+    assert Injection.from_message(slow.to_message()) == slow
+
+
+def test_reads_come_back_with_their_bits_flipped_the_same_way_each_time_and_are_counted() -> None:
+    injector = Injector()
+    data = bytes(64)
+    assert injector.read_back("/t-0/00.log", 0, data) == data  # nothing injected
+    injector.inject(Injection("corrupt", "read", "t-0/*.log", bits=2, seed=9))
+    wrong = injector.read_back("/t-0/00.log", 4096, data)
+    assert sum(bin(b).count("1") for b in wrong) == 2
+    assert injector.read_back("/t-0/00.log", 4096, data) == wrong  # the same read, the same wrong bytes
+    assert injector.read_back("/t-0/00.log", 8192, data) != wrong  # another offset, other bits
+    assert injector.read_back("/t-1/00.log", 4096, data) == data  # not its files
+    assert injector.status()["corrupted"] == {"reads": 3, "bytes_read": 192}
+    assert injector.clear("corrupt") == ["corrupt"] and injector.read_back("/t-0/00.log", 4096, data) == data

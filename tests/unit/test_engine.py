@@ -120,6 +120,12 @@ class FakeCluster(NeutralSite):
     def clock_file(self, node: NodeSpec) -> Path | None:
         return None if self.clock_dir is None else self.clock_dir / node.name
 
+    # Nodes' data (faults/corruption.py): None until a test gives the folder that holds kafka-N.
+    data_root: Path | None = None
+
+    def data_dir(self, node: NodeSpec) -> Path | None:
+        return None if self.data_root is None else self.data_root / f"kafka-{node.node_id}"
+
 
 class FakeProxy:
     def __init__(self, node_id: int, calls: list) -> None:
@@ -348,9 +354,15 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         fields = {"api": "Produce", "clients": "producer-*"}
     if FAULT_TYPES[kind].family == Family.CLOCK:
         fields = {"role": "leader", "partition": "t-1", "offset_s": 60.0, "max_s": 5.0, "rate_ppm": 1000.0}
+    if kind == "disk-slow":
+        fields = {"role": "leader", "partition": "t-1", "delay_ms": 5.0}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
     cluster.clock_dir = tmp_path / "clocks"
+    cluster.data_root = tmp_path / "data"
+    segment = cluster.data_root / "kafka-1" / "t-1" / "00000000000000000000.log"
+    segment.parent.mkdir(parents=True)
+    segment.write_bytes(bytes(range(256)) * 4)
     engine = _engine(tmp_path, (spec(kind, 0.0, 0.01, **own),), cluster, workload)
     run_scenario(engine)
     (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
@@ -366,11 +378,17 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
     if FAULT_TYPES[kind].family == Family.DISK:
         # The leader of t-1 is broker 1: cut (killed first), or its disk failed and then cleared, and started again.
         assert cluster.disk_calls in (
+            [],  # corrupt: the file changed, no layer asked
             [("power-off", 1)],
             [("inject-full", 1), ("clear-full", 1)],
             [("inject-error", 1), ("clear-error", 1)],
+            [("inject-slow", 1), ("clear-slow", 1)],
         )
         assert cluster.restarts == [[1]]
+        if kind == "corrupt":
+            (changed,) = start["details"]["changed"].values()
+            assert changed["file"] == "t-1/00000000000000000000.log" and changed["bytes_changed"] == 1
+            assert segment.read_bytes() != bytes(range(256)) * 4 and stops[0]["details"]["refused_to_start"] is None
     if FAULT_TYPES[kind].family == Family.PROTOCOL:
         # A rule on every broker's proxy, cleared at the undo; what the proxies took is recorded with the stop.
         assert cluster.proxy_calls == [("add", b, kind, ("Produce",)) for b in range(3)] + [

@@ -96,6 +96,10 @@ class RunSite(Protocol):
         """The file ``node``'s clock offset is read from (cluster/clocks.py); None when its clock cannot be set apart
         (a cluster made without --clock-faults, a ZooKeeper node, a cluster failsafe did not start)."""
 
+    def data_dir(self, node: NodeSpec) -> Path | None:
+        """``node``'s data directory (its log.dirs; through its disk layer when it has one) on this machine; None when
+        failsafe cannot reach its files here (a node on a host, a cluster failsafe did not start)."""
+
     def not_whole(self) -> list[str]:
         """Why the cluster is not whole (a node down or paused), one line each; empty when it is."""
 
@@ -170,4 +174,7 @@ class NeutralSite:
         return None
 
     def clock_file(self, node: NodeSpec) -> Path | None:
+        return None
+
+    def data_dir(self, node: NodeSpec) -> Path | None:
         return None

@@ -6,7 +6,8 @@ forwards of durability (docs/disk-faults.md): fsync and fdatasync of a file (FUS
 datasync flag), fsync of a directory (FUSE_FSYNCDIR), and for O_SYNC / O_DSYNC files an fsync after
 each write, which the kernel sends itself; msync of a shared mapping arrives as writes then an fsync.
 sync_file_range(2) never reaches a FUSE filesystem, and neither does sync(2) or syncfs(2).
-Injected errors (a full disk, a failing one) are decided by injection.py; frozen answers EIO before them.
+Injections (a full disk, a failing one, a slow one, wrong bytes read back) are decided by injection.py; frozen answers
+EIO before them. A slowed write or sync waits holding the lock: the layer's other changes queue behind it, as on a disk.
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ class Volatile(mfusepy.Operations):
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
         self._check()
         handle = self._handles[fh]
-        self.injector.check_io("read", handle.path)
-        return os.pread(handle.fd, size, offset)
+        self.injector.check_io("read", handle.path, size)
+        return self.injector.read_back(handle.path, offset, os.pread(handle.fd, size, offset))
 
     # -- opening, writing, syncing -------------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> int:
@@ -176,7 +177,7 @@ class Volatile(mfusepy.Operations):
         with self._mu:
             self._check()
             handle = self._handles[fh]
-            self.injector.check_io("write", handle.path)
+            self.injector.check_io("write", handle.path, len(data))
             self.injector.check_space("write", handle.fd, offset, len(data), handle.path)
             n = self.data.write(handle.fd, handle.ino, data, offset, handle.path)
             if handle.sync_writes:
@@ -205,7 +206,7 @@ class Volatile(mfusepy.Operations):
         with self._mu:
             self._check()
             handle = self._handles[fh]
-            self.injector.check_io("fallocate", handle.path)
+            self.injector.check_io("fallocate", handle.path, size)
             self.injector.check_space("fallocate", handle.fd, offset, size, handle.path)
             self.data.allocate(handle.fd, handle.ino, offset, size, handle.path)
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from failsafe.disk.injection import Injection, Kind, Ops
+from failsafe.disk.injection import Injection, Kind, Ops, check_kind
 from failsafe.disk.names import STASH
 from failsafe.errors import DiskLayerError, ProvisionError
 from failsafe.supervisor import Child, TrackedProcess, control, run_to_end, spawn
@@ -136,21 +136,23 @@ class DiskLayer:
         self.unmount(timeout_s)
         return lost
 
-    def inject(self, kind: Kind, *, ops: Ops = "both", glob: str | None = None) -> dict[str, Any]:
+    def inject(self, kind: Kind, *, ops: Ops = "both", glob: str | None = None, **fields: Any) -> dict[str, Any]:
         """From now on until ``clear_injection``: ``"full"``, writes that need new space and new names fail with ENOSPC
         and statfs shows no free block; ``"error"``, reads, writes and fsyncs (``ops``: ``"read"``, ``"write"`` or
         ``"both"``) of the files matching ``glob`` (every file when None) fail with EIO (docs/disk-faults.md, "Error
-        injection"). Both may be in force at once; a second ``"error"`` replaces the first. Raises ValueError, before
-        asking the daemon, for a kind, ops or glob it does not take. Returns what is in force: ``{"injection": {"full":
-        bool, "error": {"ops": ..., "glob": ...} | None}}``."""
-        injection = Injection(kind, ops, glob)
+        injection"). ``"slow"`` and ``"corrupt"`` take their own ``fields`` (injection.py Injection: delay_ms,
+        rate_mb_s; bits, seed). Every kind may be in force with the others; a second of a kind replaces the first.
+        Raises ValueError, before asking the daemon, for a kind, ops, glob or field it does not take. Returns what is
+        in force:
+        ``{"injection": {"full": bool, "error": {"ops": ..., "glob": ...} | None, "slow": ..., "corrupt": ...}}``."""
+        injection = Injection(kind, ops, glob, **fields)
         return self._answer({"op": "inject", **injection.to_message()})
 
     def clear_injection(self, kind: Kind | None = None) -> dict[str, Any]:
         """End the injection of ``kind`` (``"full"`` or ``"error"``; both when None): the disk is back, or has space
         again. Returns ``{"cleared": [kinds that were in force], "injection": ...}``."""
         if kind is not None:
-            Injection(kind)  # the same check of the kind as inject's
+            check_kind(kind)
         return self._answer({"op": "clear", "kind": kind})
 
     def unmount(self, timeout_s: float = DEFAULT_UNMOUNT_TIMEOUT_S) -> None:

@@ -61,18 +61,18 @@ class FailingChoice(NodeChoice):
     glob: str | None = None
 
 
-def _needs_layers(name: str, ctx: FaultContext) -> None:
+def needs_layers(name: str, ctx: FaultContext) -> None:
     if not ctx.volatile_disks:
         raise ctx.fail("fault", f"{name} needs its cluster's data on disk layers: set cluster.volatile_disks = true")
 
 
 def check_full(params: NodeChoice, ctx: FaultContext) -> None:
-    _needs_layers(DISK_FULL, ctx)
+    needs_layers(DISK_FULL, ctx)
     check_node_choice(params, ctx)
 
 
 def check_failing(params: FailingChoice, ctx: FaultContext) -> None:
-    _needs_layers(DISK_ERROR, ctx)
+    needs_layers(DISK_ERROR, ctx)
     check_node_choice(params, ctx)
     if params.ops not in DISK_OPS:
         raise ctx.fail("ops", f"{params.ops!r} is not one of {', '.join(DISK_OPS)}")
@@ -81,7 +81,12 @@ def check_failing(params: FailingChoice, ctx: FaultContext) -> None:
 
 
 def check_power_choice(params: PowerChoice, ctx: FaultContext) -> None:
-    _needs_layers(POWER_LOSS, ctx)
+    needs_layers(POWER_LOSS, ctx)
+    check_node_set(params, ctx)
+
+
+def check_node_set(params: Any, ctx: FaultContext) -> None:
+    """One node as kill chooses it, or a set of nodes at once in ``nodes`` (one side of a network fault)."""
     if params.nodes is None:
         check_node_choice(params, ctx)
         return
@@ -99,11 +104,12 @@ def check_power_choice(params: PowerChoice, ctx: FaultContext) -> None:
         ctx.require_partition("partition", params.partition)
 
 
-def _fits(spec: Any) -> str | None:
+def fits_layers(spec: Any) -> str | None:
     return None if getattr(spec, "volatile_disks", False) else NEEDS_LAYERS
 
 
-def _nodes(params: PowerChoice, targets: FaultTargets) -> tuple[Any, list, str]:
+def node_set(params: Any, targets: FaultTargets) -> tuple[Any, list, str]:
+    """The nodes ``params`` names now (``nodes``, or one chosen as kill chooses it) and how they were chosen."""
     if params.nodes is None:
         return chosen(params, targets)
     cluster: RunSite = targets.cluster
@@ -116,7 +122,7 @@ def _nodes(params: PowerChoice, targets: FaultTargets) -> tuple[Any, list, str]:
 
 def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     params: PowerChoice = spec.params
-    cluster, nodes, role = _nodes(params, targets)
+    cluster, nodes, role = node_set(params, targets)
     bare = [n.name for n in nodes if cluster.disk_status(n) is None]
     if bare:
         raise FaultError(f"power-loss: {', '.join(bare)} has no disk layer mounted ({NEEDS_LAYERS})")
@@ -140,7 +146,7 @@ def power_loss(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     )
 
 
-def _one_layered(spec: FaultSpec, targets: FaultTargets, name: str) -> tuple[Any, Any, str]:
+def one_layered(spec: FaultSpec, targets: FaultTargets, name: str) -> tuple[Any, Any, str]:
     cluster, nodes, role = chosen(spec.params, targets)
     if len(nodes) != 1:
         raise FaultError(f"{name} acts on one node's disk, and {role} names {len(nodes)}: name one node or one role")
@@ -151,7 +157,7 @@ def _one_layered(spec: FaultSpec, targets: FaultTargets, name: str) -> tuple[Any
 
 def _injecting(name: str, kind: str):
     def start(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
-        cluster, node, role = _one_layered(spec, targets, name)
+        cluster, node, role = one_layered(spec, targets, name)
         fields = {"ops": spec.params.ops, "glob": spec.params.glob} if kind == "error" else {}
         try:
             in_force = cluster.disk_inject(node, kind, **fields)
@@ -179,7 +185,7 @@ register(
         "disks mounted again, nodes started, the cluster waited on until ready",
         PowerChoice,
         check_power_choice,
-        fits=_fits,
+        fits=fits_layers,
     )
 )
 register(
@@ -192,7 +198,7 @@ register(
         "space freed, then the node started again if it stopped",
         NodeChoice,
         check_full,
-        fits=_fits,
+        fits=fits_layers,
     )
 )
 register(
@@ -205,6 +211,6 @@ register(
         "the disk back, then the node started again if it stopped",
         FailingChoice,
         check_failing,
-        fits=_fits,
+        fits=fits_layers,
     )
 )

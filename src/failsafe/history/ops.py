@@ -422,7 +422,11 @@ class NodeEvent(StrEnum):
     live set), BROKER_BOUNCED, BROKER_ADDED, CONTROLLED_SHUTDOWN, CONTROLLER_ELECTED; from ZooKeeper's own log,
     ZK_SESSION_EXPIRED and ZK_DISCONNECTED (a broker's session, mapped from the brokers' logs). Both modes:
     BECAME_LEADER (a broker's state-change line for a partition). LOG_UNREADABLE: the node's log could not be read
-    (``line``: why)."""
+    (``line``: why). Storage, from a broker's log recovery (of ``topic``/``partition`` when its line names one):
+    CORRUPTION_FOUND (a segment's batch failed its checks), LOG_TRUNCATED (the log cut at the first bad batch, or
+    invalid bytes cut off a segment's end), INDEX_REBUILT (an index corrupted or missing, rebuilt from its segment),
+    SEGMENT_DELETED (a segment with an invalid offset deleted), CHECKPOINT_UNREADABLE (a checkpoint file that did not
+    parse), LOG_DIR_OFFLINE (a log directory taken offline after a disk error)."""
 
     FENCED = "fenced"
     CONTROLLED_SHUTDOWN = "controlled-shutdown"
@@ -436,6 +440,13 @@ class NodeEvent(StrEnum):
     ZK_DISCONNECTED = "zk-disconnected"
     BECAME_LEADER = "became-leader"
     LOG_UNREADABLE = "log-unreadable"
+    # What a broker's log recovery found in its own files (cluster/observe/node_logs.py, from Kafka's storage classes).
+    CORRUPTION_FOUND = "corruption-found"
+    LOG_TRUNCATED = "log-truncated"
+    INDEX_REBUILT = "index-rebuilt"
+    SEGMENT_DELETED = "segment-deleted"
+    CHECKPOINT_UNREADABLE = "checkpoint-unreadable"
+    LOG_DIR_OFFLINE = "log-dir-offline"
 
 
 # The events by which the cluster's metadata authority (the KRaft controller, the ZooKeeper controller or ZooKeeper
@@ -446,6 +457,16 @@ DETECTION_EVENTS: tuple[NodeEvent, ...] = (
     NodeEvent.BROKER_GONE,
     NodeEvent.BROKER_BOUNCED,
     NodeEvent.ZK_SESSION_EXPIRED,
+)
+
+# What a broker said of its own files: the events a corruption's detection is read from (checkers/measure/storage.py).
+STORAGE_EVENTS: tuple[NodeEvent, ...] = (
+    NodeEvent.CORRUPTION_FOUND,
+    NodeEvent.LOG_TRUNCATED,
+    NodeEvent.INDEX_REBUILT,
+    NodeEvent.SEGMENT_DELETED,
+    NodeEvent.CHECKPOINT_UNREADABLE,
+    NodeEvent.LOG_DIR_OFFLINE,
 )
 
 

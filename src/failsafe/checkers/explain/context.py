@@ -12,8 +12,9 @@ from typing import Any
 
 import polars as pl
 
+from failsafe.checkers.measure.storage import AFTER_S as STORAGE_AFTER_S
 from failsafe.history.model import History
-from failsafe.history.ops import Op, OpType, Target
+from failsafe.history.ops import STORAGE_EVENTS, Family, Op, OpType, Target
 
 # (name shown, librdkafka's name, Java's name, librdkafka's default, Java's default). librdkafka
 # caps max.in.flight at 5 with idempotence; its own default is 1000000.
@@ -212,9 +213,25 @@ class Context:
                 "stop_s": self.s(r["stop_ns"]),
                 "start_ns": r["start_ns"],
                 "stop_ns": r["stop_ns"],
+                "said": self.storage_said(r),
             }
             for r in faults.to_dicts()
         ]
+
+    def storage_said(self, fault: dict[str, Any]) -> str | None:
+        """The first line in which one of a disk fault's nodes said what it found in its own files (a corruption, a
+        log cut, an index rebuilt: history.ops.STORAGE_EVENTS), from the fault's start until STORAGE_AFTER_S after its
+        stop, as checkers/measure/storage.py counts it."""
+        if fault["family"] != Family.DISK:
+            return None
+        nodes = [int(n) for n in fault["nodes"] or [] if str(n).lstrip("-").isdigit()]
+        until = (fault["stop_ns"] or fault["start_ns"]) + int(STORAGE_AFTER_S * 1e9)
+        said = self.history.node_events.filter(
+            pl.col("event").is_in([str(e) for e in STORAGE_EVENTS])
+            & pl.col("node").is_in(nodes)
+            & pl.col("time_ns").is_between(fault["start_ns"], until)
+        ).sort("time_ns")
+        return said["line"][0] if said.height else None
 
     def elections_near(self, ns: int) -> list[int]:
         events = self.history.events.filter(

@@ -20,6 +20,9 @@ def seconds(value: float) -> str:
     return f"{value:.1f}"
 
 
+SAID_CHARS = 200
+
+
 def fault_words(fault: Mapping[str, Any]) -> str:
     nodes = [str(n) for n in fault.get("nodes") or []]
     target = fault.get("target")
@@ -39,6 +42,10 @@ def fault_words(fault: Mapping[str, Any]) -> str:
             "follower in the ISR": f"a follower of {part}, in its ISR",
             "follower out of the ISR": f"a follower of {part}, out of its ISR",
         }.get(mine, f"{mine} of {part}")
+    said = fault.get("said")
+    if said:
+        # Kafka's own words about the file it found wrong, without the line's time stamp.
+        why += f"; its node's log: {said.split('] ', 1)[-1][:SAID_CHARS]!r}"
     return f"fault {fault['id']} ({fault['fault']} of {on}{why})"
 
 

@@ -11,8 +11,9 @@ import polars as pl
 
 import failsafe.checkers.measure.breakdown as breakdown
 import failsafe.checkers.measure.operations as operations
+import failsafe.checkers.measure.storage as storage
 from failsafe.history.model import History
-from failsafe.history.ops import OPERATION_FAMILIES, Op, OpType, Target
+from failsafe.history.ops import OPERATION_FAMILIES, Op, OpType, PhaseName, Target
 
 
 def _window(faults: pl.DataFrame, end_ns: int) -> list[tuple[int, str, int, int]]:
@@ -55,11 +56,13 @@ def measure(history: History) -> dict:
     nodes_of = dict(zip(history.faults["fault_id"].to_list(), history.faults["nodes"].to_list(), strict=True))
     targets = dict(zip(history.faults["fault_id"].to_list(), history.faults["target"].to_list(), strict=True))
     per_fault = []
+    first_start = min((w[2] for w in windows), default=end_ns)
     for fault_id, fault, start_ns, stop_ns in windows:
         during = sends.filter(pl.col("complete_ns").is_between(start_ns, stop_ns))
         entry = {
             "fault_id": fault_id,
             "fault": fault,
+            "ack_latency_ms": _latency(during),
             "acknowledged_during": during.filter(pl.col("outcome") == OpType.OK).height,
             "failed_during": during.filter(pl.col("outcome") == OpType.FAIL).height,
             "unknown_during": during.filter(pl.col("outcome") == OpType.INFO).height,
@@ -98,6 +101,33 @@ def measure(history: History) -> dict:
         ),
         **operations.measure(history, per_fault),
         "failover_breakdown": _failover_breakdown(history),
+        # Sent from the chaos phase's start until the first fault: what each fault's ack_latency_ms is held against (a
+        # slow disk's cost, a gray failure's).
+        "ack_latency_before_ms": _latency(
+            sends.filter(pl.col("invoke_ns").is_between(_chaos_ns(history, first_start), first_start))
+        ),
+        "storage": storage.measure(history),
+    }
+
+
+def _chaos_ns(history: History, default: int) -> int:
+    """When the chaos phase began (the warm-up's sends, a producer's first metadata and connections, are no
+    baseline)."""
+    chaos = history.phases.filter(pl.col("phase") == PhaseName.CHAOS)["time_ns"].min()
+    return chaos if chaos is not None else default
+
+
+def _latency(sends: pl.DataFrame) -> dict:
+    """The acknowledged sends' latency (invoke to acknowledgement) in ms: how many, p50, p99, max."""
+    acked = sends.filter((pl.col("outcome") == OpType.OK) & pl.col("invoke_ns").is_not_null())
+    if not acked.height:
+        return {"acknowledged": 0, "p50": None, "p99": None, "max": None}
+    ms = (acked["complete_ns"] - acked["invoke_ns"]) / NS_PER_MS
+    return {
+        "acknowledged": acked.height,
+        "p50": round(float(ms.quantile(0.5, "nearest")), 2),
+        "p99": round(float(ms.quantile(0.99, "nearest")), 2),
+        "max": round(float(ms.max()), 2),
     }
 
 

@@ -126,6 +126,10 @@ class NodeControl(Protocol):
     def disk_unmount(self, nodes: list[NodeSpec]) -> None:
         """Unmount these nodes' disk layers (the nodes stopped first): a failed start leaves none behind."""
 
+    def data_here(self, node: NodeSpec) -> Path | None:
+        """Where ``node``'s data directory (log.dirs) is on this machine now (its disk layer's mountpoint, or the
+        layer's backing directory while the layer is not mounted); None when it is on a host."""
+
     def proxy(self, node: NodeSpec) -> Any:
         """``node``'s protocol proxy when it runs (status, add, clear: proxy/proxies.py ProxyHandle), else None."""
 
@@ -336,6 +340,13 @@ class LocalNodes:
 
     def disk_layer(self, node: NodeSpec) -> Any:
         return disks.mounted_layer(self.dir, node)
+
+    def data_here(self, node: NodeSpec) -> Path | None:
+        backing = disks.backing_dir(self.dir, node)
+        # A layer not mounted (a failed start unmounts it): the files are in its backing directory.
+        if backing.is_dir() and disks.mounted_layer(self.dir, node) is None:
+            return backing
+        return self.dir.data_dir(node)
 
     def disk_unmount(self, nodes: list[NodeSpec]) -> None:
         disks.unmount_nodes(self.dir, nodes)

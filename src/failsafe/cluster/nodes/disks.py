@@ -80,10 +80,12 @@ def power_off(layer: Any, node: NodeSpec, *, torn: bool = False, seed: int = 0) 
     return _mounted(layer, node, "a power loss").lose_unsynced(torn=torn, seed=seed)
 
 
-def inject(layer: Any, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
-    """From now on ``node``'s disk is full (``kind`` "full": ENOSPC) or failing (``"error"``: EIO for ``ops`` of
-    ``glob``)."""
-    return _mounted(layer, node, f"a {kind} disk").inject(kind, ops=ops, glob=glob)
+def inject(
+    layer: Any, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """From now on ``node``'s disk is full (``kind`` "full": ENOSPC), failing (``"error"``: EIO for ``ops`` of
+    ``glob``), slow (``"slow"``) or reading back wrong bytes (``"corrupt"``), with ``fields`` of its own."""
+    return _mounted(layer, node, f"a {kind} disk").inject(kind, ops=ops, glob=glob, **fields)
 
 
 def clear(layer: Any, kind: str) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from failsafe.cluster.state import ClusterDir
-from failsafe.disk.injection import Injection
+from failsafe.disk.injection import Injection, check_kind
 from failsafe.disk.layer import DEFAULT_MOUNT_TIMEOUT_S, DEFAULT_UNMOUNT_TIMEOUT_S, FSTYPE
 from failsafe.disk.names import STASH
 from failsafe.errors import DiskLayerError, UserError
@@ -220,12 +220,12 @@ class HostLayer:
             raise DiskLayerError(str(e)) from e
         return lost
 
-    def inject(self, kind: str, *, ops: str = "both", glob: str | None = None) -> dict[str, Any]:
-        return self._answer({"op": "inject", **Injection(kind, ops, glob).to_message()})  # type: ignore[arg-type]
+    def inject(self, kind: str, *, ops: str = "both", glob: str | None = None, **fields: Any) -> dict[str, Any]:
+        return self._answer({"op": "inject", **Injection(kind, ops, glob, **fields).to_message()})  # type: ignore[arg-type]
 
     def clear_injection(self, kind: str | None = None) -> dict[str, Any]:
         if kind is not None:
-            Injection(kind)  # type: ignore[arg-type]
+            check_kind(kind)
         return self._answer({"op": "clear", "kind": kind})
 
     def _answer(self, message: dict[str, Any]) -> dict[str, Any]:

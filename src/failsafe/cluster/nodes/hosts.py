@@ -470,6 +470,9 @@ class HostNodes(HostNetwork):
     def disk_layer(self, node: NodeSpec) -> Any:
         return self._disks(self.host(node)).layer(node.name, self._data(node)) if self.spec.volatile_disks else None
 
+    def data_here(self, node: NodeSpec) -> Path | None:
+        return None  # on its host: corrupting a file there is not built (faults/corruption.py says so in one line)
+
     def disk_unmount(self, nodes: list[NodeSpec]) -> None:
         for node in nodes:
             disks = self._disks(self.host(node))

@@ -24,6 +24,14 @@ ops are ``failsafe.history.ops.node_event`` dicts, sorted by time, ready for the
                          node and ``process`` ``zookeeper-K``), or broker N found its own session expired
     zk-disconnected      ZooKeeper saw broker N's connection close (a killed broker: at once)
     became-leader        broker N became the leader of a partition (``topic``, ``partition``)
+    corruption-found     the node's log recovery found a batch that failed its checks in a segment (LogSegment)
+    log-truncated        ... cut the log at the first bad batch, or invalid bytes off a segment's end (LogLoader,
+                         LogSegment)
+    index-rebuilt        ... found an index corrupted or missing and rebuilt it from its segment (LogLoader)
+    segment-deleted      ... deleted a segment holding an invalid offset and made an empty one (LogLoader)
+    checkpoint-unreadable  a checkpoint file did not parse (CheckpointFileWithFailureHandler, CheckpointFile)
+    log-dir-offline      a log directory was taken offline after a disk error (LogManager); the storage events
+                         name the partition (``topic``, ``partition``) when their line does
     log-unreadable       the node's log could not be read; ``line`` says why, ``time_ns`` is ``until_ns``
 
 Times are the lines' own (log4j's ``[yyyy-MM-dd HH:mm:ss,SSS]``, this machine's local time, the
@@ -45,7 +53,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from failsafe.history.ops import NodeEvent, node_event
+from failsafe.history.ops import STORAGE_EVENTS, NodeEvent, node_event
 
 MAX_LINE_CHARS = 300
 _MS_NS = 1_000_000
@@ -79,6 +87,24 @@ def _broker_change(m: re.Match[str]) -> list[_Found]:
 
 def _became_leader(m: re.Match[str]) -> list[_Found]:
     return [_Found(NodeEvent.BECAME_LEADER, int(m.group(1)), m.group(2), int(m.group(3)))]
+
+
+# A partition named by a storage line: LogLoader's "[LogLoader partition=t-0, dir=...]", or the path of one of a
+# partition's files ("/t-0/00000000000000000000.log", "/t-0/partition.metadata"; not a log directory's own files).
+_PARTITION_OF = re.compile(
+    r"partition=(\S+)-(\d+),|/([^/\s]+)-(\d+)/(?:\d+\.\w+|leader-epoch-checkpoint|partition\.metadata)\b"
+)
+
+
+def _storage(event: NodeEvent) -> Callable[[re.Match[str]], list[_Found]]:
+    def read(m: re.Match[str]) -> list[_Found]:
+        where = _PARTITION_OF.search(m.string)
+        if where is None:
+            return [_Found(event)]
+        groups = [g for g in where.groups() if g is not None]
+        return [_Found(event, None, groups[0], int(groups[1]))]
+
+    return read
 
 
 # (pattern, what it says). Searched in the message of every Kafka node's line.
@@ -124,6 +150,38 @@ _KAFKA: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], list[_Found]]], .
         lambda m: [_Found(NodeEvent.ZK_SESSION_EXPIRED)],
     ),
 )
+# Log recovery and checkpoints (kafka-storage 4.3.1's and 4.4.0's messages; 3.9.2's are the same words): what a broker
+# made of a file it found wrong.
+_STORAGE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], list[_Found]]], ...] = (
+    (re.compile(r"Found invalid messages in log segment \S+ at byte offset \d+"), _storage(NodeEvent.CORRUPTION_FOUND)),
+    (re.compile(r"Corruption found in segment \d+, truncating to offset \d+"), _storage(NodeEvent.LOG_TRUNCATED)),
+    (re.compile(r"Truncated \d+ invalid bytes at the end of segment \S+"), _storage(NodeEvent.LOG_TRUNCATED)),
+    (
+        re.compile(r"(?:Found a corrupted|Could not find offset) index file corresponding to log file \S+"),
+        _storage(NodeEvent.INDEX_REBUILT),
+    ),
+    (
+        re.compile(r"Found invalid offset during recovery\. Deleting the corrupt segment"),
+        _storage(NodeEvent.SEGMENT_DELETED),
+    ),
+    # CheckpointFileWithFailureHandler, PartitionMetadataFile (both through LogDirFailureChannel: the log directory
+    # fails with them), CheckpointFile; LogManager's recovery points, which it resets to 0 instead.
+    (
+        re.compile(
+            r"Error while reading (?:checkpoint|partition metadata) file \S+|Malformed line in checkpoint file"
+            r"|Error occurred while reading recovery-point-offset-checkpoint file"
+        ),
+        _storage(NodeEvent.CHECKPOINT_UNREADABLE),
+    ),
+    # LogManager, ReplicaManager (4.3.1's words), and the halt of a broker left without a log directory.
+    (
+        re.compile(
+            r"are offline due to failure on log directory \S+|Stopping serving replicas in dir \S+"
+            r"|Shutdown broker because all log dirs in \S+ have failed"
+        ),
+        _storage(NodeEvent.LOG_DIR_OFFLINE),
+    ),
+)
 # KafkaController.elect (3.9): "2 successfully elected as the controller. Epoch incremented to 2 ...".
 _ELECTED = re.compile(r"(\d+) successfully elected as the controller\. Epoch incremented to (\d+)")
 # KafkaController.initializeControllerContext (3.9): a new controller's view, "Set(0, 2)" (a HashSet beyond 4 brokers).
@@ -142,7 +200,17 @@ _ZK: tuple[tuple[re.Pattern[str], NodeEvent], ...] = (
     ),
 )
 # Every line worth a regular expression holds one of these: the rest (most of a log) is skipped by a substring test.
-_KEYWORDS = ("broker", "Broker", "session", "Session", "controller")
+_KEYWORDS = (
+    "broker",
+    "Broker",
+    "session",
+    "Session",
+    "controller",
+    "segment",
+    "checkpoint",
+    "metadata file",
+    "log dir",
+)
 
 
 def read_node_events(
@@ -223,7 +291,7 @@ def _kafka_events(
     first_controller = False
     for time_ns, message, line in _lines(lines, since_ns, until_ns, keep):
         found: list[_Found] = []
-        for pattern, read in _KAFKA:
+        for pattern, read in (*_KAFKA, *_STORAGE):
             match = pattern.search(message)
             if match:
                 found = read(match)
@@ -235,8 +303,8 @@ def _kafka_events(
             elif (active := _ACTIVE.search(message)) and not first_controller:
                 found = [_Found(NodeEvent.BROKER_GONE, b) for b in sorted(known - set(_ids(active.group(1))))]
         for item in found:
-            # A broker's own "Session expired." is about itself.
-            broker = node if item.event == NodeEvent.ZK_SESSION_EXPIRED else item.broker
+            # A broker's own "Session expired." is about itself, and so is what it found in its own files.
+            broker = node if item.event == NodeEvent.ZK_SESSION_EXPIRED or item.event in STORAGE_EVENTS else item.broker
             yield node_event(
                 node, item.event, time_ns, broker=broker, topic=item.topic, partition=item.partition, line=line
             )

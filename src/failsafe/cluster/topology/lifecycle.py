@@ -282,10 +282,10 @@ class Cluster(NeutralSite):
             raise UserError(f"{node.role} {node.node_id} is running: kill it before its power cut")
         return disks.power_off(self.nodes.disk_layer(node), node, torn=torn, seed=seed)
 
-    def disk_inject(self, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None) -> dict:
-        """``node``'s disk full (``kind`` "full") or failing ("error", EIO for ``ops`` of the files matching
-        ``glob``)."""
-        return disks.inject(self.nodes.disk_layer(node), node, kind, ops=ops, glob=glob)
+    def disk_inject(self, node: NodeSpec, kind: str, *, ops: str = "both", glob: str | None = None, **fields) -> dict:
+        """``node``'s disk full (``kind`` "full"), failing ("error", EIO for ``ops`` of the files matching ``glob``),
+        slow ("slow": delay_ms, rate_mb_s) or reading back wrong bytes ("corrupt": bits, seed)."""
+        return disks.inject(self.nodes.disk_layer(node), node, kind, ops=ops, glob=glob, **fields)
 
     def disk_clear(self, node: NodeSpec, kind: str) -> dict | None:
         """``node``'s disk back (space freed, or the failing disk replaced); None when a power cut since took the
@@ -301,6 +301,10 @@ class Cluster(NeutralSite):
         if not self.spec.clock_faults or node.is_zookeeper:
             return None
         return clocks.clock_file(self.dir.root.resolve(), node.name)
+
+    def data_dir(self, node: NodeSpec) -> Path | None:
+        """``node``'s log.dirs here (the disk layer's mountpoint when it has one); None for a node on a host."""
+        return self.nodes.data_here(node)
 
     def disk_status(self, node: NodeSpec) -> dict | None:
         """What ``node``'s disk layer holds unsynced now and which durability calls it saw; None when it has no layer

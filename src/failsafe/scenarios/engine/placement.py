@@ -65,7 +65,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         combined=all(s.cluster.combined for s in scenarios),
         mode=mode or (modes[0] if modes else ""),
         racks=max(s.cluster.racks for s in scenarios),
-        volatile_disks=any(s.cluster.volatile_disks for s in scenarios),
+        volatile_disks=any(s.cluster.volatile_disks for s in scenarios) or "volatile_disks" in fault_needs,
         protocol_proxy=any(s.cluster.protocol_proxy for s in scenarios) or "protocol_proxy" in fault_needs,
         clock_faults=any(s.cluster.clock_faults for s in scenarios) or "clock_faults" in fault_needs,
         features=features,
@@ -115,7 +115,10 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
             "--clock-faults)"
         )
     if needs.volatile_disks and not spec.volatile_disks:
-        return "its data directories are on plain disks and the scenario cuts power (failsafe up --volatile-disks)"
+        return (
+            "its data directories are on plain disks and the scenario's disk faults need disk layers (failsafe up "
+            "--volatile-disks)"
+        )
     if needs.profile and spec.profile != needs.profile:
         return (
             f"it runs with profile {spec.profile} and the scenario asks for profile {needs.profile} (failsafe up "
