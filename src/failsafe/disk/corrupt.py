@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from failsafe.disk.injection import flip_bits
+
 WAYS = ("flip", "zero", "truncate", "torn", "stale")
 METADATA_DIR = "__cluster_metadata-0"
 # A file class -> (where: "partition" under TOPIC-N/, "root" of the log directory, "metadata" under
@@ -139,10 +141,7 @@ def corrupt(
     rng = random.Random(f"{seed}:{path.name}:{way}")
     written = written_size(before)
     if way == "flip":
-        after = bytearray(before)
-        for position in rng.sample(range(written * 8), min(bits, written * 8)):
-            after[position // 8] ^= 1 << (position % 8)
-        after = bytes(after)
+        after = flip_bits(before, bits, rng, within=written)
     elif way == "zero":
         n = min(length, written)
         start = rng.randrange(written - n + 1)

@@ -118,15 +118,21 @@ def check_kind(kind: str) -> None:
         raise ValueError(f"kind {kind!r}: a disk layer injects one of {', '.join(KINDS)}")
 
 
+def flip_bits(data: bytes, bits: int, rng: random.Random, within: int | None = None) -> bytes:
+    """``data`` with ``bits`` of its bits flipped at positions ``rng`` draws among the first ``within`` bytes (all of
+    them when None); also what disk/corrupt.py flips in a file at rest."""
+    span = len(data) if within is None else within
+    out = bytearray(data)
+    for position in rng.sample(range(span * 8), min(bits, span * 8)):
+        out[position // 8] ^= 1 << (position % 8)
+    return bytes(out)
+
+
 def flip_read(data: bytes, injection: Injection, path: str, offset: int) -> bytes:
     """``data`` read at ``offset`` of ``path`` with ``injection.bits`` bits flipped, the same at every such read."""
     if not data:
         return data
-    rng = random.Random(f"{injection.seed}:{path}:{offset}:{len(data)}")
-    out = bytearray(data)
-    for position in rng.sample(range(len(data) * 8), min(injection.bits, len(data) * 8)):
-        out[position // 8] ^= 1 << (position % 8)
-    return bytes(out)
+    return flip_bits(data, injection.bits, random.Random(f"{injection.seed}:{path}:{offset}:{len(data)}"))
 
 
 def allocates(fd: int, offset: int, length: int) -> bool:

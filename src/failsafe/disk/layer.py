@@ -149,8 +149,9 @@ class DiskLayer:
         return self._answer({"op": "inject", **injection.to_message()})
 
     def clear_injection(self, kind: Kind | None = None) -> dict[str, Any]:
-        """End the injection of ``kind`` (``"full"`` or ``"error"``; both when None): the disk is back, or has space
-        again. Returns ``{"cleared": [kinds that were in force], "injection": ...}``."""
+        """End the injection of ``kind`` (``"full"``, ``"error"``, ``"slow"`` or ``"corrupt"``; every one when None):
+        the disk is back, has space again, is fast again or reads right. Returns ``{"cleared": [kinds that were in
+        force], "injection": ...}``."""
         if kind is not None:
             check_kind(kind)
         return self._answer({"op": "clear", "kind": kind})
