@@ -71,6 +71,8 @@ ENTRIES = (
     Entry("app-eos-kills", "client", ("run", "examples/apps/eos-broker-and-instance-kill.toml", *QUIET)),
     # Its totals contract: the Kafka Streams count example (a state store, exactly_once_v2) through the same faults.
     Entry("app-streams-count", "client", ("run", "examples/apps/streams-count-broker-kill.toml", *QUIET)),
+    # Every replica's segment corrupted at rest: acknowledged writes lost (INVALID), the brokers' own lines recorded.
+    Entry("corrupt-replicas-segment", "disk", ("run", "corrupt-replicas-segment", *QUIET)),
     Entry(
         "power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")
     ),
