@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +88,18 @@ def command_line(script: str, *positional: str, **flags: object) -> str:
     return " ".join(words)
 
 
+def failsafe_cli(root: Path, *args: str) -> str | None:
+    """``failsafe ARGS`` with FAILSAFE_DIR at ``root``: what went wrong, in its last words, or None."""
+    done = subprocess.run(
+        [sys.executable, "-m", "failsafe.cli.main", *args],
+        env={**os.environ, "FAILSAFE_DIR": str(root)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"failsafe {' '.join(args)}: {done.stderr.strip()[-300:]}" if done.returncode != 0 else None
+
+
 def failsafe_run(
     root: Path, args: tuple[str, ...], timeout_s: float = 600, keep: Path | None = None
 ) -> tuple[int, dict | None, list[dict], str]:
@@ -95,6 +108,7 @@ def failsafe_run(
     history, and stderr's tail."""
     with tempfile.TemporaryDirectory() as scratch:
         runs = str(keep) if keep is not None else scratch
+        began = time.time()
         done = subprocess.run(
             [sys.executable, "-m", "failsafe.cli.main", "run", *args, "--runs", runs],
             env={**os.environ, "FAILSAFE_DIR": str(root)},
@@ -103,7 +117,11 @@ def failsafe_run(
             timeout=timeout_s,
             check=False,
         )
-        found = sorted(Path(runs).glob("*/*/results.json"), key=lambda p: p.stat().st_mtime)
+        # This run's own: a run that wrote none must not be given an earlier run's, kept in the same place.
+        found = sorted(
+            (p for p in Path(runs).glob("*/*/results.json") if p.stat().st_mtime >= began),
+            key=lambda p: p.stat().st_mtime,
+        )
         if not found:
             return done.returncode, None, [], done.stderr.strip()[-300:]
         newest = found[-1]

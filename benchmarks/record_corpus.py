@@ -73,6 +73,9 @@ ENTRIES = (
     Entry("app-streams-count", "client", ("run", "examples/apps/streams-count-broker-kill.toml", *QUIET)),
     # Every replica's segment corrupted at rest: acknowledged writes lost (INVALID), the brokers' own lines recorded.
     Entry("corrupt-replicas-segment", "disk", ("run", "corrupt-replicas-segment", *QUIET)),
+    # The remote-store fault on a tiered cluster: the store fails its writes, then its reads; the final read reads the
+    # oldest writes from the remote tier.
+    Entry("tiered-remote-store-failing", "disk", ("run", "tiered-remote-store-failing", *QUIET)),
     Entry(
         "power-loss-single-broker", "disk", ("run", "power-loss-single-broker", "--set", "producers[*].rate_per_s=60")
     ),

@@ -83,6 +83,13 @@ RAW: tuple[Raw, ...] = (
         "a slow disk on the leader or a follower against a 1 µs control, alternately",
     ),
     Raw(
+        "docs/benchmarks/tiered-storage.json",
+        f"{PY} benchmarks/tiered_storage.py --dir /tmp/bench-tiered --runs 2 --keep-runs /tmp/bench-tiered-runs "
+        "--out docs/benchmarks/tiered-storage.json",
+        False,
+        "the tiered scenarios on Kafka 4.3.1 and 4.4.0, 2 runs each, alternately",
+    ),
+    Raw(
         "docs/benchmarks/cluster.json",
         f"{PY} benchmarks/bench_cluster.py --runs 5 --out docs/benchmarks/cluster.json",
         True,

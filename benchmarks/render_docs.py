@@ -118,6 +118,7 @@ from benchmarks.render_rebalance import (  # noqa: E402
 )
 from benchmarks.render_soundness import t_bad_input_sweep, t_cold_catalog, t_soundness  # noqa: E402
 from benchmarks.render_storage import t_corruption, t_slow_disk  # noqa: E402
+from benchmarks.render_tiered import t_tiered  # noqa: E402
 from benchmarks.render_transactions import (  # noqa: E402
     t_transactions_campaigns,
     t_transactions_epochs,
@@ -240,6 +241,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "clock-retention": t_clock_retention,
     "corruption": t_corruption,
     "slow-disk": t_slow_disk,
+    "tiered-storage": t_tiered,
     "check": t_check,
     "failover": t_failover,
     "simulator": t_simulator,

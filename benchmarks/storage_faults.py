@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import command_line, failsafe_run, write_summary  # noqa: E402
+from benchmarks.common import command_line, failsafe_cli, failsafe_run, write_summary  # noqa: E402
 
 RUN_TIMEOUT_S = 600
 LINES_KEPT = 4  # of the node's own lines about the file, as the fault's stop recorded them
@@ -181,15 +179,9 @@ def slow_run(root: Path, args: tuple[str, ...], keep: Path | None = None) -> dic
 
 
 def _cli(root: Path, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "failsafe.cli.main", *args],
-        env={**os.environ, "FAILSAFE_DIR": str(root)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0 and args[0] == "up":
-        raise SystemExit(f"failsafe {' '.join(args)}: {done.stderr.strip()[-300:]}")
+    failed = failsafe_cli(root, *args)
+    if failed and args[0] == "up":
+        raise SystemExit(failed)
 
 
 def main() -> int:

@@ -43,6 +43,16 @@ def stop_cluster(cluster: RunningCluster) -> None:
     assert alive_pids(cluster.dir) == []
 
 
+def module_cluster(holder: dict, factory: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[RunningCluster]:
+    """A module's own cluster made with ``flags`` (the shared cluster stopped first), stopped after the module: what a
+    module-scoped fixture yields from."""
+    if "cluster" in holder:
+        stop_cluster(holder.pop("cluster"))
+    cluster = start_cluster(factory.mktemp(name) / "cluster", *flags)
+    yield cluster
+    stop_cluster(cluster)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """The soundness suite's count (tests/unit/test_mutation_suite.py), when it ran: mutations x kinds, and what they
     were judged."""

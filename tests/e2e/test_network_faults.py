@@ -295,7 +295,9 @@ def test_zone_outage_loses_nothing_and_only_rack_blind_partitions_refuse_writes(
     assert refused and refused <= {("unzoned", 0), ("unzoned", 1)}, refused
 
 
+# Long: benchmarks/network.sh runs it (with unclean elections enabled, disabled and with ELR) and the cold catalog too.
 @pytest.mark.slow
+@pytest.mark.long
 def test_unclean_election_is_invalid_for_the_writes_it_lost_and_names_them(
     net_cluster: RunningCluster, tmp_path: Path
 ) -> None:

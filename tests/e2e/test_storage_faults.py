@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from failsafe.disk import unavailable_reason
-from tests.conftest import RunningCluster, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, module_cluster
 from tests.e2e.test_lab_scenarios import assert_valid_run, only_run_dir
 
 pytestmark = [pytest.mark.cluster]
@@ -53,11 +53,7 @@ def test_a_follower_s_corrupted_segment_is_valid_and_the_broker_s_line_is_quoted
 
 @pytest.fixture(scope="module")
 def layered(shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    if "cluster" in shared_cluster_holder:
-        stop_cluster(shared_cluster_holder.pop("cluster"))
-    cluster = start_cluster(tmp_path_factory.mktemp("layered") / "cluster", "--volatile-disks")
-    yield cluster
-    stop_cluster(cluster)
+    yield from module_cluster(shared_cluster_holder, tmp_path_factory, "layered", "--volatile-disks")
 
 
 @pytest.mark.long

@@ -138,6 +138,8 @@ def test_a_topic_create_without_zookeeper_fails_with_one_line(zk_cluster: Runnin
         assert zk_cluster.cli("zookeeper", "start", "1").returncode == 0
 
 
+# Long: the cold catalog benchmark (benchmarks/cold_catalog.py, docs/benchmarks/cold-catalog.json) runs this scenario.
+@pytest.mark.long
 def test_zookeeper_outage_scenario_passes(zk_cluster: RunningCluster, tmp_path: Path) -> None:
     result = zk_cluster.cli("run", "zookeeper-outage", "--runs", str(tmp_path), timeout_s=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

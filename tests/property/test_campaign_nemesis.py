@@ -27,8 +27,9 @@ def away_at_most(schedule, arena: Arena) -> tuple[int, int]:
         fields = f.fields
         if f.fault == "quorum-loss":
             return 0, arena.controllers
-        if {"client", "feature", "api", "offset_s", "max_s", "rate_ppm"} & set(fields):
-            return 0, 0  # a transactional client, a feature level, a proxy's rule, a clock: no node taken away
+        if {"client", "feature", "api", "offset_s", "max_s", "rate_ppm", "mode"} & set(fields):
+            # A transactional client, a feature level, a proxy's rule, a clock, the remote store: no node taken away.
+            return 0, 0
         if "sides" in fields:
             side = fields["sides"]
             return {

@@ -30,10 +30,11 @@ class FakeAdmin:
 
     def list_topics(self, timeout: float | None = None) -> SimpleNamespace:
         return SimpleNamespace(
+            brokers={},  # none to ask alone (tools/broker_metadata.py)
             topics={
                 t: SimpleNamespace(error=None, partitions={0: SimpleNamespace(leader=1, isrs=[1], replicas=[1])})
                 for t in self.topics
-            }
+            },
         )
 
     def delete_topics(self, names: list[str], request_timeout: float | None = None) -> dict:

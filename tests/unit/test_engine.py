@@ -16,7 +16,7 @@ import orjson
 import polars as pl
 import pytest
 
-from failsafe.cluster import clocks
+from failsafe.cluster import clocks, tiered
 from failsafe.cluster.site import NeutralSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotWhole, ClusterStartError, ScenarioFailed, WorkloadFailed
@@ -24,6 +24,7 @@ from failsafe.faults import FAULT_TYPES, FaultContext, FaultSpec, Need
 from failsafe.faults.apps import APP_INSTANCES
 from failsafe.faults.clients import CLOSE_CONSUMER, KILL_CONSUMER, KILL_DRIVER, PAUSE_CONSUMER, RESTART_CONSUMER
 from failsafe.faults.nodes import CLUSTER_LOSS
+from failsafe.faults.remote_store import REMOTE_STORE_FAULT
 from failsafe.faults.transactions import KILL_TXN_CLIENT, TXN_CLIENTS, ZOMBIE_TXN_CLIENT
 from failsafe.history.columnar import read_frames
 from failsafe.history.load import load_history
@@ -31,6 +32,7 @@ from failsafe.history.ops import Family
 from failsafe.scenarios.engine.core import HEAL_ATTEMPTS, Engine, Phase, RunSettings, require_whole, run_scenario
 from failsafe.scenarios.store.rundir import RunDir
 from failsafe.supervisor import DOWN, PAUSED, UP
+from tests.unit.test_tiered_storage import FakeLayer
 
 TOPOLOGY = [
     {"topic": topic, "partition": p, "leader": p % 3, "replicas": [p % 3, (p + 1) % 3], "isr": [p % 3, (p + 1) % 3]}
@@ -340,7 +342,9 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
 @pytest.mark.parametrize(
     "kind", [name for name, t in FAULT_TYPES.items() if t.family not in (Family.NETWORK, Family.FEATURE_FLIP)]
 )
-def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: Path, kind: str) -> None:
+def test_every_kind_of_fault_records_its_start_and_a_successful_stop(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fields = (
         {"consumer": "member-0"}
         if kind in (KILL_CONSUMER, CLOSE_CONSUMER, PAUSE_CONSUMER, RESTART_CONSUMER)
@@ -358,6 +362,9 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
         fields = {"role": "leader", "partition": "t-1", "delay_ms": 5.0}
     own = {f: v for f, v in fields.items() if f in FAULT_TYPES[kind].params.__dataclass_fields__}
     cluster, workload = FakeCluster(), FakeWorkload()
+    store = FakeLayer()  # a tiered cluster's remote store (remote-store acts on it and on no node)
+    monkeypatch.setattr(tiered, "store_layer", lambda root: store)
+    cluster.dir = type("Dir", (), {"root": tmp_path})()
     cluster.clock_dir = tmp_path / "clocks"
     cluster.data_root = tmp_path / "data"
     segment = cluster.data_root / "kafka-1" / "t-1" / "00000000000000000000.log"
@@ -368,14 +375,16 @@ def test_every_kind_of_fault_records_its_start_and_a_successful_stop(tmp_path: P
     (start,), stops = _ops(engine, "fault-start"), _ops(engine, "fault-stop")
     assert (
         start["fault"] == kind
-        and start["nodes"]
+        and (start["nodes"] or kind == REMOTE_STORE_FAULT)
         and "error" not in start
         and start["family"] == FAULT_TYPES[kind].family
     )
     assert [s["ok"] for s in stops] == [True] and stops[0]["fault_id"] == start["fault_id"]
     assert stops[0]["time_ns"] >= start["time_ns"]
     assert cluster.not_whole() == []
-    if FAULT_TYPES[kind].family == Family.DISK:
+    if kind == REMOTE_STORE_FAULT:
+        assert store.in_force == [] and start["details"]["mode"] == "error" and stops[0]["details"]["refused"] == {}
+    elif FAULT_TYPES[kind].family == Family.DISK:
         # The leader of t-1 is broker 1: cut (killed first), or its disk failed and then cleared, and started again.
         assert cluster.disk_calls in (
             [],  # corrupt: the file changed, no layer asked

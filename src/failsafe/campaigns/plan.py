@@ -94,6 +94,11 @@ class Plan:
         # What the drawn types need of the cluster (protocol faults: proxies), so the campaign's cluster has it from the
         # start, as a run of a scenario with such a fault gets it.
         needs = {need: True for f in nemesis.faults for need in FAULT_TYPES[f].cluster_needs}
+        settings = {k: v for f in nemesis.faults for k, v in FAULT_TYPES[f].topic_settings.items()}
+        if settings:
+            topics = [{**t, "configs": {**settings, **t.get("configs", {})}} for t in base.get("topics", [])]
+            base = {**base, "topics": topics}
+            scenario = parse(base, Schedule(chaos_s, ()), f"{name}-workload", name)
         if needs:
             scenario = replace(scenario, cluster=replace(scenario.cluster, **needs))
         plan = cls(name, base, scenario, nemesis, envelope)

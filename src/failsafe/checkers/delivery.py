@@ -75,8 +75,14 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
         lost.filter(in_log & (start == "undecided")),
     )
     lost = lost.filter(~(in_log & start.is_in(["before", "undecided"])))
-    truncated = _lost_after_read(read, logged, log_keys, history)
-    unverified = _read_but_unverified(read, logged, history)
+    gone = _lost_after_read(read, logged, log_keys, history)
+    # Gone from the head of the log, not cut from its tail: retention or DeleteRecords took them, in time or not, which
+    # durability judges against the topic's retention (deleted-early is a loss there); here they are unverified.
+    below = _below_log_start(gone, history)
+    truncated = gone.filter(~below)
+    unverified = pl.concat(
+        [_read_but_unverified(read, logged, history), gone.filter(below).drop("log_value")], how="vertical"
+    )
     duplicates, conflicting = _observed_anomalies(history, observed, n_writes, n_positions, n_placed)
     misplaced = _misplaced_acks(acked, observed, n_placed, history)
     failed = sends.filter(pl.col("outcome") == OpType.FAIL)
@@ -288,8 +294,26 @@ def _placed_by_reads(read: pl.DataFrame, reads: pl.DataFrame) -> pl.DataFrame:
 
 def _read_but_unverified(read: pl.DataFrame, logged: pl.DataFrame, history: History) -> pl.DataFrame:
     """Acknowledged writes a consumer read whose partition the final read did not read completely (or at all): whether
-    the log still holds them is unknown."""
+    the log still holds them is unknown (check adds those gone below the log start offset)."""
     return read.join(logged, on=["topic", "partition"], how="anti", maintain_order="left").sort("process", "id")
+
+
+def _below_log_start(gone: pl.DataFrame, history: History) -> pl.Series:
+    """Of the read writes gone from the log, those below the log start offset the final read found for their partition
+    (the lowest over clusters, when several were read): taken from the head of the log, not truncated at its tail."""
+    if gone.height == 0:
+        return pl.Series("below", [], dtype=pl.Boolean)
+    starts = (
+        read_partitions(history)
+        .filter(pl.col("complete"))
+        .group_by("topic", "partition")
+        .agg(pl.col("log_start_offset").min())
+    )
+    placed = gone.select("topic", "partition", "offset").join(
+        starts, on=["topic", "partition"], how="left", maintain_order="left"
+    )
+    below = (pl.col("offset") < pl.col("log_start_offset")).fill_null(False)
+    return placed.select(below.alias("below")).to_series()
 
 
 def _lost_after_read(

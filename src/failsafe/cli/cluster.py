@@ -69,6 +69,7 @@ _SPEC_PARAMS = {
     "dynamic_quorum": "dynamic_quorum",
     "protocol_proxy": "protocol_proxy",
     "clock_faults": "clock_faults",
+    "tiered_storage": "tiered_storage",
 }
 
 
@@ -233,6 +234,12 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     "clock faults need: clock-jump, clock-skew, clock-drift; docs/clock-faults.md).",
 )
 @click.option(
+    "--tiered-storage",
+    is_flag=True,
+    help="Give the brokers a remote tier (KIP-405): Kafka's LocalTieredStorage on DIR/remote-store, a disk layer of "
+    "its own; topics with remote.storage.enable=true move closed segments there (docs/tiered-storage.md).",
+)
+@click.option(
     "--metrics/--no-metrics",
     default=True,
     show_default=True,
@@ -276,6 +283,7 @@ def up_command(
     volatile_disks: bool,
     protocol_proxy: bool,
     clock_faults: bool,
+    tiered_storage: bool,
     metrics: bool,
     metrics_base_port: int | None,
     dr: bool,
@@ -309,6 +317,7 @@ def up_command(
         volatile_disks=volatile_disks,
         **({"protocol_proxy": True} if protocol_proxy else {}),
         **({"clock_faults": True} if clock_faults else {}),
+        **({"tiered_storage": True} if tiered_storage else {}),
         features=parse_pairs(feature, "--feature"),
         metrics=metrics,
         metrics_base_port=metrics_base_port,
@@ -426,6 +435,14 @@ def _print_status(status: ClusterStatus) -> None:
             else " ".join(filter(None, (a.action, a.detail.get("fault"))))
         )
         stdout.print(f"[dim]{at}[/] {what} from the {a.source}" + ("" if a.ok else f" [red]failed[/]: {a.error}"))
+    if spec.tiered_storage:
+        store = status.remote_store()
+        held = store["partitions"].values()
+        stdout.print(
+            f"remote store {store['dir']} ({'mounted' if store['mounted'] else 'not mounted'}): "
+            f"{sum(h['segments'] for h in held)} segments of {len(held)} partitions, {sum(h['bytes'] for h in held):,} "
+            "bytes"
+        )
     if status.note:
         stdout.print(status.note)
 

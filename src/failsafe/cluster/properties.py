@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from failsafe.cluster import tiered
 from failsafe.cluster.profiles import broker_settings
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 
@@ -51,6 +52,8 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
     if node.is_broker:
         props.update(_rack(spec, node))
         props.update(_broker_defaults(spec))
+    if spec.tiered_storage:
+        props.update(tiered.node_properties(spec, node, cluster_dir))
     # The cluster's profile, then the user's --override: both over failsafe's defaults above.
     props.update(broker_settings(spec))
     return props

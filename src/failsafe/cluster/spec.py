@@ -163,6 +163,10 @@ class ClusterSpec:
     # Every broker and controller runs with libfaketime preloaded, its clock set apart by its file in DIR/clocks
     # (cluster/clocks.py, docs/clock-faults.md): what clock faults need. On this machine only.
     clock_faults: bool = False
+    # Tiered storage (KIP-405): every broker runs Kafka's LocalTieredStorage on DIR/remote-store, a disk layer shared by
+    # all of them (cluster/tiered.py, docs/tiered-storage.md): what remote-store faults and tiered topics need. KRaft,
+    # on this machine only.
+    tiered_storage: bool = False
 
     @classmethod
     def zookeeper_mode(
@@ -395,6 +399,11 @@ class ClusterSpec:
             )
         if self.clock_faults and self.placement:
             raise UserError("--clock-faults: nodes' clocks are set apart on this machine only (not on hosts)")
+        if self.tiered_storage and (self.mode != KRAFT_MODE or self.placement):
+            raise UserError(
+                "--tiered-storage: the remote store is a directory of this machine shared by a KRaft cluster's brokers "
+                "(not in ZooKeeper mode, not on hosts)"
+            )
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")

@@ -232,6 +232,9 @@ class FaultType:
     # What a cluster must have for it, as ClusterNeeds fields a run turns on (protocol faults: "protocol_proxy"): a
     # scenario with such a fault gets a cluster with it without saying so.
     cluster_needs: tuple[str, ...] = ()
+    # Topic settings without which it acts on nothing (remote-store: a tiered topic): a campaign drawing it gives them
+    # to its workload's topics (a setting a topic has already is kept).
+    topic_settings: Mapping[str, str] = field(default_factory=dict)
 
     def parse(self, table: Mapping[str, Any], ctx: FaultContext) -> Any:
         """The fault's own fields from its table (``fault``, ``at_s`` and ``duration_s`` already taken), validated."""

@@ -45,14 +45,19 @@ def check(params: SlowChoice, ctx: FaultContext) -> None:
     check_node_choice(params, ctx)
     if params.ops not in SLOW_OPS:
         raise ctx.fail("ops", f"{params.ops!r} is not one of {', '.join(SLOW_OPS)}")
-    if not 0 <= params.delay_ms <= MAX_DELAY_MS:
-        raise ctx.fail("delay_ms", f"{params.delay_ms:g} is not from 0 to {MAX_DELAY_MS:g}")
-    if params.rate_mb_s is not None and params.rate_mb_s <= 0:
-        raise ctx.fail("rate_mb_s", f"{params.rate_mb_s:g}: a cap above 0 MB/s, or leave it out")
-    if params.delay_ms == 0 and params.rate_mb_s is None:
-        raise ctx.fail("delay_ms", "a slow disk needs delay_ms above 0 or a rate_mb_s cap")
+    check_slowness(params.delay_ms, params.rate_mb_s, ctx, "disk")
     if params.glob is not None and not params.glob.strip():
         raise ctx.fail("glob", "an empty pattern: leave glob out for every file, or write one such as '*.log'")
+
+
+def check_slowness(delay_ms: float, rate_mb_s: float | None, ctx: FaultContext, what: str) -> None:
+    """A delay per operation within the layer's bounds, a cap above 0, and at least one of them (a slow ``what``)."""
+    if not 0 <= delay_ms <= MAX_DELAY_MS:
+        raise ctx.fail("delay_ms", f"{delay_ms:g} is not from 0 to {MAX_DELAY_MS:g}")
+    if rate_mb_s is not None and rate_mb_s <= 0:
+        raise ctx.fail("rate_mb_s", f"{rate_mb_s:g}: a cap above 0 MB/s, or leave it out")
+    if delay_ms == 0 and rate_mb_s is None:
+        raise ctx.fail("delay_ms", f"a slow {what} needs delay_ms above 0 or a rate_mb_s cap")
 
 
 def _slowed(status: dict | None) -> dict:

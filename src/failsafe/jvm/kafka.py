@@ -47,6 +47,8 @@ class KafkaDist:
 
     version: str
     libs_dir: Path
+    # Jars after the release's own (a tiered cluster's brokers: LocalTieredStorage, jvm/tiered.py).
+    extra_jars: tuple[Path, ...] = ()
 
     @property
     def major(self) -> int:
@@ -58,7 +60,7 @@ class KafkaDist:
 
     @property
     def classpath(self) -> str:
-        return str(self.libs_dir / "*")
+        return os.pathsep.join([str(self.libs_dir / "*"), *(str(j) for j in self.extra_jars)])
 
     def has_class(self, class_name: str) -> bool:
         return class_name in self._class_index()

@@ -60,6 +60,8 @@ class ClusterNeeds:
     protocol_proxy: bool = False
     # Every node's clock settable (failsafe up --clock-faults): on by itself when a fault needs it.
     clock_faults: bool = False
+    # Tiered storage (failsafe up --tiered-storage): on by itself when a fault needs it (remote-store).
+    tiered_storage: bool = False
     # Feature levels a cluster the run starts is formatted with (failsafe up --feature); a running cluster made
     # without them does not fit.
     features: dict[str, str] = field(default_factory=dict)

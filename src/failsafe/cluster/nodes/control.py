@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from failsafe.cluster import clocks
+from failsafe.cluster import clocks, tiered
 from failsafe.cluster.config import render_server_properties
 from failsafe.cluster.net import netfilter
 from failsafe.cluster.nodes import disks
@@ -206,13 +206,17 @@ class LocalNodes:
         if node.is_zookeeper:
             cmd = zookeeper_command(java, dist, config, root, ZOOKEEPER_HEAP, jvm_options)
         else:
-            cmd = server_command(java, dist, config, root, spec.heap, jvm_options)
+            # A tiered cluster's brokers: LocalTieredStorage after Kafka's own jars.
+            node_dist = tiered.broker_dist(dist)[0] if spec.tiered_storage and node.is_broker else dist
+            cmd = server_command(java, node_dist, config, root, spec.heap, jvm_options)
         if spec.metrics:
             # The agent's option goes before the main class, after the node's own (a command ends with CLASS
             # PROPERTIES).
             cmd = [*cmd[:-2], metrics.jvm_option(root, spec, node), *cmd[-2:]]
         if spec.volatile_disks:
             disks.ensure_mounted(self.dir, node)
+        if spec.tiered_storage and node.is_broker:
+            tiered.ensure_mounted(self.dir)
         if spec.protocol_proxy and node.is_broker:
             # Before its broker: clients told of the proxy's port find it serving (it closes them while the broker is
             # down). It outlives the broker's restarts and stops with the cluster (release).

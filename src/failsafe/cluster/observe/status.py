@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from failsafe import disk
+from failsafe.cluster import tiered
 from failsafe.cluster.observe import journal
 from failsafe.cluster.observe.journal import OperatorAction
 from failsafe.cluster.observe.metrics import endpoint
@@ -88,6 +90,16 @@ class ClusterStatus:
                 for r in self.nodes
             ],
             "operator_actions": [a.to_json() for a in self.operator_actions],
+            **({"remote_store": self.remote_store()} if spec.tiered_storage else {}),
+        }
+
+    def remote_store(self) -> dict[str, Any]:
+        """A tiered cluster's remote store: where it is, whether its layer is mounted, what it holds per partition."""
+        layer = tiered.store_layer(self.root)
+        return {
+            "dir": str(tiered.remote_dir(self.root)),
+            "mounted": layer is not None and disk.is_mounted(tiered.remote_dir(self.root)),
+            "partitions": tiered.remote_segments(self.root),
         }
 
 

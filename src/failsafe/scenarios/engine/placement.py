@@ -68,6 +68,10 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         volatile_disks=any(s.cluster.volatile_disks for s in scenarios) or "volatile_disks" in fault_needs,
         protocol_proxy=any(s.cluster.protocol_proxy for s in scenarios) or "protocol_proxy" in fault_needs,
         clock_faults=any(s.cluster.clock_faults for s in scenarios) or "clock_faults" in fault_needs,
+        tiered_storage=any(s.cluster.tiered_storage for s in scenarios)
+        or "tiered_storage" in fault_needs
+        # A topic tiered by its own settings needs a remote store.
+        or any(t.configs.get("remote.storage.enable") == "true" for s in scenarios for t in getattr(s, "topics", ())),
         features=features,
         overrides=overrides,
         profile=profiles[0] if profiles else "",
@@ -114,6 +118,11 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
             "its nodes' clocks cannot be set apart, and the scenario's faults set them apart (failsafe up "
             "--clock-faults)"
         )
+    if needs.tiered_storage and not spec.tiered_storage:
+        return (
+            "it has no remote store and the scenario's topics or faults need tiered storage (failsafe up "
+            "--tiered-storage)"
+        )
     if needs.volatile_disks and not spec.volatile_disks:
         return (
             "its data directories are on plain disks and the scenario's disk faults need disk layers (failsafe up "
@@ -159,6 +168,7 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
         "volatile_disks": needs.volatile_disks,
         **({"protocol_proxy": True} if needs.protocol_proxy else {}),
         **({"clock_faults": True} if needs.clock_faults else {}),
+        **({"tiered_storage": True} if needs.tiered_storage else {}),
         **spec_fields(needs.profile or DEFAULT_PROFILE),
         **({"features": dict(needs.features)} if needs.features else {}),
         **({"base_port": base_port} if base_port is not None else {}),

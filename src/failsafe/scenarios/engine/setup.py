@@ -14,12 +14,14 @@ from failsafe.history.ops import Op, OpType, Process, op
 from failsafe.history.recorder import Recorder
 from failsafe.scenarios.base import TopicSpec
 from failsafe.tools.admin import describe_error, new_admin
+from failsafe.tools.broker_metadata import MetadataError, partitions_led
 from failsafe.tools.groups import elect_preferred_leaders, list_groups
 from failsafe.tools.retry import retriable, retrying
 from failsafe.waiting import wait_until
 
 ADMIN_TIMEOUT_S = 30.0
 CREATE_DURING_FAULT_TIMEOUT_S = 5.0
+BROKER_METADATA_TIMEOUT_S = 5.0  # one broker asked alone (tools/broker_metadata.py)
 # A killed run's consumers stay members until the coordinator expires them: session.timeout.ms is 45 s by default.
 STALE_MEMBERS_TIMEOUT_S = 60.0
 
@@ -63,12 +65,26 @@ def fresh_topics(
                 return False
             if any(p.leader < 0 or len(p.isrs) < len(p.replicas) for p in tm.partitions.values()):
                 return False
-        return True
+        # And every broker serves them: the answer above is one broker's.
+        return all(_serves(b.host, b.port, topics) for b in metadata.brokers.values())
 
     wait_until(
         all_led_and_in_sync,
         ADMIN_TIMEOUT_S,
         f"topics {names} did not get leaders and full ISRs within {ADMIN_TIMEOUT_S:g}s",
+    )
+
+
+def _serves(host: str, port: int, topics: tuple[TopicSpec, ...]) -> bool:
+    """Whether the broker at ``host:port`` knows every topic of ``topics`` with all its partitions led; True when it
+    cannot be asked this way (a listener that is not plaintext): one broker's answer is then all there is."""
+    try:
+        known = partitions_led(host, port, [t.name for t in topics], timeout_s=BROKER_METADATA_TIMEOUT_S)
+    except MetadataError:
+        return True
+    return all(
+        len(led := known.get(t.name, {})) == t.partitions and all(leader >= 0 for leader in led.values())
+        for t in topics
     )
 
 
