@@ -41,7 +41,8 @@ def one_run(root: Path, scenario: str, keep: Path | None) -> dict:
     if results is None:
         return {"exit": code, "error": error}
     spec = ClusterDir(root).load().spec
-    starts = tiered.local_log_starts(root, spec)
+    firsts = tiered.local_first_offsets(root, spec)
+    starts = {p: min(by_broker.values()) for p, by_broker in firsts.items()}
     held = tiered.remote_segments(root, tiered.topic_ids(root, spec))
     acked = [(op["partition"], op["offset"]) for op in history if op["f"] == "send" and op["type"] == "ok"]
     counts = results["checkers"].get("durability", {}).get("counts", {})
@@ -54,6 +55,8 @@ def one_run(root: Path, scenario: str, keep: Path | None) -> dict:
         "lost": counts.get("lost"),
         "only_in_tier": sum(1 for p, o in acked if o < starts.get(f"tiered-{p}", 0)),
         "tier_segments": {p: h["segments"] for p, h in sorted(held.items()) if p.startswith("tiered-")},
+        # Which replica holds what on its own disk: who keeps old local segments (a restarted one?).
+        "local_first_offset_by_broker": {p: firsts[p] for p in sorted(firsts) if p.startswith("tiered-")},
         "store_faults": [
             {k: (op.get("details") or {}).get(k) for k in ("refused", "slowed_ops", "waited_s")} for op in stops
         ],

@@ -111,6 +111,7 @@ def test_what_the_tier_holds_and_what_only_it_holds(tmp_path: Path) -> None:
     held = tiered.remote_segments(tmp_path)
     assert held == {"orders-1": {"segments": 2, "bytes": 150, "base_offsets": [0, 120]}}
     assert tiered.local_log_starts(tmp_path, ClusterSpec()) == {"orders-1": 125}  # the lowest over the replicas
+    assert tiered.local_first_offsets(tmp_path, ClusterSpec()) == {"orders-1": {0: 130, 1: 125, 2: 140}}
     assert tiered.remote_segments(tmp_path / "none") == {}
     # A deleted topic of the same name left its segments under its own id: they are not this topic's.
     old = tmp_path / "remote-store" / tiered.STORE_TREE / "orders-1-ZZZZZZZZZZZZZZZZZZZZZZ"

@@ -116,16 +116,19 @@ def topic_ids(root: Path, spec: ClusterSpec) -> dict[str, str]:
     return ids
 
 
-def local_log_starts(root: Path, spec: ClusterSpec) -> dict[str, int]:
-    """Per partition (TOPIC-P) that the tier holds, the lowest offset any broker still holds on its own disk (the base
-    offset of its first local segment, the lowest over the replicas): what is below it is in the remote tier only."""
-    starts: dict[str, int] = {}
+def local_first_offsets(root: Path, spec: ClusterSpec) -> dict[str, dict[int, int]]:
+    """Per partition (TOPIC-P) that the tier holds, each broker's first offset on its own disk (the base offset of its
+    first local segment), for the brokers that hold the partition."""
+    firsts: dict[str, dict[int, int]] = {}
     for partition in remote_segments(root, topic_ids(root, spec)):
-        firsts = [
-            int(logs[0].name.split(".")[0])
-            for node in spec.brokers_nodes()
-            if (logs := sorted((root / f"kafka-{node.node_id}" / partition).glob("*.log")))
-        ]
-        if firsts:
-            starts[partition] = min(firsts)
-    return starts
+        for node in spec.brokers_nodes():
+            logs = sorted((root / f"kafka-{node.node_id}" / partition).glob("*.log"))
+            if logs:
+                firsts.setdefault(partition, {})[node.node_id] = int(logs[0].name.split(".")[0])
+    return firsts
+
+
+def local_log_starts(root: Path, spec: ClusterSpec) -> dict[str, int]:
+    """Per partition (TOPIC-P) that the tier holds, the lowest offset any broker still holds on its own disk (the lowest
+    first local offset over the replicas): what is below it is in the remote tier only."""
+    return {p: min(by_broker.values()) for p, by_broker in local_first_offsets(root, spec).items()}
