@@ -8,6 +8,8 @@ from tests.unit.test_checker_builders import (
     at,
     client_config,
     client_event,
+    declare,
+    declared,
     fault,
     history,
     membership,
@@ -445,3 +447,13 @@ def test_a_join_ends_where_the_next_consumer_event_begins() -> None:
         "close",
         [(1, "c0.1")],
     )
+
+
+def test_a_share_consumer_killed_before_its_first_delivery_is_no_rebalance_and_not_unknown() -> None:
+    """Its scenario declared it a share group's member; it had no delivery or ack to say so (a slow start, then the
+    kill): not a group member whose rebalance went unmeasured. A declared classic consumer stays unknown."""
+    kill = fault(1, start_ms=100, stop_ms=110, nodes=["s0"], fault_name="kill-consumer", target="consumer")
+    share = check(history(declare(declared("s0", "share-consumer", group="sg")), *kill))
+    assert share["valid"] is True and share["counts"]["unmeasured-consumer-faults"] == 0
+    classic = check(history(declare(declared("s0", "consumer", group="g")), *kill))
+    assert classic["valid"] == "unknown" and classic["counts"]["unmeasured-consumer-faults"] == 1

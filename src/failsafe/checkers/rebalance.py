@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from failsafe.checkers.common import UNKNOWN, CheckerResult, Side, client_stops, read_options, result
-from failsafe.checkers.evidence import bound_ns, clock_bounds
+from failsafe.checkers.evidence import bound_ns, clock_bounds, declared_as
 from failsafe.checkers.group_protocol import (
     DEFAULT_SESSION_MS,
     JAVA,
@@ -34,7 +34,7 @@ from failsafe.checkers.group_protocol import (
     group_sessions_ms,
 )
 from failsafe.history.model import History
-from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Target
+from failsafe.history.ops import NODE_TARGETS, PAUSE_CONSUMER, RESTART_CONSUMER, Op, Role, Target
 
 # expect_survivors_kept: a departure must leave the survivors' partitions alone whatever the group's protocol (it must
 # anyway when the protocol is incremental). session_timeout_ms_by_group: each group's session (a classic member's
@@ -61,6 +61,12 @@ LEAVE = "leave"
 JOIN = "join"
 
 
+def _declared_share_member(history: History, process: str) -> bool:
+    """Whether the scenario declared ``process`` a share group's member (a share consumer killed before its first
+    delivery has no delivery or ack to say so)."""
+    return any(row["role"] == Role.SHARE_CONSUMER for row in declared_as(history, process))
+
+
 def check(history: History, options: Mapping | None = None) -> CheckerResult:
     opts = read_options(options, DEFAULTS, "rebalance")
     membership = history.membership.filter(pl.col("group").is_not_null()).sort("time_ns", maintain_order=True)
@@ -83,7 +89,9 @@ def check(history: History, options: Mapping | None = None) -> CheckerResult:
             .to_list()
         )
         if not groups:
-            unmeasured_faults += event["source"] == "fault" and not set(event["processes"]) <= share_members
+            unmeasured_faults += event["source"] == "fault" and not all(
+                p in share_members or _declared_share_member(history, p) for p in event["processes"]
+            )
             continue
         for group in sorted(groups):
             measure = _measure_join if event["kind"] == JOIN else _measure
