@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from failsafe import disk
+from failsafe.cluster.nodes import disks
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.jvm.tiered import LOCAL_TIERED_STORAGE, RemoteStorageJar, resolve_remote_storage
 
 REMOTE_STORE = "remote-store"
-BACKING_SUFFIX = ".disk"
 # Where LocalTieredStorage keeps its tree, under rsm.config.dir.
 STORE_TREE = "kafka-tiered-storage"
 TOPIC_ID = "x" * 22  # a topic id's length in a directory name: 16 bytes, URL-safe base64 without padding
@@ -65,23 +65,13 @@ def broker_dist(dist: KafkaDist) -> tuple[KafkaDist, RemoteStorageJar]:
 
 
 def ensure_mounted(cdir: ClusterDir) -> None:
-    """Mount the remote store's layer unless it is mounted (its backing directory made the first time)."""
-    mountpoint = remote_dir(cdir.root)
-    backing = mountpoint.with_name(mountpoint.name + BACKING_SUFFIX)
-    layer = store_layer(cdir.root)
-    if layer is not None and disk.is_mounted(mountpoint):
-        return
-    if layer is not None:  # tracked, not mounted: its daemon died, or a power cut of the store
-        layer.unmount()
-    backing.mkdir(parents=True, exist_ok=True)
-    mountpoint.mkdir(exist_ok=True)
-    disk.mount(backing, mountpoint, state_dir=cdir.root, name=REMOTE_STORE)
+    """Mount the remote store's layer unless it is mounted (its backing directory made the first time), as a node's."""
+    disks.ensure_layer(cdir, REMOTE_STORE, remote_dir(cdir.root))
 
 
 def store_layer(root: Path) -> disk.DiskLayer | None:
     """The remote store's layer when it is tracked, else None (a cluster without tiered storage)."""
-    state = next((s for s in disk.find_layers(root) if s.name == REMOTE_STORE), None)
-    return disk.DiskLayer(root, state) if state is not None else None
+    return disks.layer_named(root, REMOTE_STORE)
 
 
 def remote_segments(root: Path, topic_ids: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:

@@ -25,21 +25,35 @@ BACKING_SUFFIX = ".disk"
 
 
 def backing_dir(cdir: ClusterDir, node: NodeSpec) -> Path:
-    data = cdir.data_dir(node)
+    return _backing(cdir.data_dir(node))
+
+
+def _backing(data: Path) -> Path:
     return data.with_name(data.name + BACKING_SUFFIX)
 
 
 def layer_of(cdir: ClusterDir, node: NodeSpec) -> disk.DiskLayer | None:
     """The layer tracked for ``node``, or None when none is."""
-    state = next((s for s in disk.find_layers(cdir.root) if s.name == node.name), None)
-    return disk.DiskLayer(cdir.root, state) if state is not None else None
+    return layer_named(cdir.root, node.name)
+
+
+def layer_named(root: Path, name: str) -> disk.DiskLayer | None:
+    """The layer tracked under ``name`` in the cluster directory ``root`` (a node's, or the remote store's), or None."""
+    state = next((s for s in disk.find_layers(root) if s.name == name), None)
+    return disk.DiskLayer(root, state) if state is not None else None
 
 
 def ensure_mounted(cdir: ClusterDir, node: NodeSpec) -> None:
     """Mount ``node``'s layer unless it is mounted: the first time, its data (formatted by ``create``) moves to the
     backing directory."""
-    data, backing = cdir.data_dir(node), backing_dir(cdir, node)
-    layer = layer_of(cdir, node)
+    ensure_layer(cdir, node.name, cdir.data_dir(node))
+
+
+def ensure_layer(cdir: ClusterDir, name: str, data: Path) -> None:
+    """Mount the layer ``name`` shown at ``data`` unless it is mounted: the first time, what ``data`` holds moves to
+    its backing directory (``data`` + ``.disk``, made empty when there was nothing)."""
+    backing = _backing(data)
+    layer = layer_named(cdir.root, name)
     if layer is not None and disk.is_mounted(data):
         return
     if layer is not None:  # tracked, not mounted: its daemon died, or a power cut came and the layer was not cleared
@@ -53,7 +67,7 @@ def ensure_mounted(cdir: ClusterDir, node: NodeSpec) -> None:
             f"{data} holds files and {backing} is its disk layer's backing directory: one of them is not failsafe's; "
             f"move them away or 'failsafe clean --dir {cdir.root}'"
         )
-    disk.mount(backing, data, state_dir=cdir.root, name=node.name)
+    disk.mount(backing, data, state_dir=cdir.root, name=name)
 
 
 def mounted_layer(cdir: ClusterDir, node: NodeSpec) -> disk.DiskLayer | None:
