@@ -60,7 +60,7 @@ def sales_batches(output: Path) -> dict[int, dict]:
     }
 
 
-def backlog(bootstrap: str, work: Path, records: int, batch: int) -> dict:
+def backlog(bootstrap: str, work: Path, records: int, batch: int, publish: str = "exactly-once") -> dict:
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     cli(
         "simulate",
@@ -88,6 +88,8 @@ def backlog(bootstrap: str, work: Path, records: int, batch: int) -> dict:
         "--available-now",
         "--max-offsets-per-trigger",
         str(batch),
+        "--publish",
+        publish,
     )
     wall_s = time.monotonic() - t0
     batches = sorted(sales_batches(output).items())
@@ -148,12 +150,16 @@ def create_times(bootstrap: str, ends: dict[int, int]) -> dict[tuple[int, int], 
     return out
 
 
-def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[tuple[float, float]]:
-    """(CreateTime, latency) of every record a committed sales batch covered."""
+def latencies_s(
+    output: Path, created: dict[tuple[int, int], float], visible: str = "written_at"
+) -> list[tuple[float, float]]:
+    """(CreateTime, latency) of every record a committed sales batch covered; ``visible``: in the sink (written_at) or
+    in the results topic too (published_at)."""
     commits = {}
     for line in (output / "sales_by_product" / "_commits.jsonl").read_text().splitlines():
         entry = json.loads(line)
-        commits.setdefault(entry["batch_id"], entry["written_at"])  # the first write is when it became visible
+        if entry.get(visible) is not None:
+            commits.setdefault(entry["batch_id"], entry[visible])  # the first write is when it became visible
     batches = sorted(sales_batches(output).items())
     previous: dict[int, int] = {}
     out = []
@@ -170,7 +176,9 @@ def latencies_s(output: Path, created: dict[tuple[int, int], float]) -> list[tup
     return out
 
 
-def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float = WARMUP_S) -> dict:
+def live(
+    bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float = WARMUP_S, publish: str = "exactly-once"
+) -> dict:
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     publish_products(bootstrap, "demo.products", 60)
     output = work / "live"
@@ -186,6 +194,8 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float =
             str(work / "ck-live"),
             "--trigger-s",
             "1",
+            "--publish",
+            publish,
         ),
         name="pipeline",
         log_path=work / "pipeline.log",
@@ -213,9 +223,11 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float =
         wait_until(caught_up, 300, "the pipeline did not catch up")
     finally:
         pipeline.stop()
-    pairs = latencies_s(output, create_times(bootstrap, ends))
+    created = create_times(bootstrap, ends)
+    pairs = latencies_s(output, created)
     start = min((c for c, _ in pairs), default=0.0)
     after = [(c, lat) for c, lat in pairs if c >= start + warmup_s]
+    published = [lat for c, lat in latencies_s(output, created, "published_at") if c >= start + warmup_s]
     verified = verify_output(output, work / "ledger-live")
     slope = latency_slope(after)
     return {
@@ -225,6 +237,8 @@ def live(bootstrap: str, work: Path, rate: int, live_s: float, warmup_s: float =
         "latency_all": percentiles([lat for _, lat in pairs]),
         "warmup_s": warmup_s,
         "latency_after_warmup": percentiles([lat for _, lat in after]),
+        "publish": publish,
+        "latency_published_after_warmup": percentiles(published),
         "latency_slope_s_per_s": None if slope is None else round(slope, 4),
         "bounded": slope is not None and slope <= BOUNDED_SLOPE,
         "sink_equals_ledger": verified["valid"],
@@ -243,6 +257,23 @@ def latency_slope(pairs: list[tuple[float, float]]) -> float | None:
         return None
     seconds = sorted(worst)
     return statistics.linear_regression(seconds, [worst[t] for t in seconds]).slope
+
+
+def compare_publish(bootstrap: str, args: argparse.Namespace, modes: list[str]) -> list[dict]:
+    """The backlog and the live run (at --live-rate, else half the first backlog's steady rate) in each publish mode,
+    the modes taking turns, --rounds times: the cost of a mode is read against the other's on the same machine."""
+    runs: list[dict] = []
+    rate = args.live_rate
+    for round_ in range(args.rounds):
+        for mode in modes:
+            work = args.work / f"{mode}-{round_}"
+            work.mkdir(parents=True)
+            first = None if args.skip_backlog else backlog(bootstrap, work, args.backlog, args.batch, mode)
+            rate = rate or (max(1, first["steady_records_per_s"] // 2) if first else None)
+            second = live(bootstrap, work, rate, args.live_s, args.warmup, mode) if args.live_s > 0 and rate else None
+            runs.append({"publish": mode, "round": round_, "backlog": first, "live": second})
+            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    return runs
 
 
 def main() -> None:
@@ -264,6 +295,12 @@ def main() -> None:
         "latency stays bounded",
     )
     parser.add_argument("--warmup", type=float, default=WARMUP_S)
+    parser.add_argument(
+        "--publish",
+        default="exactly-once",
+        help="how the pipeline publishes its totals; with both, comma-separated, each run is made in each mode in turn",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with several --publish modes: rounds of each")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -283,6 +320,12 @@ def main() -> None:
                     "sustained_rate_per_s": max(bounded) if bounded else None,
                 },
                 args.out,
+            )
+            return
+        modes = args.publish.split(",")
+        if len(modes) > 1:
+            write_summary(
+                {"master": "local[2]", "runs": compare_publish(cluster.bootstrap_servers, args, modes)}, args.out
             )
             return
         first = None if args.skip_backlog else backlog(cluster.bootstrap_servers, args.work, args.backlog, args.batch)

@@ -553,6 +553,21 @@ RAW: tuple[Raw, ...] = (
         "read from the run directories of share-java.json's share-consumer-paused rows, which must still exist",
     ),
     Raw(
+        "docs/benchmarks/pipeline-publish-modes.json",
+        f"{PY} benchmarks/bench_publish_modes.py --dir /tmp/bench-pub --runs 3 --scenarios "
+        "pipeline-restart:3,pipeline-executor-loss:3,pipeline-txn-coordinator-kill:1,pipeline-output-leader-isolated:1,"
+        "pipeline-broker-failover:1 --out docs/benchmarks/pipeline-publish-modes.json",
+        False,
+        "the pipeline's publish modes alternately through five faults (about 2 min a run: 18 runs)",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-publish-coordinator.json",
+        f"{PY} benchmarks/bench_publish_modes.py --dir /tmp/bench-pub --runs 2 --scenarios "
+        "pipeline-txn-coordinator-kill:2 --out docs/benchmarks/pipeline-publish-coordinator.json",
+        False,
+        "pipeline-txn-coordinator-kill again after the marker's read retried NOT_COORDINATOR",
+    ),
+    Raw(
         "docs/benchmarks/pipeline-sink-duplicates.json",
         f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out "
         f"docs/benchmarks/pipeline-sink-duplicates.json",

@@ -366,6 +366,8 @@ def _app_outputs(run: Run, ops: list[dict], last: bool | None = None) -> list[tu
     only the records that are (True) or are not (False) their key's last of their partition: what a ``totals``
     contract's final totals are made of."""
     outputs = {t for app in run.scenario.get("apps") or [] for t in app.get("output") or []}
+    if _published_totals(run):
+        outputs.add(PIPELINE_RESULTS)
     held = [
         (i, j)
         for i, op in enumerate(ops)
@@ -382,7 +384,16 @@ def _app_outputs(run: Run, ops: list[dict], last: bool | None = None) -> list[tu
 
 
 def _totals(run: Run) -> bool:
-    return run.scenario.get("contract", {}).get("form") == "totals"
+    return run.scenario.get("contract", {}).get("form") == "totals" or _published_totals(run)
+
+
+PIPELINE_RESULTS = "demo.sales-by-product"
+
+
+def _published_totals(run: Run) -> bool:
+    """A pipeline run that says how it published its totals (checkers.pipeline.published judges them: a reader keeps
+    each key's last total)."""
+    return run.kind == "pipeline" and any(op["f"] == "pipeline-start" and op.get("publish") for op in run.ops)
 
 
 def drop_output(run: Run, draw: Draw) -> Mutant | None:
@@ -446,8 +457,18 @@ MUTATIONS = (
         NOT_VALID,
         "a duplicate, every clock bound 10^13 ns",
     ),
-    Mutation("drop-output-record", drop_output, NOT_VALID, "an app's output record taken out of the final read"),
-    Mutation("duplicate-output-record", duplicate_output, NOT_VALID, "an app's output record at a second offset"),
+    Mutation(
+        "drop-output-record",
+        drop_output,
+        NOT_VALID,
+        "an app's output record (a pipeline's published total) taken out of the final read",
+    ),
+    Mutation(
+        "duplicate-output-record",
+        duplicate_output,
+        NOT_VALID,
+        "an app's output record (a pipeline's published total) at a second offset",
+    ),
     Mutation(
         "abort-committed-transaction",
         abort_committed,

@@ -73,6 +73,23 @@ def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(
     assert published.returncode == 0, published.stderr
     assert len(published.stdout.splitlines()) == 5 and '"revenue"' in published.stdout
 
+    # Published exactly once, under transactional ids of the query's own (Spark's id of it, from its checkpoint); the
+    # rerun found every batch published already or had none to publish.
+    query_id = json.loads((ck / "sales-by-product" / "metadata").read_text().splitlines()[0])["id"]
+    lines = [json.loads(line) for line in (out / "_published.jsonl").read_text().splitlines()]
+    assert {line["transactional_prefix"] for line in lines} == {f"failsafe-sales-by-product-{query_id}"}
+    assert all(p["published"] and p["attempts"] == 1 for line in lines for p in line["partitions"])
+    # A new checkpoint under a prefix whose marker group holds offsets would skip batches: refused in one line.
+    reused = clean_demo.cli(
+        *run[:-1],
+        str(tmp_path / "ck-new"),
+        "--transactional-id-prefix",
+        f"failsafe-sales-by-product-{query_id}",
+        timeout_s=PIPELINE_TIMEOUT_S,
+    )
+    assert reused.returncode == 2 and "holds offsets of an earlier query" in reused.stderr, reused.stderr[-2000:]
+    assert reused.stderr.strip().count("\n") == 0
+
 
 @pytest.mark.long
 def test_the_ceiling_benchmark_runs_end_to_end_in_smoke_mode(clean_demo: RunningCluster, tmp_path: Path) -> None:

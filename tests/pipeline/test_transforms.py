@@ -307,7 +307,7 @@ def test_product_tombstone_removes_the_product_and_a_later_record_restores_it(ka
 
 def test_kafka_records_are_keyed_by_product_and_window_with_the_row_as_json(kafka_frame):
     records = to_kafka_records(
-        sales(kafka_frame, [purchase(is_member=True, member_discount=0.1, total_purchase=21.55)])
+        sales(kafka_frame, [purchase(is_member=True, member_discount=0.1, total_purchase=21.55)]), 4
     )
     assert records.columns == ["key", "value"]
     (row,) = records.collect()
@@ -323,6 +323,7 @@ def test_kafka_records_are_keyed_by_product_and_window_with_the_row_as_json(kafk
         "revenue": 21.55,
         "member_purchases": 1,
         "member_share": 1.0,
+        "batch_id": 4,
     }
 
 

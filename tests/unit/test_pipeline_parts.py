@@ -132,6 +132,24 @@ def test_both_pipeline_scenarios_parse() -> None:
     assert load_scenario("pipeline-restart").faults[0].fault == "kill-driver"
 
 
+def test_the_publishing_scenarios_name_the_sinks_transactions_and_its_output() -> None:
+    """A scenario's transactional ids are named after it, so a fault can name their coordinator; the output topic's
+    partitions can be named too."""
+    killed = load_scenario("pipeline-txn-coordinator-kill")
+    assert killed.pipeline.publish == "exactly-once"
+    assert killed.faults[0].params.transactional_id == "failsafe-pipeline-txn-coordinator-kill-0"
+    isolated = load_scenario("pipeline-output-leader-isolated")
+    assert (isolated.faults[0].fault, isolated.faults[0].params.partition) == ("isolate", "demo.sales-by-product-0")
+    assert parse_scenario({**PIPELINE, "faults": [COORDINATOR_KILL]}).faults[0].params.role == "txn-coordinator"
+
+
+COORDINATOR_KILL = {
+    "fault": "kill",
+    "role": "txn-coordinator",
+    "transactional_id": "failsafe-p-3",
+    "at_s": 1,
+    "duration_s": 5,
+}
 PIPELINE = {
     "name": "p",
     "kind": "pipeline",
@@ -153,7 +171,15 @@ PIPELINE = {
             },
             "'demo.purchases-9' must name a partition of the scenario's topics as TOPIC-N, e.g. demo.purchases-0",
         ),
-        ({"faults": [{"fault": "isolate", "at_s": 1, "duration_s": 1}]}, "'isolate' is not one of"),
+        ({"pipeline": {"publish": "twice"}}, "p.pipeline.publish: 'twice' is not one of exactly-once, at-least-once"),
+        (
+            {"faults": [{**COORDINATOR_KILL, "transactional_id": "failsafe-other-0"}]},
+            "transactional_id",
+        ),
+        (
+            {"pipeline": {"publish": "at-least-once"}, "faults": [COORDINATOR_KILL]},
+            "transactional_id",
+        ),
         (
             {"faults": [{"fault": "kill-consumer", "consumer": "c-0", "at_s": 1, "duration_s": 1}]},
             "'kill-consumer' is not one of",

@@ -165,3 +165,22 @@ def test_the_report_shows_the_enriched_stream_only_when_the_run_had_it() -> None
         and "from the batch run first after a restart (7)</td><td>212" in page
     )
     assert "enriched stream" not in render_pipeline_html(RESULTS, history(), PROGRESS, COMMITS, latencies, "wall")
+
+
+def test_the_report_shows_the_published_totals_when_the_run_judged_them() -> None:
+    latencies = record_latencies(purchases([(0, 0, 1.0)]), PROGRESS, COMMITS, TOPIC)
+    published = {
+        "valid": False,
+        "publish": "exactly-once",
+        "allow_duplicates": False,
+        "counts": {"records": 90, "keys": 40, "lost_purchases": 0, "duplicate": 3, "stale_last": 0},
+        "uncommitted": {"records": 96},
+    }
+    page = render_pipeline_html(
+        {**RESULTS, "checkers": {"published": published}}, history(), PROGRESS, COMMITS, latencies, "wall"
+    )
+    assert "totals published to Kafka" in page and "<td>copies of a batch&#x27;s total</td><td>3" in page
+    assert "<td>records read at read_uncommitted</td><td>96" in page
+    assert "totals published to Kafka" not in render_pipeline_html(
+        RESULTS, history(), PROGRESS, COMMITS, latencies, "wall"
+    )

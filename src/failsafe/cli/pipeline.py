@@ -59,6 +59,22 @@ def pipeline() -> None:
 )
 @click.option("--no-publish", is_flag=True, help="Do not publish results to demo.sales-by-product.")
 @click.option(
+    "--publish",
+    "publish",
+    type=click.Choice(["exactly-once", "at-least-once"]),
+    default="exactly-once",
+    show_default=True,
+    help="How the totals reach demo.sales-by-product: in Kafka transactions with a marker of each batch, so a "
+    "read_committed reader sees every batch once; or by Spark's Kafka sink, where a replayed batch is written again.",
+)
+@click.option(
+    "--transactional-id-prefix",
+    default=None,
+    metavar="PREFIX",
+    help="Exactly-once publishing: the producers' transactional ids are PREFIX-<partition> [default: from Spark's "
+    "id of the query]. Give it to name the ids (a fault on their coordinator); a new checkpoint refuses a used one.",
+)
+@click.option(
     "--enriched-topic",
     default=None,
     metavar="TOPIC",
@@ -76,6 +92,8 @@ def run_command(
     master: str,
     max_offsets_per_trigger: int | None,
     no_publish: bool,
+    publish: str,
+    transactional_id_prefix: str | None,
     enriched_topic: str | None,
 ) -> int:
     """Aggregate purchases per product and 1-minute window, exactly once, until stopped (Ctrl-C)."""
@@ -94,6 +112,8 @@ def run_command(
         watermark_delay=watermark_delay,
         results_topic=None if no_publish else RESULTS_TOPIC,
         max_offsets_per_trigger=max_offsets_per_trigger,
+        publish=publish,
+        transactional_prefix=transactional_id_prefix,
     )
     with stderr.status(f"starting Spark ({master}) and the queries") as status:
 

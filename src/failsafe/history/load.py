@@ -116,6 +116,7 @@ OTHER_SCHEMA: dict[str, pl.DataType] = {
     "end": pl.String,
     "feature": pl.String,
     "level": pl.Int64,
+    "publish": pl.String,
     "node": pl.Int64,
     "node_name": pl.String,
     "samples": pl.List(_SAMPLE),

@@ -185,6 +185,8 @@ EVENTS_SCHEMA = {
     # feature-level: a Kafka feature (transaction.version) and the level the cluster had finalized for the run.
     "feature": pl.String,
     "level": pl.Int64,
+    # pipeline-start: how the pipeline publishes its totals to Kafka (exactly-once or at-least-once).
+    "publish": pl.String,
 }
 # One row per controller op: the active controller as the engine saw it (null: none known), at each change.
 CONTROLLERS_SCHEMA = {"time_ns": pl.Int64, "controller": pl.Int64}

@@ -8,7 +8,9 @@ both outputs of micro-batch N:
 - the purchases, with their product, are summed per product and 1-minute event-time window by
   Spark's stateful aggregation in update mode (the running totals in Spark's state store, under
   the query's checkpoint; the watermark and the late purchases are Spark's); every total batch N
-  changed goes to ``OUTPUT/sales_by_product/batch_id=N`` and to ``demo.sales-by-product``.
+  changed goes to ``OUTPUT/sales_by_product/batch_id=N`` and to ``demo.sales-by-product``: exactly once
+  by default, in one Kafka transaction per output partition with a marker of the batch (publish.py),
+  or at least once by Spark's own Kafka sink (``publish = "at-least-once"``).
 
 The outputs are written by the executors; the driver collects two counts per batch.
 
@@ -16,7 +18,8 @@ Why exactly-once holds (docs/pipeline.md has the long form): Spark writes a batc
 to the checkpoint before running it and re-runs an uncommitted batch with the same range after a
 crash; the state store keeps one version per batch and batch N always starts from version N-1,
 so it produces the same rows; the sink writes them under N's name and a replay replaces them. A
-reader takes, per key, the row of the largest batch.
+reader takes, per key, the row of the largest batch. In Kafka a replay cannot replace what it wrote:
+there the marker of each partition's transaction says the batch was published, and a replay skips it.
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from failsafe.pipeline.progress import ProgressLog
+from failsafe.pipeline.publish import EXACTLY_ONCE, Publication, publish_rows, transactional_prefix
 from failsafe.pipeline.sink import DEAD_LETTERS_DIR, SALES_DIR
 
 if TYPE_CHECKING:
@@ -48,6 +53,7 @@ ENRICHED_QUERY = "enriched-purchases"
 ENRICHED_TOPIC = "demo.purchases-enriched"
 RESULTS_PARTITIONS = 6  # a results topic the pipeline creates when it is missing (the enriched topic among them)
 COMMITS_FILE = "_commits.jsonl"
+PUBLISHED_FILE = "_published.jsonl"  # OUTPUT/: per batch, what each output partition's transaction did
 # The results topic gets a batch's changed totals at once (~15,000 records of JSON after a 50,000-purchase batch).
 # With the producer's defaults (batch.size 16 KB, linger.ms 5) each task's records leave as hundreds of small
 # requests, each waiting on acks=all; larger batches send them in a few (docs/benchmarks.md, "The pipeline's state
@@ -68,6 +74,9 @@ class PipelineConfig:
     products_topic: str = PRODUCTS_TOPIC
     results_topic: str | None = RESULTS_TOPIC
     max_offsets_per_trigger: int | None = None
+    publish: str = EXACTLY_ONCE  # or publish.AT_LEAST_ONCE: Spark's Kafka sink
+    results_partitions: int = RESULTS_PARTITIONS  # the results topic's, as preflight found it
+    transactional_prefix: str | None = None  # None: from Spark's id of the query (publish.py)
 
     def kafka_source_options(self) -> dict[str, str]:
         options = {
@@ -89,6 +98,7 @@ class SalesBatchSink:
         self.config = config
         self.producer_options = RESULTS_PRODUCER_OPTIONS if producer_options is None else producer_options
         self._warm = False
+        self._publication: Publication | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from failsafe.pipeline.transforms import KIND_DEAD_LETTER, KIND_SALES, output_rows
@@ -116,36 +126,99 @@ class SalesBatchSink:
         """The first batch had nothing to emit (the pipeline started before the data): write nothing once, so that
         the first batch with data does not also pay for loading the Parquet writer and the Kafka producer."""
         scratch = self.config.output_dir / SALES_DIR / f"_warm-up-{uuid.uuid4().hex[:8]}"
-        with self._publishing(empty):
+        with self._publishing(empty, None):
             empty.coalesce(1).write.parquet(str(scratch))
         shutil.rmtree(scratch, ignore_errors=True)
 
     def _emit(self, rows: DataFrame, batch_id: int) -> None:
-        with self._publishing(rows):
+        """Batch N's totals to the Parquet sink and the results topic; ``_commits.jsonl`` says when each was visible
+        (``written_at``: the rename; ``published_at``: the publishing job's end, null without a results topic)."""
+        with self._publishing(rows, batch_id):
             _write_replacing(rows, self.config.output_dir / SALES_DIR, batch_id)
-            with open(self.config.output_dir / SALES_DIR / COMMITS_FILE, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"batch_id": batch_id, "written_at": time.time()}) + "\n")
+            written_at = time.time()
+        line = {
+            "batch_id": batch_id,
+            "written_at": written_at,
+            "published_at": time.time() if self.config.results_topic else None,
+        }
+        with open(self.config.output_dir / SALES_DIR / COMMITS_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
 
     @contextmanager
-    def _publishing(self, rows: DataFrame) -> Iterator[None]:
+    def _publishing(self, rows: DataFrame, batch_id: int | None) -> Iterator[None]:
         """``rows`` published to the results topic by a Spark job of their own, run beside the body's (two small jobs
-        each mostly wait on scheduling; side by side they take the time of one). Both must succeed for the batch to."""
+        each mostly wait on scheduling; side by side they take the time of one). Both must succeed for the batch to.
+        ``batch_id`` None: the warm-up, which has no rows."""
         from failsafe.pipeline.transforms import to_kafka_records
 
         if not self.config.results_topic:
             yield
             return
-        writer = (
-            to_kafka_records(rows)
-            .write.format("kafka")
-            .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
-            .option("topic", self.config.results_topic)
-            .options(**self.producer_options)
-        )
+        records = to_kafka_records(rows, -1 if batch_id is None else batch_id)
+        if self.config.publish == EXACTLY_ONCE:
+            job = partial(self._publish_exactly_once, records, batch_id)
+        else:
+            job = (
+                records.write.format("kafka")
+                .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+                .option("topic", self.config.results_topic)
+                .options(**self.producer_options)
+                .save
+            )
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as pool:
-            published = pool.submit(writer.save)
+            published = pool.submit(job)
             yield
             published.result()
+
+    def publication(self, spark: SparkSession) -> Publication:
+        """Where the totals go and under which transactional ids, found once (the query's id from its checkpoint)."""
+        if self._publication is None:
+            config = self.config
+            assert config.results_topic is not None
+            prefix = config.transactional_prefix or transactional_prefix(
+                SALES_QUERY, _query_id(spark, config.checkpoint_dir / SALES_QUERY)
+            )
+            self._publication = Publication(
+                config.bootstrap_servers, config.results_topic, config.results_partitions, prefix
+            )
+        return self._publication
+
+    def _publish_exactly_once(self, records: DataFrame, batch_id: int | None) -> None:
+        """Each output partition's rows written by one task in one transaction with the batch's marker (publish.py);
+        what each did is appended to ``OUTPUT/_published.jsonl``."""
+        from pyspark.sql import functions as F
+
+        publication = self.publication(records.sparkSession)
+        keyed = records.withColumn("partition", F.pmod(F.hash("key"), F.lit(publication.partitions)))
+        started = time.monotonic()
+        outcomes = (
+            keyed.repartition(publication.partitions, "partition")
+            .rdd.mapPartitions(partial(publish_rows, publication, -1 if batch_id is None else batch_id))
+            .collect()
+        )
+        if batch_id is None:
+            return
+        line = {
+            "batch_id": batch_id,
+            "transactional_prefix": publication.prefix,
+            "partitions": outcomes,
+            "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
+            "written_at": time.time(),
+        }
+        with open(self.config.output_dir / PUBLISHED_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def _query_id(spark: SparkSession, checkpoint: Path) -> str:
+    """Spark's id of the query, from its checkpoint's ``metadata`` file (through Hadoop's FileSystem, as the sink)."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(str(checkpoint / "metadata"))
+    stream = path.getFileSystem(spark._jsc.hadoopConfiguration()).open(path)
+    reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+    try:
+        return str(json.loads(reader.readLine())["id"])
+    finally:
+        reader.close()
 
 
 def _write_replacing(rows: DataFrame, root: Path, batch_id: int) -> None:

@@ -28,9 +28,13 @@ from failsafe.pipeline.job import (
     watch,
 )
 from failsafe.pipeline.progress import Annotate, ProgressLog
+from failsafe.pipeline.publish import EXACTLY_ONCE, marker_group
 from failsafe.pipeline.session import SessionSpec, build_session
 from failsafe.pipeline.state_census import state_locations
+from failsafe.tools.admin import client_config
+from failsafe.tools.retry import retrying
 from failsafe.tools.topics import Topics
+from failsafe.waiting import WaitTimeout, wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,8 +53,9 @@ class RunSummary:
     last_batch: dict = field(default_factory=dict)
 
 
-def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> None:
-    """The cluster answers and the input topics exist; the results topic and ``extra_topics`` are created if missing."""
+def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> PipelineConfig:
+    """The cluster answers and the input topics exist; the results topic and ``extra_topics`` are created if missing.
+    Returns ``config`` with the results topic's partition count."""
     try:
         interval_us(config.watermark_delay)
     except ValueError as e:
@@ -71,6 +76,65 @@ def preflight(config: PipelineConfig, extra_topics: tuple[str, ...] = ()) -> Non
             except KafkaClientError as e:
                 if "TOPIC_ALREADY_EXISTS" not in str(e):
                     raise
+    if not config.results_topic:
+        return config
+    # Exactly-once publishing writes each output partition from one task: it needs their number. A topic just created
+    # may not be known to the broker asked yet (UNKNOWN_TOPIC_OR_PART): asked again.
+    results_topic = config.results_topic
+    (info,) = retrying(lambda: topics.describe([results_topic]), f"describing {results_topic}")
+    config = replace(config, results_partitions=len(info.partitions))
+    if config.publish == EXACTLY_ONCE and config.transactional_prefix:
+        _refuse_a_used_prefix(config)
+    return config
+
+
+def _refuse_a_used_prefix(config: PipelineConfig, timeout_s: float = 60.0) -> None:
+    """A new checkpoint starts at batch 0: a marker group of the prefix that holds offsets already would make it skip
+    the batches an earlier query published under the same ids. Said in one line, before Spark starts.
+
+    Read with a consumer of the group, as the publishing tasks read it: the admin client's ListConsumerGroupOffsets
+    crashed this process once (SIGSEGV in librdkafka 2.16.0's OffsetFetch handling of NOT_COORDINATOR for a group it
+    had not seen: confluentinc/librdkafka#5040)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    if (config.checkpoint_dir / SALES_QUERY / "commits").is_dir():
+        return  # a restart of the query that owns the prefix
+    group = marker_group(config.transactional_prefix or "")
+    consumer = Consumer(
+        client_config(
+            config.bootstrap_servers,
+            **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"},
+        )
+    )
+    partitions = [TopicPartition(config.results_topic, p) for p in range(config.results_partitions)]
+    try:
+        committed = wait_until(
+            lambda: _committed(consumer, partitions),
+            timeout_s,
+            f"cannot read the offsets of {group}",
+            retry_on=(KafkaException,),
+        )
+    except WaitTimeout as e:
+        raise KafkaClientError(f"{e} within {timeout_s:g}s: {e.__cause__ or 'no answer'}") from e
+    finally:
+        consumer.close()
+    if any(tp.offset >= 0 for tp in committed):
+        raise UserError(
+            f"--transactional-id-prefix {config.transactional_prefix}: its marker group {group} holds offsets of an "
+            f"earlier query, and {config.checkpoint_dir} is a new checkpoint, which would skip the batches that query "
+            "published; use a new prefix, or delete the group (failsafe kafka consumer-groups --delete --group "
+            f"{group})"
+        )
+
+
+def _committed(consumer, partitions: list) -> list:
+    from confluent_kafka import KafkaException
+
+    answered = consumer.committed(partitions, timeout=10)
+    errors = [tp.error for tp in answered if tp.error is not None]
+    if errors:
+        raise KafkaException(errors[0])
+    return answered
 
 
 def run_pipeline(
@@ -85,7 +149,7 @@ def run_pipeline(
     ``enriched_topic``: the enriched purchase stream to that topic too, in the same Spark session (its own query and
     checkpoint; Spark's Kafka sink, at least once), so that a fault of the driver hits both."""
     check_layout(config.checkpoint_dir)
-    preflight(config, (enriched_topic,) if enriched_topic else ())
+    config = preflight(config, (enriched_topic,) if enriched_topic else ())
     write_layout(config.checkpoint_dir)
 
     def start(spark: SparkSession, products: DataFrame) -> dict[str, StreamingQuery]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from failsafe.errors import FailsafeError
 from failsafe.pipeline.job import RESULTS_TOPIC, PipelineConfig
+from failsafe.pipeline.publish import EXACTLY_ONCE, PUBLISH_MODES
 from failsafe.pipeline.run import run_pipeline
 from failsafe.pipeline.session import SessionSpec
 
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watermark", default="2 minutes")
     parser.add_argument("--available-now", action="store_true")
     parser.add_argument("--no-publish", action="store_true")
+    parser.add_argument("--publish", choices=PUBLISH_MODES, default=EXACTLY_ONCE)
+    parser.add_argument("--transactional-id-prefix", default=None)
     args = parser.parse_args(argv)
     config = PipelineConfig(
         bootstrap_servers=args.bootstrap_server,
@@ -36,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         watermark_delay=args.watermark,
         available_now=args.available_now,
         results_topic=None if args.no_publish else RESULTS_TOPIC,
+        publish=args.publish,
+        transactional_prefix=args.transactional_id_prefix,
     )
     try:
         summary = run_pipeline(

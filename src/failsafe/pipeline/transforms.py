@@ -310,10 +310,12 @@ def revenue_by_category(sales: DataFrame) -> DataFrame:
     )
 
 
-def to_kafka_records(sales: DataFrame) -> DataFrame:
-    """Rows -> [key, value] for demo.sales-by-product: key "<product_id>|<window_start>", value the row as JSON."""
+def to_kafka_records(sales: DataFrame, batch_id: int) -> DataFrame:
+    """Rows -> [key, value] for demo.sales-by-product: key "<product_id>|<window_start>", value the row as JSON with
+    the micro-batch that computed it (``batch_id``: a reader tells a replay's copy from the next batch's total)."""
     key = F.concat(F.col("product_id"), F.lit("|"), F.date_format("window_start", KEY_TIME_FORMAT))
-    value = F.to_json(F.struct(*(F.col(name) for name in sales.columns)), {"timestampFormat": TRANSACTION_TIME_FORMAT})
+    columns = [*(F.col(name) for name in sales.columns), F.lit(batch_id).cast("long").alias("batch_id")]
+    value = F.to_json(F.struct(*columns), {"timestampFormat": TRANSACTION_TIME_FORMAT})
     return sales.select(key.alias("key"), value.alias("value"))
 
 

@@ -274,6 +274,7 @@ def render_pipeline_html(
         ),
         _section("the pipeline", _table("facts", ("fact", "value"), fact_rows), "pipeline"),
         _enriched_section((results.get("checkers") or {}).get("enriched")),
+        _published_section((results.get("checkers") or {}).get("published")),
         _section(
             "over time",
             "".join(
@@ -313,3 +314,27 @@ def _enriched_section(enriched: dict[str, Any] | None) -> str:
         ),
     ]
     return _section("enriched stream (Spark's Kafka sink)", _table("enriched", ("fact", "value"), rows), "enriched")
+
+
+def _published_section(published: dict[str, Any] | None) -> str:
+    """The totals published to demo.sales-by-product (checkers.pipeline.published), when the run judged them."""
+    if published is None:
+        return ""
+    counts = published.get("counts") or {}
+    seen = published.get("uncommitted") or {}
+    mode = published.get("publish", "?")
+    rows = [
+        ("verdict", str(verdict(published.get("valid")))),
+        ("publishing", str(mode)),
+        ("records read at read_committed", fmt(counts.get("records"))),
+        ("(window, product) totals", fmt(counts.get("keys"))),
+        ("purchases lost (a total missing or lower than the ledger's)", fmt(counts.get("lost_purchases"))),
+        (
+            "copies of a batch's total" + (" (allowed: at least once)" if published.get("allow_duplicates") else ""),
+            fmt(counts.get("duplicate")),
+        ),
+        ("keys whose last record is stale", fmt(counts.get("stale_last"))),
+        ("records read at read_uncommitted", fmt(seen.get("records"))),
+        *(("undecided", str(reason)) for reason in published.get("reasons") or []),
+    ]
+    return _section("totals published to Kafka", _table("published", ("fact", "value"), rows), "published")

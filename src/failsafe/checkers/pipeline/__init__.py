@@ -1,8 +1,9 @@
-"""The pipeline kind's checkers: the sink's totals against the simulator's ledger, the enriched stream, whether a run
-can be judged."""
+"""The pipeline kind's checkers: the sink's totals against the simulator's ledger, the totals published to Kafka, the
+enriched stream, whether a run can be judged."""
 
 import failsafe.checkers.pipeline.enriched as enriched
 import failsafe.checkers.pipeline.judgeable as judgeable
+import failsafe.checkers.pipeline.published as published
 import failsafe.checkers.pipeline.sales as sales
 from failsafe.checkers.common import CheckerInfo, Side
 
@@ -10,6 +11,7 @@ CHECKERS = (
     CheckerInfo("pipeline", judgeable.check, judgeable.DEFAULTS, judgeable.VIOLATIONS),
     CheckerInfo("sales", None, {}, {name: Side.PRODUCERS for name in sales.ANOMALIES}),
     CheckerInfo("enriched", None, enriched.DEFAULTS, enriched.VIOLATIONS),
+    CheckerInfo("published", None, {}, {name: Side.PRODUCERS for name in published.VIOLATIONS}),
 )
 LOSS_VIOLATIONS = (
     "sales.missing_windows",
@@ -17,4 +19,6 @@ LOSS_VIOLATIONS = (
     "sales.dead_letters_missing",
     "pipeline.never-recovered",
     "enriched.missing",
+    "published.missing_windows",
+    "published.undercounted",
 )

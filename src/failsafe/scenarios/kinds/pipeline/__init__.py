@@ -54,8 +54,8 @@ KIND = register(
         judge=_judge,
         show=_show,
         report=_report,
-        offers=frozenset({Need.NODES, Need.QUORUM, Need.SPARK_DRIVER, Need.SPARK_WORKERS}),
-        checkers=("pipeline", "sales", "enriched"),
+        offers=frozenset({Need.NODES, Need.QUORUM, Need.NETWORK, Need.SPARK_DRIVER, Need.SPARK_WORKERS}),
+        checkers=("pipeline", "sales", "enriched", "published"),
         run_options={"master": "pipeline.master"},
         recognises=_recognises,
     )

@@ -16,6 +16,7 @@ from failsafe.checkers.pipeline import judgeable as pipeline_run
 from failsafe.checkers.run import combine_validity
 from failsafe.errors import UserError
 from failsafe.history.model import History
+from failsafe.history.ops import Op
 from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.expectations import evaluate_all
 from failsafe.scenarios.known import classify
@@ -57,6 +58,9 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     if decidable and getattr(getattr(scenario, "pipeline", None), "enriched", False):
         checkers["enriched"] = _check_enriched(run_dir, history, options.get("enriched"))
         valid = combine_validity([valid, checkers["enriched"]["valid"]])
+    if decidable and _published(history):
+        checkers["published"] = _check_published(run_dir, history, scenario)
+        valid = combine_validity([valid, checkers["published"]["valid"]])
     expectations = evaluate_all(scenario.expect, {**checkers, "checkers": checkers}) if scenario is not None else []
     valid = combine_validity([valid, *(e["valid"] for e in expectations)])
     results = {
@@ -144,6 +148,25 @@ def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> 
         }
 
 
+def _published(history: History) -> bool:
+    """Whether the pipeline said how it published its totals: runs made before failsafe judged them did not."""
+    return history.events.filter(pl.col("f") == Op.PIPELINE_START)["publish"].drop_nulls().len() > 0
+
+
+def _check_published(run_dir: RunDir, history: History, scenario: Scenario | None) -> dict[str, Any]:
+    """checkers.pipeline.published over what the run read back of the results topic; a ledger that cannot be read is
+    unknown."""
+    from failsafe.scenarios.kinds.pipeline.published import check_published
+    from failsafe.workloads.sales.ledger import read_ledger
+
+    try:
+        ledger = read_ledger(run_dir.path / "ledger")
+        pipeline = getattr(scenario, "pipeline", None)
+        return check_published(run_dir.path / "output", ledger.purchases, history, getattr(pipeline, "publish", ""))
+    except (UserError, OSError) as e:
+        return {"valid": UNKNOWN, "counts": {}, "examples": {}, "violations": [], "reasons": [f"{e}"]}
+
+
 def write_pipeline_report(run_dir: RunDir, results: dict[str, Any], history: History) -> Path:
     """report.html beside results.json: the verdict, ledger and sink, and the queries over time
     (reports/pipeline_report.py)."""
@@ -202,6 +225,8 @@ def render_pipeline_results(console: Console, results: dict[str, Any]) -> None:
         render_verification(results["verification"], console)
     if (enriched := results["checkers"].get("enriched")) is not None:
         console.print(_enriched_table(enriched))
+    if (published := results["checkers"].get("published")) is not None:
+        console.print(_published_table(published))
     for reason in results["reasons"]:
         console.print(f"[yellow]undecided:[/] {reason}")
     word = run_verdict(results)
@@ -224,5 +249,29 @@ def _enriched_table(enriched: dict[str, Any]) -> Table:
             str(counts.get("duplicate_in_replayed_batch", "-")),
         )
     for reason in enriched.get("reasons") or []:
+        table.add_row("undecided", reason)
+    return table
+
+
+def _published_table(published: dict[str, Any]) -> Table:
+    from failsafe.reports.summary import verdict
+
+    counts = published.get("counts") or {}
+    mode = published.get("publish", "?")
+    table = Table(title=f"totals published to Kafka ({mode}): {verdict(published['valid'])}", show_header=False)
+    table.add_row("records read (read_committed)", str(counts.get("records", "-")))
+    table.add_row(
+        "windows missing or lower than the ledger",
+        str(counts.get("missing_windows", 0) + counts.get("undercounted", 0)),
+    )
+    allowed = "allowed: at least once" if published.get("allow_duplicates") else "not allowed: exactly once"
+    table.add_row("copies of a batch's total", f"{counts.get('duplicate', '-')} ({allowed})")
+    table.add_row("keys whose last record is stale", str(counts.get("stale_last", "-")))
+    if (seen := published.get("uncommitted")) is not None:
+        table.add_row(
+            "read_uncommitted saw",
+            f"{seen.get('records', '-')} records, {seen.get('duplicate', '-')} copies of a batch's total",
+        )
+    for reason in published.get("reasons") or []:
         table.add_row("undecided", reason)
     return table

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 from failsafe.faults import Need
 from failsafe.faults.clients import DRIVER, spark_worker_name
+from failsafe.faults.nodes import TRANSACTIONAL_IDS
+from failsafe.pipeline.job import RESULTS_PARTITIONS, RESULTS_TOPIC
+from failsafe.pipeline.publish import EXACTLY_ONCE, PUBLISH_MODES
 from failsafe.scenarios.base import (
     KindInfo,
     Phases,
@@ -30,6 +33,15 @@ from failsafe.scenarios.base import (
 STANDALONE = "standalone"
 PURCHASES_TOPIC = "demo.purchases"
 PURCHASES_PARTITIONS = 6
+
+
+def transactional_prefix_of(scenario: str) -> str:
+    """The prefix of the pipeline's transactional ids in a scenario: named, so that a fault can name their coordinator
+    (``role = "txn-coordinator"``, ``transactional_id = "failsafe-<scenario>-<partition>"``); the workload deletes its
+    marker group before the run."""
+    return f"failsafe-{scenario}"
+
+
 TOP = {
     "name",
     "description",
@@ -65,6 +77,9 @@ class PipelineSpec:
     # The enriched purchase stream too, to demo.purchases-enriched in the same Spark session (Spark's Kafka sink, at
     # least once), read back after the run and judged by checkers.enriched.
     enriched: bool = False
+    # How the totals reach demo.sales-by-product (pipeline/publish.py): "exactly-once", in Kafka transactions with a
+    # marker of each batch; or "at-least-once", Spark's Kafka sink. Judged by checkers.pipeline.published either way.
+    publish: str = "exactly-once"
 
 
 @dataclass(frozen=True)
@@ -106,7 +121,10 @@ def parse_pipeline(data: dict, kind: KindInfo) -> PipelineScenario:
         Need.SPARK_WORKERS: tuple(spark_worker_name(w) for w in range(pipeline.spark_workers)) if standalone else (),
     }
     hints = {Need.SPARK_WORKERS: f'set pipeline.master = "{STANDALONE}" (not {pipeline.master!r})'}
-    ctx = fault_context(name, cluster, {PURCHASES_TOPIC: PURCHASES_PARTITIONS}, clients, hints)
+    if pipeline.publish == EXACTLY_ONCE:
+        clients[TRANSACTIONAL_IDS] = tuple(f"{transactional_prefix_of(name)}-{p}" for p in range(RESULTS_PARTITIONS))
+    topics = {PURCHASES_TOPIC: PURCHASES_PARTITIONS, RESULTS_TOPIC: RESULTS_PARTITIONS}
+    ctx = fault_context(name, cluster, topics, clients, hints)
     faults = parse_faults(data, name, kind, ctx, phases)
     checkers, expect, known = parse_checks(data, name, kind)
     if "enriched" in checkers and not pipeline.enriched:
@@ -147,6 +165,8 @@ def _validate(name: str, brokers: int, simulator: SimulatorSpec, pipeline: Pipel
         raise fail(f"{name}.pipeline.master", f'{master!r}: use local[N], spark://HOST:PORT or "standalone"')
     if master == STANDALONE and not (1 <= pipeline.spark_workers <= 8 and 1 <= pipeline.spark_port <= 64000):
         raise fail(f"{name}.pipeline", "spark_workers must be 1-8 and spark_port 1-64000")
+    if pipeline.publish not in PUBLISH_MODES:
+        raise fail(f"{name}.pipeline.publish", f"{pipeline.publish!r} is not one of {', '.join(PUBLISH_MODES)}")
     if simulator.clock not in ("wall", "accelerated"):
         raise fail(f"{name}.simulator.clock", f"{simulator.clock!r} is not one of wall, accelerated")
     if simulator.instances < 1 or simulator.malformed_every < 0:

@@ -18,15 +18,23 @@ from collections import Counter
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, Process, event
-from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, SALES_QUERY
+from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, RESULTS_PARTITIONS, RESULTS_TOPIC, SALES_QUERY
 from failsafe.pipeline.progress import latest_by_query
+from failsafe.pipeline.publish import marker_group
 from failsafe.pipeline.sink import read_progress
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios.base import TopicSpec
 from failsafe.scenarios.engine import setup
 from failsafe.scenarios.engine.plugin import RunContext
 from failsafe.scenarios.kinds.pipeline.enriched import ENRICHED_PARTITIONS
-from failsafe.scenarios.kinds.pipeline.schema import PURCHASES_PARTITIONS, PURCHASES_TOPIC, STANDALONE, PipelineScenario
+from failsafe.scenarios.kinds.pipeline.published import write_uncommitted_view
+from failsafe.scenarios.kinds.pipeline.schema import (
+    PURCHASES_PARTITIONS,
+    PURCHASES_TOPIC,
+    STANDALONE,
+    PipelineScenario,
+    transactional_prefix_of,
+)
 from failsafe.scenarios.observers.observe import read_log
 from failsafe.supervisor import Child
 from failsafe.tools.admin import log_end_offsets
@@ -37,7 +45,7 @@ DEMO_TOPICS = (
     TopicSpec("demo.products", 6, 3, {"cleanup.policy": "compact"}),
     TopicSpec(PURCHASES_TOPIC, PURCHASES_PARTITIONS, 3),
     TopicSpec("demo.inventories", 6, 3),
-    TopicSpec("demo.sales-by-product", 6, 3),
+    TopicSpec(RESULTS_TOPIC, RESULTS_PARTITIONS, 3),
 )
 ENRICHED_SPEC = TopicSpec(ENRICHED_TOPIC, ENRICHED_PARTITIONS, 3)
 READ_BACK_TIMEOUT_S = 60.0
@@ -63,6 +71,7 @@ class PipelineWorkload:
         self._driver_down = False  # while a kill-driver fault holds the pipeline down on purpose
         self._state_holder: int | None = None  # the worker kill-spark-worker holding-state resolved to
         self.queries = (SALES_QUERY, ENRICHED_QUERY) if scenario.pipeline.enriched else (SALES_QUERY,)
+        self.prefix = transactional_prefix_of(scenario.name)
 
     @property
     def output(self):
@@ -74,7 +83,7 @@ class PipelineWorkload:
         setup.fresh_topics(
             ctx.bootstrap_servers,
             DEMO_TOPICS + ((ENRICHED_SPEC,) if self.scenario.pipeline.enriched else ()),
-            [],
+            [marker_group(self.prefix)],  # an earlier run's marker would skip this run's batches
             ctx.topic_configs,
         )
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
@@ -171,8 +180,8 @@ class PipelineWorkload:
 
     def final_read(self, ctx: RunContext) -> None:
         """demo.purchases, every purchase the simulator's ledger says was acknowledged judged against it
-        (checkers/durability.py); and the enriched topic, everything the sink wrote once the pipeline can write no more
-        (checkers.enriched's input)."""
+        (checkers/durability.py); the results topic (checkers.pipeline.published's input); and the enriched topic: each
+        everything its sink wrote, once the pipeline can write no more (checkers.enriched's input)."""
         ctx.event(f"reading {PURCHASES_TOPIC} from the beginning")
         read_log(
             ctx.bootstrap_servers,
@@ -180,6 +189,10 @@ class PipelineWorkload:
             ctx.recorder,
             READ_BACK_TIMEOUT_S,
         )
+        # The totals published to Kafka: at read_committed into the history, and what read_uncommitted sees beside it.
+        partitions = [(RESULTS_TOPIC, p) for p in range(RESULTS_PARTITIONS)]
+        read_log(ctx.bootstrap_servers, partitions, ctx.recorder, READ_BACK_TIMEOUT_S)
+        write_uncommitted_view(self.output, ctx.bootstrap_servers, partitions, READ_BACK_TIMEOUT_S)
         if self.scenario.pipeline.enriched:
             partitions = [(ENRICHED_TOPIC, p) for p in range(ENRICHED_PARTITIONS)]
             read = read_log(ctx.bootstrap_servers, partitions, ctx.recorder, READ_BACK_TIMEOUT_S)
@@ -310,7 +323,15 @@ class PipelineWorkload:
     def _start_pipeline(self) -> None:
         ctx, s = self._ctx(), self.scenario
         self.starts += 1
-        ctx.recorder.record(event(Op.PIPELINE_START, process="pipeline", start=self.starts, master=self._master()))
+        ctx.recorder.record(
+            event(
+                Op.PIPELINE_START,
+                process="pipeline",
+                start=self.starts,
+                master=self._master(),
+                publish=s.pipeline.publish,
+            )
+        )
         self.pipeline = ctx.supervisor.spawn(
             failsafe_command(
                 "pipeline",
@@ -327,6 +348,10 @@ class PipelineWorkload:
                 f"{s.pipeline.trigger_s:g}",
                 "--watermark",
                 s.pipeline.watermark,
+                "--publish",
+                s.pipeline.publish,
+                "--transactional-id-prefix",
+                self.prefix,
                 *(("--enriched-topic", ENRICHED_TOPIC) if s.pipeline.enriched else ()),
             ),
             name="pipeline",
