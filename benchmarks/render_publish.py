@@ -61,3 +61,45 @@ def t_pipeline_publish_modes(root: Path) -> str:
         "publishing job per batch, median (s)",
     ]
     return table(header, rows) + source(root, REL, AGAIN)
+
+
+COST = "docs/benchmarks/pipeline-publish-cost.json"
+
+
+def _p(latency: dict | None, key: str) -> str:
+    return "—" if not latency or key not in latency else f"{latency[key]:.2f}"
+
+
+def t_pipeline_publish_cost(root: Path) -> str:
+    """The backlog and the live run in each publish mode, the modes taking turns: bench_pipeline.py --publish."""
+    rows = []
+    for r in load(root, COST)["runs"]:
+        b, live = r.get("backlog") or {}, r.get("live") or {}
+        sink, topic = live.get("latency_after_warmup"), live.get("latency_published_after_warmup")
+        rows.append(
+            [
+                r["publish"],
+                str(r["round"] + 1),
+                num(b.get("steady_records_per_s", 0)),
+                str(b.get("pipeline_steady_over_ceiling", "—")),
+                str(b.get("first_batch_s", "—")),
+                num(live.get("rate_per_s", 0)),
+                f"{_p(sink, 'p50_s')} / {_p(sink, 'p99_s')}",
+                f"{_p(topic, 'p50_s')} / {_p(topic, 'p99_s')}",
+                "yes" if live.get("bounded") else "no",
+                "yes" if b.get("sink_equals_ledger") is True and live.get("sink_equals_ledger") is True else "**no**",
+            ]
+        )
+    header = [
+        "publish",
+        "round",
+        "backlog steady (purchases/s)",
+        "of the ceiling query's",
+        "first batch (s)",
+        "live rate (/s)",
+        "in the sink, p50 / p99 after the warm-up (s)",
+        "in the topic, p50 / p99 (s)",
+        "bounded",
+        "sink equals ledger",
+    ]
+    return table(header, rows) + source(root, COST)

@@ -37,6 +37,9 @@ def dynamic(shared_cluster_holder: dict, tmp_path_factory: pytest.TempPathFactor
     assert alive_pids(path) == [], "a test left Kafka processes running"
 
 
+# benchmarks/lifecycle.sh quorum runs a controller added and removed under load (docs/benchmarks/lifecycle-quorum.json):
+# make test's budget keeps it in make test-long.
+@pytest.mark.long
 def test_a_controller_added_and_removed_under_load_is_checked(dynamic: RunningCluster, tmp_path: Path) -> None:
     result = dynamic.cli("run", "quorum-add-remove-controller", *ONE_VOTER, "--runs", str(tmp_path), timeout_s=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

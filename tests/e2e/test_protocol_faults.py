@@ -56,6 +56,8 @@ def test_every_broker_is_reached_through_its_proxy(proxied: RunningCluster) -> N
     assert sum(s["frames"].get("requests", 0) for s in status) > 0
 
 
+# benchmarks/protocol_runs.py runs this cell 3 times (docs/benchmarks/protocol-runs.json): make test-long.
+@pytest.mark.long
 def test_a_dropped_produce_answer_duplicates_without_idempotence_and_never_with_it(
     proxied: RunningCluster, tmp_path: Path
 ) -> None:
@@ -70,6 +72,8 @@ def test_a_dropped_produce_answer_duplicates_without_idempotence_and_never_with_
     assert code in (0, 4) and (code == 4) == bool(delivery["counts"]["duplicate"]), (code, delivery["counts"])
 
 
+# benchmarks/protocol_runs.py runs this cell 3 times (docs/benchmarks/protocol-runs.json): make test-long.
+@pytest.mark.long
 def test_a_held_end_txn_is_released_into_the_coordinator_and_judged(proxied: RunningCluster, tmp_path: Path) -> None:
     code, results, history = _run(proxied, tmp_path, "txn-commit-held")
     stop = next(op for op in history if op["f"] == "fault-stop" and op["ok"])

@@ -12,10 +12,11 @@ batch's records are written by the executors, one Kafka transaction per output p
 - in the same transaction the task commits the offset ``batch_id + 1`` of the output partition for the
   marker group ``<prefix>.published`` (``send_offsets_to_transaction``): the records and the note that
   this batch was published become visible together, or neither does;
-- before writing, the task reads the marker group's committed offset for its partition (after
-  ``init_transactions``, so no earlier transaction of its id is still open; read_committed asks the
-  coordinator for stable offsets): at ``batch_id + 1`` or above, the batch was published and nothing is
-  written again.
+- before writing, the task reads the marker group's committed offset for its partition, after
+  ``init_transactions``: the transaction coordinator answers InitProducerId only once the id's earlier
+  transaction is complete (CONCURRENT_TRANSACTIONS until then), its markers written to every partition
+  it touched, the marker group's ``__consumer_offsets`` partition among them. At ``batch_id + 1`` or
+  above, the batch was published and nothing is written again.
 
 So a replay of a committed batch publishes nothing, a replay of an uncommitted one publishes it once,
 and a read_committed reader sees each batch's records once. Why per partition and per batch: a
