@@ -568,6 +568,14 @@ RAW: tuple[Raw, ...] = (
         "pipeline-txn-coordinator-kill again after the marker's read retried NOT_COORDINATOR",
     ),
     Raw(
+        "docs/benchmarks/pipeline-publish-cost.json",
+        f"{PY} benchmarks/bench_pipeline.py --dir /tmp/bench-cost --backlog 200000 --batch 50000 --live-rate 5000 "
+        "--live-s 90 --warmup 30 --publish exactly-once,at-least-once --rounds 1 --out "
+        "docs/benchmarks/pipeline-publish-cost.json",
+        False,
+        "the backlog and a live run in each publish mode, one after the other (one round)",
+    ),
+    Raw(
         "docs/benchmarks/pipeline-sink-duplicates.json",
         f"{PY} benchmarks/bench_sink_duplicates.py --dir {BENCH_DIR} --runs 10 --out "
         f"docs/benchmarks/pipeline-sink-duplicates.json",

@@ -108,7 +108,7 @@ from benchmarks.render_pipeline import (  # noqa: E402
 )
 from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
 from benchmarks.render_protocol import t_protocol_runs, t_proxy, t_txn_gap  # noqa: E402
-from benchmarks.render_publish import t_pipeline_publish_modes  # noqa: E402
+from benchmarks.render_publish import t_pipeline_publish_cost, t_pipeline_publish_modes  # noqa: E402
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
@@ -294,6 +294,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-campaigns": t_transactions_campaigns,
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
     "pipeline-publish-modes": t_pipeline_publish_modes,
+    "pipeline-publish-cost": t_pipeline_publish_cost,
     "rebalance-protocols": t_rebalance_protocols,
     "rebalance-protocols-30": t_rebalance_protocols_30,
     "rebalance-protocols-900": t_rebalance_protocols_900,
