@@ -20,6 +20,7 @@ from failsafe.pipeline.publish import (
     PublishFenced,
     publish_partition,
     publish_rows,
+    register,
     transactional_prefix,
 )
 
@@ -303,3 +304,10 @@ def test_a_new_checkpoint_refuses_a_named_prefix_an_earlier_query_published_unde
     consumer([])
     (tmp_path / "ck" / "sales-by-product" / "commits").mkdir(parents=True)
     run._refuse_a_used_prefix(config)
+
+
+def test_registering_the_ids_gives_each_its_state_and_fences_nothing_the_tasks_need() -> None:
+    kafka = FakeKafka()
+    register(PUBLICATION, kafka.clients())
+    assert set(kafka.epochs) == {PUBLICATION.transactional_id(p) for p in range(PUBLICATION.partitions)}
+    assert publish_partition(PUBLICATION, 0, 2, ROWS, kafka.clients()).published and kafka.read(2) == ROWS

@@ -111,6 +111,22 @@ class Clients:
     consumer: Callable[[dict], Any]
 
 
+def register(publication: Publication, clients: Clients | None = None) -> None:
+    """Give every transactional id of ``publication`` its coordinator state now (``init_transactions``, no
+    transaction): Kafka creates ``__transaction_state`` and places each id's state when a client first asks, so a fault
+    on the ids' coordinator can name it before the first batch has anything to publish. Harmless to the tasks: each
+    calls ``init_transactions`` again."""
+    clients = clients or kafka_clients()
+    deadline = time.monotonic() + publication.timeout_s
+    for partition in range(publication.partitions):
+        config = {
+            "bootstrap.servers": publication.bootstrap_servers,
+            "transactional.id": publication.transactional_id(partition),
+        }
+        producer = clients.producer(config)
+        _until(deadline, lambda producer=producer: producer.init_transactions(_left(deadline)), "init_transactions")
+
+
 def kafka_clients() -> Clients:
     from confluent_kafka import Consumer, Producer
 
@@ -147,7 +163,9 @@ def publish_partition(
     attempts = 0
     try:
         _until(deadline, lambda: producer.init_transactions(_left(deadline)), "init_transactions")
-        done = _until(deadline, lambda: _published_up_to(marker, publication.topic, partition), "the marker's read")
+        done = _until(deadline, lambda: published_up_to(marker, publication.topic, [partition]), "the marker's read")[
+            partition
+        ]
         if done is not None and done > batch_id:
             return Outcome(partition, len(records), False, 0, _ms(started))
         headers = [(BATCH_HEADER, str(batch_id).encode())]
@@ -185,16 +203,16 @@ def publish_rows(publication: Publication, batch_id: int, rows: Iterable[Any]) -
         yield publish_partition(publication, batch_id, partition, by_partition[partition]).as_dict()
 
 
-def _published_up_to(marker: Any, topic: str, partition: int) -> int | None:
-    """The marker group's committed offset for the partition: one past the last batch published there; None for none."""
-    from confluent_kafka import TopicPartition
+def published_up_to(marker: Any, topic: str, partitions: list[int]) -> dict[int, int | None]:
+    """The marker group's committed offset of each partition: one past the last batch published there (None: none).
+    A partition the coordinator answered with an error raises it (KafkaException)."""
+    from confluent_kafka import KafkaException, TopicPartition
 
-    (committed,) = marker.committed([TopicPartition(topic, partition)], timeout=10)
-    if committed.error is not None:
-        from confluent_kafka import KafkaException
-
-        raise KafkaException(committed.error)
-    return committed.offset if committed.offset >= 0 else None
+    answered = marker.committed([TopicPartition(topic, p) for p in partitions], timeout=10)
+    errors = [tp.error for tp in answered if tp.error is not None]
+    if errors:
+        raise KafkaException(errors[0])
+    return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in answered}
 
 
 def _produce(producer: Any, topic: str, partition: int, key: str | None, value: str, headers: list) -> None:

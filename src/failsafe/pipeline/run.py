@@ -28,7 +28,7 @@ from failsafe.pipeline.job import (
     watch,
 )
 from failsafe.pipeline.progress import Annotate, ProgressLog
-from failsafe.pipeline.publish import EXACTLY_ONCE, marker_group
+from failsafe.pipeline.publish import EXACTLY_ONCE, marker_group, published_up_to
 from failsafe.pipeline.session import SessionSpec, build_session
 from failsafe.pipeline.state_census import state_locations
 from failsafe.tools.admin import client_config
@@ -95,7 +95,7 @@ def _refuse_a_used_prefix(config: PipelineConfig, timeout_s: float = 60.0) -> No
     Read with a consumer of the group, as the publishing tasks read it: the admin client's ListConsumerGroupOffsets
     crashed this process once (SIGSEGV in librdkafka 2.16.0's OffsetFetch handling of NOT_COORDINATOR for a group it
     had not seen: confluentinc/librdkafka#5040)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaException
 
     if (config.checkpoint_dir / SALES_QUERY / "commits").is_dir():
         return  # a restart of the query that owns the prefix
@@ -106,10 +106,10 @@ def _refuse_a_used_prefix(config: PipelineConfig, timeout_s: float = 60.0) -> No
             **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"},
         )
     )
-    partitions = [TopicPartition(config.results_topic, p) for p in range(config.results_partitions)]
+    partitions = list(range(config.results_partitions))
     try:
         committed = wait_until(
-            lambda: _committed(consumer, partitions),
+            lambda: published_up_to(consumer, config.results_topic, partitions),
             timeout_s,
             f"cannot read the offsets of {group}",
             retry_on=(KafkaException,),
@@ -118,23 +118,13 @@ def _refuse_a_used_prefix(config: PipelineConfig, timeout_s: float = 60.0) -> No
         raise KafkaClientError(f"{e} within {timeout_s:g}s: {e.__cause__ or 'no answer'}") from e
     finally:
         consumer.close()
-    if any(tp.offset >= 0 for tp in committed):
+    if any(offset is not None for offset in committed.values()):
         raise UserError(
             f"--transactional-id-prefix {config.transactional_prefix}: its marker group {group} holds offsets of an "
             f"earlier query, and {config.checkpoint_dir} is a new checkpoint, which would skip the batches that query "
             "published; use a new prefix, or delete the group (failsafe kafka consumer-groups --delete --group "
             f"{group})"
         )
-
-
-def _committed(consumer, partitions: list) -> list:
-    from confluent_kafka import KafkaException
-
-    answered = consumer.committed(partitions, timeout=10)
-    errors = [tp.error for tp in answered if tp.error is not None]
-    if errors:
-        raise KafkaException(errors[0])
-    return answered
 
 
 def run_pipeline(

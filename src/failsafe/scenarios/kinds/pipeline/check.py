@@ -16,9 +16,9 @@ from failsafe.checkers.pipeline import judgeable as pipeline_run
 from failsafe.checkers.run import combine_validity
 from failsafe.errors import UserError
 from failsafe.history.model import History
-from failsafe.history.ops import Op
 from failsafe.scenarios.base import Scenario
 from failsafe.scenarios.expectations import evaluate_all
+from failsafe.scenarios.kinds.pipeline.published import publish_modes
 from failsafe.scenarios.known import classify
 from failsafe.scenarios.store.check import hold_incomplete, load_run_history, write_results
 from failsafe.scenarios.store.rundir import RunDir
@@ -58,7 +58,7 @@ def check_pipeline_run(run_dir: RunDir, scenario: Scenario | None) -> tuple[dict
     if decidable and getattr(getattr(scenario, "pipeline", None), "enriched", False):
         checkers["enriched"] = _check_enriched(run_dir, history, options.get("enriched"))
         valid = combine_validity([valid, checkers["enriched"]["valid"]])
-    if decidable and _published(history):
+    if decidable and publish_modes(history):
         checkers["published"] = _check_published(run_dir, history, scenario)
         valid = combine_validity([valid, checkers["published"]["valid"]])
     expectations = evaluate_all(scenario.expect, {**checkers, "checkers": checkers}) if scenario is not None else []
@@ -146,11 +146,6 @@ def _check_enriched(run_dir: RunDir, history: History, options: dict | None) -> 
             **undecided(f"the enriched checker raised {type(e).__name__}: {e}"),
             "error": f"{type(e).__name__}: {e}",
         }
-
-
-def _published(history: History) -> bool:
-    """Whether the pipeline said how it published its totals: runs made before failsafe judged them did not."""
-    return history.events.filter(pl.col("f") == Op.PIPELINE_START)["publish"].drop_nulls().len() > 0
 
 
 def _check_published(run_dir: RunDir, history: History, scenario: Scenario | None) -> dict[str, Any]:

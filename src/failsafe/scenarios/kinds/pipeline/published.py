@@ -33,7 +33,7 @@ def write_uncommitted_view(
     output: Path, bootstrap_servers: str, partitions: list[tuple[str, int]], timeout_s: float
 ) -> dict:
     """Read ``partitions`` from their start to their high watermark at read_uncommitted; write and return the counts."""
-    view: dict[str, Any] = {"records": 0, "duplicate": 0, "by_partition": {}, "complete": True}
+    view: dict[str, Any] = {"by_partition": {}, "complete": True}
     consumer = Consumer(
         client_config(
             bootstrap_servers,
@@ -85,11 +85,15 @@ def _batch(value: bytes | None) -> str:
         return "?"
 
 
+def publish_modes(history: History) -> set[str]:
+    """How the pipeline said it published, at each of its starts (none in runs made before the published checker)."""
+    return set(history.events.filter(pl.col("f") == Op.PIPELINE_START)["publish"].drop_nulls().to_list())
+
+
 def check_published(output: Path, ledger_purchases: pl.DataFrame, history: History, scenario_publish: str) -> dict:
     """checkers.pipeline.published over this run: the mode the pipeline ran with is its ``pipeline-start`` ops' (the
     scenario's when they do not say), the stricter when they differ."""
-    said = history.events.filter(pl.col("f") == Op.PIPELINE_START)["publish"].drop_nulls().unique().to_list()
-    modes = set(said) or {scenario_publish}
+    modes = publish_modes(history) or {scenario_publish}
     publish = published.EXACTLY_ONCE if published.EXACTLY_ONCE in modes else min(modes)
     log = history.log.filter(pl.col("topic") == RESULTS_TOPIC)
     failures = history.log_failures.filter(pl.col("topic") == RESULTS_TOPIC)

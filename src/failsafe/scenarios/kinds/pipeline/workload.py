@@ -20,7 +20,7 @@ from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, Process, event
 from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, RESULTS_PARTITIONS, RESULTS_TOPIC, SALES_QUERY
 from failsafe.pipeline.progress import latest_by_query
-from failsafe.pipeline.publish import marker_group
+from failsafe.pipeline.publish import EXACTLY_ONCE, Publication, marker_group, register
 from failsafe.pipeline.sink import read_progress
 from failsafe.pipeline.standalone import StandaloneCluster, StandaloneSpec
 from failsafe.scenarios.base import TopicSpec
@@ -87,6 +87,10 @@ class PipelineWorkload:
             ctx.topic_configs,
         )
         publish_products(ctx.bootstrap_servers, "demo.products", CATALOGUE_TIMEOUT_S)
+        if self.scenario.pipeline.publish == EXACTLY_ONCE:
+            # On a cold cluster the ids have no coordinator until the first batch publishes: a fault on it could not
+            # start.
+            register(Publication(ctx.bootstrap_servers, RESULTS_TOPIC, RESULTS_PARTITIONS, self.prefix))
         if self.scenario.pipeline.master == STANDALONE:
             self._start_spark()
         self._start_pipeline()
