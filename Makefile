@@ -83,6 +83,9 @@ bench: setup
 	$(PY) benchmarks/bench_disk_throughput.py --dir /tmp/failsafe-disk-bench --rounds 3 --records 100000 --out docs/benchmarks/disk-throughput.json
 	$(PY) benchmarks/bench_sink_duplicates.py --dir $(BENCH_DIR) --runs 10 --out docs/benchmarks/pipeline-sink-duplicates.json
 	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-profile.json
+	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --publish exactly-once --out docs/benchmarks/pipeline-profile-exactly-once.json
+	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --publish at-least-once --out docs/benchmarks/pipeline-profile-at-least-once.json
+	$(PY) benchmarks/time_publish_steps.py --dir $(BENCH_DIR) --out docs/benchmarks/publish-steps.json
 	$(PY) benchmarks/bench_realtime.py --dir $(BENCH_DIR) --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json
 	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
 	$(PY) benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json

@@ -21,10 +21,12 @@ import platform
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import command_line, failsafe_run  # noqa: E402
+from failsafe.pipeline.job import PUBLISHING_FILE  # noqa: E402
 
 SCENARIOS = (
     "pipeline-restart",
@@ -64,7 +66,26 @@ def one_run(root: Path, keep: Path, scenario: str, mode: str, spark_port: int) -
         "partition_ms": sorted(p["elapsed_ms"] for j in jobs for p in j["partitions"]),
         "partitions_already_published": sum(not p["published"] for j in jobs for p in j["partitions"]),
         "partition_attempts_over_one": sum(p["attempts"] > 1 for j in jobs for p in j["partitions"]),
+        # Which producer each partition's task used: kept by its Python worker, opened, or reopened after a fence.
+        "partition_writers": dict(Counter(p.get("writer", "opened") for j in jobs for p in j["partitions"])),
+        **_timed_kill(run_dir),
         "run": run_dir.name,
+    }
+
+
+def _timed_kill(run_dir: Path) -> dict:
+    """For a kill-driver with when = "publishing": the batch it landed in, and whether that batch published again after
+    the restart (it did unless Spark had committed it before the kill)."""
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    said = [(op.get("details") or {}).get("publishing") for op in history if op.get("f") == "fault-start"]
+    said = [s for s in said if s]
+    if not said:
+        return {}
+    batch = int(said[0].split()[1])  # "batch N publishing (MODE) for D ms"
+    starts = (run_dir / "output" / PUBLISHING_FILE).read_text().splitlines()
+    return {
+        "killed_in_batch": batch,
+        "killed_batch_ran_again": sum(json.loads(line)["batch_id"] == batch for line in starts) > 1,
     }
 
 
@@ -106,7 +127,19 @@ def main() -> None:
     parser.add_argument("--keep-runs", type=Path, default=Path("/tmp/failsafe-publish-modes"))
     parser.add_argument("--spark-port", type=int, default=17077, help="pipeline-executor-loss's Spark master port")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--examine",
+        action="store_true",
+        help="run nothing: add what a timed kill-driver hit to --out's rows, from their runs kept in --keep-runs",
+    )
     args = parser.parse_args()
+    if args.examine:
+        data = json.loads(args.out.read_text())
+        for row in data["rows"]:
+            if row.get("run"):
+                row.update(_timed_kill(args.keep_runs / row["scenario"] / row["run"]))
+        args.out.write_text(json.dumps(data, indent=2) + "\n")
+        return
     args.keep_runs.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     for item in args.scenarios.split(","):

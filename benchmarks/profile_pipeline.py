@@ -24,14 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import cluster_at, write_summary  # noqa: E402
-from failsafe.scenarios.engine import setup
+from failsafe.pipeline.publish import AT_LEAST_ONCE, EXACTLY_ONCE  # noqa: E402
+from failsafe.scenarios.engine import setup  # noqa: E402
 from failsafe.scenarios.kinds.pipeline.workload import DEMO_TOPICS  # noqa: E402
 
 PROGRESS_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
+STARTED_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
 
 
-def run_query(bootstrap: str, work: Path, batch: int) -> Path:
-    """The pipeline's query over the backlog, event log on; the event log's path."""
+def run_query(bootstrap: str, work: Path, batch: int, publish: str) -> Path:
+    """The pipeline's query over the backlog, event log on, its totals published in ``publish`` mode; the event
+    log's path."""
     from failsafe.jvm.spark import spark_kafka_dist
     from failsafe.pipeline.job import PipelineConfig, read_products, start_queries
     from failsafe.pipeline.session import SessionSpec, build_session
@@ -55,6 +58,7 @@ def run_query(bootstrap: str, work: Path, batch: int) -> Path:
         checkpoint_dir=work / "checkpoint",
         available_now=True,
         max_offsets_per_trigger=batch,
+        publish=publish,
     )
     try:
         for query in start_queries(spark, config, read_products(spark, config)).values():
@@ -66,7 +70,9 @@ def run_query(bootstrap: str, work: Path, batch: int) -> Path:
 
 
 def batches_from_log(log: Path) -> list[dict]:
-    """Each micro-batch's progress and the jobs that ran for it (between its progress report and the one before)."""
+    """Each micro-batch's progress and the jobs that ran for it (between its progress report and the one before); the
+    jobs that ran before the query started (the catalogue's read, the sink's warm-up) as a first entry without a
+    ``batch_id``."""
     stages: dict[int, dict] = {}
     jobs: dict[int, dict] = {}
     batches: list[dict] = []
@@ -86,6 +92,9 @@ def batches_from_log(log: Path) -> list[dict]:
                 jobs[event["Job ID"]]["duration_ms"] = event["Completion Time"] - jobs[event["Job ID"]]["start"]
             elif kind == "SparkListenerStageCompleted":
                 stages[event["Stage Info"]["Stage ID"]] = _stage(event["Stage Info"])
+            elif kind == STARTED_EVENT:
+                batches.append({"before_the_query_started": True, "job_ids": pending})
+                pending = []
             elif kind == PROGRESS_EVENT:
                 progress = event["progress"]
                 rows = sum(source.get("numInputRows", 0) for source in progress.get("sources") or [])
@@ -124,6 +133,13 @@ def batches_from_log(log: Path) -> list[dict]:
     return batches
 
 
+def _published(output: Path) -> list[dict]:
+    from failsafe.pipeline.job import PUBLISHED_FILE
+
+    path = output / PUBLISHED_FILE
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
 def _stage(info: dict) -> dict:
     metrics = {a["Name"].removeprefix("internal.metrics."): a.get("Value") for a in info.get("Accumulables", [])}
     return {
@@ -145,6 +161,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/failsafe-profile-pipeline"))
     parser.add_argument("--backlog", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=50_000)
+    parser.add_argument("--publish", choices=(EXACTLY_ONCE, AT_LEAST_ONCE), default=EXACTLY_ONCE)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -169,13 +186,16 @@ def main() -> None:
             ],
             check=True,
         )
-        log = run_query(cluster.bootstrap_servers, args.work, args.batch)
+        log = run_query(cluster.bootstrap_servers, args.work, args.batch, args.publish)
     write_summary(
         {
             "master": "local[2]",
             "records": args.backlog,
             "max_records_per_batch": args.batch,
+            "publish": args.publish,
             "batches": batches_from_log(log),
+            # What each output partition's transaction did, per batch (exactly-once: pipeline/publish.py's outcomes).
+            "published": _published(args.work / "output"),
         },
         args.out,
     )

@@ -200,6 +200,26 @@ RAW: tuple[Raw, ...] = (
         "larger batches and the one-parse "
         "object check; the before of pipeline-profile.json, made just before it in one session (2026-11-26)",
     ),
+    *(
+        Raw(
+            f"docs/benchmarks/pipeline-profile-de8cd90-{mode}.json",
+            f"PYTHONPATH=WORKTREE/src {PY} benchmarks/profile_pipeline.py --dir DIR --publish {mode} --out "
+            f"docs/benchmarks/pipeline-profile-de8cd90-{mode}.json",
+            False,
+            "the pipeline of commit de8cd90 (WORKTREE: a git worktree of it) with this commit's profile_pipeline.py "
+            "(its --publish); the before of pipeline-profile-" + mode + ".json, made in the same session (2026-11-30)",
+        )
+        for mode in ("exactly-once", "at-least-once")
+    ),
+    *(
+        Raw(
+            f"docs/benchmarks/pipeline-profile-{mode}.json",
+            f"{PY} benchmarks/profile_pipeline.py --dir {BENCH_DIR} --publish {mode} --out "
+            f"docs/benchmarks/pipeline-profile-{mode}.json",
+            True,
+        )
+        for mode in ("exactly-once", "at-least-once")
+    ),
     Raw(
         "docs/benchmarks/pipeline-scale.json",
         f"{PY} benchmarks/bench_pipeline_scale.py --dir {BENCH_DIR} --out docs/benchmarks/pipeline-scale.json",
@@ -568,12 +588,36 @@ RAW: tuple[Raw, ...] = (
         "pipeline-txn-coordinator-kill again after the marker's read retried NOT_COORDINATOR",
     ),
     Raw(
+        "docs/benchmarks/publish-steps.json",
+        f"{PY} benchmarks/time_publish_steps.py --dir {BENCH_DIR} --out docs/benchmarks/publish-steps.json",
+        True,
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-publish-timed-kill.json",
+        f"{PY} benchmarks/bench_publish_modes.py --dir {BENCH_DIR} --runs 5 --scenarios "
+        "pipeline-kill-while-publishing:5 --out docs/benchmarks/pipeline-publish-timed-kill.json",
+        False,
+        "about 15 minutes: the driver killed 700 ms into a batch's publishing job, five runs per mode; "
+        "killed_in_batch and killed_batch_ran_again added from its kept runs by the same command with --keep-runs "
+        "DIR --examine",
+    ),
+    Raw(
+        "docs/benchmarks/pipeline-publish-cost-de8cd90.json",
+        f"PYTHONPATH=WORKTREE/src {PY} benchmarks/bench_pipeline.py --dir DIR --backlog 200000 --batch 50000 "
+        "--live-rate 5000 --live-s 150 --warmup 60 --publish exactly-once,at-least-once --rounds 1 "
+        "--out docs/benchmarks/pipeline-publish-cost-de8cd90.json",
+        False,
+        "the pipeline of commit de8cd90 (WORKTREE: a git worktree of it); the before of pipeline-publish-cost.json, "
+        "made just before it in one session (2026-11-30)",
+    ),
+    Raw(
         "docs/benchmarks/pipeline-publish-cost.json",
-        f"{PY} benchmarks/bench_pipeline.py --dir /tmp/bench-cost --backlog 200000 --batch 50000 --live-rate 5000 "
-        "--live-s 90 --warmup 30 --publish exactly-once,at-least-once --rounds 1 --out "
+        f"{PY} benchmarks/bench_pipeline.py --dir {BENCH_DIR} --backlog 200000 --batch 50000 --live-rate 5000 "
+        "--live-s 150 --warmup 60 --publish exactly-once,at-least-once --rounds 1 --out "
         "docs/benchmarks/pipeline-publish-cost.json",
         False,
-        "the backlog and a live run in each publish mode, one after the other (one round)",
+        "the backlog and a live run in each publish mode, one after the other (one round), just after "
+        "pipeline-publish-cost-de8cd90.json",
     ),
     Raw(
         "docs/benchmarks/pipeline-sink-duplicates.json",

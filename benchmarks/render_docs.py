@@ -108,7 +108,13 @@ from benchmarks.render_pipeline import (  # noqa: E402
 )
 from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
 from benchmarks.render_protocol import t_protocol_runs, t_proxy, t_txn_gap  # noqa: E402
-from benchmarks.render_publish import t_pipeline_publish_cost, t_pipeline_publish_modes  # noqa: E402
+from benchmarks.render_publish import (  # noqa: E402
+    t_pipeline_publish_cost,
+    t_pipeline_publish_modes,
+    t_pipeline_publish_profile,
+    t_pipeline_publish_timed_kill,
+    t_pipeline_targets_before_after,
+)
 from benchmarks.render_rebalance import (  # noqa: E402
     t_rebalance_protocols,
     t_rebalance_protocols_30,
@@ -295,6 +301,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
     "pipeline-publish-modes": t_pipeline_publish_modes,
     "pipeline-publish-cost": t_pipeline_publish_cost,
+    "pipeline-publish-profile": t_pipeline_publish_profile,
+    "pipeline-publish-timed-kill": t_pipeline_publish_timed_kill,
+    "pipeline-targets-before-after": t_pipeline_targets_before_after,
     "rebalance-protocols": t_rebalance_protocols,
     "rebalance-protocols-30": t_rebalance_protocols_30,
     "rebalance-protocols-900": t_rebalance_protocols_900,

@@ -454,7 +454,8 @@ def t_pipeline_profile_before(root: Path) -> str:
 def t_pipeline_profile(root: Path, rel: str = "docs/benchmarks/pipeline-profile.json") -> str:
     """One steady micro-batch (the median of the full ones after the first) stage by stage, from Spark's event log."""
     d = load(root, rel)
-    full = [b for b in d["batches"][1:] if b["num_input_rows"] >= 0.9 * d["max_records_per_batch"]]
+    batches = [b for b in d["batches"] if "batch_id" in b]  # not the jobs before the query started
+    full = [b for b in batches[1:] if b["num_input_rows"] >= 0.9 * d["max_records_per_batch"]]
     if not full:
         raise RenderError(f"{rel}: no full batch after the first")
     batch = sorted(full, key=lambda b: b["duration_ms"]["triggerExecution"])[len(full) // 2]

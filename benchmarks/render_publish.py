@@ -63,6 +63,44 @@ def t_pipeline_publish_modes(root: Path) -> str:
     return table(header, rows) + source(root, REL, AGAIN)
 
 
+TIMED = "docs/benchmarks/pipeline-publish-timed-kill.json"
+
+
+def t_pipeline_publish_timed_kill(root: Path) -> str:
+    """pipeline-kill-while-publishing in both modes: the same columns as the faults' table, and what the exactly-once
+    replays did (partitions the marker skipped; which producer each partition's task used)."""
+    d = load(root, TIMED)
+    rows = []
+    for row in _rows(d, ""):
+        runs = [r for r in d["rows"] if r["scenario"] == row[0] and r["publish"] == row[1]]
+        writers: dict[str, int] = {}
+        for r in runs:
+            for kind, n in (r.get("partition_writers") or {}).items():
+                writers[kind] = writers.get(kind, 0) + n
+        exactly_once = row[1] == "exactly-once"
+        rows.append(
+            [
+                *row[1:3],
+                f"{sum(bool(r.get('killed_batch_ran_again')) for r in runs)} of {len(runs)}",
+                *row[3:6],
+                num(sum(r.get("partitions_already_published", 0) for r in runs)) if exactly_once else "—",
+                ", ".join(f"{kind} {num(writers[kind])}" for kind in ("kept", "opened", "reopened") if kind in writers)
+                or "—",
+            ]
+        )
+    header = [
+        "publish",
+        "verdicts",
+        "runs whose killed batch ran again (Spark had not committed it)",
+        "copies of a batch's total at read_committed, per run",
+        "purchases lost, per run",
+        "records only read_uncommitted saw (all runs)",
+        "partitions a replay found published (all runs)",
+        "producer per partition and batch (all runs)",
+    ]
+    return table(header, rows) + source(root, TIMED)
+
+
 COST = "docs/benchmarks/pipeline-publish-cost.json"
 
 
@@ -103,3 +141,109 @@ def t_pipeline_publish_cost(root: Path) -> str:
         "sink equals ledger",
     ]
     return table(header, rows) + source(root, COST)
+
+
+# benchmarks/profile_pipeline.py --publish, each mode before (the pipeline of de8cd90) and after the writers kept per
+# Python worker, the catalogue read before the query starts and the sink's warm-up: (version, file).
+PROFILES = (
+    ("de8cd90", "docs/benchmarks/pipeline-profile-de8cd90-exactly-once.json"),
+    ("de8cd90", "docs/benchmarks/pipeline-profile-de8cd90-at-least-once.json"),
+    ("now", "docs/benchmarks/pipeline-profile-exactly-once.json"),
+    ("now", "docs/benchmarks/pipeline-profile-at-least-once.json"),
+)
+_PARTS = ("body", "parquet", "publishing", "other")
+
+
+def _job_part(job: dict) -> str:
+    """What a job of a micro-batch is, from its stages' names (Spark names a stage by the call that ran it)."""
+    names = {stage["name"] for stage in job["stages"]}
+    if "parquet" in names:
+        return "parquet"
+    if "save" in names or "collect" in names:
+        return "publishing"  # Spark's Kafka sink (save), or the transactions' mapPartitions (collect)
+    return "body" if len(job["stages"]) >= 3 else "other"
+
+
+def _parts(batch: dict) -> dict[str, int]:
+    parts = dict.fromkeys(_PARTS, 0)
+    for job in batch["jobs"]:
+        parts[_job_part(job)] += job["duration_ms"] or 0
+    return parts
+
+
+def t_pipeline_publish_profile(root: Path) -> str:
+    """The first and a steady (the median full one) micro-batch of the backlog per mode, job by job."""
+    rows = []
+    for version, rel in PROFILES:
+        d = load(root, rel)
+        before = [b for b in d["batches"] if b.get("before_the_query_started")]
+        batches = [b for b in d["batches"] if "batch_id" in b]
+        full = [b for b in batches[1:] if b["num_input_rows"] >= 0.9 * d["max_records_per_batch"]]
+        steady = sorted(full, key=lambda b: b["duration_ms"]["triggerExecution"])[len(full) // 2]
+        pre = sum(j["duration_ms"] or 0 for b in before for j in b["jobs"])
+        for which, batch in (("first", batches[0]), ("steady", steady)):
+            parts = _parts(batch)
+            rows.append(
+                [
+                    version,
+                    d["publish"],
+                    f"{which} (batch {batch['batch_id']})",
+                    num(batch["duration_ms"]["triggerExecution"]),
+                    *(num(parts[p]) for p in _PARTS),
+                    num(pre) if which == "first" and before else "—",
+                ]
+            )
+    header = [
+        "pipeline",
+        "publish",
+        "micro-batch",
+        "Spark's triggerExecution (ms)",
+        "the batch's body: read, parse, join, state, count (ms)",
+        "Parquet write (ms)",
+        "publishing job (ms)",
+        "other jobs: the catalogue's read and broadcast (ms)",
+        "jobs before the query started (ms)",
+    ]
+    note = (
+        "\n\nJobs' wall times from Spark's event log; the Parquet write and the publishing job run side by side, so a "
+        "batch takes about its body plus the longer of the two, plus planning."
+    )
+    return table(header, rows) + note + source(root, *(rel for _, rel in PROFILES))
+
+
+COST_BEFORE = "docs/benchmarks/pipeline-publish-cost-de8cd90.json"
+
+
+def _target_rows(runs: list[dict]) -> list[tuple[str, list[str]]]:
+    def live_p99(r: dict, key: str) -> str:
+        latency = (r.get("live") or {}).get(key)
+        return "—" if not latency else f"{latency['p99_s']:.2f} s"
+
+    def backlog(r: dict, key: str, unit: str = "") -> str:
+        value = (r.get("backlog") or {}).get(key)
+        return "—" if value is None else f"{value}{unit}"
+
+    return [
+        (
+            "backlog steady rate ≥ 0.6 of the ceiling query's, same run",
+            [backlog(r, "pipeline_steady_over_ceiling") for r in runs],
+        ),
+        (
+            "the whole backlog in ≤ 2x the ceiling query's wall time",
+            [backlog(r, "pipeline_wall_s_over_ceiling", "x") for r in runs],
+        ),
+        ("first micro-batch under 10 s (the backlog's first batch)", [backlog(r, "first_batch_s", " s") for r in runs]),
+        (
+            "live at 5,000 purchases/s: p99 in the sink after the warm-up ≤ 5 s",
+            [live_p99(r, "latency_after_warmup") for r in runs],
+        ),
+        ("the same, in the topic (published)", [live_p99(r, "latency_published_after_warmup") for r in runs]),
+    ]
+
+
+def t_pipeline_targets_before_after(root: Path) -> str:
+    """Issue 55's speed targets (and the wall-time one) per publish mode, de8cd90 and now, one after the other."""
+    columns = [("de8cd90", r) for r in load(root, COST_BEFORE)["runs"]] + [("now", r) for r in load(root, COST)["runs"]]
+    rows = [[target, *values] for target, values in _target_rows([r for _, r in columns])]
+    header = ["target", *(f"{version}, {r['publish']}" for version, r in columns)]
+    return table(header, rows) + source(root, COST_BEFORE, COST)

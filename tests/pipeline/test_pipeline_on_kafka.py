@@ -79,6 +79,10 @@ def test_pipeline_totals_equal_the_ledger_and_a_rerun_counts_nothing_twice(
     lines = [json.loads(line) for line in (out / "_published.jsonl").read_text().splitlines()]
     assert {line["transactional_prefix"] for line in lines} == {f"failsafe-sales-by-product-{query_id}"}
     assert all(p["published"] and p["attempts"] == 1 for line in lines for p in line["partitions"])
+    # Each batch's publishing job noted its start (what kill-driver when = "publishing" waits for).
+    starts = [json.loads(line) for line in (out / "_publishing.jsonl").read_text().splitlines()]
+    assert [s["batch_id"] for s in starts] == [line["batch_id"] for line in lines]
+    assert all(s["started_at"] <= line["written_at"] for s, line in zip(starts, lines, strict=True))
     # A new checkpoint under a prefix whose marker group holds offsets would skip batches: refused in one line.
     reused = clean_demo.cli(
         *run[:-1],

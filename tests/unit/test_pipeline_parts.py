@@ -143,6 +143,12 @@ def test_the_publishing_scenarios_name_the_sinks_transactions_and_its_output() -
     assert parse_scenario({**PIPELINE, "faults": [COORDINATOR_KILL]}).faults[0].params.role == "txn-coordinator"
 
 
+def test_a_driver_kill_can_be_timed_into_a_batchs_publishing() -> None:
+    timed = load_scenario("pipeline-kill-while-publishing").faults[0]
+    assert (timed.fault, timed.params.when, timed.params.delay_ms) == ("kill-driver", "publishing", 700.0)
+    assert load_scenario("pipeline-restart").faults[0].params.when == "now"
+
+
 COORDINATOR_KILL = {
     "fault": "kill",
     "role": "txn-coordinator",
@@ -172,6 +178,14 @@ PIPELINE = {
             "'demo.purchases-9' must name a partition of the scenario's topics as TOPIC-N, e.g. demo.purchases-0",
         ),
         ({"pipeline": {"publish": "twice"}}, "p.pipeline.publish: 'twice' is not one of exactly-once, at-least-once"),
+        (
+            {"faults": [{"fault": "kill-driver", "when": "later", "at_s": 1, "duration_s": 5}]},
+            'must be "now" or "publishing"',
+        ),
+        (
+            {"faults": [{"fault": "kill-driver", "when": "publishing", "delay_ms": -1, "at_s": 1, "duration_s": 5}]},
+            "must be a number of milliseconds from 0 to 60000",
+        ),
         (
             {"faults": [{**COORDINATOR_KILL, "transactional_id": "failsafe-other-0"}]},
             "transactional_id",
@@ -341,3 +355,36 @@ def test_enrich_refuses_available_now_under_the_real_time_trigger() -> None:
     result = run_cli("pipeline", "enrich", "--bootstrap-server", "127.0.0.1:1", "--realtime", "5", "--available-now")
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
     assert "--available-now is a micro-batch trigger" in result.stderr
+
+
+def test_kill_driver_lands_a_set_time_into_a_publishing_job_that_starts_after_it_waits(tmp_path: Path) -> None:
+    import json
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from failsafe.faults import FaultError
+    from failsafe.scenarios.kinds.pipeline.workload import PipelineWorkload
+
+    workload = PipelineWorkload(load_scenario("pipeline-kill-while-publishing"))
+    events: list[str] = []
+    workload.ctx = SimpleNamespace(run_path=tmp_path, event=events.append)
+    starts = tmp_path / "output" / "_publishing.jsonl"
+    starts.parent.mkdir()
+    earlier = {"batch_id": 3, "publish": "exactly-once", "started_at": time.time() - 5}
+    starts.write_text(json.dumps(earlier) + "\n")
+
+    def sink_starts_batch_4() -> None:
+        line = {"batch_id": 4, "publish": "exactly-once", "started_at": time.time()}
+        with open(starts, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + '\n{"batch_id": 5, "pub')  # and a line still being written
+
+    timer = threading.Timer(0.2, sink_starts_batch_4)
+    timer.start()
+    said = workload.wait_publishing(0.05, 5.0)
+    timer.join()
+    assert said == "batch 4 publishing (exactly-once) for 50 ms"
+    assert time.time() >= json.loads(starts.read_text().splitlines()[1])["started_at"] + 0.05
+    assert events == [f"kill-driver: {said}"]
+    with pytest.raises(FaultError, match="no micro-batch started publishing within 0.2 s"):
+        workload.wait_publishing(0.05, 0.2)

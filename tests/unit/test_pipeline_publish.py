@@ -18,6 +18,7 @@ from failsafe.pipeline.publish import (
     Publication,
     PublishFailed,
     PublishFenced,
+    Writer,
     publish_partition,
     publish_rows,
     register,
@@ -54,6 +55,7 @@ class FakeKafka:
         self.open: dict[str, Txn] = {}
         self.committed: dict[tuple[str, str, int], int] = {}
         self.txns = 0
+        self.calls: dict[str, int] = {}  # call name -> how many times it was made
         self.faults: dict[str, list] = {}  # call name -> errors (or callables) to raise, one per call
 
     def read(self, partition: int, committed: bool = True) -> list[tuple[str | None, str]]:
@@ -61,6 +63,7 @@ class FakeKafka:
         return [(r.key, r.value) for r in self.logs.get(partition, []) if r.state in wanted]
 
     def fault(self, call: str) -> None:
+        self.calls[call] = self.calls.get(call, 0) + 1
         queued = self.faults.get(call)
         if queued:
             fault = queued.pop(0)
@@ -95,13 +98,17 @@ class FakeProducer:
                 r.state = "aborted"
 
     def begin_transaction(self) -> None:
-        self._check()
+        # Local in librdkafka: a producer fenced meanwhile learns it from its first request (produce, below).
         self.kafka.txns += 1
         self.txn = Txn()
         self.kafka.open[self.id] = self.txn
 
     def produce(self, topic: str, value: str, key: str | None, partition: int, headers: list) -> None:
         assert topic == TOPIC and self.txn is not None
+        if self.epoch != self.kafka.epochs.get(self.id):
+            # What librdkafka 2.16.0 raised from produce() once its producer had learned it was fenced: the code
+            # _FATAL, without the fatal flag.
+            raise error(KafkaError._FATAL)
         self.kafka.fault("produce")
         record = Record(key, value, headers, self.kafka.txns)
         self.txn.records.append(record)
@@ -250,6 +257,7 @@ def test_retriable_errors_are_retried_and_a_hard_one_fails_the_task() -> None:
 def test_an_executors_rows_are_published_per_output_partition(monkeypatch) -> None:
     kafka = FakeKafka()
     monkeypatch.setattr("failsafe.pipeline.publish.kafka_clients", kafka.clients)
+    monkeypatch.setattr("failsafe.pipeline.publish.WORKER_WRITERS", {})
     rows = [{"partition": 3, "key": "a", "value": "1"}, {"partition": 1, "key": "b", "value": "2"}]
     rows.append({"partition": 3, "key": "c", "value": "3"})
     outcomes = list(publish_rows(PUBLICATION, 4, rows))
@@ -311,3 +319,46 @@ def test_registering_the_ids_gives_each_its_state_and_fences_nothing_the_tasks_n
     register(PUBLICATION, kafka.clients())
     assert set(kafka.epochs) == {PUBLICATION.transactional_id(p) for p in range(PUBLICATION.partitions)}
     assert publish_partition(PUBLICATION, 0, 2, ROWS, kafka.clients()).published and kafka.read(2) == ROWS
+
+
+def test_a_kept_writer_publishes_the_next_batches_without_opening_again() -> None:
+    kafka = FakeKafka()
+    writers: dict[tuple[str, str], Writer] = {}
+    first = publish_partition(PUBLICATION, 7, 2, ROWS, kafka.clients(), writers)
+    second = publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), writers)
+    replay = publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), writers)
+    assert (first.writer, second.writer, replay.writer) == ("opened", "kept", "kept")
+    assert second.published and not replay.published
+    assert kafka.calls == {"init_transactions": 1, "committed": 1, "produce": 4, "commit_transaction": 2}
+    assert kafka.read(2) == ROWS + ROWS and kafka.committed[(PUBLICATION.marker_group, TOPIC, 2)] == 9
+
+
+def test_a_kept_writer_fenced_by_another_worker_opens_anew_and_decides_from_the_marker() -> None:
+    kafka = FakeKafka()
+    worker_a: dict[tuple[str, str], Writer] = {}
+    worker_b: dict[tuple[str, str], Writer] = {}
+    publish_partition(PUBLICATION, 7, 2, ROWS, kafka.clients(), worker_a)
+    # Batch 8 of partition 2 runs in worker B, whose producer of the id fences worker A's.
+    assert publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), worker_b).published
+    # A replay of batch 8 lands in worker A: its writer still believes the marker at 8, writes, is fenced before
+    # it commits; the writer opened anew reads 9 and publishes nothing.
+    replay = publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), worker_a)
+    assert not replay.published and replay.writer == "reopened" and replay.attempts == 1
+    assert kafka.read(2) == ROWS + ROWS
+    # Batch 9 in worker B: now B's writer is the fenced one; it opens anew and publishes once.
+    nine = publish_partition(PUBLICATION, 9, 2, ROWS, kafka.clients(), worker_b)
+    assert nine.published and nine.writer == "reopened"
+    assert kafka.read(2) == ROWS * 3 and kafka.committed[(PUBLICATION.marker_group, TOPIC, 2)] == 10
+
+
+def test_a_writer_whose_task_failed_is_not_kept() -> None:
+    kafka = FakeKafka()
+    writers: dict[tuple[str, str], Writer] = {}
+    publish_partition(PUBLICATION, 7, 2, ROWS, kafka.clients(), writers)
+    kafka.faults["commit_transaction"] = [Crash()]
+    with pytest.raises(Crash):
+        publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), writers)
+    assert writers == {}
+    again = publish_partition(PUBLICATION, 8, 2, ROWS, kafka.clients(), writers)
+    assert again.published and again.writer == "opened"
+    assert kafka.read(2) == ROWS + ROWS

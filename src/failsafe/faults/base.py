@@ -194,6 +194,10 @@ class ClientTargets(Protocol):
 
     def resume_client(self, name: str) -> None: ...
 
+    # Only kinds that offer spark-driver: wait until a micro-batch's publishing job has run for delay_s (at most
+    # timeout_s for one to start); which batch, said in a few words (kill-driver when = "publishing").
+    def wait_publishing(self, delay_s: float, timeout_s: float) -> str: ...
+
 
 @dataclass(frozen=True)
 class FaultTargets:

@@ -97,11 +97,49 @@ def pause_consumer(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     )
 
 
+# kill-driver's moments: at the fault's time, or into the next micro-batch's publishing job after it.
+NOW = "now"
+PUBLISHING = "publishing"
+PUBLISHING_TIMEOUT_S = 120.0  # how long kill-driver waits for a batch to start publishing
+
+
+def _moment(value: object) -> str:
+    if value not in (NOW, PUBLISHING):
+        raise ValueError(f'must be "{NOW}" or "{PUBLISHING}"')
+    return str(value)
+
+
+def _delay_ms(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 60_000:
+        raise ValueError("must be a number of milliseconds from 0 to 60000")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class DriverMoment:
+    """When the driver dies: ``"now"`` (at the fault's time), or ``"publishing"``: ``delay_ms`` after the next
+    micro-batch with totals started its publishing job, so that the kill lands while the batch's output is being
+    written to Kafka (some tasks done, others not) and before Spark commits the batch."""
+
+    when: str = field(default=NOW, metadata={"convert": _moment})
+    delay_ms: float = field(default=300.0, metadata={"convert": _delay_ms})
+
+
 def kill_driver(spec: FaultSpec, targets: FaultTargets) -> AppliedFault:
     """SIGKILL of the driver's whole process group (its JVM too); the undo starts it again from its checkpoint."""
+    details = {}
+    if spec.params.when == PUBLISHING:
+        details["publishing"] = targets.clients.wait_publishing(spec.params.delay_ms / 1000, PUBLISHING_TIMEOUT_S)
+    acted_ns = time.time_ns()
     targets.clients.kill_client(DRIVER)
     return AppliedFault(
-        KILL_DRIVER, Target.PIPELINE, [DRIVER], "spark driver", lambda: targets.clients.restart_client(DRIVER)
+        KILL_DRIVER,
+        Target.PIPELINE,
+        [DRIVER],
+        "spark driver",
+        lambda: targets.clients.restart_client(DRIVER),
+        details=details,
+        acted_ns=acted_ns,
     )
 
 
@@ -206,6 +244,7 @@ register(
         frozenset({Need.SPARK_DRIVER}),
         kill_driver,
         "the driver started again from its checkpoint",
+        DriverMoment,
     )
 )
 register(

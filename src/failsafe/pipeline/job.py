@@ -54,6 +54,7 @@ ENRICHED_TOPIC = "demo.purchases-enriched"
 RESULTS_PARTITIONS = 6  # a results topic the pipeline creates when it is missing (the enriched topic among them)
 COMMITS_FILE = "_commits.jsonl"
 PUBLISHED_FILE = "_published.jsonl"  # OUTPUT/: per batch, what each output partition's transaction did
+PUBLISHING_FILE = "_publishing.jsonl"  # OUTPUT/: per batch, when its publishing job started (either mode)
 # The results topic gets a batch's changed totals at once (~15,000 records of JSON after a 50,000-purchase batch).
 # With the producer's defaults (batch.size 16 KB, linger.ms 5) each task's records leave as hundreds of small
 # requests, each waiting on acks=all; larger batches send them in a few (docs/benchmarks.md, "The pipeline's state
@@ -97,7 +98,6 @@ class SalesBatchSink:
     def __init__(self, config: PipelineConfig, producer_options: dict[str, str] | None = None) -> None:
         self.config = config
         self.producer_options = RESULTS_PRODUCER_OPTIONS if producer_options is None else producer_options
-        self._warm = False
         self._publication: Publication | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -112,9 +112,6 @@ class SalesBatchSink:
             sales = output_rows(outputs, KIND_SALES)
             if counts.get(KIND_SALES):
                 self._emit(sales, batch_id)
-            elif not self._warm:
-                self._warm_up(sales)
-            self._warm = True
             if counts.get(KIND_DEAD_LETTER):
                 _write_replacing(
                     output_rows(outputs, KIND_DEAD_LETTER), self.config.output_dir / DEAD_LETTERS_DIR, batch_id
@@ -122,9 +119,14 @@ class SalesBatchSink:
         finally:
             outputs.unpersist()
 
-    def _warm_up(self, empty: DataFrame) -> None:
-        """The first batch had nothing to emit (the pipeline started before the data): write nothing once, so that
-        the first batch with data does not also pay for loading the Parquet writer and the Kafka producer."""
+    def warm_up(self, outputs: DataFrame) -> None:
+        """Before the query starts: write and publish nothing once, in the shape of ``outputs`` (the streaming query's
+        rows), so that the first batch does not also pay for loading the Parquet writer, the Kafka producer and the
+        executors' Python workers."""
+        from failsafe.pipeline.transforms import KIND_SALES, output_rows
+
+        spark = outputs.sparkSession
+        empty = output_rows(spark.createDataFrame(spark.sparkContext.emptyRDD(), outputs.schema), KIND_SALES)
         scratch = self.config.output_dir / SALES_DIR / f"_warm-up-{uuid.uuid4().hex[:8]}"
         with self._publishing(empty, None):
             empty.coalesce(1).write.parquet(str(scratch))
@@ -167,6 +169,10 @@ class SalesBatchSink:
             )
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as pool:
             published = pool.submit(job)
+            if batch_id is not None:
+                line = {"batch_id": batch_id, "publish": self.config.publish, "started_at": time.time()}
+                with open(self.config.output_dir / PUBLISHING_FILE, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(line) + "\n")
             yield
             published.result()
 
@@ -188,7 +194,15 @@ class SalesBatchSink:
         what each did is appended to ``OUTPUT/_published.jsonl``."""
         from pyspark.sql import functions as F
 
-        publication = self.publication(records.sparkSession)
+        if batch_id is None:
+            # The warm-up's rows are none, so no task opens a producer: the ids need the query's, which a new
+            # checkpoint has only once the query has started.
+            assert self.config.results_topic is not None
+            publication = Publication(
+                self.config.bootstrap_servers, self.config.results_topic, self.config.results_partitions, ""
+            )
+        else:
+            publication = self.publication(records.sparkSession)
         keyed = records.withColumn("partition", F.pmod(F.hash("key"), F.lit(publication.partitions)))
         started = time.monotonic()
         outcomes = (
@@ -238,7 +252,7 @@ def _write_replacing(rows: DataFrame, root: Path, batch_id: int) -> None:
 
 
 def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
-    """The product catalogue as it is now (a batch read of the compacted topic), kept in memory."""
+    """The product catalogue as it is now (a batch read of the compacted topic), read at once and kept in memory."""
     from failsafe.pipeline.transforms import parse_products
 
     raw = (
@@ -249,7 +263,9 @@ def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
         .option("endingOffsets", "latest")
         .load()
     )
-    return parse_products(raw).cache()
+    products = parse_products(raw).cache()
+    products.count()  # read now, before the query starts, not in its first batch
+    return products
 
 
 def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFrame) -> dict[str, StreamingQuery]:
@@ -262,11 +278,13 @@ def start_queries(spark: SparkSession, config: PipelineConfig, products: DataFra
     outputs = sales_and_dead_letters(
         parse_purchases(reader.load()), products, config.window_duration, config.watermark_delay
     )
+    sink = SalesBatchSink(config)
+    sink.warm_up(outputs)
     writer = (
         outputs.writeStream.queryName(SALES_QUERY)
         .outputMode("update")
         .option("checkpointLocation", str(config.checkpoint_dir / SALES_QUERY))
-        .foreachBatch(SalesBatchSink(config))
+        .foreachBatch(sink)
     )
     writer = (
         writer.trigger(availableNow=True)

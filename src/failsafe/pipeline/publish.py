@@ -16,14 +16,19 @@ batch's records are written by the executors, one Kafka transaction per output p
   ``init_transactions``: the transaction coordinator answers InitProducerId only once the id's earlier
   transaction is complete (CONCURRENT_TRANSACTIONS until then), its markers written to every partition
   it touched, the marker group's ``__consumer_offsets`` partition among them. At ``batch_id + 1`` or
-  above, the batch was published and nothing is written again.
+  above, the batch was published and nothing is written again;
+- a Python worker keeps its producers between batches (``Writer``): while a producer's epoch is the
+  id's latest, no other producer of the id has committed since its own marker read or commit, so what
+  it knows of the marker is exact; a producer another worker fenced fails its transaction before the
+  commit, and a new one (``init_transactions``, the marker's read) decides again.
 
 So a replay of a committed batch publishes nothing, a replay of an uncommitted one publishes it once,
 and a read_committed reader sees each batch's records once. Why per partition and per batch: a
 transaction per task would have to span partitions whose tasks Spark may retry separately, and a
 transaction per batch spanning tasks would need one producer shared by the executors, which Kafka's
-producers are not. The cost is a producer and a marker read per partition with rows, per batch
-(docs/pipeline.md, "Publishing exactly once", has it measured).
+producers are not. The cost is a transaction per partition with rows, per batch, and a producer and a
+marker read whenever a partition's task lands in a worker whose producer of the id is missing or
+fenced (docs/pipeline.md, "Publishing exactly once", has it measured).
 
 The prefix must be stable across restarts of the query and unique to it: ``transactional_prefix``
 derives it from Spark's id of the query, which its checkpoint keeps. A prefix given instead
@@ -36,6 +41,7 @@ partitioner: readers of the topic see every total of a key in one partition, in 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -98,6 +104,10 @@ class Outcome:
     published: bool
     attempts: int = 1
     elapsed_ms: float = 0.0
+    # The producer: "kept" from an earlier batch by this Python worker, "opened" (none kept: init_transactions and the
+    # marker's read), "reopened" (the kept one was fenced by another worker's).
+    writer: str = "opened"
+    worker: int = 0  # the Python worker's pid
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "elapsed_ms": round(self.elapsed_ms, 1)}
@@ -133,25 +143,92 @@ def kafka_clients() -> Clients:
     return Clients(Producer, Consumer)
 
 
+@dataclass
+class Writer:
+    """A partition's transactional producer and a consumer of its marker group, and the marker as far as this producer
+    knows it: one past the last batch published to the partition (None: none)."""
+
+    producer: Any
+    marker: Any
+    published_up_to: int | None
+
+    def close(self) -> None:
+        self.marker.close()
+        # Anything still queued belongs to a transaction that was not committed: drop it, do not send it.
+        self.producer.purge()
+
+
+# The writers a Python worker keeps between batches, by (bootstrap servers, transactional id): Spark reuses its Python
+# workers (spark.python.worker.reuse), so a worker that published a partition before skips init_transactions and the
+# marker's read the next time it gets that partition.
+WORKER_WRITERS: dict[tuple[str, str], Writer] = {}
+
+
 def publish_partition(
     publication: Publication,
     batch_id: int,
     partition: int,
     records: list[tuple[str | None, str]],
     clients: Clients | None = None,
+    writers: dict[tuple[str, str], Writer] | None = None,
 ) -> Outcome:
-    """Batch ``batch_id``'s ``records`` (key, value) into ``partition`` once, in one transaction with its marker."""
-    from confluent_kafka import KafkaException, TopicPartition
+    """Batch ``batch_id``'s ``records`` (key, value) into ``partition`` once, in one transaction with its marker.
 
+    ``writers``: the writers kept from earlier batches (WORKER_WRITERS in an executor; none by default). A kept
+    writer's knowledge of the marker is exact while its producer's epoch is the id's latest: only a producer of this
+    id commits the partition's marker, and any other that starts fences this one first. So a kept writer skips a
+    batch it knows published, and writes otherwise; if another worker's producer of the id fenced it meanwhile, its
+    transaction fails before it commits, and a writer opened anew (init_transactions, the marker's read) decides
+    again. A writer opened by this call and fenced is a zombie: PublishFenced.
+    """
     clients = clients or kafka_clients()
+    writers = {} if writers is None else writers
     started = time.monotonic()
     deadline = started + publication.timeout_s
-    config = {
-        "bootstrap.servers": publication.bootstrap_servers,
-        **publication.producer_config,
-        "transactional.id": publication.transactional_id(partition),
-    }
-    producer = clients.producer(config)
+    key = (publication.bootstrap_servers, publication.transactional_id(partition))
+    writer = writers.pop(key, None)
+    kept, attempts, how = writer is not None, 0, "kept" if writer is not None else "opened"
+    try:
+        while True:
+            if writer is None:
+                writer, kept = open_writer(publication, partition, clients, deadline), False
+            if writer.published_up_to is not None and writer.published_up_to > batch_id:
+                outcome = Outcome(partition, len(records), False, attempts, _ms(started), how, os.getpid())
+                break
+            attempts += 1
+            try:
+                _transact(writer, publication, batch_id, partition, records, deadline)
+            except _Aborted:
+                continue
+            except PublishFenced:
+                if not kept:
+                    raise
+                writer.close()
+                writer, how = None, "reopened"  # fenced by a producer of the id in another worker: open anew
+                continue
+            writer.published_up_to = batch_id + 1
+            outcome = Outcome(partition, len(records), True, attempts, _ms(started), how, os.getpid())
+            break
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    writers[key] = writer
+    return outcome
+
+
+def open_writer(publication: Publication, partition: int, clients: Clients, deadline: float) -> Writer:
+    """A new producer of the partition's transactional id, past ``init_transactions`` (which fences every older one and
+    settles its transaction), and the marker as it then stands: the transaction coordinator answers InitProducerId
+    only once the id's earlier transaction is complete (CONCURRENT_TRANSACTIONS until then), its markers written to
+    every partition it touched, the marker group's ``__consumer_offsets`` partition among them."""
+    producer = clients.producer(
+        {
+            "bootstrap.servers": publication.bootstrap_servers,
+            **publication.producer_config,
+            "transactional.id": publication.transactional_id(partition),
+        }
+    )
     marker = clients.consumer(
         {
             "bootstrap.servers": publication.bootstrap_servers,
@@ -160,47 +237,62 @@ def publish_partition(
             "isolation.level": "read_committed",
         }
     )
-    attempts = 0
+    writer = Writer(producer, marker, None)
     try:
         _until(deadline, lambda: producer.init_transactions(_left(deadline)), "init_transactions")
-        done = _until(deadline, lambda: published_up_to(marker, publication.topic, [partition]), "the marker's read")[
-            partition
-        ]
-        if done is not None and done > batch_id:
-            return Outcome(partition, len(records), False, 0, _ms(started))
-        headers = [(BATCH_HEADER, str(batch_id).encode())]
-        while True:
-            attempts += 1
-            try:
-                producer.begin_transaction()
-                for key, value in records:
-                    _produce(producer, publication.topic, partition, key, value, headers)
-                offsets = [TopicPartition(publication.topic, partition, batch_id + 1)]
-                producer.send_offsets_to_transaction(offsets, marker.consumer_group_metadata(), _left(deadline))
-                _commit(producer, deadline)
-                return Outcome(partition, len(records), True, attempts, _ms(started))
-            except KafkaException as e:
-                error = e.args[0] if e.args else None
-                if error is not None and getattr(error, "fatal", lambda: False)():
-                    raise PublishFenced(f"partition {partition} of batch {batch_id}: {error}") from e
-                again = error is not None and (error.txn_requires_abort() or retriable(e))
-                if not again or time.monotonic() >= deadline:
-                    raise PublishFailed(f"partition {partition} of batch {batch_id}: {error or e}") from e
-                # Whatever the transaction holds is aborted and the batch written again in a new one.
-                producer.abort_transaction(_left(deadline))
-    finally:
-        marker.close()
-        # Anything still queued belongs to a transaction that was not committed: drop it, do not send it.
-        producer.purge()
+        read = _until(deadline, lambda: published_up_to(marker, publication.topic, [partition]), "the marker's read")
+    except BaseException:
+        writer.close()
+        raise
+    writer.published_up_to = read[partition]
+    return writer
+
+
+class _Aborted(Exception):
+    """The transaction was aborted on an abortable or retriable error: the batch is written again in a new one."""
+
+
+def _transact(
+    writer: Writer,
+    publication: Publication,
+    batch_id: int,
+    partition: int,
+    records: list[tuple[str | None, str]],
+    deadline: float,
+) -> None:
+    """The records and the marker ``batch_id + 1`` in one transaction."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    producer = writer.producer
+    headers = [(BATCH_HEADER, str(batch_id).encode())]
+    try:
+        producer.begin_transaction()
+        for key, value in records:
+            _produce(producer, publication.topic, partition, key, value, headers)
+        offsets = [TopicPartition(publication.topic, partition, batch_id + 1)]
+        producer.send_offsets_to_transaction(offsets, writer.marker.consumer_group_metadata(), _left(deadline))
+        _commit(producer, deadline)
+    except KafkaException as e:
+        error = e.args[0] if e.args else None
+        if _fatal(error):
+            raise PublishFenced(f"partition {partition} of batch {batch_id}: {error}") from e
+        again = error is not None and (error.txn_requires_abort() or retriable(e))
+        if not again or time.monotonic() >= deadline:
+            raise PublishFailed(f"partition {partition} of batch {batch_id}: {error or e}") from e
+        producer.abort_transaction(_left(deadline))
+        raise _Aborted from e
 
 
 def publish_rows(publication: Publication, batch_id: int, rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
-    """An executor's ``mapPartitions`` body: its rows (partition, key, value) published per output partition."""
+    """An executor's ``mapPartitions`` body: its rows (partition, key, value) published per output partition, by the
+    writers this Python worker keeps."""
     by_partition: dict[int, list[tuple[str | None, str]]] = {}
     for row in rows:
         by_partition.setdefault(int(row["partition"]), []).append((row["key"], row["value"]))
     for partition in sorted(by_partition):
-        yield publish_partition(publication, batch_id, partition, by_partition[partition]).as_dict()
+        yield publish_partition(
+            publication, batch_id, partition, by_partition[partition], writers=WORKER_WRITERS
+        ).as_dict()
 
 
 def published_up_to(marker: Any, topic: str, partitions: list[int]) -> dict[int, int | None]:
@@ -248,11 +340,19 @@ def _until(deadline: float, call: Callable[[], Any], what: str) -> Any:
             return call()
         except KafkaException as e:
             error = e.args[0] if e.args else None
-            if error is not None and getattr(error, "fatal", lambda: False)():
+            if _fatal(error):
                 raise PublishFenced(f"{what}: {error}") from e
             if not retriable(e) or time.monotonic() >= deadline:
                 raise PublishFailed(f"{what}: {error or e}") from e
             time.sleep(RETRY_BACKOFF_S)  # a back-off between tries (librdkafka's retry.backoff.ms), not a wait on state
+
+
+def _fatal(error: Any) -> bool:
+    """The producer is unusable (fenced, most often): librdkafka flags the error fatal, or, from ``produce()`` once the
+    producer has learned it, answers with the code _FATAL and no flag (seen with librdkafka 2.16.0)."""
+    from confluent_kafka import KafkaError
+
+    return error is not None and (getattr(error, "fatal", lambda: False)() or error.code() == KafkaError._FATAL)
 
 
 def _left(deadline: float) -> float:

@@ -10,6 +10,7 @@ the verdict is built from these ops and the sink (docs/pipeline.md).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -18,7 +19,14 @@ from collections import Counter
 from failsafe.faults import FaultError
 from failsafe.faults.clients import DRIVER, HOLDING_STATE, spark_worker_name
 from failsafe.history.ops import Op, Process, event
-from failsafe.pipeline.job import ENRICHED_QUERY, ENRICHED_TOPIC, RESULTS_PARTITIONS, RESULTS_TOPIC, SALES_QUERY
+from failsafe.pipeline.job import (
+    ENRICHED_QUERY,
+    ENRICHED_TOPIC,
+    PUBLISHING_FILE,
+    RESULTS_PARTITIONS,
+    RESULTS_TOPIC,
+    SALES_QUERY,
+)
 from failsafe.pipeline.progress import latest_by_query
 from failsafe.pipeline.publish import EXACTLY_ONCE, Publication, marker_group, register
 from failsafe.pipeline.sink import read_progress
@@ -246,6 +254,25 @@ class PipelineWorkload:
     def wait_settled(self, timeout_s: float) -> str:
         raise FaultError("the pipeline scenario has no consumer group of its own to wait for")
 
+    def wait_publishing(self, delay_s: float, timeout_s: float) -> str:
+        """Until a micro-batch whose publishing job starts from now on has run it for ``delay_s``: the sink notes each
+        start in ``OUTPUT/_publishing.jsonl``."""
+        since = time.time()
+
+        def started() -> dict | None:
+            return next((line for line in _publishing_starts(self.output) if line["started_at"] >= since), None)
+
+        try:
+            line = wait_until(started, timeout_s, "no micro-batch started publishing", poll_interval_s=0.02)
+        except WaitTimeout as e:
+            raise FaultError(f"{e} within {timeout_s:g} s: kill-driver had no publishing job to land in") from e
+        into = line["started_at"] + delay_s
+        # The fault's own timing (as its at_s), not a wait on state.
+        wait_until(lambda: time.time() >= into, delay_s + 1.0, "the clock did not advance", poll_interval_s=0.01)
+        said = f"batch {line['batch_id']} publishing ({line['publish']}) for {delay_s * 1000:g} ms"
+        self._ctx().event(f"kill-driver: {said}")
+        return said
+
     def restart_client(self, name: str) -> None:
         if (worker := self._spark_worker(name)) is not None:
             assert self.spark is not None
@@ -383,3 +410,18 @@ def _covers(end_offsets: dict | None, log_end: dict[int, int]) -> bool:
 def purchases_log_end(bootstrap_servers: str) -> dict[int, int]:
     ends = log_end_offsets(bootstrap_servers, [(PURCHASES_TOPIC, p) for p in range(PURCHASES_PARTITIONS)])
     return {partition: end for (_, partition), end in ends.items()}
+
+
+def _publishing_starts(output) -> list[dict]:
+    """The sink's notes of each publishing job's start (a line still being written is left for the next look)."""
+    try:
+        text = (output / PUBLISHING_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    lines = []
+    for raw in text.splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            break
+    return lines
