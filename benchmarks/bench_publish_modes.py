@@ -81,7 +81,7 @@ def _timed_kill(run_dir: Path) -> dict:
     said = [s for s in said if s]
     if not said:
         return {}
-    batch = int(said[0].split()[1])  # "batch N publishing (MODE) for D ms"
+    batch = said[0]["batch"]
     starts = (run_dir / "output" / PUBLISHING_FILE).read_text().splitlines()
     return {
         "killed_in_batch": batch,

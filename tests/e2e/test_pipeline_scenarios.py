@@ -149,7 +149,7 @@ def test_a_driver_killed_while_a_batch_publishes_leaves_each_batch_once_at_read_
     assert published["counts"]["duplicate"] == 0
     history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     (killed,) = [op for op in history if op.get("f") == "fault-start"]
-    hit = int(killed["details"]["publishing"].split()[1])  # "batch N publishing (exactly-once) for 700 ms"
+    hit = killed["details"]["publishing"]["batch"]
     starts = [json.loads(line) for line in (run_dir / "output" / "_publishing.jsonl").read_text().splitlines()]
     # The batch hit was published again by the restarted driver (Spark had not committed it), once.
     assert [s["batch_id"] for s in starts].count(hit) == 2

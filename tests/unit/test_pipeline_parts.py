@@ -381,10 +381,10 @@ def test_kill_driver_lands_a_set_time_into_a_publishing_job_that_starts_after_it
 
     timer = threading.Timer(0.2, sink_starts_batch_4)
     timer.start()
-    said = workload.wait_publishing(0.05, 5.0)
+    hit = workload.wait_publishing(0.05, 5.0)
     timer.join()
-    assert said == "batch 4 publishing (exactly-once) for 50 ms"
+    assert hit == {"batch": 4, "publish": "exactly-once", "for_ms": 50.0}
     assert time.time() >= json.loads(starts.read_text().splitlines()[1])["started_at"] + 0.05
-    assert events == [f"kill-driver: {said}"]
+    assert events == ["kill-driver: batch 4 publishing (exactly-once) for 50 ms"]
     with pytest.raises(FaultError, match="no micro-batch started publishing within 0.2 s"):
         workload.wait_publishing(0.05, 0.2)

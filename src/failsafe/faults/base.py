@@ -195,8 +195,8 @@ class ClientTargets(Protocol):
     def resume_client(self, name: str) -> None: ...
 
     # Only kinds that offer spark-driver: wait until a micro-batch's publishing job has run for delay_s (at most
-    # timeout_s for one to start); which batch, said in a few words (kill-driver when = "publishing").
-    def wait_publishing(self, delay_s: float, timeout_s: float) -> str: ...
+    # timeout_s for one to start); which batch it was (kill-driver when = "publishing": the fault's details).
+    def wait_publishing(self, delay_s: float, timeout_s: float) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

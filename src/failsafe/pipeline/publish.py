@@ -187,11 +187,11 @@ def publish_partition(
     deadline = started + publication.timeout_s
     key = (publication.bootstrap_servers, publication.transactional_id(partition))
     writer = writers.pop(key, None)
-    kept, attempts, how = writer is not None, 0, "kept" if writer is not None else "opened"
+    attempts, how = 0, "kept" if writer is not None else "opened"
     try:
         while True:
             if writer is None:
-                writer, kept = open_writer(publication, partition, clients, deadline), False
+                writer = open_writer(publication, partition, clients, deadline)
             if writer.published_up_to is not None and writer.published_up_to > batch_id:
                 outcome = Outcome(partition, len(records), False, attempts, _ms(started), how, os.getpid())
                 break
@@ -201,7 +201,7 @@ def publish_partition(
             except _Aborted:
                 continue
             except PublishFenced:
-                if not kept:
+                if how != "kept":  # a producer this task opened: a newer attempt took the id
                     raise
                 writer.close()
                 writer, how = None, "reopened"  # fenced by a producer of the id in another worker: open anew

@@ -254,7 +254,7 @@ class PipelineWorkload:
     def wait_settled(self, timeout_s: float) -> str:
         raise FaultError("the pipeline scenario has no consumer group of its own to wait for")
 
-    def wait_publishing(self, delay_s: float, timeout_s: float) -> str:
+    def wait_publishing(self, delay_s: float, timeout_s: float) -> dict:
         """Until a micro-batch whose publishing job starts from now on has run it for ``delay_s``: the sink notes each
         start in ``OUTPUT/_publishing.jsonl``."""
         since = time.time()
@@ -269,9 +269,9 @@ class PipelineWorkload:
         into = line["started_at"] + delay_s
         # The fault's own timing (as its at_s), not a wait on state.
         wait_until(lambda: time.time() >= into, delay_s + 1.0, "the clock did not advance", poll_interval_s=0.01)
-        said = f"batch {line['batch_id']} publishing ({line['publish']}) for {delay_s * 1000:g} ms"
-        self._ctx().event(f"kill-driver: {said}")
-        return said
+        hit = {"batch": line["batch_id"], "publish": line["publish"], "for_ms": delay_s * 1000}
+        self._ctx().event(f"kill-driver: batch {hit['batch']} publishing ({hit['publish']}) for {hit['for_ms']:g} ms")
+        return hit
 
     def restart_client(self, name: str) -> None:
         if (worker := self._spark_worker(name)) is not None:
