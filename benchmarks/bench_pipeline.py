@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -47,8 +48,16 @@ WARMUP_S = 30.0  # latency is also reported for the records created after this m
 BOUNDED_SLOPE = 0.02  # latency growing by more than 2 % of the elapsed time after the warm-up: not keeping up
 
 
-def cli(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "failsafe", *args], check=True)
+def cli(*args: str, cpus: set[int] | None = None) -> None:
+    """``failsafe ARGS`` to its end; ``cpus``: the process (and every process it starts) kept on these CPUs."""
+    subprocess.run([sys.executable, "-m", "failsafe", *args], check=True, preexec_fn=on_cpus(cpus))
+
+
+def on_cpus(cpus: set[int] | None):
+    """A ``preexec_fn`` that keeps the child on ``cpus`` (inherited by everything it starts); None: no pinning."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
 
 
 def sales_batches(output: Path) -> dict[int, dict]:
@@ -60,7 +69,8 @@ def sales_batches(output: Path) -> dict[int, dict]:
     }
 
 
-def backlog(bootstrap: str, work: Path, records: int, batch: int, publish: str = "exactly-once") -> dict:
+def write_backlog(bootstrap: str, ledger: Path, records: int) -> None:
+    """Fresh demo topics, then ``records`` purchases from the simulator as fast as it can."""
     setup.fresh_topics(bootstrap, DEMO_TOPICS, [])
     cli(
         "simulate",
@@ -72,9 +82,22 @@ def backlog(bootstrap: str, work: Path, records: int, batch: int, publish: str =
         "--count",
         str(records),
         "--ledger",
-        str(work / "ledger-backlog"),
+        str(ledger),
     )
-    output = work / "backlog"
+
+
+def pipeline_over_backlog(
+    bootstrap: str,
+    work: Path,
+    ledger: Path,
+    batch: int,
+    publish: str = "exactly-once",
+    master: str | None = None,
+    cpus: set[int] | None = None,
+    name: str = "backlog",
+) -> dict:
+    """The pipeline over the topic's backlog from a fresh checkpoint (--available-now), verified against ``ledger``."""
+    output = work / name
     t0 = time.monotonic()
     cli(
         "pipeline",
@@ -84,37 +107,48 @@ def backlog(bootstrap: str, work: Path, records: int, batch: int, publish: str =
         "--output",
         str(output),
         "--checkpoint",
-        str(work / "ck-backlog"),
+        str(work / f"ck-{name}"),
         "--available-now",
         "--max-offsets-per-trigger",
         str(batch),
         "--publish",
         publish,
+        *(["--master", master] if master else []),
+        cpus=cpus,
     )
     wall_s = time.monotonic() - t0
     batches = sorted(sales_batches(output).items())
     steady = batches[1:] or batches
     rows = sum(b["num_input_rows"] for _, b in steady)
     busy_s = sum(b["duration_ms"]["triggerExecution"] for _, b in steady) / 1000
-    verified = verify_output(output, work / "ledger-backlog")
-    ceiling = ceiling_query(bootstrap, work, batch)
     return {
-        "ceiling": ceiling,
-        "pipeline_wall_s_over_ceiling": round(wall_s / ceiling["wall_s_with_spark_start"], 2),
-        "pipeline_steady_over_ceiling": round(rows / busy_s / ceiling["steady_records_per_s"], 2)
-        if ceiling["steady_records_per_s"]
-        else None,
-        "records": records,
-        "max_records_per_batch": batch,
         "batches": len(batches),
         "wall_s_with_spark_start": round(wall_s, 1),
         "steady_records_per_s": round(rows / busy_s),
         "first_batch_s": round(batches[0][1]["duration_ms"]["triggerExecution"] / 1000, 1),
-        "sink_equals_ledger": verified["valid"],
+        "sink_equals_ledger": verify_output(output, ledger)["valid"],
     }
 
 
-def ceiling_query(bootstrap: str, work: Path, batch: int) -> dict:
+def backlog(bootstrap: str, work: Path, records: int, batch: int, publish: str = "exactly-once") -> dict:
+    write_backlog(bootstrap, work / "ledger-backlog", records)
+    run = pipeline_over_backlog(bootstrap, work, work / "ledger-backlog", batch, publish)
+    ceiling = ceiling_query(bootstrap, work, batch)
+    return {
+        "ceiling": ceiling,
+        "pipeline_wall_s_over_ceiling": round(run["wall_s_with_spark_start"] / ceiling["wall_s_with_spark_start"], 2),
+        "pipeline_steady_over_ceiling": round(run["steady_records_per_s"] / ceiling["steady_records_per_s"], 2)
+        if ceiling["steady_records_per_s"]
+        else None,
+        "records": records,
+        "max_records_per_batch": batch,
+        **run,
+    }
+
+
+def ceiling_query(
+    bootstrap: str, work: Path, batch: int, master: str | None = None, cpus: set[int] | None = None
+) -> dict:
     """The simplest query on the same topic, as a process of its own like the pipeline's (Spark's start included in the
     wall time)."""
     t0 = time.monotonic()
@@ -128,10 +162,12 @@ def ceiling_query(bootstrap: str, work: Path, batch: int) -> dict:
             str(work / "ck-ceiling"),
             "--batch",
             str(batch),
+            *(["--master", master] if master else []),
         ],
         capture_output=True,
         text=True,
         check=True,
+        preexec_fn=on_cpus(cpus),
     )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     return {**result, "wall_s_with_spark_start": round(time.monotonic() - t0, 1)}
@@ -276,6 +312,22 @@ def compare_publish(bootstrap: str, args: argparse.Namespace, modes: list[str]) 
     return runs
 
 
+def sustained(bootstrap: str, args: argparse.Namespace, modes: list[str]) -> dict:
+    """A live run of --live-s at each rate of --sustained, in order (each rate in each publish mode, the modes taking
+    turns); a mode's sustained rate is the highest whose latency stays bounded."""
+    runs = []
+    for rate in (int(r) for r in args.sustained.split(",")):
+        for mode in modes:
+            work = args.work / f"rate-{rate}" if len(modes) == 1 else args.work / f"rate-{rate}-{mode}"
+            runs.append(live(bootstrap, work, rate, args.live_s, args.warmup, mode))
+            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    rates = {mode: [r["rate_per_s"] for r in runs if r["bounded"] and r["publish"] == mode] for mode in modes}
+    summary = {"master": "local[2]", "bounded_slope_s_per_s": BOUNDED_SLOPE, "runs": runs}
+    if len(modes) == 1:
+        return {**summary, "sustained_rate_per_s": max(rates[modes[0]], default=None)}
+    return {**summary, "sustained_rate_per_s": {mode: max(rates[mode], default=None) for mode in modes}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True)
@@ -291,8 +343,8 @@ def main() -> None:
         "--sustained",
         default=None,
         metavar="R1,R2,...",
-        help="instead: a live run of --live-s at each rate, in order; the sustained rate is the highest whose "
-        "latency stays bounded",
+        help="instead: a live run of --live-s at each rate, in order, in each --publish mode; the sustained rate is "
+        "the highest whose latency stays bounded",
     )
     parser.add_argument("--warmup", type=float, default=WARMUP_S)
     parser.add_argument(
@@ -306,23 +358,10 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     with cluster_at(args.dir) as cluster:
-        if args.sustained:
-            runs = []
-            for rate in (int(r) for r in args.sustained.split(",")):
-                runs.append(live(cluster.bootstrap_servers, args.work / f"rate-{rate}", rate, args.live_s, args.warmup))
-                print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-            bounded = [r["rate_per_s"] for r in runs if r["bounded"]]
-            write_summary(
-                {
-                    "master": "local[2]",
-                    "bounded_slope_s_per_s": BOUNDED_SLOPE,
-                    "runs": runs,
-                    "sustained_rate_per_s": max(bounded) if bounded else None,
-                },
-                args.out,
-            )
-            return
         modes = args.publish.split(",")
+        if args.sustained:
+            write_summary(sustained(cluster.bootstrap_servers, args, modes), args.out)
+            return
         if len(modes) > 1:
             write_summary(
                 {"master": "local[2]", "runs": compare_publish(cluster.bootstrap_servers, args, modes)}, args.out

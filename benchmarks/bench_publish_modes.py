@@ -104,7 +104,7 @@ def summarise(rows: list[dict]) -> list[dict]:
                     "publish": mode,
                     "runs": len(mine),
                     "verdicts": {
-                        v: sum(r.get("verdict") == v for r in mine)
+                        v: sum(str(r.get("verdict")) == v for r in mine)
                         for v in sorted({str(r.get("verdict")) for r in mine})
                     },
                     "copies_per_run": copies,

@@ -109,8 +109,10 @@ from benchmarks.render_pipeline import (  # noqa: E402
 from benchmarks.render_profiles import t_profiles_failover, t_profiles_price  # noqa: E402
 from benchmarks.render_protocol import t_protocol_runs, t_proxy, t_txn_gap  # noqa: E402
 from benchmarks.render_publish import (  # noqa: E402
+    t_pipeline_cpu_placement,
     t_pipeline_publish_cost,
     t_pipeline_publish_modes,
+    t_pipeline_publish_modes_kept,
     t_pipeline_publish_profile,
     t_pipeline_publish_timed_kill,
     t_pipeline_targets_before_after,
@@ -300,9 +302,11 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "transactions-campaigns": t_transactions_campaigns,
     "pipeline-sink-duplicates": t_pipeline_sink_duplicates,
     "pipeline-publish-modes": t_pipeline_publish_modes,
+    "pipeline-publish-modes-kept": t_pipeline_publish_modes_kept,
     "pipeline-publish-cost": t_pipeline_publish_cost,
     "pipeline-publish-profile": t_pipeline_publish_profile,
     "pipeline-publish-timed-kill": t_pipeline_publish_timed_kill,
+    "pipeline-cpu-placement": t_pipeline_cpu_placement,
     "pipeline-targets-before-after": t_pipeline_targets_before_after,
     "rebalance-protocols": t_rebalance_protocols,
     "rebalance-protocols-30": t_rebalance_protocols_30,

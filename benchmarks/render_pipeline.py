@@ -79,7 +79,7 @@ def t_pipeline_live(root: Path) -> str:
     return table(header, [row]) + source(root, rel)
 
 
-def _sustained_rows(d: dict) -> list[list[str]]:
+def sustained_rows(d: dict) -> list[list[str]]:
     rows = []
     for r in d["runs"]:
         a = r["latency_after_warmup"]
@@ -108,14 +108,19 @@ SUSTAINED_HEADER = [
 ]
 
 
+def sustained_note(d: dict) -> str:
+    """The line under a sustained table: the rate it found and what bounded means."""
+    rate = d["sustained_rate_per_s"]
+    return (
+        "\n\nSustained rate (the highest rate tried whose latency stayed bounded): "
+        + (f"**{num(rate)}/s**; " if rate else "**none of them**; ")
+        + f"bounded = slope of each second's worst latency at most {d['bounded_slope_s_per_s']} s/s."
+    )
+
+
 def t_pipeline_sustained(root: Path, rel: str = "docs/benchmarks/pipeline-state-sustained.json") -> str:
     d = load(root, rel)
-    note = (
-        f"\n\nSustained rate (the highest rate tried whose latency stayed bounded): "
-        f"**{num(d['sustained_rate_per_s'])}/s**; "
-        f"bounded = slope of each second's worst latency at most {d['bounded_slope_s_per_s']} s/s."
-    )
-    return table(SUSTAINED_HEADER, _sustained_rows(d)) + note + source(root, rel)
+    return table(SUSTAINED_HEADER, sustained_rows(d)) + sustained_note(d) + source(root, rel)
 
 
 def t_pipeline_live_pair(root: Path) -> str:
@@ -123,14 +128,14 @@ def t_pipeline_live_pair(root: Path) -> str:
     rels = ("docs/benchmarks/pipeline-live-5000-115b35b.json", "docs/benchmarks/pipeline-live-5000-after.json")
     rows = []
     for rel, what in zip(rels, ("before (115b35b)", "after (this pass)"), strict=True):
-        rows += [[what, *row] for row in _sustained_rows(load(root, rel))]
+        rows += [[what, *row] for row in sustained_rows(load(root, rel))]
     return table(["tree", *SUSTAINED_HEADER], rows) + source(root, *rels)
 
 
 def t_pipeline_sustained_two_queries(root: Path) -> str:
     rel = "docs/benchmarks/pipeline-sustained.json"
     d = load(root, rel)
-    return table(SUSTAINED_HEADER, _sustained_rows(d)) + source(root, rel)
+    return table(SUSTAINED_HEADER, sustained_rows(d)) + source(root, rel)
 
 
 def t_pipeline_targets(root: Path) -> str:
