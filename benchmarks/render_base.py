@@ -36,13 +36,13 @@ class Raw:
         return (self.patterns,) if isinstance(self.patterns, str) else self.patterns
 
 
-# The faults of bench_publish_modes.py, in its order.
-PUBLISH_FAULTS = (
-    "pipeline-restart",
-    "pipeline-executor-loss",
-    "pipeline-txn-coordinator-kill",
-    "pipeline-output-leader-isolated",
-    "pipeline-broker-failover",
+# bench_publish_modes.py's five faults once each, five times over: five rounds in which the faults take turns.
+FIVE_ROUNDS = ",".join(
+    [
+        "pipeline-restart:1,pipeline-executor-loss:1,pipeline-txn-coordinator-kill:1,"
+        "pipeline-output-leader-isolated:1,pipeline-broker-failover:1"
+    ]
+    * 5
 )
 RAW: tuple[Raw, ...] = (
     Raw(
@@ -598,9 +598,7 @@ RAW: tuple[Raw, ...] = (
     Raw(
         "docs/benchmarks/pipeline-publish-modes-5.json",
         f"{PY} benchmarks/bench_publish_modes.py --dir {BENCH_DIR} --keep-runs /tmp/failsafe-publish-modes-5 "
-        "--scenarios "
-        + ",".join([f"{s}:1" for s in PUBLISH_FAULTS] * 5)
-        + " --out docs/benchmarks/pipeline-publish-modes-5.json",
+        "--scenarios " + FIVE_ROUNDS + " --out docs/benchmarks/pipeline-publish-modes-5.json",
         False,
         "about 80 minutes: five rounds, each running the five faults once in each mode (the pipeline of 19c6a55, "
         "producers kept per Python worker); the last 7 runs, made while another benchmark ran by mistake on the same "

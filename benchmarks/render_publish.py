@@ -65,7 +65,7 @@ def t_pipeline_publish_modes(root: Path) -> str:
     return table(MODES_HEADER, rows) + source(root, REL, AGAIN)
 
 
-# The same faults with the producers kept per Python worker (48c2054 on): five rounds, each fault once per mode a round.
+# The same faults with the producers kept per Python worker (the pipeline of 19c6a55): five rounds.
 KEPT = "docs/benchmarks/pipeline-publish-modes-5.json"
 
 
