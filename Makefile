@@ -87,6 +87,7 @@ bench: setup
 	$(PY) benchmarks/profile_pipeline.py --dir $(BENCH_DIR) --publish at-least-once --out docs/benchmarks/pipeline-profile-at-least-once.json
 	$(PY) benchmarks/time_publish_steps.py --dir $(BENCH_DIR) --out docs/benchmarks/publish-steps.json
 	$(PY) benchmarks/bench_pipeline_pinned.py --dir $(BENCH_DIR) --out docs/benchmarks/pipeline-pinned.json
+	$(PY) benchmarks/bench_pipeline.py --dir $(BENCH_DIR) --sustained 5000,10000,16000 --live-s 150 --warmup 60 --publish exactly-once,at-least-once --out docs/benchmarks/pipeline-publish-sustained.json
 	$(PY) benchmarks/bench_realtime.py --dir $(BENCH_DIR) --rate 5000 --duration 90 --warmup 30 --out docs/benchmarks/realtime.json
 	$(PY) benchmarks/bench_console.py --dir $(BENCH_DIR) --rounds 5 --idle-s 60 --out docs/benchmarks/console.json
 	$(PY) benchmarks/bench_seedlab.py --dir /tmp/failsafe-bench-lab --runs 1 --out docs/benchmarks/seed-lab.json

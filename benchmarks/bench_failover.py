@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     rows = []
-    with cluster_at(args.dir):
+    with cluster_at(args.dir, hold=False):
         for _ in range(args.runs):
             rows.append(one_run(args.dir, args.dir / "bench-runs"))
             print(json.dumps(rows[-1]), flush=True)

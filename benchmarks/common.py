@@ -10,11 +10,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from failsafe.cluster.spec import ClusterSpec
-from failsafe.cluster.state import ClusterDir
+from failsafe.cluster.state import ClusterDir, run_lock
 from failsafe.cluster.topology import lifecycle
 from failsafe.cluster.topology.lifecycle import Cluster
 from tests.helpers import free_port_block
@@ -23,8 +23,18 @@ READY_TIMEOUT_S = 120
 
 
 @contextmanager
-def cluster_at(root: Path) -> Iterator[Cluster]:
-    """The cluster at root; when there is none or it is stopped, one started (on free ports) and stopped afterwards."""
+def cluster_at(root: Path, *, hold: bool = True) -> Iterator[Cluster]:
+    """The cluster at root; when there is none or it is stopped, one started (on free ports) and stopped afterwards.
+    ``hold``: the benchmark holds the cluster's run lock throughout, as a scenario run does (cluster/state.py,
+    run_lock), so that a run or another benchmark started on the same directory is refused instead of recreating the
+    topics under it; a benchmark whose own runs take the lock (``failsafe run``) passes False."""
+    with run_lock(root) if hold else nullcontext():
+        with _cluster_at(root) as cluster:
+            yield cluster
+
+
+@contextmanager
+def _cluster_at(root: Path) -> Iterator[Cluster]:
     if ClusterDir(root).has_state():
         existing = Cluster.open(root)
         if existing.running_nodes():

@@ -114,6 +114,7 @@ from benchmarks.render_publish import (  # noqa: E402
     t_pipeline_publish_modes,
     t_pipeline_publish_modes_kept,
     t_pipeline_publish_profile,
+    t_pipeline_publish_sustained,
     t_pipeline_publish_timed_kill,
     t_pipeline_targets_before_after,
 )
@@ -304,6 +305,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "pipeline-publish-modes": t_pipeline_publish_modes,
     "pipeline-publish-modes-kept": t_pipeline_publish_modes_kept,
     "pipeline-publish-cost": t_pipeline_publish_cost,
+    "pipeline-publish-sustained": t_pipeline_publish_sustained,
     "pipeline-publish-profile": t_pipeline_publish_profile,
     "pipeline-publish-timed-kill": t_pipeline_publish_timed_kill,
     "pipeline-cpu-placement": t_pipeline_cpu_placement,

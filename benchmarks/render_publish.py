@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.bench_publish_modes import MODES, summarise
 from benchmarks.render_base import load, num, secs, source, table
 
 REL = "docs/benchmarks/pipeline-publish-modes.json"
@@ -65,18 +66,46 @@ def t_pipeline_publish_modes(root: Path) -> str:
     return table(MODES_HEADER, rows) + source(root, REL, AGAIN)
 
 
-# The same faults with the producers kept per Python worker (the pipeline of 19c6a55): five rounds.
-KEPT = "docs/benchmarks/pipeline-publish-modes-5.json"
+# The same faults with the producers kept per Python worker (the pipeline of 19c6a55): five rounds, six more, and one
+# more run of the fault whose run in one mode could not be carried out.
+KEPT = (
+    "docs/benchmarks/pipeline-publish-modes-5.json",
+    "docs/benchmarks/pipeline-publish-modes-6.json",
+    "docs/benchmarks/pipeline-publish-modes-extra.json",
+)
 
 
 def t_pipeline_publish_modes_kept(root: Path) -> str:
-    d = load(root, KEPT)
+    """The runs of KEPT's files taken together (summarised again), and a line per mode over every fault."""
+    files = [load(root, rel) for rel in KEPT]
+    runs = [r for d in files for r in d["rows"]]
+    note = "\n" + " ".join(_rounds_said(rel, d) for rel, d in zip(KEPT, files, strict=True))
+    for mode in MODES:
+        mine = [r for r in runs if r["publish"] == mode and r.get("counts")]
+        note += (
+            f"\n\n{mode}, every fault: {num(len(mine))} runs judged, "
+            f"{num(sum(r['counts'].get('duplicate', 0) for r in mine))} copies of a batch's total, "
+            f"{num(sum(bool(r['counts'].get('duplicate', 0)) for r in mine))} runs with copies, "
+            f"{num(sum(r['counts'].get('lost_purchases', 0) for r in mine))} purchases lost."
+        )
+    merged = {"rows": runs, "summary": summarise(runs)}
+    return table(MODES_HEADER, _rows(merged, "")) + note + source(root, *KEPT)
+
+
+def _rounds_said(rel: str, d: dict) -> str:
     rounds = max((s["runs"] for s in d["summary"]), default=0)
-    note = f"\n{rounds} rounds, the faults and the modes taking turns within each."
+    faults = len({s["scenario"] for s in d["summary"]})
+    said = (
+        f"`{Path(rel).name}`: {_count(rounds, 'round')} of {_count(faults, 'fault')} in each mode, "
+        "the faults and the modes taking turns."
+    )
     if d.get("set_aside"):
-        note += f" {len(d['set_aside']['rows'])} runs of the last round set aside: {d['set_aside']['why']}."
-    note += "\n"
-    return table(MODES_HEADER, _rows(d, "")) + note + source(root, KEPT)
+        said += f" {len(d['set_aside']['rows'])} runs of its last round set aside: {d['set_aside']['why']}."
+    return said
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 TIMED = "docs/benchmarks/pipeline-publish-timed-kill.json"
@@ -307,3 +336,43 @@ def t_pipeline_cpu_placement(root: Path) -> str:
         f"{d['kafka_nodes']} Kafka nodes, {d['cpus']} CPUs; CPU seconds over the whole run, Spark's start included.\n"
     )
     return table(header, rows) + note + source(root, PINNED)
+
+
+SUSTAINED = "docs/benchmarks/pipeline-publish-sustained.json"
+
+
+def t_pipeline_publish_sustained(root: Path) -> str:
+    """bench_pipeline.py --sustained in each --publish mode: each rate in each mode, the modes taking turns."""
+    d = load(root, SUSTAINED)
+    rows = []
+    for r in d["runs"]:
+        sink, topic = r["latency_after_warmup"], r.get("latency_published_after_warmup")
+        slope = r["latency_slope_s_per_s"]
+        rows.append(
+            [
+                f"{num(r['rate_per_s'])}/s",
+                r["publish"],
+                f"{_p(sink, 'p50_s')} / {_p(sink, 'p99_s')} / {_p(sink, 'max_s')}",
+                f"{_p(topic, 'p50_s')} / {_p(topic, 'p99_s')}",
+                "—" if slope is None else f"{slope:+.3f}",
+                "yes" if r["bounded"] else "**no**",
+                "yes" if r["sink_equals_ledger"] else "**no**",
+            ]
+        )
+    header = [
+        "rate",
+        "publish",
+        "in the sink after the warm-up: p50 / p99 / max (s)",
+        "in the topic after the warm-up: p50 / p99 (s)",
+        "slope (s/s)",
+        "bounded",
+        "sink = ledger",
+    ]
+    rates = d["sustained_rate_per_s"]
+    if not isinstance(rates, dict):
+        rates = {d["runs"][0]["publish"]: rates}
+    note = "\n\nSustained rate (the highest rate tried whose latency stayed bounded): " + "; ".join(
+        f"{mode} **{num(rate)}/s**" if rate else f"{mode} **none of them**" for mode, rate in rates.items()
+    )
+    note += f"; bounded = slope of each second's worst latency at most {d['bounded_slope_s_per_s']} s/s."
+    return table(header, rows) + note + source(root, SUSTAINED)
