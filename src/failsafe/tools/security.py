@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import javaproperties
@@ -150,9 +150,6 @@ class ClientSecurity:
             if value is not None:
                 out[f.name] = REDACTED if f.name in ("password", "key_password") else str(value)
         return out
-
-    def with_password(self, password: str) -> ClientSecurity:
-        return replace(self, password=password)
 
 
 PLAINTEXT = ClientSecurity()

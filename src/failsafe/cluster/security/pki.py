@@ -57,11 +57,6 @@ class Identity:
     cert_file: Path
     key_file: Path
 
-    @property
-    def principal(self) -> str:
-        """The principal Kafka gives a TLS peer with this certificate under failsafe's mapping rule (CN only)."""
-        return f"User:{self.name}"
-
 
 def make_authority(directory: Path, name: str = "failsafe-ca", valid_days: int = DEFAULT_VALID_DAYS) -> Authority:
     """A self-signed CA in ``directory`` (ca.pem, ca-key.pem)."""
