@@ -68,6 +68,13 @@ RAW: tuple[Raw, ...] = (
         "the transaction gap: txn-commit-gap per client and transaction.version, 10 runs each",
     ),
     Raw(
+        "docs/benchmarks/security.json",
+        f"{PY} benchmarks/bench_security.py --dir /tmp/failsafe-bench-security --rounds 4 --records 300000 --out "
+        "docs/benchmarks/security.json",
+        False,
+        "failsafe up and producer-perf-test per security mode; broker-failover secured and plaintext, alternately",
+    ),
+    Raw(
         "docs/benchmarks/clock-probe.json",
         f"{PY} benchmarks/clock_probe.py --out docs/benchmarks/clock-probe.json",
         False,

@@ -126,6 +126,7 @@ from benchmarks.render_rebalance import (  # noqa: E402
     t_share_redelivery_java,
     t_share_throughput,
 )
+from benchmarks.render_security import t_security_failover, t_security_modes  # noqa: E402
 from benchmarks.render_soundness import t_bad_input_sweep, t_cold_catalog, t_soundness  # noqa: E402
 from benchmarks.render_storage import t_corruption, t_slow_disk  # noqa: E402
 from benchmarks.render_tiered import t_tiered  # noqa: E402
@@ -248,6 +249,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "txn-gap": t_txn_gap,
     "clock-probe": t_clock_probe,
     "clock-runs": t_clock_runs,
+    "security-modes": t_security_modes,
+    "security-failover": t_security_failover,
     "clock-retention": t_clock_retention,
     "corruption": t_corruption,
     "slow-disk": t_slow_disk,

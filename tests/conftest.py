@@ -43,12 +43,14 @@ def stop_cluster(cluster: RunningCluster) -> None:
     assert alive_pids(cluster.dir) == []
 
 
-def module_cluster(holder: dict, factory: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[RunningCluster]:
+def module_cluster(
+    holder: dict, factory: pytest.TempPathFactory, name: str, *flags: str, controllers: int = 1
+) -> Iterator[RunningCluster]:
     """A module's own cluster made with ``flags`` (the shared cluster stopped first), stopped after the module: what a
     module-scoped fixture yields from."""
     if "cluster" in holder:
         stop_cluster(holder.pop("cluster"))
-    cluster = start_cluster(factory.mktemp(name) / "cluster", *flags)
+    cluster = start_cluster(factory.mktemp(name) / "cluster", *flags, controllers=controllers)
     yield cluster
     stop_cluster(cluster)
 

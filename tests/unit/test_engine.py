@@ -338,9 +338,11 @@ def test_a_heal_that_never_succeeds_leaves_the_fault_open_and_require_whole_name
 
 # Network faults need nftables and a real cluster's processes: tests/e2e/test_network_faults.py runs them through this
 # engine. A feature-downgrade runs kafka-features against the cluster: tests/unit/test_feature_downgrade.py starts and
-# undoes it against a fake kafka-features.
+# undoes it against a fake kafka-features. The security faults (faults/security.py) change a secured cluster's SCRAM
+# credentials and ACLs through its admin API: tests/e2e/test_secured_cluster.py runs them through this engine.
 @pytest.mark.parametrize(
-    "kind", [name for name, t in FAULT_TYPES.items() if t.family not in (Family.NETWORK, Family.FEATURE_FLIP)]
+    "kind",
+    [name for name, t in FAULT_TYPES.items() if t.family not in (Family.NETWORK, Family.FEATURE_FLIP, "security")],
 )
 def test_every_kind_of_fault_records_its_start_and_a_successful_stop(
     tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch

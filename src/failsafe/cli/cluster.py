@@ -26,6 +26,7 @@ from failsafe.cluster.nodes.actions import NODE_ACTIONS, act_on_node, default_ti
 from failsafe.cluster.observe.metrics import endpoint
 from failsafe.cluster.observe.status import ClusterStatus, disk_words
 from failsafe.cluster.profiles import DEFAULT_PROFILE, spec_fields
+from failsafe.cluster.security.modes import MODES as SECURITY_MODES
 from failsafe.cluster.spec import (
     BROKER,
     CONTROLLER,
@@ -70,6 +71,7 @@ _SPEC_PARAMS = {
     "protocol_proxy": "protocol_proxy",
     "clock_faults": "clock_faults",
     "tiered_storage": "tiered_storage",
+    "security": "security",
 }
 
 
@@ -240,6 +242,14 @@ def setup_command(kafka_versions: tuple[str, ...], cds: bool) -> None:
     "its own; topics with remote.storage.enable=true move closed segments there (docs/tiered-storage.md).",
 )
 @click.option(
+    "--security",
+    type=click.Choice(list(SECURITY_MODES)),
+    default="plaintext",
+    show_default=True,
+    help="Every listener's security: TLS from failsafe's own CA, SASL/SCRAM users made at format time, ACLs through "
+    "the StandardAuthorizer; secrets in DIR/secrets, owner-only (docs/security.md). KRaft on this machine.",
+)
+@click.option(
     "--metrics/--no-metrics",
     default=True,
     show_default=True,
@@ -284,6 +294,7 @@ def up_command(
     protocol_proxy: bool,
     clock_faults: bool,
     tiered_storage: bool,
+    security: str,
     metrics: bool,
     metrics_base_port: int | None,
     dr: bool,
@@ -318,6 +329,7 @@ def up_command(
         **({"protocol_proxy": True} if protocol_proxy else {}),
         **({"clock_faults": True} if clock_faults else {}),
         **({"tiered_storage": True} if tiered_storage else {}),
+        **({"security": security} if security != "plaintext" else {}),
         features=parse_pairs(feature, "--feature"),
         metrics=metrics,
         metrics_base_port=metrics_base_port,
@@ -393,7 +405,8 @@ def _print_status(status: ClusterStatus) -> None:
     spec = status.spec
     table = Table(
         title=f"{status.root} ({spec.mode}, Kafka {spec.kafka_version}, profile {spec.profile} version "
-        f"{spec.profile_version}, cluster id {status.cluster_id or 'not known yet'})"
+        f"{spec.profile_version}, {'' if spec.security == 'plaintext' else f'security {spec.security}, '}cluster id "
+        f"{status.cluster_id or 'not known yet'})"
     )
     for col in (
         "id",

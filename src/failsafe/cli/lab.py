@@ -74,6 +74,14 @@ VERDICT_STYLE = {
     help="Run on a cluster failsafe did not start: only the scenario's topics change; node faults only through "
     "the inventory's [host.commands] (docs/hosts.md).",
 )
+@click.option(
+    "--client-config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="With --attach: the client properties every client of the run reaches the cluster with (security.protocol, "
+    "SASL mechanism and credentials, CA file, client certificate; Java's or librdkafka's names, PEM files), checked "
+    "against the cluster before anything runs (docs/security.md).",
+)
 @inventory_options
 def run_command(
     names: tuple[str, ...],
@@ -84,6 +92,7 @@ def run_command(
     overrides: tuple[str, ...],
     master: str | None,
     attach: str | None,
+    client_config: Path | None,
     inventory_file: Path | None,
     hosts_list: str | None,
     user: str | None,
@@ -117,6 +126,11 @@ def run_command(
 
     outcomes: list[Outcome] = []
     try:
+        if client_config is not None and not attach:
+            raise UserError(
+                "--client-config goes with --attach; a cluster of failsafe's (failsafe up --security) gives its "
+                "clients their settings itself"
+            )
         if (inventory_file or hosts_list or user or key) and not attach:
             raise UserError(
                 "--inventory and --hosts go with --attach; a cluster on hosts is made with 'failsafe up --inventory' "
@@ -130,7 +144,9 @@ def run_command(
         for sitting, (attempts, first) in enumerate(_sittings(scenarios, repeat, root, attach)):
             if sitting:
                 event("the run left its cluster changed for good: a fresh one for the next run")
-            where = open_site(scenarios, root, event, site, attach=attach, inventory=inventory)
+            where = open_site(
+                scenarios, root, event, site, attach=attach, inventory=inventory, client_config=client_config
+            )
             with stderr.status("preparing") as status, where as (cluster, clusters, facts):
                 # A scenario's [zookeeper] table applies on a ZooKeeper-mode cluster.
                 mode_of_cluster = cluster.spec.mode

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from failsafe.cluster import tiered
 from failsafe.cluster.profiles import broker_settings
+from failsafe.cluster.security import secured as security
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 
 
@@ -25,9 +26,8 @@ def kraft_properties(spec: ClusterSpec, node: NodeSpec, cluster_dir: Path) -> di
             else {"controller.quorum.voters": spec.quorum_voters()}
         ),
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
-        + (",REPLICATION:PLAINTEXT" if node.replication_port else "")
-        + (",DIRECT:PLAINTEXT" if spec.direct_port(node) else ""),
+        # Each listener's protocol, and in a secured mode what it needs (cluster/security/secured.py).
+        **security.node_properties(spec, node, cluster_dir),
     }
     # Clients on 127.0.0.1 (the seeds' ports); replication and the controller on the node's own
     # address, so a network fault can cut one without the other (docs/cluster.md).

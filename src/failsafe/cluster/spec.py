@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 
 from failsafe.cluster.profiles import DEFAULT_PROFILE, check_cluster
+from failsafe.cluster.security.modes import security_mode
 from failsafe.errors import UserError
 from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, DEFAULT_ZOOKEEPER_KAFKA_VERSION
 
@@ -167,6 +168,9 @@ class ClusterSpec:
     # all of them (cluster/tiered.py, docs/tiered-storage.md): what remote-store faults and tiered topics need. KRaft,
     # on this machine only.
     tiered_storage: bool = False
+    # The security mode of every listener (cluster/security/modes.py, docs/security.md): TLS, SASL/SCRAM and ACLs, from
+    # failsafe's own CA and users in DIR/secrets. KRaft, on this machine only.
+    security: str = "plaintext"
 
     @classmethod
     def zookeeper_mode(
@@ -404,6 +408,7 @@ class ClusterSpec:
                 "--tiered-storage: the remote store is a directory of this machine shared by a KRaft cluster's brokers "
                 "(not in ZooKeeper mode, not on hosts)"
             )
+        self._validate_security()
         ids = [n.node_id for n in self._kafka_nodes()]
         if len(set(ids)) != len(ids) or min(ids) < 0:
             raise UserError("node ids overlap or are negative: set the first broker and controller ids apart")
@@ -426,6 +431,26 @@ class ClusterSpec:
         )
         if why:
             raise UserError(f"--dynamic-quorum: {why}")
+
+    def _validate_security(self) -> None:
+        mode = security_mode(self.security)
+        if not mode.secured:
+            return
+        why = (
+            "ZooKeeper mode has no SCRAM users at format time nor the StandardAuthorizer"
+            if self.mode != KRAFT_MODE
+            else "clusters on hosts get their certificates in a later change"
+            if self.placement
+            else "a protocol proxy reads the client listener's requests, which TLS and SASL hide from it"
+            if self.protocol_proxy
+            else "the remote log metadata manager's clients have no security settings yet"
+            if self.tiered_storage
+            else "nodes need their own addresses for their certificates"
+            if not self.node_addresses
+            else ""
+        )
+        if why:
+            raise UserError(f"--security {self.security}: KRaft on this machine only ({why})")
 
     def _validate_zookeeper_mode(self) -> None:
         if not self.kafka_version.startswith("3.9."):

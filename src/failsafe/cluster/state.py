@@ -25,6 +25,7 @@ from pathlib import Path
 from failsafe.cluster.observe.journal import JOURNAL_FILE
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.errors import ClusterNotRunning, UserError
+from failsafe.tools.security import write_secret
 
 STATE_FILE = "failsafe-state.json"
 LOCK_FILE = ".failsafe.lock"
@@ -116,6 +117,10 @@ class ClusterDir:
 
     def config_file(self, node: NodeSpec) -> Path:
         return self.root / f"{node.name}.properties"
+
+    def write_config(self, node: NodeSpec, text: str) -> None:
+        """A node's properties, owner-only: in a secured mode they hold its listeners' JAAS passwords."""
+        write_secret(self.config_file(node), text.encode())
 
     def data_dir(self, node: NodeSpec) -> Path:
         """A Kafka node's log.dirs (kafka-N), a ZooKeeper node's dataDir (zookeeper-N)."""

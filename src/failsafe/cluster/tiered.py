@@ -8,8 +8,9 @@ goes through Kafka's default TopicBasedRemoteLogMetadataManager (the ``__remote_
 brokers' client listener.
 
 What a cluster gets besides: the remote log manager's task every second (default 30 s) and the retention check every
-second (default 5 min), so a topic with small segments and a short ``local.retention.ms`` moves its data to the tier
-within seconds. A topic is tiered by its own ``remote.storage.enable=true`` (``TIERED_TOPIC`` is such a topic's
+second (default 5 min), from a second after a broker starts (``log.initial.task.delay.ms``, default 30 s), so a topic
+with small segments and a short ``local.retention.ms`` moves its data to the tier within seconds, on a broker that was
+just restarted too. A topic is tiered by its own ``remote.storage.enable=true`` (``TIERED_TOPIC`` is such a topic's
 settings).
 """
 
@@ -55,6 +56,7 @@ def node_properties(spec: ClusterSpec, node: NodeSpec, root: Path) -> dict[str, 
         "rlmm.config.remote.log.metadata.topic.num.partitions": "5",
         "remote.log.manager.task.interval.ms": "1000",
         "log.retention.check.interval.ms": "1000",
+        "log.initial.task.delay.ms": "1000",
     }
 
 

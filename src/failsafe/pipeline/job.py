@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from failsafe.pipeline.progress import ProgressLog
 from failsafe.pipeline.publish import EXACTLY_ONCE, Publication, publish_rows, transactional_prefix
 from failsafe.pipeline.sink import DEAD_LETTERS_DIR, SALES_DIR
+from failsafe.tools import connections
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -79,9 +80,15 @@ class PipelineConfig:
     results_partitions: int = RESULTS_PARTITIONS  # the results topic's, as preflight found it
     transactional_prefix: str | None = None  # None: from Spark's id of the query (publish.py)
 
+    def kafka_options(self) -> dict[str, str]:
+        """Where Spark's Kafka source and sink find the cluster, and on a secured cluster how they reach it, as
+        failsafe's client user (tools/connections.py)."""
+        security = connections.security_for(self.bootstrap_servers)
+        return {"kafka.bootstrap.servers": self.bootstrap_servers, **(security.spark_options() if security else {})}
+
     def kafka_source_options(self) -> dict[str, str]:
         options = {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
+            **self.kafka_options(),
             "subscribe": self.purchases_topic,
             "startingOffsets": "earliest",
             # A lost acknowledged record must stop the query loudly, not be skipped.
@@ -162,7 +169,7 @@ class SalesBatchSink:
         else:
             job = (
                 records.write.format("kafka")
-                .option("kafka.bootstrap.servers", self.config.bootstrap_servers)
+                .options(**self.config.kafka_options())
                 .option("topic", self.config.results_topic)
                 .options(**self.producer_options)
                 .save
@@ -257,7 +264,7 @@ def read_products(spark: SparkSession, config: PipelineConfig) -> DataFrame:
 
     raw = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .options(**config.kafka_options())
         .option("subscribe", config.products_topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
@@ -314,7 +321,7 @@ def start_enriched_query(
         records.writeStream.queryName(ENRICHED_QUERY)
         .format("kafka")
         .outputMode("update")
-        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .options(**config.kafka_options())
         .option("topic", topic)
         .option("checkpointLocation", str(config.checkpoint_dir / ENRICHED_QUERY))
     )

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from failsafe.tools.connections import secured
 from failsafe.tools.errors import retriable
 
 EXACTLY_ONCE = "exactly-once"
@@ -140,7 +141,7 @@ def register(publication: Publication, clients: Clients | None = None) -> None:
 def kafka_clients() -> Clients:
     from confluent_kafka import Consumer, Producer
 
-    return Clients(Producer, Consumer)
+    return Clients(lambda config: Producer(secured(config)), lambda config: Consumer(secured(config)))
 
 
 @dataclass

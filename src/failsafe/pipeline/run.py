@@ -32,6 +32,7 @@ from failsafe.pipeline.publish import EXACTLY_ONCE, marker_group, published_up_t
 from failsafe.pipeline.session import SessionSpec, build_session
 from failsafe.pipeline.state_census import state_locations
 from failsafe.tools.admin import client_config
+from failsafe.tools.connections import CLIENT
 from failsafe.tools.retry import retrying
 from failsafe.tools.topics import Topics
 from failsafe.waiting import WaitTimeout, wait_until
@@ -103,6 +104,7 @@ def _refuse_a_used_prefix(config: PipelineConfig, timeout_s: float = 60.0) -> No
     consumer = Consumer(
         client_config(
             config.bootstrap_servers,
+            CLIENT,
             **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"},
         )
     )

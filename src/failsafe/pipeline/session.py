@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from failsafe.pipeline.standalone import is_loopback_master
+from failsafe.tools import connections
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,6 +60,11 @@ def session_conf(spec: SessionSpec) -> dict[str, str]:
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     if spec.jars:
         conf["spark.jars"] = ",".join(spec.jars)
+    # The executors' Python workers publish with confluent-kafka: they find a secured cluster's client settings as
+    # every client of failsafe's does (tools/connections.py), also on a standalone cluster's executors, which do not
+    # inherit the driver's environment. Paths only, never a secret.
+    if os.environ.get(connections.ENV):
+        conf[f"spark.executorEnv.{connections.ENV}"] = os.environ[connections.ENV]
     return conf | spec.extra
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from failsafe.checkers import CHECKERS, LOSS_VIOLATIONS, check_options
 from failsafe.checkers.common import CheckerOptionError
 from failsafe.cluster.profiles import profile_names
+from failsafe.cluster.security.modes import MODES as SECURITY_MODES
 from failsafe.cluster.spec import MAX_ADDRESSED_BROKERS, MAX_ADDRESSED_CONTROLLERS, ZOOKEEPER_MODE
 from failsafe.cluster.spec import MODES as CLUSTER_MODES
 from failsafe.errors import UserError
@@ -62,6 +63,9 @@ class ClusterNeeds:
     clock_faults: bool = False
     # Tiered storage (failsafe up --tiered-storage): on by itself when a fault needs it (remote-store).
     tiered_storage: bool = False
+    # Every listener's security mode (failsafe up --security, docs/security.md): a cluster the run starts gets it, a
+    # running cluster in another mode does not fit. Empty: any cluster's.
+    security: str = ""
     # Feature levels a cluster the run starts is formatted with (failsafe up --feature); a running cluster made
     # without them does not fit.
     features: dict[str, str] = field(default_factory=dict)
@@ -313,6 +317,8 @@ def parse_cluster(data: dict, where: str) -> ClusterNeeds:
             f"{cluster.brokers + cluster.adds_brokers} is more than the {MAX_ADDRESSED_BROKERS} brokers a cluster of "
             "failsafe's has",
         )
+    if cluster.security and cluster.security not in SECURITY_MODES:
+        raise fail(f"{where}.cluster.security", f"{cluster.security!r} is not one of {', '.join(SECURITY_MODES)}")
     if cluster.adds_brokers < 0:
         raise fail(f"{where}.cluster.adds_brokers", f"{cluster.adds_brokers} must be 0 or more")
     if cluster.controllers > MAX_ADDRESSED_CONTROLLERS:

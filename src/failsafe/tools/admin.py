@@ -17,8 +17,10 @@ from confluent_kafka.admin import (
 )
 
 from failsafe.errors import BrokerUnreachable, KafkaClientError
+from failsafe.tools import connections
 from failsafe.tools.errors import describe_error
 from failsafe.tools.retry import retrying
+from failsafe.tools.security import ClientSecurityError
 
 __all__ = ["describe_error"]  # where the run path has always taken it from
 
@@ -30,12 +32,37 @@ _librdkafka_log.addHandler(logging.NullHandler())
 _librdkafka_log.propagate = False
 
 
-def client_config(bootstrap_servers: str, **extra: object) -> dict[str, object]:
-    return {"bootstrap.servers": bootstrap_servers, "logger": _librdkafka_log, **extra}
+def client_config(bootstrap_servers: str, user: str = connections.ADMIN, **extra: object) -> dict[str, object]:
+    """A librdkafka client's configuration, as failsafe's ``user`` on a secured cluster (tools/connections.py): the
+    admin user unless the client is a workload's."""
+    return connections.secured({"bootstrap.servers": bootstrap_servers, "logger": _librdkafka_log, **extra}, user)
 
 
 def new_admin(bootstrap_servers: str, **extra: object) -> AdminClient:
     return AdminClient(client_config(bootstrap_servers, **extra))
+
+
+# What librdkafka says when a broker refused the client's credentials or the TLS handshake failed: no retry mends it.
+REFUSALS = (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED)
+
+
+def check_access(bootstrap_servers: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Metadata from the cluster at ``bootstrap_servers`` as failsafe's admin user sees it, or one line: the broker's
+    refusal of the client's settings (ClientSecurityError, exit 2: a wrong password, an untrusted certificate), else
+    that nobody answered. What the refusal says holds no secret (librdkafka names the mechanism, not the password)."""
+    refusals: list[KafkaError] = []
+    admin = AdminClient(
+        client_config(bootstrap_servers, error_cb=lambda e: refusals.append(e) if e.code() in REFUSALS else None)
+    )
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as e:
+        admin.poll(0.5)  # serves error_cb with what went wrong on the connections
+        if refusals:
+            raise ClientSecurityError(
+                f"the cluster at {bootstrap_servers} refused failsafe's client: {refusals[0].str()}"
+            ) from None
+        raise unreachable(bootstrap_servers, timeout_s, e) from e
 
 
 def fetch_metadata(

@@ -13,6 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from failsafe.errors import KafkaClientError, UserError
 from failsafe.tools.admin import client_config, describe_error, fetch_metadata, new_admin
+from failsafe.tools.connections import CLIENT
 from failsafe.tools.topics import validate_topic_name
 
 DEFAULT_FORMAT = "%s\\n"
@@ -91,6 +92,7 @@ def consume(
         raise UserError(f"topic {opts.topic} does not exist: create it with 'failsafe topics create {opts.topic} ...'")
     config = client_config(
         bootstrap_servers,
+        CLIENT,
         **{
             "group.id": opts.group or f"failsafe-consume-{uuid.uuid4().hex[:8]}",
             "auto.offset.reset": "earliest" if opts.from_beginning else "latest",

@@ -15,6 +15,7 @@ from failsafe.jvm.java import find_java
 from failsafe.jvm.jvm import tool_command
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.supervisor import run_to_end, spawn
+from failsafe.tools.connections import bootstrap_args, command_config
 
 TOOLS: dict[str, tuple[str, ...]] = {
     "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
@@ -66,6 +67,13 @@ SERVER_SCRIPTS = {
 # Options through which a tool is told where the cluster is; failsafe adds the local cluster's
 # bootstrap servers only when none of them is given.
 _CONNECT_OPTIONS = ("--bootstrap-server", "--broker-list", "--bootstrap-controller", "--zookeeper", "--command-config")
+# The option through which a tool takes a client properties file, where it is not --command-config.
+_CONFIG_OPTIONS = {
+    "console-producer": "--producer.config",
+    "console-consumer": "--consumer.config",
+    "producer-perf-test": "--producer.config",
+    "consumer-perf-test": "--consumer.config",
+}
 _TOOLS_TAKING_BOOTSTRAP = {
     "topics",
     "console-producer",
@@ -151,7 +159,9 @@ def run_tool(
     """
     cls = main_class(dist, tool)
     if bootstrap_servers and needs_bootstrap(tool, args):
-        args = ["--bootstrap-server", bootstrap_servers, *args]
+        # On a secured cluster of failsafe's, as its admin user (the console tools take their client's file).
+        option = _CONFIG_OPTIONS.get(tool.removeprefix("kafka-").removesuffix(".sh"), "--command-config")
+        args = ["--bootstrap-server", bootstrap_servers, *command_config(bootstrap_servers, option=option), *args]
     if tool.removeprefix("kafka-").removesuffix(".sh") == "zookeeper-shell":
         args = zookeeper_shell_args(args, zookeeper_connect)
     child = spawn(tool_command(find_java(), dist, cls, args), name=f"kafka {tool}", stdin=None, env=os.environ.copy())
@@ -180,7 +190,7 @@ def eligible_leader_replicas(
                 find_java(),
                 dist,
                 main_class(dist, "topics"),
-                ["--bootstrap-server", bootstrap_servers, "--describe", "--topic", topic],
+                [*bootstrap_args(bootstrap_servers), "--describe", "--topic", topic],
             ),
             name="kafka-topics --describe",
             timeout_s=ELR_TIMEOUT_S,
@@ -234,7 +244,7 @@ def tool_output(
 
 def _features(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
     return tool_output(
-        dist, "features", ["--bootstrap-server", bootstrap_servers, *args], FEATURES_TIMEOUT_S, what=" ".join(args)
+        dist, "features", [*bootstrap_args(bootstrap_servers), *args], FEATURES_TIMEOUT_S, what=" ".join(args)
     )
 
 

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from failsafe.errors import UserError
 from failsafe.tools.admin import client_config, describe_error, fetch_metadata, new_admin
+from failsafe.tools.connections import CLIENT
 from failsafe.tools.topics import validate_topic_name
 
 ACKS = {"all": "all", "-1": "all", "1": "1", "0": "0"}
@@ -28,7 +29,7 @@ class ProduceReport:
 def producer_config(bootstrap_servers: str, acks: str, properties: dict[str, str]) -> dict[str, object]:
     if acks not in ACKS:
         raise UserError(f"--acks {acks!r} is not one of all, 1, 0")
-    config = client_config(bootstrap_servers, acks=ACKS[acks])
+    config = client_config(bootstrap_servers, CLIENT, acks=ACKS[acks])
     # The Java producer enables idempotence by default (Kafka 3.0+) and it needs acks=all;
     # librdkafka does not, so match the Java default where it can apply.
     config["enable.idempotence"] = ACKS[acks] == "all"

@@ -142,6 +142,16 @@ class ClientSecurity:
         """Spark's Kafka source and sink take the Java client's properties prefixed ``kafka.``."""
         return {f"kafka.{key}": value for key, value in self.java().items()}
 
+    def described(self) -> dict[str, str]:
+        """The settings that say how the client reached the cluster, by Kafka's names, none of them a secret."""
+        named = {
+            "security.protocol": self.protocol,
+            "sasl.mechanism": self.mechanism,
+            "sasl.username": self.username,
+            "ssl.certificate.location": str(self.cert_file or self.key_store or "") or None,
+        }
+        return {name: value for name, value in named.items() if value}
+
     def redacted(self) -> dict[str, str]:
         """What may be written to a run directory, a report or a log: every field, secrets hidden."""
         out: dict[str, str] = {}

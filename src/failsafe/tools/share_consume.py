@@ -17,6 +17,7 @@ from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareCo
 
 from failsafe.errors import KafkaClientError, UserError
 from failsafe.tools.admin import client_config, describe_error, fetch_metadata, new_admin, set_group_configs
+from failsafe.tools.connections import CLIENT
 from failsafe.tools.consume import POLL_S, ConsumeOptions, compile_format
 from failsafe.tools.topics import validate_topic_name
 
@@ -49,7 +50,7 @@ def consume_share(
         raise UserError(f"topic {opts.topic} does not exist: create it with 'failsafe topics create {opts.topic} ...'")
     if opts.from_beginning:
         set_group_configs(bootstrap_servers, group, {"share.auto.offset.reset": "earliest"}, connect_timeout_s)
-    config = client_config(bootstrap_servers, **{"group.id": group, "share.acknowledgement.mode": "explicit"})
+    config = client_config(bootstrap_servers, CLIENT, **{"group.id": group, "share.acknowledgement.mode": "explicit"})
     config.update(opts.properties or {})
     try:
         consumer = ShareConsumer(config)

@@ -17,6 +17,7 @@ from failsafe.jvm.java import find_java
 from failsafe.jvm.jvm import tool_command
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.supervisor import run_to_end
+from failsafe.tools.connections import bootstrap_args
 from failsafe.tools.kafka_tools import main_class
 
 TOOL_TIMEOUT_S = 60.0
@@ -63,9 +64,7 @@ def _number(text: str) -> int | None:
 
 def _run(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
     done = run_to_end(
-        tool_command(
-            find_java(), dist, main_class(dist, "share-groups"), ["--bootstrap-server", bootstrap_servers, *args]
-        ),
+        tool_command(find_java(), dist, main_class(dist, "share-groups"), [*bootstrap_args(bootstrap_servers), *args]),
         name="kafka-share-groups",
         timeout_s=TOOL_TIMEOUT_S,
     )

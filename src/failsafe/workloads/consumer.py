@@ -9,6 +9,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaErr
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools.connections import secured
 from failsafe.workloads.outcomes import error_name
 from failsafe.workloads.specs import ConsumerSpec
 
@@ -61,7 +62,7 @@ def run_consumer(spec: ConsumerSpec, out: OpWriter, stop: threading.Event, logge
         config["on_commit"] = on_commit
     if logger is not None:
         config["logger"] = logger
-    consumer = Consumer(config)
+    consumer = Consumer(secured(config))
 
     on_assign, on_revoke, on_lost = membership_callbacks(out, group)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools.connections import secured
 from failsafe.workloads.outcomes import error_name, send_outcome
 from failsafe.workloads.specs import ProducerSpec
 
@@ -27,7 +28,7 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
     config = spec.producer_config()
     if logger is not None:
         config["logger"] = logger
-    producer = Producer(config)
+    producer = Producer(secured(config))
     in_flight: dict[int, tuple[str | None, str]] = {}
 
     def report(error: KafkaError | None, msg: Message, send_id: int) -> None:
@@ -46,16 +47,15 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
             )
         else:
             partition = msg.partition() if msg.partition() is not None and msg.partition() >= 0 else None
-            out.op(
-                send_outcome(error),
-                Op.SEND,
-                id=send_id,
-                topic=spec.topic,
-                partition=partition,
-                key=key,
-                value=value,
-                error=error_name(error),
-            )
+            failed(send_outcome(error), error, send_id, key, value, partition)
+
+    def failed(
+        outcome: str, error: KafkaError, send_id: int, key: str | None, value: str, partition: int | None = None
+    ) -> None:
+        out.op(
+            outcome, Op.SEND, id=send_id, topic=spec.topic, partition=partition, key=key, value=value,
+            error=error_name(error),
+        )  # fmt: skip
 
     interval_ns = int(1e9 / spec.rate_per_s) if spec.rate_per_s > 0 else 0
     next_ns = time.monotonic_ns()
@@ -82,6 +82,11 @@ def run_producer(spec: ProducerSpec, out: OpWriter, stop: threading.Event, logge
                     break
                 except BufferError:
                     producer.poll(_POLL_S)
+                except KafkaException as e:
+                    # Refused before it was queued (the topic's metadata said TOPIC_AUTHORIZATION_FAILED, an ACL
+                    # removed): this send never left, and the next one is tried at its time.
+                    failed(OpType.FAIL, e.args[0], send_id, *in_flight.pop(send_id))
+                    break
             seq += 1
             producer.poll(0)
         producer.flush(spec.flush_timeout_s)

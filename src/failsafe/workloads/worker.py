@@ -23,6 +23,7 @@ import orjson
 from failsafe.errors import FailsafeError
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools import connections
 from failsafe.workloads.consumer import run_consumer
 from failsafe.workloads.producer import run_producer
 from failsafe.workloads.share.consumer import ShareConsumerSpec, run_share_consumer, share_spec_from_json
@@ -87,6 +88,10 @@ def client_config_fields(spec: Spec) -> dict:
         for name, value in config.items()
         if name not in ("bootstrap.servers", "logger") and not callable(value)
     ]
+    # How it reached a secured cluster (tools/connections.py), without a secret: the protocol, mechanism and user.
+    security = connections.security_for(spec.bootstrap_servers)
+    if security is not None:
+        entries += [{"name": name, "value": value} for name, value in security.described().items()]
     # The pool puts client logs in the run directory's logs/: the op names them relative to the run.
     log = f"{Path(spec.client_log).parent.name}/{Path(spec.client_log).name}" if spec.client_log else None
     return {"client": client, "client_version": version, "config": entries, "log": log}

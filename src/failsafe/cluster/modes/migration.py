@@ -159,7 +159,7 @@ class Migration:
             f"# {node.name}.properties: {node.role} {node.node_id} of the failsafe cluster in {self.root}",
             f"# Written by 'failsafe migrate' ({why}); every property not listed keeps Kafka's default.",
         ]
-        self.cluster.dir.config_file(node).write_text(render_properties(props, header))
+        self.cluster.dir.write_config(node, render_properties(props, header))
 
     def _save(self, spec: ClusterSpec) -> None:
         self.cluster.state = ClusterState(spec, self.cluster.state.cluster_id, self.cluster.state.created_at)

@@ -25,6 +25,7 @@ from failsafe.cluster.nodes import disks
 from failsafe.cluster.nodes.watchdog import Leash
 from failsafe.cluster.observe import metrics
 from failsafe.cluster.observe.readiness import QUORUM_STATE, port_is_free
+from failsafe.cluster.security import secured as security
 from failsafe.cluster.spec import LOOPBACK, ZOOKEEPER_HEAP, ZOOKEEPER_MODE, ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir, new_cluster_id
 from failsafe.errors import ClusterStartError, PortInUse, UserError
@@ -151,10 +152,11 @@ class LocalNodes:
         if spec.clock_faults:
             clocks.library()  # missing: one line before anything starts
         write_logging_configs(self.dir.root)
+        security.ensure_secrets(self.dir.root, spec)
         for node in spec.nodes():
             # No state file means no failsafe cluster owns these dirs: a failed earlier create.
             shutil.rmtree(self.dir.data_dir(node), ignore_errors=True)
-            self.dir.config_file(node).write_text(render_server_properties(spec, node, self.dir.root.resolve()))
+            self.dir.write_config(node, render_server_properties(spec, node, self.dir.root.resolve()))
             if node.is_zookeeper:
                 self.dir.data_dir(node).mkdir(parents=True)
                 (self.dir.data_dir(node) / "myid").write_text(f"{node.node_id}\n")
@@ -169,7 +171,8 @@ class LocalNodes:
                 java,
                 dist,
                 "kafka.tools.StorageTool",
-                format_args(cluster_id, str(self.dir.config_file(node).resolve()), spec, quorum),
+                format_args(cluster_id, str(self.dir.config_file(node).resolve()), spec, quorum)
+                + security.format_args(self.dir.root, spec),
             )
             procs.append(
                 (node, spawn(cmd, name=f"format {node.name}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT))

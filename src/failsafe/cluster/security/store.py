@@ -71,6 +71,11 @@ class ClusterSecrets:
     def password(self, user: str) -> str:
         return json.loads((self.directory / "passwords.json").read_text())[user]
 
+    def set_password(self, user: str, password: str) -> None:
+        """Keep ``user``'s new password (after Kafka has it: a SCRAM credential altered, faults/security.py)."""
+        passwords = json.loads((self.directory / "passwords.json").read_text()) | {user: password}
+        write_secret(self.directory / "passwords.json", json.dumps(passwords, indent=2).encode())
+
     def client_security(self, user: str = CLIENT_USER) -> ClientSecurity:
         """What one of failsafe's clients, as ``user``, needs to reach the client listener."""
         listening = self.mode.listening(CLIENT)

@@ -67,4 +67,4 @@ def add_broker(
 def _save(cluster: Cluster, spec: ClusterSpec, node: NodeSpec) -> None:
     cluster.state = dataclasses.replace(cluster.state, spec=spec)
     cluster.dir.save(cluster.state)
-    cluster.dir.config_file(node).write_text(render_server_properties(spec, node, cluster.dir.root.resolve()))
+    cluster.dir.write_config(node, render_server_properties(spec, node, cluster.dir.root.resolve()))

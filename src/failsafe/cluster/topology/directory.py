@@ -18,6 +18,8 @@ from typing import Any, ClassVar, Protocol
 
 from failsafe.cluster.nodes.startup import quiet
 from failsafe.cluster.observe.status import LONE, ClusterStatus, Stopped, cluster_facts, cluster_status, not_up
+from failsafe.cluster.security.secured import client_file
+from failsafe.cluster.security.store import CLIENT_USER
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import ClusterDir
 from failsafe.cluster.topology import lifecycle
@@ -179,9 +181,14 @@ class SingleCluster:
     def describe(self) -> str:
         spec = self.cluster.spec
         racked = f" in {spec.racks} racks" if spec.racks else ""
+        secured = (
+            f", {spec.security} (clients: {client_file(self.cluster.dir.root, CLIENT_USER)})"
+            if spec.security != "plaintext"
+            else ""
+        )
         return (
             f"{spec.brokers} brokers{racked}, {self.cluster.mode.quorum(spec)}, Kafka {spec.kafka_version}, "
-            f"profile {spec.profile}"
+            f"profile {spec.profile}{secured}"
         )
 
     def bootstrap_lines(self) -> list[str]:

@@ -30,6 +30,7 @@ from failsafe.cluster.nodes.startup import (  # noqa: F401  (re-exported: caller
 )
 from failsafe.cluster.nodes.startup import quiet as _quiet
 from failsafe.cluster.observe.readiness import registered_brokers
+from failsafe.cluster.security import secured as security
 from failsafe.cluster.site import ClientHost, Leash, NeutralSite, NodeLogs
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.cluster.state import LOCK_FILE, ClusterDir, ClusterState, UnreadableState, utc_now
@@ -37,6 +38,7 @@ from failsafe.errors import ClusterAlreadyRunning, ClusterNotRunning, FailsafeEr
 from failsafe.jvm.java import Java, find_java
 from failsafe.jvm.kafka import KafkaDist, kafka_dist
 from failsafe.supervisor import DOWN, PAUSED, UP, ProcessState, TrackedProcess, read_pidfile
+from failsafe.tools.admin import new_admin
 
 DEFAULT_STOP_TIMEOUT_S = 60.0
 
@@ -73,6 +75,8 @@ class Cluster(NeutralSite):
         self.state = state
         # Where the nodes run: this machine, or hosts over SSH (cluster/nodes/control.py).
         self.nodes: NodeControl = node_control(cdir, state.spec)
+        # From here on every client failsafe runs against these brokers uses this cluster's security settings.
+        security.register_clients(cdir.root, state.spec, self.bootstrap_servers.split(","))
 
     # -- opening and creating -------------------------------------------------------------
     @classmethod
@@ -374,6 +378,9 @@ def up(root: Path, spec: ClusterSpec, explicit: set[str], timeout_s: float, prog
         if cluster is None:
             cluster = Cluster.create(cdir.root, spec, java, dist, progress)
         cluster.start(cluster.spec.nodes(), java, dist, timeout_s, progress)
+        granted = security.grant_client_acls(new_admin(cluster.bootstrap_servers), cluster.spec, timeout_s)
+        if granted:
+            progress(f"{granted} ACLs of failsafe's client principal in force")
         return cluster
 
 

@@ -331,6 +331,11 @@ def up_pair(
 ) -> Pair:
     """Both clusters (made or restarted), then ``dr.json``; a backup that fails to start leaves the primary stopped."""
     mode_of(spec).check_can_pair()
+    if spec.security != "plaintext":
+        raise UserError(
+            f"--security {spec.security}: a DR pair's MirrorMaker 2 has no security settings yet; pairs run in "
+            "plaintext"
+        )
     root = Path(root)
     if root.exists() and any(root.iterdir()) and not is_pair(root) and (root / STATE_FILE).exists():
         raise UserError(f"{root} holds a single cluster: choose another --dir for a DR pair")

@@ -78,7 +78,7 @@ def _save(cluster: Cluster, spec: ClusterSpec) -> None:
     root = cluster.dir.root.resolve()
     for node in spec.nodes():
         if not node.is_zookeeper:
-            cluster.dir.config_file(node).write_text(render_server_properties(spec, node, root))
+            cluster.dir.write_config(node, render_server_properties(spec, node, root))
 
 
 def _wait(condition: Callable[[], bool], timeout_s: float, message: str) -> None:

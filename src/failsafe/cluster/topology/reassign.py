@@ -23,6 +23,7 @@ from pathlib import Path
 from failsafe.errors import BrokerUnreachable, FailsafeError, KafkaClientError, UserError
 from failsafe.jvm.kafka import KafkaDist
 from failsafe.tools.admin import fetch_metadata, new_admin
+from failsafe.tools.connections import bootstrap_args
 from failsafe.tools.kafka_tools import tool_output
 from failsafe.waiting import WaitTimeout, wait_until
 
@@ -93,7 +94,7 @@ def _tool(dist: KafkaDist, bootstrap_servers: str, args: list[str]) -> str:
     return tool_output(
         dist,
         "reassign-partitions",
-        ["--bootstrap-server", bootstrap_servers, *args],
+        [*bootstrap_args(bootstrap_servers), *args],
         TOOL_TIMEOUT_S,
         ReassignmentFailed,
         args[0],

@@ -43,6 +43,12 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         raise UserError(
             f"these scenarios need clusters of different Kafka releases ({' and '.join(versions)}): run them separately"
         )
+    securities = sorted({s.cluster.security for s in scenarios if s.cluster.security})
+    if len(securities) > 1:
+        raise UserError(
+            f"these scenarios need clusters in different security modes ({' and '.join(securities)}): run them "
+            "separately"
+        )
     profiles = sorted({s.cluster.profile for s in scenarios if s.cluster.profile})
     if len(profiles) > 1:
         raise UserError(
@@ -75,6 +81,7 @@ def needs_of(scenarios: list[Scenario], mode: str | None = None) -> ClusterNeeds
         features=features,
         overrides=overrides,
         profile=profiles[0] if profiles else "",
+        security=securities[0] if securities else "",
         kafka_version=versions[0] if versions else "",
         delete_after=any(s.cluster.delete_after for s in scenarios),
         dynamic_quorum=any(s.cluster.dynamic_quorum for s in scenarios),
@@ -128,6 +135,11 @@ def misfit(spec: ClusterSpec, needs: ClusterNeeds, scenarios: list[Scenario]) ->
             "its data directories are on plain disks and the scenario's disk faults need disk layers (failsafe up "
             "--volatile-disks)"
         )
+    if needs.security and spec.security != needs.security:
+        return (
+            f"its listeners are {spec.security} and the scenario needs {needs.security} (failsafe up --security "
+            f"{needs.security})"
+        )
     if needs.profile and spec.profile != needs.profile:
         return (
             f"it runs with profile {spec.profile} and the scenario asks for profile {needs.profile} (failsafe up "
@@ -169,6 +181,7 @@ def spec_for(needs: ClusterNeeds, base_port: int | None, heap: str | None, zooke
         **({"protocol_proxy": True} if needs.protocol_proxy else {}),
         **({"clock_faults": True} if needs.clock_faults else {}),
         **({"tiered_storage": True} if needs.tiered_storage else {}),
+        **({"security": needs.security} if needs.security else {}),
         **spec_fields(needs.profile or DEFAULT_PROFILE),
         **({"features": dict(needs.features)} if needs.features else {}),
         **({"base_port": base_port} if base_port is not None else {}),

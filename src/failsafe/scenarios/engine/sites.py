@@ -35,11 +35,15 @@ def open_site(
     *,
     attach: str | None = None,
     inventory: Inventory | None = None,
+    client_config: Path | None = None,
 ) -> Iterator[tuple[RunSite, dict[str, str], dict[str, Any]]]:
-    """(site, bootstraps by alias, facts) for ``scenarios``: the cluster at ``attach`` when given, else the topology at
-    ``root`` (or one started there for the run, stopped after it)."""
+    """(site, bootstraps by alias, facts) for ``scenarios``: the cluster at ``attach`` when given (reached with the
+    settings of ``client_config``, a client properties file), else the topology at ``root`` (or one started there for
+    the run, stopped after it)."""
     with (
-        _attached(scenarios, attach, root, inventory, event) if attach else _placed(scenarios, root, options, event)
+        _attached(scenarios, attach, root, inventory, event, client_config)
+        if attach
+        else _placed(scenarios, root, options, event)
     ) as opened:
         yield opened
 
@@ -90,12 +94,20 @@ def _placed(
 
 @contextmanager
 def _attached(
-    scenarios: list[Scenario], bootstrap: str, root: Path, inventory: Inventory | None, event: Event
+    scenarios: list[Scenario],
+    bootstrap: str,
+    root: Path,
+    inventory: Inventory | None,
+    event: Event,
+    client_config: Path | None = None,
 ) -> Iterator[tuple[RunSite, dict[str, str], dict[str, Any]]]:
     """A cluster failsafe did not start (cluster/topology/attached.py): refused up front if a scenario's fault cannot be
     made on it."""
+    from failsafe.cluster.security.secured import attach_clients
     from failsafe.cluster.topology.attached import AttachedCluster, refusal
     from failsafe.scenarios.engine.actions import created_topics
+    from failsafe.tools.admin import check_access
+    from failsafe.tools.connections import register
 
     faults = [(s.name, f.fault, str(FAULT_TYPES[f.fault].family)) for s in scenarios for f in s.faults]
     why = refusal(faults, inventory, bootstrap)
@@ -104,7 +116,16 @@ def _attached(
         why = f"a client of {placed[0][0]} runs on host {placed[0][1]}: with --attach, clients run where failsafe runs"
     if why:
         raise UserError(why)
+    # Every client of the run reaches the cluster with the user's settings (cluster/security/secured.py), checked
+    # against the cluster itself before anything is made on it: a refusal is one line (exit 2).
+    servers = [s.strip() for s in bootstrap.split(",")]
+    security = attach_clients(root, client_config, servers) if client_config else None
+    if security is None:
+        register(servers, None)  # plaintext, whatever this process reached at these addresses before
+    check_access(bootstrap)
     cluster = AttachedCluster(bootstrap, root, inventory)
+    if security is not None:
+        attach_clients(root, client_config, [*servers, *(f"{b.host}:{b.port}" for b in cluster.brokers.values())])
     theirs = cluster.topics() & {
         n for s in scenarios for n in (*(t.name for t in getattr(s, "topics", ())), *created_topics(s))
     }
@@ -127,6 +148,7 @@ def _attached(
             {
                 "attached": bootstrap,
                 "bootstrap_servers": bootstrap,
+                **({"client_security": security.described()} if security else {}),
                 "cluster": cluster.spec.to_json(),
                 "brokers": [{"id": b.node_id, "host": b.host, "port": b.port} for b in cluster.brokers.values()],
                 **({"inventory": inventory.to_json()} if inventory else {}),

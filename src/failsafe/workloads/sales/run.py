@@ -27,6 +27,7 @@ from confluent_kafka.admin import NewTopic
 from failsafe.errors import FailsafeError, KafkaClientError, UserError
 from failsafe.supervisor import Child, Supervisor
 from failsafe.tools.admin import DEFAULT_TIMEOUT_S, client_config, describe_error, fetch_metadata, new_admin
+from failsafe.tools.connections import CLIENT
 from failsafe.waiting import wait_until
 from failsafe.workloads.sales import ledger
 from failsafe.workloads.sales.catalogue import PRODUCTS
@@ -200,7 +201,7 @@ def publish_products(
     a product sent twice is the same record twice, which the catalogue's reader (the latest per key) reads once."""
     deadline = time.monotonic() + timeout_s
     pending = {product.product_id: product for product in PRODUCTS}
-    config = client_config(bootstrap, acks="all", partitioner="murmur2_random", **{"enable.idempotence": True})
+    config = client_config(bootstrap, CLIENT, acks="all", partitioner="murmur2_random", **{"enable.idempotence": True})
     while pending:
         left_s = deadline - time.monotonic()
         if left_s <= 0:

@@ -29,6 +29,7 @@ import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
 from failsafe.tools.admin import client_config, describe_error
+from failsafe.tools.connections import CLIENT
 from failsafe.workloads.sales.generator import (
     ACCELERATED,
     BATCH_SIZE,
@@ -74,6 +75,7 @@ class InstanceSpec:
     def producer_config(self) -> dict[str, object]:
         return client_config(
             self.bootstrap_servers,
+            CLIENT,
             **{
                 "acks": self.acks,
                 # As Kafka's Java producer: idempotence wherever acks allow it.

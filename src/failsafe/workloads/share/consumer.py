@@ -20,6 +20,7 @@ from confluent_kafka import AcknowledgeType, KafkaException, Message, ShareConsu
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools.connections import secured
 from failsafe.workloads.consumer import decode
 from failsafe.workloads.outcomes import error_name
 
@@ -93,7 +94,7 @@ def run_share_consumer(
     config = spec.consumer_config()
     if logger is not None:
         config["logger"] = logger
-    consumer = make(config)
+    consumer = make(secured(config))
     consumer.subscribe(list(spec.topics))
     try:
         while not stop.is_set():

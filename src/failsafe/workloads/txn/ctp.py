@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools.connections import secured
 from failsafe.workloads.consumer import decode, membership_callbacks
 from failsafe.workloads.outcomes import error_name
 from failsafe.workloads.producer import value_for
@@ -46,7 +47,7 @@ def run_ctp(spec: CtpSpec, out: OpWriter, stop: threading.Event, logger: object 
         producer_config["logger"] = consumer_config["logger"] = logger
     rng = random.Random(f"{spec.seed}:{spec.process}")
     session = TxnSession(producer_config, out, stop, spec.commit_timeout_s)
-    consumer = Consumer(consumer_config)
+    consumer = Consumer(secured(consumer_config))
     group = spec.group
 
     on_assign, on_revoke, on_lost = membership_callbacks(out, group)

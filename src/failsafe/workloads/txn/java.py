@@ -29,6 +29,7 @@ from failsafe.jvm.java import MIN_JAVA_MAJOR, Java, find_java
 from failsafe.jvm.jvm import TOOL_HEAP, tools_logging_option
 from failsafe.jvm.kafka import KafkaDist, cache_root, kafka_dist
 from failsafe.supervisor import run_to_end
+from failsafe.tools.connections import CLIENT, command_config
 from failsafe.workloads.txn.specs import CtpSpec, TxnProducerSpec, TxnSpec
 
 MAIN_CLASS = "failsafe.txn.TxnDriver"
@@ -254,6 +255,8 @@ def txn_driver_command(spec: TxnSpec, java: Java, dist: KafkaDist, classes: Path
         repr(spec.commit_timeout_s),
         *_properties_args("--producer-property", java_producer_properties(spec)),
         *(("--superseded-file", spec.superseded_file) if spec.superseded_file else ()),
+        # A secured cluster's settings, from its client user's file (tools/connections.py): no secret on the line.
+        *command_config(spec.bootstrap_servers, CLIENT, option="--client-config"),
     ]
     if isinstance(spec, TxnProducerSpec):
         args = [

@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 from failsafe.errors import FailsafeError
 from failsafe.history.ops import Op, OpType
 from failsafe.history.recorder import OpWriter
+from failsafe.tools.connections import secured
 from failsafe.workloads.outcomes import error_name, send_outcome
 
 INIT_TIMEOUT_S = 10.0
@@ -73,7 +74,7 @@ class TxnSession:
                 f"{self.transactional_id} was superseded: no new producer, which would fence the newer instance"
             )
         try:
-            self.producer = Producer(self.config)
+            self.producer = Producer(secured(self.config))
         except KafkaException as e:
             raise FailsafeError(
                 f"{self.transactional_id}: librdkafka refused the producer's settings: {kafka_error(e).str()}"

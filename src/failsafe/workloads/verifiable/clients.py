@@ -38,7 +38,9 @@ from failsafe.jvm.java import Java, find_java
 from failsafe.jvm.jvm import tool_command
 from failsafe.jvm.kafka import DEFAULT_KAFKA_VERSION, KafkaDist, kafka_dist
 from failsafe.supervisor import Child, spawn
+from failsafe.tools.connections import security_for
 from failsafe.tools.kafka_tools import main_class
+from failsafe.tools.security import write_secret
 from failsafe.workloads.group_settings import group_properties
 from failsafe.workloads.share.verifiable import (
     ShareEvents,
@@ -457,8 +459,12 @@ def _start(spec: VerifiableSpec, java: Java, dist: KafkaDist, tmp: Path, on_host
             name=name,
             log_path=Path(spec.client_log) if spec.client_log else None,
         )
-    config = tmp / "client.properties"
-    config.write_text(text)
+    # On a secured cluster, with its client user's settings (tools/connections.py): the file is owner-only, in a
+    # directory of its own that goes with the client.
+    security = security_for(spec.bootstrap_servers)
+    if security is not None:
+        text = properties_text({**spec.java_properties(), **security.java()})
+    config = write_secret(tmp / "client.properties", text.encode())
     if isinstance(spec, VerifiableProducerSpec):
         cmd = verifiable_producer_command(spec, java, dist, config)
     elif isinstance(spec, VerifiableShareConsumerSpec):

@@ -3,6 +3,10 @@
  */
 package failsafe.txn;
 
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -27,6 +31,9 @@ final class Args {
     int batch = 20;
     // Made by the workload just before it lets a frozen instance go on, once a newer one holds its transactional.id.
     String supersededFile;
+    // A secured cluster's client settings (security.protocol, TLS stores, sasl.jaas.config): a file only its owner
+    // reads, so that no secret is on the command line. They go to the producer and the consumer, over any other.
+    String clientConfig;
 
     static Args parse(String[] argv) {
         Args a = new Args();
@@ -61,10 +68,16 @@ final class Args {
                 case "--group": a.group = v; break;
                 case "--batch": a.batch = (int) number(flag, v); break;
                 case "--superseded-file": a.supersededFile = v; break;
+                case "--client-config": a.clientConfig = v; break;
                 default: throw new IllegalArgumentException("unknown option " + flag);
             }
         }
         if (a.process == null) throw new IllegalArgumentException("--process is required");
+        if (a.clientConfig != null) {
+            Properties security = load(a.clientConfig);
+            a.producer.putAll(security);
+            a.consumer.putAll(security);
+        }
         for (String required : new String[] {"bootstrap.servers", "transactional.id"}) {
             if (!a.producer.containsKey(required)) throw new IllegalArgumentException("--producer-property " + required + "=... is required");
         }
@@ -87,6 +100,16 @@ final class Args {
         a.consumer.putIfAbsent("key.deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         a.consumer.putIfAbsent("value.deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
         return a;
+    }
+
+    static Properties load(String path) {
+        Properties props = new Properties();
+        try (Reader reader = Files.newBufferedReader(Paths.get(path))) {
+            props.load(reader);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("--client-config " + path + ": " + e.getMessage());
+        }
+        return props;
     }
 
     static void property(Properties props, String kv, String flag) {

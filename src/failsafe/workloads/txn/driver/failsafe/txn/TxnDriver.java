@@ -32,7 +32,7 @@ import failsafe.txn.Errors.DriverError;
 
 public final class TxnDriver {
     static final String USAGE = "usage: TxnDriver writer|processor --process NAME --producer-property bootstrap.servers=HOST:PORT "
-        + "--producer-property transactional.id=ID [--producer-property K=V ...] [--seed N] [--abort-probability P] [--commit-timeout-s S] [--superseded-file F] "
+        + "--producer-property transactional.id=ID [--producer-property K=V ...] [--seed N] [--abort-probability P] [--commit-timeout-s S] [--superseded-file F] [--client-config FILE] "
         + "writer: --topic T [--topic T2 ...] [--rate-per-s R] [--count N] [--min-writes N] [--max-writes N] [--keys N]; "
         + "processor: --input T --output T --group G [--batch N] [--consumer-property K=V ...]";
     // Below the worker pool's 45 s SIGKILL: a transaction that cannot finish by then is the pool's to kill.
