@@ -95,8 +95,8 @@ def one_mode(root: Path, mode: str, records: int) -> dict:
         _cli(root, "clean", "--dir", str(root))
 
 
-def one_failover(root: Path) -> dict:
-    code, results, history, tail = failsafe_run(root, ("broker-failover",))
+def one_failover(root: Path, scenario: str) -> dict:
+    code, results, history, tail = failsafe_run(root, (scenario,))
     if results is None:
         return {"exit_code": code, "error": tail}
     availability = results["checkers"]["availability"]
@@ -105,6 +105,7 @@ def one_failover(root: Path) -> dict:
         "exit_code": code,
         "verdict": results["verdict"],
         "lost": results["checkers"]["delivery"]["counts"].get("lost"),
+        "lost_allowed": results["checkers"]["delivery"]["counts"].get("lost-allowed"),
         "max_unavailable_ms": availability.get("max_unavailable_ms"),
         "unavailable_ms": [
             round(p["unavailable_ms"], 1)
@@ -143,7 +144,10 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help="the modes whose up and perf test to measure ('': none)"
+    )
+    parser.add_argument("--scenario", default="broker-failover", help="the failover scenario run secured and plaintext")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -160,17 +164,24 @@ def main() -> None:
                 _need(failsafe_cli(root, "down", "--dir", str(root)))
     for r in range(args.rounds):
         for mode in FAILOVER_MODES if r % 2 == 0 else tuple(reversed(FAILOVER_MODES)):
-            failovers[mode].append({"round": r, **one_failover(args.dir / f"fo-{mode}")})
+            failovers[mode].append({"round": r, **one_failover(args.dir / f"fo-{mode}", args.scenario)})
             print(mode, failovers[mode][-1].get("verdict"), failovers[mode][-1].get("max_unavailable_ms"), flush=True)
     plain = next((m for m in per_mode if m["mode"] == "plaintext" and "records_per_s" in m), None)
     for m in per_mode:
         if plain and "records_per_s" in m:
             m["throughput_vs_plaintext"] = round(m["records_per_s"] / plain["records_per_s"], 3)
     summary = {
-        "what": "failsafe up and Kafka's producer-perf-test in each security mode; broker-failover on plaintext and "
+        "what": f"failsafe up and Kafka's producer-perf-test in each security mode; {args.scenario} on plaintext and "
         "sasl-ssl clusters alternately; Kafka 4.3.1, 3 brokers, 1 controller, 2 cores",
+        "scenario": args.scenario,
         "command": command_line(
-            "bench_security.py", dir=args.dir, rounds=args.rounds, records=args.records, modes=args.modes, out=args.out
+            "bench_security.py",
+            dir=args.dir,
+            rounds=args.rounds,
+            records=args.records,
+            modes=repr(args.modes) if not args.modes else args.modes,
+            scenario=args.scenario,
+            out=args.out,
         ),
         "modes": per_mode,
         "failover": {m: {"summary": failover_summary(runs), "runs": runs} for m, runs in failovers.items()},

@@ -75,6 +75,27 @@ RAW: tuple[Raw, ...] = (
         "failsafe up and producer-perf-test per security mode; broker-failover secured and plaintext, alternately",
     ),
     Raw(
+        "docs/benchmarks/security-runs.json",
+        f"{PY} benchmarks/security_runs.py --dir /tmp/bench-security-runs --runs 3 "
+        "--out docs/benchmarks/security-runs.json",
+        False,
+        "the secured cluster's fault scenarios (certificates, SCRAM password, ACL), 3 runs each",
+    ),
+    Raw(
+        "docs/benchmarks/security-producer.json",
+        f"{PY} benchmarks/bench_security_producer.py --dir /tmp/bench-security-producer --records 500000 "
+        "--record-size 100 --rounds 4 --out docs/benchmarks/security-producer.json",
+        False,
+        "failsafe's producer against producer-perf-test per security mode, alternating on one cluster each",
+    ),
+    Raw(
+        "docs/benchmarks/security-isolation.json",
+        f"{PY} benchmarks/bench_security.py --dir /tmp/failsafe-bench-isolation --rounds 4 --modes '' "
+        "--scenario leader-isolated --out docs/benchmarks/security-isolation.json",
+        False,
+        "leader-isolated secured and plaintext, alternately",
+    ),
+    Raw(
         "docs/benchmarks/clock-probe.json",
         f"{PY} benchmarks/clock_probe.py --out docs/benchmarks/clock-probe.json",
         False,

@@ -126,7 +126,13 @@ from benchmarks.render_rebalance import (  # noqa: E402
     t_share_redelivery_java,
     t_share_throughput,
 )
-from benchmarks.render_security import t_security_failover, t_security_modes  # noqa: E402
+from benchmarks.render_security import (  # noqa: E402
+    t_security_failover,
+    t_security_isolation,
+    t_security_modes,
+    t_security_producer,
+    t_security_runs,
+)
 from benchmarks.render_soundness import t_bad_input_sweep, t_cold_catalog, t_soundness  # noqa: E402
 from benchmarks.render_storage import t_corruption, t_slow_disk  # noqa: E402
 from benchmarks.render_tiered import t_tiered  # noqa: E402
@@ -251,6 +257,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "clock-runs": t_clock_runs,
     "security-modes": t_security_modes,
     "security-failover": t_security_failover,
+    "security-isolation": t_security_isolation,
+    "security-runs": t_security_runs,
+    "security-producer": t_security_producer,
     "clock-retention": t_clock_retention,
     "corruption": t_corruption,
     "slow-disk": t_slow_disk,

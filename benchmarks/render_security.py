@@ -45,7 +45,20 @@ def t_security_modes(root: Path) -> str:
 
 
 def t_security_failover(root: Path) -> str:
-    d = load(root, RAW_FILE)
+    return _failover(root, RAW_FILE)
+
+
+ISOLATION_FILE = "docs/benchmarks/security-isolation.json"
+
+
+def t_security_isolation(root: Path) -> str:
+    # leader-isolated's acks=1 producer may lose what the isolated leader alone acknowledged; its acks=all one may not
+    # (an expectation of the scenario's: a run where it lost a write is not VALID).
+    return _failover(root, ISOLATION_FILE, lost="lost, all producers (acks=1 may lose)")
+
+
+def _failover(root: Path, raw_file: str, lost: str = "lost") -> str:
+    d = load(root, raw_file)
     rows = []
     for mode, cell in d["failover"].items():
         s = cell["summary"]
@@ -65,7 +78,7 @@ def t_security_failover(root: Path) -> str:
     header = [
         "listeners",
         "VALID runs",
-        "lost",
+        lost,
         "partitions measured",
         "unavailable p50 ms",
         "unavailable p95 ms",
@@ -73,4 +86,86 @@ def t_security_failover(root: Path) -> str:
         "p95 s",
         "detection p50 s",
     ]
-    return table(header, rows) + source(root, RAW_FILE)
+    return table(header, rows) + source(root, raw_file)
+
+
+RUNS_FILE = "docs/benchmarks/security-runs.json"
+
+
+def _median(values: list) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else None
+
+
+def _in_force_ms(run: dict) -> list[int]:
+    """How long each broker a certificate fault changed took to present the new certificate."""
+    return [b["in_force_ms"] for b in run.get("details", {}).get("brokers", {}).values() if "in_force_ms" in b]
+
+
+def _back_ms(run: dict) -> list[int]:
+    """How long each took to present its own again after the undo."""
+    return list(run.get("stop_details", {}).get("back_ms", {}).values())
+
+
+def t_security_runs(root: Path) -> str:
+    d = load(root, RUNS_FILE)
+    rows = []
+    for scenario, runs in d["scenarios"].items():
+        done = [r for r in runs if "verdict" in r]
+        told = sorted({b.get("new_client") for r in done for b in r.get("details", {}).get("brokers", {}).values()})
+        rows.append(
+            [
+                f"`{scenario}`",
+                f"{sum(r['verdict'] == 'VALID' for r in done)} of {len(runs)}",
+                str(sum(r.get("lost") or 0 for r in done)),
+                _or_dash(_median([r.get("refused_sends") for r in done]), "{:,}"),
+                _or_dash(_median([r.get("first_refused_ms") for r in done]), "{:,.0f}"),
+                _or_dash(_median([r.get("first_ack_after_undo_ms") for r in done]), "{:,.0f}"),
+                _or_dash(_median([r.get("longest_partition_stall_ms") for r in done]), "{:,.0f}"),
+                _or_dash(_median([v for r in done for v in _in_force_ms(r)]), "{:,}"),
+                _or_dash(_median([v for r in done for v in _back_ms(r)]), "{:,}"),
+                _or_dash(_median([r.get("restarted_member_assigned_after_undo_ms") for r in done]), "{:,.0f}"),
+                "; ".join(t for t in told if t) or "—",
+            ]
+        )
+    header = [
+        "scenario",
+        "VALID runs",
+        "lost",
+        "refused sends p50",
+        "first refusal after the fault ms p50",
+        "first ack after the undo ms p50",
+        "longest partition stall ms p50",
+        "certificate in force ms p50",
+        "own certificate back ms p50",
+        "restarted consumer assigned after the undo ms p50",
+        "a new client was told",
+    ]
+    return table(header, rows) + source(root, RUNS_FILE)
+
+
+PRODUCER_FILE = "docs/benchmarks/security-producer.json"
+
+
+def t_security_producer(root: Path) -> str:
+    d = load(root, PRODUCER_FILE)
+    rows = [
+        [
+            m["mode"],
+            str(len(m["rounds"])),
+            num(m["perf_test_median"]),
+            num(m["failsafe_median"]),
+            f"{m['median_ratio']:.2f}",
+            " / ".join(f"{r['ratio']:.2f}" for r in m["rounds"]),
+        ]
+        for m in d["modes"]
+    ]
+    header = [
+        "mode",
+        "rounds",
+        "producer-perf-test records/s p50",
+        "failsafe's producer records/s p50",
+        "failsafe against the perf tool p50",
+        "each round",
+    ]
+    return table(header, rows) + source(root, PRODUCER_FILE)

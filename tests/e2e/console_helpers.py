@@ -61,6 +61,13 @@ def start_console(cluster_dir: Path, *extra: str) -> RunningConsole:
     raise AssertionError(f"the console printed no URL: {proc.stderr.read()}")
 
 
+def listening_addresses(console: RunningConsole) -> list:
+    """Where the console's process listens."""
+    return [
+        c.laddr for c in psutil.Process(console.proc.pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
+    ]
+
+
 def stop_console(console: RunningConsole, cluster_dir: Path) -> str:
     """SIGTERM, as a service manager stops it; returns stderr. Every process it leaves must be a node of the cluster."""
     if console.proc.poll() is not None:

@@ -8,12 +8,11 @@ import socket
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from failsafe.cluster.observe import journal
 from tests.conftest import RunningCluster, start_cluster
-from tests.e2e.console_helpers import console_fate, start_console, stop_console
+from tests.e2e.console_helpers import console_fate, listening_addresses, start_console, stop_console
 from tests.helpers import run_cli
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -29,11 +28,7 @@ def test_without_the_token_everything_is_401_and_the_console_listens_on_127_0_0_
 ) -> None:
     console = start_console(shared_cluster.dir)
     try:
-        listening = [
-            c.laddr
-            for c in psutil.Process(console.proc.pid).net_connections(kind="inet")
-            if c.status == psutil.CONN_LISTEN
-        ]
+        listening = listening_addresses(console)
         assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
         with httpx.Client(base_url=console.base, timeout=10) as http:
             for path in (

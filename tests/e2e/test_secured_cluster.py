@@ -2,6 +2,8 @@
 Java clients is VALID and costs each client a TLS handshake and a SCRAM exchange; a SCRAM password changed under load
 and an ACL removed during a controller failover are judged, their refusals measured, nothing acknowledged lost; a run
 attached with the user's client properties works, and a wrong password or an untrusted CA is one line and exit 2;
+a broker's certificate rotated and then expired through dynamic listener updates, each seen by a new client; the console
+on the secured cluster; a node whose certificate another CA signed keeps failsafe's own cluster from starting (exit 5);
 no secret is world-readable, nor in a run directory, a report or a log."""
 
 from __future__ import annotations
@@ -12,9 +14,29 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
+import httpx
 import pytest
+from cryptography import x509
 
+from failsafe.cluster.security.pki import issue, make_authority
+from failsafe.cluster.security.secured import secrets_of
+from failsafe.cluster.topology.lifecycle import Cluster
+from failsafe.faults.base import FaultError, FaultSpec, FaultTargets
+from failsafe.faults.certificates import (
+    CERTIFICATE_EXPIRED,
+    CERTIFICATE_ROTATED,
+    alter_key_store,
+    certificate_names,
+    presented_serial,
+    tls_listeners,
+)
+from failsafe.faults.nodes import NodeChoice
+from failsafe.faults.registry import fault_type
+from failsafe.tools.admin import check_access
+from failsafe.tools.security import ClientSecurityError, write_secret
+from failsafe.waiting import wait_until
 from tests.conftest import RunningCluster, module_cluster
+from tests.e2e.console_helpers import listening_addresses, start_console, stop_console
 from tests.e2e.test_lab_scenarios import assert_valid_run, only_run_dir
 from tests.helpers import run_cli
 
@@ -121,6 +143,77 @@ def test_an_acl_removed_during_a_controller_failover_fails_sends_and_loses_nothi
     assert any(op["f"] == "send" and op["type"] == "ok" and op["time_ns"] > stop["time_ns"] for op in history)
 
 
+def test_a_broker_s_certificate_rotated_then_expired_while_it_serves(secured: RunningCluster, tmp_path: Path) -> None:
+    """Both through a dynamic listener update on broker 0, each undone by deleting it; a new client's view between."""
+    cluster = Cluster.open(secured.dir)  # registers the cluster's client settings, as a run does
+    broker = cluster.node(0, "broker")
+    secrets = secrets_of(cluster.dir.root, cluster.spec)
+    assert secrets is not None
+    own = presented_serial(tls_listeners(cluster.spec, broker)[0], secrets)
+    alone = f"{broker.client_address}:{broker.port}"  # a client that knows only broker 0
+
+    def start(name: str):  # noqa: ANN202 - the AppliedFault
+        spec = FaultSpec(name, 0, params=NodeChoice(node=0))
+        return fault_type(name).start(spec, FaultTargets(cluster, None, lambda partition: None))
+
+    rotated = start(CERTIFICATE_ROTATED)
+    try:
+        said = rotated.details["brokers"]["0"]
+        assert said["listeners"] == ["PLAINTEXT", "REPLICATION"] and said["new_client"] == "accepted", said
+        for listener in tls_listeners(cluster.spec, broker):
+            assert presented_serial(listener, secrets) != own, listener
+        check_access(alone)
+    finally:
+        rotated.undo()
+    assert rotated.stop_details["back_ms"]["0"] >= 0
+    # An expired certificate on the inter-broker listener: Kafka checks it with a handshake and refuses it.
+    replication = [x for x in tls_listeners(cluster.spec, broker) if x.name == "REPLICATION"]
+    stale = issue(secrets.authority, tmp_path / "stale", broker.name, certificate_names(broker), valid_days=-1)
+    try:
+        with pytest.raises(FaultError, match="validity check failed"):
+            alter_key_store(cluster, broker, replication, stale.key_store)
+    finally:
+        alter_key_store(cluster, broker, replication, None)  # nothing to delete unless Kafka took it
+    expired = start(CERTIFICATE_EXPIRED)
+    try:
+        said = expired.details["brokers"]["0"]
+        # Not the inter-broker listener: Kafka refuses an expired certificate there (faults/certificates.py).
+        assert said["listeners"] == ["PLAINTEXT"] and said["new_client"] == "refused: certificate has expired", said
+        with pytest.raises(ClientSecurityError, match="certificate verify failed"):
+            check_access(alone, timeout_s=10)
+    finally:
+        expired.undo()
+    check_access(alone)
+    for listener in tls_listeners(cluster.spec, broker):
+        assert presented_serial(listener, secrets) == own, listener
+
+
+def test_the_console_keeps_its_token_and_loopback_and_reads_the_secured_cluster(secured: RunningCluster) -> None:
+    topic = "console-secured"
+    created = secured.cli("topics", "create", topic, "--partitions", "2", "--replication-factor", "3")
+    assert created.returncode == 0, created.stderr
+    console = start_console(secured.dir)
+    try:
+        listening = listening_addresses(console)
+        assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+        with httpx.Client(base_url=console.base, timeout=10) as http:
+            assert http.get("/api/topics").status_code == 401
+            # Its admin client reaches the SASL_SSL listeners as failsafe-admin: the topic with its partitions.
+            shown = wait_until(
+                lambda: next(
+                    (t for t in http.get("/api/topics", headers=console.headers).json() if t["name"] == topic), None
+                ),
+                60,
+                "the console never showed the topic",
+            )
+            assert len(shown["partitions"]) == 2 and shown["replication_factor"] == 3, shown
+            cluster = http.get("/api/cluster", headers=console.headers).json()
+            assert {n["state"] for n in cluster["nodes"]} == {"up"}, cluster["nodes"]
+    finally:
+        err = stop_console(console, secured.dir)
+    assert "Traceback" not in err and not any(p in err for p in passwords(secured).values())
+
+
 def test_attach_with_the_user_s_client_properties_and_refusals_in_one_line(
     secured: RunningCluster, tmp_path: Path
 ) -> None:
@@ -159,3 +252,30 @@ def test_attach_with_the_user_s_client_properties_and_refusals_in_one_line(
     assert_no_secret_in(secured, run_dir)
     kept = work / "secrets" / "clients" / "attached.properties"
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and stat.S_IMODE((work / "secrets").stat().st_mode) == 0o700
+
+
+def test_a_node_whose_certificate_the_cluster_s_ca_did_not_sign_keeps_it_from_starting(
+    secured: RunningCluster, tmp_path: Path
+) -> None:
+    """Last in the module: it stops the module's cluster. Broker 0 gets a certificate of a stranger CA for its own
+    name and addresses; Kafka checks its inter-broker listener's key store against its trust store at start-up and
+    exits (PKIX path validation failed: signature check failed), and `failsafe up` says so in one line with exit 5
+    (failsafe's own cluster could not start), where a client's bad settings are exit 2."""
+    assert secured.cli("down").returncode == 0
+    nodes = secured.dir / "secrets" / "nodes"
+    own = x509.load_pem_x509_certificate((nodes / "server-0-cert.pem").read_bytes())
+    names = own.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    addresses = (*map(str, names.get_values_for_type(x509.IPAddress)), *names.get_values_for_type(x509.DNSName))
+    forged = issue(make_authority(tmp_path / "stranger"), tmp_path / "forged", "server-0", addresses)
+    store = nodes / "server-0.pem"
+    kept = store.read_bytes()
+    write_secret(store, forged.key_store.read_bytes())
+    try:
+        result = secured.cli("up", "--timeout-s", "40", timeout_s=RUN_TIMEOUT_S)
+    finally:
+        write_secret(store, kept)
+        secured.cli("down")
+    assert result.returncode == 5, result.stdout + result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("failsafe:")]
+    assert len(said) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert not any(p in result.stdout + result.stderr for p in passwords(secured).values())

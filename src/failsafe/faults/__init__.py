@@ -9,6 +9,8 @@
     disk.py     disks of nodes on disk layers: power-loss (unsynced writes gone), disk-full (ENOSPC), disk-error (EIO)
     network.py  links: partition, lossy-link, isolate, cut-clients (nftables rules in the cluster's own table)
     sides.py    a network fault's sides, as written and as resolved when it starts
+    security.py a secured cluster's credentials and rights: scram-password-change, acl-removed
+    certificates.py  a broker's certificate changed while it serves: certificate-rotated, certificate-expired
     leash.py    the watchdog that deletes a run's network rules if failsafe dies before its heal
 
 Every module of this package that declares fault types registers them with ``register`` when it is

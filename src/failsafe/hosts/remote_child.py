@@ -38,6 +38,8 @@ class RemoteChild:
         self.name = name
         self.ssh = ssh
         self.log_path = log_path
+        if log_path is not None:  # as a local child's (supervisor.children.spawn): the run's logs/ may not exist yet
+            log_path.parent.mkdir(parents=True, exist_ok=True)
         self.channel = ssh.open_channel(_WRAPPER.format(cwd=quote(cwd), argv=quote(*argv)))
         self.stdout = _ChannelReader(self.channel)
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
