@@ -54,18 +54,13 @@ def fault_costs(history: list[dict]) -> dict:
     )
     began = start.get("in_force_ns") or start["time_ns"]
     ended = stop["time_ns"] if stop else None
-    producers = {op["process"] for op in history if op.get("f") == "send"}
     acks = sorted(op["time_ns"] for op in history if op.get("f") == "send" and op["type"] == "ok")
     refused = sorted(
         op["time_ns"] for op in history if op.get("f") == "send" and op["type"] == "fail" and op["time_ns"] >= began
     )
+    # A consumer started again has a process name with its incarnation (member-1.1).
     restarted = sorted(
-        op["time_ns"]
-        for op in history
-        if op.get("f") == "assign"
-        and "." in op["process"]
-        and op["time_ns"] >= began
-        and op["process"] not in producers
+        op["time_ns"] for op in history if op.get("f") == "assign" and "." in op["process"] and op["time_ns"] >= began
     )
     return {
         "fault": start["fault"],

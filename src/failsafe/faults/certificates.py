@@ -37,7 +37,7 @@ from cryptography import x509
 from failsafe.cluster.security import secured
 from failsafe.cluster.security.modes import CONTROLLER, security_mode
 from failsafe.cluster.security.pki import DEFAULT_VALID_DAYS, Identity, issue
-from failsafe.cluster.security.store import ADMIN_USER, ClusterSecrets
+from failsafe.cluster.security.store import ADMIN_USER, ClusterSecrets, node_certificate_names
 from failsafe.cluster.site import RunSite
 from failsafe.cluster.spec import ClusterSpec, NodeSpec
 from failsafe.faults.base import AppliedFault, FaultError, FaultSpec, FaultTargets, FaultType, Need
@@ -138,9 +138,8 @@ def _show_client_certificate(context: ssl.SSLContext, secrets: ClusterSecrets) -
 
 
 def certificate_names(node: NodeSpec) -> tuple[str, ...]:
-    """The subject alternative names of the node's own certificate (cluster/security/store.py): Kafka refuses a new
-    key store whose names differ ("Keystore SubjectAltNames do not match")."""
-    return (*dict.fromkeys((node.address, node.client_address)), "localhost")
+    """The names a certificate for ``node`` must carry: its own certificate's (cluster/security/store.py)."""
+    return node_certificate_names((node.address, node.client_address))
 
 
 def _serial(identity: Identity) -> int:

@@ -39,7 +39,7 @@ def ensure_secrets(root: Path, spec: ClusterSpec) -> ClusterSecrets | None:
     if secrets is None:
         return None
     if not (secrets.directory / "passwords.json").is_file():
-        addresses = {n.name: tuple(dict.fromkeys((n.address, n.client_address))) for n in spec.nodes()}
+        addresses = {n.name: (n.address, n.client_address) for n in spec.nodes()}
         secrets = ClusterSecrets.create(secrets.directory, secrets.mode, addresses)
     secret_dir(secret_dir(Path(root) / SECRETS) / CLIENTS)
     for user in CLIENT_FILES.values():

@@ -39,6 +39,13 @@ USERS = (ADMIN_USER, CLIENT_USER, BROKER_USER, CONTROLLER_USER)
 PASSWORD_BYTES = 24
 
 
+def node_certificate_names(addresses: tuple[str, ...]) -> tuple[str, ...]:
+    """A node's certificate's subject alternative names: the addresses its listeners are on, and localhost. A
+    certificate that replaces it must have the same (Kafka refuses a new key store whose names differ: "Keystore
+    SubjectAltNames do not match")."""
+    return (*dict.fromkeys(addresses), "localhost")
+
+
 @dataclass(frozen=True)
 class ClusterSecrets:
     directory: Path
@@ -51,7 +58,7 @@ class ClusterSecrets:
         if mode.needs_certificates:
             ca = make_authority(directory / "ca")
             for name, addresses in nodes.items():
-                issue(ca, directory / "nodes", name, (*addresses, "localhost"))
+                issue(ca, directory / "nodes", name, node_certificate_names(addresses))
             for user in (ADMIN_USER, CLIENT_USER):
                 issue(ca, directory / "users", user)
         passwords = {user: secrets.token_urlsafe(PASSWORD_BYTES) for user in USERS}
