@@ -111,6 +111,10 @@ ENTRIES = (
     ),
     # A rolling upgrade (4.3.1 -> 4.4.0, each roll a window of family upgrade) and a dynamic quorum's leader removed and
     # added back (family quorum-change), at the catalog's phases.
+    # A secured cluster's own faults (family security): a right taken away during a controller failover, whose refused
+    # sends are failed sends, and a broker's certificate rotated under load and the broker restarted with it.
+    Entry("lab-acl-removed", "security", ("run", "acl-removed-during-controller-failover", *QUIET)),
+    Entry("lab-certificate-rotation", "security", ("run", "certificate-rotation", *QUIET)),
     Entry("lab-rolling-upgrade", "upgrade", ("run", "rolling-upgrade", *QUIET)),
     Entry("lab-quorum-remove-active-controller", "quorum-change", ("run", "quorum-remove-active-controller", *QUIET)),
     Entry(

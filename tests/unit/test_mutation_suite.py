@@ -36,6 +36,7 @@ def test_every_kind_has_runs_in_the_corpus_and_each_is_judged_as_it_was_recorded
         "campaign",
         "protocol",
         "clock",
+        "security",
     }
     from tests.mutations import Mutant
 
